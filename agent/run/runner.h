@@ -1,0 +1,51 @@
+// Runs a JobList locally, exactly like `fio`: validates against this machine,
+// lays out files, runs stonewall groups in order with numjobs clones on pinned
+// threads, and returns per-job stats in fio's shape.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/jobspec/job_spec.h"
+#include "common/stats/interval.h"
+#include "common/stats/job_stats.h"
+#include "common/stats/report.h"
+
+namespace iofleet::agent {
+
+struct RunOptions {
+  // Called once per second per job (clone) from the reporter thread with what the
+  // job completed in that window. May be empty.
+  std::function<void(const stats::IntervalRecord&)> on_interval;
+  // Called every `status_interval_s` seconds with cumulative stats (for
+  // --status-interval). 0 = never.
+  uint32_t status_interval_s = 0;
+  std::function<void(const std::vector<stats::JobStats>&)> on_status;
+  // Set to true from any thread to stop all jobs early (results are still reported).
+  std::atomic<bool>* cancel = nullptr;
+  // When non-empty, every target path must start with one of these prefixes.
+  std::vector<std::string> allow_paths;
+  // Interval record period in ms (tests shorten it).
+  uint32_t interval_ms = 1000;
+};
+
+struct RunResult {
+  stats::ReportHeader header;
+  std::vector<stats::JobStats> jobs;      // one per clone, in thread_number order
+  std::vector<stats::JobStats> reported;  // after group_reporting
+  int error = 0;                          // first job error (errno), 0 = all clean
+};
+
+// Environment checks that need this machine: engine present in this kernel, CPUs
+// exist, O_DIRECT block size vs the target's logical block size, paths openable
+// or creatable, allow_paths. InvalidArgument naming job, option and value.
+absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions& options);
+
+// Validates (above), then runs. Errors before any I/O are returned as a Status;
+// I/O errors during the run land in JobStats::error and RunResult::error.
+absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions& options);
+
+}  // namespace iofleet::agent

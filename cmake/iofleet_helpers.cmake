@@ -1,0 +1,33 @@
+# iofleet_cc_library(NAME name SRCS ... HDRS ... DEPS ...)
+#   Declares iofleet_<folder>_<name> with alias iofleet::<name>.
+# iofleet_cc_test(NAME name SRCS ... DEPS ... [LABELS ...])
+#   A GoogleTest binary whose tests ctest discovers.
+include(CMakeParseArguments)
+
+function(iofleet_cc_library)
+  cmake_parse_arguments(A "" "NAME" "SRCS;HDRS;DEPS" ${ARGN})
+  set(target iofleet_${A_NAME})
+  if(A_SRCS)
+    add_library(${target} STATIC ${A_SRCS} ${A_HDRS})
+    target_link_libraries(${target} PUBLIC ${A_DEPS})
+    target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+  else()
+    add_library(${target} INTERFACE)
+    target_link_libraries(${target} INTERFACE ${A_DEPS})
+    target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR})
+  endif()
+  add_library(iofleet::${A_NAME} ALIAS ${target})
+endfunction()
+
+function(iofleet_cc_test)
+  cmake_parse_arguments(A "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+  if(NOT IOFLEET_BUILD_TESTS)
+    return()
+  endif()
+  set(target ${A_NAME})
+  add_executable(${target} ${A_SRCS})
+  target_link_libraries(${target} PRIVATE ${A_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  gtest_discover_tests(${target} WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
+                       PROPERTIES LABELS "${A_LABELS}" DISCOVERY_TIMEOUT 60)
+endfunction()

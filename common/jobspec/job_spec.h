@@ -1,0 +1,118 @@
+// The parsed, validated form of a fio job: what the agent runs and what the
+// controller stores. Produced only by the parser in parser.h; every field here
+// has already been range-checked (ValidateJobSpec), so consumers need not re-check.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace iofleet::jobspec {
+
+// I/O directions, indexed like fio's DDIR_READ/WRITE/TRIM.
+enum Ddir : int { kRead = 0, kWrite = 1, kTrim = 2 };
+inline constexpr int kNumDdirs = 3;
+
+enum class RwPattern {
+  kRead, kWrite, kTrim, kRandRead, kRandWrite, kRandTrim,
+  kReadWrite,      // rw, readwrite
+  kRandReadWrite,  // randrw
+  kTrimWrite, kRandTrimWrite,
+};
+bool IsRandom(RwPattern p);
+bool HasRead(RwPattern p);
+bool HasWrite(RwPattern p);
+bool HasTrim(RwPattern p);
+const char* RwPatternName(RwPattern p);  // canonical fio name, e.g. "randread"
+
+enum class RandomGenerator { kTausworthe, kLfsr, kTausworthe64 };
+enum class CpusAllowedPolicy { kShared, kSplit };
+enum class UnifiedRw { kNone, kMixed, kBoth };
+
+struct BsSplitEntry {
+  uint64_t bs = 0;   // bytes
+  uint32_t pct = 0;  // share in percent after fio's fill-in of unset entries
+};
+
+// One job as fio would run it (one entry per [section], before numjobs cloning).
+struct JobSpec {
+  std::string name;
+  std::vector<std::string> filenames;  // 'filename' split on ':' ("\:" escapes); empty = generated
+  std::string directory;               // 'directory' prefix for generated/relative names
+  uint64_t size = 0;                   // bytes per job; 0 = unset (use the file/device size)
+  double size_percent = 0;             // 'size=N%': share of the file; 0 = not a percent
+  uint64_t filesize = 0;               // per-file size; 0 = size / nrfiles
+  uint64_t io_size = 0;                // 'io_size'/'io_limit'; 0 = size
+  uint64_t offset = 0;                 // bytes
+  double offset_percent = 0;           // 'offset=N%'
+  uint64_t offset_increment = 0;       // added per clone (subjob number)
+  uint32_t nrfiles = 1;
+  bool direct = false;                 // O_DIRECT ('buffered' is its negation)
+  std::string ioengine = "psync";
+  uint32_t iodepth = 1;
+  uint32_t iodepth_batch_submit = 1;       // already normalised: 1..iodepth
+  uint32_t iodepth_batch_complete_min = 1; // 0..iodepth (0 = non-blocking reap)
+  uint32_t iodepth_batch_complete_max = 1; // normalised: max(min,1)..iodepth
+  uint32_t iodepth_low = 1;                // normalised: 1..iodepth
+  uint32_t numjobs = 1;
+  bool thread = false;
+  bool group_reporting = false;
+  bool new_group = false;
+  bool stonewall = false;
+  std::string wait_for;                    // name of an earlier job, or empty
+  RwPattern rw = RwPattern::kRead;
+  uint32_t rw_sequencer_nr = 1;            // the ':N' of rw=randread:8 (1 = none)
+  uint32_t rwmixread = 50;                 // percent; rwmixwrite = 100 - rwmixread
+  std::array<uint64_t, kNumDdirs> bs{4096, 4096, 4096};      // block size per direction
+  std::array<uint64_t, kNumDdirs> bs_min{4096, 4096, 4096};  // bsrange low (== bs if unset)
+  std::array<uint64_t, kNumDdirs> bs_max{4096, 4096, 4096};  // bsrange high (== bs if unset)
+  std::array<std::vector<BsSplitEntry>, kNumDdirs> bssplit;  // sorted by ascending pct
+  bool bs_unaligned = false;
+  bool time_based = false;
+  uint64_t runtime_us = 0;     // 0 = no limit
+  uint64_t ramp_time_us = 0;
+  uint64_t startdelay_us = 0;      // low end of the range
+  uint64_t startdelay_high_us = 0; // high end (== low when not a range)
+  uint64_t loops = 1;
+  RandomGenerator random_generator = RandomGenerator::kTausworthe;
+  bool random_generator_set = false;  // explicit; else auto-switch to 64-bit on big files
+  bool randrepeat = true;
+  uint64_t randseed = 0x89;
+  bool randseed_set = false;
+  bool norandommap = false;
+  std::vector<int> cpus_allowed;   // sorted CPU ids from cpus_allowed or cpumask; empty = all
+  CpusAllowedPolicy cpus_allowed_policy = CpusAllowedPolicy::kShared;
+  std::vector<int> numa_cpu_nodes; // empty = unset
+  std::string numa_mem_policy;     // raw "bind:0", "interleave:0-1", "local", ... empty = unset
+  bool hipri = false;
+  bool fixedbufs = false;
+  bool registerfiles = false;
+  bool sqthread_poll = false;
+  int sqthread_poll_cpu = -1;
+  std::vector<double> percentile_list{1,  5,  10, 20, 30, 40, 50,    60,   70,
+                                      80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
+  bool clat_percentiles = true;
+  bool lat_percentiles = false;
+  bool slat_percentiles = false;
+  uint32_t kb_base = 1024;
+  UnifiedRw unified_rw_reporting = UnifiedRw::kNone;
+  uint32_t fsync = 0;          // fsync every N writes; 0 = never
+  bool end_fsync = false;
+  bool invalidate = true;
+  // Options as written (after substitution, aliases resolved to canonical names),
+  // in order, without the ones inherited from [global]: fio's "job options".
+  std::vector<std::pair<std::string, std::string>> raw_options;
+  // 1-based position of the job file this job came from (multiple files get an
+  // implicit stonewall between them).
+  int file_index = 1;
+};
+
+// Everything one invocation runs: [global] options as written plus the jobs.
+struct JobList {
+  std::vector<std::pair<std::string, std::string>> global_options;  // "global options"
+  std::vector<JobSpec> jobs;
+};
+
+}  // namespace iofleet::jobspec

@@ -1,0 +1,62 @@
+// fio job language: job files and --option=value command lines -> JobList.
+// The grammar is fio's (see README "Job files"): sections, [global] inheritance,
+// comments, include, ${VAR} substitution, size/time suffixes with kb_base,
+// per-direction value lists, ranges, aliases and bare flags.
+//
+// Every error is InvalidArgument with a message naming the job, the option and
+// the value, e.g. `job "seq": option "iodepth": value "0" must be >= 1`.
+// Nothing here touches devices: environment checks (engine present, CPUs exist,
+// O_DIRECT alignment, paths) are the agent's (agent/run/validate.h).
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/jobspec/job_spec.h"
+
+namespace iofleet::jobspec {
+
+struct ParseOptions {
+  // Environment for ${VAR}; when null, the process environment (getenv).
+  const std::map<std::string, std::string>* env = nullptr;
+  // Directory for relative 'include' paths of text that has no file (tests, REST bodies).
+  std::string base_dir;
+};
+
+// Parses one job file's text. `source` names it in errors ("job.fio").
+absl::StatusOr<JobList> ParseJobText(std::string_view text, std::string_view source,
+                                     const ParseOptions& opts = {});
+
+// fio's command line: job files in order, then `--name=x` style options, where
+// `--name=` starts a job (`--name=global` the global section) and options before
+// any --name go to the global section. Several job files get an implicit
+// stonewall between them. Options given before a job file apply to ... fio's rules.
+struct CommandLine {
+  std::vector<std::string> job_files;                          // paths, in order
+  std::vector<std::pair<std::string, std::string>> options;    // {"rw","randread"}; bare flags have ""
+};
+absl::StatusOr<JobList> ParseCommandLine(const CommandLine& cmd, const ParseOptions& opts = {});
+
+// The same options as JSON (REST bodies): {"global": {...}, "jobs": [{"name":..,...}]}
+// or a flat object for one job. Values may be strings, numbers or booleans.
+absl::StatusOr<JobList> ParseJobJson(std::string_view json_text, const ParseOptions& opts = {});
+
+// Renders a JobList back to fio job-file text (round-trips through ParseJobText).
+std::string ToJobText(const JobList& list);
+
+// Numbers as fio reads them, for reuse (e.g. CLI flags): "4k", "1Mi", "0x10", "10%".
+// kb_base is 1024 or 1000.
+absl::StatusOr<uint64_t> ParseSize(std::string_view v, uint32_t kb_base = 1024);
+// Time in microseconds; a bare number is in `default_unit_us` units (1e6 for runtime).
+absl::StatusOr<uint64_t> ParseTimeUs(std::string_view v, uint64_t default_unit_us = 1000000);
+// "0,5,8-15" -> {0,5,8,...,15}.
+absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view v);
+
+// Names of every option the parser knows, canonical and alias (for `--help` and docs).
+std::vector<std::string> KnownOptionNames();
+
+}  // namespace iofleet::jobspec

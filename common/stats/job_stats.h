@@ -1,0 +1,89 @@
+// Per-job results in fio's shape (fio's thread_stat): what a worker measured,
+// what group_reporting merges, and what the JSON/normal writers print.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/stats/histogram.h"
+#include "common/stats/running_stat.h"
+
+namespace iofleet::stats {
+
+inline constexpr int kNumDdirs = 3;  // read, write, trim (fio's order)
+
+// Which latency a LatencySum/Histogram measures.
+enum LatKind : int { kSlat = 0, kClat = 1, kLat = 2 };
+inline constexpr int kNumLatKinds = 3;
+
+// Histogram bins for the JSON "iodepth_level" (1,2,4,8,16,32,>=64) and
+// "iodepth_submit"/"iodepth_complete" (0,4,8,16,32,64,>=64) maps.
+inline constexpr int kDepthMapNr = 7;
+// latency_ns/us: 2,4,10,20,50,100,250,500,750,1000; latency_ms adds 2000, >=2000.
+inline constexpr int kLatBucketsNs = 10;
+inline constexpr int kLatBucketsUs = 10;
+inline constexpr int kLatBucketsMs = 12;
+
+struct DirStats {
+  uint64_t io_bytes = 0;   // bytes completed
+  uint64_t total_ios = 0;  // I/Os issued (fio counts at issue)
+  uint64_t short_ios = 0;
+  uint64_t drop_ios = 0;
+  uint64_t runtime_ms = 0;  // wall time of this direction's phase, ms (rounded up)
+  std::array<RunningStat, kNumLatKinds> lat;  // slat, clat, lat (ns)
+  std::array<Histogram, kNumLatKinds> hist;   // slat, clat, lat
+  RunningStat bw;    // KiB/s samples over bwavgtime windows
+  RunningStat iops;  // IOPS samples over iopsavgtime windows
+  // Set by MergeGroup for reporting: group aggregate bandwidth (B/s) for bw_agg.
+  double group_agg_bytes_per_sec = 0;
+};
+
+struct JobStats {
+  std::string jobname;
+  int groupid = 0;
+  int thread_number = 1;      // 1-based global job number (fio's thread_number)
+  uint64_t job_start_ms = 0;  // CLOCK_REALTIME ms when the job started
+  int error = 0;              // first errno hit (positive), 0 = none
+  std::string error_text;     // context for `error`
+  uint64_t elapsed_s = 0;
+  std::vector<std::pair<std::string, std::string>> job_options;  // "job options"
+  std::array<DirStats, kNumDdirs> dir;
+  DirStats mixed;           // filled only for unified_rw_reporting=mixed|both
+  uint64_t sync_total_ios = 0;
+  RunningStat sync_lat;     // fsync latency, ns
+  Histogram sync_hist;
+  uint64_t job_runtime_ms = 0;  // since the job epoch (reset at ramp end)
+  uint64_t usr_time_us = 0;     // rusage
+  uint64_t sys_time_us = 0;
+  uint64_t ctx = 0;
+  uint64_t majf = 0;
+  uint64_t minf = 0;
+  std::array<uint64_t, kDepthMapNr> iodepth_level{};   // I/Os by depth at commit
+  std::array<uint64_t, kDepthMapNr> iodepth_submit{};  // submit calls by batch size
+  std::array<uint64_t, kDepthMapNr> iodepth_complete{};  // reap calls by batch size
+  uint64_t total_submit = 0;    // number of submit calls
+  uint64_t total_complete = 0;  // number of reap calls
+  std::array<uint64_t, kLatBucketsNs> lat_ns{};  // clat counts (all directions)
+  std::array<uint64_t, kLatBucketsUs> lat_us{};
+  std::array<uint64_t, kLatBucketsMs> lat_ms{};
+  // Reporting switches copied from the job (group members share the first's).
+  bool clat_percentiles = true;
+  bool lat_percentiles = false;
+  bool slat_percentiles = false;
+  std::vector<double> percentile_list;
+  uint32_t kb_base = 1024;
+  int unified_rw_reporting = 0;  // 0 none, 1 mixed, 2 both
+  bool group_reporting = false;
+};
+
+// fio's depth-map bin for a depth (1, 2-3, 4-7, ..., >=64).
+int DepthLevelBin(uint32_t depth);
+// fio's submit/complete bin for a batch size (0, 1-4, 5-8, 9-16, 17-32, 33-64, >64).
+int BatchBin(uint32_t n);
+// Adds one clat sample (ns) to the latency_ns/us/ms counters.
+void AddLatencyBucket(JobStats& js, uint64_t clat_ns);
+
+}  // namespace iofleet::stats
