@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -50,7 +51,7 @@ absl::StatusCode ErrnoToCode(int err) {
 
 absl::Status IoError(std::string_view op, std::string_view what, int err) {
   return absl::Status(ErrnoToCode(err),
-                      absl::StrCat(op, " ", what, ": ", std::strerror(err), " (errno ", err, ")"));
+                      absl::StrCat(std::string(op), " ", std::string(what), ": ", std::strerror(err), " (errno ", err, ")"));
 }
 
 }  // namespace iofleet
