@@ -1,1 +1,68 @@
-int main() { return 0; }
+// iofleet-agent: `run` (fio-compatible local runs), `engines`, `serve` (daemon).
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/engines/engine.h"
+#include "agent/run/agent_cli.h"
+#ifdef IOFLEET_HAVE_TRANSPORT
+#include "agent/transport/serve.h"
+#endif
+
+namespace {
+
+void Usage(FILE* out) {
+  std::fprintf(out,
+               "usage: iofleet-agent <command> [options]\n"
+               "\n"
+               "commands:\n"
+               "  run [JOBFILE...] [--<fio option>=<value>...]   run jobs locally, like fio\n"
+               "      --output-format=normal|json|json+  --output=FILE  --parse-only\n"
+               "      --status-interval=SECONDS\n"
+               "  engines                                       list I/O engines this kernel supports\n"
+               "  serve --controller=HOST:PORT [--name=ID] [--labels=k=v,...] [--allow-path=PREFIX]...\n"
+               "                                                run assigned jobs for a controller\n"
+               "  version\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    Usage(stderr);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "run") return iofleet::agent::RunMain(argc - 2, argv + 2);
+  if (cmd == "engines") {
+    for (const auto& e : iofleet::agent::AvailableEngines()) {
+      std::printf("%-10s %s%s%s\n", e.name.c_str(), e.available ? "available" : "unavailable",
+                  e.available ? "" : ": ", e.reason.c_str());
+    }
+    return 0;
+  }
+  if (cmd == "version" || cmd == "--version") {
+    std::printf("iofleet-agent %s\n", iofleet::agent::kAgentVersion);
+    return 0;
+  }
+  if (cmd == "serve") {
+#ifdef IOFLEET_HAVE_TRANSPORT
+    return iofleet::agent::ServeMain(argc - 1, argv + 1);
+#else
+    std::fprintf(stderr, "iofleet-agent: this build has no controller transport (gRPC)\n");
+    return 2;
+#endif
+  }
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    Usage(stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "iofleet-agent: unknown command \"%s\"\n", cmd.c_str());
+  Usage(stderr);
+  return 2;
+}

@@ -1,1 +1,442 @@
+// The worker's I/O loop, instantiated once per engine (engines call
+// loop.Run(*this) from Drive()) so per-I/O engine calls inline.
+//
+// Hot-path rules (see README "Engine cost"): per I/O there is no allocation, no
+// lock, no syscall but the engine's own, and no clock read; the clock is read once
+// after each submit batch (issue time) and once after each reap batch (completion
+// time), and a prepared I/O takes the last reading as its start time. Stats are
+// plain integers owned by the worker; once per interval (1 s) the worker itself
+// publishes an interval record and, when asked, a snapshot.
 #pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "agent/engines/engine.h"
+#include "agent/run/io_generator.h"
+#include "common/clock.h"
+#include "common/jobspec/job_spec.h"
+#include "common/stats/histogram.h"
+#include "common/stats/interval.h"
+#include "common/stats/job_stats.h"
+#include "common/stats/running_stat.h"
+
+namespace iofleet::agent {
+
+// latency_ns/us/ms bins: exclusive upper bounds in ns (fio's io_u_lat_n/u/m).
+inline constexpr std::array<uint64_t, 31> kLatBucketBounds = {
+    2,        4,        10,        20,        50,        100,       250,      500,
+    750,      1000,     2000,      4000,      10000,     20000,     50000,    100000,
+    250000,   500000,   750000,    1000000,   2000000,   4000000,   10000000, 20000000,
+    50000000, 100000000, 250000000, 500000000, 750000000, 1000000000, 2000000000};
+// Index 0..31 into the 32 bins (10 ns, 10 us, 12 ms); the last is ">=2000" ms.
+inline int LatBucketIndex(uint64_t ns) {
+  return static_cast<int>(std::upper_bound(kLatBucketBounds.begin(), kLatBucketBounds.end(), ns) -
+                          kLatBucketBounds.begin());
+}
+
+// What the worker accumulates per direction.
+struct HotDir {
+  uint64_t bytes = 0;      // completed bytes
+  uint64_t done = 0;       // completed I/Os
+  uint64_t issued = 0;     // issued I/Os (fio's total_ios)
+  uint64_t short_ios = 0;
+  uint64_t errors = 0;
+  std::array<stats::LatencySum, stats::kNumLatKinds> lat;
+  std::array<stats::Histogram, stats::kNumLatKinds> hist;
+  stats::RunningStat bw;    // KiB/s window samples
+  stats::RunningStat iops;  // IOPS window samples
+};
+
+struct HotStats {
+  std::array<HotDir, stats::kNumDdirs> dir;
+  std::array<uint64_t, 32> lat_buckets{};
+  std::array<uint64_t, stats::kDepthMapNr> depth_level{};
+  std::array<uint64_t, stats::kDepthMapNr> depth_submit{};
+  std::array<uint64_t, stats::kDepthMapNr> depth_complete{};
+  uint64_t total_submit = 0;
+  uint64_t total_complete = 0;
+  uint64_t sync_ios = 0;
+  stats::LatencySum sync_lat;
+  stats::Histogram sync_hist;
+};
+
+// Shared between a worker and the runner's reporter thread (touched once per
+// interval, never per I/O).
+struct WorkerMailbox {
+  std::mutex mu;
+  std::vector<stats::IntervalRecord> intervals;  // drained by the reporter
+  bool snapshot_wanted = false;
+  bool snapshot_ready = false;
+  stats::JobStats snapshot;
+};
+
+struct LoopConfig {
+  const jobspec::JobSpec* job = nullptr;
+  int job_index = 0;             // clone index in the run (0-based)
+  uint64_t interval_ns = 1000000000ull;
+  uint64_t sample_ns = 500000000ull;  // bwavgtime / iopsavgtime
+  std::atomic<bool>* cancel = nullptr;
+  WorkerMailbox* mailbox = nullptr;
+};
+
+class IoLoop {
+ public:
+  IoLoop(const LoopConfig& cfg, IoGenerator& gen, std::vector<IoRequest>& slots)
+      : cfg_(cfg), job_(*cfg.job), gen_(gen), slots_(slots) {
+    track_hist_[stats::kSlat] = job_.slat_percentiles;
+    track_hist_[stats::kClat] = job_.clat_percentiles || cfg.mailbox != nullptr;
+    track_hist_[stats::kLat] = job_.lat_percentiles;
+  }
+
+  template <class E>
+  absl::Status Run(E& e);
+
+  // Results, valid after Run().
+  const HotStats& stats() const { return stats_; }
+  uint64_t epoch_ns() const { return epoch_ns_; }   // start of accounting (after ramp)
+  uint64_t end_ns() const { return end_ns_; }
+  uint64_t epoch_realtime_ms() const { return epoch_realtime_ms_; }
+  int error() const { return error_; }
+  const std::string& error_text() const { return error_text_; }
+  // CPUs (ids < 64) this loop was seen running on, sampled once per interval.
+  uint64_t cpus_seen_mask() const { return cpus_seen_mask_; }
+  uint64_t ios_since_epoch() const {
+    return stats_.dir[0].done + stats_.dir[1].done + stats_.dir[2].done;
+  }
+
+  // Fills js with the cumulative stats so far (runtime up to `now_ns`).
+  void FillJobStats(stats::JobStats& js, uint64_t now_ns) const;
+
+ private:
+  // Completion accounting for one I/O, with the batch's completion time.
+  inline void Complete(IoRequest& r, int32_t res, uint64_t now) {
+    const int d = static_cast<int>(r.op);
+    if (r.op == IoOp::kFsync) {
+      ++stats_.sync_ios;
+      stats_.sync_lat.Add(now - r.issue_ns);
+      stats_.sync_hist.Add(now - r.issue_ns);
+      return;
+    }
+    HotDir& hd = stats_.dir[d];
+    if (res < 0) {
+      ++hd.errors;
+      if (error_ == 0) {
+        error_ = -res;
+        error_text_ = absl::StrCat(r.op == IoOp::kRead ? "read" : "write", " offset=", r.offset,
+                                   " len=", r.len, ": ", std::strerror(-res));
+      }
+      return;
+    }
+    const uint64_t clat = now - r.issue_ns;
+    const uint64_t lat = now - r.start_ns;
+    hd.bytes += static_cast<uint64_t>(res);
+    ++hd.done;
+    hd.lat[stats::kClat].Add(clat);
+    hd.lat[stats::kLat].Add(lat);
+    if (track_hist_[stats::kClat]) hd.hist[stats::kClat].Add(clat);
+    if (track_hist_[stats::kLat]) hd.hist[stats::kLat].Add(lat);
+    ++stats_.lat_buckets[LatBucketIndex(clat)];
+  }
+
+  // Periodic work driven by the loop's own clock readings (never per I/O).
+  inline void Tick(uint64_t now) {
+    if (now >= next_tick_ns_) SlowTick(now);
+  }
+  void SlowTick(uint64_t now);
+  void ResetStats(uint64_t now);
+  void PublishInterval(uint64_t now);
+  bool ShouldStop(uint64_t now) const {
+    return (runtime_end_ns_ != 0 && now >= runtime_end_ns_) ||
+           (cfg_.cancel != nullptr && cfg_.cancel->load(std::memory_order_relaxed));
+  }
+  // Starts the next pass (loops / time_based); false when the job is done.
+  bool NextPass(uint64_t now);
+  // Sync fsync of the file just written, every `fsync` writes (after draining).
+  void FsyncFile(const IoRequest& r);
+
+  template <class E>
+  absl::Status RunSync(E& e);
+  template <class E>
+  absl::Status RunAsync(E& e);
+  template <class E>
+  int ReapAndAccount(E& e, int min, int max);
+
+  LoopConfig cfg_;
+  const jobspec::JobSpec& job_;
+  IoGenerator& gen_;
+  std::vector<IoRequest>& slots_;
+  std::vector<IoRequest*> free_;
+  std::vector<Completion> comps_;
+  std::vector<IoRequest*> batch_;
+  std::array<bool, stats::kNumLatKinds> track_hist_{};
+  HotStats stats_;
+
+  uint64_t now_ = 0;
+  uint64_t start_ns_ = 0;
+  uint64_t epoch_ns_ = 0;
+  uint64_t epoch_realtime_ms_ = 0;
+  uint64_t ramp_end_ns_ = 0;     // 0 = no ramp pending
+  uint64_t runtime_end_ns_ = 0;  // 0 = no limit
+  uint64_t end_ns_ = 0;
+  uint64_t next_tick_ns_ = 0;
+  uint64_t next_sample_ns_ = 0;
+  uint64_t next_interval_ns_ = 0;
+  uint64_t loops_done_ = 0;
+  uint64_t writes_since_fsync_ = 0;
+  bool stop_issuing_ = false;
+  bool requeued_ = false;        // a short/EAGAIN completion went back to the engine
+  IoRequest* last_write_ = nullptr;
+  int error_ = 0;
+  std::string error_text_;
+
+  // Window state for bw/iops samples and interval records.
+  std::array<uint64_t, stats::kNumDdirs> sample_bytes_{};
+  std::array<uint64_t, stats::kNumDdirs> sample_ios_{};
+  uint64_t sample_start_ns_ = 0;
+  std::array<uint64_t, stats::kNumDdirs> interval_bytes_{};
+  std::array<uint64_t, stats::kNumDdirs> interval_ios_{};
+  std::array<uint64_t, stats::kNumDdirs> interval_errors_{};
+  std::array<stats::Histogram, stats::kNumDdirs> interval_hist_;
+  uint64_t interval_start_ms_ = 0;
+  uint64_t interval_seq_ = 0;
+  uint64_t cpus_seen_mask_ = 0;
+};
+
+template <class E>
+absl::Status IoLoop::Run(E& e) {
+  const uint64_t t = Clock::NowNs();
+  now_ = start_ns_ = t;
+  ResetStats(t);
+  ramp_end_ns_ = job_.ramp_time_us ? t + job_.ramp_time_us * 1000 : 0;
+  const uint64_t run_start = ramp_end_ns_ ? ramp_end_ns_ : t;
+  runtime_end_ns_ = job_.runtime_us ? run_start + job_.runtime_us * 1000 : 0;
+  free_.clear();
+  for (auto& s : slots_) free_.push_back(&s);
+  comps_.resize(slots_.size());
+  batch_.reserve(slots_.size());
+  absl::Status st;
+  if constexpr ((E::kStaticCaps & kCapAsync) == 0) {
+    st = RunSync(e);
+  } else {
+    st = RunAsync(e);
+  }
+  end_ns_ = now_;
+  if (job_.end_fsync && error_ == 0) {
+    for (int fd : gen_.fds()) ::fsync(fd);
+  }
+  PublishInterval(now_);
+  return st;
+}
+
+template <class E>
+absl::Status IoLoop::RunSync(E& e) {
+  const uint32_t fsync_every = job_.fsync;
+  IoRequest& r = slots_[0];
+  while (!stop_issuing_) {
+    if (!gen_.Next(r)) {
+      if (!NextPass(now_)) break;
+      continue;
+    }
+    const uint64_t issue = Clock::NowNs();
+    r.start_ns = issue;
+    r.issue_ns = issue;
+    ++stats_.dir[static_cast<int>(r.op)].issued;
+    e.Queue(r);
+    now_ = Clock::NowNs();
+    int32_t res = r.res;
+    if (res > 0 && static_cast<uint32_t>(res) < r.len) {
+      // Short transfer: account what was done, then finish the rest.
+      ++stats_.dir[static_cast<int>(r.op)].short_ios;
+      uint32_t done = static_cast<uint32_t>(res);
+      while (done < r.len) {
+        IoRequest rest = r;
+        rest.buf = static_cast<char*>(r.buf) + done;
+        rest.offset = r.offset + done;
+        rest.len = r.len - done;
+        e.Queue(rest);
+        if (rest.res <= 0) {
+          res = rest.res == 0 ? -EIO : rest.res;
+          break;
+        }
+        done += static_cast<uint32_t>(rest.res);
+      }
+      now_ = Clock::NowNs();
+      if (done == r.len) res = static_cast<int32_t>(r.len);
+    }
+    Complete(r, res, now_);
+    if (error_ != 0) break;
+    if (fsync_every && r.op == IoOp::kWrite && ++writes_since_fsync_ >= fsync_every) {
+      writes_since_fsync_ = 0;
+      FsyncFile(r);
+    }
+    Tick(now_);
+    if (ShouldStop(now_)) break;
+  }
+  return absl::OkStatus();
+}
+
+template <class E>
+int IoLoop::ReapAndAccount(E& e, int min, int max) {
+  const int n = e.Reap(min, max, comps_.data());
+  if (n <= 0) return n;
+  const uint64_t now = Clock::NowNs();
+  now_ = now;
+  ++stats_.depth_complete[stats::BatchBin(static_cast<uint32_t>(n))];
+  ++stats_.total_complete;
+  for (int i = 0; i < n; ++i) {
+    IoRequest& r = *comps_[i].req;
+    int32_t res = comps_[i].res;
+    if (res == -EAGAIN || (res > 0 && static_cast<uint32_t>(res) < r.len && r.op != IoOp::kFsync)) {
+      // Requeue the rest (or all of it on EAGAIN) in the same slot.
+      if (res > 0) {
+        ++stats_.dir[static_cast<int>(r.op)].short_ios;
+        stats_.dir[static_cast<int>(r.op)].bytes += static_cast<uint64_t>(res);
+        r.buf = static_cast<char*>(r.buf) + res;
+        r.offset += static_cast<uint64_t>(res);
+        r.len -= static_cast<uint32_t>(res);
+      }
+      if (e.Queue(r) == QueueResult::kQueued) {
+        r.issue_ns = now;
+        requeued_ = true;
+        continue;
+      }
+      res = -EAGAIN;
+    }
+    Complete(r, res, now);
+    free_.push_back(&r);
+  }
+  return n;
+}
+
+template <class E>
+absl::Status IoLoop::RunAsync(E& e) {
+  const uint32_t depth = static_cast<uint32_t>(slots_.size());
+  const uint32_t batch_submit = std::clamp<uint32_t>(job_.iodepth_batch_submit, 1, depth);
+  const uint32_t complete_min = std::min(job_.iodepth_batch_complete_min, depth);
+  const uint32_t complete_max =
+      std::clamp<uint32_t>(job_.iodepth_batch_complete_max, std::max<uint32_t>(complete_min, 1), depth);
+  const uint32_t depth_low = std::clamp<uint32_t>(job_.iodepth_low, 1, depth);
+  const uint32_t fsync_every = job_.fsync;
+  uint32_t inflight = 0;  // queued or submitted, not yet completed
+
+  auto commit = [&]() -> bool {
+    const uint32_t n = static_cast<uint32_t>(batch_.size());
+    if (n == 0) return true;
+    const int r = e.Commit();
+    if (r < 0) {
+      error_ = -r;
+      error_text_ = absl::StrCat("submit: ", std::strerror(-r));
+      return false;
+    }
+    const uint64_t t = Clock::NowNs();
+    now_ = t;
+    // Every I/O of the batch was prepared after the same clock reading, so the
+    // batch shares one slat value.
+    const uint64_t slat = t - batch_[0]->start_ns;
+    std::array<uint64_t, 4> per_op{};
+    for (IoRequest* q : batch_) {
+      q->issue_ns = t;
+      ++per_op[static_cast<int>(q->op)];
+    }
+    for (int d = 0; d < stats::kNumDdirs; ++d) {
+      if (per_op[d] == 0) continue;
+      stats_.dir[d].lat[stats::kSlat].AddN(slat, per_op[d]);
+      if (track_hist_[stats::kSlat]) stats_.dir[d].hist[stats::kSlat].AddN(slat, per_op[d]);
+    }
+    stats_.depth_level[stats::DepthLevelBin(inflight)] += n;
+    ++stats_.depth_submit[stats::BatchBin(n)];
+    ++stats_.total_submit;
+    batch_.clear();
+    return true;
+  };
+
+  while (true) {
+    // Fill every free slot, committing whenever a submit batch is full.
+    bool busy = false;
+    bool fsync_due = false;
+    while (!stop_issuing_ && !free_.empty()) {
+      IoRequest& r = *free_.back();
+      if (!gen_.Next(r)) {
+        if (!NextPass(now_)) break;
+        continue;
+      }
+      r.start_ns = now_;
+      if (e.Queue(r) != QueueResult::kQueued) {
+        busy = true;
+        break;
+      }
+      free_.pop_back();
+      ++inflight;
+      ++stats_.dir[static_cast<int>(r.op)].issued;
+      batch_.push_back(&r);
+      if (batch_.size() >= batch_submit && !commit()) return absl::OkStatus();
+      if (fsync_every && r.op == IoOp::kWrite && ++writes_since_fsync_ >= fsync_every) {
+        last_write_ = &r;
+        fsync_due = true;
+        break;
+      }
+    }
+    if (!batch_.empty() && !commit()) return absl::OkStatus();
+    if (inflight == 0) {
+      if (stop_issuing_ || error_ != 0 || busy) break;
+      continue;
+    }
+    if (fsync_due) {
+      const IoRequest w = *last_write_;
+      while (inflight > 0) {
+        const int n = ReapAndAccount(e, static_cast<int>(inflight), static_cast<int>(inflight));
+        if (n < 0) break;
+        inflight -= static_cast<uint32_t>(n);
+      }
+      writes_since_fsync_ = 0;
+      FsyncFile(w);
+      Tick(now_);
+      if (ShouldStop(now_)) stop_issuing_ = true;
+      continue;
+    }
+    // The queue is full (or issuing stopped): reap, at least complete_min at a
+    // time, until the depth is down to iodepth_low.
+    do {
+      const uint32_t want = std::min(std::max<uint32_t>(complete_min, 1), inflight);
+      const int n = ReapAndAccount(e, static_cast<int>(want),
+                                   static_cast<int>(std::min(complete_max, inflight)));
+      if (n < 0) {
+        error_ = -n;
+        error_text_ = absl::StrCat("reap: ", std::strerror(-n));
+        return absl::OkStatus();
+      }
+      inflight -= static_cast<uint32_t>(n);
+      if (requeued_) {
+        requeued_ = false;
+        e.Commit();
+      }
+    } while (inflight > depth_low && !stop_issuing_);
+    if (error_ != 0) stop_issuing_ = true;
+    Tick(now_);
+    if (ShouldStop(now_)) stop_issuing_ = true;
+    if (stop_issuing_) {
+      while (inflight > 0) {
+        const int n = ReapAndAccount(e, static_cast<int>(inflight), static_cast<int>(inflight));
+        if (n < 0) break;
+        inflight -= static_cast<uint32_t>(n);
+        if (requeued_) {
+          requeued_ = false;
+          e.Commit();
+        }
+      }
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace iofleet::agent

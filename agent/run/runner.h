@@ -37,6 +37,7 @@ struct RunResult {
   std::vector<stats::JobStats> jobs;      // one per clone, in thread_number order
   std::vector<stats::JobStats> reported;  // after group_reporting
   int error = 0;                          // first job error (errno), 0 = all clean
+  std::vector<uint64_t> cpus_seen;        // per clone: mask of CPUs (< 64) it ran on
 };
 
 // Environment checks that need this machine: engine present in this kernel, CPUs

@@ -1,1 +1,32 @@
-// placeholder
+#include "agent/engines/libaio/libaio_engine.h"
+
+#include "absl/strings/str_cat.h"
+#include "agent/run/io_loop.h"
+#include "common/status.h"
+
+namespace iofleet::agent {
+
+absl::Status LibaioEngine::Init(const EngineOptions& options) {
+  const unsigned depth = options.iodepth < 1 ? 1 : options.iodepth;
+  const int r = io_queue_init(static_cast<int>(depth), &ctx_);
+  if (r < 0) {
+    ctx_ = nullptr;
+    return IoError("io_queue_init (check /proc/sys/fs/aio-max-nr)", absl::StrCat("depth=", depth),
+                   -r);
+  }
+  iocbs_.assign(depth, iocb{});
+  queued_.assign(depth, nullptr);
+  events_.assign(depth, io_event{});
+  return absl::OkStatus();
+}
+
+void LibaioEngine::Close() noexcept {
+  if (ctx_ != nullptr) {
+    io_queue_release(ctx_);
+    ctx_ = nullptr;
+  }
+}
+
+absl::Status LibaioEngine::Drive(IoLoop& loop) { return loop.Run(*this); }
+
+}  // namespace iofleet::agent

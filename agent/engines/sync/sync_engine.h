@@ -1,0 +1,95 @@
+// Synchronous engines: psync (pread/pwrite), sync (lseek+read/write) and pvsync
+// (preadv/pwritev). Queue() performs the I/O and returns kCompleted with the result.
+#pragma once
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <span>
+#include <string_view>
+
+#include "agent/engines/engine.h"
+
+namespace iofleet::agent {
+
+enum class SyncFlavor { kPsync, kSync, kPvsync };
+
+class SyncEngine final : public IoEngine {
+ public:
+  // Known at compile time so the I/O loop picks its sync or async shape statically.
+  static constexpr uint32_t kStaticCaps = 0u;
+  explicit SyncEngine(SyncFlavor flavor) : flavor_(flavor) {}
+  ~SyncEngine() override = default;
+
+  std::string_view Name() const override {
+    switch (flavor_) {
+      case SyncFlavor::kPsync: return "psync";
+      case SyncFlavor::kSync: return "sync";
+      case SyncFlavor::kPvsync: return "pvsync";
+    }
+    return "psync";
+  }
+  uint32_t Capabilities() const override { return kCapDirect; }
+  absl::Status Init(const EngineOptions& options) override { return absl::OkStatus(); }
+  absl::Status Open(std::span<const int> fds) override { return absl::OkStatus(); }
+
+  inline QueueResult Queue(IoRequest& req) override {
+    ssize_t r;
+    switch (req.op) {
+      case IoOp::kRead:
+        r = Read(req);
+        break;
+      case IoOp::kWrite:
+        r = Write(req);
+        break;
+      case IoOp::kFsync:
+        r = fsync(req.fd);
+        break;
+      default:
+        r = -1;
+        errno = EOPNOTSUPP;
+        break;
+    }
+    req.res = r < 0 ? -errno : static_cast<int32_t>(r);
+    return QueueResult::kCompleted;
+  }
+  int Commit() override { return 0; }
+  int Reap(int min, int max, Completion* out) override { return 0; }
+  void Close() noexcept override {}
+  absl::Status Drive(IoLoop& loop) override;
+
+ private:
+  inline ssize_t Read(IoRequest& req) {
+    switch (flavor_) {
+      case SyncFlavor::kPsync:
+        return pread(req.fd, req.buf, req.len, static_cast<off_t>(req.offset));
+      case SyncFlavor::kSync:
+        if (lseek(req.fd, static_cast<off_t>(req.offset), SEEK_SET) < 0) return -1;
+        return read(req.fd, req.buf, req.len);
+      case SyncFlavor::kPvsync: {
+        iovec iov{req.buf, req.len};
+        return preadv(req.fd, &iov, 1, static_cast<off_t>(req.offset));
+      }
+    }
+    return -1;
+  }
+  inline ssize_t Write(IoRequest& req) {
+    switch (flavor_) {
+      case SyncFlavor::kPsync:
+        return pwrite(req.fd, req.buf, req.len, static_cast<off_t>(req.offset));
+      case SyncFlavor::kSync:
+        if (lseek(req.fd, static_cast<off_t>(req.offset), SEEK_SET) < 0) return -1;
+        return write(req.fd, req.buf, req.len);
+      case SyncFlavor::kPvsync: {
+        iovec iov{req.buf, req.len};
+        return pwritev(req.fd, &iov, 1, static_cast<off_t>(req.offset));
+      }
+    }
+    return -1;
+  }
+
+  SyncFlavor flavor_;
+};
+
+}  // namespace iofleet::agent

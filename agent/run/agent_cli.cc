@@ -1,0 +1,163 @@
+#include "agent/run/agent_cli.h"
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "agent/run/runner.h"
+#include "common/clock.h"
+#include "common/stats/report.h"
+
+namespace iofleet::agent {
+namespace {
+
+std::atomic<bool> g_cancel{false};
+
+void OnSignal(int) { g_cancel.store(true); }
+
+absl::Status FlagError(const std::string& flag, const std::string& value, const std::string& why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("flag --", flag, ": value \"", value, "\": ", why));
+}
+
+std::string Render(OutputFormat f, const stats::ReportHeader& header,
+                   const std::vector<stats::JobStats>& reported) {
+  switch (f) {
+    case OutputFormat::kJson:
+      return stats::FioJson(header, reported, false);
+    case OutputFormat::kJsonPlus:
+      return stats::FioJson(header, reported, true);
+    case OutputFormat::kNormal:
+      break;
+  }
+  return stats::FioNormal(header, reported);
+}
+
+}  // namespace
+
+absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& args) {
+  RunFlags flags;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) {
+      if (a.empty() || a[0] == '-') return FlagError(a, "", "unknown flag");
+      flags.cmd.job_files.push_back(a);
+      continue;
+    }
+    std::string key = a.substr(2);
+    std::string value;
+    bool has_value = false;
+    if (const size_t eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+      has_value = true;
+    }
+    auto take = [&]() -> bool {
+      if (has_value) return true;
+      if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+        value = args[++i];
+        return true;
+      }
+      return false;
+    };
+    if (key == "output-format") {
+      if (!take()) return FlagError(key, "", "needs normal, json or json+");
+      if (value == "normal" || value == "terse") {
+        flags.format = OutputFormat::kNormal;
+      } else if (value == "json") {
+        flags.format = OutputFormat::kJson;
+      } else if (value == "json+") {
+        flags.format = OutputFormat::kJsonPlus;
+      } else {
+        return FlagError(key, value, "must be normal, json or json+");
+      }
+    } else if (key == "output") {
+      if (!take() || value.empty()) return FlagError(key, value, "needs a file name");
+      flags.output_path = value;
+    } else if (key == "parse-only") {
+      flags.parse_only = true;
+    } else if (key == "status-interval") {
+      if (!take()) return FlagError(key, "", "needs a number of seconds");
+      auto us = jobspec::ParseTimeUs(value);
+      if (!us.ok() || *us < 1000000) {
+        return FlagError(key, value, "must be a time of at least 1 s (e.g. 1, 5s, 1m)");
+      }
+      flags.status_interval_s = static_cast<uint32_t>(*us / 1000000);
+    } else if (key == "eta" || key == "eta-newline" || key == "eta-interval") {
+      take();  // accepted for fio compatibility; iofleet prints no ETA line
+    } else {
+      // A job option: fio's --name=value form; a bare --flag is a set flag.
+      flags.cmd.options.emplace_back(key, has_value ? value : "");
+    }
+  }
+  if (flags.cmd.job_files.empty() && flags.cmd.options.empty()) {
+    return absl::InvalidArgumentError("no job file and no --name=... job given");
+  }
+  return flags;
+}
+
+int RunMain(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  auto flags = ParseRunFlags(args);
+  if (!flags.ok()) {
+    std::fprintf(stderr, "iofleet-agent run: %s\n", std::string(flags.status().message()).c_str());
+    return 1;
+  }
+  auto list = jobspec::ParseCommandLine(flags->cmd);
+  if (!list.ok()) {
+    std::fprintf(stderr, "iofleet-agent run: %s\n", std::string(list.status().message()).c_str());
+    return 1;
+  }
+  if (list->jobs.empty()) {
+    std::fprintf(stderr, "iofleet-agent run: no jobs defined\n");
+    return 1;
+  }
+  if (flags->parse_only) return 0;
+
+  FILE* out = stdout;
+  if (!flags->output_path.empty()) {
+    out = std::fopen(flags->output_path.c_str(), "w");
+    if (out == nullptr) {
+      std::fprintf(stderr, "iofleet-agent run: flag --output: value \"%s\": %s\n",
+                   flags->output_path.c_str(), std::strerror(errno));
+      return 1;
+    }
+  }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  RunOptions ro;
+  ro.cancel = &g_cancel;
+  ro.status_interval_s = flags->status_interval_s;
+  const OutputFormat fmt = flags->format;
+  stats::ReportHeader status_header;
+  status_header.global_options = list->global_options;
+  if (ro.status_interval_s) {
+    ro.on_status = [&](const std::vector<stats::JobStats>& snap) {
+      status_header.timestamp_ms = Clock::RealtimeMs();
+      const std::string text = Render(fmt, status_header, stats::ApplyGroupReporting(snap));
+      std::fwrite(text.data(), 1, text.size(), out);
+      std::fflush(out);
+    };
+  }
+  auto result = RunJobs(*list, ro);
+  if (!result.ok()) {
+    std::fprintf(stderr, "iofleet-agent run: %s\n", std::string(result.status().message()).c_str());
+    if (out != stdout) std::fclose(out);
+    return 1;
+  }
+  const std::string text = Render(fmt, result->header, result->reported);
+  std::fwrite(text.data(), 1, text.size(), out);
+  if (out != stdout) std::fclose(out);
+  for (const auto& js : result->jobs) {
+    if (js.error != 0) {
+      std::fprintf(stderr, "iofleet-agent run: job \"%s\": error %d: %s\n", js.jobname.c_str(),
+                   js.error, js.error_text.c_str());
+    }
+  }
+  return result->error == 0 ? 0 : 1;
+}
+
+}  // namespace iofleet::agent

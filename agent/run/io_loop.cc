@@ -1,0 +1,153 @@
+#include "agent/run/io_loop.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace iofleet::agent {
+
+void IoLoop::ResetStats(uint64_t now) {
+  stats_ = HotStats{};
+  epoch_ns_ = now;
+  epoch_realtime_ms_ = Clock::RealtimeMs();
+  sample_start_ns_ = now;
+  sample_bytes_.fill(0);
+  sample_ios_.fill(0);
+  interval_bytes_.fill(0);
+  interval_ios_.fill(0);
+  interval_errors_.fill(0);
+  for (auto& h : interval_hist_) h.Clear();
+  interval_start_ms_ = epoch_realtime_ms_;
+  next_sample_ns_ = now + cfg_.sample_ns;
+  next_interval_ns_ = now + cfg_.interval_ns;
+  next_tick_ns_ = std::min(next_sample_ns_, next_interval_ns_);
+  if (ramp_end_ns_ != 0 && ramp_end_ns_ > now) next_tick_ns_ = std::min(next_tick_ns_, ramp_end_ns_);
+}
+
+void IoLoop::SlowTick(uint64_t now) {
+  if (ramp_end_ns_ != 0 && now >= ramp_end_ns_) {
+    // Ramp over: everything measured so far is discarded, as fio does.
+    ramp_end_ns_ = 0;
+    ResetStats(now);
+    return;
+  }
+  if (now >= next_sample_ns_) {
+    const uint64_t span_ms = (now - sample_start_ns_) / 1000000;
+    if (span_ms > 0) {
+      for (int d = 0; d < stats::kNumDdirs; ++d) {
+        HotDir& hd = stats_.dir[d];
+        const uint64_t db = hd.bytes - sample_bytes_[d];
+        const uint64_t di = hd.done - sample_ios_[d];
+        // fio adds a sample only for directions that made progress in the window.
+        if (db == 0 && di == 0) continue;
+        hd.bw.Add(static_cast<double>(db) * 1000.0 / static_cast<double>(span_ms) / 1024.0);
+        hd.iops.Add(static_cast<double>(di) * 1000.0 / static_cast<double>(span_ms));
+        sample_bytes_[d] = hd.bytes;
+        sample_ios_[d] = hd.done;
+      }
+      sample_start_ns_ = now;
+    }
+    next_sample_ns_ = now + cfg_.sample_ns;
+  }
+  if (now >= next_interval_ns_) {
+    PublishInterval(now);
+    next_interval_ns_ = now + cfg_.interval_ns;
+  }
+  next_tick_ns_ = std::min(next_sample_ns_, next_interval_ns_);
+}
+
+void IoLoop::PublishInterval(uint64_t now) {
+  const int cpu = sched_getcpu();
+  if (cpu >= 0 && cpu < 64) cpus_seen_mask_ |= 1ull << cpu;
+  if (cfg_.mailbox == nullptr) return;
+  stats::IntervalRecord rec;
+  rec.job = job_.name;
+  rec.job_index = cfg_.job_index;
+  rec.seq = interval_seq_++;
+  rec.t_start_ms = interval_start_ms_;
+  rec.t_end_ms = epoch_realtime_ms_ + (now - epoch_ns_) / 1000000;
+  for (int d = 0; d < stats::kNumDdirs; ++d) {
+    const HotDir& hd = stats_.dir[d];
+    stats::IntervalDir& id = rec.dir[d];
+    id.ios = hd.done - interval_ios_[d];
+    id.bytes = hd.bytes - interval_bytes_[d];
+    id.errors = hd.errors - interval_errors_[d];
+    id.clat_hist = hd.hist[stats::kClat].SparseDelta(interval_hist_[d]);
+    interval_ios_[d] = hd.done;
+    interval_bytes_[d] = hd.bytes;
+    interval_errors_[d] = hd.errors;
+    interval_hist_[d] = hd.hist[stats::kClat];
+  }
+  interval_start_ms_ = rec.t_end_ms;
+  std::lock_guard<std::mutex> lock(cfg_.mailbox->mu);
+  cfg_.mailbox->intervals.push_back(std::move(rec));
+  if (cfg_.mailbox->snapshot_wanted) {
+    FillJobStats(cfg_.mailbox->snapshot, now);
+    cfg_.mailbox->snapshot_wanted = false;
+    cfg_.mailbox->snapshot_ready = true;
+  }
+}
+
+bool IoLoop::NextPass(uint64_t now) {
+  if (job_.time_based && job_.runtime_us != 0) {
+    gen_.ResetPass();
+    return true;
+  }
+  if (++loops_done_ < job_.loops) {
+    gen_.ResetPass();
+    return true;
+  }
+  stop_issuing_ = true;
+  return false;
+}
+
+void IoLoop::FsyncFile(const IoRequest& r) {
+  const uint64_t t0 = Clock::NowNs();
+  const int rc = ::fsync(r.fd);
+  now_ = Clock::NowNs();
+  if (rc != 0 && error_ == 0) {
+    error_ = errno;
+    error_text_ = absl::StrCat("fsync: ", std::strerror(errno));
+  }
+  ++stats_.sync_ios;
+  stats_.sync_lat.Add(now_ - t0);
+  stats_.sync_hist.Add(now_ - t0);
+}
+
+void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
+  const uint64_t elapsed_ns = now_ns > epoch_ns_ ? now_ns - epoch_ns_ : 0;
+  const uint64_t runtime_ms = (elapsed_ns / 1000 + 999) / 1000;
+  js.job_runtime_ms = runtime_ms;
+  js.job_start_ms = epoch_realtime_ms_;
+  js.error = error_;
+  js.error_text = error_text_;
+  for (int d = 0; d < stats::kNumDdirs; ++d) {
+    const HotDir& hd = stats_.dir[d];
+    stats::DirStats& ds = js.dir[d];
+    ds.io_bytes = hd.bytes;
+    ds.total_ios = hd.issued;
+    ds.short_ios = hd.short_ios;
+    ds.drop_ios = 0;
+    ds.runtime_ms = (hd.bytes || hd.issued) ? runtime_ms : 0;
+    for (int k = 0; k < stats::kNumLatKinds; ++k) {
+      ds.lat[k] = hd.lat[k].ToRunningStat();
+      ds.hist[k] = hd.hist[k];
+    }
+    ds.bw = hd.bw;
+    ds.iops = hd.iops;
+  }
+  js.sync_total_ios = stats_.sync_ios;
+  js.sync_lat = stats_.sync_lat.ToRunningStat();
+  js.sync_hist = stats_.sync_hist;
+  js.iodepth_level = stats_.depth_level;
+  js.iodepth_submit = stats_.depth_submit;
+  js.iodepth_complete = stats_.depth_complete;
+  js.total_submit = stats_.total_submit;
+  js.total_complete = stats_.total_complete;
+  for (int i = 0; i < 10; ++i) js.lat_ns[i] = stats_.lat_buckets[i];
+  for (int i = 0; i < 10; ++i) js.lat_us[i] = stats_.lat_buckets[10 + i];
+  for (int i = 0; i < 12; ++i) js.lat_ms[i] = stats_.lat_buckets[20 + i];
+}
+
+}  // namespace iofleet::agent

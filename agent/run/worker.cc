@@ -1,0 +1,196 @@
+#include "agent/run/worker.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "agent/affinity/cpu.h"
+#include "agent/affinity/numa.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace iofleet::agent {
+namespace {
+
+constexpr size_t kPage = 4096;
+
+uint64_t TvUs(const timeval& tv) {
+  return static_cast<uint64_t>(tv.tv_sec) * 1000000ull + static_cast<uint64_t>(tv.tv_usec);
+}
+
+std::string JobPrefix(const jobspec::JobSpec& job) { return absl::StrCat("job \"", job.name, "\": "); }
+
+}  // namespace
+
+Worker::Worker(const CloneSpec& spec, std::atomic<bool>* cancel, uint32_t interval_ms,
+               bool streaming)
+    : spec_(spec), cancel_(cancel), interval_ms_(interval_ms), streaming_(streaming) {}
+
+Worker::~Worker() {
+  loop_.reset();
+  if (engine_) engine_->Close();
+  for (int fd : fds_) {
+    if (fd >= 0) ::close(fd);
+  }
+  if (buffers_ != nullptr) munmap(buffers_, buffers_size_);
+}
+
+absl::Status Worker::Prepare() {
+  const jobspec::JobSpec& job = *spec_.job;
+  // Pin first so buffers are first touched (and placed) on this CPU's node.
+  if (!spec_.cpus.empty()) {
+    absl::Status s = affinity::PinCurrentThread(spec_.cpus);
+    if (!s.ok()) return absl::Status(s.code(), JobPrefix(job) + std::string(s.message()));
+  }
+  if (!job.numa_cpu_nodes.empty()) {
+    absl::Status s = affinity::ApplyNumaCpuNodes(job.numa_cpu_nodes);
+    if (!s.ok()) return absl::Status(s.code(), JobPrefix(job) + std::string(s.message()));
+  }
+  if (!job.numa_mem_policy.empty()) {
+    absl::Status s = affinity::ApplyNumaMemPolicy(job.numa_mem_policy);
+    if (!s.ok()) return absl::Status(s.code(), JobPrefix(job) + std::string(s.message()));
+  }
+
+  auto engine = CreateEngine(job.ioengine);
+  if (!engine.ok()) return engine.status();
+  engine_ = std::move(*engine);
+  const bool no_io = (engine_->Capabilities() & kCapNoIo) != 0;
+  const bool sync_engine = (engine_->Capabilities() & kCapAsync) == 0;
+
+  // Files.
+  const bool writes = jobspec::HasWrite(job.rw) || jobspec::HasTrim(job.rw);
+  std::vector<GenFile> gen_files;
+  for (const TargetFile& tf : spec_.files) {
+    int fd = -1;
+    if (!no_io) {
+      int flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+      if (job.direct) flags |= O_DIRECT;
+      fd = ::open(tf.path.c_str(), flags);
+      if (fd < 0) {
+        return IoError(absl::StrCat(JobPrefix(job), "open", job.direct ? " O_DIRECT" : ""),
+                       tf.path, errno);
+      }
+      if (job.invalidate && !job.direct && !tf.is_block_device) {
+        // Drop cached pages of the region so buffered reads start cold, as fio does.
+        posix_fadvise(fd, static_cast<off_t>(tf.region_start), static_cast<off_t>(tf.region_len),
+                      POSIX_FADV_DONTNEED);
+      }
+    }
+    fds_.push_back(fd);
+    gen_files.push_back(GenFile{fd, tf.region_start, tf.region_len});
+  }
+
+  // One buffer slot per iodepth entry, page aligned (O_DIRECT), one mapping.
+  const uint32_t depth = sync_engine ? 1 : std::max<uint32_t>(1, job.iodepth);
+  uint64_t max_bs = 0;
+  for (int d = 0; d < jobspec::kNumDdirs; ++d) {
+    max_bs = std::max({max_bs, job.bs[d], job.bs_max[d]});
+    for (const auto& e : job.bssplit[d]) max_bs = std::max(max_bs, e.bs);
+  }
+  slot_size_ = (max_bs + kPage - 1) / kPage * kPage;
+  buffers_size_ = slot_size_ * depth;
+  void* mem = mmap(nullptr, buffers_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+  if (mem == MAP_FAILED) {
+    buffers_ = nullptr;
+    return IoError(JobPrefix(job) + "mmap I/O buffers", absl::StrCat(buffers_size_, " bytes"), errno);
+  }
+  buffers_ = mem;
+  // Fill with pseudo-random bytes: written data should not be trivially compressible.
+  {
+    std::mt19937_64 rng(0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(spec_.thread_number));
+    uint64_t* p = static_cast<uint64_t*>(buffers_);
+    for (size_t i = 0; i < buffers_size_ / sizeof(uint64_t); ++i) p[i] = rng();
+  }
+  slots_.resize(depth);
+  for (uint32_t i = 0; i < depth; ++i) {
+    slots_[i].index = i;
+    slots_[i].buf = static_cast<char*>(buffers_) + static_cast<size_t>(i) * slot_size_;
+  }
+
+  absl::Status s = gen_.Init(job, static_cast<uint32_t>(spec_.thread_number), std::move(gen_files),
+                             spec_.io_bytes_per_pass, static_cast<char*>(buffers_), slot_size_);
+  if (!s.ok()) return s;
+
+  EngineOptions eo;
+  eo.iodepth = depth;
+  eo.direct = job.direct;
+  eo.hipri = job.hipri;
+  eo.fixedbufs = job.fixedbufs;
+  eo.registerfiles = job.registerfiles;
+  eo.sqthread_poll = job.sqthread_poll;
+  eo.sqthread_poll_cpu = job.sqthread_poll_cpu;
+  eo.buffer_base = buffers_;
+  eo.buffer_size = buffers_size_;
+  eo.slot_size = slot_size_;
+  s = engine_->Init(eo);
+  if (!s.ok()) return absl::Status(s.code(), JobPrefix(job) + std::string(s.message()));
+  s = engine_->Open(fds_);
+  if (!s.ok()) return absl::Status(s.code(), JobPrefix(job) + std::string(s.message()));
+
+  LoopConfig lc;
+  lc.job = &job;
+  lc.job_index = spec_.clone_index;
+  lc.interval_ns = static_cast<uint64_t>(interval_ms_) * 1000000ull;
+  lc.cancel = cancel_;
+  lc.mailbox = &mailbox_;
+  (void)streaming_;
+  loop_ = std::make_unique<IoLoop>(lc, gen_, slots_);
+  return absl::OkStatus();
+}
+
+void Worker::Run() {
+  const jobspec::JobSpec& job = *spec_.job;
+  rusage ru0{};
+  getrusage(RUSAGE_THREAD, &ru0);
+  const uint64_t wall_start_ms = Clock::RealtimeMs();
+  if (job.startdelay_us != 0 || job.startdelay_high_us != 0) {
+    uint64_t delay = job.startdelay_us;
+    if (job.startdelay_high_us > job.startdelay_us) {
+      std::mt19937_64 rng(job.randseed + static_cast<uint64_t>(spec_.thread_number));
+      delay += rng() % (job.startdelay_high_us - job.startdelay_us + 1);
+    }
+    // Sleep in slices so a cancel is honoured.
+    const uint64_t until = Clock::MonotonicNs() + delay * 1000;
+    while (Clock::MonotonicNs() < until &&
+           !(cancel_ != nullptr && cancel_->load(std::memory_order_relaxed))) {
+      usleep(static_cast<useconds_t>(std::min<uint64_t>(100000, (until - Clock::MonotonicNs()) / 1000 + 1)));
+    }
+  }
+  absl::Status s = engine_->Drive(*loop_);
+  cpus_seen_mask_ = loop_->cpus_seen_mask();
+  rusage ru1{};
+  getrusage(RUSAGE_THREAD, &ru1);
+
+  stats::JobStats& js = result_;
+  js.jobname = job.name;
+  js.groupid = spec_.groupid;
+  js.thread_number = spec_.thread_number;
+  js.job_options = job.raw_options;
+  loop_->FillJobStats(js, loop_->end_ns());
+  if (!s.ok() && js.error == 0) {
+    js.error = EIO;
+    js.error_text = std::string(s.message());
+  }
+  js.elapsed_s = (Clock::RealtimeMs() - wall_start_ms + 999) / 1000;
+  js.usr_time_us = TvUs(ru1.ru_utime) - TvUs(ru0.ru_utime);
+  js.sys_time_us = TvUs(ru1.ru_stime) - TvUs(ru0.ru_stime);
+  js.ctx = static_cast<uint64_t>((ru1.ru_nvcsw - ru0.ru_nvcsw) + (ru1.ru_nivcsw - ru0.ru_nivcsw));
+  js.majf = static_cast<uint64_t>(ru1.ru_majflt - ru0.ru_majflt);
+  js.minf = static_cast<uint64_t>(ru1.ru_minflt - ru0.ru_minflt);
+  js.clat_percentiles = job.clat_percentiles;
+  js.lat_percentiles = job.lat_percentiles;
+  js.slat_percentiles = job.slat_percentiles;
+  js.percentile_list = job.percentile_list;
+  js.kb_base = job.kb_base;
+  js.unified_rw_reporting = static_cast<int>(job.unified_rw_reporting);
+  js.group_reporting = job.group_reporting;
+}
+
+}  // namespace iofleet::agent

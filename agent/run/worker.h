@@ -1,0 +1,75 @@
+// One job clone: its files, buffers, engine and I/O loop, on its own thread.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "agent/engines/engine.h"
+#include "agent/run/io_generator.h"
+#include "agent/run/io_loop.h"
+#include "common/jobspec/job_spec.h"
+#include "common/stats/job_stats.h"
+
+namespace iofleet::agent {
+
+// A target file as the runner resolved it (path, region, whether it is a block device).
+struct TargetFile {
+  std::string path;
+  uint64_t region_start = 0;  // bytes (offset + offset_increment * subjob)
+  uint64_t region_len = 0;    // bytes this clone may touch in the file
+  bool is_block_device = false;
+};
+
+struct CloneSpec {
+  const jobspec::JobSpec* job = nullptr;
+  int job_number = 0;     // index of the job (section) in the JobList
+  int subjob = 0;         // 0..numjobs-1
+  int thread_number = 1;  // 1-based global number (fio's thread_number)
+  int groupid = 0;
+  int clone_index = 0;    // 0-based over all clones in the run
+  std::vector<TargetFile> files;
+  uint64_t io_bytes_per_pass = 0;  // io_size (or the sum of regions)
+  std::vector<int> cpus;           // CPUs to pin to; empty = no pinning
+};
+
+class Worker {
+ public:
+  Worker(const CloneSpec& spec, std::atomic<bool>* cancel, uint32_t interval_ms, bool streaming);
+  ~Worker();
+
+  // Opens files, allocates buffers, sets up the engine and pins the thread.
+  // Runs on the worker's own thread (pinning and NUMA policy are per thread).
+  absl::Status Prepare();
+  // Runs the loop to the end. Errors during I/O land in stats().error.
+  void Run();
+  // Final (or, before Run() returns, empty) stats in fio's shape.
+  const stats::JobStats& result() const { return result_; }
+  WorkerMailbox& mailbox() { return mailbox_; }
+  const CloneSpec& spec() const { return spec_; }
+  // CPUs (ids < 64) the worker was seen on while running (sampled each interval).
+  uint64_t cpus_seen_mask() const { return cpus_seen_mask_; }
+
+ private:
+  void Finish(uint64_t run_start_realtime_ms);
+
+  CloneSpec spec_;
+  std::atomic<bool>* cancel_;
+  uint32_t interval_ms_;
+  bool streaming_;
+  std::vector<int> fds_;
+  void* buffers_ = nullptr;
+  size_t buffers_size_ = 0;
+  size_t slot_size_ = 0;
+  std::vector<IoRequest> slots_;
+  std::unique_ptr<IoEngine> engine_;
+  IoGenerator gen_;
+  std::unique_ptr<IoLoop> loop_;
+  WorkerMailbox mailbox_;
+  stats::JobStats result_;
+  uint64_t cpus_seen_mask_ = 0;
+};
+
+}  // namespace iofleet::agent

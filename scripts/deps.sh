@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages iofleet builds and tests with (only the missing ones).
+set -euo pipefail
+pkgs=(
+  build-essential cmake pkg-config git python3
+  libabsl-dev                      # Status/StatusOr, string utilities
+  nlohmann-json3-dev               # JSON (fio-compatible output, REST bodies)
+  liburing-dev                     # io_uring engine
+  libaio-dev                       # libaio engine
+  libnuma-dev                      # NUMA topology and memory policy
+  libgtest-dev libgmock-dev        # unit and integration tests
+  libbenchmark-dev                 # micro-benchmarks under bench/
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler  # agent <-> controller, API
+  libsqlite3-dev sqlite3           # controller store
+  libcpp-httplib-dev               # REST API and CLI client
+  prometheus-cpp-dev               # /metrics
+  libboost-math-dev                # A/B statistics (distributions)
+  fio                              # side-by-side checks against fio
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
