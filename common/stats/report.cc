@@ -1,1 +1,871 @@
-// placeholder
+#include "common/stats/report.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace iofleet::stats {
+namespace {
+
+constexpr double kDefaultPercentiles[] = {1,  5,  10, 20, 30,   40,   50,    60,   70,
+                                          80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
+constexpr size_t kMaxPercentiles = 20;  // fio's FIO_IO_U_LIST_MAX_LEN
+constexpr const char* kDdirNames[kNumDdirs] = {"read", "write", "trim"};
+constexpr int kUnifiedMixed = 1;
+constexpr int kUnifiedBoth = 2;
+
+// printf-style append; all report text goes through here so field widths and
+// float formatting are exactly the C library's, as in fio.
+__attribute__((format(printf, 2, 3))) void Appendf(std::string& out, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  const int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if (static_cast<size_t>(n) < sizeof(buf)) {
+    out.append(buf, static_cast<size_t>(n));
+    return;
+  }
+  std::string big(static_cast<size_t>(n) + 1, '\0');
+  va_start(ap, fmt);
+  std::vsnprintf(big.data(), big.size(), fmt, ap);
+  va_end(ap);
+  big.resize(static_cast<size_t>(n));
+  out += big;
+}
+
+uint64_t MulDiv1000(uint64_t v, uint64_t div) {
+  if (div == 0) return 0;
+  const unsigned __int128 r = static_cast<unsigned __int128>(v) * 1000u / div;
+  return r > ~uint64_t{0} ? ~uint64_t{0} : static_cast<uint64_t>(r);
+}
+
+// ---------------------------------------------------------------- merging
+
+void MergeDir(DirStats& dst, const DirStats& src) {
+  for (int k = 0; k < kNumLatKinds; ++k) {
+    dst.lat[k].Merge(src.lat[k]);
+    dst.hist[k].Merge(src.hist[k]);
+  }
+  dst.bw.SumInto(src.bw);
+  dst.iops.SumInto(src.iops);
+  dst.io_bytes += src.io_bytes;
+  dst.total_ios += src.total_ios;
+  dst.short_ios += src.short_ios;
+  dst.drop_ios += src.drop_ios;
+  dst.runtime_ms = std::max(dst.runtime_ms, src.runtime_ms);
+}
+
+template <size_t N>
+void AddArray(std::array<uint64_t, N>& dst, const std::array<uint64_t, N>& src) {
+  for (size_t i = 0; i < N; ++i) dst[i] += src[i];
+}
+
+// Folds `src` into the group entry `dst` (fio's sum_thread_stats plus the
+// per-member bookkeeping of __show_run_stats).
+void MergeJob(JobStats& dst, const JobStats& src) {
+  for (int d = 0; d < kNumDdirs; ++d) MergeDir(dst.dir[d], src.dir[d]);
+  MergeDir(dst.mixed, src.mixed);
+  dst.sync_total_ios += src.sync_total_ios;
+  dst.sync_lat.Merge(src.sync_lat);
+  dst.sync_hist.Merge(src.sync_hist);
+  // fio adds the members' job runtimes (and CPU times), so usr/sys_cpu of a
+  // group is the average per member.
+  dst.job_runtime_ms += src.job_runtime_ms;
+  dst.usr_time_us += src.usr_time_us;
+  dst.sys_time_us += src.sys_time_us;
+  dst.ctx += src.ctx;
+  dst.majf += src.majf;
+  dst.minf += src.minf;
+  AddArray(dst.iodepth_level, src.iodepth_level);
+  AddArray(dst.iodepth_submit, src.iodepth_submit);
+  AddArray(dst.iodepth_complete, src.iodepth_complete);
+  dst.total_submit += src.total_submit;
+  dst.total_complete += src.total_complete;
+  AddArray(dst.lat_ns, src.lat_ns);
+  AddArray(dst.lat_us, src.lat_us);
+  AddArray(dst.lat_ms, src.lat_ms);
+  if (dst.error == 0 && src.error != 0) {
+    dst.error = src.error;
+    dst.error_text = src.error_text;
+  }
+  dst.elapsed_s = std::max(dst.elapsed_s, src.elapsed_s);
+  dst.job_options = src.job_options;  // fio reports the last member's options
+  dst.members += src.members;
+}
+
+// ------------------------------------------------------- group run stats
+
+// fio's group_run_stats for one direction.
+struct DirRun {
+  bool any = false;
+  uint64_t min_run = 0;
+  uint64_t max_run = 0;
+  uint64_t min_bw = 0;
+  uint64_t max_bw = 0;
+  uint64_t iobytes = 0;
+  uint64_t agg = 0;  // B/s: sum of bytes * 1000 / longest runtime
+
+  void Add(uint64_t bytes, uint64_t runtime_ms) {
+    if (runtime_ms == 0) return;
+    const uint64_t bw = MulDiv1000(bytes, runtime_ms);
+    if (!any) {
+      min_run = max_run = runtime_ms;
+      min_bw = max_bw = bw;
+      any = true;
+    } else {
+      min_run = std::min(min_run, runtime_ms);
+      max_run = std::max(max_run, runtime_ms);
+      min_bw = std::min(min_bw, bw);
+      max_bw = std::max(max_bw, bw);
+    }
+    iobytes += bytes;
+    agg = MulDiv1000(iobytes, max_run);
+  }
+};
+
+struct GroupRun {
+  std::array<DirRun, kNumDdirs> dir;
+  DirRun mixed;  // all directions as one (what fio reports for unified_rw_reporting)
+  uint32_t kb_base = 1024;
+  int unified = 0;
+};
+
+std::map<int, GroupRun> ComputeGroupRuns(const std::vector<JobStats>& jobs) {
+  std::map<int, GroupRun> runs;
+  for (const JobStats& js : jobs) {
+    auto [it, inserted] = runs.try_emplace(js.groupid);
+    GroupRun& g = it->second;
+    if (inserted) g.kb_base = js.kb_base;
+    g.unified |= js.unified_rw_reporting;
+    uint64_t bytes = 0;
+    uint64_t runtime = 0;
+    for (int d = 0; d < kNumDdirs; ++d) {
+      g.dir[d].Add(js.dir[d].io_bytes, js.dir[d].runtime_ms);
+      bytes += js.dir[d].io_bytes;
+      runtime = std::max(runtime, js.dir[d].runtime_ms);
+    }
+    g.mixed.Add(bytes, runtime);
+  }
+  return runs;
+}
+
+// ------------------------------------------------------- report views
+
+// The entry as fio's reporting code sees it: for unified_rw_reporting=mixed
+// every direction is folded into slot 0 ("mixed"); for "both" `mixed` is
+// filled beside the directions. Missing group aggregates are computed from
+// the reported list.
+std::vector<JobStats> PrepareViews(const std::vector<JobStats>& reported) {
+  std::vector<JobStats> views = reported;
+  for (JobStats& v : views) {
+    if (v.unified_rw_reporting != 0) FillMixed(v);
+    if (v.unified_rw_reporting == kUnifiedMixed) {
+      v.dir[0] = v.mixed;
+      v.dir[1] = DirStats{};
+      v.dir[2] = DirStats{};
+    }
+  }
+  const std::map<int, GroupRun> runs = ComputeGroupRuns(views);
+  for (JobStats& v : views) {
+    const GroupRun& g = runs.at(v.groupid);
+    for (int d = 0; d < kNumDdirs; ++d) {
+      if (v.dir[d].group_agg_bytes_per_sec <= 0) {
+        v.dir[d].group_agg_bytes_per_sec = static_cast<double>(g.dir[d].agg);
+      }
+    }
+    if (v.mixed.group_agg_bytes_per_sec <= 0) {
+      v.mixed.group_agg_bytes_per_sec = static_cast<double>(g.mixed.agg);
+    }
+  }
+  return views;
+}
+
+std::vector<double> PercentileList(const JobStats& js) {
+  std::vector<double> list;
+  if (js.percentile_list.empty()) {
+    list.assign(std::begin(kDefaultPercentiles), std::end(kDefaultPercentiles));
+  } else {
+    for (double p : js.percentile_list) {
+      if (p > 0.0 && p <= 100.0) list.push_back(p);
+    }
+  }
+  if (list.size() > kMaxPercentiles) list.resize(kMaxPercentiles);
+  std::sort(list.begin(), list.end());
+  return list;
+}
+
+// fio prints percentiles with as many decimals as the most precise entry of
+// the list had when it was typed (2 for the default list).
+int PercentilePrecision(const std::vector<double>& list) {
+  int precision = 0;
+  for (double p : list) {
+    int d = 0;
+    for (; d < 6; ++d) {
+      const double scaled = p * std::pow(10.0, d);
+      if (std::fabs(scaled - std::round(scaled)) < 1e-9 * std::max(1.0, scaled)) break;
+    }
+    precision = std::max(precision, d);
+  }
+  return precision;
+}
+
+// Percent of `total` per bin with a floor for nonzero bins (fio's
+// stat_calc_dist uses 0.1 for depth maps, stat_calc_lat 0.01 for latency).
+template <size_t N>
+std::array<double, N> Percents(const std::array<uint64_t, N>& counts, uint64_t total,
+                               double floor) {
+  std::array<double, N> out{};
+  if (total == 0) return out;
+  for (size_t i = 0; i < N; ++i) {
+    double v = static_cast<double>(counts[i]) / static_cast<double>(total) * 100.0;
+    if (v < floor && counts[i] != 0) v = floor;
+    out[i] = v;
+  }
+  return out;
+}
+
+uint64_t TotalRwIos(const JobStats& js) {
+  uint64_t t = 0;
+  for (const DirStats& d : js.dir) t += d.total_ios;
+  return t;
+}
+
+// fio's bw_agg / "per=": this member's mean bandwidth (KiB/s, truncated to
+// an integer as fio does) as a percent of the group aggregate, capped at 100.
+double PercentOfAgg(double agg_bytes_per_sec, double mean_kib) {
+  if (agg_bytes_per_sec <= 1024.0) return 100.0;
+  const double p =
+      static_cast<double>(static_cast<int64_t>(mean_kib)) * 100.0 / (agg_bytes_per_sec / 1024.0);
+  return p > 100.0 ? 100.0 : p;
+}
+
+double CpuPercent(uint64_t time_us, uint64_t runtime_ms) {
+  if (runtime_ms == 0) return 0.0;
+  return static_cast<double>(time_us) / 1000.0 * 100.0 / static_cast<double>(runtime_ms);
+}
+
+std::string CtimeText(uint64_t timestamp_ms) {
+  time_t t = static_cast<time_t>(timestamp_ms / 1000);
+  if (timestamp_ms == 0) t = time(nullptr);
+  char buf[64] = {0};
+  if (ctime_r(&t, buf) == nullptr) return "";
+  std::string s(buf);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+// ------------------------------------------------------------------ JSON
+
+// Streams JSON in fio's layout: "{\n", pairs as `"key" : value` joined by
+// ",\n" and indented two spaces per level, floats with %f, integers plain.
+class JsonWriter {
+ public:
+  void BeginObject(const char* key = nullptr) { Open(key, '{'); }
+  void EndObject() { Close('}'); }
+  void BeginArray(const char* key = nullptr) { Open(key, '['); }
+  void EndArray() { Close(']'); }
+  void Uint(const char* key, uint64_t v) {
+    Element(key);
+    Appendf(out_, "%llu", static_cast<unsigned long long>(v));
+  }
+  void Int(const char* key, int64_t v) {
+    Element(key);
+    Appendf(out_, "%lld", static_cast<long long>(v));
+  }
+  void Float(const char* key, double v) {
+    Element(key);
+    Appendf(out_, "%f", std::isfinite(v) ? v : 0.0);
+  }
+  void String(const char* key, const std::string& v) {
+    Element(key);
+    AppendQuoted(v);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  void Element(const char* key) {
+    if (depth_ > 0) {
+      if (!first_[depth_ - 1]) out_ += ",\n";
+      first_[depth_ - 1] = false;
+      out_.append(2 * static_cast<size_t>(depth_), ' ');
+    }
+    if (key != nullptr) {
+      AppendQuoted(key);
+      out_ += " : ";
+    }
+  }
+  void Open(const char* key, char c) {
+    Element(key);
+    out_ += c;
+    out_ += '\n';
+    first_.push_back(true);
+    ++depth_;
+  }
+  void Close(char c) {
+    if (depth_ == 0) return;
+    --depth_;
+    first_.pop_back();
+    out_ += '\n';
+    out_.append(2 * static_cast<size_t>(depth_), ' ');
+    out_ += c;
+  }
+  void AppendQuoted(const std::string& s) {
+    out_ += '"';
+    for (unsigned char ch : s) {
+      switch (ch) {
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        default:
+          if (ch < 0x20) {
+            Appendf(out_, "\\u%04x", ch);
+          } else {
+            out_ += static_cast<char>(ch);
+          }
+      }
+    }
+    out_ += '"';
+  }
+
+  std::string out_;
+  std::vector<bool> first_;
+  int depth_ = 0;
+};
+
+void WriteLatJson(JsonWriter& w, const char* key, const RunningStat& st, const Histogram& hist,
+                  bool percentiles, const std::vector<double>& plist, bool json_plus) {
+  w.BeginObject(key);
+  const bool has = st.n > 0;
+  w.Uint("min", has ? st.min : 0);
+  w.Uint("max", has ? st.max : 0);
+  w.Float("mean", has ? st.mean : 0.0);
+  w.Float("stddev", has ? st.Stddev() : 0.0);
+  w.Uint("N", st.n);
+  if (percentiles && has) {
+    const auto values = Percentiles(hist, plist);
+    if (!values.empty()) {
+      w.BeginObject("percentile");
+      for (const auto& [p, ns] : values) {
+        char name[64];
+        std::snprintf(name, sizeof(name), "%f", p);
+        w.Uint(name, ns);
+      }
+      w.EndObject();
+      if (json_plus) {
+        w.BeginObject("bins");
+        for (uint32_t i = 0; i < static_cast<uint32_t>(kPlatNr); ++i) {
+          if (hist.bin(static_cast<int>(i)) == 0) continue;
+          char name[32];
+          std::snprintf(name, sizeof(name), "%llu",
+                        static_cast<unsigned long long>(PlatIdxToVal(i)));
+          w.Uint(name, hist.bin(static_cast<int>(i)));
+        }
+        w.EndObject();
+      }
+    }
+  }
+  w.EndObject();
+}
+
+void WriteDirJson(JsonWriter& w, const char* name, const DirStats& d, const JobStats& js,
+                  const std::vector<double>& plist, bool json_plus) {
+  w.BeginObject(name);
+  uint64_t bw_bytes = 0;
+  double iops = 0.0;
+  if (d.runtime_ms != 0) {
+    bw_bytes = MulDiv1000(d.io_bytes, d.runtime_ms);
+    iops = 1000.0 * static_cast<double>(d.total_ios) / static_cast<double>(d.runtime_ms);
+  }
+  w.Uint("io_bytes", d.io_bytes);
+  w.Uint("io_kbytes", d.io_bytes >> 10);
+  w.Uint("bw_bytes", bw_bytes);
+  w.Uint("bw", bw_bytes / 1024);
+  w.Float("iops", iops);
+  w.Uint("runtime", d.runtime_ms);
+  w.Uint("total_ios", d.total_ios);
+  w.Uint("short_ios", d.short_ios);
+  w.Uint("drop_ios", d.drop_ios);
+  WriteLatJson(w, "slat_ns", d.lat[kSlat], d.hist[kSlat], js.slat_percentiles, plist, json_plus);
+  WriteLatJson(w, "clat_ns", d.lat[kClat], d.hist[kClat], js.clat_percentiles, plist, json_plus);
+  WriteLatJson(w, "lat_ns", d.lat[kLat], d.hist[kLat], js.lat_percentiles, plist, json_plus);
+
+  if (d.bw.n > 0) {
+    w.Uint("bw_min", d.bw.min);
+    w.Uint("bw_max", d.bw.max);
+    w.Float("bw_agg", PercentOfAgg(d.group_agg_bytes_per_sec, d.bw.mean));
+    w.Float("bw_mean", d.bw.mean);
+    w.Float("bw_dev", d.bw.Stddev());
+  } else {
+    w.Uint("bw_min", 0);
+    w.Uint("bw_max", 0);
+    w.Float("bw_agg", 0.0);
+    w.Float("bw_mean", 0.0);
+    w.Float("bw_dev", 0.0);
+  }
+  w.Uint("bw_samples", d.bw.n);
+  const bool has_iops = d.iops.n > 0;
+  w.Uint("iops_min", has_iops ? d.iops.min : 0);
+  w.Uint("iops_max", has_iops ? d.iops.max : 0);
+  w.Float("iops_mean", has_iops ? d.iops.mean : 0.0);
+  w.Float("iops_stddev", has_iops ? d.iops.Stddev() : 0.0);
+  w.Uint("iops_samples", d.iops.n);
+  w.EndObject();
+}
+
+void WriteOptions(JsonWriter& w, const char* key,
+                  const std::vector<std::pair<std::string, std::string>>& opts) {
+  if (opts.empty()) return;
+  w.BeginObject(key);
+  for (const auto& [k, v] : opts) w.String(k.c_str(), v);
+  w.EndObject();
+}
+
+void WriteJobJson(JsonWriter& w, const JobStats& js, bool json_plus) {
+  const std::vector<double> plist = PercentileList(js);
+  w.BeginObject();
+  w.String("jobname", js.jobname);
+  w.Int("groupid", js.groupid);
+  w.Uint("job_start", js.job_start_ms);
+  w.Int("error", js.error);
+  w.Uint("eta", 0);
+  w.Uint("elapsed", js.elapsed_s);
+  WriteOptions(w, "job options", js.job_options);
+
+  if (js.unified_rw_reporting == kUnifiedMixed) {
+    // fio prints only the folded direction, named "mixed" (no sync object).
+    WriteDirJson(w, "mixed", js.dir[0], js, plist, json_plus);
+  } else {
+    for (int d = 0; d < kNumDdirs; ++d)
+      WriteDirJson(w, kDdirNames[d], js.dir[d], js, plist, json_plus);
+    w.BeginObject("sync");
+    w.Uint("total_ios", js.sync_total_ios);
+    WriteLatJson(w, "lat_ns", js.sync_lat, js.sync_hist, js.lat_percentiles || js.clat_percentiles,
+                 plist, json_plus);
+    w.EndObject();
+    if (js.unified_rw_reporting == kUnifiedBoth) {
+      WriteDirJson(w, "mixed", js.mixed, js, plist, json_plus);
+    }
+  }
+
+  w.Uint("job_runtime", js.job_runtime_ms);
+  w.Float("usr_cpu", CpuPercent(js.usr_time_us, js.job_runtime_ms));
+  w.Float("sys_cpu", CpuPercent(js.sys_time_us, js.job_runtime_ms));
+  w.Uint("ctx", js.ctx);
+  w.Uint("majf", js.majf);
+  w.Uint("minf", js.minf);
+
+  const uint64_t total_ios = TotalRwIos(js);
+  static constexpr const char* kLevelKeys[kDepthMapNr] = {"1", "2", "4", "8", "16", "32", ">=64"};
+  static constexpr const char* kBatchKeys[kDepthMapNr] = {"0", "4", "8", "16", "32", "64", ">=64"};
+  const auto level = Percents(js.iodepth_level, total_ios, 0.1);
+  w.BeginObject("iodepth_level");
+  for (int i = 0; i < kDepthMapNr; ++i) w.Float(kLevelKeys[i], level[i]);
+  w.EndObject();
+  const auto submit = Percents(js.iodepth_submit, js.total_submit, 0.1);
+  w.BeginObject("iodepth_submit");
+  for (int i = 0; i < kDepthMapNr; ++i) w.Float(kBatchKeys[i], submit[i]);
+  w.EndObject();
+  const auto complete = Percents(js.iodepth_complete, js.total_complete, 0.1);
+  w.BeginObject("iodepth_complete");
+  for (int i = 0; i < kDepthMapNr; ++i) w.Float(kBatchKeys[i], complete[i]);
+  w.EndObject();
+
+  static constexpr const char* kLatKeys[kLatBucketsMs] = {
+      "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000"};
+  const auto ns = Percents(js.lat_ns, total_ios, 0.01);
+  w.BeginObject("latency_ns");
+  for (int i = 0; i < kLatBucketsNs; ++i) w.Float(kLatKeys[i], ns[i]);
+  w.EndObject();
+  const auto us = Percents(js.lat_us, total_ios, 0.01);
+  w.BeginObject("latency_us");
+  for (int i = 0; i < kLatBucketsUs; ++i) w.Float(kLatKeys[i], us[i]);
+  w.EndObject();
+  const auto ms = Percents(js.lat_ms, total_ios, 0.01);
+  w.BeginObject("latency_ms");
+  for (int i = 0; i < kLatBucketsMs; ++i) w.Float(kLatKeys[i], ms[i]);
+  w.EndObject();
+  w.EndObject();
+}
+
+// ---------------------------------------------------------------- normal
+
+int Digits(uint64_t v) {
+  int n = 1;
+  while (v >= 10) {
+    v /= 10;
+    ++n;
+  }
+  return n;
+}
+
+// fio's num2str(): at most `maxlen` digits (the '.' counts), scaled by
+// 1000 (SI) or 1024 (IEC) with the carry rounding fio applies.
+std::string Num2Str(uint64_t num, int maxlen, bool pow2, const char* unit) {
+  static constexpr const char* kSi[] = {"", "k", "M", "G", "T", "P", "E"};
+  static constexpr const char* kIec[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+  constexpr int kPrefixes = 7;
+  const char* const* prefix = pow2 ? kIec : kSi;
+  const uint64_t thousand = pow2 ? 1024 : 1000;
+  int post = 0;
+  bool scaled = false;
+  uint64_t remainder = 0;
+  while (post < kPrefixes && Digits(num) > maxlen) {
+    remainder = num % thousand;
+    num /= thousand;
+    scaled = true;
+    ++post;
+  }
+  if (post >= kPrefixes) post = 0;
+  std::string out;
+  if (!scaled) {
+    Appendf(out, "%llu%s%s", static_cast<unsigned long long>(num), prefix[post], unit);
+    return out;
+  }
+  const int room = maxlen - Digits(num);
+  if (room <= 1) {
+    if (remainder >= thousand / 2) ++num;
+    Appendf(out, "%llu%s%s", static_cast<unsigned long long>(num), prefix[post], unit);
+    return out;
+  }
+  std::string frac;
+  Appendf(frac, "%.*f", room - 1, static_cast<double>(remainder) / static_cast<double>(thousand));
+  if (frac[0] == '1') ++num;  // the fraction rounded up to a whole unit
+  Appendf(out, "%llu.%s%s%s", static_cast<unsigned long long>(num), frac.c_str() + 2, prefix[post],
+          unit);
+  return out;
+}
+
+bool IsPow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+void DisplayLat(std::string& out, const char* name, const RunningStat& st) {
+  uint64_t min = st.min;
+  uint64_t max = st.max;
+  double mean = st.mean;
+  double dev = st.Stddev();
+  const char* base = "(nsec)";
+  if (min > 2000000 && max > 99999999ull && dev > 1000000.0) {
+    min /= 1000000;
+    max /= 1000000;
+    mean /= 1000000.0;
+    dev /= 1000000.0;
+    base = "(msec)";
+  } else if (min > 2000 && max > 99999 && dev > 1000.0) {
+    min /= 1000;
+    max /= 1000;
+    mean /= 1000.0;
+    dev /= 1000.0;
+    base = "(usec)";
+  }
+  Appendf(out, "    %s %s: min=%s, max=%s, avg=%5.02f, stdev=%5.02f\n", name, base,
+          Num2Str(min, 6, false, "").c_str(), Num2Str(max, 6, false, "").c_str(), mean, dev);
+}
+
+void ShowPercentiles(std::string& out, const Histogram& hist, const std::vector<double>& plist,
+                     int precision, const char* pre) {
+  const auto values = Percentiles(hist, plist);
+  if (values.empty()) return;
+  uint64_t minv = ~uint64_t{0};
+  uint64_t maxv = 0;
+  for (const auto& pv : values) {
+    minv = std::min(minv, pv.second);
+    maxv = std::max(maxv, pv.second);
+  }
+  int scale_down = 0;
+  uint64_t divisor = 1;
+  const char* unit = "nsec";
+  if (minv > 2000000 && maxv > 99999999ull) {
+    scale_down = 2;
+    divisor = 1000000;
+    unit = "msec";
+  } else if (minv > 2000 && maxv > 99999) {
+    scale_down = 1;
+    divisor = 1000;
+    unit = "usec";
+  }
+  Appendf(out, "    %s percentiles (%s):\n     |", pre, unit);
+  int time_width = 5;
+  if (maxv / divisor > 0) {
+    time_width = std::max(5, static_cast<int>(std::log10(static_cast<double>(maxv / divisor)) + 1));
+  }
+  const int per_line = std::max(1, (80 - 7) / (precision + 10 + time_width));
+  for (size_t j = 0; j < values.size(); ++j) {
+    if (j != 0 && j % static_cast<size_t>(per_line) == 0) out += "     |";
+    const bool last = j + 1 == values.size();
+    uint64_t v = values[j].second;
+    for (int i = 0; i < scale_down; ++i) v = (v + 999) / 1000;
+    Appendf(out, " %*.*fth=[%*llu]%c", precision + 3, precision, values[j].first, time_width,
+            static_cast<unsigned long long>(v), last ? '\n' : ',');
+    if (last) break;
+    if (j % static_cast<size_t>(per_line) == static_cast<size_t>(per_line) - 1) out += "\n";
+  }
+}
+
+void ShowDirNormal(std::string& out, const JobStats& js, const DirStats& d, const char* name,
+                   const std::vector<double>& plist, int precision) {
+  if (d.runtime_ms == 0) return;
+  const uint32_t kb_base = js.kb_base != 0 ? js.kb_base : 1024;
+  const bool i2p = IsPow2(kb_base);
+  const uint64_t bw = MulDiv1000(d.io_bytes, d.runtime_ms);
+  const uint64_t iops = MulDiv1000(d.total_ios, d.runtime_ms);
+  Appendf(out, "  %s: IOPS=%s, BW=%s (%s)(%s/%llumsec)\n", name,
+          Num2Str(iops, 4, false, "").c_str(), Num2Str(bw, 4, i2p, "B/s").c_str(),
+          Num2Str(bw, 4, !i2p, "B/s").c_str(), Num2Str(d.io_bytes, 4, i2p, "B").c_str(),
+          static_cast<unsigned long long>(d.runtime_ms));
+  if (d.lat[kSlat].n > 0) DisplayLat(out, "slat", d.lat[kSlat]);
+  if (d.lat[kClat].n > 0) DisplayLat(out, "clat", d.lat[kClat]);
+  if (d.lat[kLat].n > 0) DisplayLat(out, " lat", d.lat[kLat]);
+  if (js.slat_percentiles && d.lat[kSlat].n > 0) {
+    ShowPercentiles(out, d.hist[kSlat], plist, precision, "slat");
+  }
+  if (js.clat_percentiles && d.lat[kClat].n > 0) {
+    ShowPercentiles(out, d.hist[kClat], plist, precision, "clat");
+  }
+  if (js.lat_percentiles && d.lat[kLat].n > 0) {
+    ShowPercentiles(out, d.hist[kLat], plist, precision, "lat");
+  }
+  if (d.bw.n > 0) {
+    double min = static_cast<double>(d.bw.min);
+    double max = static_cast<double>(d.bw.max);
+    double mean = d.bw.mean;
+    double dev = d.bw.Stddev();
+    const double per = PercentOfAgg(d.group_agg_bytes_per_sec, mean);
+    const double kb = static_cast<double>(kb_base);
+    const char* unit = i2p ? "KiB" : "kB";
+    if (mean > kb * kb) {
+      min /= kb;
+      max /= kb;
+      mean /= kb;
+      dev /= kb;
+      unit = "MiB";
+    }
+    Appendf(out,
+            "   bw (%5s/s): min=%5llu, max=%5llu, per=%3.2f%%, avg=%5.02f, stdev=%5.02f, "
+            "samples=%llu\n",
+            unit, static_cast<unsigned long long>(min), static_cast<unsigned long long>(max), per,
+            mean, dev, static_cast<unsigned long long>(d.bw.n));
+  }
+  if (d.iops.n > 0) {
+    Appendf(out, "   iops        : min=%5llu, max=%5llu, avg=%5.02f, stdev=%5.02f, samples=%llu\n",
+            static_cast<unsigned long long>(d.iops.min),
+            static_cast<unsigned long long>(d.iops.max), d.iops.mean, d.iops.Stddev(),
+            static_cast<unsigned long long>(d.iops.n));
+  }
+}
+
+template <size_t N>
+void ShowLatBuckets(std::string& out, const std::array<double, N>& pct, const char* unit) {
+  static constexpr const char* kRanges[] = {
+      "2=", "4=", "10=", "20=", "50=", "100=", "250=", "500=", "750=", "1000=", "2000=", ">=2000="};
+  int on_line = 0;
+  bool shown = false;
+  for (size_t i = 0; i < N; ++i) {
+    if (pct[i] <= 0.0) continue;
+    if (!shown || on_line == 5) {
+      if (shown) out += "\n";
+      Appendf(out, "  lat (%s)   : ", unit);
+      on_line = 0;
+    }
+    shown = true;
+    if (on_line != 0) out += ", ";
+    Appendf(out, "%s%3.2f%%", kRanges[i], pct[i]);
+    ++on_line;
+  }
+  if (shown) out += "\n";
+}
+
+void ShowDepthLine(std::string& out, const char* label, const char* const* keys,
+                   const std::array<double, kDepthMapNr>& pct) {
+  out += label;
+  for (int i = 0; i < kDepthMapNr; ++i) {
+    Appendf(out, "%s%s=%3.1f%%", i == 0 ? "" : ", ", keys[i], pct[i]);
+  }
+  out += "\n";
+}
+
+void ShowJobNormal(std::string& out, const JobStats& js, const std::string& time_text) {
+  uint64_t bytes = 0;
+  for (const DirStats& d : js.dir) bytes += d.io_bytes;
+  if (bytes == 0 && TotalRwIos(js) == 0) return;
+
+  const std::vector<double> plist = PercentileList(js);
+  const int precision = PercentilePrecision(plist);
+  if (js.error == 0) {
+    Appendf(out, "%s: (groupid=%d, jobs=%d): err=%2d: pid=%d: %s\n", js.jobname.c_str(), js.groupid,
+            js.members, js.error, js.pid, time_text.c_str());
+  } else {
+    Appendf(out, "%s: (groupid=%d, jobs=%d): err=%2d (%s): pid=%d: %s\n", js.jobname.c_str(),
+            js.groupid, js.members, js.error, js.error_text.c_str(), js.pid, time_text.c_str());
+  }
+  for (int d = 0; d < kNumDdirs; ++d) {
+    if (js.dir[d].io_bytes == 0) continue;
+    const char* name = js.unified_rw_reporting == kUnifiedMixed ? "mixed" : kDdirNames[d];
+    ShowDirNormal(out, js, js.dir[d], name, plist, precision);
+  }
+  if (js.unified_rw_reporting == kUnifiedBoth) {
+    ShowDirNormal(out, js, js.mixed, "mixed", plist, precision);
+  }
+
+  const uint64_t total_ios = TotalRwIos(js);
+  ShowLatBuckets(out, Percents(js.lat_ns, total_ios, 0.01), "nsec");
+  ShowLatBuckets(out, Percents(js.lat_us, total_ios, 0.01), "usec");
+  ShowLatBuckets(out, Percents(js.lat_ms, total_ios, 0.01), "msec");
+
+  if (js.sync_lat.n > 0) {
+    out += "  fsync/fdatasync/sync_file_range/syncfs:\n";
+    DisplayLat(out, "sync", js.sync_lat);
+    ShowPercentiles(out, js.sync_hist, plist, precision, "sync");
+  }
+
+  Appendf(out, "  cpu          : usr=%3.2f%%, sys=%3.2f%%, ctx=%llu, majf=%llu, minf=%llu\n",
+          CpuPercent(js.usr_time_us, js.job_runtime_ms),
+          CpuPercent(js.sys_time_us, js.job_runtime_ms), static_cast<unsigned long long>(js.ctx),
+          static_cast<unsigned long long>(js.majf), static_cast<unsigned long long>(js.minf));
+  static constexpr const char* kLevelKeys[kDepthMapNr] = {"1", "2", "4", "8", "16", "32", ">=64"};
+  static constexpr const char* kBatchKeys[kDepthMapNr] = {"0", "4", "8", "16", "32", "64", ">=64"};
+  ShowDepthLine(out, "  IO depths    : ", kLevelKeys, Percents(js.iodepth_level, total_ios, 0.1));
+  ShowDepthLine(out, "     submit    : ", kBatchKeys,
+                Percents(js.iodepth_submit, js.total_submit, 0.1));
+  ShowDepthLine(out, "     complete  : ", kBatchKeys,
+                Percents(js.iodepth_complete, js.total_complete, 0.1));
+  Appendf(out,
+          "     issued rwts: total=%llu,%llu,%llu,%llu short=%llu,%llu,%llu,0 "
+          "dropped=%llu,%llu,%llu,0\n",
+          static_cast<unsigned long long>(js.dir[0].total_ios),
+          static_cast<unsigned long long>(js.dir[1].total_ios),
+          static_cast<unsigned long long>(js.dir[2].total_ios),
+          static_cast<unsigned long long>(js.sync_total_ios),
+          static_cast<unsigned long long>(js.dir[0].short_ios),
+          static_cast<unsigned long long>(js.dir[1].short_ios),
+          static_cast<unsigned long long>(js.dir[2].short_ios),
+          static_cast<unsigned long long>(js.dir[0].drop_ios),
+          static_cast<unsigned long long>(js.dir[1].drop_ios),
+          static_cast<unsigned long long>(js.dir[2].drop_ios));
+}
+
+void ShowRunLine(std::string& out, const char* label, bool i2p, uint64_t agg, uint64_t min_bw,
+                 uint64_t max_bw, uint64_t iobytes, uint64_t min_run, uint64_t max_run) {
+  Appendf(out, "%s: bw=%s (%s), %s-%s (%s-%s), io=%s (%s), run=%llu-%llumsec\n", label,
+          Num2Str(agg, 4, i2p, "B/s").c_str(), Num2Str(agg, 4, !i2p, "B/s").c_str(),
+          Num2Str(min_bw, 4, i2p, "B/s").c_str(), Num2Str(max_bw, 4, i2p, "B/s").c_str(),
+          Num2Str(min_bw, 4, !i2p, "B/s").c_str(), Num2Str(max_bw, 4, !i2p, "B/s").c_str(),
+          Num2Str(iobytes, 4, i2p, "B").c_str(), Num2Str(iobytes, 4, !i2p, "B").c_str(),
+          static_cast<unsigned long long>(min_run), static_cast<unsigned long long>(max_run));
+}
+
+void ShowGroupNormal(std::string& out, int groupid, const GroupRun& g) {
+  static constexpr const char* kLabels[kNumDdirs] = {"   READ", "  WRITE", "   TRIM"};
+  const bool i2p = IsPow2(g.kb_base);
+  Appendf(out, "\nRun status group %d (all jobs):\n", groupid);
+  for (int d = 0; d < kNumDdirs; ++d) {
+    const DirRun& r = g.dir[d];
+    if (r.max_run == 0) continue;
+    ShowRunLine(out, g.unified == kUnifiedMixed ? "  MIXED" : kLabels[d], i2p, r.agg, r.min_bw,
+                r.max_bw, r.iobytes, r.min_run, r.max_run);
+  }
+  if (g.unified == kUnifiedBoth) {
+    // fio's mixed summary line adds the per-direction aggregates.
+    uint64_t io = 0, agg = 0, min_bw = ~uint64_t{0}, max_bw = 0, min_run = ~uint64_t{0},
+             max_run = 0;
+    for (const DirRun& r : g.dir) {
+      if (r.max_run == 0) continue;
+      io += r.iobytes;
+      agg += r.agg;
+      min_bw = std::min(min_bw, r.min_bw);
+      max_bw = std::max(max_bw, r.max_bw);
+      min_run = std::min(min_run, r.min_run);
+      max_run = std::max(max_run, r.max_run);
+    }
+    ShowRunLine(out, "  MIXED", i2p, agg, min_bw, max_bw, io, min_run, max_run);
+  }
+}
+
+}  // namespace
+
+std::vector<JobStats> ApplyGroupReporting(const std::vector<JobStats>& jobs) {
+  std::vector<JobStats> out;
+  out.reserve(jobs.size());
+  std::map<int, size_t> group_entry;  // groupid -> index in `out`
+  for (const JobStats& js : jobs) {
+    if (!js.group_reporting) {
+      out.push_back(js);
+      continue;
+    }
+    auto it = group_entry.find(js.groupid);
+    if (it == group_entry.end()) {
+      group_entry.emplace(js.groupid, out.size());
+      out.push_back(js);
+    } else {
+      MergeJob(out[it->second], js);
+    }
+  }
+
+  const std::map<int, GroupRun> runs = ComputeGroupRuns(out);
+  for (JobStats& e : out) {
+    const GroupRun& g = runs.at(e.groupid);
+    for (int d = 0; d < kNumDdirs; ++d) {
+      e.dir[d].group_agg_bytes_per_sec = static_cast<double>(g.dir[d].agg);
+    }
+    e.mixed.group_agg_bytes_per_sec = static_cast<double>(g.mixed.agg);
+  }
+  return out;
+}
+
+void FillMixed(JobStats& js) {
+  const double agg = js.mixed.group_agg_bytes_per_sec;
+  DirStats mixed;
+  for (const DirStats& d : js.dir) MergeDir(mixed, d);
+  mixed.group_agg_bytes_per_sec = agg;
+  js.mixed = std::move(mixed);
+}
+
+std::string FioJson(const ReportHeader& header, const std::vector<JobStats>& reported,
+                    bool json_plus) {
+  const std::vector<JobStats> views = PrepareViews(reported);
+  JsonWriter w;
+  w.BeginObject();
+  w.String("fio version", header.version);
+  w.Uint("timestamp", header.timestamp_ms / 1000);
+  w.Uint("timestamp_ms", header.timestamp_ms);
+  w.String("time", CtimeText(header.timestamp_ms));
+  WriteOptions(w, "global options", header.global_options);
+  w.BeginArray("jobs");
+  for (const JobStats& js : views) WriteJobJson(w, js, json_plus);
+  w.EndArray();
+  w.EndObject();
+  std::string out = w.Take();
+  out += "\n";
+  return out;
+}
+
+std::string FioNormal(const ReportHeader& header, const std::vector<JobStats>& reported) {
+  const std::vector<JobStats> views = PrepareViews(reported);
+  const std::string time_text = CtimeText(header.timestamp_ms);
+  std::string out = "\n";
+  for (const JobStats& js : views) ShowJobNormal(out, js, time_text);
+  for (const auto& [groupid, g] : ComputeGroupRuns(views)) ShowGroupNormal(out, groupid, g);
+  return out;
+}
+
+}  // namespace iofleet::stats
