@@ -31,18 +31,6 @@
 
 namespace iofleet::agent {
 
-// latency_ns/us/ms bins: exclusive upper bounds in ns (fio's io_u_lat_n/u/m).
-inline constexpr std::array<uint64_t, 31> kLatBucketBounds = {
-    2,        4,        10,        20,        50,        100,       250,      500,
-    750,      1000,     2000,      4000,      10000,     20000,     50000,    100000,
-    250000,   500000,   750000,    1000000,   2000000,   4000000,   10000000, 20000000,
-    50000000, 100000000, 250000000, 500000000, 750000000, 1000000000, 2000000000};
-// Index 0..31 into the 32 bins (10 ns, 10 us, 12 ms); the last is ">=2000" ms.
-inline int LatBucketIndex(uint64_t ns) {
-  return static_cast<int>(std::upper_bound(kLatBucketBounds.begin(), kLatBucketBounds.end(), ns) -
-                          kLatBucketBounds.begin());
-}
-
 // What the worker accumulates per direction.
 struct HotDir {
   uint64_t bytes = 0;      // completed bytes
@@ -144,7 +132,7 @@ class IoLoop {
     hd.lat[stats::kLat].Add(lat);
     if (track_hist_[stats::kClat]) hd.hist[stats::kClat].Add(clat);
     if (track_hist_[stats::kLat]) hd.hist[stats::kLat].Add(lat);
-    ++stats_.lat_buckets[LatBucketIndex(clat)];
+    ++stats_.lat_buckets[stats::LatencyBucketIndex(clat)];
   }
 
   // Periodic work driven by the loop's own clock readings (never per I/O).

@@ -294,7 +294,6 @@ const EngineInfo* FindEngine(const std::string& name) {
 }  // namespace
 
 absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions& options) {
-  auto online = affinity::OnlineCpus();
   for (const JobSpec& job : list.jobs) {
     const EngineInfo* eng = FindEngine(job.ioengine);
     if (eng == nullptr) {
@@ -320,7 +319,7 @@ absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions&
       }
     }
     if (!job.numa_cpu_nodes.empty() || !job.numa_mem_policy.empty()) {
-      absl::Status s = affinity::ValidateNuma(job.numa_cpu_nodes, job.numa_mem_policy);
+      absl::Status s = affinity::ValidateNuma(job);
       if (!s.ok()) return JobError(job, "numa_cpu_nodes/numa_mem_policy", job.numa_mem_policy,
                                    std::string(s.message()));
     }
@@ -371,7 +370,7 @@ absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions&
           probe = dir;
         }
         if (job.direct) {
-          auto lbs = affinity::LogicalBlockSizeForPath(probe);
+          auto lbs = affinity::LogicalBlockSizeForPath(absl::string_view(probe));
           const uint64_t block = lbs.ok() ? *lbs : 512;
           for (const auto& [opt, bs] : BlockSizesUsed(job)) {
             if (bs % block != 0) {

@@ -172,6 +172,7 @@ void Worker::Run() {
   js.jobname = job.name;
   js.groupid = spec_.groupid;
   js.thread_number = spec_.thread_number;
+  js.pid = static_cast<int>(getpid());
   js.job_options = job.raw_options;
   loop_->FillJobStats(js, loop_->end_ns());
   if (!s.ok() && js.error == 0) {

@@ -2,26 +2,6 @@
 
 namespace iofleet::stats {
 
-int DepthLevelBin(uint32_t depth) {
-  // Bins 1, 2-3, 4-7, 8-15, 16-31, 32-63, >=64. fio never accounts depth 0 (it
-  // counts after raising the depth); we put it with depth 1 rather than in
-  // the ">=64" bin fio's switch default would pick.
-  if (depth <= 1) return 0;
-  if (depth >= 64) return 6;
-  return 31 - __builtin_clz(depth);  // floor(log2): 2-3 -> 1, ..., 32-63 -> 5
-}
-
-int BatchBin(uint32_t n) {
-  // Bins 0, 1-4, 5-8, 9-16, 17-32, 33-64, >64.
-  if (n == 0) return 0;
-  if (n <= 4) return 1;
-  if (n <= 8) return 2;
-  if (n <= 16) return 3;
-  if (n <= 32) return 4;
-  if (n <= 64) return 5;
-  return 6;
-}
-
 namespace {
 
 // Bin of v within one decade table 2,4,10,20,50,100,250,500,750,1000 (each key an
@@ -44,13 +24,48 @@ int DecadeBin(uint64_t v) {
 
 }  // namespace
 
+namespace {
+
+// The reference rule, used once to build the table below.
+int SlowLatencyBucketIndex(uint64_t ns) {
+  if (ns < 1000) return DecadeBin(ns);
+  if (ns < 1000000) return kLatBucketsNs + DecadeBin(ns / 1000);
+  return kLatBucketsNs + kLatBucketsUs + DecadeBin(ns / 1000000);
+}
+
+LatBucketTable BuildLatBucketTable() {
+  LatBucketTable t;
+  for (uint32_t idx = 0; idx < static_cast<uint32_t>(kPlatNr); ++idx) {
+    const uint64_t lo = PlatIdxLowerBound(idx);
+    const uint64_t hi = idx + 1 < static_cast<uint32_t>(kPlatNr) ? PlatIdxLowerBound(idx + 1) : lo;
+    const int b = SlowLatencyBucketIndex(lo);
+    t.bucket[idx] = static_cast<uint8_t>(b);
+    t.bump_at[idx] = ~uint64_t{0};
+    // Bins are < 1/64 wide and bucket edges >= 4/3 apart: at most one edge inside.
+    if (hi > lo + 1 && SlowLatencyBucketIndex(hi - 1) != b) {
+      uint64_t a = lo, z = hi - 1;  // first value of the next bucket in (lo, hi)
+      while (a + 1 < z) {
+        const uint64_t m = a + (z - a) / 2;
+        (SlowLatencyBucketIndex(m) == b ? a : z) = m;
+      }
+      t.bump_at[idx] = z;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+const LatBucketTable kLatBucketTable = BuildLatBucketTable();
+
 void AddLatencyBucket(JobStats& js, uint64_t clat_ns) {
-  if (clat_ns < 1000) {
-    ++js.lat_ns[DecadeBin(clat_ns)];
-  } else if (clat_ns < 1000000) {
-    ++js.lat_us[DecadeBin(clat_ns / 1000)];
+  const int b = LatencyBucketIndex(clat_ns);
+  if (b < kLatBucketsNs) {
+    ++js.lat_ns[b];
+  } else if (b < kLatBucketsNs + kLatBucketsUs) {
+    ++js.lat_us[b - kLatBucketsNs];
   } else {
-    ++js.lat_ms[DecadeBin(clat_ns / 1000000)];
+    ++js.lat_ms[b - kLatBucketsNs - kLatBucketsUs];
   }
 }
 

@@ -81,10 +81,37 @@ struct JobStats {
   int pid = 0;      // worker process id, shown as "pid=" in the normal report
 };
 
-// fio's depth-map bin for a depth (1, 2-3, 4-7, ..., >=64).
-int DepthLevelBin(uint32_t depth);
+// fio's depth-map bin for a depth (1, 2-3, 4-7, ..., >=64). Depth 0 (never
+// recorded by fio) goes with depth 1. Inline: called once per submit batch.
+inline int DepthLevelBin(uint32_t depth) {
+  if (depth <= 1) return 0;
+  if (depth >= 64) return 6;
+  return 31 - __builtin_clz(depth);  // floor(log2): 2-3 -> 1, ..., 32-63 -> 5
+}
+
 // fio's submit/complete bin for a batch size (0, 1-4, 5-8, 9-16, 17-32, 33-64, >64).
-int BatchBin(uint32_t n);
+inline int BatchBin(uint32_t n) {
+  if (n == 0) return 0;
+  if (n <= 4) return 1;
+  if (n > 64) return 6;
+  return 32 - __builtin_clz(n - 1) - 1;  // 5-8 -> 2, 9-16 -> 3, 17-32 -> 4, 33-64 -> 5
+}
+
+// latency_ns/us/ms bins by histogram bucket: the bucket's bin, plus one for
+// values >= bump_at (the few histogram buckets that straddle a bin edge), so
+// the per-I/O lookup is two loads and a compare, exact for every value.
+struct LatBucketTable {
+  std::array<uint8_t, kPlatNr> bucket;
+  std::array<uint64_t, kPlatNr> bump_at;
+};
+extern const LatBucketTable kLatBucketTable;
+
+// 0..31 over latency_ns (0-9), latency_us (10-19) and latency_ms (20-31), by clat.
+inline int LatencyBucketIndex(uint64_t clat_ns) {
+  const uint32_t idx = PlatValToIdx(clat_ns);
+  return kLatBucketTable.bucket[idx] + (clat_ns >= kLatBucketTable.bump_at[idx] ? 1 : 0);
+}
+
 // Adds one clat sample (ns) to the latency_ns/us/ms counters.
 void AddLatencyBucket(JobStats& js, uint64_t clat_ns);
 

@@ -1,0 +1,122 @@
+#include "controller/compare/render.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace iofleet::controller::compare {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A hand-built result: one regression with an odd cell name, one inconclusive row
+// with missing numbers.
+CompareResult Sample() {
+  CompareResult r;
+  r.arm_a = "v6.8";
+  r.arm_b = "v6.9";
+  r.compared_attributes = {"kernel"};
+  r.seed = 42;
+  r.bootstrap_resamples = 10000;
+  r.outcome = Outcome::kFail;
+  r.outcome_reasons = {"regression: iops @ rw=randread|bs<4k>"};
+
+  Row a;
+  a.cell = "rw=randread|bs<4k>";
+  a.metric = Metric::kIops;
+  a.threshold = 0.02;
+  a.a = {10, 1, 512345, {510000, 515000}, 0.01, {}};
+  a.b = {10, 1, 480000, {478000, 482000}, 0.01, {{"run-7", 300000}}};
+  a.delta_pct = -6.3;
+  a.delta_ci = {-6.9, -5.8};
+  a.ci_method = "bootstrap";
+  a.test = "mann-whitney-exact";
+  a.p = 1.1e-5;
+  a.q = 2.2e-5;
+  a.verdict = a.statistical_verdict = Verdict::kRegression;
+  a.reason = "Δ -6.30% [-6.90%, -5.80%], q 2.2e-05 < 0.05";
+  r.rows.push_back(a);
+
+  Row b;
+  b.cell = "rw=randread|bs<4k>";
+  b.metric = Metric::kP99;
+  b.threshold = 0.05;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  b.a = {3, 1, 85200, {80000, 90000}, nan, {}};
+  b.b = {0, 0, nan, {nan, nan}, nan, {}};
+  b.delta_pct = nan;
+  b.delta_ci = {nan, nan};
+  b.p = nan;
+  b.q = nan;
+  b.verdict = Verdict::kInconclusive;
+  b.n_needed = 5;
+  b.confounded = true;
+  b.confounders = {"cpu_model: v6.8={X} v6.9={Y}"};
+  r.rows.push_back(b);
+
+  r.geomean.push_back({Metric::kIops, 1, -6.3, {-6.9, -5.8}, Verdict::kRegression});
+  r.excluded.push_back(
+      {"run-3", "v6.9", "h1", "rw=randread|bs<4k>", 3, {"error=5", "io_errors=1"}});
+  return r;
+}
+
+TEST(Render, JsonHasEveryFieldAndNullsForNaN) {
+  const nlohmann::json j = ToJson(Sample());
+  EXPECT_EQ(j["seed"], 42);
+  EXPECT_EQ(j["bootstrap_resamples"], 10000);
+  EXPECT_EQ(j["outcome"], "fail");
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["rows"][0]["metric"], "iops");
+  EXPECT_EQ(j["rows"][0]["verdict"], "regression");
+  EXPECT_DOUBLE_EQ(j["rows"][0]["delta_ci_pct"][0].get<double>(), -6.9);
+  EXPECT_EQ(j["rows"][0]["b"]["outliers"][0]["run"], "run-7");
+  EXPECT_TRUE(j["rows"][1]["p"].is_null());
+  EXPECT_TRUE(j["rows"][1]["b"]["median"].is_null());
+  EXPECT_EQ(j["rows"][1]["n_needed"], 5);
+  EXPECT_TRUE(j["rows"][0]["n_needed"].is_null());
+  EXPECT_EQ(j["rows"][1]["confounded"], true);
+  EXPECT_EQ(j["excluded"][0]["reasons"][1], "io_errors=1");
+  EXPECT_EQ(j["geomean"][0]["verdict"], "regression");
+  // Round-trips through text, and invalid UTF-8 does not throw.
+  CompareResult bad = Sample();
+  bad.rows[0].cell = "\xff\xfe";
+  const std::string text = RenderJson(bad);
+  EXPECT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded());
+}
+
+TEST(Render, MarkdownTable) {
+  const std::string md = RenderMarkdown(Sample());
+  EXPECT_THAT(md, HasSubstr("## v6.8 vs v6.9: fail"));
+  EXPECT_THAT(md, HasSubstr("### iops (higher is better)"));
+  EXPECT_THAT(md, HasSubstr("| cell | v6.8 median [95% CI] | v6.9 median [95% CI] | Δ% [95% CI] | "
+                            "p | q | verdict | n v6.8/v6.9 |"));
+  EXPECT_THAT(md, HasSubstr("| rw=randread\\|bs<4k> | 512.3k [510k, 515k] | 480k [478k, 482k] | "
+                            "-6.30 [-6.90, -5.80] | <0.0001 | <0.0001 | regression | 10/10 |"));
+  EXPECT_THAT(md,
+              HasSubstr("| **geomean** | | | -6.30 [-6.90, -5.80] | | | regression | 1 cells |"));
+  EXPECT_THAT(md, HasSubstr("### p99_ns (lower is better)"));
+  EXPECT_THAT(md, HasSubstr("85.2 us [80 us, 90 us] | - [-, -] | - [-, -] | - | - | "
+                            "inconclusive (confounded) (n≈5) | 3/0 |"));
+  EXPECT_THAT(md, HasSubstr("- run-3: error=5, io_errors=1"));
+  EXPECT_THAT(md, HasSubstr("- run-7 iops = 300k"));
+  EXPECT_THAT(md, HasSubstr("seed 42"));
+}
+
+TEST(Render, JUnitOneTestcasePerRowFailureOnRegression) {
+  const std::string xml = RenderJUnitXml(Sample());
+  EXPECT_THAT(xml, HasSubstr("<testsuite name=\"iofleet.compare\" tests=\"2\" failures=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"rw=randread|bs&lt;4k&gt;\" name=\"iops\">"));
+  EXPECT_THAT(xml, HasSubstr("<failure message=\"regression: delta -6.30% [-6.90, -5.80]"));
+  EXPECT_THAT(xml, HasSubstr("name=\"p99_ns\">\n      <system-out>inconclusive"));
+  EXPECT_THAT(xml, Not(HasSubstr("<4k>")));
+  size_t failures = 0;
+  for (size_t pos = 0; (pos = xml.find("<failure", pos)) != std::string::npos; ++pos) ++failures;
+  EXPECT_EQ(failures, 1u);
+}
+
+}  // namespace
+}  // namespace iofleet::controller::compare
