@@ -135,6 +135,11 @@ class IoLoop {
     ++stats_.lat_buckets[stats::LatencyBucketIndex(clat)];
   }
 
+  inline void AddSlat(int d, uint64_t slat, uint64_t n) {
+    stats_.dir[d].lat[stats::kSlat].AddN(slat, n);
+    if (track_hist_[stats::kSlat]) stats_.dir[d].hist[stats::kSlat].AddN(slat, n);
+  }
+
   // Periodic work driven by the loop's own clock readings (never per I/O).
   inline void Tick(uint64_t now) {
     if (now >= next_tick_ns_) SlowTick(now);
@@ -182,6 +187,7 @@ class IoLoop {
   uint64_t writes_since_fsync_ = 0;
   bool stop_issuing_ = false;
   bool requeued_ = false;        // a short/EAGAIN completion went back to the engine
+  uint32_t batch_ops_ = 0;       // bit per IoOp present in batch_
   IoRequest* last_write_ = nullptr;
   int error_ = 0;
   std::string error_text_;
@@ -283,7 +289,8 @@ int IoLoop::ReapAndAccount(E& e, int min, int max) {
   for (int i = 0; i < n; ++i) {
     IoRequest& r = *comps_[i].req;
     int32_t res = comps_[i].res;
-    if (res == -EAGAIN || (res > 0 && static_cast<uint32_t>(res) < r.len && r.op != IoOp::kFsync)) {
+    if (__builtin_expect(static_cast<uint32_t>(res) != r.len, 0) &&
+        (res == -EAGAIN || (res > 0 && static_cast<uint32_t>(res) < r.len && r.op != IoOp::kFsync))) {
       // Requeue the rest (or all of it on EAGAIN) in the same slot.
       if (res > 0) {
         ++stats_.dir[static_cast<int>(r.op)].short_ios;
@@ -330,16 +337,18 @@ absl::Status IoLoop::RunAsync(E& e) {
     // Every I/O of the batch was prepared after the same clock reading, so the
     // batch shares one slat value.
     const uint64_t slat = t - batch_[0]->start_ns;
-    std::array<uint64_t, 4> per_op{};
-    for (IoRequest* q : batch_) {
-      q->issue_ns = t;
-      ++per_op[static_cast<int>(q->op)];
+    for (IoRequest* q : batch_) q->issue_ns = t;
+    if (__builtin_popcount(batch_ops_) == 1) {
+      const int d = __builtin_ctz(batch_ops_);
+      if (d < stats::kNumDdirs) AddSlat(d, slat, n);
+    } else {
+      std::array<uint64_t, 4> per_op{};
+      for (IoRequest* q : batch_) ++per_op[static_cast<int>(q->op)];
+      for (int d = 0; d < stats::kNumDdirs; ++d) {
+        if (per_op[d] != 0) AddSlat(d, slat, per_op[d]);
+      }
     }
-    for (int d = 0; d < stats::kNumDdirs; ++d) {
-      if (per_op[d] == 0) continue;
-      stats_.dir[d].lat[stats::kSlat].AddN(slat, per_op[d]);
-      if (track_hist_[stats::kSlat]) stats_.dir[d].hist[stats::kSlat].AddN(slat, per_op[d]);
-    }
+    batch_ops_ = 0;
     stats_.depth_level[stats::DepthLevelBin(inflight)] += n;
     ++stats_.depth_submit[stats::BatchBin(n)];
     ++stats_.total_submit;
@@ -366,6 +375,7 @@ absl::Status IoLoop::RunAsync(E& e) {
       ++inflight;
       ++stats_.dir[static_cast<int>(r.op)].issued;
       batch_.push_back(&r);
+      batch_ops_ |= 1u << static_cast<int>(r.op);
       if (batch_.size() >= batch_submit && !commit()) return absl::OkStatus();
       if (fsync_every && r.op == IoOp::kWrite && ++writes_since_fsync_ >= fsync_every) {
         last_write_ = &r;

@@ -1,1 +1,162 @@
-// placeholder
+#include "agent/workload/offset_gen.h"
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+
+namespace iofleet::agent::workload {
+namespace {
+
+// Local copies of the RwPattern predicates so this library does not depend on
+// job_spec.cc's definitions.
+bool PatternIsRandom(jobspec::RwPattern p) {
+  using jobspec::RwPattern;
+  switch (p) {
+    case RwPattern::kRandRead:
+    case RwPattern::kRandWrite:
+    case RwPattern::kRandTrim:
+    case RwPattern::kRandReadWrite:
+    case RwPattern::kRandTrimWrite:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::array<bool, jobspec::kNumDdirs> PatternDdirs(jobspec::RwPattern p) {
+  using jobspec::RwPattern;
+  switch (p) {
+    case RwPattern::kRead:
+    case RwPattern::kRandRead:
+      return {true, false, false};
+    case RwPattern::kWrite:
+    case RwPattern::kRandWrite:
+      return {false, true, false};
+    case RwPattern::kTrim:
+    case RwPattern::kRandTrim:
+      return {false, false, true};
+    case RwPattern::kReadWrite:
+    case RwPattern::kRandReadWrite:
+      return {true, true, false};
+    case RwPattern::kTrimWrite:
+    case RwPattern::kRandTrimWrite:
+      return {false, true, true};
+  }
+  return {true, true, true};
+}
+
+}  // namespace
+
+uint64_t JobMinBlockSize(const jobspec::JobSpec& job) {
+  const auto used = PatternDdirs(job.rw);
+  uint64_t min_bs = ~uint64_t{0};
+  for (int d = 0; d < jobspec::kNumDdirs; ++d) {
+    if (!used[d]) continue;
+    uint64_t m = job.bs_min[d] != 0 ? job.bs_min[d] : job.bs[d];
+    for (const auto& e : job.bssplit[d]) m = std::min(m, e.bs);
+    min_bs = std::min(min_bs, m);
+  }
+  return min_bs == 0 || min_bs == ~uint64_t{0} ? 4096 : min_bs;
+}
+
+OffsetGenOptions OffsetGenOptionsForJob(const jobspec::JobSpec& job, uint64_t n_blocks,
+                                        const JobSeeds& seeds) {
+  OffsetGenOptions o;
+  o.n_blocks = n_blocks;
+  o.seed = seeds.block_offset();
+  o.use64 = Use64BitGenerator(job, n_blocks);
+  o.reseed_on_reset = job.randrepeat;
+  if (!PatternIsRandom(job.rw)) {
+    o.mode = OffsetMode::kSequential;
+    if (job.rw_seq_add > 0) o.sequential_skip_blocks = job.rw_seq_add / JobMinBlockSize(job);
+  } else {
+    if (job.random_generator == jobspec::RandomGenerator::kLfsr) {
+      o.mode = OffsetMode::kLfsr;
+    } else {
+      o.mode = job.norandommap ? OffsetMode::kRandomNoMap : OffsetMode::kRandomMap;
+    }
+    o.random_sequencer_nr = std::max<uint32_t>(1, job.rw_sequencer_nr);
+  }
+  return o;
+}
+
+absl::StatusOr<OffsetGen> OffsetGen::Create(const OffsetGenOptions& options) {
+  if (options.n_blocks == 0) {
+    return absl::InvalidArgumentError("offset generator: the file region holds no block");
+  }
+  OffsetGen g;
+  g.mode_ = options.mode;
+  g.n_blocks_ = options.n_blocks;
+  g.skip_ = options.sequential_skip_blocks;
+  g.seq_nr_ = std::max<uint32_t>(1, options.random_sequencer_nr);
+  g.reseed_on_reset_ = options.reseed_on_reset;
+  g.seed_ = options.seed;
+  g.rng_.Seed(options.seed, options.use64);
+  if (g.mode_ == OffsetMode::kRandomMap) {
+    auto m = Axmap::Create(options.n_blocks);
+    if (!m.ok()) return m.status();
+    g.map_.emplace(*std::move(m));
+  } else if (g.mode_ == OffsetMode::kLfsr) {
+    auto l = Lfsr::Create(options.n_blocks, options.seed);
+    if (!l.ok()) return l.status();
+    g.lfsr_.emplace(*std::move(l));
+  }
+  return g;
+}
+
+bool OffsetGen::SequentialTurn(uint64_t* block) {
+  if (--seq_left_ != 0) {
+    const uint64_t b = last_end_;
+    if (b < n_blocks_ && !(map_ && !map_->Set(b))) {
+      *block = b;
+      last_end_ = b + 1;
+      return true;
+    }
+  }
+  seq_left_ = seq_nr_;
+  return false;
+}
+
+bool OffsetGen::NextCovered(uint64_t* block) {
+  if (mode_ == OffsetMode::kLfsr) {
+    if (seq_nr_ > 1 && SequentialTurn(block)) return true;
+    if (!lfsr_->Next(block)) return false;
+    last_end_ = *block + 1;
+    return true;
+  }
+  // Random map.
+  if (map_->full()) return false;
+  if (seq_nr_ > 1 && SequentialTurn(block)) return true;
+  uint64_t b = rng_.Below(n_blocks_);
+  if (!map_->Set(b)) {
+    b = map_->NextFree(b);
+    if (b == Axmap::kNone) return false;
+    map_->Set(b);
+  }
+  *block = b;
+  last_end_ = b + 1;
+  return true;
+}
+
+uint64_t OffsetGen::Commit(uint64_t block, uint64_t units) {
+  if (block >= n_blocks_ || units == 0) return 0;
+  units = std::min(units, n_blocks_ - block);
+  if (units > 1 && map_) units = 1 + map_->SetRun(block + 1, units - 1);
+  if (mode_ == OffsetMode::kSequential) {
+    cursor_ = block + units + skip_;
+  } else {
+    last_end_ = block + units;
+  }
+  return units;
+}
+
+void OffsetGen::Reset() {
+  cursor_ = 0;
+  last_end_ = 0;
+  seq_left_ = 1;
+  if (map_) map_->Reset();
+  if (lfsr_) lfsr_->Reset();
+  if (reseed_on_reset_) rng_.Seed(seed_, rng_.is_64bit());
+}
+
+}  // namespace iofleet::agent::workload

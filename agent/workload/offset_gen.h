@@ -1,1 +1,130 @@
+// Per-file block offset generator.
+//
+// Offsets are in blocks of the job's minimum block size (JobMinBlockSize());
+// the caller multiplies by that unit and adds the file's start offset.
+//
+// Modes:
+//  * kSequential: 0, 1, 2, ... n_blocks-1, then the pass ends. With
+//    `sequential_skip_blocks` (rw=read:<bytes> holes), that many blocks are
+//    skipped after each I/O.
+//  * kRandomMap: tausworthe draw b = floor(n_blocks * r / (rand_max + 1)); if
+//    b is already used, the next free block after it (wrapping to 0) is taken
+//    instead (fio's axmap_next_free). Every block is used exactly once per
+//    pass; the pass ends when all are used.
+//  * kRandomNoMap (norandommap): the same draw without coverage tracking;
+//    never ends a pass.
+//  * kLfsr: maximal-length LFSR permutation (lfsr.h); each block exactly once
+//    per pass, no map memory.
+//  * random_sequencer_nr = N > 1 (rw=randread:N, rw_sequencer=sequential): a
+//    new random offset only every N I/Os; the I/Os in between continue from
+//    the end of the previous one (if that block is past the end, or already
+//    used in the random map, a fresh random offset is drawn instead).
+//
+// Usage per I/O: Next(&block) picks the start block (and, with a random map,
+// marks that one block used); if the I/O spans more than one unit, call
+// Commit(block, units) before the next Next(): it marks the rest of the run
+// (stopping at the first block already used, so the I/O must be shortened to
+// the returned count, as fio does in mark_random_map) and advances the
+// sequential cursor past it.
+//
+// Reset() starts the next pass (loops / time_based): clears the map, rewinds
+// the LFSR to its seed and, with `reseed_on_reset` (randrepeat=1, fio
+// re-seeds on every loop), restarts the random stream too.
+//
+// Thread-safety: none. Next()/Commit() never allocate, lock or make syscalls;
+// all memory (random map) is allocated in Create().
 #pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "agent/workload/axmap.h"
+#include "agent/workload/lfsr.h"
+#include "agent/workload/random.h"
+#include "common/jobspec/job_spec.h"
+
+namespace iofleet::agent::workload {
+
+enum class OffsetMode { kSequential, kRandomMap, kRandomNoMap, kLfsr };
+
+struct OffsetGenOptions {
+  uint64_t n_blocks = 0;                      // blocks in the file region; must be > 0
+  OffsetMode mode = OffsetMode::kSequential;  // Default: sequential
+  bool use64 = false;                         // tausworthe64. Default: false
+  uint64_t seed = 0;                          // JobSeeds::block_offset()
+  uint32_t random_sequencer_nr = 1;           // random modes; 1 = every I/O random
+  uint64_t sequential_skip_blocks = 0;        // sequential holes, in blocks
+  bool reseed_on_reset = true;                // randrepeat=1 behaviour
+};
+
+// The job's offset unit: the smallest block size over the directions its rw
+// pattern uses (including bsrange/bssplit minimums), as fio's rw_min_bs.
+uint64_t JobMinBlockSize(const jobspec::JobSpec& job);
+
+// Options for one file of `job` with `n_blocks` units of JobMinBlockSize():
+// mode from rw/random_generator/norandommap, 64-bit generator per
+// Use64BitGenerator(). rw_sequencer_nr is N for random patterns; for
+// sequential patterns it is read as the byte count of the hole after each I/O
+// (fio's rw=write:<size>), rounded down to whole units (values <= 1 = none).
+OffsetGenOptions OffsetGenOptionsForJob(const jobspec::JobSpec& job, uint64_t n_blocks,
+                                        const JobSeeds& seeds);
+
+class OffsetGen {
+ public:
+  static absl::StatusOr<OffsetGen> Create(const OffsetGenOptions& options);
+
+  // The next start block of this pass; false when the pass is over.
+  bool Next(uint64_t* block) {
+    switch (mode_) {
+      case OffsetMode::kSequential:
+        if (cursor_ >= n_blocks_) return false;
+        *block = cursor_;
+        cursor_ += 1 + skip_;
+        return true;
+      case OffsetMode::kRandomNoMap:
+        if (seq_nr_ > 1 && SequentialTurn(block)) return true;
+        *block = last_end_ = rng_.Below(n_blocks_);
+        ++last_end_;
+        return true;
+      case OffsetMode::kRandomMap:
+      case OffsetMode::kLfsr:
+        break;
+    }
+    return NextCovered(block);
+  }
+
+  // The I/O that Next() just returned at `block` spans `units` blocks. Returns
+  // how many of them it may use (>= 1 for a block from Next(); with a random
+  // map the run stops at the first block already used). Never more than the
+  // blocks left before the end of the region.
+  uint64_t Commit(uint64_t block, uint64_t units);
+
+  // Starts a new pass.
+  void Reset();
+
+  uint64_t n_blocks() const { return n_blocks_; }
+  OffsetMode mode() const { return mode_; }
+  // Random map mode: blocks used so far in this pass.
+  uint64_t used_blocks() const { return map_ ? map_->set_count() : 0; }
+
+ private:
+  OffsetGen() = default;
+  bool NextCovered(uint64_t* block);
+  bool SequentialTurn(uint64_t* block);
+
+  OffsetMode mode_ = OffsetMode::kSequential;
+  uint64_t n_blocks_ = 0;
+  uint64_t cursor_ = 0;
+  uint64_t skip_ = 0;
+  uint64_t last_end_ = 0;
+  uint32_t seq_nr_ = 1;
+  uint32_t seq_left_ = 1;  // fio starts at 1 so the first offset is random
+  bool reseed_on_reset_ = true;
+  uint64_t seed_ = 0;
+  Rng rng_;
+  std::optional<Axmap> map_;
+  std::optional<Lfsr> lfsr_;
+};
+
+}  // namespace iofleet::agent::workload

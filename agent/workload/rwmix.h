@@ -1,1 +1,83 @@
+// I/O direction picker (fio:io_u.c get_rw_ddir / set_rwmix_bytes).
+//
+// Pure patterns (read, randread, write, randwrite, trim, randtrim) return
+// their direction without drawing. trimwrite/randtrimwrite alternate trim,
+// write, trim, ... (the caller reuses the trimmed range for the write).
+//
+// rw/randrw: the picker keeps its own per-direction issue counts (one per
+// Next() call; fio counts at issue, which is the same thing when every picked
+// I/O is issued) and a threshold. When the current direction's count reaches
+// the threshold it redraws: v = 1 + floor(100 * r / 2^32) from a taus88
+// stream, read if v <= rwmixread. On a change of direction the threshold
+// becomes count[old] * rwmix[new] / 100, compared against count[new] from
+// then on, exactly fio's rule. (In steady state that means a draw per I/O;
+// the threshold only holds a direction after a skewed start.) Starting state
+// as in fio: direction read, threshold 0, so the first call draws.
+//
+// Thread-safety: none. Next() never allocates.
 #pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "agent/workload/random.h"
+#include "common/jobspec/job_spec.h"
+
+namespace iofleet::agent::workload {
+
+class RwMix {
+ public:
+  // rwmixread in [0, 100]; `seed` is JobSeeds::rwmix().
+  static absl::StatusOr<RwMix> Create(jobspec::RwPattern rw, uint32_t rwmixread, uint64_t seed);
+  static absl::StatusOr<RwMix> ForJob(const jobspec::JobSpec& job, const JobSeeds& seeds) {
+    return Create(job.rw, job.rwmixread, seeds.rwmix());
+  }
+
+  jobspec::Ddir Next() {
+    switch (mode_) {
+      case Mode::kFixed:
+        return fixed_;
+      case Mode::kTrimWrite:
+        fixed_ = fixed_ == jobspec::kTrim ? jobspec::kWrite : jobspec::kTrim;
+        return fixed_;
+      case Mode::kMix:
+        break;
+    }
+    if (issues_[cur_] >= threshold_) {
+      const jobspec::Ddir d = Draw();
+      if (d != cur_) threshold_ = issues_[cur_] * mix_[d] / 100;
+      cur_ = d;
+    }
+    ++issues_[cur_];
+    return cur_;
+  }
+
+  // Restarts the issue counts (not the random stream), e.g. after ramp.
+  void ResetCounts() {
+    issues_ = {0, 0};
+    threshold_ = 0;
+    cur_ = jobspec::kRead;
+  }
+
+  bool is_mixed() const { return mode_ == Mode::kMix; }
+
+ private:
+  enum class Mode { kFixed, kTrimWrite, kMix };
+  RwMix() = default;
+
+  jobspec::Ddir Draw() {
+    const uint64_t v = 1 + ((uint64_t{rng_.Next()} * 100) >> 32);
+    return v <= mix_[jobspec::kRead] ? jobspec::kRead : jobspec::kWrite;
+  }
+
+  Mode mode_ = Mode::kFixed;
+  jobspec::Ddir fixed_ = jobspec::kRead;
+  jobspec::Ddir cur_ = jobspec::kRead;
+  std::array<uint64_t, 2> issues_{0, 0};
+  std::array<uint64_t, 2> mix_{50, 50};  // percent read, percent write
+  uint64_t threshold_ = 0;
+  Tausworthe32 rng_;
+};
+
+}  // namespace iofleet::agent::workload

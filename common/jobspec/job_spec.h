@@ -34,6 +34,7 @@ enum class UnifiedRw { kNone, kMixed, kBoth };
 struct BsSplitEntry {
   uint64_t bs = 0;   // bytes
   uint32_t pct = 0;  // share in percent after fio's fill-in of unset entries
+  bool operator==(const BsSplitEntry&) const = default;
 };
 
 // One job as fio would run it (one entry per [section], before numjobs cloning).
@@ -44,10 +45,13 @@ struct JobSpec {
   uint64_t size = 0;                   // bytes per job; 0 = unset (use the file/device size)
   double size_percent = 0;             // 'size=N%': share of the file; 0 = not a percent
   uint64_t filesize = 0;               // per-file size; 0 = size / nrfiles
+  uint64_t filesize_high = 0;          // 'filesize=lo-hi' upper end (== filesize when not a range)
   uint64_t io_size = 0;                // 'io_size'/'io_limit'; 0 = size
+  double io_size_percent = 0;          // 'io_size=N%'; 0 = not a percent
   uint64_t offset = 0;                 // bytes
   double offset_percent = 0;           // 'offset=N%'
   uint64_t offset_increment = 0;       // added per clone (subjob number)
+  double offset_increment_percent = 0; // 'offset_increment=N%'; 0 = not a percent
   uint32_t nrfiles = 1;
   bool direct = false;                 // O_DIRECT ('buffered' is its negation)
   std::string ioengine = "psync";
@@ -64,6 +68,8 @@ struct JobSpec {
   std::string wait_for;                    // name of an earlier job, or empty
   RwPattern rw = RwPattern::kRead;
   uint32_t rw_sequencer_nr = 1;            // the ':N' of rw=randread:8 (1 = none)
+  uint64_t rw_seq_add = 0;                 // the ':N' of a sequential rw=write:4k: bytes
+                                           // skipped after each I/O (0 = none)
   uint32_t rwmixread = 50;                 // percent; rwmixwrite = 100 - rwmixread
   std::array<uint64_t, kNumDdirs> bs{4096, 4096, 4096};      // block size per direction
   std::array<uint64_t, kNumDdirs> bs_min{4096, 4096, 4096};  // bsrange low (== bs if unset)
@@ -105,8 +111,10 @@ struct JobSpec {
   // in order, without the ones inherited from [global]: fio's "job options".
   std::vector<std::pair<std::string, std::string>> raw_options;
   // 1-based position of the job file this job came from (multiple files get an
-  // implicit stonewall between them).
+  // implicit stonewall between them); 0 = defined on the command line (--name=).
   int file_index = 1;
+
+  bool operator==(const JobSpec&) const = default;
 };
 
 // Everything one invocation runs: [global] options as written plus the jobs.

@@ -53,8 +53,21 @@ std::string ToJobText(const JobList& list);
 absl::StatusOr<uint64_t> ParseSize(std::string_view v, uint32_t kb_base = 1024);
 // Time in microseconds; a bare number is in `default_unit_us` units (1e6 for runtime).
 absl::StatusOr<uint64_t> ParseTimeUs(std::string_view v, uint64_t default_unit_us = 1000000);
+// Like ParseSize but also accepts "N%" (N may have a fraction, 0 < N <= 100).
+struct SizeOrPercent {
+  uint64_t bytes = 0;    // valid when !is_percent
+  double percent = 0;    // valid when is_percent
+  bool is_percent = false;
+};
+absl::StatusOr<SizeOrPercent> ParseSizeOrPercent(std::string_view v, uint32_t kb_base = 1024);
 // "0,5,8-15" -> {0,5,8,...,15}.
 absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view v);
+
+// The range and consistency checks every Parse* entry point runs before returning
+// (bounds, normalised iodepth family, percentiles, wait_for naming an earlier job),
+// for JobSpecs built in code. Errors name the job, option and value.
+absl::Status ValidateJobSpec(const JobSpec& spec);
+absl::Status ValidateJobList(const JobList& list);
 
 // Names of every option the parser knows, canonical and alias (for `--help` and docs).
 std::vector<std::string> KnownOptionNames();

@@ -40,7 +40,7 @@ LatBucketTable BuildLatBucketTable() {
     const uint64_t hi = idx + 1 < static_cast<uint32_t>(kPlatNr) ? PlatIdxLowerBound(idx + 1) : lo;
     const int b = SlowLatencyBucketIndex(lo);
     t.bucket[idx] = static_cast<uint8_t>(b);
-    t.bump_at[idx] = ~uint64_t{0};
+    t.last_in_bin[idx] = ~uint64_t{0};
     // Bins are < 1/64 wide and bucket edges >= 4/3 apart: at most one edge inside.
     if (hi > lo + 1 && SlowLatencyBucketIndex(hi - 1) != b) {
       uint64_t a = lo, z = hi - 1;  // first value of the next bucket in (lo, hi)
@@ -48,7 +48,7 @@ LatBucketTable BuildLatBucketTable() {
         const uint64_t m = a + (z - a) / 2;
         (SlowLatencyBucketIndex(m) == b ? a : z) = m;
       }
-      t.bump_at[idx] = z;
+      t.last_in_bin[idx] = z - 1;
     }
   }
   return t;

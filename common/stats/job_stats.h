@@ -98,18 +98,18 @@ inline int BatchBin(uint32_t n) {
 }
 
 // latency_ns/us/ms bins by histogram bucket: the bucket's bin, plus one for
-// values >= bump_at (the few histogram buckets that straddle a bin edge), so
+// values > last_in_bin (the few histogram buckets that straddle a bin edge), so
 // the per-I/O lookup is two loads and a compare, exact for every value.
 struct LatBucketTable {
   std::array<uint8_t, kPlatNr> bucket;
-  std::array<uint64_t, kPlatNr> bump_at;
+  std::array<uint64_t, kPlatNr> last_in_bin;  // ~0 when the bucket straddles no edge
 };
 extern const LatBucketTable kLatBucketTable;
 
 // 0..31 over latency_ns (0-9), latency_us (10-19) and latency_ms (20-31), by clat.
 inline int LatencyBucketIndex(uint64_t clat_ns) {
   const uint32_t idx = PlatValToIdx(clat_ns);
-  return kLatBucketTable.bucket[idx] + (clat_ns >= kLatBucketTable.bump_at[idx] ? 1 : 0);
+  return kLatBucketTable.bucket[idx] + (clat_ns > kLatBucketTable.last_in_bin[idx] ? 1 : 0);
 }
 
 // Adds one clat sample (ns) to the latency_ns/us/ms counters.

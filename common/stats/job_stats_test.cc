@@ -75,3 +75,34 @@ TEST(JobStatsTest, LatencyBucketsUseExclusiveUpperBounds) {
 
 }  // namespace
 }  // namespace iofleet::stats
+
+namespace iofleet::stats {
+namespace {
+
+// The table-driven lookup agrees with the plain decade rule on every edge and
+// around it, and over a sweep of values.
+TEST(JobStatsTest, LatencyBucketTableMatchesTheRuleEverywhere) {
+  auto rule = [](uint64_t ns) {
+    static const uint64_t kEdges[] = {2, 4, 10, 20, 50, 100, 250, 500, 750, 1000};
+    auto decade = [](uint64_t v) {
+      int b = 0;
+      while (b < 10 && v >= kEdges[b]) ++b;
+      return b;
+    };
+    if (ns < 1000) return decade(ns);
+    if (ns < 1000000) return 10 + decade(ns / 1000);
+    const uint64_t ms = ns / 1000000;
+    return ms < 1000 ? 20 + decade(ms) : (ms < 2000 ? 30 : 31);
+  };
+  std::vector<uint64_t> values = {0, ~0ull, 1ull << 34, (1ull << 34) - 1};
+  for (uint64_t scale : {1ull, 1000ull, 1000000ull}) {
+    for (uint64_t e : {2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000}) {
+      for (int64_t d = -2; d <= 2; ++d) values.push_back(e * scale + d);
+    }
+  }
+  for (uint64_t v = 1; v < (1ull << 40); v = v * 1.01 + 1) values.push_back(v);
+  for (uint64_t v : values) EXPECT_EQ(LatencyBucketIndex(v), rule(v)) << v;
+}
+
+}  // namespace
+}  // namespace iofleet::stats

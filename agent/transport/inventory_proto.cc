@@ -1,0 +1,54 @@
+// CollectInventory(): the Hello inventory. Kept apart from convert.cc because it
+// depends on host discovery (agent/affinity) and the engine registry.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "agent/affinity/inventory.h"
+#include "agent/engines/engine.h"
+#include "agent/transport/convert.h"
+
+#ifndef IOFLEET_AGENT_VERSION
+#define IOFLEET_AGENT_VERSION "0.1.0"
+#endif
+
+namespace iofleet::agent {
+
+void CollectInventory(iofleet::v1::Inventory* out) {
+  auto inv = affinity::HostInventory::Collect();
+  if (inv.ok()) {
+    out->set_hostname(inv->hostname);
+    out->set_kernel_release(inv->kernel_release);
+    out->set_kernel_cmdline(inv->kernel_cmdline);
+    out->set_cpu_model(inv->cpu_model);
+    out->set_cpu_count(static_cast<uint32_t>(inv->cpu_count > 0 ? inv->cpu_count : 0));
+    for (const affinity::NumaNode& n : inv->numa_nodes) {
+      auto* pn = out->add_numa_nodes();
+      pn->set_id(n.id);
+      for (int c : n.cpus) pn->add_cpus(c);
+    }
+    for (const affinity::BlockDeviceInfo& d : inv->block_devices) {
+      auto* pd = out->add_block_devices();
+      pd->set_name(d.name);
+      pd->set_model(d.model);
+      pd->set_size_bytes(d.size_bytes);
+      pd->set_logical_block_size(d.logical_block_size);
+      pd->set_rotational(d.rotational);
+      pd->set_numa_node(d.numa_node);
+    }
+  } else {
+    // Degraded but still useful: the controller places by name and labels.
+    char host[256] = {0};
+    if (gethostname(host, sizeof(host) - 1) == 0) out->set_hostname(host);
+    struct utsname u;
+    if (uname(&u) == 0) out->set_kernel_release(u.release);
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    out->set_cpu_count(cpus > 0 ? static_cast<uint32_t>(cpus) : 0);
+  }
+  for (const EngineInfo& e : AvailableEngines()) {
+    if (e.available) out->add_engines(e.name);
+  }
+  out->set_agent_version(IOFLEET_AGENT_VERSION);
+}
+
+}  // namespace iofleet::agent

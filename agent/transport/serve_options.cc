@@ -1,0 +1,146 @@
+#include "agent/transport/serve_options.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace iofleet::agent {
+namespace {
+
+absl::Status FlagError(const std::string& flag, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
+}
+
+absl::Status ParseU32(const std::string& flag, const std::string& v, uint32_t min, uint32_t* out) {
+  uint32_t x = 0;
+  if (!absl::SimpleAtoi(v, &x) || x < min) {
+    return FlagError(flag, absl::StrCat("\"", v, "\" is not an integer >= ", min));
+  }
+  *out = x;
+  return absl::OkStatus();
+}
+
+std::string Normalize(const std::string& p) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(p, ec);
+  if (ec) abs = p;
+  std::filesystem::path canon = std::filesystem::weakly_canonical(abs, ec);
+  if (ec) canon = abs.lexically_normal();
+  std::string s = canon.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+const char* ServeUsage() {
+  return "usage: iofleet-agent serve --controller=HOST:PORT [--labels=k=v,...]\n"
+         "         [--allow-path=PREFIX]... [--name=ID] [--spool-dir=DIR] [--token=T]\n"
+         "         [--interval-ms=1000] [--backoff-initial-ms=250] [--backoff-max-ms=30000]\n"
+         "         [--sync-batch=64] [--sync-interval-ms=1000]\n";
+}
+
+absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
+  ServeOptions o;
+  int i = 1;
+  if (i < argc && std::string_view(argv[i]) == "serve") ++i;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      o.help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument \"", arg, "\" (flags are --name=value)"));
+    }
+    std::string flag = arg.substr(2), value;
+    bool has_value = false;
+    if (const size_t eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+      has_value = true;
+    }
+    static const char* kKnown[] = {"controller",   "labels",          "allow-path",
+                                   "name",         "spool-dir",       "token",
+                                   "interval-ms",  "backoff-initial-ms", "backoff-max-ms",
+                                   "sync-batch",   "sync-interval-ms"};
+    bool known = false;
+    for (const char* k : kKnown) known = known || flag == k;
+    if (!known) return FlagError(flag, "unknown flag for `serve`");
+    if (!has_value) {
+      if (i + 1 >= argc) return FlagError(flag, "needs a value");
+      value = argv[++i];
+    }
+    if (flag == "controller") {
+      if (value.empty() || value.find(':') == std::string::npos) {
+        return FlagError(flag, absl::StrCat("\"", value, "\" is not HOST:PORT"));
+      }
+      o.controller = value;
+    } else if (flag == "labels") {
+      for (absl::string_view kv : absl::StrSplit(absl::string_view(value.data(), value.size()), ',',
+                                                 absl::SkipEmpty())) {
+        const size_t eq = kv.find('=');
+        if (eq == absl::string_view::npos || eq == 0) {
+          return FlagError(flag, absl::StrCat("\"", kv, "\" is not key=value"));
+        }
+        o.labels[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+      }
+    } else if (flag == "allow-path") {
+      if (value.empty()) return FlagError(flag, "empty prefix");
+      o.allow_paths.push_back(value);
+    } else if (flag == "name") {
+      if (value.empty()) return FlagError(flag, "empty name");
+      o.name = value;
+    } else if (flag == "spool-dir") {
+      if (value.empty()) return FlagError(flag, "empty directory");
+      o.spool_dir = value;
+    } else if (flag == "token") {
+      o.token = value;
+    } else if (flag == "interval-ms") {
+      if (absl::Status s = ParseU32(flag, value, 10, &o.interval_ms); !s.ok()) return s;
+    } else if (flag == "backoff-initial-ms") {
+      if (absl::Status s = ParseU32(flag, value, 1, &o.backoff_initial_ms); !s.ok()) return s;
+    } else if (flag == "backoff-max-ms") {
+      if (absl::Status s = ParseU32(flag, value, 1, &o.backoff_max_ms); !s.ok()) return s;
+    } else if (flag == "sync-batch") {
+      if (absl::Status s = ParseU32(flag, value, 1, &o.sync_batch); !s.ok()) return s;
+    } else if (flag == "sync-interval-ms") {
+      if (absl::Status s = ParseU32(flag, value, 1, &o.sync_interval_ms); !s.ok()) return s;
+    }
+  }
+  if (o.help) return o;
+  if (o.controller.empty()) return FlagError("controller", "is required (HOST:PORT)");
+  if (o.backoff_max_ms < o.backoff_initial_ms) o.backoff_max_ms = o.backoff_initial_ms;
+  if (o.name.empty()) {
+    char host[256] = {0};
+    if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+      return FlagError("name", "not given and gethostname() failed");
+    }
+    o.name = host;
+  }
+  if (o.spool_dir.empty()) o.spool_dir = absl::StrCat("/var/tmp/iofleet-agent-", o.name);
+  return o;
+}
+
+bool PathAllowed(const std::string& path, const std::vector<std::string>& prefixes) {
+  if (prefixes.empty()) return true;
+  const std::string p = Normalize(path);
+  for (const std::string& raw : prefixes) {
+    const std::string pre = Normalize(raw);
+    if (pre == "/") return true;
+    if (p == pre) return true;
+    if (p.size() > pre.size() && p.compare(0, pre.size(), pre) == 0 && p[pre.size()] == '/') {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace iofleet::agent

@@ -1,0 +1,42 @@
+// Command-line flags of `iofleet-agent serve`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace iofleet::agent {
+
+struct ServeOptions {
+  std::string controller;                     // HOST:PORT (required)
+  std::map<std::string, std::string> labels;  // --labels=k=v,k2=v2
+  std::vector<std::string> allow_paths;       // --allow-path=PREFIX (repeatable); empty = any
+  std::string name;                           // --name; Default: hostname
+  std::string spool_dir;                      // --spool-dir; Default: /var/tmp/iofleet-agent-<name>
+  std::string token;                          // --token: bearer token / enrolment token
+  uint32_t interval_ms = 1000;                // --interval-ms: interval record period
+  uint32_t backoff_initial_ms = 250;          // --backoff-initial-ms: first reconnect delay
+  uint32_t backoff_max_ms = 30000;            // --backoff-max-ms: reconnect delay cap
+  uint32_t sync_batch = 64;                   // --sync-batch: fsync after this many records
+  uint32_t sync_interval_ms = 1000;           // --sync-interval-ms: ... or this often
+  bool help = false;
+};
+
+// Parses argv as given to ServeMain: argv[0] is the program, an optional leading
+// "serve" word is skipped. Flags take `--flag=value` or `--flag value`.
+// Errors are InvalidArgument naming the flag.
+absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv);
+
+// Usage text for --help and errors.
+const char* ServeUsage();
+
+// Checks that `path` (made absolute against the working directory and normalised,
+// symlinks of existing parents resolved) lies under one of `prefixes`, by whole
+// path components ("/data" allows "/data/x", not "/database"). Empty prefixes
+// allow everything.
+bool PathAllowed(const std::string& path, const std::vector<std::string>& prefixes);
+
+}  // namespace iofleet::agent

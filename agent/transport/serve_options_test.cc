@@ -1,0 +1,84 @@
+#include "agent/transport/serve_options.h"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace iofleet::agent {
+namespace {
+
+absl::StatusOr<ServeOptions> Parse(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  static std::string prog = "iofleet-agent";
+  argv.push_back(prog.data());
+  for (auto& a : args) argv.push_back(a.data());
+  return ParseServeFlags(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(ServeOptionsTest, ParsesAllFlags) {
+  auto o = Parse({"serve", "--controller=127.0.0.1:7070", "--labels=rack=a,disk=nvme",
+                  "--allow-path=/tmp/a", "--allow-path", "/tmp/b", "--name=agent-1",
+                  "--spool-dir=/tmp/spool", "--interval-ms=200", "--backoff-max-ms=2000"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->controller, "127.0.0.1:7070");
+  EXPECT_EQ(o->labels.at("rack"), "a");
+  EXPECT_EQ(o->labels.at("disk"), "nvme");
+  EXPECT_EQ(o->allow_paths, (std::vector<std::string>{"/tmp/a", "/tmp/b"}));
+  EXPECT_EQ(o->name, "agent-1");
+  EXPECT_EQ(o->spool_dir, "/tmp/spool");
+  EXPECT_EQ(o->interval_ms, 200u);
+  EXPECT_EQ(o->backoff_max_ms, 2000u);
+}
+
+TEST(ServeOptionsTest, DefaultsNameAndSpoolDir) {
+  auto o = Parse({"--controller=h:1"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->name.empty());
+  EXPECT_EQ(o->spool_dir, "/var/tmp/iofleet-agent-" + o->name);
+}
+
+TEST(ServeOptionsTest, ErrorsNameTheFlag) {
+  auto o = Parse({"--labels=a=b"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("--controller"), absl::string_view::npos);
+  o = Parse({"--controller=h:1", "--labels=novalue"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("--labels"), absl::string_view::npos);
+  o = Parse({"--controller=h:1", "--bogus=1"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("--bogus"), absl::string_view::npos);
+  o = Parse({"--controller=h:1", "--interval-ms=abc"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("--interval-ms"), absl::string_view::npos);
+  o = Parse({"--controller=nohostport"});
+  EXPECT_FALSE(o.ok());
+  o = Parse({"--controller"});
+  EXPECT_FALSE(o.ok());
+}
+
+TEST(ServeOptionsTest, PathAllowedByWholeComponents) {
+  const std::vector<std::string> allow = {"/data", "/tmp/x/"};
+  EXPECT_TRUE(PathAllowed("/data", allow));
+  EXPECT_TRUE(PathAllowed("/data/file", allow));
+  EXPECT_TRUE(PathAllowed("/tmp/x/y/z", allow));
+  EXPECT_FALSE(PathAllowed("/database", allow));
+  EXPECT_FALSE(PathAllowed("/data/../etc/passwd", allow));
+  EXPECT_FALSE(PathAllowed("/etc/passwd", allow));
+  EXPECT_TRUE(PathAllowed("/anything", {}));
+}
+
+TEST(ServeOptionsTest, PathAllowedResolvesSymlinks) {
+  char tmpl[] = "/tmp/iofleet_allow.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::filesystem::create_directory(dir + "/ok");
+  std::filesystem::create_directory_symlink("/etc", dir + "/ok/escape");
+  EXPECT_TRUE(PathAllowed(dir + "/ok/file", {dir + "/ok"}));
+  EXPECT_FALSE(PathAllowed(dir + "/ok/escape/passwd", {dir + "/ok"}));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace iofleet::agent
