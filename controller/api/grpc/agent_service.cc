@@ -1,0 +1,144 @@
+#include "controller/api/grpc/agent_service.h"
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "controller/api/status_map.h"
+
+namespace iofleet::controller::grpcapi {
+namespace {
+
+class AgentStreamReactor;
+
+// The write half of a stream, shared with the Scheduler (which may outlive the
+// reactor): one write in flight, the rest queued; Finish after the queue drains.
+class Session final : public AgentSender {
+ public:
+  explicit Session(grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* reactor)
+      : reactor_(reactor) {}
+
+  void Send(const v1::ControllerMessage& msg) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (reactor_ == nullptr || finishing_) return;
+    queue_.push_back(msg);
+    NextLocked();
+  }
+
+  void Close(const absl::Status& status) override { FinishWith(ToGrpcStatus(status)); }
+
+  void FinishWith(const grpc::Status& status) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (finishing_) return;
+    finishing_ = true;
+    final_ = status;
+    NextLocked();
+  }
+
+  void WriteDone(bool ok) {
+    std::lock_guard<std::mutex> l(mu_);
+    writing_ = false;
+    if (!queue_.empty()) queue_.pop_front();
+    if (!ok) {  // the stream is broken: nothing more can be written
+      queue_.clear();
+      if (!finishing_) {
+        finishing_ = true;
+        final_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream broken");
+      }
+    }
+    NextLocked();
+  }
+
+  bool finishing() {
+    std::lock_guard<std::mutex> l(mu_);
+    return finishing_;
+  }
+
+  void Detach() {
+    std::lock_guard<std::mutex> l(mu_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  void NextLocked() {
+    if (reactor_ == nullptr || writing_ || finished_) return;
+    if (!queue_.empty()) {
+      writing_ = true;
+      reactor_->StartWrite(&queue_.front());
+    } else if (finishing_) {
+      finished_ = true;
+      reactor_->Finish(final_);
+    }
+  }
+
+  std::mutex mu_;
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* reactor_;
+  std::deque<v1::ControllerMessage> queue_;  // front is in flight while writing_
+  bool writing_ = false;
+  bool finishing_ = false;
+  bool finished_ = false;
+  grpc::Status final_;
+};
+
+class AgentStreamReactor final
+    : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage> {
+ public:
+  explicit AgentStreamReactor(Scheduler* scheduler)
+      : scheduler_(scheduler), session_(std::make_shared<Session>(this)) {
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the agent half-closed or the stream broke
+      session_->FinishWith(grpc::Status::OK);
+      return;
+    }
+    if (agent_.empty()) {
+      if (!in_.has_hello()) {
+        session_->FinishWith(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                          "the first message on the stream must be Hello"));
+        return;
+      }
+      absl::Status st = scheduler_->AgentHello(in_.hello(), session_);
+      if (!st.ok()) {
+        v1::ControllerMessage reject;
+        reject.mutable_reject()->set_reason(std::string(st.message()));
+        session_->Send(reject);
+        session_->FinishWith(ToGrpcStatus(st));
+        return;
+      }
+      agent_ = in_.hello().agent_name();
+    } else if (!in_.has_hello()) {
+      scheduler_->AgentMessage(agent_, session_.get(), in_);
+    }
+    if (!session_->finishing()) StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override { session_->WriteDone(ok); }
+
+  void OnCancel() override {
+    session_->FinishWith(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
+
+  void OnDone() override {
+    session_->Detach();
+    if (!agent_.empty()) scheduler_->AgentGone(agent_, session_.get());
+    delete this;
+  }
+
+ private:
+  Scheduler* const scheduler_;
+  std::shared_ptr<Session> session_;
+  v1::AgentMessage in_;
+  std::string agent_;  // set after a successful Hello
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentServiceImpl::Connect(
+    grpc::CallbackServerContext* context) {
+  return new AgentStreamReactor(scheduler_);
+}
+
+}  // namespace iofleet::controller::grpcapi

@@ -1,0 +1,170 @@
+#include "controller/api/grpc/controller_service.h"
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "controller/api/status_map.h"
+
+namespace iofleet::controller::grpcapi {
+namespace {
+
+// Finishes a unary call with `r`'s status, copying the value into `resp` when OK.
+template <typename T>
+grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, absl::StatusOr<T> r, T* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (r.ok()) *resp = std::move(*r);
+  reactor->Finish(ToGrpcStatus(r.status()));
+  return reactor;
+}
+
+// Streams one job's interval records until the job is final or the client leaves.
+class WatchJobReactor final : public grpc::ServerWriteReactor<v1::IntervalRecord> {
+ public:
+  // Records buffered for a slow reader before the oldest are dropped.
+  static constexpr size_t kMaxBuffered = 10000;
+
+  WatchJobReactor(Scheduler* scheduler, const std::string& job_id) : scheduler_(scheduler) {
+    absl::StatusOr<uint64_t> id =
+        scheduler_->Watch(job_id, [this](const v1::IntervalRecord* rec) { Push(rec); });
+    std::lock_guard<std::mutex> l(mu_);
+    if (!id.ok()) {
+      FinishLocked(ToGrpcStatus(id.status()));
+      return;
+    }
+    watch_id_ = *id;
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> l(mu_);
+    writing_ = false;
+    if (!queue_.empty()) queue_.pop_front();
+    if (!ok) {
+      FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
+      return;
+    }
+    NextLocked();
+  }
+
+  void OnCancel() override {
+    std::lock_guard<std::mutex> l(mu_);
+    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
+
+  void OnDone() override {
+    uint64_t id;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      id = watch_id_;
+    }
+    if (id != 0) scheduler_->Unwatch(id);
+    delete this;
+  }
+
+ private:
+  void Push(const v1::IntervalRecord* rec) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (finished_) return;
+    if (rec == nullptr) {
+      job_done_ = true;
+    } else {
+      if (queue_.size() >= kMaxBuffered && queue_.size() > 1) queue_.erase(queue_.begin() + 1);
+      queue_.push_back(*rec);
+    }
+    NextLocked();
+  }
+
+  void NextLocked() {
+    if (writing_ || finished_) return;
+    if (!queue_.empty()) {
+      writing_ = true;
+      StartWrite(&queue_.front());
+    } else if (job_done_) {
+      FinishLocked(grpc::Status::OK);
+    }
+  }
+
+  void FinishLocked(const grpc::Status& s) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(s);
+  }
+
+  Scheduler* const scheduler_;
+  std::mutex mu_;
+  std::deque<v1::IntervalRecord> queue_;  // front is in flight while writing_
+  uint64_t watch_id_ = 0;
+  bool writing_ = false;
+  bool job_done_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::SubmitJob(grpc::CallbackServerContext* ctx,
+                                                           const v1::SubmitJobRequest* req,
+                                                           v1::SubmitJobResponse* resp) {
+  absl::StatusOr<std::string> id = scheduler_->SubmitJob(req->spec());
+  if (!id.ok()) return Unary(ctx, absl::StatusOr<v1::SubmitJobResponse>(id.status()), resp);
+  v1::SubmitJobResponse out;
+  out.set_id(*id);
+  return Unary(ctx, absl::StatusOr<v1::SubmitJobResponse>(std::move(out)), resp);
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::GetJob(grpc::CallbackServerContext* ctx,
+                                                        const v1::GetJobRequest* req,
+                                                        v1::Job* resp) {
+  return Unary(ctx, scheduler_->GetJob(req->id()), resp);
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::ListJobs(grpc::CallbackServerContext* ctx,
+                                                          const v1::ListRequest* req,
+                                                          v1::ListJobsResponse* resp) {
+  return Unary(ctx, scheduler_->ListJobs(*req), resp);
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::CancelJob(grpc::CallbackServerContext* ctx,
+                                                           const v1::GetJobRequest* req,
+                                                           v1::Job* resp) {
+  return Unary(ctx, scheduler_->CancelJob(req->id()), resp);
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::GetRun(grpc::CallbackServerContext* ctx,
+                                                        const v1::GetRunRequest* req,
+                                                        v1::Run* resp) {
+  return Unary(ctx, scheduler_->GetRun(req->id()), resp);
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::ListRuns(grpc::CallbackServerContext* ctx,
+                                                          const v1::ListRequest* req,
+                                                          v1::ListRunsResponse* resp) {
+  return Unary(ctx, scheduler_->ListRuns(*req), resp);
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::ListAgents(grpc::CallbackServerContext* ctx,
+                                                            const v1::ListRequest* req,
+                                                            v1::ListAgentsResponse* resp) {
+  return Unary(ctx, scheduler_->ListAgents(*req), resp);
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::GetSamples(grpc::CallbackServerContext* ctx,
+                                                            const v1::GetRunRequest* req,
+                                                            v1::SamplesResponse* resp) {
+  return Unary(ctx, scheduler_->GetSamples(req->id()), resp);
+}
+
+grpc::ServerWriteReactor<v1::IntervalRecord>* ControllerServiceImpl::WatchJob(
+    grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req) {
+  return new WatchJobReactor(scheduler_, req->id());
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::CompareJob(grpc::CallbackServerContext* ctx,
+                                                            const v1::GetJobRequest* req,
+                                                            v1::CompareResponse* resp) {
+  absl::Status st = scheduler_->GetJob(req->id()).status();
+  if (st.ok()) st = absl::UnimplementedError("compare is not available in this build yet");
+  return Unary(ctx, absl::StatusOr<v1::CompareResponse>(st), resp);
+}
+
+}  // namespace iofleet::controller::grpcapi

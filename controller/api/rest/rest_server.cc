@@ -1,0 +1,189 @@
+#include "controller/api/rest/rest_server.h"
+
+#include <httplib.h>
+
+#include <exception>
+#include <functional>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "controller/api/rest/json_codec.h"
+#include "controller/api/status_map.h"
+#include "controller/scheduler/field_error.h"
+
+namespace iofleet::controller::rest {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxBodyBytes = 8 << 20;
+
+void Reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(Dump(body), "application/json");
+}
+
+void ReplyError(httplib::Response& res, const absl::Status& s) {
+  Reply(res, HttpStatusFor(s.code()), ErrorToJson(s));
+}
+
+// Handlers are plain functions returning a Status; exceptions from libraries
+// (nlohmann, std) stop here and become 500s.
+using Handler = std::function<absl::Status(const httplib::Request&, httplib::Response&)>;
+httplib::Server::Handler Wrap(Handler h) {
+  return [h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+    absl::Status s;
+    try {
+      s = h(req, res);
+    } catch (const std::exception& e) {
+      s = absl::InternalError(absl::StrCat("internal error: ", e.what()));
+    } catch (...) {
+      s = absl::InternalError("internal error");
+    }
+    if (!s.ok()) ReplyError(res, s);
+  };
+}
+
+absl::StatusOr<v1::ListRequest> ListParams(const httplib::Request& req) {
+  v1::ListRequest lr;
+  if (req.has_param("page_size")) {
+    uint32_t n = 0;
+    if (!absl::SimpleAtoi(req.get_param_value("page_size"), &n)) {
+      return FieldError("page_size", "must be a non-negative integer");
+    }
+    lr.set_page_size(n);
+  }
+  lr.set_page_token(req.get_param_value("page_token"));
+  lr.set_filter_state(req.get_param_value("state"));
+  lr.set_job_id(req.get_param_value("job_id"));
+  return lr;
+}
+
+}  // namespace
+
+RestServer::RestServer(Scheduler* scheduler)
+    : scheduler_(scheduler), server_(std::make_unique<httplib::Server>()) {
+  Routes();
+}
+
+RestServer::~RestServer() { Stop(); }
+
+void RestServer::Routes() {
+  httplib::Server& srv = *server_;
+  srv.set_payload_max_length(kMaxBodyBytes);
+
+  srv.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, {{"status", "ok"}});
+  });
+
+  srv.Post("/api/v1/jobs", Wrap([this](const httplib::Request& req, httplib::Response& res) {
+             IOFLEET_ASSIGN_OR_RETURN(v1::JobSpec spec, JobSpecFromJson(req.body));
+             IOFLEET_ASSIGN_OR_RETURN(std::string id, scheduler_->SubmitJob(spec));
+             res.set_header("Location", absl::StrCat("/api/v1/jobs/", id));
+             Reply(res, 201, {{"id", id}});
+             return absl::OkStatus();
+           }));
+
+  srv.Get("/api/v1/jobs", Wrap([this](const httplib::Request& req, httplib::Response& res) {
+            IOFLEET_ASSIGN_OR_RETURN(v1::ListRequest lr, ListParams(req));
+            IOFLEET_ASSIGN_OR_RETURN(v1::ListJobsResponse resp, scheduler_->ListJobs(lr));
+            json jobs = json::array();
+            for (const v1::Job& j : resp.jobs()) jobs.push_back(JobToJson(j, false));
+            Reply(res, 200, {{"jobs", jobs}, {"next_page_token", resp.next_page_token()}});
+            return absl::OkStatus();
+          }));
+
+  srv.Get(R"(/api/v1/jobs/([^/]+))",
+          Wrap([this](const httplib::Request& req, httplib::Response& res) {
+            IOFLEET_ASSIGN_OR_RETURN(v1::Job job, scheduler_->GetJob(req.matches[1]));
+            Reply(res, 200, JobToJson(job, true));
+            return absl::OkStatus();
+          }));
+
+  srv.Post(R"(/api/v1/jobs/([^/]+)/cancel)",
+           Wrap([this](const httplib::Request& req, httplib::Response& res) {
+             IOFLEET_ASSIGN_OR_RETURN(v1::Job job, scheduler_->CancelJob(req.matches[1]));
+             Reply(res, 200, JobToJson(job, true));
+             return absl::OkStatus();
+           }));
+
+  srv.Get(R"(/api/v1/jobs/([^/]+)/compare)",
+          Wrap([this](const httplib::Request& req, httplib::Response& res) {
+            IOFLEET_RETURN_IF_ERROR(scheduler_->GetJob(req.matches[1]).status());
+            return absl::UnimplementedError("compare is not available in this build yet");
+          }));
+
+  srv.Get("/api/v1/runs", Wrap([this](const httplib::Request& req, httplib::Response& res) {
+            IOFLEET_ASSIGN_OR_RETURN(v1::ListRequest lr, ListParams(req));
+            IOFLEET_ASSIGN_OR_RETURN(v1::ListRunsResponse resp, scheduler_->ListRuns(lr));
+            json runs = json::array();
+            for (const v1::Run& r : resp.runs()) {
+              json rj = RunToJson(r);
+              rj.erase("result");
+              runs.push_back(std::move(rj));
+            }
+            Reply(res, 200, {{"runs", runs}, {"next_page_token", resp.next_page_token()}});
+            return absl::OkStatus();
+          }));
+
+  srv.Get(R"(/api/v1/runs/([^/]+))",
+          Wrap([this](const httplib::Request& req, httplib::Response& res) {
+            IOFLEET_ASSIGN_OR_RETURN(v1::Run run, scheduler_->GetRun(req.matches[1]));
+            Reply(res, 200, RunToJson(run));
+            return absl::OkStatus();
+          }));
+
+  srv.Get(R"(/api/v1/runs/([^/]+)/samples)",
+          Wrap([this](const httplib::Request& req, httplib::Response& res) {
+            IOFLEET_ASSIGN_OR_RETURN(v1::SamplesResponse resp,
+                                     scheduler_->GetSamples(req.matches[1]));
+            json recs = json::array();
+            for (const v1::IntervalRecord& r : resp.records()) recs.push_back(IntervalToJson(r));
+            Reply(res, 200, {{"run_id", std::string(req.matches[1])}, {"records", recs}});
+            return absl::OkStatus();
+          }));
+
+  srv.Get("/api/v1/agents", Wrap([this](const httplib::Request& req, httplib::Response& res) {
+            IOFLEET_ASSIGN_OR_RETURN(v1::ListRequest lr, ListParams(req));
+            IOFLEET_ASSIGN_OR_RETURN(v1::ListAgentsResponse resp, scheduler_->ListAgents(lr));
+            json agents = json::array();
+            for (const v1::Agent& a : resp.agents()) agents.push_back(AgentToJson(a));
+            Reply(res, 200, {{"agents", agents}});
+            return absl::OkStatus();
+          }));
+
+  // Unrouted paths and wrong methods: keep the JSON error shape.
+  srv.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    absl::Status s = res.status == 404
+                         ? absl::NotFoundError(absl::StrCat("no route for ", req.method, " ",
+                                                            req.path))
+                         : absl::Status(res.status == 413 ? absl::StatusCode::kInvalidArgument
+                                                          : absl::StatusCode::kUnknown,
+                                        absl::StrCat("HTTP ", res.status));
+    res.set_content(Dump(ErrorToJson(s)), "application/json");
+  });
+}
+
+absl::StatusOr<int> RestServer::Start(const std::string& host, int port) {
+  int bound = port;
+  if (port == 0) {
+    bound = server_->bind_to_any_port(host);
+    if (bound < 0) return absl::UnavailableError(absl::StrCat("http: cannot bind ", host, ":0"));
+  } else if (!server_->bind_to_port(host, port)) {
+    return absl::UnavailableError(absl::StrCat("http: cannot bind ", host, ":", port));
+  }
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  return bound;
+}
+
+void RestServer::Stop() {
+  if (thread_.joinable()) {
+    server_->stop();
+    thread_.join();
+  }
+}
+
+}  // namespace iofleet::controller::rest

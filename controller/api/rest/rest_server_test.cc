@@ -1,0 +1,189 @@
+#include "controller/api/rest/rest_server.h"
+
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "controller/store/sqlite_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace iofleet::controller::rest {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kFio[] = "[job]\nfilename=/dev/nvme0n1\nrw=randread\nsize=1m\n";
+
+class RestServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_rest_XXXXXX").string();
+    dir_ = mkdtemp(tmpl.data());
+    auto store = OpenSqliteStore(dir_ + "/ctl.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    SchedulerOptions o;
+    o.tick_interval_ms = 0;
+    auto s = Scheduler::Create(store_.get(), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    sched_ = std::move(*s);
+    server_ = std::make_unique<RestServer>(sched_.get());
+    auto port = server_->Start("127.0.0.1", 0);
+    ASSERT_TRUE(port.ok()) << port.status();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
+  }
+  void TearDown() override {
+    server_.reset();
+    sched_.reset();
+    store_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Returns {status, parsed body}.
+  std::pair<int, json> Post(const std::string& path, const std::string& body) {
+    auto res = client_->Post(path.c_str(), body, "application/json");
+    if (!res) return {0, json()};
+    return {res->status, json::parse(res->body, nullptr, false)};
+  }
+  std::pair<int, json> Get(const std::string& path) {
+    auto res = client_->Get(path.c_str());
+    if (!res) return {0, json()};
+    return {res->status, json::parse(res->body, nullptr, false)};
+  }
+  std::pair<int, json> Submit(json body) { return Post("/api/v1/jobs", body.dump()); }
+
+  void ExpectFieldError(const std::pair<int, json>& r, int status, const std::string& field) {
+    EXPECT_EQ(r.first, status) << r.second.dump();
+    ASSERT_TRUE(r.second.is_object()) << r.second.dump();
+    ASSERT_TRUE(r.second.contains("error")) << r.second.dump();
+    EXPECT_EQ(r.second["error"]["field"], field) << r.second.dump();
+    EXPECT_TRUE(r.second["error"]["message"].is_string());
+    EXPECT_TRUE(r.second["error"]["code"].is_string());
+  }
+
+  std::string dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Scheduler> sched_;
+  std::unique_ptr<RestServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(RestServerTest, Healthz) {
+  auto r = Get("/healthz");
+  EXPECT_EQ(r.first, 200);
+  EXPECT_EQ(r.second["status"], "ok");
+}
+
+TEST_F(RestServerTest, BadBodiesAre400NamingTheField) {
+  ExpectFieldError(Post("/api/v1/jobs", "{not json"), 400, "body");
+  ExpectFieldError(Post("/api/v1/jobs", "[1,2]"), 400, "body");
+  ExpectFieldError(Post("/api/v1/jobs", std::string(100, '[') + std::string(100, ']')), 400,
+                   "body");
+  ExpectFieldError(Submit({{"name", "x"}, {"hosts", {"a"}}}), 400, "fio");
+  ExpectFieldError(Submit({{"fio", kFio}, {"hosts", {"a"}}, {"repeats", 3}}), 400, "repeats");
+  ExpectFieldError(Submit({{"fio", kFio}, {"hosts", 5}}), 400, "hosts");
+  ExpectFieldError(Submit({{"fio", kFio}, {"hosts", {"a"}}, {"repeat", -1}}), 400, "repeat");
+  ExpectFieldError(Submit({{"fio", kFio}}), 400, "hosts");
+  ExpectFieldError(Submit({{"fio", kFio}, {"hosts", {"a"}}, {"sweep", {{"bs", "4k"}}}}), 400,
+                   "sweep.bs");
+  ExpectFieldError(
+      Submit({{"fio", kFio}, {"hosts", {"a"}}, {"variants", {{{"name", "A"}, {"extra", 1}}}}}),
+      400, "variants[0].extra");
+  ExpectFieldError(Submit({{"fio", kFio},
+                           {"hosts", {"a"}},
+                           {"host_overrides", {{"a", {{"iodepth", {1, 2}}}}}}}),
+                   400, "host_overrides.a.iodepth");
+}
+
+TEST_F(RestServerTest, BadFioTextIs400NamingFio) {
+  auto r = Submit({{"fio", "[job]\nrw=sideways\n"}, {"hosts", {"a"}}});
+  ExpectFieldError(r, 400, "fio");
+  EXPECT_THAT(r.second["error"]["message"].get<std::string>(), testing::HasSubstr("rw"));
+  auto o = Submit({{"options", {{"rw", "randread"}, {"iodepth", 0}}}, {"hosts", {"a"}}});
+  ExpectFieldError(o, 400, "options");
+}
+
+TEST_F(RestServerTest, SubmitGetRunsAndCancel) {
+  auto r = Submit({{"name", "n1"},
+                   {"fio", kFio},
+                   {"hosts", {"a", "b"}},
+                   {"repeat", 2},
+                   {"tags", {{"branch", "main"}}},
+                   {"host_overrides", {{"b", {{"filename", "/dev/nvme1n1"}}}}}});
+  ASSERT_EQ(r.first, 201) << r.second.dump();
+  const std::string id = r.second["id"];
+  auto job = Get("/api/v1/jobs/" + id);
+  ASSERT_EQ(job.first, 200);
+  EXPECT_EQ(job.second["name"], "n1");
+  EXPECT_EQ(job.second["state"], "queued");
+  EXPECT_EQ(job.second["tags"]["branch"], "main");
+  ASSERT_EQ(job.second["runs"].size(), 4u);
+  const std::string run_id = job.second["runs"][0]["id"];
+  auto run = Get("/api/v1/runs/" + run_id);
+  ASSERT_EQ(run.first, 200);
+  EXPECT_EQ(run.second["state"], "queued");
+  EXPECT_TRUE(run.second["result"].is_null());
+  auto samples = Get("/api/v1/runs/" + run_id + "/samples");
+  ASSERT_EQ(samples.first, 200);
+  EXPECT_TRUE(samples.second["records"].empty());
+  auto runs = Get("/api/v1/runs?job_id=" + id);
+  ASSERT_EQ(runs.first, 200);
+  EXPECT_EQ(runs.second["runs"].size(), 4u);
+
+  auto cancelled = Post("/api/v1/jobs/" + id + "/cancel", "");
+  ASSERT_EQ(cancelled.first, 200) << cancelled.second.dump();
+  EXPECT_EQ(cancelled.second["state"], "cancelled");
+  EXPECT_EQ(cancelled.second["runs"][0]["state"], "cancelled");
+
+  auto cmp = Get("/api/v1/jobs/" + id + "/compare");
+  EXPECT_EQ(cmp.first, 501);
+  EXPECT_EQ(cmp.second["error"]["code"], "UNIMPLEMENTED");
+}
+
+TEST_F(RestServerTest, NotFoundIs404) {
+  for (const char* path : {"/api/v1/jobs/nope", "/api/v1/runs/nope", "/api/v1/runs/nope/samples",
+                           "/api/v1/jobs/nope/compare", "/api/v1/nothing"}) {
+    auto r = Get(path);
+    EXPECT_EQ(r.first, 404) << path;
+    EXPECT_EQ(r.second["error"]["code"], "NOT_FOUND") << path << r.second.dump();
+  }
+  EXPECT_EQ(Post("/api/v1/jobs/nope/cancel", "").first, 404);
+}
+
+TEST_F(RestServerTest, Paging) {
+  std::set<std::string> submitted;
+  for (int i = 0; i < 5; ++i) {
+    auto r = Submit({{"fio", kFio}, {"hosts", {"a"}}});
+    ASSERT_EQ(r.first, 201);
+    submitted.insert(r.second["id"].get<std::string>());
+  }
+  std::set<std::string> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    auto r = Get("/api/v1/jobs?page_size=2" + (token.empty() ? "" : "&page_token=" + token));
+    ASSERT_EQ(r.first, 200);
+    EXPECT_LE(r.second["jobs"].size(), 2u);
+    for (const auto& j : r.second["jobs"]) seen.insert(j["id"].get<std::string>());
+    token = r.second["next_page_token"];
+    ++pages;
+  } while (!token.empty() && pages < 10);
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(seen, submitted);
+  ExpectFieldError(Get("/api/v1/jobs?page_token=bogus"), 400, "page_token");
+  ExpectFieldError(Get("/api/v1/jobs?page_size=abc"), 400, "page_size");
+  ExpectFieldError(Get("/api/v1/runs?state=weird"), 400, "state");
+}
+
+TEST_F(RestServerTest, AgentsListIsJson) {
+  auto r = Get("/api/v1/agents");
+  ASSERT_EQ(r.first, 200);
+  EXPECT_TRUE(r.second["agents"].is_array());
+}
+
+}  // namespace
+}  // namespace iofleet::controller::rest

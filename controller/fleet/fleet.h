@@ -1,0 +1,97 @@
+// The agent registry: who is connected, what they have (inventory, labels,
+// allowed paths), when they were last heard from; protocol negotiation; label
+// selector matching used by placement.
+//
+// Thread-safety: Fleet is not synchronised; its owner (the Scheduler) serialises
+// every call under its own lock. The free functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "controller/store/store.h"
+#include "iofleet/v1/agent.pb.h"
+
+namespace iofleet::controller {
+
+// The agent protocol version this controller speaks, and the oldest it still accepts.
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kOldestProtocolVersion = 1;
+
+// Picks the version both sides speak: the agent speaks [min_version, version]
+// (min_version 0 = version), the controller [kOldestProtocolVersion,
+// kProtocolVersion]. FailedPrecondition with a reason when they do not overlap.
+absl::StatusOr<uint32_t> NegotiateProtocolVersion(uint32_t version, uint32_t min_version);
+
+// One selector value against one agent value: exact, or a prefix when the
+// selector ends in '*' ("6.1*" matches "6.1.0-13-amd64"; "*" matches anything).
+bool ValueMatches(const std::string& pattern, const std::string& value);
+
+// What selectors match against: the agent's labels plus the reserved keys
+// "kernel" (kernel release) and "cpu_model" from its inventory.
+struct AgentFacts {
+  std::map<std::string, std::string> labels;
+  std::string kernel;
+  std::string cpu_model;
+};
+// True when every selector key is present and matches (an empty selector matches all).
+bool SelectorMatches(const std::map<std::string, std::string>& selector, const AgentFacts& facts);
+
+// True when `target` lies under one of `allow_paths` (string prefix, as the agent
+// checks it). An agent with no allow_paths accepts any path.
+bool PathAllowed(const std::vector<std::string>& allow_paths, const std::string& target);
+
+// The write side of one connected agent's stream. Implemented by the gRPC
+// reactor; Send and Close may be called from any thread and never block.
+class AgentSender {
+ public:
+  virtual ~AgentSender() = default;
+  virtual void Send(const v1::ControllerMessage& msg) = 0;
+  // Ends the stream (after queued messages) with `status`.
+  virtual void Close(const absl::Status& status) = 0;
+};
+
+struct AgentInfo {
+  AgentRow row;
+  AgentFacts facts;
+  std::shared_ptr<AgentSender> sender;  // null while disconnected
+};
+
+class Fleet {
+ public:
+  // Agents known from the store, all disconnected; their silence is measured from `now_ms`.
+  void Load(const std::vector<AgentRow>& rows, uint64_t now_ms);
+
+  // Registers (or refreshes) the agent of a Hello as connected through `sender`.
+  // Returns the row to persist; `*replaced` gets the previous live sender of the
+  // same name (a reconnect that raced the old stream's end), if any.
+  AgentRow Register(const v1::Hello& hello, uint32_t version, std::shared_ptr<AgentSender> sender,
+                    uint64_t now_ms, std::shared_ptr<AgentSender>* replaced);
+
+  // Marks `name` disconnected if `sender` is still its live stream; returns the row
+  // to persist, or nullptr when `sender` was stale.
+  const AgentRow* Disconnect(const std::string& name, const AgentSender* sender, uint64_t now_ms);
+
+  void Touch(const std::string& name, uint64_t now_ms);
+
+  const AgentInfo* Get(const std::string& name) const;
+  bool Connected(const std::string& name) const;
+
+  // Agents not heard from for more than `timeout_ms` (connected or not).
+  std::vector<std::string> Silent(uint64_t now_ms, uint64_t timeout_ms) const;
+
+  // Names of registered agents that match `selector` (sorted).
+  std::vector<std::string> Match(const std::map<std::string, std::string>& selector) const;
+
+  const std::map<std::string, AgentInfo>& agents() const { return agents_; }
+
+ private:
+  std::map<std::string, AgentInfo> agents_;
+};
+
+}  // namespace iofleet::controller

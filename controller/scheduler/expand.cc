@@ -1,0 +1,321 @@
+#include "controller/scheduler/expand.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/jobspec/parser.h"
+#include "common/status.h"
+#include "controller/scheduler/field_error.h"
+#include "nlohmann/json.hpp"
+
+namespace iofleet::controller {
+namespace {
+
+using Overrides = std::vector<std::pair<std::string, std::string>>;
+
+// Variables never come from the controller's environment: ${VAR} in submitted
+// text must not leak the controller's settings.
+const std::map<std::string, std::string>& EmptyEnv() {
+  static const auto* env = new std::map<std::string, std::string>();
+  return *env;
+}
+
+jobspec::ParseOptions SubmitParseOptions() {
+  jobspec::ParseOptions o;
+  o.env = &EmptyEnv();
+  return o;
+}
+
+bool ValidOptionKey(const std::string& k) {
+  if (k.empty()) return false;
+  for (char c : k) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+bool ValidOptionValue(const std::string& v) {
+  return v.find_first_of("\n\r") == std::string::npos;
+}
+
+struct Arm {
+  std::string variant;
+  std::string cell;
+  jobspec::JobList list;
+  std::vector<std::string> hosts;  // placement of this arm
+};
+
+absl::StatusOr<std::vector<std::string>> ResolvePlacement(
+    const google::protobuf::RepeatedPtrField<std::string>& hosts,
+    const google::protobuf::Map<std::string, std::string>& selector, const Fleet& fleet,
+    const std::string& field) {
+  std::set<std::string> out;
+  for (int i = 0; i < hosts.size(); ++i) {
+    if (hosts[i].empty()) return FieldError(absl::StrCat(field, "[", i, "]"), "empty host name");
+    out.insert(hosts[i]);
+  }
+  if (!selector.empty()) {
+    std::map<std::string, std::string> sel(selector.begin(), selector.end());
+    std::vector<std::string> matched = fleet.Match(sel);
+    if (matched.empty()) {
+      std::vector<std::string> parts;
+      for (const auto& [k, v] : sel) parts.push_back(absl::StrCat(k, "=", v));
+      return FieldError(field, absl::StrCat("no registered agent matches selector {",
+                                            absl::StrJoin(parts, ", "), "}"));
+    }
+    out.insert(matched.begin(), matched.end());
+  }
+  return std::vector<std::string>(out.begin(), out.end());
+}
+
+absl::StatusOr<Overrides> CheckedOverrides(const google::protobuf::Map<std::string, std::string>& m,
+                                           const std::string& field) {
+  Overrides out;
+  for (const auto& [k, v] : m) {
+    if (!ValidOptionKey(k)) return FieldError(field, absl::StrCat("bad option name \"", k, "\""));
+    if (!ValidOptionValue(v)) {
+      return FieldError(absl::StrCat(field, ".", k), "value must be one line");
+    }
+    out.emplace_back(k, v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> TargetsOf(const jobspec::JobList& list) {
+  std::set<std::string> out;
+  for (const jobspec::JobSpec& j : list.jobs) {
+    if (!j.filenames.empty()) {
+      for (const std::string& f : j.filenames) {
+        out.insert(j.directory.empty() || f.starts_with("/") ? f
+                                                             : absl::StrCat(j.directory, "/", f));
+      }
+    } else if (j.ioengine == "null") {
+      continue;
+    } else if (!j.directory.empty()) {
+      out.insert(j.directory);
+    } else {
+      out.insert(".");
+    }
+  }
+  return std::vector<std::string>(out.begin(), out.end());
+}
+
+absl::StatusOr<std::pair<std::string, jobspec::JobList>> ApplyOverrides(
+    const jobspec::JobList& list, const Overrides& overrides) {
+  std::string base = jobspec::ToJobText(list);
+  if (!overrides.empty()) {
+    // ToJobText writes one "[section]" header per line and one option per line;
+    // an option repeated later in a section wins, so append at each job's end.
+    std::string extra;
+    for (const auto& [k, v] : overrides) absl::StrAppend(&extra, k, "=", v, "\n");
+    std::string out;
+    bool in_job = false;
+    for (absl::string_view line : absl::StrSplit(base, '\n')) {
+      if (!line.empty() && line.front() == '[') {
+        if (in_job) out += extra;
+        in_job = line != "[global]";
+      }
+      if (!line.empty()) absl::StrAppend(&out, line, "\n");
+    }
+    if (in_job) out += extra;
+    base = std::move(out);
+  }
+  IOFLEET_ASSIGN_OR_RETURN(jobspec::JobList parsed,
+                           jobspec::ParseJobText(base, "job", SubmitParseOptions()));
+  std::string text = jobspec::ToJobText(parsed);
+  return std::make_pair(std::move(text), std::move(parsed));
+}
+
+absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const Fleet& fleet) {
+  // Workload.
+  const bool has_text = !spec.fio_text().empty();
+  const bool has_json = !spec.options_json().empty();
+  if (has_text == has_json) {
+    return FieldError("fio", "give exactly one of \"fio\" (job file text) or \"options\"");
+  }
+  std::string options_json = spec.options_json();
+  if (has_json) {
+    // A flat object is one job; name it after the job when it has no name.
+    nlohmann::json j = nlohmann::json::parse(options_json, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && !j.contains("jobs") && !j.contains("global") && !j.contains("name")) {
+      j["name"] = spec.name().empty() ? "job" : spec.name();
+      options_json = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+  }
+  absl::StatusOr<jobspec::JobList> base =
+      has_text ? jobspec::ParseJobText(spec.fio_text(), "job", SubmitParseOptions())
+               : jobspec::ParseJobJson(options_json, SubmitParseOptions());
+  if (!base.ok()) return WithField(base.status(), has_text ? "fio" : "options");
+  if (base->jobs.empty()) return FieldError(has_text ? "fio" : "options", "no job section");
+
+  const uint32_t repeat = spec.repeat() == 0 ? 1 : spec.repeat();
+  if (repeat > kMaxRunsPerJob) {
+    return FieldError("repeat", absl::StrCat("must be <= ", kMaxRunsPerJob));
+  }
+
+  // Placement of the job (variants may bring their own).
+  IOFLEET_ASSIGN_OR_RETURN(std::vector<std::string> job_hosts,
+                           ResolvePlacement(spec.hosts(), spec.selector(), fleet, "hosts"));
+
+  // Sweep cells: the cross product of option values, keys in name order.
+  std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+  for (const auto& [k, values] : spec.sweep()) {
+    if (!ValidOptionKey(k)) return FieldError("sweep", absl::StrCat("bad option name \"", k, "\""));
+    if (values.values().empty()) return FieldError(absl::StrCat("sweep.", k), "no values");
+    for (const std::string& v : values.values()) {
+      if (v.empty() || !ValidOptionValue(v)) {
+        return FieldError(absl::StrCat("sweep.", k), "values must be non-empty single lines");
+      }
+    }
+    axes.emplace_back(k, std::vector<std::string>(values.values().begin(), values.values().end()));
+  }
+  std::sort(axes.begin(), axes.end());
+  std::vector<Overrides> cells(1);
+  for (const auto& [k, values] : axes) {
+    std::vector<Overrides> next;
+    for (const Overrides& c : cells) {
+      for (const std::string& v : values) {
+        Overrides o = c;
+        o.emplace_back(k, v);
+        next.push_back(std::move(o));
+      }
+      if (next.size() > kMaxRunsPerJob) {
+        return FieldError("sweep", absl::StrCat("more than ", kMaxRunsPerJob, " cells"));
+      }
+    }
+    cells = std::move(next);
+  }
+
+  // Arms: variant x cell, each validated once.
+  std::vector<Arm> arms;
+  std::set<std::string> variant_names;
+  const int nvariants = std::max(1, spec.variants_size());
+  for (int vi = 0; vi < nvariants; ++vi) {
+    Overrides vopts;
+    std::string vname;
+    std::vector<std::string> hosts = job_hosts;
+    if (spec.variants_size() > 0) {
+      const v1::Variant& v = spec.variants(vi);
+      const std::string field = absl::StrCat("variants[", vi, "]");
+      vname = v.name().empty() ? std::string(1, static_cast<char>('A' + vi % 26)) : v.name();
+      if (!variant_names.insert(vname).second) {
+        return FieldError(absl::StrCat(field, ".name"), absl::StrCat("duplicate \"", vname, "\""));
+      }
+      IOFLEET_ASSIGN_OR_RETURN(vopts, CheckedOverrides(v.options(), field + ".options"));
+      if (v.hosts_size() > 0 || !v.selector().empty()) {
+        IOFLEET_ASSIGN_OR_RETURN(
+            hosts, ResolvePlacement(v.hosts(), v.selector(), fleet, field + ".hosts"));
+      }
+      if (hosts.empty()) return FieldError(field + ".hosts", "no hosts to run on");
+    }
+    jobspec::JobList vlist = *base;
+    if (!vopts.empty()) {
+      auto applied = ApplyOverrides(*base, vopts);
+      if (!applied.ok()) {
+        return WithField(applied.status(), absl::StrCat("variants[", vi, "].options"));
+      }
+      vlist = std::move(applied->second);
+    }
+    for (const Overrides& cell : cells) {
+      Arm arm;
+      arm.variant = vname;
+      std::vector<std::string> parts;
+      for (const auto& [k, v] : cell) parts.push_back(absl::StrCat(k, "=", v));
+      arm.cell = absl::StrJoin(parts, ",");
+      arm.hosts = hosts;
+      if (cell.empty()) {
+        arm.list = vlist;
+      } else {
+        auto applied = ApplyOverrides(vlist, cell);
+        if (!applied.ok()) {
+          return WithField(applied.status(), absl::StrCat("sweep (cell ", arm.cell, ")"));
+        }
+        arm.list = std::move(applied->second);
+      }
+      arms.push_back(std::move(arm));
+    }
+  }
+  if (job_hosts.empty() && spec.variants_size() == 0) {
+    return FieldError("hosts", "no hosts to run on: give host names or a label selector");
+  }
+
+  // Host overrides: only for hosts this job places on.
+  std::set<std::string> all_hosts;
+  for (const Arm& a : arms) all_hosts.insert(a.hosts.begin(), a.hosts.end());
+  std::map<std::string, Overrides> host_overrides;
+  for (const auto& [host, opts] : spec.host_overrides()) {
+    const std::string field = absl::StrCat("host_overrides.", host);
+    if (!all_hosts.contains(host)) return FieldError(field, "host is not placed by this job");
+    IOFLEET_ASSIGN_OR_RETURN(host_overrides[host], CheckedOverrides(opts.options(), field));
+  }
+
+  size_t total = 0;
+  for (const Arm& a : arms) total += a.hosts.size() * repeat;
+  if (total > kMaxRunsPerJob) {
+    return FieldError("repeat", absl::StrCat("the job expands into ", total,
+                                             " runs; at most ", kMaxRunsPerJob, " allowed"));
+  }
+
+  // Materialise each (arm, host) once, then lay out repetitions ABBA per host.
+  struct Cooked {
+    std::string text;
+    std::vector<std::string> targets;
+    uint32_t clones = 0;
+  };
+  std::map<std::pair<size_t, std::string>, Cooked> cooked;
+  for (size_t ai = 0; ai < arms.size(); ++ai) {
+    for (const std::string& host : arms[ai].hosts) {
+      Overrides ho;
+      if (auto it = host_overrides.find(host); it != host_overrides.end()) ho = it->second;
+      auto applied = ApplyOverrides(arms[ai].list, ho);
+      if (!applied.ok()) {
+        return WithField(applied.status(),
+                         ho.empty() ? std::string(has_text ? "fio" : "options")
+                                    : absl::StrCat("host_overrides.", host));
+      }
+      Cooked c;
+      c.text = std::move(applied->first);
+      c.targets = TargetsOf(applied->second);
+      for (const jobspec::JobSpec& j : applied->second.jobs) c.clones += j.numjobs;
+      cooked[{ai, host}] = std::move(c);
+    }
+  }
+
+  std::vector<PlannedRun> runs;
+  runs.reserve(total);
+  std::vector<std::string> hosts_in_order(all_hosts.begin(), all_hosts.end());
+  for (uint32_t rep = 0; rep < repeat; ++rep) {
+    for (const std::string& host : hosts_in_order) {
+      std::vector<size_t> order;
+      for (size_t ai = 0; ai < arms.size(); ++ai) {
+        if (std::find(arms[ai].hosts.begin(), arms[ai].hosts.end(), host) != arms[ai].hosts.end()) {
+          order.push_back(ai);
+        }
+      }
+      if (rep % 2 == 1) std::reverse(order.begin(), order.end());
+      for (size_t ai : order) {
+        const Cooked& c = cooked[{ai, host}];
+        PlannedRun r;
+        r.host = host;
+        r.variant = arms[ai].variant;
+        r.cell = arms[ai].cell;
+        r.repetition = rep;
+        r.fio_text = c.text;
+        r.targets = c.targets;
+        r.num_clones = std::max<uint32_t>(1, c.clones);
+        runs.push_back(std::move(r));
+      }
+    }
+  }
+  return runs;
+}
+
+}  // namespace iofleet::controller

@@ -1,0 +1,69 @@
+#include "controller/scheduler/expand.h"
+
+#include "common/jobspec/parser.h"
+#include "controller/scheduler/field_error.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace iofleet::controller {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(ApplyOverridesTest, OverridesEveryJobSection) {
+  auto list = jobspec::ParseJobText(
+      "[global]\niodepth=4\nsize=1m\n[a]\nfilename=/dev/nvme0n1\nrw=read\n[b]\n"
+      "filename=/dev/nvme1n1\nrw=write\niodepth=2\n",
+      "t");
+  ASSERT_TRUE(list.ok()) << list.status();
+  auto out = ApplyOverrides(*list, {{"iodepth", "64"}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->second.jobs.size(), 2u);
+  EXPECT_EQ(out->second.jobs[0].iodepth, 64u);
+  EXPECT_EQ(out->second.jobs[1].iodepth, 64u);
+  auto reparsed = jobspec::ParseJobText(out->first, "t");
+  ASSERT_TRUE(reparsed.ok());
+  EXPECT_EQ(reparsed->jobs[1].iodepth, 64u);
+  EXPECT_FALSE(ApplyOverrides(*list, {{"iodepth", "zero"}}).ok());
+}
+
+TEST(TargetsTest, FilenamesDirectoriesAndNull) {
+  auto list = jobspec::ParseJobText(
+      "[a]\nfilename=/dev/nvme0n1:/dev/nvme1n1\nsize=1m\n[b]\ndirectory=/mnt/x\nsize=1m\n"
+      "[c]\nioengine=null\nsize=1m\n",
+      "t");
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_THAT(TargetsOf(*list), ElementsAre("/dev/nvme0n1", "/dev/nvme1n1", "/mnt/x"));
+}
+
+TEST(ExpandTest, NeedsExactlyOneWorkload) {
+  Fleet fleet;
+  v1::JobSpec spec;
+  spec.add_hosts("a");
+  EXPECT_EQ(ErrorField(ExpandJob(spec, fleet).status()), "fio");
+  spec.set_options_json("{not json");
+  EXPECT_EQ(ErrorField(ExpandJob(spec, fleet).status()), "options");
+}
+
+TEST(ExpandTest, VariantPlacementAndBadVariantOptions) {
+  Fleet fleet;
+  v1::JobSpec spec;
+  spec.set_fio_text("[j]\nfilename=/dev/x\nsize=1m\n");
+  spec.add_hosts("a");
+  auto* v = spec.add_variants();
+  v->set_name("old");
+  auto* w = spec.add_variants();
+  w->set_name("new");
+  w->add_hosts("b");
+  auto runs = ExpandJob(spec, fleet);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].host, "a");
+  EXPECT_EQ((*runs)[0].variant, "old");
+  EXPECT_EQ((*runs)[1].host, "b");
+  (*w->mutable_options())["rw"] = "sideways";
+  EXPECT_EQ(ErrorField(ExpandJob(spec, fleet).status()), "variants[1].options");
+}
+
+}  // namespace
+}  // namespace iofleet::controller

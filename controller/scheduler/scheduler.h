@@ -1,0 +1,139 @@
+// The scheduler: accepts jobs, expands them into runs, queues runs FIFO, gives
+// each run an exclusive lease on (host, target) for every target it touches,
+// drives the run state machine from agent messages, marks runs of silent agents
+// lost (re-queueing them while the job has retries left) and fans interval
+// records out to watchers. Everything it decides is written to the Store before
+// it is acted on, so queue, leases and states survive a restart.
+//
+// States: queued -> assigned -> running -> succeeded | failed;
+//         queued | assigned | running -> cancelled; assigned | running -> lost.
+// A cancelled run that an agent still executes keeps its leases until the agent
+// reports it finished (or goes silent).
+//
+// Thread-safety: all public methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "controller/fleet/fleet.h"
+#include "controller/store/store.h"
+#include "iofleet/v1/agent.pb.h"
+#include "iofleet/v1/controller.pb.h"
+
+namespace iofleet::controller {
+
+struct SchedulerOptions {
+  // An agent not heard from for longer is down and its runs are lost. Default: 15 s.
+  uint64_t heartbeat_timeout_ms = 15000;
+  // Heartbeat period asked of agents in Welcome; 0 = timeout / 3, at most 5 s.
+  uint32_t heartbeat_interval_ms = 0;
+  // Wall clock in unix ms (tests inject a fake). Default: the system clock.
+  std::function<uint64_t()> clock;
+  // Period of the background liveness/dispatch tick; 0 = no thread (call Tick()).
+  uint32_t tick_interval_ms = 500;
+};
+
+class Scheduler {
+ public:
+  // Loads agents, active runs and leases from `store` (not owned; must outlive
+  // the scheduler) and starts the tick thread.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(Store* store, SchedulerOptions options);
+  ~Scheduler();
+
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // --- Public API (REST and gRPC ControllerService). Errors: InvalidArgument
+  // naming the field (field_error.h), NotFound, Internal (store).
+  absl::StatusOr<std::string> SubmitJob(const v1::JobSpec& spec);
+  absl::StatusOr<v1::Job> GetJob(const std::string& id);
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListRequest& req);
+  absl::StatusOr<v1::Job> CancelJob(const std::string& id);
+  absl::StatusOr<v1::Run> GetRun(const std::string& id);
+  absl::StatusOr<v1::ListRunsResponse> ListRuns(const v1::ListRequest& req);
+  absl::StatusOr<v1::ListAgentsResponse> ListAgents(const v1::ListRequest& req);
+  absl::StatusOr<v1::SamplesResponse> GetSamples(const std::string& run_id);
+
+  // Live interval records of `job_id`'s runs, each delivered once, after it is
+  // stored. `fn(nullptr)` signals the job reached a final state (then the watch
+  // is gone). `fn` runs on store/scheduler threads and must not block or call
+  // back into the Scheduler. NotFound for an unknown job.
+  using WatchFn = std::function<void(const v1::IntervalRecord* record)>;
+  absl::StatusOr<uint64_t> Watch(const std::string& job_id, WatchFn fn);
+  // After Unwatch returns, `fn` is not running and will not run again.
+  void Unwatch(uint64_t watch_id);
+
+  // --- Agent protocol (AgentService.Connect).
+  // Negotiates the version and registers the agent. On success sends Welcome
+  // (with next_seq per run it still executes), then the AssignRun/CancelRun it
+  // is owed, through `sender`. FailedPrecondition (reason for Reject) otherwise.
+  absl::Status AgentHello(const v1::Hello& hello, std::shared_ptr<AgentSender> sender);
+  // Heartbeat, RunStarted, IntervalRecord or RunFinished from a registered agent.
+  void AgentMessage(const std::string& agent, const AgentSender* sender,
+                    const v1::AgentMessage& msg);
+  // The agent's stream ended. Its runs stay put until the heartbeat timeout.
+  void AgentGone(const std::string& agent, const AgentSender* sender);
+
+  // Liveness (silent agents -> lost runs, retries) and dispatch of queued runs.
+  void Tick();
+
+  uint32_t heartbeat_interval_ms() const { return heartbeat_interval_ms_; }
+  uint64_t NowMs() const { return clock_(); }
+
+ private:
+  Scheduler(Store* store, SchedulerOptions options);
+  absl::Status Load();
+
+  // Helpers below require mu_.
+  void DispatchLocked();
+  void LoseAgentRunsLocked(const std::string& agent, const std::string& why);
+  absl::Status FinishRunLocked(const std::string& agent, const v1::RunFinished& fin);
+  void RefreshJobStatesLocked(const std::set<std::string>& job_ids);
+  void SendLocked(const std::string& agent, const v1::ControllerMessage& msg);
+  v1::ControllerMessage AssignMessage(const RunRow& run) const;
+  absl::StatusOr<v1::Run> RunToProto(const RunRow& row, bool with_result);
+  bool HoldsLease(const std::string& run_id) const;
+
+  void FanOut(const std::string& job_id, const v1::IntervalRecord& rec);
+  void JobFinished(const std::string& job_id);
+  void TickLoop();
+
+  Store* const store_;
+  const uint64_t timeout_ms_;
+  const uint32_t heartbeat_interval_ms_;
+  const std::function<uint64_t()> clock_;
+  const uint32_t tick_interval_ms_;
+
+  std::mutex mu_;
+  Fleet fleet_;
+  std::map<std::string, RunRow> active_;  // not terminal, or still holding leases
+  std::map<std::pair<std::string, std::string>, std::string> leases_;  // (host, target) -> run
+  int64_t next_queue_pos_ = 1;
+
+  std::mutex watch_mu_;
+  struct Watcher {
+    std::string job_id;
+    WatchFn fn;
+  };
+  std::map<uint64_t, Watcher> watchers_;
+  uint64_t next_watch_id_ = 1;
+
+  std::mutex tick_mu_;
+  std::condition_variable tick_cv_;
+  bool stop_ = false;
+  std::thread ticker_;
+};
+
+}  // namespace iofleet::controller

@@ -1,0 +1,514 @@
+#include "controller/scheduler/scheduler.h"
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "controller/scheduler/field_error.h"
+#include "controller/store/sqlite_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace iofleet::controller {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_sched_XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// The agent end of a stream: records what the controller sends.
+class RecordingSender : public AgentSender {
+ public:
+  void Send(const v1::ControllerMessage& msg) override {
+    std::lock_guard<std::mutex> l(mu_);
+    msgs_.push_back(msg);
+  }
+  void Close(const absl::Status& s) override {
+    std::lock_guard<std::mutex> l(mu_);
+    closed_ = true;
+  }
+  std::vector<std::string> Assigned() {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<std::string> out;
+    for (const auto& m : msgs_) {
+      if (m.has_assign()) out.push_back(m.assign().run_id());
+    }
+    return out;
+  }
+  std::vector<std::string> Cancelled() {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<std::string> out;
+    for (const auto& m : msgs_) {
+      if (m.has_cancel()) out.push_back(m.cancel().run_id());
+    }
+    return out;
+  }
+  std::vector<v1::ControllerMessage> msgs() {
+    std::lock_guard<std::mutex> l(mu_);
+    return msgs_;
+  }
+  bool closed() {
+    std::lock_guard<std::mutex> l(mu_);
+    return closed_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<v1::ControllerMessage> msgs_;
+  bool closed_ = false;
+};
+
+constexpr char kJob[] = "[job]\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\nsize=1m\n";
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.File("ctl.db");
+    Open();
+  }
+
+  void Open() {
+    auto store = OpenSqliteStore(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    SchedulerOptions o;
+    o.heartbeat_timeout_ms = 15000;
+    o.clock = [this] { return now_.load(); };
+    o.tick_interval_ms = 0;
+    auto s = Scheduler::Create(store_.get(), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    sched_ = std::move(*s);
+  }
+
+  void Reopen() {
+    sched_.reset();
+    store_.reset();
+    Open();
+  }
+
+  std::shared_ptr<RecordingSender> Connect(const std::string& name,
+                                           std::map<std::string, std::string> labels = {},
+                                           std::string kernel = "6.1.0-13-amd64",
+                                           std::vector<std::string> allow = {},
+                                           std::vector<std::string> running = {}) {
+    v1::Hello hello;
+    hello.set_agent_name(name);
+    hello.set_protocol_version(1);
+    hello.set_min_protocol_version(1);
+    hello.mutable_inventory()->set_hostname(name);
+    hello.mutable_inventory()->set_kernel_release(kernel);
+    hello.mutable_inventory()->set_cpu_model("AMD EPYC 7763");
+    for (const auto& [k, v] : labels) (*hello.mutable_labels())[k] = v;
+    for (const auto& p : allow) hello.add_allow_paths(p);
+    for (const auto& r : running) hello.add_running_runs(r);
+    auto sender = std::make_shared<RecordingSender>();
+    absl::Status st = sched_->AgentHello(hello, sender);
+    EXPECT_TRUE(st.ok()) << st;
+    return sender;
+  }
+
+  std::string Submit(v1::JobSpec spec) {
+    auto id = sched_->SubmitJob(spec);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.value_or("");
+  }
+
+  v1::JobSpec Spec(std::vector<std::string> hosts, const std::string& text = kJob) {
+    v1::JobSpec spec;
+    spec.set_name("t");
+    spec.set_fio_text(text);
+    for (const auto& h : hosts) spec.add_hosts(h);
+    return spec;
+  }
+
+  std::vector<v1::Run> Runs(const std::string& job_id) {
+    auto job = sched_->GetJob(job_id);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? std::vector<v1::Run>(job->runs().begin(), job->runs().end())
+                    : std::vector<v1::Run>{};
+  }
+
+  v1::RunState StateOf(const std::string& run_id) {
+    auto r = sched_->GetRun(run_id);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->state() : v1::RUN_STATE_UNSPECIFIED;
+  }
+
+  void Started(const std::string& agent, RecordingSender* s, const std::string& run_id) {
+    v1::AgentMessage m;
+    m.mutable_run_started()->set_run_id(run_id);
+    sched_->AgentMessage(agent, s, m);
+  }
+
+  void Finished(const std::string& agent, RecordingSender* s, const std::string& run_id,
+                bool ok = true) {
+    v1::AgentMessage m;
+    m.mutable_run_finished()->set_run_id(run_id);
+    m.mutable_run_finished()->set_ok(ok);
+    m.mutable_run_finished()->set_result_json("{\"fio version\":\"iofleet\",\"jobs\":[]}");
+    sched_->AgentMessage(agent, s, m);
+  }
+
+  TempDir dir_;
+  std::string path_;
+  std::atomic<uint64_t> now_{1700000000000};
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Scheduler> sched_;
+};
+
+TEST_F(SchedulerTest, ExpandsOneRunPerHostAndRepetition) {
+  v1::JobSpec spec = Spec({"a", "b"});
+  spec.set_repeat(3);
+  const std::string id = Submit(spec);
+  std::vector<v1::Run> runs = Runs(id);
+  ASSERT_EQ(runs.size(), 6u);
+  int on_a = 0;
+  for (const auto& r : runs) {
+    EXPECT_EQ(r.state(), v1::RUN_STATE_QUEUED);  // no agent connected yet
+    EXPECT_EQ(r.target(), "/dev/nvme0n1");
+    on_a += r.host() == "a";
+  }
+  EXPECT_EQ(on_a, 3);
+  auto job = sched_->GetJob(id);
+  EXPECT_EQ(job->state(), "queued");
+}
+
+TEST_F(SchedulerTest, VariantsInterleaveAbba) {
+  v1::JobSpec spec = Spec({"a"});
+  spec.set_repeat(2);
+  auto* va = spec.add_variants();
+  va->set_name("A");
+  (*va->mutable_options())["iodepth"] = "1";
+  auto* vb = spec.add_variants();
+  vb->set_name("B");
+  (*vb->mutable_options())["iodepth"] = "32";
+  std::vector<std::string> order;
+  for (const auto& r : Runs(Submit(spec))) order.push_back(r.variant());
+  EXPECT_THAT(order, ElementsAre("A", "B", "B", "A"));
+}
+
+TEST_F(SchedulerTest, SweepCrossesValuesIntoCells) {
+  v1::JobSpec spec = Spec({"a"});
+  (*spec.mutable_sweep())["iodepth"].add_values("1");
+  (*spec.mutable_sweep())["iodepth"].add_values("8");
+  (*spec.mutable_sweep())["bs"].add_values("4k");
+  (*spec.mutable_sweep())["bs"].add_values("64k");
+  std::vector<v1::Run> runs = Runs(Submit(spec));
+  ASSERT_EQ(runs.size(), 4u);
+  std::set<std::string> cells;
+  for (const auto& r : runs) cells.insert(r.cell());
+  EXPECT_THAT(cells, ElementsAre("bs=4k,iodepth=1", "bs=4k,iodepth=8", "bs=64k,iodepth=1",
+                                 "bs=64k,iodepth=8"));
+}
+
+TEST_F(SchedulerTest, SelectorsMatchLabelsKernelAndPrefixes) {
+  Connect("a", {{"rack", "r1"}}, "6.1.0-13-amd64");
+  Connect("b", {{"rack", "r2"}}, "6.5.0-1-amd64");
+  Connect("c", {{"rack", "r12"}}, "6.1.0-18-amd64");
+  v1::JobSpec spec = Spec({});
+  (*spec.mutable_selector())["kernel"] = "6.1*";
+  std::set<std::string> hosts;
+  for (const auto& r : Runs(Submit(spec))) hosts.insert(r.host());
+  EXPECT_THAT(hosts, ElementsAre("a", "c"));
+
+  v1::JobSpec spec2 = Spec({});
+  (*spec2.mutable_selector())["rack"] = "r1*";
+  (*spec2.mutable_selector())["cpu_model"] = "AMD*";
+  hosts.clear();
+  for (const auto& r : Runs(Submit(spec2))) hosts.insert(r.host());
+  EXPECT_THAT(hosts, ElementsAre("a", "c"));
+
+  v1::JobSpec none = Spec({});
+  (*none.mutable_selector())["rack"] = "r9";
+  auto st = sched_->SubmitJob(none);
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ErrorField(st.status()), "hosts");
+}
+
+TEST_F(SchedulerTest, HostOverridesChangeTargetsAndText) {
+  v1::JobSpec spec = Spec({"a", "b"});
+  auto& o = (*spec.mutable_host_overrides())["b"];
+  (*o.mutable_options())["filename"] = "/dev/nvme1n1";
+  (*o.mutable_options())["cpus_allowed"] = "0-3";
+  const std::string id = Submit(spec);
+  for (const auto& r : Runs(id)) {
+    if (r.host() == "a") {
+      EXPECT_EQ(r.target(), "/dev/nvme0n1");
+    } else {
+      EXPECT_EQ(r.target(), "/dev/nvme1n1");
+    }
+  }
+  auto sender = Connect("b");
+  ASSERT_EQ(sender->Assigned().size(), 1u);
+  for (const auto& m : sender->msgs()) {
+    if (!m.has_assign()) continue;
+    EXPECT_THAT(m.assign().fio_text(), HasSubstr("/dev/nvme1n1"));
+    EXPECT_THAT(m.assign().fio_text(), HasSubstr("cpus_allowed=0-3"));
+  }
+}
+
+TEST_F(SchedulerTest, ValidationErrorsNameTheField) {
+  v1::JobSpec bad = Spec({"a"}, "[job]\nrw=sideways\n");
+  auto st = sched_->SubmitJob(bad);
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ErrorField(st.status()), "fio");
+
+  v1::JobSpec both = Spec({"a"});
+  both.set_options_json("{}");
+  EXPECT_EQ(ErrorField(sched_->SubmitJob(both).status()), "fio");
+
+  v1::JobSpec nohosts = Spec({});
+  EXPECT_EQ(ErrorField(sched_->SubmitJob(nohosts).status()), "hosts");
+
+  v1::JobSpec stranger = Spec({"a"});
+  (*(*stranger.mutable_host_overrides())["zz"].mutable_options())["filename"] = "/dev/x";
+  EXPECT_EQ(ErrorField(sched_->SubmitJob(stranger).status()), "host_overrides.zz");
+
+  v1::JobSpec badval = Spec({"a"});
+  (*(*badval.mutable_host_overrides())["a"].mutable_options())["iodepth"] = "0";
+  EXPECT_EQ(ErrorField(sched_->SubmitJob(badval).status()), "host_overrides.a");
+
+  v1::JobSpec json = Spec({"a"}, "");
+  json.set_options_json(R"({"rw": "randread", "filename": "/dev/nvme0n1", "size": "1m"})");
+  auto json_id = sched_->SubmitJob(json);
+  EXPECT_TRUE(json_id.ok()) << json_id.status();
+}
+
+TEST_F(SchedulerTest, LeasesAreExclusiveAndFifo) {
+  auto a = Connect("a");
+  const std::string j1 = Submit(Spec({"a"}));
+  const std::string j2 = Submit(Spec({"a"}));
+  const std::string j3 = Submit(Spec({"a"}, "[job]\nfilename=/dev/nvme5n1\nrw=read\nsize=1m\n"));
+  const std::string j4 = Submit(Spec({"a"}));
+  const std::string r1 = j1 + "-1", r2 = j2 + "-1", r3 = j3 + "-1", r4 = j4 + "-1";
+  // r1 holds nvme0n1; r3 is on another device and goes; r2 and r4 wait.
+  EXPECT_THAT(a->Assigned(), ElementsAre(r1, r3));
+  EXPECT_EQ(StateOf(r2), v1::RUN_STATE_QUEUED);
+  Started("a", a.get(), r1);
+  EXPECT_EQ(StateOf(r1), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(sched_->GetJob(j1)->state(), "running");
+  Finished("a", a.get(), r1);
+  EXPECT_EQ(StateOf(r1), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ(sched_->GetJob(j1)->state(), "succeeded");
+  auto run = sched_->GetRun(r1);
+  EXPECT_THAT(run->result_json(), HasSubstr("fio version"));
+  // FIFO: r2 before r4.
+  EXPECT_THAT(a->Assigned(), ElementsAre(r1, r3, r2));
+  Finished("a", a.get(), r2, /*ok=*/false);
+  EXPECT_EQ(StateOf(r2), v1::RUN_STATE_FAILED);
+  EXPECT_EQ(sched_->GetJob(j2)->state(), "failed");
+  EXPECT_THAT(a->Assigned(), ElementsAre(r1, r3, r2, r4));
+}
+
+TEST_F(SchedulerTest, AllowPathsKeepRunsOffAgents) {
+  auto a = Connect("a", {}, "6.1", {"/mnt/scratch/"});
+  const std::string j = Submit(Spec({"a"}));
+  EXPECT_TRUE(a->Assigned().empty());
+  auto run = sched_->GetRun(j + "-1");
+  EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
+  EXPECT_THAT(run->error(), HasSubstr("does not allow /dev/nvme0n1"));
+}
+
+TEST_F(SchedulerTest, CancelQueuedAndRunning) {
+  auto a = Connect("a");
+  v1::JobSpec spec = Spec({"a"});
+  spec.set_repeat(2);
+  const std::string j = Submit(spec);
+  const std::string j2 = Submit(Spec({"a"}));
+  Started("a", a.get(), j + "-1");
+  auto cancelled = sched_->CancelJob(j);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_CANCELLED);
+  EXPECT_EQ(StateOf(j + "-2"), v1::RUN_STATE_CANCELLED);
+  EXPECT_THAT(a->Cancelled(), ElementsAre(j + "-1"));
+  EXPECT_EQ(cancelled->state(), "cancelled");
+  // The device stays leased until the agent confirms it stopped.
+  EXPECT_EQ(StateOf(j2 + "-1"), v1::RUN_STATE_QUEUED);
+  Finished("a", a.get(), j + "-1", false);
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_CANCELLED);
+  EXPECT_EQ(StateOf(j2 + "-1"), v1::RUN_STATE_ASSIGNED);
+  EXPECT_EQ(sched_->CancelJob("nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SchedulerTest, SilentAgentLosesRunsAndFreesLeases) {
+  auto a = Connect("a");
+  const std::string j = Submit(Spec({"a"}));
+  Started("a", a.get(), j + "-1");
+  now_ += 10000;
+  sched_->Tick();
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_RUNNING);
+  now_ += 6000;  // 16 s of silence
+  sched_->Tick();
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_LOST);
+  EXPECT_TRUE(a->closed());
+  EXPECT_EQ(sched_->GetJob(j)->state(), "failed");
+  auto leases = store_->ListLeases();
+  ASSERT_TRUE(leases.ok());
+  EXPECT_TRUE(leases->empty());
+  auto agents = sched_->ListAgents({});
+  EXPECT_EQ(agents->agents(0).state(), "down");
+}
+
+TEST_F(SchedulerTest, HeartbeatsKeepAgentAlive) {
+  auto a = Connect("a");
+  const std::string j = Submit(Spec({"a"}));
+  for (int i = 0; i < 5; ++i) {
+    now_ += 10000;
+    v1::AgentMessage hb;
+    hb.mutable_heartbeat()->add_running_runs(j + "-1");
+    sched_->AgentMessage("a", a.get(), hb);
+    sched_->Tick();
+  }
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_ASSIGNED);
+}
+
+TEST_F(SchedulerTest, RetriesRequeueLostRuns) {
+  auto a = Connect("a");
+  v1::JobSpec spec = Spec({"a"});
+  spec.set_retries(1);
+  const std::string j = Submit(spec);
+  Started("a", a.get(), j + "-1");
+  now_ += 20000;
+  sched_->Tick();
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_LOST);
+  const std::string retry = j + "-1.r1";
+  auto r = sched_->GetRun(retry);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_EQ(r->attempt(), 1u);
+  EXPECT_EQ(r->retry_of(), j + "-1");
+  EXPECT_EQ(sched_->GetJob(j)->state(), "running");
+
+  auto a2 = Connect("a");
+  EXPECT_THAT(a2->Assigned(), ElementsAre(retry));
+  Finished("a", a2.get(), retry);
+  EXPECT_EQ(sched_->GetJob(j)->state(), "succeeded");  // the lost attempt was superseded
+
+  // A second loss exceeds the retries.
+  v1::JobSpec spec2 = Spec({"a"});
+  spec2.set_retries(1);
+  const std::string k = Submit(spec2);
+  now_ += 20000;
+  sched_->Tick();
+  auto a3 = Connect("a");
+  now_ += 20000;
+  sched_->Tick();
+  EXPECT_EQ(StateOf(k + "-1.r1"), v1::RUN_STATE_LOST);
+  EXPECT_FALSE(sched_->GetRun(k + "-1.r2").ok());
+  EXPECT_EQ(sched_->GetJob(k)->state(), "failed");
+}
+
+TEST_F(SchedulerTest, RestartKeepsQueueLeasesAndStates) {
+  auto a = Connect("a");
+  const std::string j1 = Submit(Spec({"a"}));
+  const std::string j2 = Submit(Spec({"a"}));
+  Started("a", a.get(), j1 + "-1");
+  Reopen();
+  EXPECT_EQ(StateOf(j1 + "-1"), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(StateOf(j2 + "-1"), v1::RUN_STATE_QUEUED);
+  // The agent comes back still running j1: Welcome carries next_seq for it and
+  // j2 still waits for the lease.
+  auto again = Connect("a", {}, "6.1", {}, {j1 + "-1"});
+  auto msgs = again->msgs();
+  ASSERT_FALSE(msgs.empty());
+  ASSERT_TRUE(msgs[0].has_welcome());
+  EXPECT_EQ(msgs[0].welcome().next_seq().at(j1 + "-1"), 0u);
+  EXPECT_TRUE(again->Assigned().empty());
+  Finished("a", again.get(), j1 + "-1");
+  EXPECT_THAT(again->Assigned(), ElementsAre(j2 + "-1"));
+}
+
+TEST_F(SchedulerTest, IntervalsStoredOnceAndWatched) {
+  auto a = Connect("a");
+  const std::string j = Submit(Spec({"a"}));
+  const std::string r = j + "-1";
+  Started("a", a.get(), r);
+  std::mutex mu;
+  std::vector<uint64_t> seen;
+  bool finished = false;
+  auto w = sched_->Watch(j, [&](const v1::IntervalRecord* rec) {
+    std::lock_guard<std::mutex> l(mu);
+    if (rec == nullptr) {
+      finished = true;
+    } else {
+      seen.push_back(rec->seq());
+    }
+  });
+  ASSERT_TRUE(w.ok());
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint64_t seq = 0; seq < 3; ++seq) {
+      v1::AgentMessage m;
+      m.mutable_interval()->set_run_id(r);
+      m.mutable_interval()->set_seq(seq);
+      m.mutable_interval()->mutable_read()->set_ios(100);
+      m.mutable_interval()->mutable_read()->add_clat_bucket(7);
+      m.mutable_interval()->mutable_read()->add_clat_count(100);
+      sched_->AgentMessage("a", a.get(), m);
+    }
+  }
+  Finished("a", a.get(), r);
+  auto samples = sched_->GetSamples(r);
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->records_size(), 3);
+  EXPECT_EQ(samples->records(2).read().clat_count(0), 100u);
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_THAT(seen, ElementsAre(0, 1, 2));
+  EXPECT_TRUE(finished);
+}
+
+TEST_F(SchedulerTest, PagingJobsAndRuns) {
+  for (int i = 0; i < 5; ++i) Submit(Spec({"a"}));
+  v1::ListRequest req;
+  req.set_page_size(2);
+  std::vector<std::string> ids;
+  for (int page = 0; page < 10; ++page) {
+    auto resp = sched_->ListJobs(req);
+    ASSERT_TRUE(resp.ok()) << resp.status();
+    for (const auto& j : resp->jobs()) ids.push_back(j.id());
+    if (resp->next_page_token().empty()) break;
+    req.set_page_token(resp->next_page_token());
+  }
+  EXPECT_EQ(ids.size(), 5u);
+  v1::ListRequest bad;
+  bad.set_page_token("garbage");
+  EXPECT_EQ(ErrorField(sched_->ListJobs(bad).status()), "page_token");
+  v1::ListRequest runs;
+  runs.set_job_id(ids[0]);
+  auto rr = sched_->ListRuns(runs);
+  ASSERT_TRUE(rr.ok());
+  EXPECT_EQ(rr->runs_size(), 1);
+  EXPECT_TRUE(rr->next_page_token().empty());
+}
+
+TEST_F(SchedulerTest, RejectsUnsupportedProtocol) {
+  v1::Hello hello;
+  hello.set_agent_name("old");
+  hello.set_protocol_version(7);
+  hello.set_min_protocol_version(5);
+  auto s = std::make_shared<RecordingSender>();
+  absl::Status st = sched_->AgentHello(hello, s);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(s->msgs().empty());
+}
+
+}  // namespace
+}  // namespace iofleet::controller

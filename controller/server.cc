@@ -1,0 +1,101 @@
+#include "controller/server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "controller/api/grpc/agent_service.h"
+#include "controller/api/grpc/controller_service.h"
+#include "controller/api/rest/rest_server.h"
+#include "controller/scheduler/field_error.h"
+#include "controller/scheduler/scheduler.h"
+#include "controller/store/sqlite_store.h"
+
+namespace iofleet::controller {
+
+absl::StatusOr<std::pair<std::string, int>> ParseHostPort(const std::string& value,
+                                                          const std::string& flag) {
+  const size_t colon = value.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return FieldError(flag, absl::StrCat("\"", value, "\" is not HOST:PORT"));
+  }
+  std::string host = value.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  int port = 0;
+  if (!absl::SimpleAtoi(value.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return FieldError(flag, absl::StrCat("\"", value, "\" has no valid port (0-65535)"));
+  }
+  return std::make_pair(host, port);
+}
+
+ControllerServer::ControllerServer() = default;
+
+ControllerServer::~ControllerServer() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
+    const ServerOptions& options) {
+  if (options.data_dir.empty()) return FieldError("data-dir", "is required");
+  IOFLEET_ASSIGN_OR_RETURN(auto grpc_hp, ParseHostPort(options.grpc_listen, "grpc-listen"));
+  IOFLEET_ASSIGN_OR_RETURN(auto http_hp, ParseHostPort(options.http_listen, "http-listen"));
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("data-dir ", options.data_dir, ": ", ec.message()));
+  }
+
+  std::unique_ptr<ControllerServer> s(new ControllerServer());
+  IOFLEET_ASSIGN_OR_RETURN(s->store_,
+                           OpenSqliteStore((std::filesystem::path(options.data_dir) /
+                                            "iofleet.db").string()));
+  SchedulerOptions so;
+  so.heartbeat_timeout_ms = options.heartbeat_timeout_ms;
+  IOFLEET_ASSIGN_OR_RETURN(s->scheduler_, Scheduler::Create(s->store_.get(), so));
+
+  s->agent_service_ = std::make_unique<grpcapi::AgentServiceImpl>(s->scheduler_.get());
+  s->controller_service_ = std::make_unique<grpcapi::ControllerServiceImpl>(s->scheduler_.get());
+  grpc::ServerBuilder builder;
+  int grpc_port = 0;
+  const std::string grpc_host =
+      grpc_hp.first.find(':') != std::string::npos ? absl::StrCat("[", grpc_hp.first, "]")
+                                                   : grpc_hp.first;
+  builder.AddListeningPort(absl::StrCat(grpc_host, ":", grpc_hp.second),
+                           grpc::InsecureServerCredentials(), &grpc_port);
+  builder.RegisterService(s->agent_service_.get());
+  builder.RegisterService(s->controller_service_.get());
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  s->grpc_server_ = builder.BuildAndStart();
+  if (s->grpc_server_ == nullptr || grpc_port == 0) {
+    return absl::UnavailableError(absl::StrCat("grpc: cannot listen on ", options.grpc_listen));
+  }
+  s->grpc_address_ = absl::StrCat(grpc_host, ":", grpc_port);
+
+  s->rest_server_ = std::make_unique<rest::RestServer>(s->scheduler_.get());
+  IOFLEET_ASSIGN_OR_RETURN(int http_port, s->rest_server_->Start(http_hp.first, http_hp.second));
+  const std::string http_host =
+      http_hp.first.find(':') != std::string::npos ? absl::StrCat("[", http_hp.first, "]")
+                                                   : http_hp.first;
+  s->http_address_ = absl::StrCat(http_host, ":", http_port);
+  return s;
+}
+
+void ControllerServer::Shutdown() {
+  if (rest_server_) rest_server_->Stop();
+  if (grpc_server_) {
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    grpc_server_->Wait();
+  }
+  rest_server_.reset();
+  grpc_server_.reset();
+  scheduler_.reset();
+  store_.reset();
+}
+
+}  // namespace iofleet::controller

@@ -1,0 +1,66 @@
+// The assembled controller: SQLite store in --data-dir, scheduler, gRPC
+// (AgentService + ControllerService) and REST servers. main.cc only parses flags
+// and waits for a signal; tests start one of these on port 0.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace iofleet::controller {
+
+class Store;
+class Scheduler;
+namespace rest {
+class RestServer;
+}
+namespace grpcapi {
+class AgentServiceImpl;
+class ControllerServiceImpl;
+}  // namespace grpcapi
+
+struct ServerOptions {
+  std::string data_dir;                        // required; created if missing
+  std::string grpc_listen = "127.0.0.1:7070";  // HOST:PORT; port 0 = any free port
+  std::string http_listen = "127.0.0.1:7080";  // HOST:PORT; port 0 = any free port
+  uint64_t heartbeat_timeout_ms = 15000;       // Default: 15 s
+};
+
+class ControllerServer {
+ public:
+  // Opens/migrates the database, loads state and starts both listeners.
+  static absl::StatusOr<std::unique_ptr<ControllerServer>> Start(const ServerOptions& options);
+  ~ControllerServer();  // Shutdown()
+
+  // Stops the listeners (in-flight streams are cancelled), then the scheduler and
+  // the store (queued writes are flushed). Idempotent.
+  void Shutdown();
+
+  const std::string& grpc_address() const { return grpc_address_; }  // "127.0.0.1:NNNN"
+  const std::string& http_address() const { return http_address_; }
+  Scheduler* scheduler() { return scheduler_.get(); }
+
+ private:
+  ControllerServer();
+
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<grpcapi::AgentServiceImpl> agent_service_;
+  std::unique_ptr<grpcapi::ControllerServiceImpl> controller_service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<rest::RestServer> rest_server_;
+  std::string grpc_address_;
+  std::string http_address_;
+};
+
+// Splits "host:port" ("[::1]:80" too); InvalidArgument naming `flag` otherwise.
+absl::StatusOr<std::pair<std::string, int>> ParseHostPort(const std::string& value,
+                                                          const std::string& flag);
+
+}  // namespace iofleet::controller

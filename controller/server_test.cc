@@ -1,0 +1,66 @@
+#include "controller/server.h"
+
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "absl/strings/numbers.h"
+#include "controller/scheduler/field_error.h"
+#include "gtest/gtest.h"
+
+namespace iofleet::controller {
+namespace {
+
+TEST(ParseHostPortTest, Forms) {
+  auto a = ParseHostPort("127.0.0.1:7070", "grpc-listen");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->first, "127.0.0.1");
+  EXPECT_EQ(a->second, 7070);
+  auto b = ParseHostPort("[::1]:0", "http-listen");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->first, "::1");
+  EXPECT_EQ(ErrorField(ParseHostPort("nohost", "grpc-listen").status()), "grpc-listen");
+  EXPECT_FALSE(ParseHostPort("h:99999", "x").ok());
+}
+
+TEST(ControllerServerTest, StartsOnPortZeroAndSurvivesRestart) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_srv_XXXXXX").string();
+  const std::string dir = mkdtemp(tmpl.data());
+  ServerOptions o;
+  o.data_dir = dir + "/data";
+  o.grpc_listen = "127.0.0.1:0";
+  o.http_listen = "127.0.0.1:0";
+  std::string job_id;
+  for (int round = 0; round < 2; ++round) {
+    auto s = ControllerServer::Start(o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    const std::string http = (*s)->http_address();
+    int port = 0;
+    ASSERT_TRUE(absl::SimpleAtoi(http.substr(http.rfind(':') + 1), &port));
+    ASSERT_GT(port, 0);
+    httplib::Client c("127.0.0.1", port);
+    auto h = c.Get("/healthz");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+    if (round == 0) {
+      auto r = c.Post("/api/v1/jobs",
+                      R"({"fio": "[j]\nfilename=/dev/nvme0n1\nsize=1m\n", "hosts": ["x"]})",
+                      "application/json");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 201) << r->body;
+      job_id = r->body;
+    } else {
+      auto r = c.Get("/api/v1/jobs");
+      ASSERT_TRUE(r);
+      EXPECT_NE(r->body.find(job_id.substr(7, 13)), std::string::npos) << r->body;
+    }
+    (*s)->Shutdown();
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir + "/data/iofleet.db"));
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace iofleet::controller

@@ -1,0 +1,726 @@
+#include "controller/store/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "nlohmann/json.hpp"
+
+namespace iofleet::controller {
+namespace {
+
+using nlohmann::json;
+
+// Migration i (0-based) takes the schema from version i to i + 1. Never edit a
+// released migration; append a new one and bump kSchemaVersion.
+constexpr const char* kMigrations[] = {
+    // 1: base tables.
+    R"sql(
+CREATE TABLE agents(
+  name TEXT PRIMARY KEY,
+  state TEXT NOT NULL,
+  last_seen_ms INTEGER NOT NULL,
+  labels_json TEXT NOT NULL,
+  inventory_json TEXT NOT NULL,
+  allow_paths_json TEXT NOT NULL,
+  protocol_version INTEGER NOT NULL,
+  registered_ms INTEGER NOT NULL);
+CREATE TABLE jobs(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  spec_json TEXT NOT NULL,
+  retries INTEGER NOT NULL,
+  cancel_requested INTEGER NOT NULL);
+CREATE TABLE runs(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  queue_pos INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  targets_json TEXT NOT NULL,
+  state TEXT NOT NULL,
+  variant TEXT NOT NULL,
+  cell TEXT NOT NULL,
+  repetition INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  retry_of TEXT NOT NULL,
+  fio_text TEXT NOT NULL,
+  num_clones INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  assigned_ms INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL,
+  error TEXT NOT NULL);
+CREATE TABLE leases(
+  host TEXT NOT NULL,
+  target TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  acquired_ms INTEGER NOT NULL,
+  PRIMARY KEY(host, target));
+CREATE TABLE intervals(
+  run_id TEXT NOT NULL,
+  job_index INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  job_name TEXT NOT NULL,
+  t_start_ms INTEGER NOT NULL,
+  t_end_ms INTEGER NOT NULL,
+  read_ios INTEGER NOT NULL, read_bytes INTEGER NOT NULL, read_errors INTEGER NOT NULL,
+  read_hist TEXT NOT NULL,
+  write_ios INTEGER NOT NULL, write_bytes INTEGER NOT NULL, write_errors INTEGER NOT NULL,
+  write_hist TEXT NOT NULL,
+  trim_ios INTEGER NOT NULL, trim_bytes INTEGER NOT NULL, trim_errors INTEGER NOT NULL,
+  trim_hist TEXT NOT NULL,
+  UNIQUE(run_id, job_index, seq));
+CREATE TABLE results(
+  run_id TEXT PRIMARY KEY,
+  ok INTEGER NOT NULL,
+  error TEXT NOT NULL,
+  result_json TEXT NOT NULL,
+  last_seq_total INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL);
+)sql",
+    // 2: indexes for the queue, per-job listing and lease release.
+    R"sql(
+CREATE INDEX runs_by_job ON runs(job_id, seq);
+CREATE INDEX runs_by_state ON runs(state);
+CREATE INDEX leases_by_run ON leases(run_id);
+)sql",
+};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
+
+absl::Status SqlError(sqlite3* db, absl::string_view what) {
+  const int code = sqlite3_extended_errcode(db);
+  const std::string msg = absl::StrCat("sqlite: ", what, ": ", sqlite3_errmsg(db));
+  switch (code & 0xff) {
+    case SQLITE_CONSTRAINT:
+      return absl::AlreadyExistsError(msg);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(msg);
+    case SQLITE_NOTFOUND:
+      return absl::NotFoundError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+absl::Status Exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return absl::InternalError(absl::StrCat("sqlite: ", sql, ": ", msg));
+  }
+  return absl::OkStatus();
+}
+
+// A prepared statement; binds by 1-based index.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
+      status_ = SqlError(db, sql);
+      stmt_ = nullptr;
+    }
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  const absl::Status& status() const { return status_; }
+  Stmt& Bind(int i, int64_t v) {
+    if (stmt_) sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, const std::string& v) {
+    if (stmt_) sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  // SQLITE_ROW -> true, SQLITE_DONE -> false; errors land in status().
+  bool Step() {
+    if (!stmt_ || !status_.ok()) return false;
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) status_ = SqlError(db_, sqlite3_sql(stmt_));
+    return false;
+  }
+  absl::Status Run() {
+    while (Step()) {
+    }
+    return status_;
+  }
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::string Text(int col) const {
+    const unsigned char* p = sqlite3_column_text(stmt_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string();
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  absl::Status status_;
+};
+
+json ParseJsonOr(const std::string& text, json fallback) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? fallback : j;
+}
+
+std::string MapToJson(const std::map<std::string, std::string>& m) { return json(m).dump(); }
+std::map<std::string, std::string> MapFromJson(const std::string& text) {
+  std::map<std::string, std::string> out;
+  json j = ParseJsonOr(text, json::object());
+  if (!j.is_object()) return out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.value().is_string()) out[it.key()] = it.value().get<std::string>();
+  }
+  return out;
+}
+std::string ListToJson(const std::vector<std::string>& v) { return json(v).dump(); }
+std::vector<std::string> ListFromJson(const std::string& text) {
+  std::vector<std::string> out;
+  json j = ParseJsonOr(text, json::array());
+  if (!j.is_array()) return out;
+  for (const auto& e : j) {
+    if (e.is_string()) out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+std::string HistToJson(const std::vector<std::pair<uint32_t, uint64_t>>& h) {
+  json j = json::array();
+  for (const auto& [b, c] : h) j.push_back(json::array({b, c}));
+  return j.dump();
+}
+std::vector<std::pair<uint32_t, uint64_t>> HistFromJson(const std::string& text) {
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  json j = ParseJsonOr(text, json::array());
+  if (!j.is_array()) return out;
+  for (const auto& e : j) {
+    if (e.is_array() && e.size() == 2 && e[0].is_number_unsigned() && e[1].is_number_unsigned()) {
+      out.emplace_back(e[0].get<uint32_t>(), e[1].get<uint64_t>());
+    }
+  }
+  return out;
+}
+
+int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
+
+constexpr const char* kRunColumns =
+    "seq, id, job_id, queue_pos, host, targets_json, state, variant, cell, repetition, attempt, "
+    "retry_of, fio_text, num_clones, created_ms, assigned_ms, started_ms, finished_ms, error";
+
+RunRow ReadRun(const Stmt& s) {
+  RunRow r;
+  r.seq = s.Int(0);
+  r.id = s.Text(1);
+  r.job_id = s.Text(2);
+  r.queue_pos = s.Int(3);
+  r.host = s.Text(4);
+  r.targets = ListFromJson(s.Text(5));
+  r.state = ParseRunState(s.Text(6)).value_or(RunState::kFailed);
+  r.variant = s.Text(7);
+  r.cell = s.Text(8);
+  r.repetition = static_cast<uint32_t>(s.Int(9));
+  r.attempt = static_cast<uint32_t>(s.Int(10));
+  r.retry_of = s.Text(11);
+  r.fio_text = s.Text(12);
+  r.num_clones = static_cast<uint32_t>(s.Int(13));
+  r.created_ms = static_cast<uint64_t>(s.Int(14));
+  r.assigned_ms = static_cast<uint64_t>(s.Int(15));
+  r.started_ms = static_cast<uint64_t>(s.Int(16));
+  r.finished_ms = static_cast<uint64_t>(s.Int(17));
+  r.error = s.Text(18);
+  return r;
+}
+
+constexpr const char* kJobColumns =
+    "seq, id, name, state, created_ms, spec_json, retries, cancel_requested";
+
+JobRow ReadJob(const Stmt& s) {
+  JobRow j;
+  j.seq = s.Int(0);
+  j.id = s.Text(1);
+  j.name = s.Text(2);
+  j.state = s.Text(3);
+  j.created_ms = static_cast<uint64_t>(s.Int(4));
+  j.spec_json = s.Text(5);
+  j.retries = static_cast<uint32_t>(s.Int(6));
+  j.cancel_requested = s.Int(7) != 0;
+  return j;
+}
+
+absl::StatusOr<sqlite3*> OpenDb(const std::string& path) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return absl::UnavailableError(absl::StrCat("sqlite: open ", path, ": ", msg));
+  }
+  sqlite3_busy_timeout(db, 5000);
+  return db;
+}
+
+absl::StatusOr<int> SchemaVersionOf(sqlite3* db) {
+  Stmt exists(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_version'");
+  if (!exists.Step()) {
+    if (!exists.status().ok()) return exists.status();
+    return absl::InternalError("sqlite: no row from sqlite_master");
+  }
+  if (exists.Int(0) == 0) return 0;
+  Stmt v(db, "SELECT version FROM schema_version LIMIT 1");
+  if (!v.Step()) {
+    if (!v.status().ok()) return v.status();
+    return 0;
+  }
+  return static_cast<int>(v.Int(0));
+}
+
+absl::Status Migrate(sqlite3* db, const std::string& path) {
+  if (auto s = Exec(db, "BEGIN IMMEDIATE"); !s.ok()) return s;
+  auto fail = [db](absl::Status s) {
+    (void)Exec(db, "ROLLBACK");
+    return s;
+  };
+  if (auto s = Exec(db, "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL)");
+      !s.ok()) {
+    return fail(s);
+  }
+  absl::StatusOr<int> version = SchemaVersionOf(db);
+  if (!version.ok()) return fail(version.status());
+  if (*version > kSchemaVersion) {
+    return fail(absl::FailedPreconditionError(
+        absl::StrCat(path, ": schema version ", *version,
+                     " is newer than this controller's (", kSchemaVersion, ")")));
+  }
+  for (int v = *version; v < kSchemaVersion; ++v) {
+    if (auto s = Exec(db, kMigrations[v]); !s.ok()) {
+      return fail(absl::InternalError(
+          absl::StrCat("migration to schema version ", v + 1, " failed: ", s.message())));
+    }
+  }
+  if (*version != kSchemaVersion) {
+    if (auto s = Exec(db, "DELETE FROM schema_version"); !s.ok()) return fail(s);
+    Stmt ins(db, "INSERT INTO schema_version(version) VALUES(?)");
+    if (auto s = ins.Bind(1, kSchemaVersion).Run(); !s.ok()) return fail(s);
+  }
+  return Exec(db, "COMMIT");
+}
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(sqlite3* wdb, sqlite3* rdb, SqliteStoreOptions options)
+      : wdb_(wdb), rdb_(rdb), options_(options) {
+    if (options_.max_batch < 1) options_.max_batch = 1;
+    writer_ = std::thread([this] { WriterLoop(); });
+  }
+
+  ~SqliteStore() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    writer_.join();
+    sqlite3_close(rdb_);
+    sqlite3_close(wdb_);
+  }
+
+  absl::Status Write(WriteBatch batch) override {
+    if (batch.empty()) return absl::OkStatus();
+    auto item = std::make_unique<Item>();
+    item->kind = Item::kBatch;
+    item->batch = std::move(batch);
+    std::future<absl::Status> f = item->promise.get_future();
+    if (!Enqueue(std::move(item))) return absl::UnavailableError("store is closed");
+    return f.get();
+  }
+
+  void AppendInterval(IntervalRow row, std::function<void(bool)> done) override {
+    auto item = std::make_unique<Item>();
+    item->kind = Item::kInterval;
+    item->interval = std::move(row);
+    item->done = std::move(done);
+    std::function<void(bool)> cb = item->done;
+    if (!Enqueue(std::move(item)) && cb) cb(false);
+  }
+
+  absl::Status Flush() override {
+    auto item = std::make_unique<Item>();
+    item->kind = Item::kFlush;
+    std::future<absl::Status> f = item->promise.get_future();
+    if (!Enqueue(std::move(item))) return absl::UnavailableError("store is closed");
+    return f.get();
+  }
+
+  absl::StatusOr<std::vector<AgentRow>> ListAgents() override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_,
+           "SELECT name, state, last_seen_ms, labels_json, inventory_json, allow_paths_json, "
+           "protocol_version, registered_ms FROM agents ORDER BY name");
+    std::vector<AgentRow> out;
+    while (s.Step()) {
+      AgentRow a;
+      a.name = s.Text(0);
+      a.state = s.Text(1);
+      a.last_seen_ms = static_cast<uint64_t>(s.Int(2));
+      a.labels = MapFromJson(s.Text(3));
+      a.inventory_json = s.Text(4);
+      a.allow_paths = ListFromJson(s.Text(5));
+      a.protocol_version = static_cast<uint32_t>(s.Int(6));
+      a.registered_ms = static_cast<uint64_t>(s.Int(7));
+      out.push_back(std::move(a));
+    }
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<JobRow> GetJob(const std::string& id) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id = ?").c_str());
+    s.Bind(1, id);
+    if (s.Step()) return ReadJob(s);
+    if (!s.status().ok()) return s.status();
+    return absl::NotFoundError(absl::StrCat("job \"", id, "\" not found"));
+  }
+
+  absl::StatusOr<std::vector<JobRow>> ListJobs(int64_t after_seq, int limit) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, absl::StrCat("SELECT ", kJobColumns,
+                              " FROM jobs WHERE seq > ? ORDER BY seq LIMIT ?")
+                     .c_str());
+    s.Bind(1, after_seq).Bind(2, limit <= 0 ? -1 : limit);
+    std::vector<JobRow> out;
+    while (s.Step()) out.push_back(ReadJob(s));
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<RunRow> GetRun(const std::string& id) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, absl::StrCat("SELECT ", kRunColumns, " FROM runs WHERE id = ?").c_str());
+    s.Bind(1, id);
+    if (s.Step()) return ReadRun(s);
+    if (!s.status().ok()) return s.status();
+    return absl::NotFoundError(absl::StrCat("run \"", id, "\" not found"));
+  }
+
+  absl::StatusOr<std::vector<RunRow>> ListRuns(const std::string& job_id, int64_t after_seq,
+                                               int limit) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, absl::StrCat("SELECT ", kRunColumns,
+                              " FROM runs WHERE seq > ? AND (? = '' OR job_id = ?)"
+                              " ORDER BY seq LIMIT ?")
+                     .c_str());
+    s.Bind(1, after_seq).Bind(2, job_id).Bind(3, job_id).Bind(4, limit <= 0 ? -1 : limit);
+    std::vector<RunRow> out;
+    while (s.Step()) out.push_back(ReadRun(s));
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<std::vector<RunRow>> ListActiveRuns() override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, absl::StrCat("SELECT ", kRunColumns,
+                              " FROM runs WHERE state IN ('queued','assigned','running')"
+                              " OR id IN (SELECT run_id FROM leases) ORDER BY queue_pos, seq")
+                     .c_str());
+    std::vector<RunRow> out;
+    while (s.Step()) out.push_back(ReadRun(s));
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<std::vector<LeaseRow>> ListLeases() override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, "SELECT host, target, run_id, acquired_ms FROM leases ORDER BY host, target");
+    std::vector<LeaseRow> out;
+    while (s.Step()) {
+      out.push_back(LeaseRow{s.Text(0), s.Text(1), s.Text(2), static_cast<uint64_t>(s.Int(3))});
+    }
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<std::vector<IntervalRow>> ListIntervals(const std::string& run_id) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_,
+           "SELECT run_id, job_index, seq, job_name, t_start_ms, t_end_ms, "
+           "read_ios, read_bytes, read_errors, read_hist, write_ios, write_bytes, write_errors, "
+           "write_hist, trim_ios, trim_bytes, trim_errors, trim_hist "
+           "FROM intervals WHERE run_id = ? ORDER BY job_index, seq");
+    s.Bind(1, run_id);
+    std::vector<IntervalRow> out;
+    while (s.Step()) {
+      IntervalRow r;
+      r.run_id = s.Text(0);
+      r.job_index = static_cast<uint32_t>(s.Int(1));
+      r.seq = static_cast<uint64_t>(s.Int(2));
+      r.job_name = s.Text(3);
+      r.t_start_ms = static_cast<uint64_t>(s.Int(4));
+      r.t_end_ms = static_cast<uint64_t>(s.Int(5));
+      for (int d = 0; d < 3; ++d) {
+        r.dir[d].ios = static_cast<uint64_t>(s.Int(6 + 4 * d));
+        r.dir[d].bytes = static_cast<uint64_t>(s.Int(7 + 4 * d));
+        r.dir[d].errors = static_cast<uint64_t>(s.Int(8 + 4 * d));
+        r.dir[d].clat_hist = HistFromJson(s.Text(9 + 4 * d));
+      }
+      out.push_back(std::move(r));
+    }
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<std::map<uint32_t, uint64_t>> NextSeqs(const std::string& run_id) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_,
+           "SELECT job_index, max(seq) FROM intervals WHERE run_id = ? GROUP BY job_index");
+    s.Bind(1, run_id);
+    std::map<uint32_t, uint64_t> out;
+    while (s.Step()) out[static_cast<uint32_t>(s.Int(0))] = static_cast<uint64_t>(s.Int(1)) + 1;
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& run_id) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_,
+           "SELECT run_id, ok, error, result_json, last_seq_total, finished_ms FROM results "
+           "WHERE run_id = ?");
+    s.Bind(1, run_id);
+    if (s.Step()) {
+      return std::optional<ResultRow>(ResultRow{s.Text(0), s.Int(1) != 0, s.Text(2), s.Text(3),
+                                                static_cast<uint64_t>(s.Int(4)),
+                                                static_cast<uint64_t>(s.Int(5))});
+    }
+    if (!s.status().ok()) return s.status();
+    return std::optional<ResultRow>();
+  }
+
+  StoreStats Stats() override {
+    std::lock_guard<std::mutex> l(mu_);
+    return stats_;
+  }
+
+ private:
+  struct Item {
+    enum Kind { kBatch, kInterval, kFlush } kind = kBatch;
+    WriteBatch batch;
+    IntervalRow interval;
+    std::function<void(bool)> done;
+    std::promise<absl::Status> promise;
+    absl::Status status;
+    bool inserted = false;
+  };
+
+  bool Enqueue(std::unique_ptr<Item> item) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stop_) return false;
+      queue_.push_back(std::move(item));
+    }
+    cv_.notify_one();
+    return true;
+  }
+
+  void WriterLoop() {
+    for (;;) {
+      std::vector<std::unique_ptr<Item>> items;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stop_ and drained
+        while (!queue_.empty() && static_cast<int>(items.size()) < options_.max_batch) {
+          items.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+      }
+      absl::Status txn = Exec(wdb_, "BEGIN IMMEDIATE");
+      if (txn.ok()) {
+        for (auto& item : items) Apply(*item);
+        txn = Exec(wdb_, "COMMIT");
+        if (!txn.ok()) (void)Exec(wdb_, "ROLLBACK");
+      }
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (txn.ok()) {
+          ++stats_.transactions;
+          stats_.items += items.size();
+        }
+      }
+      for (auto& item : items) {
+        switch (item->kind) {
+          case Item::kBatch:
+            item->promise.set_value(txn.ok() ? item->status : txn);
+            break;
+          case Item::kFlush:
+            item->promise.set_value(txn);
+            break;
+          case Item::kInterval:
+            if (item->done) item->done(txn.ok() && item->inserted);
+            break;
+        }
+      }
+    }
+  }
+
+  void Apply(Item& item) {
+    if (item.kind == Item::kFlush) return;
+    if (item.kind == Item::kInterval) {
+      absl::StatusOr<bool> r = InsertInterval(item.interval);
+      item.inserted = r.ok() && *r;
+      return;
+    }
+    if (auto s = Exec(wdb_, "SAVEPOINT batch"); !s.ok()) {
+      item.status = s;
+      return;
+    }
+    item.status = ApplyBatch(item.batch);
+    if (!item.status.ok()) (void)Exec(wdb_, "ROLLBACK TO batch");
+    (void)Exec(wdb_, "RELEASE batch");
+  }
+
+  absl::StatusOr<bool> InsertInterval(const IntervalRow& r) {
+    Stmt s(wdb_,
+           "INSERT OR IGNORE INTO intervals(run_id, job_index, seq, job_name, t_start_ms, "
+           "t_end_ms, read_ios, read_bytes, read_errors, read_hist, write_ios, write_bytes, "
+           "write_errors, write_hist, trim_ios, trim_bytes, trim_errors, trim_hist) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    s.Bind(1, r.run_id).Bind(2, r.job_index).Bind(3, I(r.seq)).Bind(4, r.job_name);
+    s.Bind(5, I(r.t_start_ms)).Bind(6, I(r.t_end_ms));
+    for (int d = 0; d < 3; ++d) {
+      s.Bind(7 + 4 * d, I(r.dir[d].ios)).Bind(8 + 4 * d, I(r.dir[d].bytes));
+      s.Bind(9 + 4 * d, I(r.dir[d].errors)).Bind(10 + 4 * d, HistToJson(r.dir[d].clat_hist));
+    }
+    if (auto st = s.Run(); !st.ok()) return st;
+    return sqlite3_changes(wdb_) > 0;
+  }
+
+  absl::Status ApplyBatch(const WriteBatch& b) {
+    for (const AgentRow& a : b.upsert_agents) {
+      Stmt s(wdb_,
+             "INSERT INTO agents(name, state, last_seen_ms, labels_json, inventory_json, "
+             "allow_paths_json, protocol_version, registered_ms) VALUES(?,?,?,?,?,?,?,?) "
+             "ON CONFLICT(name) DO UPDATE SET state=excluded.state, "
+             "last_seen_ms=excluded.last_seen_ms, labels_json=excluded.labels_json, "
+             "inventory_json=excluded.inventory_json, allow_paths_json=excluded.allow_paths_json, "
+             "protocol_version=excluded.protocol_version");
+      s.Bind(1, a.name).Bind(2, a.state).Bind(3, I(a.last_seen_ms)).Bind(4, MapToJson(a.labels));
+      s.Bind(5, a.inventory_json).Bind(6, ListToJson(a.allow_paths));
+      s.Bind(7, a.protocol_version).Bind(8, I(a.registered_ms));
+      IOFLEET_RETURN_IF_ERROR(s.Run());
+    }
+    for (const JobRow& j : b.upsert_jobs) {
+      Stmt s(wdb_,
+             "INSERT INTO jobs(id, name, state, created_ms, spec_json, retries, cancel_requested) "
+             "VALUES(?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
+             "state=excluded.state, spec_json=excluded.spec_json, retries=excluded.retries, "
+             "cancel_requested=excluded.cancel_requested");
+      s.Bind(1, j.id).Bind(2, j.name).Bind(3, j.state).Bind(4, I(j.created_ms));
+      s.Bind(5, j.spec_json).Bind(6, j.retries).Bind(7, j.cancel_requested ? 1 : 0);
+      IOFLEET_RETURN_IF_ERROR(s.Run());
+    }
+    for (const RunRow& r : b.upsert_runs) {
+      Stmt s(wdb_,
+             "INSERT INTO runs(id, job_id, queue_pos, host, targets_json, state, variant, cell, "
+             "repetition, attempt, retry_of, fio_text, num_clones, created_ms, assigned_ms, "
+             "started_ms, finished_ms, error) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+             "ON CONFLICT(id) DO UPDATE SET queue_pos=excluded.queue_pos, host=excluded.host, "
+             "targets_json=excluded.targets_json, state=excluded.state, "
+             "fio_text=excluded.fio_text, assigned_ms=excluded.assigned_ms, "
+             "started_ms=excluded.started_ms, finished_ms=excluded.finished_ms, "
+             "error=excluded.error");
+      s.Bind(1, r.id).Bind(2, r.job_id).Bind(3, r.queue_pos).Bind(4, r.host);
+      s.Bind(5, ListToJson(r.targets)).Bind(6, std::string(RunStateName(r.state)));
+      s.Bind(7, r.variant).Bind(8, r.cell).Bind(9, r.repetition).Bind(10, r.attempt);
+      s.Bind(11, r.retry_of).Bind(12, r.fio_text).Bind(13, r.num_clones);
+      s.Bind(14, I(r.created_ms)).Bind(15, I(r.assigned_ms)).Bind(16, I(r.started_ms));
+      s.Bind(17, I(r.finished_ms)).Bind(18, r.error);
+      IOFLEET_RETURN_IF_ERROR(s.Run());
+    }
+    for (const std::string& run_id : b.release_leases_of_runs) {
+      Stmt s(wdb_, "DELETE FROM leases WHERE run_id = ?");
+      IOFLEET_RETURN_IF_ERROR(s.Bind(1, run_id).Run());
+    }
+    for (const LeaseRow& l : b.acquire_leases) {
+      Stmt s(wdb_, "INSERT INTO leases(host, target, run_id, acquired_ms) VALUES(?,?,?,?)");
+      s.Bind(1, l.host).Bind(2, l.target).Bind(3, l.run_id).Bind(4, I(l.acquired_ms));
+      absl::Status st = s.Run();
+      if (!st.ok()) {
+        if (absl::IsAlreadyExists(st)) {
+          return absl::AlreadyExistsError(
+              absl::StrCat("lease on ", l.host, ":", l.target, " is already held"));
+        }
+        return st;
+      }
+    }
+    for (const ResultRow& r : b.results) {
+      Stmt s(wdb_,
+             "INSERT OR REPLACE INTO results(run_id, ok, error, result_json, last_seq_total, "
+             "finished_ms) VALUES(?,?,?,?,?,?)");
+      s.Bind(1, r.run_id).Bind(2, r.ok ? 1 : 0).Bind(3, r.error).Bind(4, r.result_json);
+      s.Bind(5, I(r.last_seq_total)).Bind(6, I(r.finished_ms));
+      IOFLEET_RETURN_IF_ERROR(s.Run());
+    }
+    return absl::OkStatus();
+  }
+
+  sqlite3* const wdb_;  // owned by the writer thread after construction
+  sqlite3* const rdb_;  // guarded by rmu_
+  SqliteStoreOptions options_;
+
+  std::mutex rmu_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Item>> queue_;
+  bool stop_ = false;
+  StoreStats stats_;
+  std::thread writer_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                                       const SqliteStoreOptions& options) {
+  IOFLEET_ASSIGN_OR_RETURN(sqlite3 * wdb, OpenDb(path));
+  auto close_w = [wdb](absl::Status s) {
+    sqlite3_close(wdb);
+    return s;
+  };
+  {
+    Stmt wal(wdb, "PRAGMA journal_mode=WAL");
+    if (!wal.Step()) return close_w(wal.status().ok() ? SqlError(wdb, "journal_mode") : wal.status());
+    if (wal.Text(0) != "wal") {
+      return close_w(absl::FailedPreconditionError(
+          absl::StrCat(path, ": cannot enable WAL mode (got ", wal.Text(0), ")")));
+    }
+  }
+  if (auto s = Exec(wdb, "PRAGMA synchronous=NORMAL"); !s.ok()) return close_w(s);
+  if (auto s = Migrate(wdb, path); !s.ok()) return close_w(s);
+  absl::StatusOr<sqlite3*> rdb = OpenDb(path);
+  if (!rdb.ok()) return close_w(rdb.status());
+  return std::unique_ptr<Store>(new SqliteStore(wdb, *rdb, options));
+}
+
+absl::StatusOr<int> ReadSchemaVersion(const std::string& path) {
+  IOFLEET_ASSIGN_OR_RETURN(sqlite3 * db, OpenDb(path));
+  absl::StatusOr<int> v = SchemaVersionOf(db);
+  sqlite3_close(db);
+  return v;
+}
+
+}  // namespace iofleet::controller

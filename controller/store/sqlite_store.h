@@ -1,0 +1,31 @@
+// SQLite implementation of Store: WAL mode, one writer thread that batches queued
+// writes into one transaction, a separate read connection. The schema is
+// versioned (table schema_version) and migrated forward on open; plain `sqlite3`
+// can read the file.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "controller/store/store.h"
+
+namespace iofleet::controller {
+
+// The schema version this build writes (migrations 1..kSchemaVersion).
+inline constexpr int kSchemaVersion = 2;
+
+struct SqliteStoreOptions {
+  // Most queued items one writer transaction carries. Default: 1024.
+  int max_batch = 1024;
+};
+
+// Opens (creating if needed) the database at `path` and migrates it. Fails with
+// FailedPrecondition when the file's schema is newer than this build.
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                                       const SqliteStoreOptions& options = {});
+
+// The schema_version of an open database file (tests, tooling).
+absl::StatusOr<int> ReadSchemaVersion(const std::string& path);
+
+}  // namespace iofleet::controller

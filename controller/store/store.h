@@ -1,0 +1,171 @@
+// The controller's persistent state behind one interface: agents, jobs, runs,
+// device leases, interval records and final results. The embedded default is
+// SQLite (sqlite_store.h); a fleet that outgrows it implements this interface on
+// another database.
+//
+// Thread-safety: every method may be called from any thread. Writes are applied
+// by one writer thread in batched transactions; Write() returns once its batch
+// is committed, AppendInterval() returns at once and reports after the commit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace iofleet::controller {
+
+enum class RunState { kQueued, kAssigned, kRunning, kSucceeded, kFailed, kCancelled, kLost };
+
+// "queued", "assigned", ... (the names stored and served by the APIs).
+const char* RunStateName(RunState s);
+absl::StatusOr<RunState> ParseRunState(absl::string_view name);
+// succeeded, failed, cancelled and lost are terminal.
+bool IsTerminal(RunState s);
+
+struct AgentRow {
+  std::string name;
+  std::string state;                  // "up" | "down"
+  uint64_t last_seen_ms = 0;          // unix ms
+  std::map<std::string, std::string> labels;
+  std::string inventory_json;         // Inventory as JSON
+  std::vector<std::string> allow_paths;
+  uint32_t protocol_version = 0;
+  uint64_t registered_ms = 0;         // first Hello, unix ms
+};
+
+struct JobRow {
+  std::string id;
+  int64_t seq = 0;                    // insertion order (assigned by the store); paging key
+  std::string name;
+  std::string state;                  // queued | running | succeeded | failed | cancelled
+  uint64_t created_ms = 0;
+  std::string spec_json;              // the submitted JobSpec (proto JSON)
+  uint32_t retries = 0;
+  bool cancel_requested = false;
+};
+
+struct RunRow {
+  std::string id;
+  int64_t seq = 0;                    // insertion order (assigned by the store); paging key
+  std::string job_id;
+  int64_t queue_pos = 0;              // FIFO order of the queue (a retry keeps its original's)
+  std::string host;
+  std::vector<std::string> targets;   // leased target paths on `host`
+  RunState state = RunState::kQueued;
+  std::string variant;
+  std::string cell;
+  uint32_t repetition = 0;
+  uint32_t attempt = 0;               // 0 = first placement; n = n-th retry
+  std::string retry_of;               // the lost run this one replaces
+  std::string fio_text;               // complete job file sent to the agent
+  uint32_t num_clones = 1;            // job clones (sum of numjobs): interval job_index range
+  uint64_t created_ms = 0;            // unix ms; 0 = not yet
+  uint64_t assigned_ms = 0;
+  uint64_t started_ms = 0;
+  uint64_t finished_ms = 0;
+  std::string error;
+};
+
+struct LeaseRow {
+  std::string host;
+  std::string target;
+  std::string run_id;
+  uint64_t acquired_ms = 0;
+};
+
+struct IntervalDirRow {
+  uint64_t ios = 0;
+  uint64_t bytes = 0;
+  uint64_t errors = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> clat_hist;  // sparse (fio bucket, count)
+};
+
+struct IntervalRow {
+  std::string run_id;
+  uint32_t job_index = 0;
+  std::string job_name;
+  uint64_t seq = 0;
+  uint64_t t_start_ms = 0;
+  uint64_t t_end_ms = 0;
+  IntervalDirRow dir[3];              // read, write, trim
+};
+
+struct ResultRow {
+  std::string run_id;
+  bool ok = false;
+  std::string error;
+  std::string result_json;            // fio-compatible JSON
+  uint64_t last_seq_total = 0;
+  uint64_t finished_ms = 0;
+};
+
+// A set of changes applied atomically (one savepoint inside the writer's transaction).
+struct WriteBatch {
+  std::vector<AgentRow> upsert_agents;
+  std::vector<JobRow> upsert_jobs;          // seq is ignored (kept on update)
+  std::vector<RunRow> upsert_runs;          // seq is ignored (kept on update)
+  std::vector<std::string> release_leases_of_runs;  // applied before acquire_leases
+  std::vector<LeaseRow> acquire_leases;     // fails AlreadyExists if (host, target) is held
+  std::vector<ResultRow> results;
+
+  bool empty() const {
+    return upsert_agents.empty() && upsert_jobs.empty() && upsert_runs.empty() &&
+           release_leases_of_runs.empty() && acquire_leases.empty() && results.empty();
+  }
+};
+
+struct StoreStats {
+  uint64_t transactions = 0;  // committed writer transactions
+  uint64_t items = 0;         // batches + interval records they carried
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Applies `batch` atomically; returns after commit.
+  virtual absl::Status Write(WriteBatch batch) = 0;
+
+  // Queues one interval record. `done(inserted)` runs on the writer thread after the
+  // commit: inserted=false when (run_id, job_index, seq) was already stored (replay)
+  // or the write failed. `done` must not call back into the store synchronously.
+  virtual void AppendInterval(IntervalRow row, std::function<void(bool inserted)> done) = 0;
+
+  // Waits until everything queued before this call is committed.
+  virtual absl::Status Flush() = 0;
+
+  virtual absl::StatusOr<std::vector<AgentRow>> ListAgents() = 0;
+
+  virtual absl::StatusOr<JobRow> GetJob(const std::string& id) = 0;            // NotFound
+  // Jobs with seq > after_seq, ascending, at most `limit`.
+  virtual absl::StatusOr<std::vector<JobRow>> ListJobs(int64_t after_seq, int limit) = 0;
+
+  virtual absl::StatusOr<RunRow> GetRun(const std::string& id) = 0;            // NotFound
+  // Runs with seq > after_seq (of `job_id` when not empty), ascending, at most `limit`
+  // (limit <= 0: all).
+  virtual absl::StatusOr<std::vector<RunRow>> ListRuns(const std::string& job_id,
+                                                       int64_t after_seq, int limit) = 0;
+  // Runs that are not terminal or still hold a lease, in queue order.
+  virtual absl::StatusOr<std::vector<RunRow>> ListActiveRuns() = 0;
+
+  virtual absl::StatusOr<std::vector<LeaseRow>> ListLeases() = 0;
+
+  // The run's stored interval records, ordered by (job_index, seq).
+  virtual absl::StatusOr<std::vector<IntervalRow>> ListIntervals(const std::string& run_id) = 0;
+  // job_index -> highest stored seq + 1.
+  virtual absl::StatusOr<std::map<uint32_t, uint64_t>> NextSeqs(const std::string& run_id) = 0;
+
+  virtual absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& run_id) = 0;
+
+  virtual StoreStats Stats() = 0;
+};
+
+}  // namespace iofleet::controller
