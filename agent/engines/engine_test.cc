@@ -34,7 +34,7 @@ TEST(EngineRegistryTest, ProbeListsEveryEngineAndSyncOnesAreAlwaysThere) {
     names.push_back(e.name);
     if (!e.available) EXPECT_FALSE(e.reason.empty()) << e.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"io_uring", "libaio", "psync", "sync", "pvsync", "null"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"io_uring", "libaio", "psync", "sync", "pvsync", "pvsync2", "null"}));
   EXPECT_TRUE(Available("psync"));
   EXPECT_TRUE(Available("sync"));
   EXPECT_TRUE(Available("null"));
@@ -138,7 +138,7 @@ TEST_P(EngineDataTest, ReadsReturnTheFileContents) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RealEngines, EngineDataTest,
-                         ::testing::Values("io_uring", "libaio", "psync", "sync", "pvsync"));
+                         ::testing::Values("io_uring", "libaio", "psync", "sync", "pvsync", "pvsync2"));
 
 }  // namespace
 }  // namespace iofleet::agent

@@ -14,12 +14,13 @@
 namespace iofleet::agent {
 namespace {
 
-const char* const kKnownEngines[] = {"io_uring", "libaio", "psync", "sync", "pvsync", "null"};
+const char* const kKnownEngines[] = {"io_uring", "libaio", "psync", "sync", "pvsync", "pvsync2", "null"};
 
 absl::StatusOr<std::unique_ptr<IoEngine>> Construct(std::string_view name) {
   if (name == "psync") return std::unique_ptr<IoEngine>(new SyncEngine(SyncFlavor::kPsync));
   if (name == "sync") return std::unique_ptr<IoEngine>(new SyncEngine(SyncFlavor::kSync));
   if (name == "pvsync") return std::unique_ptr<IoEngine>(new SyncEngine(SyncFlavor::kPvsync));
+  if (name == "pvsync2") return std::unique_ptr<IoEngine>(new SyncEngine(SyncFlavor::kPvsync2));
   if (name == "null") return std::unique_ptr<IoEngine>(new NullEngine());
   if (name == "io_uring") {
 #ifdef IOFLEET_HAVE_LIBURING
@@ -36,7 +37,7 @@ absl::StatusOr<std::unique_ptr<IoEngine>> Construct(std::string_view name) {
 #endif
   }
   return absl::NotFoundError(absl::StrCat("unknown ioengine \"", std::string(name),
-                                          "\" (known: io_uring, libaio, psync, sync, pvsync, null)"));
+                                          "\" (known: io_uring, libaio, psync, sync, pvsync, pvsync2, null)"));
 }
 
 EngineInfo Probe(const char* name) {

@@ -323,11 +323,20 @@ absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions&
       if (!s.ok()) return JobError(job, "numa_cpu_nodes/numa_mem_policy", job.numa_mem_policy,
                                    std::string(s.message()));
     }
-    if ((job.hipri || job.fixedbufs || job.registerfiles || job.sqthread_poll) &&
-        job.ioengine != "io_uring") {
-      return JobError(job, job.hipri ? "hipri" : job.fixedbufs ? "fixedbufs"
-                                   : job.registerfiles ? "registerfiles" : "sqthread_poll",
-                      "1", absl::StrCat("only the io_uring engine supports it, not ", job.ioengine));
+    // Engine-specific options need the engine's capability, not its name.
+    const struct {
+      bool set;
+      uint32_t cap;
+      const char* option;
+    } needs[] = {{job.hipri, kCapPolled, "hipri"},
+                 {job.fixedbufs, kCapFixedBuffers, "fixedbufs"},
+                 {job.registerfiles, kCapRegisteredFiles, "registerfiles"},
+                 {job.sqthread_poll, kCapSqPoll, "sqthread_poll"}};
+    for (const auto& n : needs) {
+      if (n.set && (eng->capabilities & n.cap) == 0) {
+        return JobError(job, n.option, "1",
+                        absl::StrCat("the ", job.ioengine, " engine does not support it"));
+      }
     }
     if (job.hipri && !job.direct) {
       return JobError(job, "hipri", "1", "polled I/O (IOPOLL) needs direct=1");
@@ -453,6 +462,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
         for (const auto& r : recs) options.on_interval(r);
       }
       if (options.on_status && Clock::MonotonicNs() >= next_status && !last) {
+        next_status += options.status_interval_s * 1000000000ull;
         for (auto& w : workers) {
           std::lock_guard<std::mutex> lock(w->mailbox().mu);
           w->mailbox().snapshot_wanted = true;
@@ -472,7 +482,6 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
           snap.push_back(std::move(js));
         }
         options.on_status(snap);
-        next_status = Clock::MonotonicNs() + options.status_interval_s * 1000000000ull;
       }
     }
   });

@@ -87,7 +87,7 @@ TEST_P(EngineRunTest, SequentialRead64MiBIs16384Ios) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllEngines, EngineRunTest,
-                         ::testing::Values("psync", "sync", "pvsync", "libaio", "io_uring", "null"));
+                         ::testing::Values("psync", "sync", "pvsync", "pvsync2", "libaio", "io_uring", "null"));
 
 TEST_F(RunnerTest, IoUringFastPathOptionsWork) {
   if (!EngineAvailable("io_uring")) GTEST_SKIP();

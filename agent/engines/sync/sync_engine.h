@@ -13,7 +13,7 @@
 
 namespace iofleet::agent {
 
-enum class SyncFlavor { kPsync, kSync, kPvsync };
+enum class SyncFlavor { kPsync, kSync, kPvsync, kPvsync2 };
 
 class SyncEngine final : public IoEngine {
  public:
@@ -27,11 +27,18 @@ class SyncEngine final : public IoEngine {
       case SyncFlavor::kPsync: return "psync";
       case SyncFlavor::kSync: return "sync";
       case SyncFlavor::kPvsync: return "pvsync";
+      case SyncFlavor::kPvsync2: return "pvsync2";
     }
     return "psync";
   }
-  uint32_t Capabilities() const override { return kCapDirect; }
-  absl::Status Init(const EngineOptions& options) override { return absl::OkStatus(); }
+  uint32_t Capabilities() const override {
+    return kCapDirect | (flavor_ == SyncFlavor::kPvsync2 ? kCapPolled : 0u);
+  }
+  absl::Status Init(const EngineOptions& options) override {
+    // pvsync2 with hipri polls for the completion (RWF_HIPRI), as fio does.
+    rw_flags_ = options.hipri ? RWF_HIPRI : 0;
+    return absl::OkStatus();
+  }
   absl::Status Open(std::span<const int> fds) override { return absl::OkStatus(); }
 
   inline QueueResult Queue(IoRequest& req) override {
@@ -71,6 +78,10 @@ class SyncEngine final : public IoEngine {
         iovec iov{req.buf, req.len};
         return preadv(req.fd, &iov, 1, static_cast<off_t>(req.offset));
       }
+      case SyncFlavor::kPvsync2: {
+        iovec iov{req.buf, req.len};
+        return preadv2(req.fd, &iov, 1, static_cast<off_t>(req.offset), rw_flags_);
+      }
     }
     return -1;
   }
@@ -85,11 +96,16 @@ class SyncEngine final : public IoEngine {
         iovec iov{req.buf, req.len};
         return pwritev(req.fd, &iov, 1, static_cast<off_t>(req.offset));
       }
+      case SyncFlavor::kPvsync2: {
+        iovec iov{req.buf, req.len};
+        return pwritev2(req.fd, &iov, 1, static_cast<off_t>(req.offset), rw_flags_);
+      }
     }
     return -1;
   }
 
   SyncFlavor flavor_;
+  int rw_flags_ = 0;
 };
 
 }  // namespace iofleet::agent
