@@ -127,12 +127,19 @@ bool OffsetGen::NextCovered(uint64_t* block) {
   // Random map.
   if (map_->full()) return false;
   if (seq_nr_ > 1 && SequentialTurn(block)) return true;
-  uint64_t b = rng_.Below(n_blocks_);
-  if (!map_->Set(b)) {
-    b = map_->NextFree(b);
-    if (b == Axmap::kNone) return false;
-    map_->Set(b);
+  const uint64_t b = rng_.Below(n_blocks_);
+  if (map_->Set(b)) {
+    *block = b;
+    last_end_ = b + 1;
+    return true;
   }
+  return NextFreeAfter(b, block);
+}
+
+bool OffsetGen::NextFreeAfter(uint64_t drawn, uint64_t* block) {
+  const uint64_t b = map_->NextFree(drawn);
+  if (b == Axmap::kNone) return false;
+  map_->Set(b);
   *block = b;
   last_end_ = b + 1;
   return true;

@@ -88,6 +88,18 @@ class OffsetGen {
         ++last_end_;
         return true;
       case OffsetMode::kRandomMap:
+        // Fast path: the drawn block is still free (inline; the search for the
+        // next free block when it is not stays out of line).
+        if (seq_nr_ == 1 && !map_->full()) {
+          const uint64_t b = rng_.Below(n_blocks_);
+          if (map_->Set(b)) {
+            *block = b;
+            last_end_ = b + 1;
+            return true;
+          }
+          return NextFreeAfter(b, block);
+        }
+        break;
       case OffsetMode::kLfsr:
         break;
     }
@@ -111,6 +123,8 @@ class OffsetGen {
  private:
   OffsetGen() = default;
   bool NextCovered(uint64_t* block);
+  // Random map: `drawn` was already used; take the next free block after it.
+  bool NextFreeAfter(uint64_t drawn, uint64_t* block);
   bool SequentialTurn(uint64_t* block);
 
   OffsetMode mode_ = OffsetMode::kSequential;

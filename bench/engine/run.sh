@@ -60,12 +60,21 @@ for qd in 1 32; do
 done
 if [ -n "$tio" ]; then
   echo
-  echo "t/io_uring (-d32 -s8 -c8 -p0 -B1 -F1 -r3), then iofleet on the same options, alternating:"
+  echo "t/io_uring -d32 -s8 -c8 -p0 -B1 -F1 (median of its 1 s IOPS lines) vs iofleet with"
+  echo "--iodepth=32 --fixedbufs=1 --registerfiles=1 --iodepth_batch_submit=8"
+  echo "--iodepth_batch_complete_min=8 (latency tracking on), alternating, 3 s each:"
+  ratios=()
   for i in $(seq "$runs"); do
-    t=$("$tio" -d32 -s8 -c8 -p0 -B1 -F1 -r3 "$eng" 2>&1 | awk -F'[=M,]' '/^Maximum IOPS/{print $2}')
+    t=$("$tio" -d32 -s8 -c8 -p0 -B1 -F1 -r3 "$eng" 2>&1 | python3 -c '
+import re,statistics,sys
+v=[float(m.group(1))*(1e6 if m.group(2)=="M" else 1e3) for m in re.finditer(r"^IOPS=([0-9.]+)([MK])",sys.stdin.read(),re.M)]
+print("%.0f" % statistics.median(v))')
     o=$(build/bin/iofleet-agent run "${common[@]}" --filename="$eng" --ioengine=io_uring --iodepth=32 \
         --fixedbufs=1 --registerfiles=1 --iodepth_batch_submit=8 --iodepth_batch_complete_min=8 \
-        --output-format=json | python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["jobs"][0]["read"]["iops"]/1e6))')
-    echo "  t/io_uring ${t}M   iofleet ${o}M"
+        --output-format=json | python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["jobs"][0]["read"]["iops"])')
+    r=$(python3 -c "print('%.3f' % ($o/$t))")
+    ratios+=("$r")
+    echo "  t/io_uring $t   iofleet $o   ratio $r"
   done
+  python3 -c "import statistics,sys; print('  median ratio iofleet/t_io_uring: %.3f' % statistics.median(map(float,sys.argv[1:])))" "${ratios[@]}"
 fi
