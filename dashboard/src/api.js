@@ -1,0 +1,347 @@
+// Client of the controller's REST API (/api/v1), and the one place that turns its
+// JSON into the plain objects the pages use.
+//
+// The controller serializes protobuf messages (controller.proto, job.proto), so the
+// normalizers accept both snake_case and lowerCamelCase keys, 64-bit integers as
+// strings, enum names such as "RUN_STATE_RUNNING", and JSON documents carried as
+// strings (result_json, inventory_json, table_json).
+
+// Relative, so the dashboard also works when served below a path prefix.
+export const API_BASE = 'api/v1';
+
+export class ApiError extends Error {
+  constructor(status, code, message, field) {
+    super(message || `HTTP ${status}`);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code || '';
+    this.field = field || '';
+  }
+}
+
+function query(params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params || {})) {
+    if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+async function request(method, path, { params, body, signal } = {}) {
+  const init = { method, headers: { Accept: 'application/json' }, signal };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let resp;
+  try {
+    resp = await fetch(`${API_BASE}${path}${query(params)}`, init);
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError(0, 'UNAVAILABLE', `cannot reach the controller: ${e.message}`);
+  }
+  const text = await resp.text();
+  let data = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!resp.ok) {
+    const err = (data && data.error) || {};
+    throw new ApiError(
+      resp.status,
+      err.code,
+      err.message || (text && !data ? text.slice(0, 300) : `HTTP ${resp.status} ${resp.statusText}`),
+      err.field,
+    );
+  }
+  if (data === null && text) throw new ApiError(resp.status, 'BAD_RESPONSE', 'response is not JSON');
+  return data;
+}
+
+// ------------------------------------------------------------------ helpers
+
+function camel(snake) {
+  return snake.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+}
+
+// obj[snake] or obj[camelCase(snake)].
+export function pick(obj, key, dflt = undefined) {
+  if (!obj || typeof obj !== 'object') return dflt;
+  if (obj[key] !== undefined && obj[key] !== null) return obj[key];
+  const c = camel(key);
+  if (obj[c] !== undefined && obj[c] !== null) return obj[c];
+  return dflt;
+}
+
+export function num(x, dflt = 0) {
+  if (x === undefined || x === null || x === '') return dflt;
+  const n = typeof x === 'number' ? x : Number(x);
+  return Number.isFinite(n) ? n : dflt;
+}
+
+// A JSON document that may arrive as a string, an object, or not at all.
+function jsonDoc(x) {
+  if (x === undefined || x === null || x === '') return null;
+  if (typeof x === 'object') return x;
+  try {
+    return JSON.parse(x);
+  } catch {
+    return null;
+  }
+}
+
+const RUN_STATES = ['unspecified', 'queued', 'assigned', 'running', 'succeeded', 'failed', 'cancelled', 'lost'];
+export const TERMINAL_STATES = new Set(['succeeded', 'failed', 'cancelled', 'lost']);
+
+export function normState(s) {
+  if (typeof s === 'number') return RUN_STATES[s] || 'unspecified';
+  if (!s) return 'unspecified';
+  return String(s).toLowerCase().replace(/^run_state_/, '');
+}
+
+function stringMap(x) {
+  const out = {};
+  if (!x || typeof x !== 'object') return out;
+  for (const [k, v] of Object.entries(x)) out[k] = v === null || v === undefined ? '' : String(v);
+  return out;
+}
+
+function stringList(x) {
+  return Array.isArray(x) ? x.map(String) : [];
+}
+
+// ------------------------------------------------------------------ normalizers
+
+export function normRun(r) {
+  r = r || {};
+  return {
+    id: String(pick(r, 'id', '')),
+    job_id: String(pick(r, 'job_id', '')),
+    host: pick(r, 'host', ''),
+    target: pick(r, 'target', ''),
+    state: normState(pick(r, 'state')),
+    variant: pick(r, 'variant', ''),
+    cell: pick(r, 'cell', ''),
+    repetition: num(pick(r, 'repetition')),
+    attempt: num(pick(r, 'attempt')),
+    retry_of: pick(r, 'retry_of', ''),
+    created_ms: num(pick(r, 'created_ms')),
+    assigned_ms: num(pick(r, 'assigned_ms')),
+    started_ms: num(pick(r, 'started_ms')),
+    finished_ms: num(pick(r, 'finished_ms')),
+    error: pick(r, 'error', ''),
+    result: jsonDoc(pick(r, 'result')) || jsonDoc(pick(r, 'result_json')),
+  };
+}
+
+export function normSpec(s) {
+  s = s || {};
+  const variants = (pick(s, 'variants') || []).map((v) => ({
+    name: pick(v, 'name', ''),
+    options: stringMap(pick(v, 'options')),
+    hosts: stringList(pick(v, 'hosts')),
+    selector: stringMap(pick(v, 'selector')),
+  }));
+  const sweep = {};
+  for (const [k, v] of Object.entries(pick(s, 'sweep') || {})) {
+    sweep[k] = Array.isArray(v) ? v.map(String) : stringList(pick(v, 'values'));
+  }
+  let hosts = pick(s, 'hosts');
+  let selector = stringMap(pick(s, 'selector'));
+  if (hosts && !Array.isArray(hosts) && typeof hosts === 'object') {
+    // {"hosts": {"names": [...], "selector": {...}}}
+    selector = { ...selector, ...stringMap(pick(hosts, 'selector')) };
+    hosts = pick(hosts, 'names') || [];
+  }
+  return {
+    name: pick(s, 'name', ''),
+    fio: pick(s, 'fio_text') ?? pick(s, 'fio') ?? '',
+    options: jsonDoc(pick(s, 'options_json')) || jsonDoc(pick(s, 'options')),
+    hosts: stringList(hosts),
+    selector,
+    repeat: num(pick(s, 'repeat'), 1) || 1,
+    tags: stringMap(pick(s, 'tags')),
+    variants,
+    sweep,
+    retries: num(pick(s, 'retries')),
+  };
+}
+
+export function normJob(j) {
+  j = j || {};
+  return {
+    id: String(pick(j, 'id', '')),
+    name: pick(j, 'name', ''),
+    state: normState(pick(j, 'state')),
+    created_ms: num(pick(j, 'created_ms')),
+    spec: normSpec(pick(j, 'spec')),
+    runs: (pick(j, 'runs') || []).map(normRun),
+    run_counts: pick(j, 'run_counts') || null,
+  };
+}
+
+function normInventory(inv) {
+  inv = inv || {};
+  return {
+    hostname: pick(inv, 'hostname', ''),
+    kernel_release: pick(inv, 'kernel_release', ''),
+    kernel_cmdline: pick(inv, 'kernel_cmdline', ''),
+    cpu_model: pick(inv, 'cpu_model', ''),
+    cpu_count: num(pick(inv, 'cpu_count')),
+    numa_nodes: (pick(inv, 'numa_nodes') || []).map((n) => ({
+      id: num(pick(n, 'id')),
+      cpus: (pick(n, 'cpus') || []).map((c) => num(c)),
+    })),
+    block_devices: (pick(inv, 'block_devices') || []).map((d) => ({
+      name: pick(d, 'name', ''),
+      model: pick(d, 'model', ''),
+      size_bytes: num(pick(d, 'size_bytes')),
+      logical_block_size: num(pick(d, 'logical_block_size')),
+      rotational: !!pick(d, 'rotational', false),
+      numa_node: num(pick(d, 'numa_node'), -1),
+    })),
+    engines: stringList(pick(inv, 'engines')),
+    agent_version: pick(inv, 'agent_version', ''),
+  };
+}
+
+export function normAgent(a) {
+  a = a || {};
+  return {
+    name: pick(a, 'name', ''),
+    state: String(pick(a, 'state', 'down')).toLowerCase(),
+    last_seen_ms: num(pick(a, 'last_seen_ms')),
+    labels: stringMap(pick(a, 'labels')),
+    inventory: normInventory(jsonDoc(pick(a, 'inventory')) || jsonDoc(pick(a, 'inventory_json'))),
+    protocol_version: num(pick(a, 'protocol_version')),
+    allow_paths: stringList(pick(a, 'allow_paths')),
+  };
+}
+
+// A sparse clat histogram in any of the shapes it may be serialized in:
+// parallel arrays clat_bucket/clat_count, [[idx, count], ...], [{bucket, count}], or
+// {"idx": count}. Returns [[idx, count], ...].
+function normHist(d) {
+  const buckets = pick(d, 'clat_bucket');
+  const counts = pick(d, 'clat_count');
+  if (Array.isArray(buckets) && Array.isArray(counts)) {
+    const out = [];
+    for (let i = 0; i < buckets.length && i < counts.length; i++) out.push([num(buckets[i]), num(counts[i])]);
+    return out;
+  }
+  const h = pick(d, 'clat_hist') ?? pick(d, 'hist');
+  if (Array.isArray(h)) {
+    return h.map((e) =>
+      Array.isArray(e) ? [num(e[0]), num(e[1])] : [num(pick(e, 'bucket') ?? pick(e, 'idx')), num(pick(e, 'count'))],
+    );
+  }
+  if (h && typeof h === 'object') return Object.entries(h).map(([k, v]) => [num(k), num(v)]);
+  return [];
+}
+
+function normDir(d) {
+  d = d || {};
+  return { ios: num(pick(d, 'ios')), bytes: num(pick(d, 'bytes')), errors: num(pick(d, 'errors')), hist: normHist(d) };
+}
+
+export function normRecord(r) {
+  const dirs = pick(r, 'dir');
+  return {
+    run_id: pick(r, 'run_id', ''),
+    job_index: num(pick(r, 'job_index')),
+    job_name: pick(r, 'job_name', ''),
+    seq: num(pick(r, 'seq')),
+    t_start_ms: num(pick(r, 't_start_ms')),
+    t_end_ms: num(pick(r, 't_end_ms')),
+    read: normDir(Array.isArray(dirs) ? dirs[0] : pick(r, 'read')),
+    write: normDir(Array.isArray(dirs) ? dirs[1] : pick(r, 'write')),
+    trim: normDir(Array.isArray(dirs) ? dirs[2] : pick(r, 'trim')),
+  };
+}
+
+// The compare table (controller/compare/render.cc ToJson), possibly wrapped in a
+// CompareResponse {"table_json": "<json>"}.
+export function normCompare(resp) {
+  if (!resp) return null;
+  const wrapped = jsonDoc(pick(resp, 'table_json')) || jsonDoc(pick(resp, 'table'));
+  const t = wrapped || resp;
+  return {
+    arm_a: t.arm_a ?? 'A',
+    arm_b: t.arm_b ?? 'B',
+    compared_attributes: t.compared_attributes || [],
+    seed: t.seed,
+    bootstrap_resamples: t.bootstrap_resamples,
+    alpha: t.alpha ?? 0.05,
+    outcome: t.outcome || '',
+    outcome_reasons: t.outcome_reasons || [],
+    rows: t.rows || [],
+    geomean: t.geomean || [],
+    excluded: t.excluded || [],
+    ignored_runs: t.ignored_runs || 0,
+    // Added by the controller (controller/compare/job_compare.h ComparisonJson).
+    runs_total: t.runs_total ?? null,
+    runs_pending: t.runs_pending ?? 0,
+    partial: !!t.partial,
+    notes: t.notes || [],
+  };
+}
+
+// ------------------------------------------------------------------ endpoints
+
+export async function listJobs({ pageSize = 50, pageToken = '', state = '', signal } = {}) {
+  const d = await request('GET', '/jobs', {
+    params: { page_size: pageSize, page_token: pageToken, state },
+    signal,
+  });
+  return { jobs: (pick(d, 'jobs') || []).map(normJob), next: pick(d, 'next_page_token', '') };
+}
+
+// One page of a job's runs (GET /runs?job_id=...), optionally of one state.
+export async function listRuns({ jobId = '', pageSize = 100, pageToken = '', state = '', signal } = {}) {
+  const d = await request('GET', '/runs', {
+    params: { job_id: jobId, page_size: pageSize, page_token: pageToken, state },
+    signal,
+  });
+  return { runs: (pick(d, 'runs') || []).map(normRun), next: pick(d, 'next_page_token', '') };
+}
+
+export async function getJob(id, { signal } = {}) {
+  return normJob(await request('GET', `/jobs/${encodeURIComponent(id)}`, { signal }));
+}
+
+export async function cancelJob(id) {
+  const d = await request('POST', `/jobs/${encodeURIComponent(id)}/cancel`, { body: {} });
+  return d ? normJob(d) : null;
+}
+
+export async function submitJob(body) {
+  const d = await request('POST', '/jobs', { body });
+  return String(pick(d, 'id', ''));
+}
+
+export async function getRun(id, { signal } = {}) {
+  return normRun(await request('GET', `/runs/${encodeURIComponent(id)}`, { signal }));
+}
+
+export async function getSamples(id, { signal } = {}) {
+  const d = await request('GET', `/runs/${encodeURIComponent(id)}/samples`, { signal });
+  const recs = Array.isArray(d) ? d : pick(d, 'records') || pick(d, 'samples') || [];
+  return recs.map(normRecord);
+}
+
+export async function listAgents({ pageSize = 100, pageToken = '', signal } = {}) {
+  const d = await request('GET', '/agents', { params: { page_size: pageSize, page_token: pageToken }, signal });
+  return { agents: (pick(d, 'agents') || []).map(normAgent), next: pick(d, 'next_page_token', '') };
+}
+
+// partial: compare the finished runs while others still run (otherwise the
+// controller answers 409 until every run is done).
+export async function getCompare(id, { partial = false, signal } = {}) {
+  const params = partial ? { partial: 1 } : undefined;
+  return normCompare(await request('GET', `/jobs/${encodeURIComponent(id)}/compare`, { params, signal }));
+}

@@ -1,0 +1,89 @@
+// Entry point: layout, hash router and page lifecycle. Routes:
+//   #/jobs            jobs list (default)         #/jobs/ID           job and its runs
+//   #/jobs/ID/compare A/B comparison             #/runs/ID           run: live charts, result
+//   #/agents          agent inventory             #/submit            submit form
+import 'uplot/dist/uPlot.min.css';
+import './style.css';
+import { h, replace } from './dom.js';
+import { agentsPage } from './pages/agents.js';
+import { jobsPage, jobPage } from './pages/jobs.js';
+import { runPage } from './pages/run.js';
+import { comparePage } from './pages/compare.js';
+import { submitPage } from './pages/submit.js';
+
+const routes = [
+  [/^\/?$/, () => jobsPage],
+  [/^\/jobs\/?$/, () => jobsPage],
+  [/^\/jobs\/([^/]+)\/compare\/?$/, () => comparePage],
+  [/^\/jobs\/([^/]+)\/?$/, () => jobPage],
+  [/^\/runs\/([^/]+)\/?$/, () => runPage],
+  [/^\/agents\/?$/, () => agentsPage],
+  [/^\/submit\/?$/, () => submitPage],
+];
+
+const NAV = [
+  ['#/jobs', 'Jobs', (p) => !/^\/(submit|agents)/.test(p)],
+  ['#/submit', 'Submit', (p) => /^\/submit/.test(p)],
+  ['#/agents', 'Agents', (p) => /^\/agents/.test(p)],
+];
+
+let cleanup = null;
+let navLinks = [];
+
+function parseHash() {
+  const raw = location.hash.replace(/^#/, '') || '/';
+  const qi = raw.indexOf('?');
+  const path = qi < 0 ? raw : raw.slice(0, qi);
+  const params = new URLSearchParams(qi < 0 ? '' : raw.slice(qi + 1));
+  return { path, params };
+}
+
+function render() {
+  if (cleanup) {
+    try {
+      cleanup();
+    } catch (e) {
+      console.error(e);
+    }
+    cleanup = null;
+  }
+  const { path, params } = parseHash();
+  const main = document.getElementById('main');
+  replace(main);
+  for (const [a, , isActive] of navLinks) {
+    if (isActive(path)) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  for (const [re, page] of routes) {
+    const m = re.exec(path);
+    if (m) {
+      const args = m.slice(1).map(decodeURIComponent);
+      const ret = page()(main, { args, params });
+      cleanup = typeof ret === 'function' ? ret : null;
+      return;
+    }
+  }
+  document.title = 'Not found · iofleet';
+  main.appendChild(h('h1', null, 'Not found'));
+  main.appendChild(h('p', null, 'No page at ', h('code', null, path), '. ', h('a', { href: '#/jobs' }, 'Go to jobs')));
+}
+
+function layout() {
+  const root = document.getElementById('root');
+  navLinks = NAV.map(([href, label, re]) => [h('a', { href }, label), label, re]);
+  replace(
+    root,
+    h('a', { class: 'skip', href: '#main', onclick: (e) => { e.preventDefault(); document.getElementById('main').focus(); } }, 'Skip to content'),
+    h(
+      'header',
+      { class: 'top' },
+      h('a', { class: 'brand', href: '#/jobs' }, 'iofleet'),
+      h('nav', { 'aria-label': 'main' }, navLinks.map(([a]) => a)),
+    ),
+    h('main', { id: 'main', tabindex: '-1' }),
+  );
+}
+
+layout();
+window.addEventListener('hashchange', render);
+render();

@@ -1,0 +1,268 @@
+// A/B comparison of a job (GET /jobs/{id}/compare): the verdict table per
+// cell x metric and, for an iodepth sweep, IOPS vs iodepth with CI bands per arm.
+import { getCompare, getJob, API_BASE } from '../api.js';
+import { h, replace, fmtMetric, fmtPct, fmtP, errorBox } from '../dom.js';
+import { sweepChart, COLORS } from '../charts.js';
+import { parseCell } from '../stats.js';
+
+export const VERDICTS = ['regression', 'improvement', 'no_change', 'inconclusive', 'noisy'];
+const VERDICT_LABEL = {
+  regression: 'regression',
+  improvement: 'improvement',
+  no_change: 'no change',
+  inconclusive: 'inconclusive',
+  noisy: 'noisy',
+};
+const METRIC_LABEL = {
+  iops: 'IOPS',
+  bw_bytes: 'bandwidth',
+  clat_mean_ns: 'clat mean',
+  p50_ns: 'clat p50',
+  p99_ns: 'clat p99',
+  p999_ns: 'clat p99.9',
+};
+
+function ci(metric, pair, fmt = fmtMetric.bind(null, metric)) {
+  const [lo, hi] = Array.isArray(pair) ? pair : [null, null];
+  return h('span', { class: 'ci' }, `[${fmt(lo)}, ${fmt(hi)}]`);
+}
+
+function verdictCell(verdict, row) {
+  const title = row ? [row.reason, row.noisy && row.statistical_verdict ? `statistics alone: ${row.statistical_verdict}` : ''].filter(Boolean).join('; ') : '';
+  return h(
+    'td',
+    { class: `verdict verdict-${verdict}`, title: title || null, dataset: { verdict } },
+    VERDICT_LABEL[verdict] || verdict,
+    row && row.confounded ? h('span', { class: 'flag', title: (row.confounders || []).join('; ') }, ' confounded') : null,
+    row && row.n_needed ? h('span', { class: 'flag' }, ` n≈${row.n_needed}`) : null,
+  );
+}
+
+function metricTable(t, metric, rows, geo) {
+  const a = t.arm_a;
+  const b = t.arm_b;
+  const fmt = (v) => fmtMetric(metric, v);
+  const fmtPctShort = (v) => fmtPct(v);
+  const higher = rows[0] ? rows[0].higher_is_better : metric === 'iops' || metric === 'bw_bytes';
+  return h(
+    'section',
+    { class: 'metric' },
+    h('h2', null, METRIC_LABEL[metric] || metric, ' ', h('span', { class: 'muted small' }, `(${higher ? 'higher' : 'lower'} is better)`)),
+    h(
+      'div',
+      { class: 'table-wrap' },
+      h(
+        'table',
+        { class: 'grid compare', 'aria-label': `${METRIC_LABEL[metric] || metric} comparison`, dataset: { metric } },
+        h(
+          'thead',
+          null,
+          h(
+            'tr',
+            null,
+            ['Cell', `${a} median [95% CI]`, `${b} median [95% CI]`, 'Δ% [95% CI]', 'p', 'q', 'Verdict', `n ${a}/${b}`].map((c) =>
+              h('th', { scope: 'col' }, c),
+            ),
+          ),
+        ),
+        h(
+          'tbody',
+          null,
+          rows.map((r) =>
+            h(
+              'tr',
+              { dataset: { cell: r.cell, metric } },
+              h('th', { scope: 'row' }, r.cell || '(all)'),
+              h('td', { class: 'num' }, fmt(r.a && r.a.median), ' ', ci(metric, r.a && r.a.ci)),
+              h('td', { class: 'num' }, fmt(r.b && r.b.median), ' ', ci(metric, r.b && r.b.ci)),
+              h('td', { class: 'num' }, fmtPct(r.delta_pct), ' ', ci(metric, r.delta_ci_pct, fmtPctShort)),
+              h('td', { class: 'num' }, fmtP(r.p)),
+              h('td', { class: 'num' }, fmtP(r.q)),
+              verdictCell(r.verdict, r),
+              h('td', { class: 'num' }, `${r.a ? r.a.n : 0}/${r.b ? r.b.n : 0}`),
+            ),
+          ),
+          geo
+            ? h(
+                'tr',
+                { class: 'geomean' },
+                h('th', { scope: 'row' }, 'geomean'),
+                h('td'),
+                h('td'),
+                h('td', { class: 'num' }, fmtPct(geo.delta_pct), ' ', ci(metric, geo.delta_ci_pct, fmtPctShort)),
+                h('td'),
+                h('td'),
+                verdictCell(geo.verdict, null),
+                h('td', { class: 'num' }, `${geo.cells} cells`),
+              )
+            : null,
+        ),
+      ),
+    ),
+  );
+}
+
+// Rows of `metric` whose cells are an iodepth sweep, grouped by the other cell
+// options: Map "rw=randread" -> [{x: iodepth, row}]. Empty when not a sweep.
+export function iodepthGroups(rows, metric = 'iops') {
+  const groups = new Map();
+  for (const r of rows) {
+    if (r.metric !== metric) continue;
+    const opts = parseCell(r.cell);
+    const x = Number(opts.iodepth);
+    if (!Number.isFinite(x) || x <= 0) return new Map();
+    delete opts.iodepth;
+    const key = Object.entries(opts)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push({ x, row: r });
+  }
+  for (const [k, pts] of groups) if (new Set(pts.map((p) => p.x)).size < 2) groups.delete(k);
+  return groups;
+}
+
+function legend() {
+  return h(
+    'ul',
+    { class: 'legend', 'aria-label': 'verdict colours' },
+    VERDICTS.map((v) => h('li', null, h('span', { class: `swatch verdict-${v}` }, VERDICT_LABEL[v]))),
+  );
+}
+
+export function comparePage(main, { args, params }) {
+  const id = args[0];
+  const partial = params.get('partial') === '1';
+  document.title = `Compare ${id} · iofleet`;
+  const head = h('div');
+  const body = h('div');
+  main.append(head, body);
+  const ctl = new AbortController();
+  let plots = [];
+
+  async function load() {
+    for (const p of plots) p.destroy();
+    plots = [];
+    replace(body, h('p', { class: 'muted', 'aria-live': 'polite' }, 'Computing the comparison…'));
+    let job = null;
+    try {
+      job = await getJob(id, { signal: ctl.signal });
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+    }
+    replace(
+      head,
+      h('p', { class: 'crumbs' }, h('a', { href: '#/jobs' }, 'Jobs'), ' / ', h('a', { href: `#/jobs/${encodeURIComponent(id)}` }, job ? job.name || id : id), ' / compare'),
+    );
+    let t;
+    try {
+      t = await getCompare(id, { partial, signal: ctl.signal });
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      const pending = e.status === 409;
+      replace(
+        body,
+        h('h1', null, 'Compare'),
+        pending ? h('p', { role: 'status' }, 'Some runs of this job are still queued or running: ', e.message) : errorBox(e),
+        pending
+          ? h(
+              'p',
+              null,
+              h('a', { class: 'btn', href: `#/jobs/${encodeURIComponent(id)}/compare?partial=1` }, 'Compare the finished runs now'),
+              ' ',
+              h('button', { type: 'button', class: 'btn', onclick: load }, 'Retry'),
+            )
+          : null,
+      );
+      return;
+    }
+    const metrics = [...new Set(t.rows.map((r) => r.metric))];
+    const tables = metrics.map((m) =>
+      metricTable(
+        t,
+        m,
+        t.rows.filter((r) => r.metric === m),
+        t.geomean.find((g) => g.metric === m),
+      ),
+    );
+    const sweepBox = h('section', { class: 'sweep', 'aria-label': 'IOPS vs iodepth' });
+    replace(
+      body,
+      h(
+        'div',
+        { class: 'title-row' },
+        h('h1', null, `${t.arm_a} vs ${t.arm_b} `, h('span', { class: `badge outcome-${t.outcome}`, 'data-testid': 'outcome' }, t.outcome || 'no outcome')),
+        h('button', { type: 'button', class: 'btn', onclick: load }, 'Refresh'),
+      ),
+      t.outcome_reasons.length ? h('ul', { class: 'reasons' }, t.outcome_reasons.map((s) => h('li', null, s))) : null,
+      t.partial || t.runs_pending
+        ? h('p', { role: 'status', class: 'notice' }, `Partial comparison: ${t.runs_pending} of ${t.runs_total ?? '?'} runs are still pending.`)
+        : null,
+      t.notes.length ? h('ul', { class: 'notes muted' }, t.notes.map((s) => h('li', null, s))) : null,
+      legend(),
+      t.rows.length ? null : h('p', { class: 'muted' }, 'No rows: the job has no finished runs of both arms yet.'),
+      sweepBox,
+      tables,
+      t.excluded.length
+        ? h(
+            'section',
+            null,
+            h('h2', null, 'Excluded runs'),
+            h(
+              'ul',
+              null,
+              t.excluded.map((e) =>
+                h('li', null, h('a', { href: `#/runs/${encodeURIComponent(e.run)}` }, h('code', null, e.run)), ` (${e.arm}, ${e.host}, ${e.cell || 'no cell'}): ${(e.reasons || []).join(', ')}`),
+              ),
+            ),
+          )
+        : null,
+      h(
+        'p',
+        { class: 'small' },
+        'Export: ',
+        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare?format=markdown${partial ? '&partial=1' : ''}` }, 'Markdown'),
+        ' · ',
+        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare?format=junit${partial ? '&partial=1' : ''}` }, 'JUnit XML'),
+        ' · ',
+        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare${partial ? '?partial=1' : ''}` }, 'JSON'),
+      ),
+      h(
+        'p',
+        { class: 'muted small' },
+        `Bootstrap: ${t.bootstrap_resamples ?? '–'} resamples, seed ${t.seed ?? '–'}; α = ${t.alpha}; q: Benjamini–Hochberg over ${t.rows.length} rows.`,
+        t.ignored_runs ? ` ${t.ignored_runs} runs of other arms ignored.` : '',
+        t.compared_attributes.length ? ` Compared attributes: ${t.compared_attributes.join(', ')}.` : '',
+      ),
+    );
+    const groups = iodepthGroups(t.rows, 'iops');
+    for (const [key, pts] of groups) {
+      pts.sort((x, y) => x.x - y.x);
+      const arm = (name, side, color) => ({
+        name,
+        color,
+        points: pts.map(({ x, row }) => ({
+          x,
+          median: row[side] && row[side].median,
+          lo: row[side] && row[side].ci ? row[side].ci[0] : null,
+          hi: row[side] && row[side].ci ? row[side].ci[1] : null,
+        })),
+      });
+      plots.push(
+        sweepChart(sweepBox, {
+          title: `IOPS vs iodepth${key ? ` (${key})` : ''}`,
+          xLabel: 'iodepth',
+          yLabel: 'IOPS',
+          fmt: (v) => fmtMetric('iops', v),
+          arms: [arm(t.arm_a, 'a', COLORS.a), arm(t.arm_b, 'b', COLORS.b)],
+        }),
+      );
+    }
+  }
+
+  load();
+  return () => {
+    ctl.abort();
+    for (const p of plots) p.destroy();
+  };
+}

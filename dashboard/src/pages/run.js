@@ -1,0 +1,211 @@
+// One run: state and timings, live IOPS / bandwidth / clat percentile charts from
+// the interval records (polled every second while the run is active), and the
+// fio-compatible result once it is done.
+import { getRun, getJob, getSamples, TERMINAL_STATES } from '../api.js';
+import { h, replace, fmtTime, fmtDuration, fmtNum, fmtBytesRate, fmtNs, stateBadge, errorBox, poller } from '../dom.js';
+import { SeriesBuilder } from '../stats.js';
+import { LiveChart, COLORS } from '../charts.js';
+import { runExpectedSeconds, progressOf } from './jobs.js';
+
+const POLL_MS = 1000;
+const DIRS = ['read', 'write', 'trim'];
+
+// Percentile keys of fio's JSON are "%f" strings: "99.000000".
+function pct(lat, p) {
+  const table = lat && lat.percentile;
+  if (!table) return null;
+  const want = Number(p);
+  for (const [k, v] of Object.entries(table)) if (Math.abs(Number(k) - want) < 1e-9) return v;
+  return null;
+}
+
+// Summary table of a fio JSON result: one row per job x direction that did I/O.
+export function resultSummary(result) {
+  const jobs = (result && result.jobs) || [];
+  const rows = [];
+  for (const j of jobs) {
+    for (const d of DIRS) {
+      const s = j[d];
+      if (!s || !(s.total_ios > 0 || s.io_bytes > 0)) continue;
+      const clat = s.clat_ns || {};
+      rows.push(
+        h(
+          'tr',
+          null,
+          h('th', { scope: 'row' }, j.jobname || '–'),
+          h('td', null, d),
+          h('td', null, fmtNum(s.iops)),
+          h('td', null, fmtBytesRate(s.bw_bytes ?? (s.bw || 0) * 1024)),
+          h('td', null, fmtNs(clat.mean)),
+          h('td', null, fmtNs(pct(clat, 50))),
+          h('td', null, fmtNs(pct(clat, 99))),
+          h('td', null, fmtNs(pct(clat, 99.9))),
+          h('td', null, String(j.error ?? 0)),
+        ),
+      );
+    }
+  }
+  if (!rows.length) return h('p', { class: 'muted' }, 'The result has no I/O.');
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      { class: 'grid', 'aria-label': 'result summary' },
+      h('thead', null, h('tr', null, ['Job', 'Dir', 'IOPS', 'Bandwidth', 'clat mean', 'clat p50', 'clat p99', 'clat p99.9', 'Error'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', null, rows),
+    ),
+  );
+}
+
+export function runPage(main, { args }) {
+  const id = args[0];
+  document.title = `Run ${id} · iofleet`;
+  const head = h('div');
+  const live = h('p', { class: 'muted small', 'aria-live': 'polite', 'data-testid': 'live-status' });
+  const charts = h('section', { class: 'charts', 'aria-label': 'live charts' });
+  const resultBox = h('section', { id: 'result', 'aria-labelledby': 'result-h' });
+  main.append(head, live, charts, resultBox);
+
+  const series = new SeriesBuilder();
+  const chartIops = new LiveChart(charts, {
+    title: 'IOPS',
+    yLabel: 'IOPS',
+    fmt: (v) => fmtNum(v, 3),
+    series: DIRS.map((d) => ({ label: d, color: COLORS[d] })),
+  });
+  const chartBw = new LiveChart(charts, {
+    title: 'Bandwidth',
+    yLabel: 'bytes/s',
+    fmt: (v) => fmtBytesRate(v),
+    series: DIRS.map((d) => ({ label: d, color: COLORS[d] })),
+  });
+  const chartLat = new LiveChart(charts, {
+    title: 'Completion latency (clat) percentiles',
+    yLabel: 'latency',
+    fmt: (v) => fmtNs(v),
+    series: [
+      { label: 'p50', color: COLORS.p50 },
+      { label: 'p99', color: COLORS.p99 },
+    ],
+  });
+  let job = null;
+  let resultShown = false;
+  let blobUrl = null;
+
+  function renderHead(run, cols) {
+    const expected = job ? runExpectedSeconds(job.spec, run) : null;
+    const elapsed = series.elapsedSeconds();
+    const prog = progressOf(run, elapsed, expected);
+    const pairs = [
+      ['Job', h('a', { href: `#/jobs/${encodeURIComponent(run.job_id)}` }, job ? job.name || run.job_id : run.job_id)],
+      ['Host', run.host || '–'],
+      ['Target', run.target ? h('code', null, run.target) : '–'],
+      ['Variant', run.variant || '–'],
+      ['Cell', run.cell || '–'],
+      ['Repetition', String(run.repetition)],
+      ['Attempt', run.attempt ? `${run.attempt} (retry of ${run.retry_of})` : null],
+      ['Created', fmtTime(run.created_ms)],
+      ['Started', fmtTime(run.started_ms)],
+      ['Finished', fmtTime(run.finished_ms)],
+      ['Measured', `${fmtDuration(elapsed)}${expected ? ` of ${fmtDuration(expected)}` : ''}`],
+      ['ETA', prog.eta === null || TERMINAL_STATES.has(run.state) ? null : fmtDuration(prog.eta)],
+      ['I/O errors', cols.errors ? String(cols.errors) : null],
+      ['Error', run.error ? h('span', { class: 'error-text' }, run.error) : null],
+    ];
+    replace(
+      head,
+      h(
+        'p',
+        { class: 'crumbs' },
+        h('a', { href: '#/jobs' }, 'Jobs'),
+        ' / ',
+        h('a', { href: `#/jobs/${encodeURIComponent(run.job_id)}` }, run.job_id),
+        ' / ',
+        id,
+      ),
+      h('h1', null, 'Run ', h('code', null, id), ' ', stateBadge(run.state)),
+      prog.frac !== null && run.state === 'running'
+        ? h('progress', { max: '100', value: String(Math.round(prog.frac * 100)), 'aria-label': 'run progress', class: 'wide' })
+        : null,
+      h(
+        'dl',
+        { class: 'meta' },
+        pairs.filter(([, v]) => v !== null && v !== undefined && v !== '').flatMap(([k, v]) => [h('dt', null, k), h('dd', null, v)]),
+      ),
+    );
+  }
+
+  function renderResult(run) {
+    if (resultShown) return;
+    if (!TERMINAL_STATES.has(run.state)) {
+      replace(resultBox);
+      return;
+    }
+    resultShown = true;
+    if (!run.result) {
+      replace(resultBox, h('h2', { id: 'result-h' }, 'Result'), h('p', { class: 'muted' }, run.error ? `No result: ${run.error}` : 'No result was stored for this run.'));
+      return;
+    }
+    const text = JSON.stringify(run.result, null, 2);
+    blobUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+    replace(
+      resultBox,
+      h('h2', { id: 'result-h' }, 'Result'),
+      resultSummary(run.result),
+      h(
+        'details',
+        { class: 'raw' },
+        h('summary', null, 'fio JSON'),
+        h('p', null, h('a', { href: blobUrl, download: `${id}.json` }, 'Download fio JSON')),
+        h('pre', { class: 'code', 'data-testid': 'result-json' }, text),
+      ),
+    );
+  }
+
+  const p = poller(async (signal) => {
+    let run;
+    let recs;
+    try {
+      [run, recs] = await Promise.all([getRun(id, { signal }), getSamples(id, { signal })]);
+    } catch (e) {
+      if (e.name === 'AbortError') throw e;
+      replace(head, errorBox(e));
+      return e.status !== 404;
+    }
+    if (!job && run.job_id) {
+      try {
+        job = await getJob(run.job_id, { signal });
+      } catch (e) {
+        if (e.name === 'AbortError') throw e;
+      }
+    }
+    const added = series.add(recs);
+    const cols = series.columns();
+    if (added || !chartIops.box.dataset.points || cols.x.length !== Number(chartIops.box.dataset.points)) {
+      chartIops.setData([cols.x, cols.readIops, cols.writeIops, cols.trimIops]);
+      chartBw.setData([cols.x, cols.readBw, cols.writeBw, cols.trimBw]);
+      chartLat.setData([cols.x, cols.p50, cols.p99]);
+      for (const [i, d] of DIRS.entries()) {
+        const show = cols.activeDirs.has(d) || (d === 'read' && cols.activeDirs.size === 0);
+        chartIops.plot.setSeries(i + 1, { show });
+        chartBw.plot.setSeries(i + 1, { show });
+      }
+    }
+    renderHead(run, cols);
+    const active = !TERMINAL_STATES.has(run.state);
+    live.textContent = active
+      ? `Live: ${cols.x.length} intervals, refreshing every second.`
+      : `${cols.x.length} intervals. The run is ${run.state}.`;
+    renderResult(run);
+    return active;
+  }, POLL_MS);
+
+  return () => {
+    p.stop();
+    chartIops.destroy();
+    chartBw.destroy();
+    chartLat.destroy();
+    if (blobUrl) URL.revokeObjectURL(blobUrl);
+  };
+}

@@ -1,0 +1,265 @@
+// The dashboard against the REAL controller and agent (build/bin, or
+// IOFLEET_BIN_DIR): agents, a bad and a good submit, a run's live charts and its
+// fio result, and an A/B sweep comparison. Skips when the binaries are not built.
+// When the controller does not serve the dashboard at `/` yet, the `/` check is
+// skipped with a message and the flow still runs with dist/ served by a local
+// proxy that forwards /api/v1 to the controller.
+// Screenshots: test/artifacts/e2e-*.png.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir, release } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { launch, chromiumMissing } from '../testlib/browser.mjs';
+import { startProxy } from '../testlib/static.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const BIN = resolve(process.env.IOFLEET_BIN_DIR || join(here, '..', '..', 'build', 'bin'));
+const CONTROLLER = join(BIN, 'iofleet-controller');
+const AGENT = join(BIN, 'iofleet-agent');
+const DIST = join(here, '..', 'dist', 'index.html');
+
+const skip =
+  chromiumMissing() ||
+  (!existsSync(DIST) && 'dashboard/dist is not built (run dashboard/build.sh)') ||
+  (!existsSync(CONTROLLER) && `${CONTROLLER} is not built yet; the end-to-end dashboard test needs it`) ||
+  (!existsSync(AGENT) && `${AGENT} is not built yet; the end-to-end dashboard test needs it`) ||
+  false;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Spawns `cmd`; resolves with {proc, lines} once every regexp in `waitFor` matched
+// a stdout line (each match's group 1 is returned in order).
+function start(cmd, args, waitFor = [], timeoutMs = 20000) {
+  return new Promise((resolveStart, reject) => {
+    const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const found = new Array(waitFor.length).fill(null);
+    const log = [];
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error(`${cmd} did not print ${waitFor.join(', ')} in ${timeoutMs} ms:\n${log.join('\n')}`)), timeoutMs);
+    const check = () => {
+      if (found.every((x) => x !== null)) {
+        clearTimeout(timer);
+        resolveStart({ proc, found, log });
+      }
+    };
+    proc.stdout.on('data', (d) => {
+      buf += d;
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        log.push(line);
+        waitFor.forEach((re, i) => {
+          const m = re.exec(line);
+          if (m && found[i] === null) found[i] = m[1];
+        });
+        check();
+      }
+    });
+    proc.stderr.on('data', (d) => {
+      log.push(String(d).trimEnd());
+      if (log.length > 400) log.splice(0, log.length - 400);
+    });
+    proc.on('exit', (code, sig) => {
+      clearTimeout(timer);
+      reject(new Error(`${cmd} exited (${code ?? sig}) before it was ready:\n${log.join('\n')}`));
+    });
+    check();
+  });
+}
+
+async function stop(proc) {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGTERM');
+  const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(t);
+}
+
+describe('dashboard against the real controller and agent', { skip, timeout: 240000 }, () => {
+  let tmp;
+  let controller;
+  let agent;
+  let api; // http://HOST:PORT of the controller's REST API
+  let base; // where the browser loads the dashboard
+  let servesRoot = false;
+  let proxy;
+  let b;
+  let page;
+
+  const getJson = async (path, init) => {
+    const r = await fetch(`${api}/api/v1${path}`, init);
+    return { status: r.status, body: await r.json().catch(() => null) };
+  };
+
+  before(async () => {
+    tmp = await mkdtemp(join(tmpdir(), 'iofleet-dash-e2e-'));
+    const c = await start(
+      CONTROLLER,
+      [`--data-dir=${join(tmp, 'data')}`, '--grpc-listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+      [/http listening on (\S+)/, /grpc listening on (\S+)/],
+    );
+    controller = c.proc;
+    const [httpAddr, grpcAddr] = c.found;
+    api = `http://${httpAddr}`;
+    const a = await start(AGENT, ['serve', `--controller=${grpcAddr}`, '--name=a1', `--allow-path=${tmp}`]);
+    agent = a.proc;
+    for (let i = 0; ; i++) {
+      const { body } = await getJson('/agents');
+      if (body && (body.agents || []).some((x) => x.name === 'a1' && x.state === 'up')) break;
+      if (i > 100) throw new Error(`agent a1 did not register: ${JSON.stringify(body)}`);
+      await sleep(200);
+    }
+    const root = await fetch(`${api}/`).catch(() => null);
+    const html = root && root.ok ? await root.text() : '';
+    servesRoot = html.includes('id="root"') && html.includes('app.js');
+    if (servesRoot) base = `${api}/`;
+    else {
+      proxy = await startProxy(api);
+      base = proxy.url;
+    }
+    b = await launch();
+    page = b.page;
+    page.setDefaultTimeout(20000);
+  });
+
+  after(async () => {
+    if (b) await b.close();
+    if (proxy) await proxy.close();
+    await stop(agent);
+    await stop(controller);
+    if (tmp) await rm(tmp, { recursive: true, force: true });
+  });
+
+  it('controller serves the dashboard at /', (t) => {
+    if (!servesRoot) {
+      t.skip(`GET ${api}/ does not serve dashboard/dist yet; the rest of this file ran with dist/ behind a local proxy to the real /api/v1`);
+      return;
+    }
+    assert.ok(servesRoot);
+  });
+
+  it('shows the registered agent with its inventory', async () => {
+    await page.goto(`${base}#/agents`);
+    const row = page.locator('tr[data-agent="a1"]');
+    await row.waitFor();
+    const text = await row.innerText();
+    assert.match(text, /\bup\b/);
+    assert.ok(text.includes(release()), `kernel ${release()} in: ${text}`);
+    assert.match(text, /psync/);
+    await b.shot('e2e-agents');
+  });
+
+  it('shows the controller’s 400 next to the job file', async () => {
+    await page.goto(`${base}#/submit`);
+    await page.getByLabel('Job name').fill('e2e bad');
+    await page.getByLabel('fio job file').fill('[x]\nrw=randread\niodepth=0\n');
+    await page.getByLabel('Hosts', { exact: true }).fill('a1');
+    await page.getByRole('button', { name: 'Submit job' }).click();
+    const err = page.locator('#err-fio');
+    await err.waitFor({ state: 'visible' });
+    assert.match(await err.innerText(), /iodepth/);
+    assert.equal(await page.getByLabel('fio job file').getAttribute('aria-invalid'), 'true');
+    await b.shot('e2e-submit-error');
+  });
+
+  it('submits a job, charts its run live and shows the fio result', async () => {
+    await page.goto(`${base}#/submit`);
+    await page.getByLabel('Job name').fill('e2e psync randread');
+    await page
+      .getByLabel('fio job file')
+      .fill(`[global]\nioengine=psync\nfilename=${join(tmp, 'e2e.dat')}\nsize=16m\nbs=4k\ntime_based\nruntime=5\n\n[rr]\nrw=randread\n`);
+    await page.getByLabel('Hosts', { exact: true }).fill('a1');
+    await page.getByLabel('Tags').fill('suite=dashboard-e2e');
+    await page.getByRole('button', { name: 'Submit job' }).click();
+    await page.waitForURL(/#\/jobs\/[^/]+$/);
+    const row = page.locator('table[aria-label="runs"] tbody tr').first();
+    await row.waitFor();
+    const runId = await row.getAttribute('data-run');
+    await b.shot('e2e-job');
+    await row.locator('a').first().click();
+    await page.waitForURL(/#\/runs\//);
+
+    const iops = page.locator('.chart[data-chart="IOPS"]');
+    await iops.waitFor();
+    await page.waitForFunction(() => Number(document.querySelector('.chart[data-chart="IOPS"]').dataset.points) >= 1);
+    const n1 = Number(await iops.getAttribute('data-points'));
+    const state = await page.locator('h1 .badge').innerText();
+    if (state === 'running') {
+      await page.waitForFunction((n) => Number(document.querySelector('.chart[data-chart="IOPS"]').dataset.points) > n, n1);
+      assert.ok(Number(await iops.getAttribute('data-points')) > n1, 'the chart grew while the run ran');
+      await b.shot('e2e-run-live');
+    }
+    await page.locator('#result h2').waitFor({ timeout: 30000 });
+    assert.match(await page.locator('h1 .badge').innerText(), /succeeded/);
+    const summary = await page.locator('table[aria-label="result summary"]').innerText();
+    assert.match(summary, /rr\s+read/);
+    await page.getByText('fio JSON', { exact: true }).click();
+    const parsed = JSON.parse(await page.getByTestId('result-json').innerText());
+    assert.equal(parsed.jobs[0].jobname, 'rr');
+    assert.ok(Number(await iops.getAttribute('data-points')) >= 3);
+    // The latency chart has percentiles from the real histograms.
+    const samples = await getJson(`/runs/${encodeURIComponent(runId)}/samples`);
+    assert.ok(samples.body.records.length >= 3);
+    await b.shot('e2e-run-result');
+  });
+
+  it('compares an A/B iodepth sweep with coloured verdicts', async (t) => {
+    const fio = `[global]\nioengine=null\nsize=64m\nbs=4k\ntime_based\nruntime=1\n\n[n]\nrw=randread\n`;
+    const sub = await getJson('/jobs', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        name: 'e2e A/B sweep',
+        fio,
+        hosts: ['a1'],
+        repeat: 2,
+        variants: [
+          { name: 'A', options: { bs: '4k' } },
+          { name: 'B', options: { bs: '8k' } },
+        ],
+        sweep: { iodepth: ['1', '4'] },
+      }),
+    });
+    assert.equal(sub.status, 201, JSON.stringify(sub.body));
+    const id = sub.body.id;
+    for (let i = 0; ; i++) {
+      const { body } = await getJson(`/jobs/${id}`);
+      if (['succeeded', 'failed', 'cancelled'].includes(body.state)) break;
+      if (i > 300) throw new Error(`job ${id} did not finish: ${JSON.stringify(body.run_counts)}`);
+      await sleep(300);
+    }
+    const probe = await getJson(`/jobs/${id}/compare`);
+    if (probe.status === 501) {
+      t.skip(`this controller build has no compare yet: ${probe.body?.error?.message}`);
+      return;
+    }
+    assert.equal(probe.status, 200, JSON.stringify(probe.body));
+    await page.goto(`${base}#/jobs/${id}/compare`);
+    await page.locator('table.compare').first().waitFor();
+    const cells = await page.$$eval('table.compare td.verdict', (tds) =>
+      tds.map((td) => [td.dataset.verdict, getComputedStyle(td).backgroundColor]),
+    );
+    const want = {
+      regression: 'rgb(251, 213, 210)',
+      improvement: 'rgb(205, 238, 213)',
+      no_change: 'rgb(227, 230, 234)',
+      inconclusive: 'rgb(253, 231, 176)',
+      noisy: 'rgb(230, 214, 245)',
+    };
+    assert.ok(cells.length >= 2, `rows: ${cells.length}`);
+    for (const [v, bg] of cells) assert.equal(bg, want[v], `${v} cell colour`);
+    assert.equal(await page.locator('.sweep .chart').count(), 1, 'IOPS vs iodepth plot');
+    await b.shot('e2e-compare');
+  });
+
+  it('loaded nothing from outside and logged no errors', () => {
+    assert.deepEqual(b.external, []);
+    assert.deepEqual(b.errors, []);
+  });
+});
