@@ -188,7 +188,7 @@ TEST_F(RunnerTest, IntervalRecordsAddUpToTheFinalResult) {
     recs.push_back(rec);
   };
   RunResult r = MustRun("[iv]\nioengine=psync\nrw=randread\nbs=4k\nsize=8m\ntime_based\n"
-                        "runtime=1\nfilename=" + Path("iv.dat") + "\n",
+                        "runtime=1\nramp_time=500ms\nfilename=" + Path("iv.dat") + "\n",
                         opts);
   ASSERT_GE(recs.size(), 4u);
   uint64_t ios = 0, bytes = 0;
