@@ -12,6 +12,8 @@
 #include "controller/api/grpc/agent_service.h"
 #include "controller/api/grpc/controller_service.h"
 #include "controller/api/rest/rest_server.h"
+#include "controller/metrics/metered_store.h"
+#include "controller/metrics/metrics.h"
 #include "controller/scheduler/field_error.h"
 #include "controller/scheduler/scheduler.h"
 #include "controller/store/sqlite_store.h"
@@ -52,11 +54,14 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   }
 
   std::unique_ptr<ControllerServer> s(new ControllerServer());
-  IOFLEET_ASSIGN_OR_RETURN(s->store_,
+  s->metrics_ = std::make_unique<metrics::ControllerMetrics>();
+  IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<Store> db,
                            OpenSqliteStore((std::filesystem::path(options.data_dir) /
                                             "iofleet.db").string()));
+  s->store_ = metrics::NewMeteredStore(std::move(db), s->metrics_.get());
   SchedulerOptions so;
   so.heartbeat_timeout_ms = options.heartbeat_timeout_ms;
+  so.metrics = s->metrics_.get();
   IOFLEET_ASSIGN_OR_RETURN(s->scheduler_, Scheduler::Create(s->store_.get(), so));
 
   s->agent_service_ = std::make_unique<grpcapi::AgentServiceImpl>(s->scheduler_.get());
@@ -77,7 +82,7 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   }
   s->grpc_address_ = absl::StrCat(grpc_host, ":", grpc_port);
 
-  s->rest_server_ = std::make_unique<rest::RestServer>(s->scheduler_.get());
+  s->rest_server_ = std::make_unique<rest::RestServer>(s->scheduler_.get(), s->metrics_.get());
   IOFLEET_ASSIGN_OR_RETURN(int http_port, s->rest_server_->Start(http_hp.first, http_hp.second));
   const std::string http_host =
       http_hp.first.find(':') != std::string::npos ? absl::StrCat("[", http_hp.first, "]")

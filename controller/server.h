@@ -20,6 +20,9 @@ class Scheduler;
 namespace rest {
 class RestServer;
 }
+namespace metrics {
+class ControllerMetrics;
+}
 namespace grpcapi {
 class AgentServiceImpl;
 class ControllerServiceImpl;
@@ -49,7 +52,8 @@ class ControllerServer {
  private:
   ControllerServer();
 
-  std::unique_ptr<Store> store_;
+  std::unique_ptr<metrics::ControllerMetrics> metrics_;  // outlives everything below
+  std::unique_ptr<Store> store_;                         // metered (metrics/metered_store.h)
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<grpcapi::AgentServiceImpl> agent_service_;
   std::unique_ptr<grpcapi::ControllerServiceImpl> controller_service_;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "controller/metrics/metrics.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/field_error.h"
 #include "google/protobuf/util/json_util.h"
@@ -119,7 +120,8 @@ Scheduler::Scheduler(Store* store, SchedulerOptions options)
                                  : static_cast<uint32_t>(std::clamp<uint64_t>(
                                        timeout_ms_ / 3, 100, 5000))),
       clock_(options.clock ? options.clock : SystemNowMs),
-      tick_interval_ms_(options.tick_interval_ms) {}
+      tick_interval_ms_(options.tick_interval_ms),
+      metrics_(options.metrics) {}
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store,
                                                             SchedulerOptions options) {
@@ -713,6 +715,7 @@ void Scheduler::AgentMessage(const std::string& agent, const AgentSender* sender
   fleet_.Touch(agent, now);
   switch (msg.msg_case()) {
     case v1::AgentMessage::kHeartbeat: {
+      if (metrics_ != nullptr) metrics_->OnHeartbeat(agent);
       for (const std::string& id : msg.heartbeat().running_runs()) {
         auto it = active_.find(id);
         if (it == active_.end() || it->second.host != agent ||
@@ -819,6 +822,7 @@ void Scheduler::Tick() {
       const AgentInfo* info = fleet_.Get(name);
       if (info == nullptr) continue;
       if (info->sender) {
+        if (metrics_ != nullptr) metrics_->OnHeartbeatTimeout(name);
         std::shared_ptr<AgentSender> sender = info->sender;
         const AgentRow* row = fleet_.Disconnect(name, sender.get(), now);
         if (row != nullptr) {

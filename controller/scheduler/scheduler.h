@@ -34,6 +34,10 @@
 
 namespace iofleet::controller {
 
+namespace metrics {
+class ControllerMetrics;
+}
+
 struct SchedulerOptions {
   // An agent not heard from for longer is down and its runs are lost. Default: 15 s.
   uint64_t heartbeat_timeout_ms = 15000;
@@ -43,6 +47,8 @@ struct SchedulerOptions {
   std::function<uint64_t()> clock;
   // Period of the background liveness/dispatch tick; 0 = no thread (call Tick()).
   uint32_t tick_interval_ms = 500;
+  // Heartbeat metrics (not owned; must outlive the scheduler). Optional.
+  metrics::ControllerMetrics* metrics = nullptr;
 };
 
 class Scheduler {
@@ -115,6 +121,7 @@ class Scheduler {
   const uint32_t heartbeat_interval_ms_;
   const std::function<uint64_t()> clock_;
   const uint32_t tick_interval_ms_;
+  metrics::ControllerMetrics* const metrics_;
 
   std::mutex mu_;
   Fleet fleet_;

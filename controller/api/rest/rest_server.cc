@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -11,6 +12,10 @@
 #include "common/status.h"
 #include "controller/api/rest/json_codec.h"
 #include "controller/api/status_map.h"
+#include "controller/metrics/http_metrics.h"
+#if IOFLEET_HAVE_COMPARE
+#include "controller/compare/job_compare.h"
+#endif
 #include "controller/scheduler/field_error.h"
 
 namespace iofleet::controller::rest {
@@ -61,10 +66,39 @@ absl::StatusOr<v1::ListRequest> ListParams(const httplib::Request& req) {
   return lr;
 }
 
+// GET /jobs/{id}/compare (job_id set) and GET /compare?a=JOB_A&b=JOB_B (job_id
+// empty): see controller/compare/job_compare.h. 409 while runs are pending.
+absl::Status CompareRoute(Scheduler& scheduler, const httplib::Request& req,
+                          httplib::Response& res, const std::string& job_id) {
+#if IOFLEET_HAVE_COMPARE
+  auto param = [&req](const std::string& k) -> std::optional<std::string> {
+    if (!req.has_param(k)) return std::nullopt;
+    return req.get_param_value(k);
+  };
+  IOFLEET_ASSIGN_OR_RETURN(compare::JobCompareParams params, compare::ParseCompareParams(param));
+  absl::StatusOr<compare::JobComparison> c =
+      job_id.empty() ? compare::CompareJobs(scheduler, param("a").value_or(""),
+                                            param("b").value_or(""), params)
+                     : compare::CompareJob(scheduler, job_id, params);
+  if (!c.ok() && c.status().code() == absl::StatusCode::kFailedPrecondition) {
+    Reply(res, 409, ErrorToJson(c.status()));  // runs still queued/running
+    return absl::OkStatus();
+  }
+  if (!c.ok()) return c.status();
+  compare::RenderedComparison out = compare::RenderComparison(*c, params.format);
+  res.status = 200;
+  res.set_content(out.body, out.content_type);
+  return absl::OkStatus();
+#else
+  if (!job_id.empty()) IOFLEET_RETURN_IF_ERROR(scheduler.GetJob(job_id).status());
+  return absl::UnimplementedError("compare is not available in this build");
+#endif
+}
+
 }  // namespace
 
-RestServer::RestServer(Scheduler* scheduler)
-    : scheduler_(scheduler), server_(std::make_unique<httplib::Server>()) {
+RestServer::RestServer(Scheduler* scheduler, metrics::ControllerMetrics* metrics)
+    : scheduler_(scheduler), metrics_(metrics), server_(std::make_unique<httplib::Server>()) {
   Routes();
 }
 
@@ -73,6 +107,7 @@ RestServer::~RestServer() { Stop(); }
 void RestServer::Routes() {
   httplib::Server& srv = *server_;
   srv.set_payload_max_length(kMaxBodyBytes);
+  if (metrics_ != nullptr) metrics::InstallHttpMetrics(srv, metrics_);
 
   srv.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}});
@@ -111,8 +146,10 @@ void RestServer::Routes() {
 
   srv.Get(R"(/api/v1/jobs/([^/]+)/compare)",
           Wrap([this](const httplib::Request& req, httplib::Response& res) {
-            IOFLEET_RETURN_IF_ERROR(scheduler_->GetJob(req.matches[1]).status());
-            return absl::UnimplementedError("compare is not available in this build yet");
+            return CompareRoute(*scheduler_, req, res, req.matches[1]);
+          }));
+  srv.Get("/api/v1/compare", Wrap([this](const httplib::Request& req, httplib::Response& res) {
+            return CompareRoute(*scheduler_, req, res, "");
           }));
 
   srv.Get("/api/v1/runs", Wrap([this](const httplib::Request& req, httplib::Response& res) {

@@ -4,7 +4,9 @@
 //   GET  /api/v1/jobs                 ?page_size&page_token&state -> {"jobs", "next_page_token"}
 //   GET  /api/v1/jobs/{id}            job with runs and state
 //   POST /api/v1/jobs/{id}/cancel     cancel queued and running runs -> the job
-//   GET  /api/v1/jobs/{id}/compare    501 until the compare library lands
+//   GET  /api/v1/jobs/{id}/compare    A/B table: ?format=json|markdown|junit&partial=1&seed=N
+//                                     &arm_a=&arm_b=&compared=k,..; 409 while runs are pending
+//   GET  /api/v1/compare?a=JOB&b=JOB  two finished jobs as arms A and B (same parameters)
 //   GET  /api/v1/runs                 ?job_id&page_size&page_token&state
 //   GET  /api/v1/runs/{id}            state, host, timings, result (fio JSON) when done
 //   GET  /api/v1/runs/{id}/samples    {"records": [...]} interval time series
@@ -25,12 +27,17 @@ namespace httplib {
 class Server;
 }
 
+namespace iofleet::controller::metrics {
+class ControllerMetrics;
+}
+
 namespace iofleet::controller::rest {
 
 class RestServer {
  public:
-  // `scheduler` is not owned and must outlive the server.
-  explicit RestServer(Scheduler* scheduler);
+  // `scheduler` is not owned and must outlive the server. With `metrics` (not
+  // owned, outlives the server) it also serves GET /metrics and times requests.
+  explicit RestServer(Scheduler* scheduler, metrics::ControllerMetrics* metrics = nullptr);
   ~RestServer();
 
   RestServer(const RestServer&) = delete;
@@ -45,6 +52,7 @@ class RestServer {
   void Routes();
 
   Scheduler* const scheduler_;
+  metrics::ControllerMetrics* const metrics_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

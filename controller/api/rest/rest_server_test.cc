@@ -139,9 +139,10 @@ TEST_F(RestServerTest, SubmitGetRunsAndCancel) {
   EXPECT_EQ(cancelled.second["state"], "cancelled");
   EXPECT_EQ(cancelled.second["runs"][0]["state"], "cancelled");
 
+  // No variants: nothing to compare (controller/compare/job_compare_test.cc has the rest).
   auto cmp = Get("/api/v1/jobs/" + id + "/compare");
-  EXPECT_EQ(cmp.first, 501);
-  EXPECT_EQ(cmp.second["error"]["code"], "UNIMPLEMENTED");
+  EXPECT_EQ(cmp.first, 400);
+  EXPECT_EQ(cmp.second["error"]["field"], "variants");
 }
 
 TEST_F(RestServerTest, NotFoundIs404) {

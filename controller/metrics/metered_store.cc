@@ -1,0 +1,109 @@
+#include "controller/metrics/metered_store.h"
+
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+namespace iofleet::controller::metrics {
+namespace {
+
+class MeteredStore final : public Store {
+ public:
+  MeteredStore(std::unique_ptr<Store> inner, ControllerMetrics* metrics)
+      : inner_(std::move(inner)), metrics_(metrics) {}
+
+  absl::Status Write(WriteBatch batch) override {
+    // The batch is moved into the store; keep the fields the metrics need of
+    // batches that change runs or agents (interval records do not come here).
+    const bool observe = !batch.upsert_runs.empty() || !batch.upsert_agents.empty();
+    WriteBatch seen;
+    if (observe) {
+      seen.upsert_agents = batch.upsert_agents;
+      seen.upsert_runs.reserve(batch.upsert_runs.size());
+      for (const RunRow& r : batch.upsert_runs) {
+        RunRow& c = seen.upsert_runs.emplace_back();
+        c.id = r.id;
+        c.job_id = r.job_id;
+        c.host = r.host;
+        c.state = r.state;
+        c.variant = r.variant;
+        c.cell = r.cell;
+        c.num_clones = r.num_clones;
+      }
+      for (const JobRow& j : batch.upsert_jobs) {
+        JobRow& c = seen.upsert_jobs.emplace_back();
+        c.id = j.id;
+        c.name = j.name;
+      }
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::Status st = inner_->Write(std::move(batch));
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    metrics_->OnStoreWrite(st.ok(), secs);
+    if (st.ok() && observe) {
+      metrics_->OnBatchCommitted(seen,
+                                 [this](const std::string& job_id) { return JobName(job_id); });
+    }
+    return st;
+  }
+
+  void AppendInterval(IntervalRow row, std::function<void(bool inserted)> done) override {
+    metrics_->OnInterval(row);
+    inner_->AppendInterval(std::move(row), [m = metrics_, done = std::move(done)](bool inserted) {
+      m->OnIntervalStored(inserted);
+      if (done) done(inserted);
+    });
+  }
+
+  absl::Status Flush() override { return inner_->Flush(); }
+  absl::StatusOr<std::vector<AgentRow>> ListAgents() override { return inner_->ListAgents(); }
+  absl::StatusOr<JobRow> GetJob(const std::string& id) override { return inner_->GetJob(id); }
+  absl::StatusOr<std::vector<JobRow>> ListJobs(int64_t after_seq, int limit) override {
+    return inner_->ListJobs(after_seq, limit);
+  }
+  absl::StatusOr<RunRow> GetRun(const std::string& id) override { return inner_->GetRun(id); }
+  absl::StatusOr<std::vector<RunRow>> ListRuns(const std::string& job_id, int64_t after_seq,
+                                               int limit) override {
+    return inner_->ListRuns(job_id, after_seq, limit);
+  }
+  absl::StatusOr<std::vector<RunRow>> ListActiveRuns() override { return inner_->ListActiveRuns(); }
+  absl::StatusOr<std::vector<LeaseRow>> ListLeases() override { return inner_->ListLeases(); }
+  absl::StatusOr<std::vector<IntervalRow>> ListIntervals(const std::string& run_id) override {
+    return inner_->ListIntervals(run_id);
+  }
+  absl::StatusOr<std::map<uint32_t, uint64_t>> NextSeqs(const std::string& run_id) override {
+    return inner_->NextSeqs(run_id);
+  }
+  absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& run_id) override {
+    return inner_->GetResult(run_id);
+  }
+  StoreStats Stats() override { return inner_->Stats(); }
+
+  std::string JobName(const std::string& job_id) {
+    absl::StatusOr<JobRow> j = inner_->GetJob(job_id);
+    return j.ok() ? j->name : std::string();
+  }
+
+ private:
+  const std::unique_ptr<Store> inner_;
+  ControllerMetrics* const metrics_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> NewMeteredStore(std::unique_ptr<Store> inner, ControllerMetrics* metrics) {
+  auto s = std::make_unique<MeteredStore>(std::move(inner), metrics);
+  absl::StatusOr<std::vector<AgentRow>> agents = s->ListAgents();
+  absl::StatusOr<std::vector<RunRow>> runs = s->ListActiveRuns();
+  if (!agents.ok() || !runs.ok()) {
+    std::fprintf(stderr, "iofleet-controller: metrics: loading state: %s\n",
+                 (agents.ok() ? runs.status() : agents.status()).ToString().c_str());
+    return s;
+  }
+  MeteredStore* p = s.get();
+  metrics->Load(*agents, *runs, [p](const std::string& job_id) { return p->JobName(job_id); });
+  return s;
+}
+
+}  // namespace iofleet::controller::metrics

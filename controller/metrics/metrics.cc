@@ -1,0 +1,596 @@
+#include "controller/metrics/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/stats/histogram.h"
+#include "nlohmann/json.hpp"
+
+namespace iofleet::controller::metrics {
+namespace {
+
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+
+constexpr const char* kDirNames[3] = {"read", "write", "trim"};
+// Most clones (job_index) a run may have before its records are ignored.
+constexpr uint32_t kMaxClones = 4096;
+// Non-terminal run states with a gauge, and terminal ones with a counter.
+constexpr RunState kLiveStates[3] = {RunState::kQueued, RunState::kAssigned, RunState::kRunning};
+constexpr RunState kEndStates[4] = {RunState::kSucceeded, RunState::kFailed, RunState::kCancelled,
+                                    RunState::kLost};
+
+int LiveIndex(RunState s) {
+  switch (s) {
+    case RunState::kQueued:
+      return 0;
+    case RunState::kAssigned:
+      return 1;
+    case RunState::kRunning:
+      return 2;
+    default:
+      return -1;
+  }
+}
+int EndIndex(RunState s) {
+  switch (s) {
+    case RunState::kSucceeded:
+      return 0;
+    case RunState::kFailed:
+      return 1;
+    case RunState::kCancelled:
+      return 2;
+    case RunState::kLost:
+      return 3;
+    default:
+      return -1;
+  }
+}
+
+uint64_t SteadyMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+uint64_t WallMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+const std::vector<double>& RequestBounds() {
+  static const std::vector<double> b = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                        0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+  return b;
+}
+
+// fio bucket -> (latency histogram bucket, midpoint in seconds); built once.
+struct FioTable {
+  std::array<uint8_t, stats::kPlatNr> bucket;
+  std::array<double, stats::kPlatNr> mid_s;
+  FioTable() {
+    for (uint32_t i = 0; i < static_cast<uint32_t>(stats::kPlatNr); ++i) {
+      // Largest value of bucket i: one below the next bucket's lower bound (the
+      // formula holds for i + 1 == kPlatNr too: 2^34).
+      const uint64_t max_val = stats::PlatIdxLowerBound(i + 1) - 1;
+      int k = kClatMinPow2;
+      while (k <= kClatMaxPow2 && (1ull << k) < max_val) ++k;
+      bucket[i] = static_cast<uint8_t>(k - kClatMinPow2);  // kClatBounds = +Inf
+      mid_s[i] = static_cast<double>(stats::PlatIdxToVal(i)) / 1e9;
+    }
+  }
+};
+const FioTable& Table() {
+  static const FioTable t;
+  return t;
+}
+
+bool IsContinuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+}  // namespace
+
+int ClatBucketOfFioBucket(uint32_t fio_idx) {
+  if (fio_idx >= static_cast<uint32_t>(stats::kPlatNr)) return kClatBounds;
+  return Table().bucket[fio_idx];
+}
+
+const std::vector<double>& ClatBoundsSeconds() {
+  static const std::vector<double> b = [] {
+    std::vector<double> v;
+    for (int k = kClatMinPow2; k <= kClatMaxPow2; ++k) {
+      v.push_back(static_cast<double>(1ull << k) / 1e9);
+    }
+    return v;
+  }();
+  return b;
+}
+
+std::string CapLabel(absl::string_view v) {
+  std::string out;
+  out.reserve(std::min(v.size(), kMaxLabelBytes));
+  size_t i = 0;
+  while (i < v.size()) {
+    const unsigned char c = static_cast<unsigned char>(v[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool valid = n > 0 && i + n <= v.size();
+    for (size_t j = 1; valid && j < n; ++j)
+      valid = IsContinuation(static_cast<unsigned char>(v[i + j]));
+    if (!valid) n = 1;
+    if (out.size() + (valid ? n : 1) > kMaxLabelBytes) break;
+    if (valid) {
+      out.append(v.data() + i, n);
+    } else {
+      out.push_back('?');
+    }
+    i += n;
+  }
+  return out;
+}
+
+struct ControllerMetrics::RunSeries {
+  std::string host;
+  int slot = 0;
+  Gauge* info = nullptr;
+  std::array<Counter*, 3> ios{}, bytes{}, errors{};
+  std::array<Histogram*, 3> clat{};
+  Counter* sampled = nullptr;
+  std::vector<uint64_t> next_seq;  // per job_index: lowest seq not yet counted
+  uint64_t expire_ms = 0;          // 0 while the run is live
+};
+
+struct ControllerMetrics::AgentSeries {
+  std::string name;     // capped
+  Gauge* up = nullptr;  // null until the agent registers
+  Gauge* info = nullptr;
+  std::string version, kernel;
+  Counter* heartbeats = nullptr;
+  Counter* timeouts = nullptr;
+  Counter* disconnects = nullptr;
+  Gauge* last_hb = nullptr;
+  bool is_up = false;
+  std::array<Gauge*, 3> runs{};
+  std::array<Counter*, 4> finished{};
+};
+
+ControllerMetrics::ControllerMetrics(MetricsOptions options)
+    : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  run_info_ = &prometheus::BuildGauge()
+                   .Name("iofleet_run_info")
+                   .Help(
+                       "A run on an agent while it is assigned/running (and shortly after); "
+                       "joins run and job ids to the host/slot labels of the iofleet_run_* "
+                       "series")
+                   .Register(r);
+  run_ios_ = &prometheus::BuildCounter()
+                  .Name("iofleet_run_ios_total")
+                  .Help("I/Os completed by the run, from its interval records")
+                  .Register(r);
+  run_bytes_ = &prometheus::BuildCounter()
+                    .Name("iofleet_run_bytes_total")
+                    .Help("Bytes transferred by the run, from its interval records")
+                    .Register(r);
+  run_errors_ = &prometheus::BuildCounter()
+                     .Name("iofleet_run_errors_total")
+                     .Help("I/O errors of the run, from its interval records")
+                     .Register(r);
+  run_sampled_ = &prometheus::BuildCounter()
+                      .Name("iofleet_run_sampled_seconds_total")
+                      .Help(
+                          "Wall time covered by the run's interval records (clone 0); "
+                          "rate(iofleet_run_ios_total) / rate(this) = IOPS on the agent clock")
+                      .Register(r);
+  run_clat_ = &prometheus::BuildHistogram()
+                   .Name("iofleet_run_clat_seconds")
+                   .Help(
+                       "Completion latency of the run's I/Os (fio clat), exact power-of-two "
+                       "buckets from fio's log-linear histogram")
+                   .Register(r);
+  agent_up_ = &prometheus::BuildGauge()
+                   .Name("iofleet_agent_up")
+                   .Help("1 while the agent's stream to the controller is connected")
+                   .Register(r);
+  agent_info_ = &prometheus::BuildGauge()
+                     .Name("iofleet_agent_info")
+                     .Help("Agent version and kernel release, value 1")
+                     .Register(r);
+  agent_heartbeats_ = &prometheus::BuildCounter()
+                           .Name("iofleet_agent_heartbeats_total")
+                           .Help("Heartbeats received from the agent")
+                           .Register(r);
+  agent_timeouts_ = &prometheus::BuildCounter()
+                         .Name("iofleet_agent_heartbeat_timeouts_total")
+                         .Help("Times the agent was declared silent (heartbeat timeout)")
+                         .Register(r);
+  agent_disconnects_ = &prometheus::BuildCounter()
+                            .Name("iofleet_agent_disconnects_total")
+                            .Help("Times the agent went from up to down")
+                            .Register(r);
+  agent_last_hb_ = &prometheus::BuildGauge()
+                        .Name("iofleet_agent_last_heartbeat_timestamp_seconds")
+                        .Help("Unix time of the agent's last heartbeat")
+                        .Register(r);
+  agent_runs_ = &prometheus::BuildGauge()
+                     .Name("iofleet_agent_runs")
+                     .Help("Runs placed on the agent, by non-terminal state")
+                     .Register(r);
+  agent_runs_finished_ = &prometheus::BuildCounter()
+                              .Name("iofleet_agent_runs_finished_total")
+                              .Help("Runs of the agent that reached a terminal state, by state")
+                              .Register(r);
+  runs_ = &prometheus::BuildGauge()
+               .Name("iofleet_runs")
+               .Help("Runs by non-terminal state (queue depth)")
+               .Register(r);
+  for (int i = 0; i < 3; ++i) {
+    runs_by_state_[i] = &runs_->Add({{"state", RunStateName(kLiveStates[i])}});
+  }
+  store_writes_ = &prometheus::BuildCounter()
+                       .Name("iofleet_store_writes_total")
+                       .Help("Write batches committed or attempted on the store")
+                       .Register(r)
+                       .Add({});
+  store_write_failures_ = &prometheus::BuildCounter()
+                               .Name("iofleet_store_write_failures_total")
+                               .Help("Write batches the store failed to commit")
+                               .Register(r)
+                               .Add({});
+  store_write_duration_ = &prometheus::BuildHistogram()
+                               .Name("iofleet_store_write_duration_seconds")
+                               .Help("Time from queueing a write batch to its commit")
+                               .Register(r)
+                               .Add({}, RequestBounds());
+  auto& intervals = prometheus::BuildCounter()
+                        .Name("iofleet_store_interval_records_total")
+                        .Help(
+                            "Interval records written to the store: inserted, or skipped "
+                            "(already stored, i.e. a replay, or failed)")
+                        .Register(r);
+  store_intervals_inserted_ = &intervals.Add({{"result", "inserted"}});
+  store_intervals_skipped_ = &intervals.Add({{"result", "skipped"}});
+  http_requests_ = &prometheus::BuildCounter()
+                        .Name("iofleet_http_requests_total")
+                        .Help("HTTP requests served, by method, route template and status code")
+                        .Register(r);
+  http_duration_ = &prometheus::BuildHistogram()
+                        .Name("iofleet_http_request_duration_seconds")
+                        .Help("HTTP request handling time, by method and route template")
+                        .Register(r);
+  scratch_.assign(kClatBounds + 1, 0.0);
+}
+
+ControllerMetrics::~ControllerMetrics() = default;
+
+std::string ControllerMetrics::Serialize() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    SweepLocked(options_.clock ? options_.clock() : SteadyMs());
+  }
+  try {
+    std::ostringstream out;
+    prometheus::TextSerializer().Serialize(out, registry_->Collect());
+    return out.str();
+  } catch (const std::exception& e) {
+    return absl::StrCat("# serialization failed: ", e.what(), "\n");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Agents.
+
+ControllerMetrics::AgentSeries& ControllerMetrics::AgentLocked(const std::string& host) {
+  auto it = agents_.find(host);
+  if (it == agents_.end()) {
+    auto as = std::make_unique<AgentSeries>();
+    as->name = CapLabel(host);
+    it = agents_.emplace(host, std::move(as)).first;
+  }
+  return *it->second;
+}
+
+void ControllerMetrics::SetAgentRowLocked(const AgentRow& row) {
+  AgentSeries& as = AgentLocked(row.name);
+  if (as.up == nullptr) {
+    const prometheus::Labels l = {{"host", as.name}};
+    as.up = &agent_up_->Add(l);
+    as.heartbeats = &agent_heartbeats_->Add(l);
+    as.timeouts = &agent_timeouts_->Add(l);
+    as.disconnects = &agent_disconnects_->Add(l);
+    as.last_hb = &agent_last_hb_->Add(l);
+  }
+  const bool up = row.state == "up";
+  if (as.is_up && !up) as.disconnects->Increment();
+  as.is_up = up;
+  as.up->Set(up ? 1 : 0);
+
+  std::string version, kernel;
+  nlohmann::json inv = nlohmann::json::parse(row.inventory_json, nullptr, false);
+  if (inv.is_object()) {
+    auto v = inv.find("agent_version");
+    if (v != inv.end() && v->is_string()) version = CapLabel(v->get<std::string>());
+    auto k = inv.find("kernel_release");
+    if (k != inv.end() && k->is_string()) kernel = CapLabel(k->get<std::string>());
+  }
+  if (as.info == nullptr || version != as.version || kernel != as.kernel) {
+    if (as.info != nullptr) agent_info_->Remove(as.info);
+    as.version = version;
+    as.kernel = kernel;
+    as.info =
+        &agent_info_->Add({{"host", as.name}, {"version", version}, {"kernel_release", kernel}});
+    as.info->Set(1);
+  }
+}
+
+void ControllerMetrics::OnHeartbeat(const std::string& agent) {
+  const double now_s =
+      static_cast<double>(options_.wall_clock ? options_.wall_clock() : WallMs()) / 1000.0;
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = agents_.find(agent);
+  if (it == agents_.end() || it->second->heartbeats == nullptr) return;
+  it->second->heartbeats->Increment();
+  it->second->last_hb->Set(now_s);
+}
+
+void ControllerMetrics::OnHeartbeatTimeout(const std::string& agent) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = agents_.find(agent);
+  if (it == agents_.end() || it->second->timeouts == nullptr) return;
+  it->second->timeouts->Increment();
+}
+
+// ---------------------------------------------------------------------------
+// Runs.
+
+void ControllerMetrics::AdjustRunGaugeLocked(const std::string& host, RunState s, double delta) {
+  const int i = LiveIndex(s);
+  if (i < 0) return;
+  runs_by_state_[i]->Increment(delta);
+  AgentSeries& as = AgentLocked(host);
+  if (as.runs[i] == nullptr) {
+    as.runs[i] = &agent_runs_->Add({{"host", as.name}, {"state", RunStateName(s)}});
+  }
+  as.runs[i]->Increment(delta);
+}
+
+void ControllerMetrics::RunStateLocked(const RunRow& row, const std::string& job_name) {
+  auto it = tracked_.find(row.id);
+  if (!IsTerminal(row.state)) {
+    if (it == tracked_.end()) {
+      tracked_.emplace(row.id, RunTrack{row.state, row.host});
+      AdjustRunGaugeLocked(row.host, row.state, 1);
+    } else if (it->second.state != row.state) {
+      AdjustRunGaugeLocked(row.host, it->second.state, -1);
+      AdjustRunGaugeLocked(row.host, row.state, 1);
+      it->second.state = row.state;
+    }
+    if ((row.state == RunState::kAssigned || row.state == RunState::kRunning) &&
+        !series_.contains(row.id)) {
+      StartRunSeriesLocked(row, job_name);
+    }
+    return;
+  }
+  // Terminal: count the transition once (a cancelled run that its agent still
+  // finishes is upserted again, as is a run loaded terminal after a restart).
+  if (it == tracked_.end()) return;
+  AdjustRunGaugeLocked(row.host, it->second.state, -1);
+  tracked_.erase(it);
+  const int e = EndIndex(row.state);
+  AgentSeries& as = AgentLocked(row.host);
+  if (as.finished[e] == nullptr) {
+    as.finished[e] =
+        &agent_runs_finished_->Add({{"host", as.name}, {"state", RunStateName(row.state)}});
+  }
+  as.finished[e]->Increment();
+  EndRunSeriesLocked(row.id);
+}
+
+void ControllerMetrics::StartRunSeriesLocked(const RunRow& row, const std::string& job_name) {
+  auto rs = std::make_unique<RunSeries>();
+  rs->host = CapLabel(row.host);
+  std::set<int>& used = slots_[rs->host];
+  while (used.contains(rs->slot)) ++rs->slot;
+  used.insert(rs->slot);
+  const std::string slot = absl::StrCat(rs->slot);
+  rs->info = &run_info_->Add({{"host", rs->host},
+                              {"slot", slot},
+                              {"run_id", CapLabel(row.id)},
+                              {"job_id", CapLabel(row.job_id)},
+                              {"job_name", CapLabel(job_name)},
+                              {"variant", CapLabel(row.variant)},
+                              {"cell", CapLabel(row.cell)}});
+  rs->info->Set(1);
+  rs->sampled = &run_sampled_->Add({{"host", rs->host}, {"slot", slot}});
+  for (int d = 0; d < 2; ++d) {  // trim appears on first use
+    const prometheus::Labels l = {{"host", rs->host}, {"slot", slot}, {"direction", kDirNames[d]}};
+    rs->ios[d] = &run_ios_->Add(l);
+    rs->bytes[d] = &run_bytes_->Add(l);
+    rs->errors[d] = &run_errors_->Add(l);
+    rs->clat[d] = &run_clat_->Add(l, ClatBoundsSeconds());
+  }
+  rs->next_seq.assign(std::max<uint32_t>(1, std::min(row.num_clones, kMaxClones)), 0);
+  series_.emplace(row.id, std::move(rs));
+}
+
+void ControllerMetrics::EndRunSeriesLocked(const std::string& run_id) {
+  auto it = series_.find(run_id);
+  if (it == series_.end() || it->second->expire_ms != 0) return;
+  it->second->expire_ms = (options_.clock ? options_.clock() : SteadyMs()) + options_.run_linger_ms;
+  if (it->second->expire_ms == 0) it->second->expire_ms = 1;
+  if (options_.run_linger_ms == 0) SweepLocked(it->second->expire_ms);
+}
+
+void ControllerMetrics::SweepLocked(uint64_t now) {
+  for (auto it = series_.begin(); it != series_.end();) {
+    RunSeries& rs = *it->second;
+    if (rs.expire_ms == 0 || rs.expire_ms > now) {
+      ++it;
+      continue;
+    }
+    run_info_->Remove(rs.info);
+    run_sampled_->Remove(rs.sampled);
+    for (int d = 0; d < 3; ++d) {
+      if (rs.ios[d] != nullptr) run_ios_->Remove(rs.ios[d]);
+      if (rs.bytes[d] != nullptr) run_bytes_->Remove(rs.bytes[d]);
+      if (rs.errors[d] != nullptr) run_errors_->Remove(rs.errors[d]);
+      if (rs.clat[d] != nullptr) run_clat_->Remove(rs.clat[d]);
+    }
+    auto sit = slots_.find(rs.host);
+    if (sit != slots_.end()) {
+      sit->second.erase(rs.slot);
+      if (sit->second.empty()) slots_.erase(sit);
+    }
+    series_.erase(it++);
+  }
+}
+
+void ControllerMetrics::Load(const std::vector<AgentRow>& agents,
+                             const std::vector<RunRow>& active_runs,
+                             const std::function<std::string(const std::string&)>& job_name) {
+  std::vector<std::string> names(active_runs.size());
+  for (size_t i = 0; i < active_runs.size(); ++i) {
+    const RunRow& r = active_runs[i];
+    if (r.state == RunState::kAssigned || r.state == RunState::kRunning)
+      names[i] = job_name(r.job_id);
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  for (AgentRow a : agents) {
+    a.state = "down";  // nobody is connected yet
+    SetAgentRowLocked(a);
+  }
+  for (size_t i = 0; i < active_runs.size(); ++i) RunStateLocked(active_runs[i], names[i]);
+}
+
+void ControllerMetrics::OnBatchCommitted(
+    const WriteBatch& batch, const std::function<std::string(const std::string&)>& job_name) {
+  if (batch.upsert_agents.empty() && batch.upsert_runs.empty()) return;
+  // Job names of runs that start now, looked up outside the lock.
+  std::vector<std::string> names(batch.upsert_runs.size());
+  std::vector<bool> need(batch.upsert_runs.size(), false);
+  bool any = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (size_t i = 0; i < batch.upsert_runs.size(); ++i) {
+      const RunRow& r = batch.upsert_runs[i];
+      need[i] = (r.state == RunState::kAssigned || r.state == RunState::kRunning) &&
+                !series_.contains(r.id);
+      any = any || need[i];
+    }
+  }
+  if (any) {
+    for (size_t i = 0; i < batch.upsert_runs.size(); ++i) {
+      if (!need[i]) continue;
+      const std::string& jid = batch.upsert_runs[i].job_id;
+      for (const JobRow& j : batch.upsert_jobs) {
+        if (j.id == jid) names[i] = j.name;
+      }
+      if (names[i].empty()) names[i] = job_name(jid);
+    }
+  }
+  const uint64_t now = options_.clock ? options_.clock() : SteadyMs();
+  std::lock_guard<std::mutex> l(mu_);
+  for (const AgentRow& a : batch.upsert_agents) SetAgentRowLocked(a);
+  for (size_t i = 0; i < batch.upsert_runs.size(); ++i) {
+    RunStateLocked(batch.upsert_runs[i], names[i]);
+  }
+  if (now >= next_sweep_ms_) {
+    SweepLocked(now);
+    next_sweep_ms_ = now + 1000;
+  }
+}
+
+prometheus::Histogram& ControllerMetrics::AddClatLocked(RunSeries& rs, int dir) {
+  const prometheus::Labels l = {
+      {"host", rs.host}, {"slot", absl::StrCat(rs.slot)}, {"direction", kDirNames[dir]}};
+  rs.ios[dir] = &run_ios_->Add(l);
+  rs.bytes[dir] = &run_bytes_->Add(l);
+  rs.errors[dir] = &run_errors_->Add(l);
+  rs.clat[dir] = &run_clat_->Add(l, ClatBoundsSeconds());
+  return *rs.clat[dir];
+}
+
+void ControllerMetrics::OnInterval(const IntervalRow& row) {
+  const FioTable& table = Table();
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = series_.find(row.run_id);
+  if (it == series_.end()) return;
+  RunSeries& rs = *it->second;
+  if (row.job_index >= kMaxClones) return;
+  if (rs.next_seq.size() <= row.job_index) rs.next_seq.resize(row.job_index + 1, 0);
+  if (row.seq < rs.next_seq[row.job_index]) return;  // replay of a counted record
+  rs.next_seq[row.job_index] = row.seq + 1;
+  for (int d = 0; d < 3; ++d) {
+    const IntervalDirRow& dr = row.dir[d];
+    if (dr.ios == 0 && dr.bytes == 0 && dr.errors == 0 && dr.clat_hist.empty()) continue;
+    if (rs.clat[d] == nullptr) AddClatLocked(rs, d);
+    if (dr.ios != 0) rs.ios[d]->Increment(static_cast<double>(dr.ios));
+    if (dr.bytes != 0) rs.bytes[d]->Increment(static_cast<double>(dr.bytes));
+    if (dr.errors != 0) rs.errors[d]->Increment(static_cast<double>(dr.errors));
+    if (dr.clat_hist.empty()) continue;
+    double sum = 0;
+    for (const auto& [b, c] : dr.clat_hist) {
+      if (b >= static_cast<uint32_t>(stats::kPlatNr) || c == 0) continue;
+      scratch_[table.bucket[b]] += static_cast<double>(c);
+      sum += static_cast<double>(c) * table.mid_s[b];
+    }
+    rs.clat[d]->ObserveMultiple(scratch_, sum);
+    std::fill(scratch_.begin(), scratch_.end(), 0.0);
+  }
+  if (row.job_index == 0 && row.t_end_ms > row.t_start_ms) {
+    rs.sampled->Increment(static_cast<double>(row.t_end_ms - row.t_start_ms) / 1000.0);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Store and HTTP.
+
+void ControllerMetrics::OnStoreWrite(bool ok, double seconds) {
+  store_writes_->Increment();
+  if (!ok) store_write_failures_->Increment();
+  store_write_duration_->Observe(seconds);
+}
+
+void ControllerMetrics::OnIntervalStored(bool inserted) {
+  (inserted ? store_intervals_inserted_ : store_intervals_skipped_)->Increment();
+}
+
+void ControllerMetrics::OnHttpRequest(absl::string_view method, absl::string_view route, int status,
+                                      double seconds, bool timed) {
+  static constexpr absl::string_view kMethods[] = {"GET",    "HEAD",  "POST",   "PUT",
+                                                   "DELETE", "PATCH", "OPTIONS"};
+  absl::string_view m = "other";
+  for (absl::string_view k : kMethods) {
+    if (method == k) m = k;
+  }
+  if (status < 100 || status > 599) status = 0;
+  std::lock_guard<std::mutex> l(http_mu_);
+  auto key = std::make_pair(std::string(m), CapLabel(route));
+  auto it = http_.find(key);
+  if (it == http_.end()) {
+    HttpSeries hs;
+    hs.duration =
+        &http_duration_->Add({{"method", key.first}, {"route", key.second}}, RequestBounds());
+    it = http_.emplace(key, std::move(hs)).first;
+  }
+  Counter*& c = it->second.by_code[status];
+  if (c == nullptr) {
+    c = &http_requests_->Add(
+        {{"method", key.first}, {"route", key.second}, {"code", absl::StrCat(status)}});
+  }
+  c->Increment();
+  if (timed) it->second.duration->Observe(seconds);
+}
+
+}  // namespace iofleet::controller::metrics
