@@ -6,6 +6,9 @@
 #include <utility>
 
 #include "controller/api/status_map.h"
+#if IOFLEET_HAVE_COMPARE
+#include "controller/compare/job_compare.h"
+#endif
 
 namespace iofleet::controller::grpcapi {
 namespace {
@@ -162,9 +165,20 @@ grpc::ServerWriteReactor<v1::IntervalRecord>* ControllerServiceImpl::WatchJob(
 grpc::ServerUnaryReactor* ControllerServiceImpl::CompareJob(grpc::CallbackServerContext* ctx,
                                                             const v1::GetJobRequest* req,
                                                             v1::CompareResponse* resp) {
+#if IOFLEET_HAVE_COMPARE
+  // The JSON table of GET /api/v1/jobs/{id}/compare (default parameters);
+  // FAILED_PRECONDITION while runs are queued or running.
+  absl::StatusOr<compare::JobComparison> c =
+      compare::CompareJob(*scheduler_, req->id(), compare::JobCompareParams());
+  if (!c.ok()) return Unary(ctx, absl::StatusOr<v1::CompareResponse>(c.status()), resp);
+  v1::CompareResponse out;
+  out.set_table_json(compare::RenderComparison(*c, compare::CompareFormat::kJson).body);
+  return Unary(ctx, absl::StatusOr<v1::CompareResponse>(std::move(out)), resp);
+#else
   absl::Status st = scheduler_->GetJob(req->id()).status();
-  if (st.ok()) st = absl::UnimplementedError("compare is not available in this build yet");
+  if (st.ok()) st = absl::UnimplementedError("compare is not available in this build");
   return Unary(ctx, absl::StatusOr<v1::CompareResponse>(st), resp);
+#endif
 }
 
 }  // namespace iofleet::controller::grpcapi

@@ -1,0 +1,93 @@
+// A/B comparison of a job's runs (or of two jobs) as the controller serves it:
+// reads the runs, their stored json+ results and interval records and the agents'
+// inventories through the Scheduler, builds a CompareInput (run_metrics.h,
+// compare.h) and renders it (render.h).
+//
+//   One job:  arm = variant name (default: the job's first two variants, in spec
+//             order), cell = sweep cell ("all" without a sweep), host = run host,
+//             order = run creation order. Compared attributes: the two variants'
+//             option keys, plus "hosts/selector" when the variants place
+//             themselves (and kernel_release / cpu_model for the selector's
+//             reserved keys "kernel" / "cpu_model").
+//   Two jobs: arm A = every run of job A, arm B = every run of job B, arms named by
+//             the job ids; cells matched by key. Compared attributes: the options
+//             whose values differ between the jobs, else "kernel_release" (the
+//             same job run on two kernels).
+//
+// Attributes per (arm, host), for the confounding check: cpu_model,
+// kernel_release, agent_version (agent inventory), device_model (the block
+// devices named by /dev/ targets; else "block_devices": every device model of the
+// host), and the options the run's result reports (minus paths and sweep keys).
+//
+// Runs that are succeeded (or failed with a result) are analysed; failed runs are
+// excluded by the error gate, cancelled and lost runs are skipped. Runs of other
+// arms are counted in `ignored_runs`.
+//
+// Errors: NotFound (job), InvalidArgument naming the field ("variants" when the
+// job has fewer than 2 arms, "arm_a"/"arm_b", "seed", "format", "compared", "a",
+// "b"), FailedPrecondition while runs are queued/assigned/running and
+// `partial` is false (REST answers 409). No exceptions escape.
+// Thread-safety: stateless; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "controller/compare/compare.h"
+#include "controller/scheduler/scheduler.h"
+
+namespace iofleet::controller::compare {
+
+enum class CompareFormat { kJson, kMarkdown, kJUnit };
+
+struct JobCompareParams {
+  CompareFormat format = CompareFormat::kJson;
+  bool partial = false;          // compare the finished runs while others still run
+  std::optional<uint64_t> seed;  // default: SeedFor(job id(s))
+  std::string arm_a, arm_b;      // one-job mode: variant names; "" = first two variants
+  std::vector<std::string> compared;  // override of the compared attributes
+};
+
+// Reads query parameters: format=json|markdown|junit, partial=0|1|true|false,
+// seed=<uint64>, arm_a=, arm_b=, compared=k1,k2. `get` returns a parameter's value
+// or nullopt when absent. InvalidArgument naming the parameter.
+absl::StatusOr<JobCompareParams> ParseCompareParams(
+    const std::function<std::optional<std::string>(const std::string&)>& get);
+
+struct JobComparison {
+  CompareResult result;
+  std::vector<std::string> job_ids;  // one, or two (A then B)
+  int runs_total = 0;                // runs of the job(s)
+  int runs_pending = 0;              // queued/assigned/running (partial mode)
+  std::vector<std::string> notes;    // skipped runs, arms not compared, ...
+};
+
+// The default bootstrap seed: FNV-1a 64 of the job id ("A|B" for two jobs), never 0.
+uint64_t SeedFor(std::string_view key);
+
+absl::StatusOr<JobComparison> CompareJob(Scheduler& scheduler, const std::string& job_id,
+                                         const JobCompareParams& params);
+absl::StatusOr<JobComparison> CompareJobs(Scheduler& scheduler, const std::string& job_a,
+                                          const std::string& job_b,
+                                          const JobCompareParams& params);
+
+// ToJson(result) plus "job_id" (or "job_ids"), "runs_total", "runs_pending",
+// "partial", "notes" and "markdown" (RenderMarkdown, for clients that print it).
+nlohmann::json ComparisonJson(const JobComparison& c);
+
+struct RenderedComparison {
+  std::string body;
+  std::string content_type;
+};
+// json: ComparisonJson; markdown: RenderMarkdown (notes appended); junit:
+// RenderJUnitXml.
+RenderedComparison RenderComparison(const JobComparison& c, CompareFormat format);
+
+}  // namespace iofleet::controller::compare

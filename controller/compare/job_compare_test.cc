@@ -1,0 +1,465 @@
+// Compare through the controller's APIs: a real SQLite store and scheduler, the
+// REST server on 127.0.0.1:0 (httplib client) and the gRPC ControllerService on
+// 127.0.0.1:0 (generated stub). Agents are in-process AgentSenders that answer
+// AssignRun with json+ results (common/stats writer) and interval records.
+#include "controller/compare/job_compare.h"
+
+#include <grpcpp/grpcpp.h>
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/stats/report.h"
+#include "controller/api/grpc/controller_service.h"
+#include "controller/api/rest/rest_server.h"
+#include "controller/store/sqlite_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "iofleet/v1/controller.grpc.pb.h"
+
+namespace iofleet::controller::compare {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+class Sender : public AgentSender {
+ public:
+  void Send(const v1::ControllerMessage& msg) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (msg.has_assign()) assigned_.push_back(msg.assign());
+  }
+  void Close(const absl::Status&) override {}
+  // Assignments not yet taken.
+  std::vector<v1::AssignRun> Take() {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<v1::AssignRun> out;
+    out.swap(assigned_);
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<v1::AssignRun> assigned_;
+};
+
+// What a fake run measures: IOPS and a latency scale.
+struct Perf {
+  double iops = 0;
+  double clat_ns = 0;
+};
+
+class CompareApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_cmpapi_XXXXXX").string();
+    dir_ = mkdtemp(tmpl.data());
+    auto store = OpenSqliteStore(dir_ + "/ctl.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    SchedulerOptions o;
+    o.tick_interval_ms = 0;
+    auto s = Scheduler::Create(store_.get(), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    sched_ = std::move(*s);
+    rest_ = std::make_unique<rest::RestServer>(sched_.get());
+    auto port = rest_->Start("127.0.0.1", 0);
+    ASSERT_TRUE(port.ok()) << port.status();
+    http_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
+    http_->set_read_timeout(60, 0);
+
+    service_ = std::make_unique<grpcapi::ControllerServiceImpl>(sched_.get());
+    grpc::ServerBuilder b;
+    int gport = 0;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &gport);
+    b.RegisterService(service_.get());
+    grpc_ = b.BuildAndStart();
+    ASSERT_NE(grpc_, nullptr);
+    stub_ = v1::ControllerService::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", gport), grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    rest_->Stop();
+    grpc_->Shutdown();
+    grpc_.reset();
+    rest_.reset();
+    sched_.reset();
+    store_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::shared_ptr<Sender> Connect(const std::string& name, const std::string& cpu) {
+    v1::Hello hello;
+    hello.set_agent_name(name);
+    hello.set_protocol_version(kProtocolVersion);
+    hello.set_min_protocol_version(1);
+    v1::Inventory* inv = hello.mutable_inventory();
+    inv->set_hostname(name);
+    inv->set_kernel_release("6.1.0-13-amd64");
+    inv->set_cpu_model(cpu);
+    inv->set_agent_version("0.1.0");
+    v1::BlockDevice* d = inv->add_block_devices();
+    d->set_name("nvme0n1");
+    d->set_model("Samsung PM9A3");
+    auto s = std::make_shared<Sender>();
+    EXPECT_TRUE(sched_->AgentHello(hello, s).ok());
+    agents_[name] = s;
+    return s;
+  }
+
+  struct Reply {
+    int status = 0;
+    std::string content_type;
+    std::string body;
+    json j;
+  };
+  Reply Get(const std::string& path) {
+    Reply r;
+    auto res = http_->Get(path.c_str());
+    if (!res) return r;
+    r.status = res->status;
+    r.content_type = res->get_header_value("Content-Type");
+    r.body = res->body;
+    r.j = json::parse(res->body, nullptr, false);
+    return r;
+  }
+  std::string Submit(const json& body) {
+    auto res = http_->Post("/api/v1/jobs", body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    if (!res) return "";
+    EXPECT_EQ(res->status, 201) << res->body;
+    return json::parse(res->body, nullptr, false).value("id", "");
+  }
+
+  // Answers up to `max_runs` assignments (all agents, in the order they came)
+  // with results from `perf`; returns how many it finished.
+  int Drive(const std::function<Perf(const v1::Run&)>& perf, int max_runs = 1 << 30) {
+    auto take = [this] {
+      for (auto& [name, sender] : agents_) {
+        for (v1::AssignRun& a : sender->Take()) backlog_.emplace_back(name, std::move(a));
+      }
+    };
+    int done = 0;
+    while (done < max_runs) {
+      take();
+      if (backlog_.empty()) {
+        sched_->Tick();
+        take();
+        if (backlog_.empty()) break;
+      }
+      auto [name, a] = backlog_.front();
+      backlog_.pop_front();
+      auto run = sched_->GetRun(a.run_id());
+      EXPECT_TRUE(run.ok()) << run.status();
+      if (!run.ok()) continue;
+      Finish(name, agents_[name].get(), *run, perf(*run));
+      ++done;
+    }
+    return done;
+  }
+
+  // Sends RunStarted, four 1 s interval records and RunFinished with a json+ result.
+  void Finish(const std::string& agent, Sender* s, const v1::Run& run, Perf p) {
+    v1::AgentMessage m;
+    m.mutable_run_started()->set_run_id(run.id());
+    sched_->AgentMessage(agent, s, m);
+
+    std::normal_distribution<double> noise(0.0, 0.01);
+    const double iops = p.iops * (1 + noise(rng_));
+    const double clat = p.clat_ns * (1 + noise(rng_));
+    const uint64_t runtime_ms = 2000;
+    const uint64_t n = static_cast<uint64_t>(iops * 2);
+
+    const uint64_t t0 = 1700000000000ull + seq_++ * 10000;
+    for (uint64_t i = 0; i < 4; ++i) {
+      v1::AgentMessage im;
+      v1::IntervalRecord* r = im.mutable_interval();
+      r->set_run_id(run.id());
+      r->set_job_index(0);
+      r->set_job_name("ab");
+      r->set_seq(i);
+      r->set_t_start_ms(t0 + 1000 * i);
+      r->set_t_end_ms(t0 + 1000 * (i + 1));
+      r->mutable_read()->set_ios(static_cast<uint64_t>(iops * (1 + noise(rng_))));
+      sched_->AgentMessage(agent, s, im);
+    }
+
+    stats::JobStats js;
+    js.jobname = "ab";
+    js.percentile_list = {50, 99, 99.9};
+    js.job_runtime_ms = runtime_ms;
+    js.job_options = {{"rw", "randread"}, {"bs", "4k"}, {"filename", "/dev/nvme0n1"},
+                      {"runtime", "2"}, {"time_based", "1"},
+                      {"ioengine", run.variant() == "B" ? "io_uring" : "libaio"}};
+    if (!run.cell().empty()) js.job_options.push_back({"iodepth", run.cell().substr(8)});
+    stats::DirStats& d = js.dir[0];
+    d.total_ios = n;
+    d.io_bytes = n * 4096;
+    d.runtime_ms = runtime_ms;
+    // 90 % at clat, 9 % at 1.5x, 1 % at 3x.
+    const uint64_t n1 = n * 90 / 100, n2 = n * 9 / 100, n3 = n - n1 - n2;
+    d.hist[stats::kClat].AddN(static_cast<uint64_t>(clat), n1);
+    d.hist[stats::kClat].AddN(static_cast<uint64_t>(clat * 1.5), n2);
+    d.hist[stats::kClat].AddN(static_cast<uint64_t>(clat * 3), n3);
+    stats::RunningStat& st = d.lat[stats::kClat];
+    st.n = n;
+    st.mean = clat * (0.9 + 0.09 * 1.5 + 0.01 * 3);
+    st.min = static_cast<uint64_t>(clat);
+    st.max = static_cast<uint64_t>(clat * 3);
+    stats::ReportHeader h;
+
+    v1::AgentMessage fm;
+    v1::RunFinished* f = fm.mutable_run_finished();
+    f->set_run_id(run.id());
+    f->set_ok(true);
+    f->set_result_json(stats::FioJson(h, {js}, /*json_plus=*/true));
+    f->set_last_seq_total(4);
+    sched_->AgentMessage(agent, s, fm);
+  }
+
+  static json AbSpec(int repeat) {
+    return {{"name", "ab"},
+            {"options",
+             {{"rw", "randread"}, {"bs", "4k"}, {"filename", "/dev/nvme0n1"},
+              {"runtime", "2"}, {"time_based", "1"}}},
+            {"hosts", {"h1"}},
+            {"repeat", repeat},
+            {"variants",
+             {{{"name", "A"}, {"options", {{"ioengine", "libaio"}}}},
+              {{"name", "B"}, {"options", {{"ioengine", "io_uring"}}}}}},
+            {"sweep", {{"iodepth", {"1", "32"}}}}};
+  }
+
+  // B is 10 % faster than A, with 10 % lower latency.
+  static Perf TenPercentFaster(const v1::Run& r) {
+    const double base = absl::StrContains(r.cell(), "iodepth=32") ? 200000 : 60000;
+    const double f = r.variant() == "B" ? 1.10 : 1.0;
+    return {base * f, 100000.0 / f};
+  }
+
+  static const json* FindRow(const json& j, const std::string& cell, const std::string& metric) {
+    for (const json& r : j["rows"]) {
+      if (r["cell"] == cell && r["metric"] == metric) return &r;
+    }
+    return nullptr;
+  }
+
+  std::string dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Scheduler> sched_;
+  std::unique_ptr<rest::RestServer> rest_;
+  std::unique_ptr<httplib::Client> http_;
+  std::unique_ptr<grpcapi::ControllerServiceImpl> service_;
+  std::unique_ptr<grpc::Server> grpc_;
+  std::unique_ptr<v1::ControllerService::Stub> stub_;
+  std::map<std::string, std::shared_ptr<Sender>> agents_;
+  std::deque<std::pair<std::string, v1::AssignRun>> backlog_;
+  std::mt19937_64 rng_{12345};
+  uint64_t seq_ = 0;
+};
+
+TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
+  Connect("h1", "AMD EPYC 7763");
+  const std::string id = Submit(AbSpec(6));
+  ASSERT_FALSE(id.empty());
+
+  // Nothing finished: 409, also over gRPC (FAILED_PRECONDITION).
+  Reply r = Get("/api/v1/jobs/" + id + "/compare");
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_EQ(r.j["error"]["code"], "FAILED_PRECONDITION");
+  EXPECT_THAT(r.j["error"]["message"].get<std::string>(), HasSubstr("still queued or running"));
+  {
+    grpc::ClientContext ctx;
+    v1::GetJobRequest req;
+    req.set_id(id);
+    v1::CompareResponse resp;
+    EXPECT_EQ(stub_->CompareJob(&ctx, req, &resp).error_code(),
+              grpc::StatusCode::FAILED_PRECONDITION);
+  }
+
+  // Half done: still 409; partial=1 compares what finished.
+  EXPECT_EQ(Drive(TenPercentFaster, 12), 12);
+  EXPECT_EQ(Get("/api/v1/jobs/" + id + "/compare").status, 409);
+  r = Get("/api/v1/jobs/" + id + "/compare?partial=1");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.j["partial"], true);
+  EXPECT_EQ(r.j["runs_pending"], 12);
+  EXPECT_EQ(r.j["runs_total"], 24);
+
+  // All done.
+  EXPECT_EQ(Drive(TenPercentFaster), 12);
+  r = Get("/api/v1/jobs/" + id + "/compare");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_THAT(r.content_type, HasSubstr("application/json"));
+  const json& j = r.j;
+  EXPECT_EQ(j["job_id"], id);
+  EXPECT_EQ(j["partial"], false);
+  EXPECT_EQ(j["arm_a"], "A");
+  EXPECT_EQ(j["arm_b"], "B");
+  EXPECT_EQ(j["seed"].get<uint64_t>(), SeedFor(id));
+  EXPECT_THAT(j["compared_attributes"], ::testing::Contains("ioengine"));
+  ASSERT_EQ(j["rows"].size(), 2u * kNumMetrics) << j["rows"].dump();
+  for (const std::string cell : {"iodepth=1", "iodepth=32"}) {
+    const json* iops = FindRow(j, cell, "iops");
+    ASSERT_NE(iops, nullptr) << cell;
+    EXPECT_EQ((*iops)["verdict"], "improvement") << iops->dump();
+    EXPECT_NEAR((*iops)["delta_pct"].get<double>(), 10.0, 2.0);
+    EXPECT_EQ((*iops)["a"]["n"], 6);
+    EXPECT_EQ((*iops)["b"]["n"], 6);
+    EXPECT_EQ((*iops)["confounded"], false) << iops->dump();
+    const json* lat = FindRow(j, cell, "clat_mean_ns");
+    ASSERT_NE(lat, nullptr);
+    EXPECT_EQ((*lat)["verdict"], "improvement") << lat->dump();
+    EXPECT_LT((*lat)["delta_pct"].get<double>(), -5.0);
+    for (const char* m : {"p50_ns", "p99_ns", "p999_ns"}) {
+      const json* p = FindRow(j, cell, m);
+      ASSERT_NE(p, nullptr) << m;
+      EXPECT_EQ((*p)["a"]["n"], 6) << m << " " << p->dump();  // N*(1-q) >= 100 everywhere
+    }
+  }
+  EXPECT_EQ(j["outcome"], "pass");
+  EXPECT_TRUE(j["excluded"].empty()) << j["excluded"].dump();
+  EXPECT_THAT(j["markdown"].get<std::string>(), HasSubstr("improvement"));
+
+  // The seed is a parameter and is echoed.
+  r = Get("/api/v1/jobs/" + id + "/compare?seed=42");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.j["seed"], 42);
+
+  // Markdown and JUnit.
+  r = Get("/api/v1/jobs/" + id + "/compare?format=markdown");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_THAT(r.content_type, HasSubstr("text/markdown"));
+  EXPECT_THAT(r.body, HasSubstr("iodepth=32"));
+  EXPECT_THAT(r.body, HasSubstr("| improvement"));
+  EXPECT_THAT(r.body, HasSubstr("---"));
+  r = Get("/api/v1/jobs/" + id + "/compare?format=junit");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_THAT(r.content_type, HasSubstr("xml"));
+  EXPECT_THAT(r.body, HasSubstr("<testsuites"));
+  size_t cases = 0;
+  for (size_t p = r.body.find("<testcase"); p != std::string::npos;
+       p = r.body.find("<testcase", p + 1)) {
+    ++cases;
+  }
+  EXPECT_EQ(cases, 2u * kNumMetrics);
+  EXPECT_THAT(r.body, ::testing::Not(HasSubstr("<failure")));
+
+  // Arms swapped: B is the baseline, A 9 % slower -> regression, outcome fail.
+  r = Get("/api/v1/jobs/" + id + "/compare?arm_a=B&arm_b=A");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ((*FindRow(r.j, "iodepth=32", "iops"))["verdict"], "regression");
+  EXPECT_EQ(r.j["outcome"], "fail");
+  r = Get("/api/v1/jobs/" + id + "/compare?arm_a=B&arm_b=A&format=junit");
+  EXPECT_THAT(r.body, HasSubstr("<failure"));
+
+  // gRPC: the same JSON table.
+  grpc::ClientContext ctx;
+  v1::GetJobRequest req;
+  req.set_id(id);
+  v1::CompareResponse resp;
+  grpc::Status gs = stub_->CompareJob(&ctx, req, &resp);
+  ASSERT_TRUE(gs.ok()) << gs.error_message();
+  json table = json::parse(resp.table_json(), nullptr, false);
+  ASSERT_TRUE(table.is_object());
+  EXPECT_EQ(table["rows"].size(), 2u * kNumMetrics);
+  EXPECT_EQ(table["outcome"], "pass");
+}
+
+TEST_F(CompareApiTest, BadRequests) {
+  Connect("h1", "AMD EPYC 7763");
+  json single = AbSpec(1);
+  single.erase("variants");
+  const std::string plain = Submit(single);
+  Reply r = Get("/api/v1/jobs/" + plain + "/compare");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.j["error"]["field"], "variants");
+  EXPECT_THAT(r.j["error"]["message"].get<std::string>(), HasSubstr("at least 2"));
+
+  r = Get("/api/v1/jobs/jnope/compare");
+  EXPECT_EQ(r.status, 404);
+
+  const std::string ab = Submit(AbSpec(1));
+  r = Get("/api/v1/jobs/" + ab + "/compare?format=csv");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j["error"]["field"], "format");
+  r = Get("/api/v1/jobs/" + ab + "/compare?seed=-1");
+  EXPECT_EQ(r.j["error"]["field"], "seed");
+  r = Get("/api/v1/jobs/" + ab + "/compare?arm_a=Z");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j["error"]["field"], "arm_a");
+  r = Get("/api/v1/compare?a=" + ab);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j["error"]["field"], "b");
+  r = Get("/api/v1/compare?a=" + ab + "&b=jmissing");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.j["error"]["field"], "b");
+}
+
+TEST_F(CompareApiTest, TwoJobsCompareCellByCell) {
+  Connect("h1", "AMD EPYC 7763");
+  json a = AbSpec(5);
+  a.erase("variants");
+  a["options"]["ioengine"] = "libaio";
+  json b = a;
+  b["options"]["ioengine"] = "io_uring";
+  const std::string ja = Submit(a);
+  const std::string jb = Submit(b);
+  // Job A's runs report ioengine=libaio (variant ""), job B's are made 10 % faster.
+  auto perf = [&](const v1::Run& r) {
+    const double base = absl::StrContains(r.cell(), "iodepth=32") ? 200000 : 60000;
+    const double f = r.job_id() == jb ? 1.10 : 1.0;
+    return Perf{base * f, 100000.0 / f};
+  };
+  EXPECT_EQ(Drive(perf), 20);
+  Reply r = Get("/api/v1/compare?a=" + ja + "&b=" + jb);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.j["arm_a"], ja);
+  EXPECT_EQ(r.j["arm_b"], jb);
+  EXPECT_EQ(r.j["job_ids"], json({ja, jb}));
+  ASSERT_EQ(r.j["rows"].size(), 2u * kNumMetrics);
+  const json* iops = FindRow(r.j, "iodepth=32", "iops");
+  ASSERT_NE(iops, nullptr);
+  EXPECT_EQ((*iops)["verdict"], "improvement");
+  EXPECT_EQ((*iops)["a"]["n"], 5);
+  EXPECT_EQ((*iops)["b"]["n"], 5);
+  r = Get("/api/v1/compare?a=" + ja + "&b=" + jb + "&format=markdown");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_THAT(r.body, HasSubstr("iodepth=1"));
+}
+
+TEST_F(CompareApiTest, ArmsOnDifferentHostsAreComparedByPlacementAndFlagConfounders) {
+  Connect("h1", "AMD EPYC 7763");
+  Connect("h2", "Intel Xeon 8380");
+  json spec = AbSpec(5);
+  spec.erase("sweep");
+  spec["hosts"] = {"h1", "h2"};
+  spec["variants"] = {{{"name", "A"}, {"hosts", {"h1"}}}, {{"name", "B"}, {"hosts", {"h2"}}}};
+  const std::string id = Submit(spec);
+  EXPECT_EQ(Drive([](const v1::Run& r) { return Perf{100000, 50000}; }), 10);
+  Reply r = Get("/api/v1/jobs/" + id + "/compare");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_THAT(r.j["compared_attributes"], ::testing::Contains("hosts/selector"));
+  const json* iops = FindRow(r.j, "all", "iops");
+  ASSERT_NE(iops, nullptr) << r.body;
+  EXPECT_EQ((*iops)["confounded"], true);
+  EXPECT_THAT((*iops)["confounders"].dump(), HasSubstr("cpu_model"));
+  EXPECT_THAT((*iops)["confounders"].dump(), ::testing::Not(HasSubstr("hosts/selector")));
+}
+
+}  // namespace
+}  // namespace iofleet::controller::compare
