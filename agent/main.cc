@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/engines/engine.h"
 #include "agent/run/agent_cli.h"
+#include "common/config/config.h"
 #ifdef IOFLEET_HAVE_TRANSPORT
 #include "agent/transport/serve.h"
 #endif
@@ -26,6 +27,7 @@ void Usage(FILE* out) {
                "      --status-interval=SECONDS\n"
                "  engines                                       list I/O engines this kernel supports\n"
                "  serve --controller=HOST:PORT [--name=ID] [--labels=k=v,...] [--allow-path=PREFIX]...\n"
+               "        [--config=FILE]                         (`iofleet-agent serve --help` for all)\n"
                "                                                run assigned jobs for a controller\n"
                "  version\n");
 }
@@ -52,7 +54,16 @@ int main(int argc, char** argv) {
   }
   if (cmd == "serve") {
 #ifdef IOFLEET_HAVE_TRANSPORT
-    return iofleet::agent::ServeMain(argc - 1, argv + 1);
+    // --config=FILE: its keys are serve flags, placed before the command line's.
+    auto args = iofleet::config::ExpandConfigArgs(std::vector<std::string>(argv, argv + argc), 2);
+    if (!args.ok()) {
+      std::fprintf(stderr, "iofleet-agent serve: %s\n", std::string(args.status().message()).c_str());
+      return 2;
+    }
+    std::vector<char*> serve_argv;
+    for (size_t i = 1; i < args->size(); ++i) serve_argv.push_back((*args)[i].data());
+    serve_argv.push_back(nullptr);
+    return iofleet::agent::ServeMain(static_cast<int>(serve_argv.size() - 1), serve_argv.data());
 #else
     std::fprintf(stderr, "iofleet-agent: this build has no controller transport (gRPC)\n");
     return 2;

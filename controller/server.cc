@@ -83,6 +83,12 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   s->grpc_address_ = absl::StrCat(grpc_host, ":", grpc_port);
 
   s->rest_server_ = std::make_unique<rest::RestServer>(s->scheduler_.get(), s->metrics_.get());
+#ifdef IOFLEET_DASHBOARD_DIR
+  s->rest_server_->ServeDashboard(options.dashboard_dir.empty() ? IOFLEET_DASHBOARD_DIR
+                                                                : options.dashboard_dir);
+#else
+  s->rest_server_->ServeDashboard(options.dashboard_dir);
+#endif
   IOFLEET_ASSIGN_OR_RETURN(int http_port, s->rest_server_->Start(http_hp.first, http_hp.second));
   const std::string http_host =
       http_hp.first.find(':') != std::string::npos ? absl::StrCat("[", http_hp.first, "]")

@@ -33,6 +33,9 @@ struct ServerOptions {
   std::string grpc_listen = "127.0.0.1:7070";  // HOST:PORT; port 0 = any free port
   std::string http_listen = "127.0.0.1:7080";  // HOST:PORT; port 0 = any free port
   uint64_t heartbeat_timeout_ms = 15000;       // Default: 15 s
+  // Built web dashboard (index.html, app.js, app.css) served at /. Empty = the
+  // source tree's dashboard/dist (IOFLEET_DASHBOARD_DIR at build time).
+  std::string dashboard_dir;
 };
 
 class ControllerServer {

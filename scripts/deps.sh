@@ -16,7 +16,15 @@ pkgs=(
   prometheus-cpp-dev               # /metrics
   libboost-math-dev                # A/B statistics (distributions)
   fio                              # side-by-side checks against fio
+  prometheus                       # the real Prometheus server the metrics test scrapes with
+  chromium                         # headless browser for the dashboard tests
+  iproute2                         # network namespaces for fault and local-fleet tests
+  yamllint python3-yaml shellcheck systemd  # deploy/ checks (manifests, scripts, units)
 )
+# Node.js and npm build the dashboard (esbuild, uPlot) and drive Chromium
+# (playwright-core); machines that already have a node keep theirs.
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -239,6 +239,7 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
     }
   }
   for (const auto& c : plan.clones) {
+    if (EngineDoesNoIo(*c.job)) continue;  // no file is opened
     for (const auto& f : c.files) {
       if (!PathAllowed(f.path, options.allow_paths)) {
         return JobError(*c.job, "filename", f.path, "is outside the agent's --allow-path prefixes");

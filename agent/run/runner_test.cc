@@ -281,6 +281,14 @@ TEST_F(RunnerTest, AllowPathIsEnforced) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("allow-path"));
 }
 
+TEST_F(RunnerTest, NullEngineNeedsNoAllowedPath) {
+  RunOptions opts;
+  opts.allow_paths = {dir_};
+  RunResult r = MustRun("[n]\nioengine=null\nrw=randread\nbs=4k\nsize=4m\n", opts);
+  ASSERT_EQ(r.reported.size(), 1u);
+  EXPECT_EQ(r.reported[0].dir[0].total_ios, 1024u);
+}
+
 TEST_F(RunnerTest, IoUringOnlyOptionsOnOtherEnginesAreRefused) {
   auto r = RunJobs(Parse("[fb]\nioengine=psync\nrw=read\nsize=1m\nfixedbufs\nfilename=" +
                          Path("fb.dat") + "\n"),

@@ -1,5 +1,7 @@
 #include "controller/api/rest/rest_server.h"
 
+#include <filesystem>
+
 #include <httplib.h>
 
 #include <exception>
@@ -103,6 +105,23 @@ RestServer::RestServer(Scheduler* scheduler, metrics::ControllerMetrics* metrics
 }
 
 RestServer::~RestServer() { Stop(); }
+
+void RestServer::ServeDashboard(const std::string& dir) {
+  httplib::Server& srv = *server_;
+  // Static files, checked by httplib before the API routes (no file under dist/
+  // is named like an API path).
+  if (!dir.empty() && std::filesystem::exists(dir + "/index.html")) {
+    srv.set_mount_point("/", dir);
+    return;
+  }
+  srv.Get("/", [dir](const httplib::Request&, httplib::Response& res) {
+    res.set_content(absl::StrCat("<!doctype html><title>iofleet</title><p>The dashboard is not "
+                                 "built (no index.html in ",
+                                 dir.empty() ? std::string("--dashboard-dir") : dir,
+                                 "). Run dashboard/build.sh. The API is at /api/v1.</p>"),
+                    "text/html");
+  });
+}
 
 void RestServer::Routes() {
   httplib::Server& srv = *server_;

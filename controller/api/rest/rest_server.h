@@ -43,6 +43,10 @@ class RestServer {
   RestServer(const RestServer&) = delete;
   RestServer& operator=(const RestServer&) = delete;
 
+  // Serves the built web dashboard in `dir` at / (call before Start). When the
+  // directory has no index.html, / answers with how to build it.
+  void ServeDashboard(const std::string& dir);
+
   // Binds host:port (port 0 = any free port) and starts serving; returns the port.
   absl::StatusOr<int> Start(const std::string& host, int port);
   // Stops accepting and waits for the listener thread. Idempotent.

@@ -1,0 +1,76 @@
+# syntax=docker/dockerfile:1
+# iofleet-agent image: `iofleet-agent serve` dials the controller's gRPC port.
+#
+#   docker build -f docker/agent.Dockerfile -t iofleet-agent:0.1.0 .
+#
+# Privileges: the agent runs as root inside the container because it opens raw
+# block devices, but it needs NO --privileged, only (see docker/README.md,
+# "Agent privileges"):
+#   --device /dev/nvme0n1       each block device it may test; O_DIRECT on it needs
+#                               no capability. File targets: bind-mount a directory.
+#   --ulimit memlock=-1:-1      io_uring rings and registered buffers (fixedbufs)
+#                               count against RLIMIT_MEMLOCK (64 KiB by default).
+#                               CAP_IPC_LOCK (--cap-add IPC_LOCK) is the alternative:
+#                               io_uring does not account memory of such a process.
+#                               Grant one or the other, not both.
+#   --cap-add SYS_NICE          only for jobs that ask for prioclass=1 (real-time I/O
+#                               priority), nice<0 or moving pages of other processes.
+#                               Pinning workers to CPUs (cpus_allowed, numa_cpu_nodes)
+#                               within the container's cpuset needs no capability.
+#   --security-opt seccomp=PROFILE
+#                               Docker >= 25's default seccomp profile blocks
+#                               io_uring_setup/enter/register; use a profile that
+#                               allows them (or seccomp=unconfined) to run io_uring
+#                               jobs. Without it the agent's start-up probe reports
+#                               io_uring unavailable and libaio/psync jobs still run.
+# Pass --name (or run with --hostname): the default name is the container's hostname.
+#
+#   docker run -d --name iofleet-agent --hostname "$(hostname)" \
+#     --device /dev/nvme0n1 --ulimit memlock=-1:-1 \
+#     --security-opt seccomp=/etc/iofleet/seccomp-io_uring.json \
+#     -v /mnt/scratch:/mnt/scratch -v iofleet-agent-spool:/var/lib/iofleet-agent \
+#     iofleet-agent:0.1.0 --controller=controller.example:7070 \
+#     --allow-path=/dev/nvme0n1 --allow-path=/mnt/scratch --labels=rack=r1
+
+# ---- build stage ----
+FROM debian:12 AS build
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ENV DEBIAN_FRONTEND=noninteractive
+WORKDIR /src
+COPY scripts/deps.sh scripts/deps.sh
+RUN scripts/deps.sh && rm -rf /var/lib/apt/lists/*
+COPY . .
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIOFLEET_BUILD_TESTS=OFF \
+ && cmake --build /build --target iofleet-agent -j"$(nproc)" \
+ && install -d /out/bin \
+ && install -m 0755 -s /build/bin/iofleet-agent /out/bin/ \
+ && docker/runtime-deps.sh /out/bin/* > /out/runtime-packages.txt \
+ && echo "runtime packages:" && cat /out/runtime-packages.txt
+
+# ---- runtime stage ----
+FROM debian:12-slim
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ENV DEBIAN_FRONTEND=noninteractive
+LABEL org.opencontainers.image.title="iofleet-agent" \
+      org.opencontainers.image.description="iofleet agent: runs storage benchmarks assigned by an iofleet controller" \
+      org.opencontainers.image.version="0.1.0"
+COPY --from=build /out/runtime-packages.txt /tmp/runtime-packages.txt
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && xargs -a /tmp/runtime-packages.txt apt-get install -y --no-install-recommends \
+ && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt \
+ && install -d -m 0700 /var/lib/iofleet-agent
+COPY --from=build /out/bin/ /usr/local/bin/
+COPY docker/healthcheck.sh /usr/local/bin/iofleet-healthcheck
+# Interval records are spooled here while the controller is unreachable and
+# replayed on reconnect: keep it on a volume so a restart loses nothing.
+VOLUME ["/var/lib/iofleet-agent"]
+# Root on purpose: raw block devices (see the header). No port is exposed: the
+# agent dials out to the controller.
+# hadolint ignore=DL3002
+USER root
+# Healthy while the controller's gRPC port accepts connections.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=10s --retries=3 \
+  CMD ["/usr/local/bin/iofleet-healthcheck", "agent"]
+# Flags after the image name are appended; a later --spool-dir overrides this one.
+ENTRYPOINT ["/usr/local/bin/iofleet-agent", "serve", "--spool-dir=/var/lib/iofleet-agent/spool"]

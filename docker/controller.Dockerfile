@@ -1,0 +1,65 @@
+# syntax=docker/dockerfile:1
+# iofleet-controller (+ the `iofleet` CLI) image.
+#
+#   docker build -f docker/controller.Dockerfile -t iofleet-controller:0.1.0 .
+#   docker run -d --name iofleet-controller -p 7070:7070 -p 7080:7080 \
+#     -v iofleet-data:/var/lib/iofleet iofleet-controller:0.1.0
+#
+# The build context is the repository root (see .dockerignore there).
+# Runs as the unprivileged user iofleet (uid/gid 10001); needs no capabilities.
+# State: the SQLite database under /var/lib/iofleet (mount a volume there).
+# Ports: 7070 gRPC (agents, gRPC API), 7080 HTTP (REST API, /metrics, dashboard).
+
+# ---- build stage: the full toolchain and -dev packages, from scripts/deps.sh ----
+FROM debian:12 AS build
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ENV DEBIAN_FRONTEND=noninteractive
+WORKDIR /src
+# deps.sh installs with --no-install-recommends; the lists are dropped after it.
+COPY scripts/deps.sh scripts/deps.sh
+RUN scripts/deps.sh && rm -rf /var/lib/apt/lists/*
+COPY . .
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIOFLEET_BUILD_TESTS=OFF \
+ && cmake --build /build --target iofleet-controller iofleet -j"$(nproc)" \
+ && install -d /out/bin \
+ && install -m 0755 -s /build/bin/iofleet-controller /build/bin/iofleet /out/bin/ \
+ && docker/runtime-deps.sh /out/bin/* > /out/runtime-packages.txt \
+ && echo "runtime packages:" && cat /out/runtime-packages.txt \
+ && install -d /out/dashboard \
+ && if [ -f dashboard/dist/index.html ]; then cp -R dashboard/dist/. /out/dashboard/; \
+    else echo "dashboard/dist not built (run dashboard/build.sh before docker build): API only"; fi
+
+# ---- runtime stage: only the shared libraries the binaries load ----
+FROM debian:12-slim
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ENV DEBIAN_FRONTEND=noninteractive
+LABEL org.opencontainers.image.title="iofleet-controller" \
+      org.opencontainers.image.description="iofleet controller: job queue, results store, REST/gRPC API, /metrics" \
+      org.opencontainers.image.version="0.1.0"
+# The package list is computed from `ldd` of the stripped binaries in the build
+# stage (docker/runtime-deps.sh); versions come from the same Debian 12 snapshot.
+COPY --from=build /out/runtime-packages.txt /tmp/runtime-packages.txt
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && xargs -a /tmp/runtime-packages.txt apt-get install -y --no-install-recommends \
+ && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt
+RUN groupadd --system --gid 10001 iofleet \
+ && useradd --system --uid 10001 --gid iofleet --home-dir /var/lib/iofleet \
+      --no-create-home --shell /usr/sbin/nologin iofleet \
+ && install -d -o iofleet -g iofleet -m 0750 /var/lib/iofleet
+COPY --from=build /out/bin/ /usr/local/bin/
+# The dashboard is built on the host (dashboard/build.sh needs Node >= 20, newer
+# than Debian 12's) and copied in when present; otherwise / says it is missing.
+COPY --from=build /out/dashboard/ /usr/share/iofleet/dashboard/
+COPY docker/healthcheck.sh /usr/local/bin/iofleet-healthcheck
+USER 10001:10001
+WORKDIR /var/lib/iofleet
+VOLUME ["/var/lib/iofleet"]
+EXPOSE 7070 7080
+# GET /healthz on the --http-listen port (bash /dev/tcp: no curl in the image).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["/usr/local/bin/iofleet-healthcheck", "controller"]
+ENTRYPOINT ["/usr/local/bin/iofleet-controller"]
+# Inside a container the daemon must listen on all interfaces to be reachable.
+CMD ["--data-dir=/var/lib/iofleet", "--grpc-listen=0.0.0.0:7070", "--http-listen=0.0.0.0:7080", \
+     "--dashboard-dir=/usr/share/iofleet/dashboard"]
