@@ -14,6 +14,8 @@ absl::Status LibaioEngine::Init(const EngineOptions& options) {
     return IoError("io_queue_init (check /proc/sys/fs/aio-max-nr)", absl::StrCat("depth=", depth),
                    -r);
   }
+  auto* ring = reinterpret_cast<AioRing*>(ctx_);
+  ring_ = (ring->magic == kAioRingMagic && ring->incompat_features == 0) ? ring : nullptr;
   iocbs_.assign(depth, iocb{});
   queued_.assign(depth, nullptr);
   events_.assign(depth, io_event{});
@@ -24,6 +26,7 @@ void LibaioEngine::Close() noexcept {
   if (ctx_ != nullptr) {
     io_queue_release(ctx_);
     ctx_ = nullptr;
+    ring_ = nullptr;
   }
 }
 
