@@ -77,6 +77,7 @@ struct JobStats {
   uint32_t kb_base = 1024;
   int unified_rw_reporting = 0;  // 0 none, 1 mixed, 2 both
   bool group_reporting = false;
+  uint32_t iodepth = 1;  // the job's iodepth ("latency_depth")
   int members = 1;  // jobs folded into this entry ("jobs=" in the normal report)
   int pid = 0;      // worker process id, shown as "pid=" in the normal report
 };

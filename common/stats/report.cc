@@ -506,6 +506,11 @@ void WriteJobJson(JsonWriter& w, const JobStats& js, bool json_plus) {
   w.BeginObject("latency_ms");
   for (int i = 0; i < kLatBucketsMs; ++i) w.Float(kLatKeys[i], ms[i]);
   w.EndObject();
+  // fio prints its latency_target settings for every job (no latency target here).
+  w.Uint("latency_depth", js.iodepth);
+  w.Uint("latency_target", 0);
+  w.Float("latency_percentile", 100.0);
+  w.Uint("latency_window", 0);
   w.EndObject();
 }
 
