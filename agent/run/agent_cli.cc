@@ -142,6 +142,20 @@ int RunMain(int argc, char** argv) {
       std::fflush(out);
     };
   }
+  if (fmt == OutputFormat::kNormal) {
+    // fio's start banner: one line per job (clones folded), the version, the count.
+    uint32_t clones = 0;
+    for (const auto& j : list->jobs) {
+      clones += j.numjobs;
+      auto bs = [&](int d) { return absl::StrCat(j.bs_min[d], "B-", j.bs_max[d], "B"); };
+      std::fprintf(out, "%s: (g=0): rw=%s, bs=(R) %s, (W) %s, (T) %s, ioengine=%s, iodepth=%u\n",
+                   j.name.c_str(), jobspec::RwPatternName(j.rw), bs(0).c_str(), bs(1).c_str(),
+                   bs(2).c_str(), j.ioengine.c_str(), j.iodepth);
+    }
+    std::fprintf(out, "iofleet-%s\nStarting %u thread%s\n", kAgentVersion, clones,
+                 clones == 1 ? "" : "s");
+    std::fflush(out);
+  }
   auto result = RunJobs(*list, ro);
   if (!result.ok()) {
     std::fprintf(stderr, "iofleet-agent run: %s\n", std::string(result.status().message()).c_str());

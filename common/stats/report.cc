@@ -767,6 +767,7 @@ void ShowJobNormal(std::string& out, const JobStats& js, const std::string& time
           static_cast<unsigned long long>(js.dir[0].drop_ios),
           static_cast<unsigned long long>(js.dir[1].drop_ios),
           static_cast<unsigned long long>(js.dir[2].drop_ios));
+  Appendf(out, "     latency   : target=0, window=0, percentile=100.00%%, depth=%u\n", js.iodepth);
 }
 
 void ShowRunLine(std::string& out, const char* label, bool i2p, uint64_t agg, uint64_t min_bw,

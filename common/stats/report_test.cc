@@ -221,7 +221,8 @@ TEST(FioJsonTest, FieldsTypesOrderAndNesting) {
            "elapsed",    "job options", "read",          "write",          "trim",
            "sync",       "job_runtime", "usr_cpu",       "sys_cpu",        "ctx",
            "majf",       "minf",        "iodepth_level", "iodepth_submit", "iodepth_complete",
-           "latency_ns", "latency_us",  "latency_ms"}));
+           "latency_ns", "latency_us",  "latency_ms",    "latency_depth",  "latency_target",
+           "latency_percentile", "latency_window"}));
   EXPECT_EQ(job["jobname"], "job1");
   EXPECT_EQ(job["groupid"], 0);
   EXPECT_EQ(job["job_start"], jobs[0].job_start_ms);
