@@ -17,7 +17,7 @@
 //                                             (uses a running controller)
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,8 +44,6 @@
 #include "nlohmann/json.hpp"
 #include "sqlite3.h"
 
-extern char** environ;
-
 namespace {
 
 using iofleet::v1::AgentMessage;
@@ -59,6 +57,8 @@ struct Options {
   int agents_per_conn = 50;
   int settle_s = 60;
   int connect_per_s = 2000;
+  int group_size = 250;     // agents per submitted job
+  int stagger_ms = 1000;    // between job submissions
   std::string controller_bin;
   std::string data_dir;
   std::string grpc, http, db;
@@ -126,7 +126,8 @@ struct Stats {
   std::atomic<int> finished_sent{0};
   std::atomic<int> done{0};
   std::atomic<int> failed{0};
-  std::atomic<uint64_t> records_sent{0};
+  std::atomic<uint64_t> records_sent{0};     // handed to the stream
+  std::atomic<uint64_t> records_written{0};  // write completed OK
   std::atomic<uint64_t> write_failures{0};
   std::atomic<uint64_t> bytes_sent{0};
 };
@@ -154,6 +155,7 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
     inv->add_engines("null");
     inv->set_agent_version("loadgen");
     (*h->mutable_labels())["loadgen"] = session_;
+    (*h->mutable_labels())["lg_group"] = std::to_string(index_ / opt_->group_size);
     Send(std::move(hello));
     AddHold();
     StartRead(&in_);
@@ -165,62 +167,73 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
     if (in_.has_welcome()) {
       stats_->welcomed++;
     } else if (in_.has_assign()) {
-      std::lock_guard<std::mutex> l(mu_);
-      if (run_id_.empty()) {
-        run_id_ = in_.assign().run_id();
-        run_start_ = Clock::now();
-        stats_->assigned++;
-        AgentMessage m;
-        m.mutable_run_started()->set_run_id(run_id_);
-        m.mutable_run_started()->set_unix_ms(NowMs());
-        SendLocked(std::move(m));
+      AgentMessage m;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (run_id_.empty()) {
+          run_id_ = in_.assign().run_id();
+          run_start_ = Clock::now();
+          stats_->assigned++;
+          m.mutable_run_started()->set_run_id(run_id_);
+          m.mutable_run_started()->set_unix_ms(NowMs());
+        }
       }
+      if (m.has_run_started()) Send(std::move(m));
     }
     StartRead(&in_);
   }
 
+  // gRPC may run reactions inline (e.g. on a failed call), so no lock is held
+  // across StartWrite()/TryCancel().
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> l(mu_);
-    if (!ok) {
-      stats_->write_failures++;
-      broken_ = true;
-      writing_ = false;
-      queue_.clear();
-      return;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!ok) {
+        stats_->write_failures++;
+        broken_ = true;
+        writing_ = false;
+        queue_.clear();
+        return;
+      }
+      if (cur_.has_interval()) stats_->records_written++;
+      if (queue_.empty()) {
+        writing_ = false;
+        return;
+      }
+      cur_ = std::move(queue_.front());
+      queue_.pop_front();
     }
-    if (queue_.empty()) {
-      writing_ = false;
-      return;
-    }
-    cur_ = std::move(queue_.front());
-    queue_.pop_front();
     StartWrite(&cur_);
   }
 
   void OnDone(const grpc::Status& s) override {
-    if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) {
-      std::lock_guard<std::mutex> l(mu_);
-      if (!reported_error_) {
-        reported_error_ = true;
-        if (stats_->failed++ < 5) {
-          fprintf(stderr, "agent %s: stream ended: %s\n", name_.c_str(), s.error_message().c_str());
-        }
+    std::lock_guard<std::mutex> l(mu_);
+    if (!s.ok() && !cancelled_by_us_) {
+      if (stats_->failed++ < 5) {
+        fprintf(stderr, "agent %s: stream ended: %s\n", name_.c_str(), s.error_message().c_str());
       }
     }
-    std::lock_guard<std::mutex> l(mu_);
     done_ = true;
     stats_->done++;
   }
 
   // Called by the ticker about once per second.
   void Tick(uint64_t tick) {
-    std::lock_guard<std::mutex> l(mu_);
+    std::vector<AgentMessage> out;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      TickLocked(tick, &out);
+    }
+    for (AgentMessage& m : out) Send(std::move(m));
+  }
+
+  void TickLocked(uint64_t tick, std::vector<AgentMessage>* out) {
     if (broken_ || done_ || finished_) return;
     if (tick % 5 == 0) {
       AgentMessage hb;
       hb.mutable_heartbeat()->set_unix_ms(NowMs());
       if (!run_id_.empty()) hb.mutable_heartbeat()->add_running_runs(run_id_);
-      SendLocked(std::move(hb));
+      out->push_back(std::move(hb));
     }
     if (run_id_.empty()) return;
     const uint64_t now = NowMs();
@@ -232,7 +245,7 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
       rf->set_result_json("{\"fio version\":\"iofleet-loadgen\",\"jobs\":[]}");
       rf->set_last_seq_total(seq_ * static_cast<uint64_t>(opt_->jobs_per_agent));
       rf->set_unix_ms(now);
-      SendLocked(std::move(f));
+      out->push_back(std::move(f));
       finished_ = true;
       stats_->finished_sent++;
       return;
@@ -253,7 +266,7 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
       d->mutable_clat_bucket()->Add(t.bucket.begin(), t.bucket.end());
       d->mutable_clat_count()->Add(t.count.begin(), t.count.end());
       stats_->bytes_sent += m.ByteSizeLong();
-      SendLocked(std::move(m));
+      out->push_back(std::move(m));
       stats_->records_sent++;
     }
     ++seq_;
@@ -262,8 +275,9 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
   void Finish() {
     {
       std::lock_guard<std::mutex> l(mu_);
-      if (!done_) ctx_.TryCancel();
+      cancelled_by_us_ = true;
     }
+    ctx_.TryCancel();
     RemoveHold();
   }
 
@@ -278,17 +292,16 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
 
  private:
   void Send(AgentMessage m) {
-    std::lock_guard<std::mutex> l(mu_);
-    SendLocked(std::move(m));
-  }
-  void SendLocked(AgentMessage m) {
-    if (broken_ || done_) return;
-    if (writing_) {
-      queue_.push_back(std::move(m));
-      return;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (broken_ || done_) return;
+      if (writing_) {
+        queue_.push_back(std::move(m));
+        return;
+      }
+      writing_ = true;
+      cur_ = std::move(m);
     }
-    writing_ = true;
-    cur_ = std::move(m);
     StartWrite(&cur_);
   }
 
@@ -307,7 +320,7 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
   bool broken_ = false;
   bool done_ = false;
   bool finished_ = false;
-  bool reported_error_ = false;
+  bool cancelled_by_us_ = false;
   std::string run_id_;
   Clock::time_point run_start_;
   uint64_t seq_ = 0;
@@ -349,21 +362,25 @@ ProcSample ReadProc(int pid) {
 int SpawnController(Options& opt) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&fa, fds[0]);
   const std::string a1 = "--data-dir=" + opt.data_dir;
   std::vector<std::string> args = {opt.controller_bin, a1, "--grpc-listen=127.0.0.1:0",
                                    "--http-listen=127.0.0.1:0"};
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, opt.controller_bin.c_str(), &fa, nullptr, argv.data(), environ) != 0) {
-    return -1;
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    // The controller dies with the load generator, whatever ends it.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    execv(opt.controller_bin.c_str(), argv.data());
+    _exit(127);
   }
-  posix_spawn_file_actions_destroy(&fa);
   close(fds[1]);
   FILE* f = fdopen(fds[0], "r");
   char buf[512];
@@ -383,7 +400,8 @@ int SpawnController(Options& opt) {
   return pid;
 }
 
-int64_t CountStored(const std::string& db_path, const std::string& job_id, int64_t* results) {
+// Counts what the controller stored for this session's runs (hosts lg-<session>-*).
+int64_t CountStored(const std::string& db_path, const std::string& host_like, int64_t* results) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     if (db) sqlite3_close(db);
@@ -393,16 +411,17 @@ int64_t CountStored(const std::string& db_path, const std::string& job_id, int64
   int64_t n = -1;
   sqlite3_stmt* st = nullptr;
   const char* q =
-      "SELECT count(*) FROM intervals WHERE run_id IN (SELECT id FROM runs WHERE job_id=?1)";
+      "SELECT count(*) FROM intervals WHERE run_id IN (SELECT id FROM runs WHERE host LIKE ?1)";
   if (sqlite3_prepare_v2(db, q, -1, &st, nullptr) == SQLITE_OK) {
-    sqlite3_bind_text(st, 1, job_id.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 1, host_like.c_str(), -1, SQLITE_TRANSIENT);
     if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
   }
   sqlite3_finalize(st);
+  st = nullptr;
   const char* q2 =
-      "SELECT count(*) FROM results WHERE run_id IN (SELECT id FROM runs WHERE job_id=?1)";
+      "SELECT count(*) FROM results WHERE run_id IN (SELECT id FROM runs WHERE host LIKE ?1)";
   if (results && sqlite3_prepare_v2(db, q2, -1, &st, nullptr) == SQLITE_OK) {
-    sqlite3_bind_text(st, 1, job_id.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 1, host_like.c_str(), -1, SQLITE_TRANSIENT);
     if (sqlite3_step(st) == SQLITE_ROW) *results = sqlite3_column_int64(st, 0);
   }
   sqlite3_finalize(st);
@@ -436,6 +455,8 @@ int main(int argc, char** argv) {
       else if (Flag(a, "agents-per-conn", &v)) opt.agents_per_conn = std::stoi(v);
       else if (Flag(a, "settle-s", &v)) opt.settle_s = std::stoi(v);
       else if (Flag(a, "connect-per-s", &v)) opt.connect_per_s = std::stoi(v);
+      else if (Flag(a, "group-size", &v)) opt.group_size = std::stoi(v);
+      else if (Flag(a, "stagger-ms", &v)) opt.stagger_ms = std::stoi(v);
       else if (Flag(a, "controller-bin", &v)) opt.controller_bin = v;
       else if (Flag(a, "data-dir", &v)) opt.data_dir = v;
       else if (Flag(a, "grpc", &v)) opt.grpc = v;
@@ -451,7 +472,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (opt.agents < 1 || opt.jobs_per_agent < 1 || opt.duration_s < 1 || opt.agents_per_conn < 1) {
+  if (opt.agents < 1 || opt.jobs_per_agent < 1 || opt.duration_s < 1 || opt.agents_per_conn < 1 ||
+      opt.group_size < 1 || opt.stagger_ms < 0) {
     fprintf(stderr, "iofleet-loadgen: --agents, --jobs-per-agent, --duration-s and "
                     "--agents-per-conn must be >= 1\n");
     return 2;
@@ -507,28 +529,36 @@ int main(int argc, char** argv) {
   fprintf(stderr, "%d/%d agents welcomed in %.1f s\n", stats.welcomed.load(), opt.agents,
           connect_s);
 
-  // One job, one run per simulated agent.
-  std::string job_id;
-  {
+  // One job per group of agents (selector on the group label), submitted
+  // --stagger-ms apart, so runs start spread out as in a live fleet.
+  const int groups = (opt.agents + opt.group_size - 1) / opt.group_size;
+  std::atomic<int> submitted{0}, submit_errors{0};
+  std::thread submitter([&] {
     httplib::Client http("http://" + opt.http);
     http.set_read_timeout(300, 0);
-    nlohmann::json body = {
-        {"name", "loadgen-" + session},
-        {"fio", "[lg]\nioengine=null\nsize=1m\ntime_based=1\nruntime=" +
-                    std::to_string(opt.duration_s) + "\nnumjobs=" +
-                    std::to_string(opt.jobs_per_agent) + "\n"},
-        {"selector", {{"loadgen", session}}}};
-    auto res = http.Post("/api/v1/jobs", body.dump(), "application/json");
-    if (!res || res->status != 201) {
-      fprintf(stderr, "submit failed: %s\n",
-              res ? res->body.c_str() : httplib::to_string(res.error()).c_str());
-      return 1;
+    for (int g = 0; g < groups; ++g) {
+      nlohmann::json body = {
+          {"name", "loadgen-" + session + "-" + std::to_string(g)},
+          {"fio", "[lg]\nioengine=null\nsize=1m\ntime_based=1\nruntime=" +
+                      std::to_string(opt.duration_s) + "\nnumjobs=" +
+                      std::to_string(opt.jobs_per_agent) + "\n"},
+          {"selector", {{"loadgen", session}, {"lg_group", std::to_string(g)}}}};
+      auto res = http.Post("/api/v1/jobs", body.dump(), "application/json");
+      if (!res || res->status != 201) {
+        if (submit_errors++ < 3) {
+          fprintf(stderr, "submit failed: %s\n",
+                  res ? res->body.c_str() : httplib::to_string(res.error()).c_str());
+        }
+      } else {
+        submitted++;
+      }
+      if (g + 1 < groups) std::this_thread::sleep_for(std::chrono::milliseconds(opt.stagger_ms));
     }
-    nlohmann::json j = nlohmann::json::parse(res->body, nullptr, false);
-    if (j.is_object() && j.contains("id") && j["id"].is_string()) job_id = j["id"];
-  }
+  });
+  const std::string host_like = "lg-" + session + "-%";
   const auto t_submit = Clock::now();
   const ProcSample p0 = ReadProc(opt.pid);
+  const ProcSample self0 = ReadProc(getpid());
 
   // Ticker: agents are spread over the second in 100 slots of 10 ms.
   std::atomic<bool> stop{false};
@@ -545,16 +575,23 @@ int main(int argc, char** argv) {
     }
   });
   // Wait for assignments, the run time and the RunFinished messages.
-  const auto deadline = t_submit + std::chrono::seconds(opt.duration_s + 120);
+  const auto deadline = t_submit + std::chrono::seconds(
+                                        opt.duration_s + 120 + groups * opt.stagger_ms / 1000);
+  double all_assigned_s = -1;
   while (Clock::now() < deadline) {
-    if (stats.assigned.load() > 0 && stats.finished_sent.load() >= stats.assigned.load() &&
-        Clock::now() - t_submit > std::chrono::seconds(opt.duration_s)) {
-      break;
+    if (all_assigned_s < 0 && stats.assigned.load() >= opt.agents) {
+      all_assigned_s = std::chrono::duration<double>(Clock::now() - t_submit).count();
     }
+    if (stats.assigned.load() >= opt.agents && stats.finished_sent.load() >= opt.agents) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  submitter.join();
   const auto t_sent = Clock::now();
   const ProcSample p1 = ReadProc(opt.pid);
+  const ProcSample self1 = ReadProc(getpid());
+  // What the controller had stored when the last record was sent: the backlog
+  // shows whether it keeps up or only catches up afterwards.
+  const int64_t stored_at_send_end = CountStored(opt.db, host_like, nullptr);
   // Let queued writes drain.
   for (int i = 0; i < 300; ++i) {
     bool idle = true;
@@ -562,13 +599,13 @@ int main(int argc, char** argv) {
     if (idle) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  const uint64_t sent = stats.records_sent.load();
+  const uint64_t sent = stats.records_written.load();
   int64_t stored = -1, results = 0;
   const auto settle_deadline = Clock::now() + std::chrono::seconds(opt.settle_s);
   int64_t last = -2;
   auto last_change = Clock::now();
   while (Clock::now() < settle_deadline) {
-    stored = CountStored(opt.db, job_id, &results);
+    stored = CountStored(opt.db, host_like, &results);
     if (stored >= 0 && static_cast<uint64_t>(stored) >= sent &&
         results >= stats.finished_sent.load()) {
       break;
@@ -586,11 +623,11 @@ int main(int argc, char** argv) {
   stop = true;
   ticker.join();
   for (auto& a : agents) a->Finish();
-  for (int i = 0; i < 100; ++i) {
-    bool all = true;
-    for (auto& a : agents) all = all && a->done();
-    if (all) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  bool all_done = false;
+  for (int i = 0; i < 300 && !all_done; ++i) {
+    all_done = true;
+    for (auto& a : agents) all_done = all_done && a->done();
+    if (!all_done) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
   const double send_s = std::chrono::duration<double>(t_sent - t_submit).count();
@@ -606,8 +643,13 @@ int main(int argc, char** argv) {
       {"assigned", stats.assigned.load()},
       {"connect_s", connect_s},
       {"records_sent", sent},
+      {"records_queued", stats.records_sent.load()},
+      {"jobs_submitted", submitted.load()},
+      {"submit_errors", submit_errors.load()},
+      {"all_assigned_s", all_assigned_s},
       {"records_stored", stored},
       {"records_lost", lost},
+      {"records_stored_at_send_end", stored_at_send_end},
       {"results_stored", results},
       {"runs_finished_sent", stats.finished_sent.load()},
       {"stream_failures", stats.failed.load()},
@@ -618,12 +660,17 @@ int main(int argc, char** argv) {
       {"settle_s", settle_s},
       {"controller_cpu_pct", cpu_pct},
       {"controller_cpu_s_total", p2.cpu_s},
+      {"loadgen_cpu_pct", send_s > 0 ? 100.0 * (self1.cpu_s - self0.cpu_s) / send_s : 0},
       {"controller_rss_mb", static_cast<double>(p2.rss_kb) / 1024},
       {"controller_rss_peak_mb", static_cast<double>(p2.hwm_kb) / 1024},
   };
   printf("%s\n", report.dump().c_str());
   fflush(stdout);
-  agents.clear();
+  if (all_done) {
+    agents.clear();
+  } else {
+    for (auto& a : agents) (void)a.release();  // a reaction may still run: never free it
+  }
   if (spawned > 0) {
     kill(spawned, SIGTERM);
     int st = 0;

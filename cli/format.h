@@ -1,0 +1,80 @@
+// Pure helpers of the iofleet CLI: tolerant JSON accessors, run-state logic,
+// interval-record arithmetic and text rendering (tables, units, compare output).
+// No I/O; unit-tested in format_test.cc.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace iofleet::cli {
+
+using json = nlohmann::json;
+
+// First of `keys` present in object `j`, as a string (numbers are printed); "" if none.
+std::string JStr(const json& j, std::initializer_list<const char*> keys);
+// First of `keys` present, as an unsigned integer (accepts numbers and numeric strings).
+uint64_t JU64(const json& j, std::initializer_list<const char*> keys);
+double JDouble(const json& j, std::initializer_list<const char*> keys);
+// The array at key `key` of `j`, or `j` itself when it is an array, else empty.
+const json& JArray(const json& j, const char* key);
+
+// "RUN_STATE_SUCCEEDED" / "Succeeded" / "succeeded" -> "succeeded".
+std::string NormState(const std::string& s);
+bool IsTerminal(const std::string& state);  // succeeded, failed, cancelled, lost
+bool IsSuccess(const std::string& state);
+
+// Sparse clat histogram of one direction of a record: accepts parallel arrays
+// clat_bucket/clat_count, a list of [bucket,count] pairs or a {"bucket":count} map.
+std::vector<std::pair<uint32_t, uint64_t>> SparseHist(const json& dir);
+
+// What one run did in its most recent interval window (the highest seq seen,
+// summed over clones): rates use the window's length.
+struct WindowStats {
+  bool valid = false;
+  uint64_t seq = 0;
+  uint64_t t_end_ms = 0;
+  double iops = 0;
+  double bytes_per_s = 0;
+  uint64_t p99_ns = 0;   // of the window's merged clat histogram (all directions)
+  uint64_t total_ios = 0;  // over all records so far
+  uint64_t records = 0;
+};
+WindowStats LatestWindow(const json& records);
+
+// Quantile q in [0,1] of a sparse fio-layout histogram (fio's walk); 0 if empty.
+uint64_t SparseQuantile(const std::vector<std::pair<uint32_t, uint64_t>>& hist, double q);
+
+// Units as fio prints them.
+std::string FormatCount(double v);          // 12.3k, 1.20M
+std::string FormatBytesPerSec(double bps);  // 512MiB/s
+std::string FormatNs(uint64_t ns);          // 850ns, 12.3us, 4.1ms
+std::string FormatDuration(uint64_t seconds);  // 1h02m03s
+
+// Fixed-width table; columns sized to content.
+std::string RenderTable(const std::vector<std::string>& header,
+                        const std::vector<std::vector<std::string>>& rows);
+
+// "30", "30s", "2m", "1h", "500ms" -> seconds (rounded up); false if unparsable.
+bool ParseDurationSeconds(const std::string& v, uint64_t* seconds);
+// Expected length of a job file's longest job: max over sections of
+// startdelay+ramp_time+runtime (0 = unknown, e.g. size-bound jobs).
+uint64_t EstimateRuntimeSeconds(const std::string& fio_text);
+
+// Compare output (GET /jobs/{id}/compare). Rows are taken from "rows", "table",
+// "comparisons" or "metrics" (or the array itself); each row an object.
+std::vector<json> CompareRows(const json& compare);
+std::string RenderCompareMarkdown(const json& compare);
+std::string RenderCompareJunit(const json& compare, const std::string& job_id);
+// True when any verdict in the compare output says regression (verdict values
+// "regression", "slower", "worse", or a boolean "regression": true).
+bool HasRegression(const json& compare);
+
+// fio-style summary of a fio JSON result ("normal" output).
+std::string RenderResultNormal(const json& fio);
+
+}  // namespace iofleet::cli

@@ -1,0 +1,120 @@
+#include "cli/format.h"
+
+#include "common/stats/histogram.h"
+#include "gtest/gtest.h"
+
+namespace iofleet::cli {
+namespace {
+
+TEST(FormatTest, TolerantAccessors) {
+  const json j = json::parse(R"({"a":"x","n":"123","m":45,"f":1.5,"arr":[1,2]})");
+  EXPECT_EQ(JStr(j, {"zz", "a"}), "x");
+  EXPECT_EQ(JU64(j, {"n"}), 123u);
+  EXPECT_EQ(JU64(j, {"m"}), 45u);
+  EXPECT_DOUBLE_EQ(JDouble(j, {"f"}), 1.5);
+  EXPECT_EQ(JArray(j, "arr").size(), 2u);
+  EXPECT_TRUE(JArray(j, "missing").empty());
+  EXPECT_EQ(JStr(json::array(), {"a"}), "");
+}
+
+TEST(FormatTest, States) {
+  EXPECT_EQ(NormState("RUN_STATE_SUCCEEDED"), "succeeded");
+  EXPECT_EQ(NormState("Canceled"), "cancelled");
+  EXPECT_TRUE(IsTerminal("lost"));
+  EXPECT_FALSE(IsTerminal("running"));
+  EXPECT_TRUE(IsSuccess("succeeded"));
+}
+
+TEST(FormatTest, SparseHistFormats) {
+  auto a = SparseHist(json::parse(R"({"clat_bucket":[1,5],"clat_count":["2",3]})"));
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1], (std::pair<uint32_t, uint64_t>(5, 3)));
+  auto b = SparseHist(json::parse(R"({"clat_hist":[[7,1],[9,4]]})"));
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[1].second, 4u);
+  auto c = SparseHist(json::parse(R"({"clat_hist":{"3":2}})"));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].first, 3u);
+}
+
+TEST(FormatTest, LatestWindowSumsClonesOfTheLastSeq) {
+  const uint32_t b1 = stats::PlatValToIdx(10000), b2 = stats::PlatValToIdx(900000);
+  json recs = json::array();
+  for (int clone = 0; clone < 2; ++clone) {
+    for (int seq = 0; seq < 3; ++seq) {
+      json r = {{"job_index", clone}, {"seq", seq}, {"t_start_ms", 1000 * seq},
+                {"t_end_ms", 1000 * (seq + 1)}};
+      r["read"] = {{"ios", 100}, {"bytes", 409600}, {"clat_bucket", {b1, b2}},
+                   {"clat_count", {98, 2}}};
+      recs.push_back(r);
+    }
+  }
+  const WindowStats w = LatestWindow(json{{"records", recs}});
+  ASSERT_TRUE(w.valid);
+  EXPECT_EQ(w.seq, 2u);
+  EXPECT_DOUBLE_EQ(w.iops, 200.0);
+  EXPECT_DOUBLE_EQ(w.bytes_per_s, 819200.0);
+  EXPECT_EQ(w.p99_ns, stats::PlatIdxToVal(b2));
+  EXPECT_EQ(w.total_ios, 600u);
+  EXPECT_EQ(w.records, 6u);
+  EXPECT_FALSE(LatestWindow(json::array()).valid);
+}
+
+TEST(FormatTest, Units) {
+  EXPECT_EQ(FormatCount(950), "950");
+  EXPECT_EQ(FormatCount(123456), "123.5k");
+  EXPECT_EQ(FormatCount(2.5e6), "2.50M");
+  EXPECT_EQ(FormatBytesPerSec(512.0 * 1024 * 1024), "512MiB/s");
+  EXPECT_EQ(FormatNs(850), "850ns");
+  EXPECT_EQ(FormatNs(12300), "12.3us");
+  EXPECT_EQ(FormatDuration(3723), "1h02m03s");
+  EXPECT_EQ(FormatDuration(65), "1m05s");
+}
+
+TEST(FormatTest, Durations) {
+  uint64_t s = 0;
+  EXPECT_TRUE(ParseDurationSeconds("30", &s));
+  EXPECT_EQ(s, 30u);
+  EXPECT_TRUE(ParseDurationSeconds("2m", &s));
+  EXPECT_EQ(s, 120u);
+  EXPECT_TRUE(ParseDurationSeconds("1500ms", &s));
+  EXPECT_EQ(s, 2u);
+  EXPECT_FALSE(ParseDurationSeconds("abc", &s));
+  EXPECT_FALSE(ParseDurationSeconds("5 parsecs", &s));
+  EXPECT_EQ(EstimateRuntimeSeconds("[global]\nruntime=10\n[a]\nrw=read\n[b]\nruntime=1m\n"
+                                   "ramp_time=5s\n"),
+            65u);
+  EXPECT_EQ(EstimateRuntimeSeconds("[a]\nsize=1g\n"), 0u);
+}
+
+TEST(FormatTest, CompareRendering) {
+  const json cmp = json::parse(R"({"rows":[
+      {"metric":"iops","a":100,"b":80,"verdict":"regression"},
+      {"metric":"p99","a":1.5,"b":1.4,"verdict":"no change"}]})");
+  const std::string md = RenderCompareMarkdown(cmp);
+  EXPECT_NE(md.find("| metric | a | b | verdict |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| iops | 100 | 80 | regression |"), std::string::npos) << md;
+  const std::string xml = RenderCompareJunit(cmp, "j1");
+  EXPECT_NE(xml.find("tests=\"2\" failures=\"1\""), std::string::npos) << xml;
+  EXPECT_TRUE(HasRegression(cmp));
+  EXPECT_FALSE(HasRegression(json::parse(R"({"rows":[{"verdict":"faster"}]})")));
+  EXPECT_TRUE(HasRegression(json::parse(R"({"verdict":"slower"})")));
+  EXPECT_TRUE(HasRegression(json::parse(R"({"outcome":"fail","rows":[]})")));
+  EXPECT_FALSE(HasRegression(json::parse(R"({"outcome":"warn","rows":[]})")));
+}
+
+TEST(FormatTest, TableAlignsColumns) {
+  EXPECT_EQ(RenderTable({"A", "BB"}, {{"xxx", "y"}}), "A    BB\nxxx  y\n");
+}
+
+TEST(FormatTest, ResultNormal) {
+  const json fio = json::parse(R"({"jobs":[{"jobname":"j","groupid":0,"error":0,
+      "read":{"total_ios":10,"io_bytes":40960,"iops":10.0,"bw_bytes":40960,"runtime":1000,
+      "clat_ns":{"min":1,"max":9,"mean":5.0,"stddev":1.0,"percentile":{"99.000000":9}}}}]})");
+  const std::string out = RenderResultNormal(fio);
+  EXPECT_NE(out.find("read: IOPS=10, BW=40.0KiB/s"), std::string::npos) << out;
+  EXPECT_NE(out.find("99.00th=[9]"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace iofleet::cli

@@ -1,0 +1,711 @@
+#!/usr/bin/env python3
+"""iofleet end-to-end tests: a real controller and two agents over loopback.
+
+Usage: e2e_test.py --build-dir BUILD CASE [CASE...]   (or "all")
+
+Each case starts its own iofleet-controller (ports 0, or fixed ports where it
+restarts the controller) and two `iofleet-agent serve` processes with different
+names, labels and --allow-path directories, in a fresh temp dir. Jobs use the
+psync engine on small temp files. Only the Python standard library is used; the
+SQLite file is opened read-only with the sqlite3 module. On failure the temp dir
+is kept and the tails of the process logs are printed.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+BUILD = None
+
+
+class TestFailure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+def wait_for(pred, timeout, what, interval=0.1):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise TestFailure(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# fio's log-linear bucket index -> value (ns), as common/stats/histogram.h.
+def plat_idx_to_val(idx):
+    if idx < 128:
+        return idx
+    e = (idx >> 6) - 1
+    return (1 << (e + 6)) + int((idx % 64 + 0.5) * (1 << e))
+
+
+class Controller:
+    def __init__(self, env, grpc_port=0, http_port=0):
+        self.env = env
+        self.grpc_port = grpc_port
+        self.http_port = http_port
+        self.proc = None
+        self.grpc = None
+        self.http = None
+        self.starts = 0
+
+    def start(self):
+        self.starts += 1
+        log = open(os.path.join(self.env.dir, f"controller.{self.starts}.log"), "w")
+        self.grpc = self.http = None
+        self.proc = subprocess.Popen(
+            [os.path.join(BUILD, "bin", "iofleet-controller"),
+             f"--data-dir={self.env.data_dir}",
+             f"--grpc-listen=127.0.0.1:{self.grpc_port}",
+             f"--http-listen=127.0.0.1:{self.http_port}"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        found = threading.Event()
+
+        def pump():
+            for line in self.proc.stdout:
+                log.write(line)
+                log.flush()
+                m = re.search(r"grpc listening on (\S+)", line)
+                if m:
+                    self.grpc = m.group(1)
+                m = re.search(r"http listening on (\S+)", line)
+                if m:
+                    self.http = m.group(1)
+                if self.grpc and self.http:
+                    found.set()
+            log.close()
+
+        threading.Thread(target=pump, daemon=True).start()
+        deadline = time.time() + 20
+        while not found.wait(0.1):
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise TestFailure("controller did not report its listen addresses "
+                                  f"(exit {self.proc.poll()})")
+        self.grpc_port = int(self.grpc.rsplit(":", 1)[1])
+        self.http_port = int(self.http.rsplit(":", 1)[1])
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Agent:
+    def __init__(self, env, name, labels):
+        self.env = env
+        self.name = name
+        self.labels = labels
+        self.allow = os.path.join(env.dir, f"allow-{name}")
+        self.spool = os.path.join(env.dir, f"spool-{name}")
+        os.makedirs(self.allow, exist_ok=True)
+        self.proc = None
+        self.log_path = os.path.join(env.dir, f"{name}.log")
+
+    def start(self):
+        log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(
+            [os.path.join(BUILD, "bin", "iofleet-agent"), "serve",
+             f"--controller={self.env.controller.grpc}",
+             f"--name={self.name}",
+             "--labels=" + ",".join(f"{k}={v}" for k, v in self.labels.items()),
+             f"--allow-path={self.allow}",
+             f"--spool-dir={self.spool}",
+             "--backoff-initial-ms=100", "--backoff-max-ms=500"],
+            stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def target(self, name="target.dat", size=4 << 20):
+        path = os.path.join(self.allow, name)
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.write(os.urandom(size))
+        return path
+
+
+class Env:
+    """One controller + agents a (rack=r1) and b (rack=r2), both tier=gold."""
+
+    def __init__(self, fixed_ports=False):
+        self.dir = tempfile.mkdtemp(prefix="iofleet-e2e-")
+        self.data_dir = os.path.join(self.dir, "data")
+        ports = (free_port(), free_port()) if fixed_ports else (0, 0)
+        self.controller = Controller(self, *ports)
+        self.agents = {}
+
+    def __enter__(self):
+        self.controller.start()
+        for name, labels in (("agent-a", {"rack": "r1", "tier": "gold"}),
+                             ("agent-b", {"rack": "r2", "tier": "gold"})):
+            a = Agent(self, name, labels)
+            a.start()
+            self.agents[name] = a
+        self.wait_agents_up(list(self.agents))
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        for a in self.agents.values():
+            a.stop()
+        self.controller.stop()
+        if exc_type is None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            print(f"--- kept {self.dir}", file=sys.stderr)
+            for f in sorted(os.listdir(self.dir)):
+                if f.endswith(".log"):
+                    with open(os.path.join(self.dir, f), errors="replace") as fh:
+                        tail = fh.readlines()[-25:]
+                    print(f"--- {f} (tail)\n" + "".join(tail), file=sys.stderr)
+        return False
+
+    # REST -----------------------------------------------------------------
+    def api(self, method, path, body=None, ok=True):
+        url = f"http://{self.controller.http}/api/v1{path}"
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=15) as r:
+                status, text = r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            status, text = e.code, e.read().decode()
+        payload = json.loads(text) if text else None
+        if ok and not 200 <= status < 300:
+            raise TestFailure(f"{method} {path} -> {status}: {text}")
+        return status, payload
+
+    def get(self, path):
+        return self.api("GET", path)[1]
+
+    def agents_json(self):
+        return {a["name"]: a for a in self.get("/agents")["agents"]}
+
+    def wait_agents_up(self, names, timeout=20):
+        def up():
+            try:
+                ags = self.agents_json()
+            except Exception:
+                return False
+            return all(n in ags and ags[n]["state"] == "up" for n in names)
+        wait_for(up, timeout, f"agents {names} up")
+
+    def submit(self, fio, name="e2e", hosts=None, selector=None, repeat=None, tags=None):
+        body = {"name": name, "fio": fio}
+        if hosts:
+            body["hosts"] = hosts
+        if selector:
+            body["selector"] = selector
+        if repeat:
+            body["repeat"] = repeat
+        if tags:
+            body["tags"] = tags
+        status, res = self.api("POST", "/jobs", body)
+        check(status == 201, f"POST /jobs status {status}")
+        return res["id"]
+
+    def job(self, job_id):
+        return self.get(f"/jobs/{job_id}")
+
+    def wait_job(self, job_id, timeout=60):
+        def done():
+            j = self.job(job_id)
+            runs = j.get("runs", [])
+            if runs and all(r["state"] in ("succeeded", "failed", "cancelled", "lost")
+                            for r in runs):
+                return j
+            return None
+        return wait_for(done, timeout, f"job {job_id} to finish", interval=0.25)
+
+    def samples(self, run_id):
+        return self.get(f"/runs/{run_id}/samples")["records"]
+
+    # CLI / gRPC helper ----------------------------------------------------
+    def cli(self, *args, check_rc=None, timeout=90):
+        env = dict(os.environ, IOFLEET_CONTROLLER=f"http://{self.controller.http}")
+        p = subprocess.run([os.path.join(BUILD, "bin", "iofleet"), *args], env=env,
+                           capture_output=True, text=True, timeout=timeout)
+        if check_rc is not None and p.returncode != check_rc:
+            raise TestFailure(f"iofleet {' '.join(args)} exited {p.returncode} (want {check_rc})"
+                              f"\nstdout: {p.stdout}\nstderr: {p.stderr}")
+        return p
+
+    def grpc(self, *args, timeout=60):
+        p = subprocess.run([os.path.join(BUILD, "tests", "iofleet-e2e-grpc"),
+                            f"--controller={self.controller.grpc}", *args],
+                           capture_output=True, text=True, timeout=timeout)
+        if p.returncode != 0:
+            raise TestFailure(f"iofleet-e2e-grpc {' '.join(args)} exited {p.returncode}: "
+                              f"{p.stderr}")
+        return p.stdout
+
+    def write(self, name, text):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def db(self):
+        path = os.path.join(self.data_dir, "iofleet.db")
+        check(os.path.exists(path), f"{path} missing")
+        return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def fio_job(target, runtime=2, rw="randread", numjobs=1, extra=""):
+    return (f"[global]\nioengine=psync\nbs=4k\nsize=4m\ntime_based=1\nruntime={runtime}\n"
+            f"filename={target}\n{extra}\n[job]\nrw={rw}\nnumjobs={numjobs}\n")
+
+
+def run_of(job):
+    runs = job["runs"]
+    check(len(runs) == 1, f"want 1 run, got {len(runs)}: {runs}")
+    return runs[0]
+
+
+def check_intervals_add_up(env, run_id):
+    """Interval records of a finished run sum to its final result, bucket for bucket."""
+    run = env.get(f"/runs/{run_id}")
+    result = run["result"]
+    check(isinstance(result, dict) and result.get("jobs"), f"run {run_id} has no result: {run}")
+    recs = env.samples(run_id)
+    check(recs, f"run {run_id} has no interval records")
+    by_job = {}
+    for r in recs:
+        by_job.setdefault(r["job_index"], []).append(r)
+    jobs = result["jobs"]
+    check(len(by_job) == len(jobs),
+          f"records cover job indexes {sorted(by_job)} but result has {len(jobs)} jobs")
+    for idx, rs in by_job.items():
+        seqs = sorted(r["seq"] for r in rs)
+        check(seqs == list(range(len(seqs))), f"job {idx}: seqs not contiguous: {seqs}")
+        fj = jobs[idx]
+        for d in ("read", "write", "trim"):
+            ios = sum(r[d]["ios"] for r in rs)
+            nbytes = sum(r[d]["bytes"] for r in rs)
+            fd = fj.get(d, {})
+            check(nbytes == fd.get("io_bytes", 0),
+                  f"job {idx} {d}: interval bytes {nbytes} != result io_bytes {fd.get('io_bytes')}")
+            check(ios == fd.get("total_ios", 0),
+                  f"job {idx} {d}: interval ios {ios} != result total_ios {fd.get('total_ios')}")
+            merged = {}
+            for r in rs:
+                for b, c in r[d]["clat_hist"]:
+                    v = plat_idx_to_val(b)
+                    merged[v] = merged.get(v, 0) + c
+            merged = {k: v for k, v in merged.items() if v}
+            bins = {int(k): v for k, v in fd.get("clat_ns", {}).get("bins", {}).items() if v}
+            if ios:
+                check(bins, f"job {idx} {d}: result has no json+ clat_ns.bins")
+            check(merged == bins,
+                  f"job {idx} {d}: merged interval histogram differs from json+ bins "
+                  f"({len(merged)} vs {len(bins)} buckets; "
+                  f"sum {sum(merged.values())} vs {sum(bins.values())})")
+    return recs
+
+
+# ---------------------------------------------------------------------------
+# Cases.
+
+def case_agents_register():
+    with Env() as env:
+        ags = env.agents_json()
+        for name, want in (("agent-a", {"rack": "r1", "tier": "gold"}),
+                           ("agent-b", {"rack": "r2", "tier": "gold"})):
+            a = ags[name]
+            check(a["labels"] == want, f"{name} labels {a['labels']}")
+            inv = a["inventory"]
+            check(inv.get("hostname") == socket.gethostname(), f"{name} hostname {inv}")
+            check(inv.get("kernel_release") == os.uname().release, f"{name} kernel {inv}")
+            check(inv.get("agent_version"), f"{name} has no agent_version")
+            check(inv.get("cpu_count", 0) >= 1, f"{name} cpu_count {inv.get('cpu_count')}")
+            check("psync" in inv.get("engines", []) and "null" in inv.get("engines", []),
+                  f"{name} engines {inv.get('engines')}")
+            check(a["protocol_version"] == 1, f"{name} protocol {a['protocol_version']}")
+            check(env.agents[name].allow in a.get("allow_paths", []),
+                  f"{name} allow_paths {a.get('allow_paths')}")
+        out = env.cli("agents", check_rc=0).stdout
+        check("agent-a" in out and "agent-b" in out and "rack=r2" in out, f"agents output:\n{out}")
+
+
+def case_submit_rest():
+    with Env() as env:
+        target = env.agents["agent-a"].target()
+        jf = env.write("job.fio", fio_job(target, runtime=2))
+        p = env.cli("submit", jf, "--hosts", "agent-a", "--tag", "suite=e2e", "--wait",
+                    check_rc=0)
+        job_id = p.stdout.split()[0]
+        job = env.job(job_id)
+        run = run_of(job)
+        check(run["host"] == "agent-a", f"run host {run['host']}")
+        check(run["state"] == "succeeded", f"run state {run['state']}: {run.get('error')}")
+        check(job["state"] == "succeeded", f"job state {job['state']}")
+        check(job.get("tags", {}).get("suite") == "e2e", f"job tags {job.get('tags')}")
+        full = env.get(f"/runs/{run['id']}")
+        check(full["result"]["jobs"][0]["read"]["total_ios"] > 0, "no I/O in result")
+        check(full["started_ms"] > 0 and full["finished_ms"] >= full["started_ms"], "timings")
+
+
+def case_submit_grpc():
+    with Env() as env:
+        target = env.agents["agent-b"].target()
+        jf = env.write("job.fio", fio_job(target, runtime=2))
+        job_id = env.grpc("submit", f"--fio-file={jf}", "--hosts=agent-b", "--name=grpc").strip()
+        check(job_id, "no job id from gRPC SubmitJob")
+        job = env.wait_job(job_id)
+        run = run_of(job)
+        check(run["host"] == "agent-b" and run["state"] == "succeeded",
+              f"run {run['host']} {run['state']}: {run.get('error')}")
+        gj = json.loads(env.grpc("get-job", job_id))
+        check(gj["id"] == job_id and gj["name"] == "grpc", f"gRPC GetJob: {gj}")
+        check(gj["runs"][0]["state"] == "RUN_STATE_SUCCEEDED", f"gRPC run state {gj['runs']}")
+        gr = json.loads(env.grpc("get-run", run["id"]))
+        check(gr["host"] == "agent-b" and gr["result_json"], f"gRPC GetRun: {gr}")
+        check(json.loads(gr["result_json"]) == env.get(f"/runs/{run['id']}")["result"],
+              "gRPC result differs from REST")
+        # Live records over gRPC WatchJob while a second job runs.
+        j2 = env.grpc("submit", f"--fio-file={jf}", "--hosts=agent-b").strip()
+        n = env.grpc("watch", j2, "--count=2", "--timeout-s=20").strip()
+        check(int(n) >= 2, f"WatchJob delivered {n} records")
+        env.wait_job(j2)
+
+
+def case_selectors():
+    with Env() as env:
+        t_b = env.agents["agent-b"].target()
+        jb = env.write("b.fio", fio_job(t_b, runtime=1))
+        p = env.cli("submit", jb, "--selector", "rack=r2", "--wait", check_rc=0)
+        run = run_of(env.job(p.stdout.split()[0]))
+        check(run["host"] == "agent-b", f"rack=r2 placed on {run['host']}")
+        # tier=gold matches both: one run per host, each in its own allow dir
+        # through per-host overrides.
+        text = "[global]\nioengine=psync\nsize=1m\ntime_based=1\nruntime=1\n[job]\nrw=read\n"
+        _, res = env.api("POST", "/jobs", {
+            "name": "gold", "fio": text, "selector": {"tier": "gold"},
+            "host_overrides": {n: {"directory": a.allow} for n, a in env.agents.items()}})
+        job = env.wait_job(res["id"])
+        hosts = sorted(r["host"] for r in job["runs"])
+        check(hosts == ["agent-a", "agent-b"], f"tier=gold placed on {hosts}")
+        check(all(r["state"] == "succeeded" for r in job["runs"]),
+              f"states {[(r['host'], r['state'], r['error']) for r in job['runs']]}")
+        # Several selector terms must all match.
+        t_a = env.agents["agent-a"].target()
+        one = env.submit(fio_job(t_a, runtime=1), selector={"rack": "r1", "tier": "gold"})
+        job = env.wait_job(one)
+        check([r["host"] for r in job["runs"]] == ["agent-a"], f"rack=r1,tier=gold: {job['runs']}")
+        check(job["runs"][0]["state"] == "succeeded", f"{job['runs']}")
+
+
+def case_lease_wait():
+    with Env() as env:
+        target = env.agents["agent-a"].target()
+        j1 = env.submit(fio_job(target, runtime=3), name="first", hosts=["agent-a"])
+        j2 = env.submit(fio_job(target, runtime=1), name="second", hosts=["agent-a"])
+
+        def overlap():
+            r1, r2 = run_of(env.job(j1)), run_of(env.job(j2))
+            check(r2["state"] not in ("running", "succeeded") or r1["state"] == "succeeded",
+                  f"second run {r2['state']} while first is {r1['state']}")
+            return r1["state"] == "running" and r2["state"] == "queued"
+        wait_for(overlap, 15, "first running while second queued")
+        r2 = run_of(env.wait_job(j2))
+        r1 = run_of(env.job(j1))
+        check(r1["state"] == "succeeded" and r2["state"] == "succeeded",
+              f"states {r1['state']} {r2['state']}")
+        check(r2["started_ms"] >= r1["finished_ms"],
+              f"second started {r2['started_ms']} before first finished {r1['finished_ms']}")
+
+
+def case_cancel():
+    with Env() as env:
+        target = env.agents["agent-a"].target()
+        job_id = env.submit(fio_job(target, runtime=60), hosts=["agent-a"])
+        wait_for(lambda: run_of(env.job(job_id))["state"] == "running", 15, "run running")
+        wait_for(lambda: env.samples(run_of(env.job(job_id))["id"]), 10, "first interval")
+        t0 = time.time()
+        env.cli("cancel", job_id, check_rc=0)
+        job = env.wait_job(job_id, timeout=20)
+        run = run_of(job)
+        check(run["state"] == "cancelled", f"run state {run['state']}")
+        check(job["state"] == "cancelled", f"job state {job['state']}")
+        check(time.time() - t0 < 15, "cancel took too long")
+        with open(env.agents["agent-a"].log_path) as f:
+            check("cancel requested" in f.read(), "agent log has no cancel")
+        # The lease is released: the same target runs again.
+        again = env.submit(fio_job(target, runtime=1), hosts=["agent-a"])
+        check(run_of(env.wait_job(again))["state"] == "succeeded", "target not reusable")
+        p = env.cli("submit", env.write("j.fio", fio_job(target, runtime=1)), "--hosts",
+                    "agent-a", "--wait", check_rc=0)
+        check(p.stdout.strip(), "submit printed no id")
+
+
+def case_allow_path():
+    with Env() as env:
+        outside = os.path.join(env.dir, "outside.dat")
+        with open(outside, "wb") as f:
+            f.write(b"\0" * (1 << 20))
+        jf = env.write("bad.fio", fio_job(outside, runtime=1))
+        p = env.cli("submit", jf, "--hosts", "agent-a", "--wait", check_rc=1)
+        err = p.stderr.strip().splitlines()
+        check(err and "allow" in err[-1], f"--wait reason: {p.stderr}")
+        run = run_of(env.job(p.stdout.split()[0]))
+        check(run["state"] == "failed" and "allow" in run["error"], f"run {run}")
+        # A directory-based job outside the allow path is refused by the agent itself.
+        jd = env.write("dir.fio", "[global]\nioengine=psync\nsize=1m\nruntime=1\n"
+                       f"directory={env.dir}\n[job]\nrw=write\n")
+        p = env.cli("submit", jd, "--hosts", "agent-b", "--wait", check_rc=1)
+        run = run_of(env.job(p.stdout.split()[0]))
+        check(run["state"] == "failed" and "allow" in run["error"], f"run {run}")
+        check(not [f for f in os.listdir(env.dir) if f.startswith("job.")],
+              "agent created files outside --allow-path")
+
+
+def case_results_match_sqlite():
+    with Env() as env:
+        target = env.agents["agent-b"].target()
+        job_id = env.submit(fio_job(target, runtime=2, rw="randrw", numjobs=2), hosts=["agent-b"])
+        job = env.wait_job(job_id)
+        run = run_of(job)
+        check(run["state"] == "succeeded", f"run {run}")
+        api_run = env.get(f"/runs/{run['id']}")
+        recs = env.samples(run["id"])
+
+        def compare():
+            db = env.db()
+            try:
+                db.row_factory = sqlite3.Row
+                row = db.execute("SELECT * FROM runs WHERE id=?", (run["id"],)).fetchone()
+                res = db.execute("SELECT * FROM results WHERE run_id=?", (run["id"],)).fetchone()
+                ivs = db.execute("SELECT * FROM intervals WHERE run_id=? ORDER BY job_index, seq",
+                                 (run["id"],)).fetchall()
+                jrow = db.execute("SELECT * FROM jobs WHERE id=?", (job_id,)).fetchone()
+            finally:
+                db.close()
+            if row is None or res is None or jrow is None:
+                return None
+            return row, res, ivs, jrow
+        row, res, ivs, jrow = wait_for(compare, 10, "rows in SQLite")
+        check(row["host"] == api_run["host"] and row["job_id"] == job_id, "run host/job")
+        check(row["state"] == api_run["state"], f"state {row['state']} vs {api_run['state']}")
+        for k in ("started_ms", "finished_ms", "created_ms"):
+            check(row[k] == api_run[k], f"{k}: db {row[k]} vs api {api_run[k]}")
+        check(row["error"] == api_run["error"], "error text")
+        check(jrow["state"] == job["state"] and jrow["name"] == job["name"], "job row")
+        check(bool(res["ok"]) is True, "results.ok")
+        check(json.loads(res["result_json"]) == api_run["result"], "result_json differs")
+        check(res["last_seq_total"] == len(recs),
+              f"last_seq_total {res['last_seq_total']} vs {len(recs)} records")
+        check(len(ivs) == len(recs), f"{len(ivs)} interval rows vs {len(recs)} samples")
+        api_by_key = {(r["job_index"], r["seq"]): r for r in recs}
+        for iv in ivs:
+            r = api_by_key.get((iv["job_index"], iv["seq"]))
+            check(r is not None, f"row {iv['job_index']}/{iv['seq']} not in API samples")
+            for d in ("read", "write", "trim"):
+                check(iv[f"{d}_ios"] == r[d]["ios"] and iv[f"{d}_bytes"] == r[d]["bytes"],
+                      f"row {iv['job_index']}/{iv['seq']} {d} differs")
+            check(iv["t_start_ms"] == r["t_start_ms"] and iv["t_end_ms"] == r["t_end_ms"],
+                  "interval times differ")
+        # And the gRPC view agrees with REST.
+        gr = json.loads(env.grpc("get-run", run["id"]))
+        check(json.loads(gr["result_json"]) == api_run["result"], "gRPC result differs")
+
+
+def case_controller_restart_queue():
+    with Env(fixed_ports=True) as env:
+        target = env.agents["agent-a"].target()
+        j1 = env.submit(fio_job(target, runtime=5), name="running", hosts=["agent-a"])
+        j2 = env.submit(fio_job(target, runtime=1), name="queued", hosts=["agent-a"])
+        wait_for(lambda: run_of(env.job(j1))["state"] == "running", 15, "first running")
+        check(run_of(env.job(j2))["state"] == "queued", "second not queued")
+        env.controller.stop(signal.SIGKILL)
+        env.controller.start()
+        jobs = {j["id"]: j for j in env.get("/jobs")["jobs"]}
+        check(j1 in jobs and j2 in jobs, f"jobs after restart: {list(jobs)}")
+        r2 = run_of(env.job(j2))
+        check(r2["state"] in ("queued", "assigned", "running"),
+              f"queued run is {r2['state']} after restart")
+        env.wait_agents_up(["agent-a", "agent-b"])
+        for j in (j1, j2):
+            run = run_of(env.wait_job(j, timeout=40))
+            check(run["state"] == "succeeded", f"{j}: {run['state']} {run.get('error')}")
+        check_intervals_add_up(env, run_of(env.job(j1))["id"])
+
+
+def case_spool_replay():
+    with Env(fixed_ports=True) as env:
+        target = env.agents["agent-b"].target()
+        job_id = env.submit(fio_job(target, runtime=6, numjobs=2), hosts=["agent-b"])
+        wait_for(lambda: run_of(env.job(job_id))["state"] == "running", 15, "run running")
+        run_id = run_of(env.job(job_id))["id"]
+        wait_for(lambda: env.samples(run_id), 10, "first samples")
+        env.controller.stop(signal.SIGKILL)
+        time.sleep(3)  # the run goes on; records pile up in the agent's spool
+        spooled = os.listdir(env.agents["agent-b"].spool)
+        check(any(f.endswith(".spool") for f in spooled), f"spool dir: {spooled}")
+        env.controller.start()
+        run = run_of(env.wait_job(job_id, timeout=40))
+        check(run["state"] == "succeeded", f"run {run['state']}: {run.get('error')}")
+        recs = check_intervals_add_up(env, run_id)
+        check(len(recs) >= 2 * 5, f"only {len(recs)} records for a 6 s, 2-clone run")
+
+
+def case_agent_restart():
+    """An agent killed mid-run re-adopts its spool on restart: the records it
+    had are replayed and the run is closed as failed with a clear error."""
+    with Env() as env:
+        agent = env.agents["agent-a"]
+        target = agent.target()
+        job_id = env.submit(fio_job(target, runtime=30), hosts=["agent-a"])
+        wait_for(lambda: run_of(env.job(job_id))["state"] == "running", 15, "run running")
+        run_id = run_of(env.job(job_id))["id"]
+        wait_for(lambda: len(env.samples(run_id)) >= 2, 10, "two samples")
+        agent.proc.kill()
+        agent.proc.wait()
+        agent.start()
+        run = run_of(env.wait_job(job_id, timeout=30))
+        check(run["state"] == "failed" and "restarted" in run["error"], f"run {run}")
+        recs = env.samples(run_id)
+        seqs = sorted(r["seq"] for r in recs)
+        check(seqs == list(range(len(seqs))) and len(seqs) >= 2, f"seqs {seqs}")
+        # The agent is usable again and the lease was released.
+        again = env.submit(fio_job(target, runtime=1), hosts=["agent-a"])
+        check(run_of(env.wait_job(again))["state"] == "succeeded", "agent not usable after restart")
+
+
+def case_intervals_add_up():
+    with Env() as env:
+        target = env.agents["agent-a"].target()
+        job_id = env.submit(fio_job(target, runtime=3, rw="randrw", numjobs=2),
+                            hosts=["agent-a"])
+        run = run_of(env.wait_job(job_id))
+        check(run["state"] == "succeeded", f"run {run}")
+        recs = check_intervals_add_up(env, run["id"])
+        nonzero = [len(r["read"]["clat_hist"]) for r in recs if r["read"]["ios"]]
+        check(nonzero and max(nonzero) > 1, "histograms look degenerate")
+
+
+def case_cli_commands():
+    with Env() as env:
+        target = env.agents["agent-a"].target()
+        jf = env.write("job.fio", fio_job(target, runtime=2))
+        job_id = env.cli("submit", jf, "--hosts=agent-a", "--repeat=2", check_rc=0).stdout.strip()
+        w = env.cli("watch", job_id, check_rc=0)
+        check("IOPS" in w.stdout and "succeeded" in w.stdout, f"watch output:\n{w.stdout}")
+        job = env.job(job_id)
+        check(len(job["runs"]) == 2, f"--repeat=2 gave {len(job['runs'])} runs")
+        out = env.cli("status", check_rc=0).stdout
+        check(job_id in out, f"status:\n{out}")
+        out = env.cli("status", job_id, check_rc=0).stdout
+        check(all(r["id"] in out for r in job["runs"]), f"status JOB:\n{out}")
+        out = env.cli("runs", "--job", job_id, check_rc=0).stdout
+        check(all(r["id"] in out for r in job["runs"]), f"runs --job:\n{out}")
+        check(job["runs"][0]["id"] in env.cli("runs", check_rc=0).stdout, "runs")
+        rid = job["runs"][0]["id"]
+        res = json.loads(env.cli("result", rid, check_rc=0).stdout)
+        check(res["jobs"][0]["jobname"] == "job", f"result json {res.get('jobs')}")
+        out = env.cli("result", rid, "--format=normal", check_rc=0).stdout
+        check("IOPS=" in out, f"result normal:\n{out}")
+        p = env.cli("compare", job_id)
+        check(p.returncode in (0, 1) and (p.returncode == 0 or p.stderr.startswith("iofleet:")),
+              f"compare rc {p.returncode}: {p.stderr}")
+        p = env.cli("submit", jf, "--bogus", check_rc=2)
+        check("--bogus" in p.stderr, f"bad flag message: {p.stderr}")
+        p = env.cli("status", "no-such-job", check_rc=1)
+        check("no-such-job" in p.stderr or "not found" in p.stderr.lower(), p.stderr)
+
+
+def case_submit_wait_regression():
+    """submit --wait exits 3 with the regressed metric when compare says so; a
+    .json job file may be a whole POST /jobs body (here: two variants)."""
+    with Env() as env:
+        target = env.agents["agent-a"].target()
+        body = {"hosts": ["agent-a"], "repeat": 5,
+                "options": {"global": {"bs": "4k", "size": "4m", "time_based": "1",
+                                       "runtime": "1", "filename": target, "rw": "randread"},
+                            "jobs": [{"name": "j"}]},
+                # B (psync) is ~15x slower than A (null): a sure IOPS regression.
+                "variants": [{"name": "fast", "options": {"ioengine": "null"}},
+                             {"name": "slow", "options": {"ioengine": "psync"}}]}
+        jf = env.write("reg.json", json.dumps(body))
+        p = env.cli("submit", jf, "--wait", timeout=150, check_rc=3)
+        last = p.stderr.strip().splitlines()[-1]
+        check("regression" in last and "iops" in last, f"--wait reason: {last}")
+        job_id = p.stdout.split()[0]
+        check(env.job(job_id)["name"] == "reg", "name not taken from the file name")
+        md = env.cli("compare", job_id, check_rc=0).stdout
+        check("| all |" in md and "regression" in md, f"markdown:\n{md[:800]}")
+        xml = env.cli("compare", job_id, "--format=junit", check_rc=0).stdout
+        check("<testsuite" in xml and "<failure" in xml, f"junit:\n{xml[:800]}")
+        cmp = json.loads(env.cli("compare", job_id, "--format=json", check_rc=0).stdout)
+        check(cmp.get("outcome") == "fail", f"outcome {cmp.get('outcome')}")
+
+
+CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    global BUILD
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("cases", nargs="+")
+    args = ap.parse_args()
+    BUILD = os.path.abspath(args.build_dir)
+    for b in ("bin/iofleet-controller", "bin/iofleet-agent", "bin/iofleet", "tests/iofleet-e2e-grpc"):
+        if not os.path.exists(os.path.join(BUILD, b)):
+            print(f"missing {b} in {BUILD}: build it first", file=sys.stderr)
+            return 1
+    names = list(CASES) if args.cases == ["all"] else args.cases
+    failed = []
+    for n in names:
+        if n not in CASES:
+            print(f"unknown case {n}; known: {', '.join(CASES)}", file=sys.stderr)
+            return 2
+        t0 = time.time()
+        try:
+            CASES[n]()
+            print(f"PASS {n} ({time.time() - t0:.1f}s)")
+        except Exception as e:  # TestFailure or anything unexpected
+            failed.append(n)
+            print(f"FAIL {n} ({time.time() - t0:.1f}s): {e}", file=sys.stderr)
+            if not isinstance(e, TestFailure):
+                traceback.print_exc()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+// iofleet-e2e-grpc: a minimal ControllerService client for the e2e tests (the
+// CLI speaks REST; this proves the gRPC API does the same).
+//
+//   iofleet-e2e-grpc --controller=HOST:PORT submit --fio-file=F [--hosts=a,b]
+//                    [--selector=k=v,...] [--repeat=N] [--name=NAME]   -> prints the job id
+//   iofleet-e2e-grpc --controller=HOST:PORT get-job ID                  -> Job as JSON
+//   iofleet-e2e-grpc --controller=HOST:PORT get-run ID                  -> Run as JSON
+//   iofleet-e2e-grpc --controller=HOST:PORT watch ID --count=N --timeout-s=T
+//                    -> prints how many IntervalRecords arrived (exit 0 when >= N)
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "iofleet/v1/controller.grpc.pb.h"
+
+namespace {
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) {
+    if (!cur.empty()) out.push_back(cur);
+  }
+  return out;
+}
+
+int Die(const std::string& msg) {
+  fprintf(stderr, "iofleet-e2e-grpc: %s\n", msg.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string controller, cmd;
+  std::map<std::string, std::string> flags;
+  std::vector<std::string> pos;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) == 0) {
+      const size_t eq = a.find('=');
+      const std::string k = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      flags[k] = eq == std::string::npos ? "" : a.substr(eq + 1);
+    } else if (cmd.empty()) {
+      cmd = a;
+    } else {
+      pos.push_back(a);
+    }
+  }
+  controller = flags["controller"];
+  if (controller.empty() || cmd.empty()) return Die("usage: --controller=HOST:PORT CMD ...");
+  auto channel = grpc::CreateChannel(controller, grpc::InsecureChannelCredentials());
+  auto stub = iofleet::v1::ControllerService::NewStub(channel);
+  google::protobuf::util::JsonPrintOptions jopt;
+  jopt.preserve_proto_field_names = true;
+  jopt.always_print_primitive_fields = true;
+
+  if (cmd == "submit") {
+    iofleet::v1::SubmitJobRequest req;
+    auto* spec = req.mutable_spec();
+    std::ifstream f(flags["fio-file"]);
+    if (!f) return Die("cannot read --fio-file");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    spec->set_fio_text(ss.str());
+    spec->set_name(flags.count("name") ? flags["name"] : "grpc-job");
+    for (const std::string& h : Split(flags["hosts"], ',')) spec->add_hosts(h);
+    for (const std::string& kv : Split(flags["selector"], ',')) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) return Die("--selector wants k=v");
+      (*spec->mutable_selector())[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    if (flags.count("repeat")) spec->set_repeat(static_cast<uint32_t>(std::stoul(flags["repeat"])));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    iofleet::v1::SubmitJobResponse resp;
+    grpc::Status st = stub->SubmitJob(&ctx, req, &resp);
+    if (!st.ok()) return Die("SubmitJob: " + st.error_message());
+    printf("%s\n", resp.id().c_str());
+    return 0;
+  }
+  if (cmd == "get-job") {
+    if (pos.empty()) return Die("get-job ID");
+    iofleet::v1::GetJobRequest req;
+    req.set_id(pos[0]);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    iofleet::v1::Job job;
+    grpc::Status st = stub->GetJob(&ctx, req, &job);
+    if (!st.ok()) return Die("GetJob: " + st.error_message());
+    std::string out;
+    (void)google::protobuf::util::MessageToJsonString(job, &out, jopt);
+    printf("%s\n", out.c_str());
+    return 0;
+  }
+  if (cmd == "get-run") {
+    if (pos.empty()) return Die("get-run ID");
+    iofleet::v1::GetRunRequest req;
+    req.set_id(pos[0]);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    iofleet::v1::Run run;
+    grpc::Status st = stub->GetRun(&ctx, req, &run);
+    if (!st.ok()) return Die("GetRun: " + st.error_message());
+    std::string out;
+    (void)google::protobuf::util::MessageToJsonString(run, &out, jopt);
+    printf("%s\n", out.c_str());
+    return 0;
+  }
+  if (cmd == "watch") {
+    if (pos.empty()) return Die("watch ID");
+    const long want = flags.count("count") ? std::stol(flags["count"]) : 1;
+    const long timeout = flags.count("timeout-s") ? std::stol(flags["timeout-s"]) : 30;
+    iofleet::v1::GetJobRequest req;
+    req.set_id(pos[0]);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout));
+    auto reader = stub->WatchJob(&ctx, req);
+    iofleet::v1::IntervalRecord rec;
+    long n = 0;
+    while (n < want && reader->Read(&rec)) ++n;
+    ctx.TryCancel();
+    (void)reader->Finish();
+    printf("%ld\n", n);
+    return n >= want ? 0 : 1;
+  }
+  return Die("unknown command " + cmd);
+}
