@@ -195,6 +195,11 @@ WindowStats LatestWindow(const json& records) {
   WindowStats w;
   const json& recs = JArray(records, "records");
   bool any = false;
+  // The newest window that is at least half a second long: a run's last record
+  // covers only what was left after the last full second, often a few ms, and a
+  // rate over it says nothing.
+  bool have_full = false;
+  uint64_t full_seq = 0;
   for (const json& r : recs) {
     const uint64_t seq = JU64(r, {"seq"});
     if (!any || seq > w.seq) w.seq = seq;
@@ -203,8 +208,14 @@ WindowStats LatestWindow(const json& records) {
     for (const char* d : {"read", "write", "trim"}) {
       if (const json* dir = Find(r, d)) w.total_ios += JU64(*dir, {"ios"});
     }
+    const uint64_t t0 = JU64(r, {"t_start_ms"}), t1 = JU64(r, {"t_end_ms"});
+    if (t1 >= t0 + 500 && (!have_full || seq > full_seq)) {
+      full_seq = seq;
+      have_full = true;
+    }
   }
   if (!any) return w;
+  if (have_full) w.seq = full_seq;
   w.valid = true;
   uint64_t ios = 0, bytes = 0, t_start = UINT64_MAX, t_end = 0;
   std::vector<std::pair<uint32_t, uint64_t>> hist;
@@ -528,18 +539,19 @@ std::string RenderResultNormal(const json& fio) {
         out += buf;
         if (const json* pct = Find(*clat, "percentile"); pct != nullptr && pct->is_object()) {
           std::string line = "    clat percentiles (nsec):";
-          int n = 0;
+          // JSON objects come back sorted as strings ("10.0" < "5.0"): order by value.
+          std::vector<std::pair<double, uint64_t>> points;
           for (auto it = pct->begin(); it != pct->end(); ++it) {
-            if (n++ % 4 == 0) line += "\n     |";
-            std::string k = it.key();
-            // "99.000000" -> "99.00th"
             double p = 0;
-            if (absl::SimpleAtod(k, &p)) {
-              char kb[32];
-              snprintf(kb, sizeof(kb), "%.2fth", p);
-              k = kb;
-            }
-            line += absl::StrCat(" ", k, "=[", ToU64(it.value()), "],");
+            if (absl::SimpleAtod(it.key(), &p)) points.emplace_back(p, ToU64(it.value()));
+          }
+          std::sort(points.begin(), points.end());
+          int n = 0;
+          for (const auto& [p, v] : points) {
+            if (n++ % 4 == 0) line += "\n     |";
+            char kb[48];
+            snprintf(kb, sizeof(kb), " %.2fth=[%llu],", p, static_cast<unsigned long long>(v));
+            line += kb;
           }
           out += line + "\n";
         }

@@ -26,9 +26,10 @@ if [ "${1:-}" = "stop" ]; then
 fi
 
 scripts/deps.sh
-scripts/build.sh >/dev/null
-stop
 mkdir -p "$state/data" "$state/scratch" "$state/spool"
+echo "== building (log: $state/build.log)"
+scripts/build.sh >"$state/build.log" 2>&1 || { tail -40 "$state/build.log"; exit 1; }
+stop
 # Unwritten extents: O_DIRECT reads are served without touching the disk, so the
 # comparison measures the engines themselves.
 [ -f "$state/scratch/ab.dat" ] || fallocate -l 1G "$state/scratch/ab.dat"
@@ -68,12 +69,12 @@ cat >"$state/ab.json" <<EOF
 }
 EOF
 echo "== submitting $state/ab.json (arms A=libaio, B=io_uring, runs interleaved A B B A ...)"
-job=$(build/bin/iofleet submit "$state/ab.json" --quiet)
+job=$(build/bin/iofleet submit "$state/ab.json")
 echo "job $job"
 build/bin/iofleet watch "$job" || true
 echo
 echo "== result of the first run (fio-like text)"
-first=$(build/bin/iofleet runs --job "$job" --ids | head -1)
+first=$(build/bin/iofleet runs --job "$job" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
 build/bin/iofleet result "$first" --format=normal | head -30
 echo
 echo "== verdict (B = io_uring against A = libaio)"
