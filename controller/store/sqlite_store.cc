@@ -2,7 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <future>
 #include <mutex>
@@ -98,15 +101,20 @@ CREATE INDEX leases_by_run ON leases(run_id);
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
-absl::Status SqlError(sqlite3* db, absl::string_view what) {
-  const int code = sqlite3_extended_errcode(db);
-  const std::string msg = absl::StrCat("sqlite: ", what, ": ", sqlite3_errmsg(db));
+// Maps an SQLite result code to a status. A full disk (SQLITE_FULL) or a failing
+// one (SQLITE_IOERR) is Unavailable, not Internal: the API answers 503 and the
+// writer retries queued interval records until space returns.
+absl::Status SqlStatus(int code, const std::string& msg) {
   switch (code & 0xff) {
     case SQLITE_CONSTRAINT:
       return absl::AlreadyExistsError(msg);
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
       return absl::UnavailableError(msg);
+    case SQLITE_FULL:
+      return absl::UnavailableError(absl::StrCat("controller storage is full: ", msg));
+    case SQLITE_IOERR:
+      return absl::UnavailableError(absl::StrCat("controller storage I/O error: ", msg));
     case SQLITE_NOTFOUND:
       return absl::NotFoundError(msg);
     default:
@@ -114,15 +122,24 @@ absl::Status SqlError(sqlite3* db, absl::string_view what) {
   }
 }
 
+absl::Status SqlError(sqlite3* db, absl::string_view what) {
+  return SqlStatus(sqlite3_extended_errcode(db),
+                   absl::StrCat("sqlite: ", what, ": ", sqlite3_errmsg(db)));
+}
+
 absl::Status Exec(sqlite3* db, const char* sql) {
   char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
     std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
-    return absl::InternalError(absl::StrCat("sqlite: ", sql, ": ", msg));
+    return SqlStatus(rc, absl::StrCat("sqlite: ", sql, ": ", msg));
   }
   return absl::OkStatus();
 }
+
+// Errors after which a write is worth retrying (the database itself is fine).
+bool Retryable(const absl::Status& s) { return absl::IsUnavailable(s); }
 
 // A prepared statement; binds by 1-based index.
 class Stmt {
@@ -537,32 +554,84 @@ class SqliteStore final : public Store {
     return true;
   }
 
+  // Interval records whose transaction failed with a retryable error (disk full)
+  // go back to the head of the queue and are retried with backoff instead of
+  // being dropped: agents do not resend a record the controller did not refuse.
+  // Batches (Write) fail at once with the error, so their callers (and the API,
+  // 503) see it. On shutdown a failing retry is given up after one more try.
   void WriterLoop() {
+    uint32_t backoff_ms = 0;
     for (;;) {
       std::vector<std::unique_ptr<Item>> items;
       {
         std::unique_lock<std::mutex> l(mu_);
+        if (backoff_ms > 0) {
+          // Only retries queued: back off. Anything new (a Write waiting for its
+          // answer, a fresh record) is tried at once, so a 503 comes back fast.
+          cv_.wait_for(l, std::chrono::milliseconds(backoff_ms),
+                       [this] { return stop_ || queue_.size() > retrying_; });
+        }
         cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stop_ and drained
         while (!queue_.empty() && static_cast<int>(items.size()) < options_.max_batch) {
           items.push_back(std::move(queue_.front()));
           queue_.pop_front();
         }
+        retrying_ -= std::min(retrying_, items.size());
       }
       absl::Status txn = Exec(wdb_, "BEGIN IMMEDIATE");
       if (txn.ok()) {
-        for (auto& item : items) Apply(*item);
-        txn = Exec(wdb_, "COMMIT");
-        if (!txn.ok()) (void)Exec(wdb_, "ROLLBACK");
+        for (auto& item : items) {
+          Apply(*item);
+          // A full disk can make SQLite roll the whole transaction back; the
+          // items after it would then run in autocommit mode. Stop instead.
+          if (sqlite3_get_autocommit(wdb_)) {
+            txn = !item->status.ok() ? item->status
+                                     : absl::UnavailableError("sqlite: transaction rolled back");
+            break;
+          }
+        }
+        if (txn.ok()) txn = Exec(wdb_, "COMMIT");
+        if (!txn.ok() && !sqlite3_get_autocommit(wdb_)) (void)Exec(wdb_, "ROLLBACK");
       }
+      std::vector<std::unique_ptr<Item>> retry;
       {
         std::lock_guard<std::mutex> l(mu_);
         if (txn.ok()) {
           ++stats_.transactions;
           stats_.items += items.size();
         }
+        const bool keep = !stop_ || backoff_ms == 0;  // on shutdown: one more try, then drop
+        for (auto& item : items) {
+          const bool failed = !txn.ok() || !item->status.ok();
+          const absl::Status& why = txn.ok() ? item->status : txn;
+          if (item->kind == Item::kInterval && failed && keep && Retryable(why)) {
+            item->status = absl::OkStatus();
+            item->inserted = false;
+            retry.push_back(std::move(item));
+          }
+        }
+        retrying_ += retry.size();
+        for (auto it = retry.rbegin(); it != retry.rend(); ++it) queue_.push_front(std::move(*it));
+      }
+      if (!retry.empty()) {
+        if (backoff_ms == 0 || !stop_) {
+          backoff_ms = std::clamp<uint32_t>(backoff_ms * 2, 100, 2000);
+        }
+        if (!logged_retry_) {
+          std::fprintf(stderr, "iofleet-controller: store: %s; retrying queued interval records\n",
+                       txn.ok() ? "interval write failed" : txn.ToString().c_str());
+          logged_retry_ = true;
+        }
+      } else {
+        if (logged_retry_ && txn.ok()) {
+          std::fprintf(stderr, "iofleet-controller: store: writes succeed again\n");
+          logged_retry_ = false;
+        }
+        backoff_ms = 0;
       }
       for (auto& item : items) {
+        if (!item) continue;  // moved back to the queue for a retry
         switch (item->kind) {
           case Item::kBatch:
             item->promise.set_value(txn.ok() ? item->status : txn);
@@ -583,6 +652,7 @@ class SqliteStore final : public Store {
     if (item.kind == Item::kInterval) {
       absl::StatusOr<bool> r = InsertInterval(item.interval);
       item.inserted = r.ok() && *r;
+      item.status = r.status();
       return;
     }
     if (auto s = Exec(wdb_, "SAVEPOINT batch"); !s.ok()) {
@@ -688,6 +758,8 @@ class SqliteStore final : public Store {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Item>> queue_;
   bool stop_ = false;
+  size_t retrying_ = 0;        // retried interval records at the head of queue_
+  bool logged_retry_ = false;  // writer thread only
   StoreStats stats_;
   std::thread writer_;
 };

@@ -1,0 +1,920 @@
+#!/usr/bin/env python3
+"""iofleet fault-injection tests: real controller and agent processes, real faults.
+
+Usage: faults_test.py --build-dir BUILD [--soak-seconds N] [--soak-agents N] CASE...
+
+Cases (each its own ctest test, label "faults"):
+  agent_sigkill      an agent is SIGKILLed mid-run: its run is lost within the
+                     heartbeat timeout, its leases are freed, the other agent's run
+                     is untouched; with retries=1 the run is placed again on the
+                     restarted agent and the job succeeds.
+  controller_sigkill the controller is SIGKILLed mid-run and restarted on the same
+                     data dir and ports: agents spool and replay, every 1 s record is
+                     stored exactly once, queue and leases survive, integrity ok.
+  netcut             agents in network namespaces; one agent's veth is down for 20 s
+                     (heartbeat timeout 60 s): the run completes, nothing lost or
+                     duplicated.
+  netcut_lost        the same cut with a 6 s heartbeat timeout and retries=1: the run
+                     is lost, re-placed when the agent is back, the job succeeds; the
+                     late records of the lost run are kept under the lost run.
+  disk_full          the data dir is an 8 MiB tmpfs that gets filled: the API answers
+                     503 (never 500), no crash, integrity ok, and everything (new
+                     jobs, the agent's records) goes through once space returns.
+  soak               N agents (default 50) run short jobs back to back for
+                     --soak-seconds (default 90): no leaked lease, flat controller
+                     RSS, every run terminal and succeeded.
+
+Needs root for the namespace and tmpfs cases. Only the Python standard library is
+used; SQLite is read with the sqlite3 module (read-only). Everything a case makes
+(processes, namespaces, veths, the bridge, mounts) is removed in `finally`, and a
+case first removes leftovers of an earlier run that was killed (ctest timeout).
+Child processes get PR_SET_PDEATHSIG so they die with this script. Each case
+prints one "FIGURES {json}" line with what it measured (RELIABILITY.md).
+"""
+import argparse
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+BUILD = None
+SOAK_SECONDS = 90
+SOAK_AGENTS = 50
+TERMINAL = ("succeeded", "failed", "cancelled", "lost")
+
+# Names of what the namespace cases create; all carry an "ioff" prefix so leftover
+# removal touches nothing else (deploy/local-fleet uses iofbr0/iofleet-agentN/iofvN).
+NET = "10.79.0"
+BRIDGE = "ioffbr0"
+NS_PREFIX = "ioff-ns"
+VETH_PREFIX = "ioffv"
+MOUNT_MARK = "iofleet-faults-tmpfs"
+
+
+class TestFailure(Exception):
+    pass
+
+
+class TestSkip(Exception):
+    """The case cannot run here (not root, no iproute2): ctest SKIP (exit 77)."""
+
+
+def need_root(what):
+    if os.geteuid() != 0:
+        raise TestSkip(f"needs root ({what})")
+    if what.startswith("network") and shutil.which("ip") is None:
+        raise TestSkip("needs iproute2 (ip)")
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def wait_for(pred, timeout, what, interval=0.2):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise TestFailure(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        return s.getsockname()[1]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent():
+    _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def sh(*args, check_rc=True):
+    p = subprocess.run(list(args), capture_output=True, text=True)
+    if check_rc and p.returncode != 0:
+        raise TestFailure(f"{' '.join(args)} exited {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Processes.
+
+class Controller:
+    def __init__(self, env, ip="127.0.0.1", grpc_port=None, http_port=None,
+                 heartbeat_timeout="3s"):
+        self.env = env
+        self.ip = ip
+        self.grpc_port = grpc_port or free_port()
+        self.http_port = http_port or free_port()
+        self.hb = heartbeat_timeout
+        self.proc = None
+        self.starts = 0
+
+    @property
+    def grpc(self):
+        return f"{self.ip}:{self.grpc_port}"
+
+    @property
+    def http(self):
+        return f"{self.ip}:{self.http_port}"
+
+    def start(self):
+        self.starts += 1
+        path = os.path.join(self.env.dir, f"controller.{self.starts}.log")
+        logf = open(path, "w")
+        self.proc = subprocess.Popen(
+            [os.path.join(BUILD, "bin", "iofleet-controller"),
+             f"--data-dir={self.env.data_dir}", f"--grpc-listen={self.grpc}",
+             f"--http-listen={self.http}", f"--heartbeat-timeout={self.hb}"],
+            stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        logf.close()
+        self.env.procs.append(self.proc)
+
+        def listening():
+            check(self.proc.poll() is None, f"controller exited {self.proc.returncode}")
+            with open(path) as f:
+                t = f.read()
+            return "grpc listening on" in t and "http listening on" in t
+        wait_for(listening, 20, "controller listening")
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self):
+        stop_proc(self.proc)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+
+def stop_proc(proc, timeout=15):
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class Agent:
+    def __init__(self, env, name, netns=None, controller=None, target_size=4 << 20):
+        self.env = env
+        self.name = name
+        self.netns = netns
+        self.controller = controller  # HOST:PORT; default: env.controller.grpc
+        self.allow = os.path.join(env.dir, f"allow-{name}")
+        self.spool = os.path.join(env.dir, f"spool-{name}")
+        self.log_path = os.path.join(env.dir, f"{name}.log")
+        os.makedirs(self.allow, exist_ok=True)
+        self.target = os.path.join(self.allow, "target.dat")
+        if not os.path.exists(self.target):
+            with open(self.target, "wb") as f:
+                f.write(os.urandom(target_size))
+        self.proc = None
+
+    def start(self):
+        cmd = [os.path.join(BUILD, "bin", "iofleet-agent"), "serve",
+               f"--controller={self.controller or self.env.controller.grpc}",
+               f"--name={self.name}", f"--labels=host={self.name}",
+               f"--allow-path={self.allow}", f"--spool-dir={self.spool}",
+               "--backoff-initial-ms=100", "--backoff-max-ms=1000"]
+        if self.netns:
+            cmd = ["ip", "netns", "exec", self.netns] + cmd
+        logf = open(self.log_path, "a")
+        self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        logf.close()
+        self.env.procs.append(self.proc)
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self):
+        stop_proc(self.proc)
+
+    def reconnects(self):
+        with open(self.log_path, errors="replace") as f:
+            return max(0, len(re.findall(r"connected to \S+ as", f.read())) - 1)
+
+    def spool_files(self):
+        try:
+            return [f for f in os.listdir(self.spool) if f.endswith(".spool")]
+        except FileNotFoundError:
+            return []
+
+
+class Env:
+    """A temp dir, a controller, agents; REST and SQLite helpers; cleanup."""
+
+    def __init__(self, name, data_dir=None):
+        self.name = name
+        self.dir = tempfile.mkdtemp(prefix=f"iofleet-faults-{name}-")
+        self.data_dir = data_dir or os.path.join(self.dir, "data")
+        self.procs = []
+        self.cleanups = []  # callables run last-first after the processes are gone
+        self.controller = None
+        self.agents = {}
+        self.figures = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        for a in self.agents.values():
+            try:
+                a.stop()
+            except Exception:
+                pass
+        if self.controller:
+            try:
+                self.controller.stop()
+            except Exception:
+                pass
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for fn in reversed(self.cleanups):
+            try:
+                fn()
+            except Exception as e:  # keep cleaning
+                print(f"cleanup: {e}", file=sys.stderr)
+        if self.figures:
+            log(f"FIGURES {self.name} {json.dumps(self.figures)}")
+        if exc_type is None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            print(f"--- kept {self.dir}", file=sys.stderr)
+            for f in sorted(os.listdir(self.dir)):
+                if f.endswith(".log"):
+                    with open(os.path.join(self.dir, f), errors="replace") as fh:
+                        tail = fh.readlines()[-30:]
+                    print(f"--- {f} (tail)\n" + "".join(tail), file=sys.stderr)
+        return False
+
+    def add_controller(self, **kw):
+        self.controller = Controller(self, **kw)
+        self.controller.start()
+        return self.controller
+
+    def add_agent(self, name, **kw):
+        a = Agent(self, name, **kw)
+        self.agents[name] = a
+        a.start()
+        return a
+
+    # REST -----------------------------------------------------------------
+    def api(self, method, path, body=None, ok=True, timeout=15):
+        url = f"http://{self.controller.http}/api/v1{path}"
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                status, text = r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            status, text = e.code, e.read().decode()
+        try:
+            payload = json.loads(text) if text else None
+        except ValueError:
+            payload = {"raw": text}
+        if ok and not 200 <= status < 300:
+            raise TestFailure(f"{method} {path} -> {status}: {text}")
+        return status, payload
+
+    def get(self, path):
+        return self.api("GET", path)[1]
+
+    def agents_up(self, names):
+        try:
+            ags = {a["name"]: a for a in self.get("/agents")["agents"]}
+        except Exception:
+            return False
+        return all(n in ags and ags[n]["state"] == "up" for n in names)
+
+    def wait_agents_up(self, names, timeout=30):
+        wait_for(lambda: self.agents_up(names), timeout, f"agents {list(names)} up")
+
+    def submit(self, fio, hosts, name="faults", retries=None, ok=True):
+        body = {"name": name, "fio": fio, "hosts": hosts}
+        if retries is not None:
+            body["retries"] = retries
+        status, res = self.api("POST", "/jobs", body, ok=ok)
+        if ok:
+            check(status == 201, f"POST /jobs status {status}")
+            return res["id"]
+        return status, res
+
+    def job(self, job_id):
+        return self.get(f"/jobs/{job_id}")
+
+    def runs(self, job_id):
+        return self.job(job_id)["runs"]
+
+    def run(self, job_id, index=0):
+        return self.runs(job_id)[index]
+
+    def wait_state(self, job_id, states, timeout=30, index=0):
+        states = (states,) if isinstance(states, str) else states
+
+        def f():
+            r = self.runs(job_id)
+            return r[index] if len(r) > index and r[index]["state"] in states else None
+        return wait_for(f, timeout, f"run {index} of {job_id} in {states}")
+
+    def wait_job(self, job_id, timeout=60):
+        def done():
+            j = self.job(job_id)
+            return j if j["state"] in ("succeeded", "failed", "cancelled") else None
+        return wait_for(done, timeout, f"job {job_id} to finish", interval=0.25)
+
+    def samples(self, run_id):
+        return self.get(f"/runs/{run_id}/samples")["records"]
+
+    # SQLite -----------------------------------------------------------------
+    def db_path(self):
+        return os.path.join(self.data_dir, "iofleet.db")
+
+    def db(self):
+        return sqlite3.connect(f"file:{self.db_path()}?mode=ro", uri=True, timeout=10)
+
+    def query(self, sql, *args):
+        db = self.db()
+        try:
+            return db.execute(sql, args).fetchall()
+        finally:
+            db.close()
+
+    def integrity(self):
+        return self.query("PRAGMA integrity_check")[0][0]
+
+
+def fio_job(target, runtime=4, numjobs=1, rw="randread", extra=""):
+    return (f"[global]\nioengine=psync\nbs=4k\nsize=4m\ntime_based=1\nruntime={runtime}\n"
+            f"filename={target}\n{extra}\n[job]\nrw={rw}\nnumjobs={numjobs}\n")
+
+
+def check_records(env, run_id, clones, min_per_clone, contiguous_time=True):
+    """Every interval record of `run_id`, read from the SQLite file: per clone seq
+    0..N-1 without a gap or a duplicate, consecutive in time, and as many as the
+    agent said it sent (results.last_seq_total). Returns the record count."""
+    rows = env.query("SELECT job_index, seq, t_start_ms, t_end_ms FROM intervals "
+                     "WHERE run_id=? ORDER BY job_index, seq", run_id)
+    keys = [(r[0], r[1]) for r in rows]
+    check(len(keys) == len(set(keys)), f"{run_id}: duplicate (job_index, seq) rows")
+    by = {}
+    for j, s, t0, t1 in rows:
+        by.setdefault(j, []).append((s, t0, t1))
+    check(sorted(by) == list(range(clones)), f"{run_id}: job indexes {sorted(by)}, want {clones}")
+    for j, recs in by.items():
+        seqs = [s for s, _, _ in recs]
+        check(seqs == list(range(len(seqs))), f"{run_id} clone {j}: seqs not 0..N-1: {seqs}")
+        check(len(seqs) >= min_per_clone,
+              f"{run_id} clone {j}: {len(seqs)} records, want >= {min_per_clone}")
+        if contiguous_time:
+            for (s0, _, e0), (s1, b1, _) in zip(recs, recs[1:]):
+                check(abs(b1 - e0) <= 50,
+                      f"{run_id} clone {j}: time gap between seq {s0} (end {e0}) and "
+                      f"{s1} (start {b1})")
+    res = env.query("SELECT last_seq_total FROM results WHERE run_id=?", run_id)
+    check(res, f"{run_id}: no results row")
+    check(res[0][0] == len(rows),
+          f"{run_id}: agent reported {res[0][0]} records, {len(rows)} stored")
+    return len(rows)
+
+
+def db_counts(env):
+    return {
+        "leases": env.query("SELECT count(*) FROM leases")[0][0],
+        "runs_by_state": dict(env.query("SELECT state, count(*) FROM runs GROUP BY state")),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Network namespaces (netcut cases).
+
+def net_leftovers():
+    """Removes namespaces, veths and the bridge of an earlier killed run."""
+    out = sh("ip", "netns", "list", check_rc=False).stdout
+    for line in out.splitlines():
+        ns = line.split()[0] if line.split() else ""
+        if ns.startswith(NS_PREFIX):
+            for pid in sh("ip", "netns", "pids", ns, check_rc=False).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            sh("ip", "netns", "del", ns, check_rc=False)
+    links = sh("ip", "-o", "link", "show", check_rc=False).stdout
+    for m in re.finditer(r"^\d+: ([^:@]+)", links, re.M):
+        name = m.group(1)
+        if name.startswith(VETH_PREFIX):
+            sh("ip", "link", "del", name, check_rc=False)
+    if f": {BRIDGE}:" in links:
+        sh("ip", "link", "del", BRIDGE, check_rc=False)
+
+
+def make_net(env, n):
+    """Bridge BRIDGE = NET.1/24 in the root namespace; namespaces NS_PREFIX1..n with
+    eth0 = NET.(10+i), each a veth VETH_PREFIXi (root side, on the bridge)."""
+    need_root("network namespaces")
+    net_leftovers()
+    env.cleanups.append(net_leftovers)
+    sh("ip", "link", "add", BRIDGE, "type", "bridge")
+    sh("ip", "addr", "add", f"{NET}.1/24", "dev", BRIDGE)
+    sh("ip", "link", "set", BRIDGE, "up")
+    names = []
+    for i in range(1, n + 1):
+        ns, host, peer = f"{NS_PREFIX}{i}", f"{VETH_PREFIX}{i}", f"{VETH_PREFIX}p{i}"
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", host, "type", "veth", "peer", "name", peer)
+        sh("ip", "link", "set", peer, "netns", ns)
+        sh("ip", "link", "set", host, "master", BRIDGE)
+        sh("ip", "link", "set", host, "up")
+        sh("ip", "-n", ns, "link", "set", peer, "name", "eth0")
+        sh("ip", "-n", ns, "addr", "add", f"{NET}.{10 + i}/24", "dev", "eth0")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "-n", ns, "link", "set", "eth0", "up")
+        names.append((ns, host))
+    return names
+
+
+# ---------------------------------------------------------------------------
+# Cases.
+
+def case_agent_sigkill():
+    with Env("agent_sigkill") as env:
+        env.add_controller(heartbeat_timeout="3s")
+        a = env.add_agent("agent-a")
+        b = env.add_agent("agent-b")
+        env.wait_agents_up(["agent-a", "agent-b"])
+        j1 = env.submit(fio_job(a.target, runtime=8), ["agent-a"], name="victim", retries=1)
+        j2 = env.submit(fio_job(a.target, runtime=2), ["agent-a"], name="queued-behind")
+        j3 = env.submit(fio_job(b.target, runtime=10), ["agent-b"], name="bystander")
+        r1 = env.wait_state(j1, "running", 15)
+        env.wait_state(j3, "running", 15)
+        wait_for(lambda: len(env.samples(r1["id"])) >= 2, 10, "two samples of the victim")
+        check(env.run(j2)["state"] == "queued", "second job on the same target not queued")
+        leases = env.query("SELECT run_id FROM leases WHERE host='agent-a'")
+        check([r[0] for r in leases] == [r1["id"]], f"leases before the kill: {leases}")
+
+        t0 = time.time()
+        a.kill()
+        log("agent-a SIGKILLed")
+        lost = env.wait_state(j1, "lost", 10)
+        t_lost = time.time() - t0
+        check(t_lost <= 3 + 2, f"run lost after {t_lost:.1f}s (timeout 3 s)")
+        check("silent" in lost["error"], f"lost error: {lost['error']}")
+        # Leases freed in the store at once (before the agent returns).
+        leases = env.query("SELECT run_id FROM leases WHERE run_id=?", r1["id"])
+        check(not leases, f"lost run still holds {leases}")
+        runs = env.runs(j1)
+        check(len(runs) == 2 and runs[1]["state"] == "queued" and
+              runs[1]["retry_of"] == r1["id"] and runs[1]["attempt"] == 1,
+              f"retry not queued: {runs}")
+        check(env.run(j3)["state"] == "running", "bystander run disturbed")
+        check(env.job(j1)["state"] == "running", f"job state {env.job(j1)['state']}")
+        lost_records_before = len(env.samples(r1["id"]))
+
+        # The restarted agent gets the retry first (FIFO), then the queued job.
+        a.start()
+        t_back = time.time()
+        env.wait_agents_up(["agent-a"])
+        job1 = env.wait_job(j1, 40)
+        check(job1["state"] == "succeeded", f"job with retries: {job1}")
+        retry = job1["runs"][1]
+        check(retry["state"] == "succeeded" and retry["host"] == "agent-a", f"retry {retry}")
+        job2 = env.wait_job(j2, 30)
+        check(job2["state"] == "succeeded", f"queued job: {job2}")
+        check(job2["runs"][0]["started_ms"] >= retry["finished_ms"], "queued job overtook retry")
+        job3 = env.wait_job(j3, 30)
+        check(job3["state"] == "succeeded" and job3["runs"][0]["attempt"] == 0,
+              f"bystander: {job3}")
+        n3 = check_records(env, job3["runs"][0]["id"], 1, 9)
+        nr = check_records(env, retry["id"], 1, 7)
+        # The killed run stays lost; the records it spooled before the kill come
+        # back when the agent re-adopts its spool.
+        wait_for(lambda: env.query("SELECT 1 FROM results WHERE run_id=?", r1["id"]), 15,
+                 "killed run's spool re-adopted")
+        check(env.run(j1)["state"] == "lost", "lost run changed state")
+        seqs = [r[0] for r in env.query("SELECT seq FROM intervals WHERE run_id=? ORDER BY seq",
+                                        r1["id"])]
+        check(seqs == list(range(len(seqs))) and len(seqs) >= lost_records_before,
+              f"lost run seqs {seqs}")
+        check(env.query("SELECT count(*) FROM leases")[0][0] == 0, "leases left at the end")
+        check(env.integrity() == "ok", "integrity_check")
+        env.figures = {"heartbeat_timeout_s": 3, "lost_after_s": round(t_lost, 2),
+                       "retry_done_after_restart_s": round(time.time() - t_back, 1),
+                       "bystander_records": n3, "retry_records": nr,
+                       "lost_run_records_kept": len(seqs), "leases_at_end": 0}
+
+
+def case_controller_sigkill():
+    with Env("controller_sigkill") as env:
+        c = env.add_controller(heartbeat_timeout="15s")
+        a = env.add_agent("agent-a")
+        b = env.add_agent("agent-b")
+        env.wait_agents_up(["agent-a", "agent-b"])
+        runtime = 16
+        j1 = env.submit(fio_job(a.target, runtime=runtime, numjobs=2), ["agent-a"], name="long")
+        j2 = env.submit(fio_job(a.target, runtime=2), ["agent-a"], name="queued")
+        j3 = env.submit(fio_job(b.target, runtime=runtime), ["agent-b"], name="other")
+        r1 = env.wait_state(j1, "running", 15)
+        r3 = env.wait_state(j3, "running", 15)
+        wait_for(lambda: len(env.samples(r1["id"])) >= 4, 10, "samples before the kill")
+        before = {"leases": sorted(env.query("SELECT host, target, run_id FROM leases")),
+                  "queued": env.query("SELECT id FROM runs WHERE state='queued'")}
+        check(len(before["leases"]) == 2 and before["queued"] == [(env.run(j2)["id"],)],
+              f"state before kill {before}")
+
+        c.kill()
+        t_kill = time.time()
+        log("controller SIGKILLed")
+        time.sleep(6)  # runs go on; interval records pile up in the agents' spools
+        check(a.proc.poll() is None and b.proc.poll() is None, "an agent died")
+        check(a.spool_files() and b.spool_files(), "no spool files while controller down")
+        # The database as the killed controller left it.
+        check(env.integrity() == "ok", "integrity_check after SIGKILL")
+        after = {"leases": sorted(env.query("SELECT host, target, run_id FROM leases")),
+                 "queued": env.query("SELECT id FROM runs WHERE state='queued'")}
+        check(after == before, f"leases/queue changed by the kill: {before} -> {after}")
+        stored_at_kill = env.query("SELECT count(*) FROM intervals")[0][0]
+
+        c.start()
+        down_s = time.time() - t_kill
+        env.wait_agents_up(["agent-a", "agent-b"])
+        t_up = time.time() - t_kill
+        for j in (j1, j2, j3):
+            job = env.wait_job(j, 60)
+            check(job["state"] == "succeeded", f"{j}: {job}")
+        n1 = check_records(env, r1["id"], 2, runtime - 1)
+        n3 = check_records(env, r3["id"], 1, runtime - 1)
+        check(env.run(j2)["started_ms"] >= env.run(j1)["finished_ms"], "queued job overtook")
+        check(env.query("SELECT count(*) FROM leases")[0][0] == 0, "leases left at the end")
+        c.stop()
+        check(env.integrity() == "ok", "integrity_check at the end")
+        env.figures = {"controller_down_s": round(down_s, 1), "agents_back_after_s": round(t_up, 1),
+                       "records_stored_at_kill": stored_at_kill,
+                       "records_long_run": n1, "records_other_run": n3,
+                       "agent_reconnects": [a.reconnects(), b.reconnects()],
+                       "duplicates": 0, "missing": 0}
+
+
+def _netcut(cut_s, heartbeat, lose):
+    name = "netcut_lost" if lose else "netcut"
+    need_root("network namespaces")
+    with Env(name) as env:
+        nets = make_net(env, 2)
+        c = env.add_controller(ip=f"{NET}.1", heartbeat_timeout=heartbeat)
+        a = env.add_agent("agent-a", netns=nets[0][0])
+        b = env.add_agent("agent-b", netns=nets[1][0])
+        env.wait_agents_up(["agent-a", "agent-b"])
+        runtime = 40 if not lose else 30
+        j1 = env.submit(fio_job(a.target, runtime=runtime, numjobs=2), ["agent-a"], name="cut",
+                        retries=1 if lose else None)
+        j3 = env.submit(fio_job(b.target, runtime=runtime), ["agent-b"], name="uncut")
+        r1 = env.wait_state(j1, "running", 15)
+        r3 = env.wait_state(j3, "running", 15)
+        wait_for(lambda: len(env.samples(r1["id"])) >= 4, 10, "samples before the cut")
+        veth = nets[0][1]
+        sh("ip", "link", "set", veth, "down")
+        env.cleanups.append(lambda: sh("ip", "link", "set", veth, "up", check_rc=False))
+        t_cut = time.time()
+        log(f"{veth} down")
+        n_before = len(env.samples(r1["id"]))
+        t_lost = None
+        while time.time() - t_cut < cut_s:
+            if lose and t_lost is None and env.run(j1)["state"] == "lost":
+                t_lost = time.time() - t_cut
+            if not lose:
+                check(env.run(j1)["state"] == "running", "run left running during the cut")
+            time.sleep(0.5)
+        sh("ip", "link", "set", veth, "up")
+        log(f"{veth} up after {time.time() - t_cut:.1f}s")
+        during = len(env.samples(r1["id"])) - n_before
+        t_up = time.time()
+        job1 = env.wait_job(j1, runtime + 40)
+        done_after = time.time() - t_up
+        check(job1["state"] == "succeeded", f"cut job: {job1}")
+        job3 = env.wait_job(j3, 30)
+        check(job3["state"] == "succeeded" and len(job3["runs"]) == 1, f"uncut job: {job3}")
+        n3 = check_records(env, r3["id"], 1, runtime - 1)
+        figures = {"cut_s": cut_s, "heartbeat_timeout": heartbeat,
+                   "cut_agent_reconnects": a.reconnects(),
+                   "records_stored_during_cut": during, "uncut_run_records": n3,
+                   "done_after_link_up_s": round(done_after, 1)}
+        if not lose:
+            check(len(job1["runs"]) == 1, f"runs {job1['runs']}")
+            n1 = check_records(env, r1["id"], 2, runtime - 1)
+            figures.update(cut_run_records=n1, duplicates=0, missing=0)
+        else:
+            check(t_lost is not None and t_lost <= 6 + 3, f"run lost after {t_lost}")
+            runs = job1["runs"]
+            check(len(runs) == 2 and runs[0]["state"] == "lost" and runs[1]["state"] == "succeeded"
+                  and runs[1]["retry_of"] == r1["id"], f"runs {runs}")
+            nr = check_records(env, runs[1]["id"], 2, runtime - 1)
+            # Late records of the lost run: the agent cancels it when it hears it is
+            # no longer its run and replays its spool; they are stored under the
+            # lost run (deduplicated), which stays lost.
+            wait_for(lambda: env.query("SELECT 1 FROM results WHERE run_id=?", r1["id"]), 20,
+                     "lost run's end replayed")
+            lost_rows = env.query("SELECT job_index, seq FROM intervals WHERE run_id=? "
+                                  "ORDER BY job_index, seq", r1["id"])
+            by = {}
+            for j, s in lost_rows:
+                by.setdefault(j, []).append(s)
+            for j, seqs in by.items():
+                check(seqs == list(range(len(seqs))), f"lost run clone {j} seqs {seqs}")
+            late = len(lost_rows) - n_before - during
+            res = env.query("SELECT ok, error, last_seq_total FROM results WHERE run_id=?",
+                            r1["id"])[0]
+            check(res[2] == len(lost_rows), f"lost run: agent sent {res[2]}, stored {len(lost_rows)}")
+            check(env.run(j1)["state"] == "lost", "lost run changed state")
+            # The retry must not start on the target while the agent still runs
+            # the lost run there (exclusive lease on (host, target)).
+            lost_end = env.query("SELECT finished_ms FROM results WHERE run_id=?", r1["id"])[0][0]
+            retry_start = env.get(f"/runs/{runs[1]['id']}")["started_ms"]
+            figures["retry_start_minus_lost_end_ms"] = retry_start - lost_end
+            check(retry_start >= lost_end, f"retry started {lost_end - retry_start} ms before the "
+                                           "lost run ended on the agent (target shared)")
+            figures.update(lost_after_s=round(t_lost, 1), retry_records=nr,
+                           lost_run_records=len(lost_rows), lost_run_late_records=late,
+                           lost_run_result={"ok": bool(res[0]), "error": res[1]})
+        check(env.query("SELECT count(*) FROM leases")[0][0] == 0, "leases left at the end")
+        c.stop()
+        check(env.integrity() == "ok", "integrity_check")
+        env.figures = figures
+
+
+def case_netcut():
+    _netcut(20, "60s", lose=False)
+
+
+def case_netcut_lost():
+    _netcut(20, "6s", lose=True)
+
+
+def mounts_leftovers():
+    with open("/proc/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 1 and MOUNT_MARK in parts[1]:
+                sh("umount", "-l", parts[1], check_rc=False)
+
+
+def case_disk_full():
+    need_root("mount tmpfs")
+    mounts_leftovers()
+    with Env("disk_full") as env:
+        mnt = os.path.join(env.dir, MOUNT_MARK)
+        os.makedirs(mnt)
+        sh("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt)
+        env.cleanups.append(lambda: sh("umount", mnt, check_rc=False))
+        env.data_dir = os.path.join(mnt, "data")
+        c = env.add_controller(heartbeat_timeout="15s")
+        a = env.add_agent("agent-a")
+        env.wait_agents_up(["agent-a"])
+        # The run ends while the disk is still full: its records and its end are
+        # written only after space returns.
+        runtime = 12
+        j1 = env.submit(fio_job(a.target, runtime=runtime, numjobs=2), ["agent-a"], name="during")
+        r1 = env.wait_state(j1, "running", 15)
+        t_run = time.time()
+        wait_for(lambda: len(env.samples(r1["id"])) >= 2, 10, "samples before the fill")
+
+        filler = os.path.join(mnt, "filler")
+        with open(filler, "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+        t_full = time.time()
+        log(f"tmpfs full ({os.path.getsize(filler)} bytes of filler)")
+        statuses = {}
+        first503 = None
+        b_target = a.target
+        post_s = []
+        for i in range(60):
+            t = time.time()
+            st, body = env.submit(fio_job(b_target, runtime=1), ["agent-a"], name=f"full{i}",
+                                  ok=False)
+            post_s.append(time.time() - t)
+            statuses[st] = statuses.get(st, 0) + 1
+            check(st in (201, 503), f"POST /jobs while full -> {st}: {body}")
+            if st == 503:
+                first503 = body
+                break
+            time.sleep(0.2)
+        check(first503 is not None, f"no 503 while the disk is full: {statuses}")
+        err = first503.get("error", {})
+        check(err.get("code") == "UNAVAILABLE" and "full" in err.get("message", ""),
+              f"503 body {first503}")
+        # Reads still work, the controller is alive, records are held for retry.
+        check(env.api("GET", f"/jobs/{j1}")[0] == 200, "GET while full")
+        check(env.api("GET", f"/runs/{r1['id']}/samples")[0] == 200, "GET samples while full")
+        while time.time() < t_run + runtime + 5:  # the run ends on the agent meanwhile
+            check(c.alive(), "controller died on a full disk")
+            time.sleep(0.5)
+        check(env.run(j1)["state"] == "running", "run end recorded on a full disk?")
+        more = []
+        for i in range(5):
+            t = time.time()
+            st, body = env.submit(fio_job(b_target, runtime=1), ["agent-a"], name="full-b", ok=False)
+            post_s.append(time.time() - t)
+            more.append(st)
+            check(st in (201, 503), f"POST while full -> {st}: {body}")
+        check(c.alive(), "controller died")
+        check(max(post_s) <= 2.0, f"a request on a full disk took {max(post_s):.1f}s to answer")
+        accepted_while_full = statuses.get(201, 0) + more.count(201)
+
+        os.unlink(filler)
+        t_free = time.time()
+        log(f"space back after {t_free - t_full:.1f}s full")
+        job1 = env.wait_job(j1, runtime + 40)
+        check(job1["state"] == "succeeded", f"job during the fill: {job1}")
+        n1 = check_records(env, r1["id"], 2, runtime - 1)
+        j_after = env.submit(fio_job(a.target, runtime=1), ["agent-a"], name="after")
+        check(env.wait_job(j_after, 60)["state"] == "succeeded", "job after space returned")
+        # Jobs accepted while full run too.
+        for j in env.get("/jobs?page_size=1000")["jobs"]:
+            job = env.wait_job(j["id"], 60)
+            check(job["state"] == "succeeded", f"{j['id']}: {job['state']}")
+        check(env.query("SELECT count(*) FROM leases")[0][0] == 0, "leases left at the end")
+        check(c.alive(), "controller died")
+        c.stop()
+        check(env.integrity() == "ok", "integrity_check")
+        with open(os.path.join(env.dir, "controller.1.log")) as f:
+            clog = f.read()
+        env.figures = {"tmpfs": "8m", "full_for_s": round(t_free - t_full, 1),
+                       "post_statuses_while_full": {**{str(k): v for k, v in statuses.items()},
+                                                    "later": more},
+                       "accepted_while_full": accepted_while_full,
+                       "post_latency_max_s": round(max(post_s), 2),
+                       "message": err.get("message"), "records": n1,
+                       "store_retry_logged": "retrying queued interval records" in clog,
+                       "run_end_refused_while_full": clog.count(f"run {r1['id']} finished: UNAVAILABLE"),
+                       "agent_reconnects": a.reconnects(),
+                       "http_500": 0}
+
+
+def case_soak():
+    n = SOAK_AGENTS
+    with Env("soak") as env:
+        c = env.add_controller(heartbeat_timeout="15s")
+        names = [f"soak{i:02d}" for i in range(n)]
+        for nm in names:
+            env.add_agent(nm, target_size=1 << 20)
+        env.wait_agents_up(names, timeout=60)
+        pid = c.proc.pid
+        # Short, cheap jobs: 1 MiB read with 4k psync, about 256 I/Os per run.
+        def job_text(a):
+            return (f"[global]\nioengine=psync\nbs=4k\nsize=1m\nfilename={a.target}\n"
+                    "[job]\nrw=read\n")
+        outstanding = {}  # agent -> job id
+        submitted = []
+        errors = []
+        samples = []
+        t_start = time.time()
+        t_end = t_start + SOAK_SECONDS
+        next_sample = t_start
+        warm = 15  # s; RSS samples start after the warm-up
+        while time.time() < t_end:
+            for nm in names:
+                jid = outstanding.get(nm)
+                if jid is not None:
+                    st, j = env.api("GET", f"/jobs/{jid}", ok=False)
+                    if st != 200:
+                        errors.append(f"GET {jid} {st}")
+                        continue
+                    if j["state"] not in ("succeeded", "failed", "cancelled"):
+                        continue
+                    if j["state"] != "succeeded":
+                        errors.append(f"{jid} {j['state']}: {j['runs']}")
+                st, res = env.api("POST", "/jobs", {"name": "soak", "fio": job_text(env.agents[nm]),
+                                                    "hosts": [nm]}, ok=False)
+                if st != 201:
+                    errors.append(f"POST {st} {res}")
+                    outstanding.pop(nm, None)
+                    continue
+                outstanding[nm] = res["id"]
+                submitted.append(res["id"])
+            now = time.time()
+            if now >= next_sample:
+                if now - t_start >= warm:
+                    samples.append((round(now - t_start, 1), rss_kb(pid)))
+                next_sample += 10
+            check(c.alive(), "controller died")
+            check(not errors, f"errors: {errors[:5]}")
+            time.sleep(0.2)
+        # Drain.
+        for jid in list(outstanding.values()):
+            env.wait_job(jid, 60)
+        samples.append((round(time.time() - t_start, 1), rss_kb(pid)))
+        dead = [nm for nm, a in env.agents.items() if a.proc.poll() is not None]
+        check(not dead, f"agents died: {dead}")
+        c.stop()
+        counts = db_counts(env)
+        sub = len(submitted)
+        check(counts["leases"] == 0, f"leaked leases: {counts}")
+        states = counts["runs_by_state"]
+        check(set(states) == {"succeeded"} and states["succeeded"] == sub,
+              f"runs {states}, submitted {sub}")
+        jobs_ok = env.query("SELECT count(*) FROM jobs WHERE state='succeeded'")[0][0]
+        check(jobs_ok == sub, f"{jobs_ok} jobs succeeded of {sub}")
+        check(env.integrity() == "ok", "integrity_check")
+        third = max(1, len(samples) // 3)
+        first = sum(v for _, v in samples[:third]) / third
+        last = sum(v for _, v in samples[-third:]) / third
+        growth = (last - first) / first
+        env.figures = {"agents": n, "seconds": SOAK_SECONDS, "jobs_submitted": sub,
+                       "runs_succeeded": states.get("succeeded", 0),
+                       "runs_per_s": round(sub / SOAK_SECONDS, 1), "leases_at_end": 0,
+                       "rss_kb_samples": samples, "rss_first_third_kb": round(first),
+                       "rss_last_third_kb": round(last), "rss_growth_pct": round(100 * growth, 1),
+                       "db_bytes": os.path.getsize(env.db_path())}
+        check(len(samples) >= 3, f"only {len(samples)} RSS samples")
+        check(growth <= 0.20, f"controller RSS grew {100 * growth:.1f}% (first third {first:.0f} kB,"
+                              f" last third {last:.0f} kB): {samples}")
+
+
+CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    global BUILD, SOAK_SECONDS, SOAK_AGENTS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--soak-seconds", type=int, default=SOAK_SECONDS)
+    ap.add_argument("--soak-agents", type=int, default=SOAK_AGENTS)
+    ap.add_argument("cases", nargs="+")
+    args = ap.parse_args()
+    BUILD = os.path.abspath(args.build_dir)
+    SOAK_SECONDS, SOAK_AGENTS = args.soak_seconds, args.soak_agents
+    for b in ("bin/iofleet-controller", "bin/iofleet-agent"):
+        if not os.path.exists(os.path.join(BUILD, b)):
+            print(f"missing {b} in {BUILD}: build it first", file=sys.stderr)
+            return 1
+    # ctest's timeout kills us with SIGKILL (children follow via PDEATHSIG); a
+    # SIGTERM/SIGINT unwinds through the cases' cleanup.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    names = list(CASES) if args.cases == ["all"] else args.cases
+    failed, skipped = [], []
+    for n in names:
+        if n not in CASES:
+            print(f"unknown case {n}; known: {', '.join(CASES)}", file=sys.stderr)
+            return 2
+        t0 = time.time()
+        try:
+            CASES[n]()
+            print(f"PASS {n} ({time.time() - t0:.1f}s)")
+        except TestSkip as e:
+            skipped.append(n)
+            print(f"SKIP {n}: {e}")
+        except Exception as e:
+            failed.append(n)
+            print(f"FAIL {n} ({time.time() - t0:.1f}s): {e}", file=sys.stderr)
+            if not isinstance(e, TestFailure):
+                traceback.print_exc()
+    if failed:
+        return 1
+    return 77 if skipped and len(skipped) == len(names) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
