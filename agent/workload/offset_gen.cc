@@ -1,54 +1,15 @@
 #include "agent/workload/offset_gen.h"
 
 #include <algorithm>
+#include <array>
 
 #include "absl/status/status.h"
 
 namespace iofleet::agent::workload {
-namespace {
-
-// Local copies of the RwPattern predicates so this library does not depend on
-// job_spec.cc's definitions.
-bool PatternIsRandom(jobspec::RwPattern p) {
-  using jobspec::RwPattern;
-  switch (p) {
-    case RwPattern::kRandRead:
-    case RwPattern::kRandWrite:
-    case RwPattern::kRandTrim:
-    case RwPattern::kRandReadWrite:
-    case RwPattern::kRandTrimWrite:
-      return true;
-    default:
-      return false;
-  }
-}
-
-std::array<bool, jobspec::kNumDdirs> PatternDdirs(jobspec::RwPattern p) {
-  using jobspec::RwPattern;
-  switch (p) {
-    case RwPattern::kRead:
-    case RwPattern::kRandRead:
-      return {true, false, false};
-    case RwPattern::kWrite:
-    case RwPattern::kRandWrite:
-      return {false, true, false};
-    case RwPattern::kTrim:
-    case RwPattern::kRandTrim:
-      return {false, false, true};
-    case RwPattern::kReadWrite:
-    case RwPattern::kRandReadWrite:
-      return {true, true, false};
-    case RwPattern::kTrimWrite:
-    case RwPattern::kRandTrimWrite:
-      return {false, true, true};
-  }
-  return {true, true, true};
-}
-
-}  // namespace
 
 uint64_t JobMinBlockSize(const jobspec::JobSpec& job) {
-  const auto used = PatternDdirs(job.rw);
+  const std::array<bool, jobspec::kNumDdirs> used = {
+      jobspec::HasRead(job.rw), jobspec::HasWrite(job.rw), jobspec::HasTrim(job.rw)};
   uint64_t min_bs = ~uint64_t{0};
   for (int d = 0; d < jobspec::kNumDdirs; ++d) {
     if (!used[d]) continue;
@@ -66,7 +27,7 @@ OffsetGenOptions OffsetGenOptionsForJob(const jobspec::JobSpec& job, uint64_t n_
   o.seed = seeds.block_offset();
   o.use64 = Use64BitGenerator(job, n_blocks);
   o.reseed_on_reset = job.randrepeat;
-  if (!PatternIsRandom(job.rw)) {
+  if (!jobspec::IsRandom(job.rw)) {
     o.mode = OffsetMode::kSequential;
     if (job.rw_seq_add > 0) o.sequential_skip_blocks = job.rw_seq_add / JobMinBlockSize(job);
   } else {
