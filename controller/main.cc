@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/time.h"
 #include "common/config/config.h"
+#include "common/secrets/secrets.h"
 #include "controller/server.h"
 
 namespace {
@@ -18,6 +19,9 @@ constexpr char kUsage[] =
     "usage: iofleet-controller --data-dir=DIR [--grpc-listen=HOST:PORT]\n"
     "                          [--http-listen=HOST:PORT] [--heartbeat-timeout=DURATION]\n"
     "                          [--dashboard-dir=DIR] [--config=FILE]\n"
+    "                          [--api-token-file=FILE] [--agent-token-file=FILE]\n"
+    "                          [--metrics-auth=none|token] [--tls-cert=PEM --tls-key=PEM]\n"
+    "                          [--tls-client-ca=PEM] [--max-body-bytes=N ...]\n"
     "  --config             read flags from FILE (key = value lines); the command\n"
     "                       line overrides it (deploy/config/controller.conf.example)\n"
     "  --data-dir           where iofleet.db (SQLite) lives; created if missing\n"
@@ -26,7 +30,23 @@ constexpr char kUsage[] =
     "  --heartbeat-timeout  agent silence before its runs are lost (default 15s;\n"
     "                       a bare number is seconds, or e.g. 500ms, 1m)\n"
     "  --dashboard-dir      the built web dashboard served at / (default: the\n"
-    "                       source tree's dashboard/dist; run dashboard/build.sh)\n";
+    "                       source tree's dashboard/dist; run dashboard/build.sh)\n"
+    "Security (docs/security.md; default: no auth, plain text, loopback):\n"
+    "  --api-token-file     bearer token the REST and gRPC API require (file mode\n"
+    "                       0600/0640; whitespace trimmed; empty refused)\n"
+    "  --agent-token-file   enrolment token agents must present (agent token-file)\n"
+    "  --metrics-auth       none (default): /metrics is open; token: it needs the\n"
+    "                       API token\n"
+    "  --tls-cert, --tls-key  PEM certificate chain and key: HTTPS and gRPC over TLS\n"
+    "  --tls-client-ca      PEM CA: the gRPC port requires client certificates signed\n"
+    "                       by it (mutual TLS for agents)\n"
+    "Limits (over a limit: HTTP 413 for the body, else 400 naming field and flag):\n"
+    "  --max-body-bytes       REST request body (default 8388608)\n"
+    "  --max-fio-text-bytes   job file text / options JSON (default 1048576)\n"
+    "  --max-jobs-per-submit  job sections per submitted job file (default 256)\n"
+    "  --max-runs-per-job     runs one job expands into (default 10000)\n"
+    "  --max-labels           agent labels, job tags, selector entries (default 64)\n"
+    "  --max-label-length     bytes per label key or value (default 256)\n";
 
 bool ParseTimeout(const std::string& v, uint64_t* ms) {
   double secs = 0;
@@ -38,6 +58,18 @@ bool ParseTimeout(const std::string& v, uint64_t* ms) {
   if (!absl::ParseDuration(v, &d) || d <= absl::ZeroDuration()) return false;
   *ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(d));
   return *ms > 0;
+}
+
+bool ParseCount(const std::string& v, size_t* out) {
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(v, &n) || n == 0) return false;
+  *out = static_cast<size_t>(n);
+  return true;
+}
+
+bool IsLoopback(const std::string& listen) {
+  return absl::StartsWith(listen, "127.") || absl::StartsWith(listen, "[::1]:") ||
+         absl::StartsWith(listen, "localhost:");
 }
 
 }  // namespace
@@ -73,6 +105,46 @@ int main(int argc, char** argv) {
       opts.http_listen = value;
     } else if (key == "--dashboard-dir") {
       opts.dashboard_dir = value;
+    } else if (key == "--api-token-file" || key == "--agent-token-file") {
+      if (value.empty()) {  // empty = no token (a config file's "api-token-file =")
+        (key == "--api-token-file" ? opts.api_token : opts.agent_token).clear();
+        continue;
+      }
+      auto token = iofleet::secrets::ReadTokenFile(value, key.substr(2));
+      if (!token.ok()) {
+        std::fprintf(stderr, "iofleet-controller: %s\n",
+                     std::string(token.status().message()).c_str());
+        return 2;
+      }
+      (key == "--api-token-file" ? opts.api_token : opts.agent_token) = *token;
+    } else if (key == "--metrics-auth") {
+      if (value != "none" && value != "token") {
+        std::fprintf(stderr, "iofleet-controller: --metrics-auth: \"%s\" is not none or token\n",
+                     value.c_str());
+        return 2;
+      }
+      opts.metrics_auth = value == "token";
+    } else if (key == "--tls-cert") {
+      opts.tls_cert_file = value;
+    } else if (key == "--tls-key") {
+      opts.tls_key_file = value;
+    } else if (key == "--tls-client-ca") {
+      opts.tls_client_ca_file = value;
+    } else if (key == "--max-body-bytes" || key == "--max-fio-text-bytes" ||
+               key == "--max-jobs-per-submit" || key == "--max-runs-per-job" ||
+               key == "--max-labels" || key == "--max-label-length") {
+      iofleet::controller::ApiLimits& l = opts.limits;
+      size_t* field = key == "--max-body-bytes"        ? &l.max_body_bytes
+                      : key == "--max-fio-text-bytes"  ? &l.max_fio_text_bytes
+                      : key == "--max-jobs-per-submit" ? &l.max_jobs_per_submit
+                      : key == "--max-runs-per-job"    ? &l.max_runs_per_job
+                      : key == "--max-labels"          ? &l.max_labels
+                                                       : &l.max_label_length;
+      if (!ParseCount(value, field)) {
+        std::fprintf(stderr, "iofleet-controller: %s: \"%s\" is not a positive integer\n",
+                     key.c_str(), value.c_str());
+        return 2;
+      }
     } else if (key == "--heartbeat-timeout") {
       if (!ParseTimeout(value, &opts.heartbeat_timeout_ms)) {
         std::fprintf(stderr, "iofleet-controller: --heartbeat-timeout: bad duration \"%s\"\n",
@@ -89,6 +161,12 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  if (opts.api_token.empty() && (!IsLoopback(opts.http_listen) || !IsLoopback(opts.grpc_listen))) {
+    std::fprintf(stderr,
+                 "iofleet-controller: warning: listening beyond loopback without "
+                 "--api-token-file: anyone who can reach the port can submit jobs\n");
+  }
+
   // Block the signals before any thread starts so only sigwait sees them.
   sigset_t sigs;
   sigemptyset(&sigs);
@@ -99,7 +177,8 @@ int main(int argc, char** argv) {
 
   auto server = iofleet::controller::ControllerServer::Start(opts);
   if (!server.ok()) {
-    std::fprintf(stderr, "iofleet-controller: %s\n", server.status().ToString().c_str());
+    std::fprintf(stderr, "iofleet-controller: %s\n",
+                 std::string(server.status().message()).c_str());
     return 1;
   }
   std::printf("grpc listening on %s\n", (*server)->grpc_address().c_str());

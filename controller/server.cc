@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/secrets/secrets.h"
 #include "common/status.h"
 #include "controller/api/grpc/agent_service.h"
 #include "controller/api/grpc/controller_service.h"
@@ -53,6 +54,39 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
         absl::StrCat("data-dir ", options.data_dir, ": ", ec.message()));
   }
 
+  // TLS material is checked here so a bad file is an error naming the flag.
+  const bool tls = !options.tls_cert_file.empty() || !options.tls_key_file.empty();
+  std::shared_ptr<grpc::ServerCredentials> grpc_creds = grpc::InsecureServerCredentials();
+  if (tls) {
+    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
+      return FieldError("tls-cert", "--tls-cert and --tls-key go together");
+    }
+    IOFLEET_ASSIGN_OR_RETURN(std::string cert,
+                             secrets::ReadPemFile(options.tls_cert_file, "tls-cert",
+                                                  secrets::PemKind::kCertificates));
+    IOFLEET_ASSIGN_OR_RETURN(std::string key,
+                             secrets::ReadPemFile(options.tls_key_file, "tls-key",
+                                                  secrets::PemKind::kPrivateKey));
+    IOFLEET_RETURN_IF_ERROR(secrets::CheckKeyMatchesCertificate(cert, key));
+    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    if (!options.tls_client_ca_file.empty()) {
+      IOFLEET_ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                               secrets::ReadPemFile(options.tls_client_ca_file, "tls-client-ca",
+                                                    secrets::PemKind::kCertificates));
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    grpc_creds = grpc::SslServerCredentials(ssl);
+  } else if (!options.tls_client_ca_file.empty()) {
+    return FieldError("tls-client-ca", "needs --tls-cert and --tls-key (mutual TLS is TLS)");
+  }
+  if (!options.api_token.empty()) {
+    IOFLEET_RETURN_IF_ERROR(secrets::CheckToken(options.api_token, "api-token-file"));
+  }
+  if (!options.agent_token.empty()) {
+    IOFLEET_RETURN_IF_ERROR(secrets::CheckToken(options.agent_token, "agent-token-file"));
+  }
+
   std::unique_ptr<ControllerServer> s(new ControllerServer());
   s->metrics_ = std::make_unique<metrics::ControllerMetrics>();
   IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<Store> db,
@@ -62,17 +96,20 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   SchedulerOptions so;
   so.heartbeat_timeout_ms = options.heartbeat_timeout_ms;
   so.metrics = s->metrics_.get();
+  so.limits = options.limits;
   IOFLEET_ASSIGN_OR_RETURN(s->scheduler_, Scheduler::Create(s->store_.get(), so));
 
-  s->agent_service_ = std::make_unique<grpcapi::AgentServiceImpl>(s->scheduler_.get());
-  s->controller_service_ = std::make_unique<grpcapi::ControllerServiceImpl>(s->scheduler_.get());
+  s->agent_service_ =
+      std::make_unique<grpcapi::AgentServiceImpl>(s->scheduler_.get(), options.agent_token);
+  s->controller_service_ =
+      std::make_unique<grpcapi::ControllerServiceImpl>(s->scheduler_.get(), options.api_token);
   grpc::ServerBuilder builder;
   int grpc_port = 0;
   const std::string grpc_host =
       grpc_hp.first.find(':') != std::string::npos ? absl::StrCat("[", grpc_hp.first, "]")
                                                    : grpc_hp.first;
   builder.AddListeningPort(absl::StrCat(grpc_host, ":", grpc_hp.second),
-                           grpc::InsecureServerCredentials(), &grpc_port);
+                           grpc_creds, &grpc_port);
   builder.RegisterService(s->agent_service_.get());
   builder.RegisterService(s->controller_service_.get());
   builder.SetMaxReceiveMessageSize(64 << 20);
@@ -82,7 +119,14 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   }
   s->grpc_address_ = absl::StrCat(grpc_host, ":", grpc_port);
 
-  s->rest_server_ = std::make_unique<rest::RestServer>(s->scheduler_.get(), s->metrics_.get());
+  rest::RestOptions ro;
+  ro.api_token = options.api_token;
+  ro.metrics_auth = options.metrics_auth;
+  ro.tls_cert_file = options.tls_cert_file;
+  ro.tls_key_file = options.tls_key_file;
+  ro.max_body_bytes = options.limits.max_body_bytes;
+  s->rest_server_ =
+      std::make_unique<rest::RestServer>(s->scheduler_.get(), s->metrics_.get(), std::move(ro));
 #ifdef IOFLEET_DASHBOARD_DIR
   s->rest_server_->ServeDashboard(options.dashboard_dir.empty() ? IOFLEET_DASHBOARD_DIR
                                                                 : options.dashboard_dir);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "controller/scheduler/limits.h"
 
 namespace grpc {
 class Server;
@@ -36,6 +37,23 @@ struct ServerOptions {
   // Built web dashboard (index.html, app.js, app.css) served at /. Empty = the
   // source tree's dashboard/dist (IOFLEET_DASHBOARD_DIR at build time).
   std::string dashboard_dir;
+
+  // --- Security (docs/security.md). All empty/false by default: loopback, no auth.
+  // Bearer token of the REST and gRPC ControllerService APIs (--api-token-file).
+  std::string api_token;
+  // Enrolment token agents present (Hello.enrolment_token or bearer metadata)
+  // (--agent-token-file). Empty = agents are not asked for one.
+  std::string agent_token;
+  // GET /metrics needs the API token too (--metrics-auth=token). Default: open.
+  bool metrics_auth = false;
+  // PEM server certificate chain and key for both ports (--tls-cert, --tls-key).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // PEM CA bundle: the gRPC port requires and verifies client certificates
+  // signed by it (mutual TLS for agents) (--tls-client-ca). Needs tls_cert_file.
+  std::string tls_client_ca_file;
+  // Request limits (--max-* flags).
+  ApiLimits limits;
 };
 
 class ControllerServer {

@@ -13,6 +13,8 @@ pkgs=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler  # agent <-> controller, API
   libsqlite3-dev sqlite3           # controller store
   libcpp-httplib-dev               # REST API and CLI client
+  libssl-dev openssl               # TLS (httplib SSLServer/SSLClient, PEM checks); test certificates
+  clang libclang-rt-dev            # libFuzzer + ASan/UBSan for fuzz/run.sh (ctest -L fuzz)
   prometheus-cpp-dev               # /metrics
   libboost-math-dev                # A/B statistics (distributions)
   fio                              # side-by-side checks against fio

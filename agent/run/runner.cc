@@ -24,6 +24,7 @@
 #include "agent/affinity/inventory.h"
 #include "agent/affinity/numa.h"
 #include "agent/engines/engine.h"
+#include "agent/run/destructive.h"
 #include "agent/run/worker.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -357,6 +358,13 @@ absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions&
           return JobError(job, "filename", name, "is outside the agent's --allow-path prefixes");
         }
         const FileFacts facts = Inspect(name);
+        if (writes && facts.is_block && !job.allow_destructive) {
+          if (absl::Status s = CheckWriteNotDestructive(name); !s.ok()) {
+            return JobError(job, "filename", name,
+                            absl::StrCat("refusing to write: ", s.message(),
+                                         "; add allow_destructive=1 to the job to overwrite it"));
+          }
+        }
         std::string probe = name;
         if (facts.exists) {
           int flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;

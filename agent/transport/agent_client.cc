@@ -161,15 +161,15 @@ void AgentClient::Shutdown() {
     if (shutdown_) return;
     shutdown_ = true;
     for (auto& [id, e] : runs_) e->cancel = true;
+    // A Write() blocked on a dead peer would hold up the drain: cancel the stream
+    // if the drain has not finished in time.
+    killer_ = std::thread([this] {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait_for(lk, kShutdownDrain + std::chrono::seconds(3), [&] { return run_done_; });
+      if (ctx_ != nullptr) ctx_->TryCancel();
+    });
   }
   cv_.notify_all();
-  // A Write() blocked on a dead peer would hold up the drain: cancel the stream
-  // if the drain has not finished in time.
-  killer_ = std::thread([this] {
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait_for(lk, kShutdownDrain + std::chrono::seconds(3), [&] { return run_done_; });
-    if (ctx_ != nullptr) ctx_->TryCancel();
-  });
 }
 
 uint64_t AgentClient::NextBackoffMs(uint32_t attempt) {
@@ -224,7 +224,12 @@ void AgentClient::Run() {
     run_done_ = true;
   }
   cv_.notify_all();
-  if (killer_.joinable()) killer_.join();
+  std::thread killer;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    killer = std::move(killer_);
+  }
+  if (killer.joinable()) killer.join();
 }
 
 bool AgentClient::Session(uint64_t conn_id) {
@@ -237,8 +242,18 @@ bool AgentClient::Session(uint64_t conn_id) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 300000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
   args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
-  auto channel =
-      grpc::CreateCustomChannel(opt_.controller, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (opt_.tls) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = opt_.tls_ca_pem;
+    ssl.pem_private_key = opt_.tls_key_pem;
+    ssl.pem_cert_chain = opt_.tls_cert_pem;
+    creds = grpc::SslCredentials(ssl);
+    if (!opt_.tls_server_name.empty()) {
+      args.SetSslTargetNameOverride(opt_.tls_server_name);
+    }
+  }
+  auto channel = grpc::CreateCustomChannel(opt_.controller, creds, args);
   auto stub = iofleet::v1::AgentService::NewStub(channel);
 
   grpc::ClientContext ctx;
@@ -293,6 +308,7 @@ bool AgentClient::Session(uint64_t conn_id) {
     return false;
   }
   std::thread reader([this, s = stream.get()] { ReaderLoop(s); });
+  uint64_t hb_ms = kDefaultHeartbeatMs;
 
   {
     std::unique_lock<std::mutex> lk(mu_);
@@ -317,6 +333,8 @@ bool AgentClient::Session(uint64_t conn_id) {
       Log(absl::StrCat("controller negotiated protocol ", welcome_.protocol_version(),
                        "; this agent speaks ", kProtocolVersion));
     }
+    hb_ms = welcome_.heartbeat_interval_ms() > 0 ? welcome_.heartbeat_interval_ms()
+                                                 : kDefaultHeartbeatMs;
     ReplayLocked(welcome_, conn_id);
     connected_ = true;
     conn_id_ = conn_id;
@@ -324,8 +342,6 @@ bool AgentClient::Session(uint64_t conn_id) {
                      queue_.size(), " spooled messages"));
   }
 
-  const uint64_t hb_ms =
-      welcome_.heartbeat_interval_ms() > 0 ? welcome_.heartbeat_interval_ms() : kDefaultHeartbeatMs;
   auto next_hb = std::chrono::steady_clock::now() + std::chrono::milliseconds(hb_ms);
   auto next_gc = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::chrono::steady_clock::time_point drain_deadline{};
@@ -481,7 +497,13 @@ void AgentClient::RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text)
     m.mutable_run_started()->set_unix_ms(NowMs());
     Emit(*entry, std::move(m));
   }
-  auto list = jobspec::ParseJobText(fio_text, absl::StrCat("run ", entry->run_id));
+  // Text from the network: no include (no reading local files), no ${VAR} from
+  // this agent's environment (the controller already substituted).
+  static const std::map<std::string, std::string> kNoEnv;
+  jobspec::ParseOptions popts;
+  popts.env = &kNoEnv;
+  popts.allow_include = false;
+  auto list = jobspec::ParseJobText(fio_text, absl::StrCat("run ", entry->run_id), popts);
   if (!list.ok()) {
     FinishRun(*entry, false, absl::StrCat("invalid job: ", list.status().message()), "");
     return;

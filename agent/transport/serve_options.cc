@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/secrets/secrets.h"
 
 namespace iofleet::agent {
 namespace {
@@ -41,7 +42,9 @@ std::string Normalize(const std::string& p) {
 
 const char* ServeUsage() {
   return "usage: iofleet-agent serve --controller=HOST:PORT [--labels=k=v,...]\n"
-         "         [--allow-path=PREFIX]... [--name=ID] [--spool-dir=DIR] [--token=T]\n"
+         "         [--allow-path=PREFIX]... [--name=ID] [--spool-dir=DIR]\n"
+         "         [--token-file=FILE | --token=T] [--tls-ca=PEM] [--tls-cert=PEM --tls-key=PEM]\n"
+         "         [--tls-server-name=NAME]\n"
          "         [--interval-ms=1000] [--backoff-initial-ms=250] [--backoff-max-ms=30000]\n"
          "         [--sync-batch=64] [--sync-interval-ms=1000]\n";
 }
@@ -70,7 +73,9 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
     static const char* kKnown[] = {"controller",   "labels",          "allow-path",
                                    "name",         "spool-dir",       "token",
                                    "interval-ms",  "backoff-initial-ms", "backoff-max-ms",
-                                   "sync-batch",   "sync-interval-ms"};
+                                   "sync-batch",   "sync-interval-ms",
+                                   "token-file",   "tls-ca",          "tls-cert",
+                                   "tls-key",      "tls-server-name"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return FlagError(flag, "unknown flag for `serve`");
@@ -102,7 +107,28 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
       if (value.empty()) return FlagError(flag, "empty directory");
       o.spool_dir = value;
     } else if (flag == "token") {
+      if (!value.empty()) {  // empty = none (a config file's "token =")
+        if (absl::Status s = secrets::CheckToken(value, flag); !s.ok()) return s;
+      }
       o.token = value;
+    } else if (flag == "token-file") {
+      if (value.empty()) continue;  // empty = none (a config file's "token-file =")
+      auto token = secrets::ReadTokenFile(value, flag);
+      if (!token.ok()) return token.status();
+      o.token = *token;
+    } else if (flag == "tls-ca" || flag == "tls-cert" || flag == "tls-key") {
+      if (value.empty()) continue;  // empty = unset (a config file's "tls-ca =")
+      auto pem = secrets::ReadPemFile(value, flag,
+                                      flag == "tls-key" ? secrets::PemKind::kPrivateKey
+                                                        : secrets::PemKind::kCertificates);
+      if (!pem.ok()) return pem.status();
+      (flag == "tls-ca" ? o.tls_ca_pem : flag == "tls-cert" ? o.tls_cert_pem : o.tls_key_pem) =
+          *pem;
+      o.tls = true;
+    } else if (flag == "tls-server-name") {
+      if (value.empty()) continue;
+      o.tls_server_name = value;
+      o.tls = true;
     } else if (flag == "interval-ms") {
       if (absl::Status s = ParseU32(flag, value, 10, &o.interval_ms); !s.ok()) return s;
     } else if (flag == "backoff-initial-ms") {
@@ -117,6 +143,15 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
   }
   if (o.help) return o;
   if (o.controller.empty()) return FlagError("controller", "is required (HOST:PORT)");
+  if (o.tls_cert_pem.empty() != o.tls_key_pem.empty()) {
+    return FlagError("tls-cert", "--tls-cert and --tls-key go together");
+  }
+  if (!o.tls_cert_pem.empty()) {
+    if (absl::Status s = secrets::CheckKeyMatchesCertificate(o.tls_cert_pem, o.tls_key_pem);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (o.backoff_max_ms < o.backoff_initial_ms) o.backoff_max_ms = o.backoff_initial_ms;
   if (o.name.empty()) {
     char host[256] = {0};

@@ -17,6 +17,16 @@ struct ServeOptions {
   std::string name;                           // --name; Default: hostname
   std::string spool_dir;                      // --spool-dir; Default: /var/tmp/iofleet-agent-<name>
   std::string token;                          // --token: bearer token / enrolment token
+                                              // (--token-file=FILE reads it; preferred:
+                                              // argv is visible to every local user)
+  // TLS to the controller (docs/security.md). tls is set by any --tls-* flag;
+  // the PEM contents are read and checked when the flags are parsed.
+  bool tls = false;
+  std::string tls_ca_pem;       // --tls-ca: CA bundle that signed the controller's
+                                // certificate; Default: the system roots
+  std::string tls_cert_pem;     // --tls-cert: client certificate (mutual TLS)
+  std::string tls_key_pem;      // --tls-key: its private key
+  std::string tls_server_name;  // --tls-server-name: name to verify instead of HOST
   uint32_t interval_ms = 1000;                // --interval-ms: interval record period
   uint32_t backoff_initial_ms = 250;          // --backoff-initial-ms: first reconnect delay
   uint32_t backoff_max_ms = 30000;            // --backoff-max-ms: reconnect delay cap

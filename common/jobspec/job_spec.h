@@ -107,6 +107,9 @@ struct JobSpec {
   uint32_t fsync = 0;          // fsync every N writes; 0 = never
   bool end_fsync = false;
   bool invalidate = true;
+  // Write to a block device that is mounted, in use or carries a filesystem
+  // signature anyway (agent/run/destructive.h). Default: 0 (refused).
+  bool allow_destructive = false;
   // Options as written (after substitution, aliases resolved to canonical names),
   // in order, without the ones inherited from [global]: fio's "job options".
   std::vector<std::pair<std::string, std::string>> raw_options;

@@ -878,6 +878,7 @@ const std::vector<OptionDef>& OptionTable() {
       {"fsync", false, SetU32<&JobSpec::fsync>},
       {"end_fsync", true, SetBool<&JobSpec::end_fsync>},
       {"invalidate", true, SetBool<&JobSpec::invalidate>},
+      {"allow_destructive", true, SetBool<&JobSpec::allow_destructive>},
   };
   return k;
 }
@@ -1293,6 +1294,10 @@ struct FileParser {
   }
 
   absl::Status Include(const std::string& path, const std::string& where, const std::string& dir) {
+    if (!opts.allow_include) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: include is not allowed in job text received over the network", where));
+    }
     if (path.empty()) {
       return absl::InvalidArgumentError(absl::StrFormat("%s: include needs a file name", where));
     }
@@ -1488,6 +1493,9 @@ Options RenderDiff(const JobSpec& j, const Builder& tb) {
   if (j.group_reporting != t.group_reporting) add("group_reporting", b01(j.group_reporting));
   if (j.new_group != t.new_group) add("new_group", b01(j.new_group));
   if (j.stonewall != t.stonewall) add("stonewall", b01(j.stonewall));
+  if (j.allow_destructive != t.allow_destructive) {
+    add("allow_destructive", b01(j.allow_destructive));
+  }
   if (j.wait_for != t.wait_for) add("wait_for", j.wait_for);
   if (j.rw != t.rw || j.rw_sequencer_nr != t.rw_sequencer_nr || j.rw_seq_add != t.rw_seq_add) {
     std::string v = RwPatternName(j.rw);

@@ -25,6 +25,10 @@ struct ParseOptions {
   const std::map<std::string, std::string>* env = nullptr;
   // Directory for relative 'include' paths of text that has no file (tests, REST bodies).
   std::string base_dir;
+  // Whether 'include FILE' may read files. Text from the network (the controller's
+  // API, the agent's AssignRun) parses with false: include is then an error
+  // instead of a way to read (and echo back in errors) local files. Default: true.
+  bool allow_include = true;
 };
 
 // Parses one job file's text. `source` names it in errors ("job.fio").

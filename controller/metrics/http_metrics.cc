@@ -50,13 +50,16 @@ std::string RouteTemplate(absl::string_view path) {
   return out;
 }
 
-void InstallHttpMetrics(httplib::Server& server, ControllerMetrics* metrics) {
+void InstallHttpMetrics(httplib::Server& server, ControllerMetrics* metrics,
+                        PreRoutingGate gate) {
   server.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics->Serialize(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+  server.set_pre_routing_handler([gate = std::move(gate)](const httplib::Request& req,
+                                                         httplib::Response& res) {
     t_request_start = std::chrono::steady_clock::now();
     t_request_timed = true;
+    if (gate && gate(req, res)) return httplib::Server::HandlerResponse::Handled;
     return httplib::Server::HandlerResponse::Unhandled;
   });
   server.set_logger([metrics](const httplib::Request& req, const httplib::Response& res) {

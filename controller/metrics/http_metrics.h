@@ -1,6 +1,7 @@
 // GET /metrics and request metrics for the controller's cpp-httplib server.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -8,6 +9,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace iofleet::controller::metrics {
@@ -20,6 +23,11 @@ std::string RouteTemplate(absl::string_view path);
 // Registers GET /metrics on `server` (Prometheus text format) and times every
 // request into iofleet_http_request_* (a pre-routing handler starts the clock,
 // the logger observes). `metrics` must outlive the server. Call before serving.
-void InstallHttpMetrics(httplib::Server& server, ControllerMetrics* metrics);
+// `gate`, when set, runs in that pre-routing handler after the clock starts; it
+// returns true when it answered the request itself (e.g. 401), which then skips
+// routing but is still timed.
+using PreRoutingGate = std::function<bool(const httplib::Request&, httplib::Response&)>;
+void InstallHttpMetrics(httplib::Server& server, ControllerMetrics* metrics,
+                        PreRoutingGate gate = nullptr);
 
 }  // namespace iofleet::controller::metrics

@@ -28,6 +28,7 @@ const std::map<std::string, std::string>& EmptyEnv() {
 jobspec::ParseOptions SubmitParseOptions() {
   jobspec::ParseOptions o;
   o.env = &EmptyEnv();
+  o.allow_include = false;  // API text must not read the controller's files
   return o;
 }
 
@@ -134,7 +135,9 @@ absl::StatusOr<std::pair<std::string, jobspec::JobList>> ApplyOverrides(
   return std::make_pair(std::move(text), std::move(parsed));
 }
 
-absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const Fleet& fleet) {
+absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const Fleet& fleet,
+                                                  const ApiLimits& limits) {
+  const size_t max_runs = limits.max_runs_per_job;
   // Workload.
   const bool has_text = !spec.fio_text().empty();
   const bool has_json = !spec.options_json().empty();
@@ -155,10 +158,15 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
                : jobspec::ParseJobJson(options_json, SubmitParseOptions());
   if (!base.ok()) return WithField(base.status(), has_text ? "fio" : "options");
   if (base->jobs.empty()) return FieldError(has_text ? "fio" : "options", "no job section");
+  if (base->jobs.size() > limits.max_jobs_per_submit) {
+    return FieldError(has_text ? "fio" : "options",
+                      absl::StrCat(base->jobs.size(), " job sections, over the limit of ",
+                                   limits.max_jobs_per_submit, " (--max-jobs-per-submit)"));
+  }
 
   const uint32_t repeat = spec.repeat() == 0 ? 1 : spec.repeat();
-  if (repeat > kMaxRunsPerJob) {
-    return FieldError("repeat", absl::StrCat("must be <= ", kMaxRunsPerJob));
+  if (repeat > max_runs) {
+    return FieldError("repeat", absl::StrCat("must be <= ", max_runs, " (--max-runs-per-job)"));
   }
 
   // Placement of the job (variants may bring their own).
@@ -187,8 +195,9 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
         o.emplace_back(k, v);
         next.push_back(std::move(o));
       }
-      if (next.size() > kMaxRunsPerJob) {
-        return FieldError("sweep", absl::StrCat("more than ", kMaxRunsPerJob, " cells"));
+      if (next.size() > max_runs) {
+        return FieldError("sweep", absl::StrCat("more than ", max_runs,
+                                                " cells (--max-runs-per-job)"));
       }
     }
     cells = std::move(next);
@@ -259,9 +268,10 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
 
   size_t total = 0;
   for (const Arm& a : arms) total += a.hosts.size() * repeat;
-  if (total > kMaxRunsPerJob) {
+  if (total > max_runs) {
     return FieldError("repeat", absl::StrCat("the job expands into ", total,
-                                             " runs; at most ", kMaxRunsPerJob, " allowed"));
+                                             " runs; at most ", max_runs,
+                                             " allowed (--max-runs-per-job)"));
   }
 
   // Materialise each (arm, host) once, then lay out repetitions ABBA per host.

@@ -13,11 +13,12 @@
 #include "absl/status/statusor.h"
 #include "common/jobspec/job_spec.h"
 #include "controller/fleet/fleet.h"
+#include "controller/scheduler/limits.h"
 #include "iofleet/v1/job.pb.h"
 
 namespace iofleet::controller {
 
-// Most runs one job may expand into.
+// Most runs one job may expand into by default (ApiLimits::max_runs_per_job).
 inline constexpr size_t kMaxRunsPerJob = 10000;
 
 struct PlannedRun {
@@ -34,7 +35,9 @@ struct PlannedRun {
 // variant, sweep cell, host override, and re-validates each result with the
 // jobspec parser. Errors are InvalidArgument naming the field (field_error.h):
 // "fio", "options", "hosts", "host_overrides.<host>", "variants[i]...", "sweep.<opt>", "repeat".
-absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const Fleet& fleet);
+// `limits` bounds the job sections per submit and the runs the job expands into.
+absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const Fleet& fleet,
+                                                  const ApiLimits& limits = ApiLimits());
 
 // `list` with `overrides` set in every job section (replacing values set there),
 // rendered with ToJobText and parsed again. Returns the text and the parsed list.

@@ -58,6 +58,8 @@ int PageSize(uint32_t requested) {
   return static_cast<int>(std::min(requested, kMaxPageSize));
 }
 
+}  // namespace
+
 IntervalRow ToRow(const v1::IntervalRecord& r) {
   IntervalRow row;
   row.run_id = r.run_id();
@@ -78,6 +80,8 @@ IntervalRow ToRow(const v1::IntervalRecord& r) {
   }
   return row;
 }
+
+namespace {
 
 v1::IntervalRecord FromRow(const IntervalRow& row) {
   v1::IntervalRecord r;
@@ -121,7 +125,8 @@ Scheduler::Scheduler(Store* store, SchedulerOptions options)
                                        timeout_ms_ / 3, 100, 5000))),
       clock_(options.clock ? options.clock : SystemNowMs),
       tick_interval_ms_(options.tick_interval_ms),
-      metrics_(options.metrics) {}
+      metrics_(options.metrics),
+      limits_(options.limits) {}
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store,
                                                             SchedulerOptions options) {
@@ -171,8 +176,9 @@ void Scheduler::TickLoop() {
 // Public API.
 
 absl::StatusOr<std::string> Scheduler::SubmitJob(const v1::JobSpec& spec) {
+  IOFLEET_RETURN_IF_ERROR(CheckJobSpecLimits(spec, limits_));
   std::lock_guard<std::mutex> l(mu_);
-  IOFLEET_ASSIGN_OR_RETURN(std::vector<PlannedRun> planned, ExpandJob(spec, fleet_));
+  IOFLEET_ASSIGN_OR_RETURN(std::vector<PlannedRun> planned, ExpandJob(spec, fleet_, limits_));
 
   static std::mt19937_64 rng{std::random_device{}()};
   const uint64_t now = clock_();
@@ -469,7 +475,10 @@ void Scheduler::DispatchLocked() {
     bool conflict = false;
     for (const std::string& t : r->targets) {
       keys.emplace_back(r->host, t);
-      if (leases_.contains(keys.back()) || blocked.contains(keys.back())) conflict = true;
+      if (leases_.contains(keys.back()) || blocked.contains(keys.back()) ||
+          draining_.contains(keys.back())) {
+        conflict = true;
+      }
     }
     const AgentInfo* agent = fleet_.Get(r->host);
     if (conflict || agent == nullptr || !agent->sender) {
@@ -564,6 +573,7 @@ absl::Status Scheduler::AgentHello(const v1::Hello& hello, std::shared_ptr<Agent
   if (hello.agent_name().empty()) {
     return absl::FailedPreconditionError("Hello.agent_name is empty");
   }
+  IOFLEET_RETURN_IF_ERROR(CheckHelloLimits(hello, limits_));
   IOFLEET_ASSIGN_OR_RETURN(
       uint32_t version,
       NegotiateProtocolVersion(hello.protocol_version(), hello.min_protocol_version()));
@@ -603,6 +613,12 @@ absl::Status Scheduler::AgentHello(const v1::Hello& hello, std::shared_ptr<Agent
 
     WriteBatch started;
     std::set<std::string> jobs;
+    // Runs this agent no longer executes stop blocking their targets; runs it
+    // still executes though they left the active set (declared lost while the
+    // agent was cut off) block theirs until it reports them stopped.
+    std::erase_if(draining_, [&](const auto& kv) {
+      return kv.first.first == name && !reported.contains(kv.second);
+    });
     for (const std::string& id : reported) {
       auto it = active_.find(id);
       const bool ours = it != active_.end() && it->second.host == name;
@@ -610,6 +626,12 @@ absl::Status Scheduler::AgentHello(const v1::Hello& hello, std::shared_ptr<Agent
         v1::ControllerMessage cancel;
         cancel.mutable_cancel()->set_run_id(id);
         sender->Send(cancel);
+        if (it == active_.end()) {
+          absl::StatusOr<RunRow> old = store_->GetRun(id);
+          if (old.ok() && old->host == name) {
+            for (const std::string& t : old->targets) draining_[{name, t}] = id;
+          }
+        }
       } else if (it->second.state == RunState::kAssigned) {
         it->second.state = RunState::kRunning;
         if (it->second.started_ms == 0) it->second.started_ms = now;
@@ -652,6 +674,9 @@ absl::Status Scheduler::FinishRunLocked(const std::string& agent, const v1::RunF
   auto it = active_.find(fin.run_id());
   if (it == active_.end()) {
     // Finished after it was declared lost (or a duplicate): keep the data, not the state.
+    std::erase_if(draining_, [&](const auto& kv) {
+      return kv.first.first == agent && kv.second == fin.run_id();
+    });
     IOFLEET_ASSIGN_OR_RETURN(RunRow row, store_->GetRun(fin.run_id()));
     if (row.host != agent) return absl::PermissionDeniedError("run belongs to another agent");
     IOFLEET_ASSIGN_OR_RETURN(std::optional<ResultRow> have, store_->GetResult(row.id));
@@ -708,7 +733,8 @@ void Scheduler::AgentMessage(const std::string& agent, const AgentSender* sender
     return;
   }
 
-  std::lock_guard<std::mutex> l(mu_);
+  std::shared_ptr<AgentSender> to_close;  // closed after mu_ is released
+  std::unique_lock<std::mutex> l(mu_);
   const AgentInfo* info = fleet_.Get(agent);
   if (info == nullptr || info->sender.get() != sender) return;  // stale stream
   const uint64_t now = clock_();
@@ -716,6 +742,13 @@ void Scheduler::AgentMessage(const std::string& agent, const AgentSender* sender
   switch (msg.msg_case()) {
     case v1::AgentMessage::kHeartbeat: {
       if (metrics_ != nullptr) metrics_->OnHeartbeat(agent);
+      const std::set<std::string> running(msg.heartbeat().running_runs().begin(),
+                                          msg.heartbeat().running_runs().end());
+      const size_t draining = draining_.size();
+      std::erase_if(draining_, [&](const auto& kv) {
+        return kv.first.first == agent && !running.contains(kv.second);
+      });
+      if (draining_.size() != draining) DispatchLocked();
       for (const std::string& id : msg.heartbeat().running_runs()) {
         auto it = active_.find(id);
         if (it == active_.end() || it->second.host != agent ||
@@ -749,6 +782,10 @@ void Scheduler::AgentMessage(const std::string& agent, const AgentSender* sender
     case v1::AgentMessage::kRunFinished: {
       if (absl::Status st = FinishRunLocked(agent, msg.run_finished()); !st.ok()) {
         LogError(absl::StrCat("run ", msg.run_finished().run_id(), " finished"), st);
+        // Not recorded (e.g. the disk is full): the agent sends RunFinished once
+        // per stream, so end this stream; it reconnects and replays the run's
+        // spool from Welcome.next_seq, RunFinished included.
+        if (absl::IsUnavailable(st)) to_close = info->sender;
       }
       DispatchLocked();
       break;
@@ -756,6 +793,9 @@ void Scheduler::AgentMessage(const std::string& agent, const AgentSender* sender
     default:
       break;
   }
+  l.unlock();
+  if (to_close) to_close->Close(absl::UnavailableError("controller could not record the run's end; "
+                                                       "reconnect and replay"));
 }
 
 // ---------------------------------------------------------------------------

@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "controller/fleet/fleet.h"
+#include "controller/scheduler/limits.h"
 #include "controller/store/store.h"
 #include "iofleet/v1/agent.pb.h"
 #include "iofleet/v1/controller.pb.h"
@@ -49,7 +50,13 @@ struct SchedulerOptions {
   uint32_t tick_interval_ms = 500;
   // Heartbeat metrics (not owned; must outlive the scheduler). Optional.
   metrics::ControllerMetrics* metrics = nullptr;
+  // Sizes and counts of submitted jobs and agent Hellos (limits.h).
+  ApiLimits limits;
 };
+
+// The store row of an interval record an agent sent (pure; the fuzz targets
+// drive it with arbitrary records).
+IntervalRow ToRow(const v1::IntervalRecord& record);
 
 class Scheduler {
  public:
@@ -122,11 +129,15 @@ class Scheduler {
   const std::function<uint64_t()> clock_;
   const uint32_t tick_interval_ms_;
   metrics::ControllerMetrics* const metrics_;
+  const ApiLimits limits_;
 
   std::mutex mu_;
   Fleet fleet_;
   std::map<std::string, RunRow> active_;  // not terminal, or still holding leases
   std::map<std::pair<std::string, std::string>, std::string> leases_;  // (host, target) -> run
+  // (host, target) -> a run that left the active set (lost) but that its agent
+  // reported still running: no new run goes there until the agent stops it.
+  std::map<std::pair<std::string, std::string>, std::string> draining_;
   int64_t next_queue_pos_ = 1;
 
   std::mutex watch_mu_;

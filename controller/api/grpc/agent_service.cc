@@ -5,6 +5,8 @@
 #include <mutex>
 #include <string>
 
+#include "common/secrets/secrets.h"
+#include "controller/api/grpc/auth.h"
 #include "controller/api/status_map.h"
 
 namespace iofleet::controller::grpcapi {
@@ -84,8 +86,13 @@ class Session final : public AgentSender {
 class AgentStreamReactor final
     : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage> {
  public:
-  explicit AgentStreamReactor(Scheduler* scheduler)
-      : scheduler_(scheduler), session_(std::make_shared<Session>(this)) {
+  // `token`: the enrolment token Hello must carry unless `authenticated` (the
+  // call's metadata already had it); empty = none needed.
+  AgentStreamReactor(Scheduler* scheduler, const std::string& token, bool authenticated)
+      : scheduler_(scheduler),
+        session_(std::make_shared<Session>(this)),
+        token_(token),
+        authenticated_(authenticated || token.empty()) {
     StartRead(&in_);
   }
 
@@ -100,7 +107,12 @@ class AgentStreamReactor final
                                           "the first message on the stream must be Hello"));
         return;
       }
-      absl::Status st = scheduler_->AgentHello(in_.hello(), session_);
+      absl::Status st =
+          authenticated_ || secrets::TokenEquals(in_.hello().enrolment_token(), token_)
+              ? scheduler_->AgentHello(in_.hello(), session_)
+              : absl::UnauthenticatedError(
+                    "enrolment token missing or wrong (the agent's --token-file must hold the "
+                    "controller's --agent-token-file token)");
       if (!st.ok()) {
         v1::ControllerMessage reject;
         reject.mutable_reject()->set_reason(std::string(st.message()));
@@ -132,13 +144,16 @@ class AgentStreamReactor final
   std::shared_ptr<Session> session_;
   v1::AgentMessage in_;
   std::string agent_;  // set after a successful Hello
+  const std::string& token_;
+  const bool authenticated_;
 };
 
 }  // namespace
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentServiceImpl::Connect(
     grpc::CallbackServerContext* context) {
-  return new AgentStreamReactor(scheduler_);
+  return new AgentStreamReactor(scheduler_, agent_token_,
+                                CheckBearer(*context, agent_token_).ok());
 }
 
 }  // namespace iofleet::controller::grpcapi

@@ -5,6 +5,9 @@
 // file only moves messages (one callback-API reactor per stream).
 #pragma once
 
+#include <string>
+#include <utility>
+
 #include "controller/scheduler/scheduler.h"
 #include "iofleet/v1/agent.grpc.pb.h"
 
@@ -12,14 +15,19 @@ namespace iofleet::controller::grpcapi {
 
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
-  // `scheduler` is not owned and must outlive the gRPC server.
-  explicit AgentServiceImpl(Scheduler* scheduler) : scheduler_(scheduler) {}
+  // `scheduler` is not owned and must outlive the gRPC server. A non-empty
+  // `agent_token` (the enrolment token) must arrive as metadata
+  // "authorization: Bearer <token>" or in Hello.enrolment_token; otherwise the
+  // agent gets Reject and the stream ends UNAUTHENTICATED.
+  explicit AgentServiceImpl(Scheduler* scheduler, std::string agent_token = "")
+      : scheduler_(scheduler), agent_token_(std::move(agent_token)) {}
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* Connect(
       grpc::CallbackServerContext* context) override;
 
  private:
   Scheduler* const scheduler_;
+  const std::string agent_token_;
 };
 
 }  // namespace iofleet::controller::grpcapi

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "controller/api/grpc/auth.h"
 #include "controller/api/status_map.h"
 #if IOFLEET_HAVE_COMPARE
 #include "controller/compare/job_compare.h"
@@ -103,11 +104,27 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<v1::IntervalRecord
   bool finished_ = false;
 };
 
+// A server stream refused before it starts (bad credentials).
+class DeniedWriteReactor final : public grpc::ServerWriteReactor<v1::IntervalRecord> {
+ public:
+  explicit DeniedWriteReactor(const grpc::Status& s) { Finish(s); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::Deny(grpc::CallbackServerContext* ctx) const {
+  grpc::Status st = CheckBearer(*ctx, api_token_);
+  if (st.ok()) return nullptr;
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(st);
+  return reactor;
+}
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::SubmitJob(grpc::CallbackServerContext* ctx,
                                                            const v1::SubmitJobRequest* req,
                                                            v1::SubmitJobResponse* resp) {
+  if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
   absl::StatusOr<std::string> id = scheduler_->SubmitJob(req->spec());
   if (!id.ok()) return Unary(ctx, absl::StatusOr<v1::SubmitJobResponse>(id.status()), resp);
   v1::SubmitJobResponse out;
@@ -118,53 +135,64 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::SubmitJob(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ControllerServiceImpl::GetJob(grpc::CallbackServerContext* ctx,
                                                         const v1::GetJobRequest* req,
                                                         v1::Job* resp) {
+  if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
   return Unary(ctx, scheduler_->GetJob(req->id()), resp);
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::ListJobs(grpc::CallbackServerContext* ctx,
                                                           const v1::ListRequest* req,
                                                           v1::ListJobsResponse* resp) {
+  if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
   return Unary(ctx, scheduler_->ListJobs(*req), resp);
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::CancelJob(grpc::CallbackServerContext* ctx,
                                                            const v1::GetJobRequest* req,
                                                            v1::Job* resp) {
+  if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
   return Unary(ctx, scheduler_->CancelJob(req->id()), resp);
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::GetRun(grpc::CallbackServerContext* ctx,
                                                         const v1::GetRunRequest* req,
                                                         v1::Run* resp) {
+  if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
   return Unary(ctx, scheduler_->GetRun(req->id()), resp);
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::ListRuns(grpc::CallbackServerContext* ctx,
                                                           const v1::ListRequest* req,
                                                           v1::ListRunsResponse* resp) {
+  if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
   return Unary(ctx, scheduler_->ListRuns(*req), resp);
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::ListAgents(grpc::CallbackServerContext* ctx,
                                                             const v1::ListRequest* req,
                                                             v1::ListAgentsResponse* resp) {
+  if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
   return Unary(ctx, scheduler_->ListAgents(*req), resp);
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::GetSamples(grpc::CallbackServerContext* ctx,
                                                             const v1::GetRunRequest* req,
                                                             v1::SamplesResponse* resp) {
+  if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
   return Unary(ctx, scheduler_->GetSamples(req->id()), resp);
 }
 
 grpc::ServerWriteReactor<v1::IntervalRecord>* ControllerServiceImpl::WatchJob(
     grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req) {
+  if (grpc::Status st = CheckBearer(*ctx, api_token_); !st.ok()) {
+    return new DeniedWriteReactor(st);
+  }
   return new WatchJobReactor(scheduler_, req->id());
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::CompareJob(grpc::CallbackServerContext* ctx,
                                                             const v1::GetJobRequest* req,
                                                             v1::CompareResponse* resp) {
+  if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
 #if IOFLEET_HAVE_COMPARE
   // The JSON table of GET /api/v1/jobs/{id}/compare (default parameters);
   // FAILED_PRECONDITION while runs are queued or running.

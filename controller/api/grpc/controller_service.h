@@ -2,6 +2,9 @@
 // WatchJob, a server stream of a job's interval records as they are stored.
 #pragma once
 
+#include <string>
+#include <utility>
+
 #include "controller/scheduler/scheduler.h"
 #include "iofleet/v1/controller.grpc.pb.h"
 
@@ -9,8 +12,11 @@ namespace iofleet::controller::grpcapi {
 
 class ControllerServiceImpl final : public v1::ControllerService::CallbackService {
  public:
-  // `scheduler` is not owned and must outlive the gRPC server.
-  explicit ControllerServiceImpl(Scheduler* scheduler) : scheduler_(scheduler) {}
+  // `scheduler` is not owned and must outlive the gRPC server. A non-empty
+  // `api_token` makes every call require "authorization: Bearer <api_token>"
+  // (UNAUTHENTICATED otherwise).
+  explicit ControllerServiceImpl(Scheduler* scheduler, std::string api_token = "")
+      : scheduler_(scheduler), api_token_(std::move(api_token)) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* ctx,
                                       const v1::SubmitJobRequest* req,
@@ -38,7 +44,11 @@ class ControllerServiceImpl final : public v1::ControllerService::CallbackServic
                                        v1::CompareResponse* resp) override;
 
  private:
+  // A reactor already finished with UNAUTHENTICATED, or nullptr when the call may proceed.
+  grpc::ServerUnaryReactor* Deny(grpc::CallbackServerContext* ctx) const;
+
   Scheduler* const scheduler_;
+  const std::string api_token_;
 };
 
 }  // namespace iofleet::controller::grpcapi

@@ -85,13 +85,18 @@ absl::Status Placement(const json& v, const std::string& field,
   return FieldError(field, "must be a list of host names or an object of label selectors");
 }
 
+// "parent.key: unknown field"; an empty key is named by its parent (or "body").
+absl::Status UnknownField(const std::string& parent, const std::string& key) {
+  if (key.empty()) return FieldError(parent.empty() ? "body" : parent, "unknown field \"\"");
+  return FieldError(parent.empty() ? key : absl::StrCat(parent, ".", key), "unknown field");
+}
+
 #define IOFLEET_CHECK_KEYS(obj, field, ...)                                              \
   do {                                                                                   \
     static const std::set<std::string> kKnown = {__VA_ARGS__};                           \
     for (auto it = (obj).begin(); it != (obj).end(); ++it) {                             \
       if (!kKnown.contains(it.key())) {                                                  \
-        return FieldError((field).empty() ? it.key() : absl::StrCat(field, ".", it.key()), \
-                          "unknown field");                                              \
+        return UnknownField(field, it.key());                                            \
       }                                                                                  \
     }                                                                                    \
   } while (0)

@@ -9,8 +9,10 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/secrets/secrets.h"
 #include "common/status.h"
 #include "controller/api/rest/json_codec.h"
 #include "controller/api/status_map.h"
@@ -24,8 +26,6 @@ namespace iofleet::controller::rest {
 namespace {
 
 using nlohmann::json;
-
-constexpr size_t kMaxBodyBytes = 8 << 20;
 
 void Reply(httplib::Response& res, int status, const json& body) {
   res.status = status;
@@ -97,11 +97,69 @@ absl::Status CompareRoute(Scheduler& scheduler, const httplib::Request& req,
 #endif
 }
 
+std::string OpenSslErrors() {
+  std::string out;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof(buf));
+    absl::StrAppend(&out, out.empty() ? "" : "; ", buf);
+  }
+  return out.empty() ? "no details" : out;
+}
+
+// HTTPS from PEM files, TLS 1.2 or newer. Records why it failed in `*error`.
+std::unique_ptr<httplib::Server> MakeTlsServer(const RestOptions& o, std::string* error) {
+  return std::make_unique<httplib::SSLServer>([o, error](SSL_CTX& ctx) {
+    ERR_clear_error();
+    SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+    if (SSL_CTX_use_certificate_chain_file(&ctx, o.tls_cert_file.c_str()) != 1) {
+      *error = absl::StrCat("--tls-cert ", o.tls_cert_file, ": ", OpenSslErrors());
+      return false;
+    }
+    if (SSL_CTX_use_PrivateKey_file(&ctx, o.tls_key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+      *error = absl::StrCat("--tls-key ", o.tls_key_file, ": ", OpenSslErrors());
+      return false;
+    }
+    if (SSL_CTX_check_private_key(&ctx) != 1) {
+      *error = absl::StrCat("--tls-key does not match --tls-cert: ", OpenSslErrors());
+      return false;
+    }
+    return true;
+  });
+}
+
+// /api/... (however many leading slashes) and, when asked, /metrics.
+bool NeedsToken(const std::string& path, bool metrics_auth) {
+  if (path == "/metrics") return metrics_auth;
+  size_t i = 0;
+  while (i < path.size() && path[i] == '/') ++i;
+  absl::string_view rest = absl::string_view(path).substr(i);
+  return rest == "api" || absl::StartsWith(rest, "api/");
+}
+
 }  // namespace
 
-RestServer::RestServer(Scheduler* scheduler, metrics::ControllerMetrics* metrics)
-    : scheduler_(scheduler), metrics_(metrics), server_(std::make_unique<httplib::Server>()) {
+RestServer::RestServer(Scheduler* scheduler, metrics::ControllerMetrics* metrics,
+                       RestOptions options)
+    : scheduler_(scheduler), metrics_(metrics), options_(std::move(options)) {
+  if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
+    server_ = MakeTlsServer(options_, &tls_error_);
+  } else {
+    server_ = std::make_unique<httplib::Server>();
+  }
   Routes();
+}
+
+bool RestServer::Deny(const httplib::Request& req, httplib::Response& res) const {
+  if (options_.api_token.empty() || !NeedsToken(req.path, options_.metrics_auth)) return false;
+  const std::string auth = req.get_header_value("Authorization");
+  if (secrets::TokenEquals(secrets::BearerToken(auth), options_.api_token)) return false;
+  res.set_header("WWW-Authenticate", "Bearer realm=\"iofleet\"");
+  Reply(res, 401,
+        ErrorToJson(absl::UnauthenticatedError(
+            auth.empty() ? "missing \"Authorization: Bearer <token>\" header"
+                         : "invalid bearer token")));
+  return true;
 }
 
 RestServer::~RestServer() { Stop(); }
@@ -125,8 +183,18 @@ void RestServer::ServeDashboard(const std::string& dir) {
 
 void RestServer::Routes() {
   httplib::Server& srv = *server_;
-  srv.set_payload_max_length(kMaxBodyBytes);
-  if (metrics_ != nullptr) metrics::InstallHttpMetrics(srv, metrics_);
+  srv.set_payload_max_length(options_.max_body_bytes);
+  auto gate = [this](const httplib::Request& req, httplib::Response& res) {
+    return Deny(req, res);
+  };
+  if (metrics_ != nullptr) {
+    metrics::InstallHttpMetrics(srv, metrics_, gate);
+  } else {
+    srv.set_pre_routing_handler([gate](const httplib::Request& req, httplib::Response& res) {
+      return gate(req, res) ? httplib::Server::HandlerResponse::Handled
+                            : httplib::Server::HandlerResponse::Unhandled;
+    });
+  }
 
   srv.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}});
@@ -211,19 +279,25 @@ void RestServer::Routes() {
           }));
 
   // Unrouted paths and wrong methods: keep the JSON error shape.
-  srv.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  srv.set_error_handler([max = options_.max_body_bytes](const httplib::Request& req,
+                                                        httplib::Response& res) {
     if (!res.body.empty()) return;
-    absl::Status s = res.status == 404
-                         ? absl::NotFoundError(absl::StrCat("no route for ", req.method, " ",
-                                                            req.path))
-                         : absl::Status(res.status == 413 ? absl::StatusCode::kInvalidArgument
-                                                          : absl::StatusCode::kUnknown,
-                                        absl::StrCat("HTTP ", res.status));
+    absl::Status s =
+        res.status == 404
+            ? absl::NotFoundError(absl::StrCat("no route for ", req.method, " ", req.path))
+        : res.status == 413
+            ? FieldError("body", absl::StrCat("request body is larger than the limit of ", max,
+                                              " bytes (--max-body-bytes)"))
+            : absl::Status(absl::StatusCode::kUnknown, absl::StrCat("HTTP ", res.status));
     res.set_content(Dump(ErrorToJson(s)), "application/json");
   });
 }
 
 absl::StatusOr<int> RestServer::Start(const std::string& host, int port) {
+  if (!server_->is_valid()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("http: cannot set up TLS: ", tls_error_.empty() ? "invalid" : tls_error_));
+  }
   int bound = port;
   if (port == 0) {
     bound = server_->bind_to_any_port(host);

@@ -13,6 +13,10 @@
 //   GET  /api/v1/agents               {"agents": [...]}
 //
 // Errors: {"error": {"code", "message", "field"}} with the status from status_map.h.
+// Auth: with RestOptions::api_token set, every /api/... request needs
+// "Authorization: Bearer <token>" (401 UNAUTHENTICATED otherwise, before any
+// handler runs); GET /healthz and the dashboard's static files stay open, and
+// /metrics needs it only with metrics_auth. Bodies over max_body_bytes get 413.
 // Thread-safety: Start/Stop from one thread; handlers run on httplib's pool.
 #pragma once
 
@@ -21,10 +25,13 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "controller/scheduler/limits.h"
 #include "controller/scheduler/scheduler.h"
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace iofleet::controller::metrics {
@@ -33,11 +40,26 @@ class ControllerMetrics;
 
 namespace iofleet::controller::rest {
 
+struct RestOptions {
+  // Bearer token the API requires; empty = no authentication (the default).
+  std::string api_token;
+  // GET /metrics requires the token too (Prometheus: authorization.credentials_file).
+  // Default: false (open, like /healthz).
+  bool metrics_auth = false;
+  // PEM certificate chain and private key: serve HTTPS (TLS 1.2+) instead of HTTP.
+  // Both or neither. Default: empty (plain HTTP).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Largest request body accepted; more is 413. Default: ApiLimits::max_body_bytes (8 MiB).
+  size_t max_body_bytes = ApiLimits().max_body_bytes;
+};
+
 class RestServer {
  public:
   // `scheduler` is not owned and must outlive the server. With `metrics` (not
   // owned, outlives the server) it also serves GET /metrics and times requests.
-  explicit RestServer(Scheduler* scheduler, metrics::ControllerMetrics* metrics = nullptr);
+  explicit RestServer(Scheduler* scheduler, metrics::ControllerMetrics* metrics = nullptr,
+                      RestOptions options = RestOptions());
   ~RestServer();
 
   RestServer(const RestServer&) = delete;
@@ -48,15 +70,20 @@ class RestServer {
   void ServeDashboard(const std::string& dir);
 
   // Binds host:port (port 0 = any free port) and starts serving; returns the port.
+  // InvalidArgument when the TLS certificate or key cannot be loaded.
   absl::StatusOr<int> Start(const std::string& host, int port);
   // Stops accepting and waits for the listener thread. Idempotent.
   void Stop();
 
  private:
   void Routes();
+  // Answers 401 and returns true when `req` needs the token and lacks it.
+  bool Deny(const httplib::Request& req, httplib::Response& res) const;
 
   Scheduler* const scheduler_;
   metrics::ControllerMetrics* const metrics_;
+  const RestOptions options_;
+  std::string tls_error_;  // why the TLS context could not be set up
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };
