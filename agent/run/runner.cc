@@ -26,6 +26,7 @@
 #include "agent/engines/engine.h"
 #include "agent/run/destructive.h"
 #include "agent/run/worker.h"
+#include "agent/workload/offset_gen.h"
 #include "common/clock.h"
 #include "common/status.h"
 
@@ -134,11 +135,6 @@ std::vector<std::pair<std::string, uint64_t>> BlockSizesUsed(const JobSpec& job)
   return out;
 }
 
-uint64_t MinBlockSize(const JobSpec& job) {
-  uint64_t m = UINT64_MAX;
-  for (const auto& [name, bs] : BlockSizesUsed(job)) m = std::min(m, bs);
-  return m == UINT64_MAX ? job.bs[0] : m;
-}
 
 bool EngineDoesNoIo(const JobSpec& job) { return job.ioengine == "null"; }
 
@@ -164,7 +160,7 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
       ++groupid;
       jobs_in_group = 0;
     }
-    const uint64_t min_bs = MinBlockSize(job);
+    const uint64_t min_bs = workload::JobMinBlockSize(job);
     for (uint32_t sj = 0; sj < job.numjobs; ++sj) {
       CloneSpec c;
       c.job = &job;
