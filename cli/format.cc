@@ -492,6 +492,14 @@ std::string RenderCompareJunit(const json& compare, const std::string& job_id) {
 }
 
 bool HasRegression(const json& compare) {
+  // The controller's CI outcome decides when present: "fail" exactly when a table
+  // row is a regression (the informational geomean rows do not count).
+  if (compare.is_object()) {
+    auto outcome = compare.find("outcome");
+    if (outcome != compare.end() && outcome->is_string()) {
+      return absl::AsciiStrToLower(outcome->get<std::string>()) == "fail";
+    }
+  }
   if (compare.is_object()) {
     for (auto it = compare.begin(); it != compare.end(); ++it) {
       const std::string k = absl::AsciiStrToLower(it.key());

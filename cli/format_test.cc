@@ -118,3 +118,19 @@ TEST(FormatTest, ResultNormal) {
 
 }  // namespace
 }  // namespace iofleet::cli
+
+namespace iofleet::cli {
+namespace {
+
+TEST(FormatTest, OutcomeDecidesRegressionOverGeomeanRows) {
+  const json pass = json::parse(R"({"outcome":"pass","geomean":[{"verdict":"regression"}],
+                                    "rows":[{"verdict":"no_change"}]})");
+  EXPECT_FALSE(HasRegression(pass));
+  const json fail = json::parse(R"({"outcome":"fail","rows":[{"verdict":"regression"}]})");
+  EXPECT_TRUE(HasRegression(fail));
+  // Without an outcome the rows are read.
+  EXPECT_TRUE(HasRegression(json::parse(R"({"rows":[{"verdict":"regression"}]})")));
+}
+
+}  // namespace
+}  // namespace iofleet::cli

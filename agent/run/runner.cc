@@ -345,8 +345,9 @@ absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions&
                       "trim workloads are not supported by this agent yet");
     }
     const bool writes = jobspec::HasWrite(job.rw);
-    for (uint32_t sj = 0; sj < std::max<uint32_t>(1, std::min<uint32_t>(job.numjobs, 1)); ++sj) {
-      for (const std::string& name : FileNamesFor(job, static_cast<int>(sj))) {
+    {
+      // The first clone's names stand for all: clones differ only in the number.
+      for (const std::string& name : FileNamesFor(job, 0)) {
         if (name.empty() || name == "-") {
           return JobError(job, "filename", name, "stdin/stdout targets are not supported");
         }
