@@ -48,7 +48,6 @@ echo "| case | fio IOPS | iofleet IOPS | ratio |"
 echo "|---|---|---|---|"
 for engine in io_uring libaio psync; do
   for qd in 1 32; do
-    [ "$engine" = psync ] && [ "$qd" = 32 ] && continue
     case_line "engine-bound $engine QD$qd" "${common[@]}" --filename="$eng" --ioengine=$engine --iodepth=$qd
   done
 done
