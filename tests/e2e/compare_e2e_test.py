@@ -21,18 +21,19 @@ appends the measured tables (markdown) to FILE.
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_test as harness  # noqa: E402  (Controller, Agent: one copy of the process handling)
 
 BUILD = None
 REPORT = None
@@ -53,52 +54,22 @@ def log(msg):
 
 
 class Env:
+    """One controller and one agent, started with the e2e harness's classes."""
+
     def __init__(self, keep=False):
         self.dir = tempfile.mkdtemp(prefix="iofleet-cmp-e2e-", dir="/var/tmp")
+        self.data_dir = os.path.join(self.dir, "data")
         self.keep = keep
-        self.allow = os.path.join(self.dir, "allow")
-        os.makedirs(self.allow)
-        self.ctl = None
-        self.agent = None
+        harness.BUILD = BUILD
+        self.controller = harness.Controller(self)
+        self.agent = harness.Agent(self, AGENT, {"role": "compare"})
+        self.allow = self.agent.allow
         self.http = None
-        self.grpc = None
 
     def __enter__(self):
-        ctl_log = open(os.path.join(self.dir, "controller.log"), "w")
-        self.ctl = subprocess.Popen(
-            [os.path.join(BUILD, "bin", "iofleet-controller"),
-             f"--data-dir={os.path.join(self.dir, 'data')}",
-             "--grpc-listen=127.0.0.1:0", "--http-listen=127.0.0.1:0"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        found = threading.Event()
-
-        def pump():
-            for line in self.ctl.stdout:
-                ctl_log.write(line)
-                ctl_log.flush()
-                m = re.search(r"grpc listening on (\S+)", line)
-                if m:
-                    self.grpc = m.group(1)
-                m = re.search(r"http listening on (\S+)", line)
-                if m:
-                    self.http = m.group(1)
-                if self.grpc and self.http:
-                    found.set()
-            ctl_log.close()
-
-        threading.Thread(target=pump, daemon=True).start()
-        deadline = time.time() + 30
-        while not found.wait(0.1):
-            if self.ctl.poll() is not None or time.time() > deadline:
-                raise TestFailure(f"controller did not start (exit {self.ctl.poll()})")
-        agent_log = open(os.path.join(self.dir, "agent.log"), "w")
-        self.agent = subprocess.Popen(
-            [os.path.join(BUILD, "bin", "iofleet-agent"), "serve",
-             f"--controller={self.grpc}", f"--name={AGENT}",
-             f"--allow-path={self.allow}",
-             f"--spool-dir={os.path.join(self.dir, 'spool')}"],
-            stdout=agent_log, stderr=subprocess.STDOUT)
-        agent_log.close()
+        self.controller.start()
+        self.http = self.controller.http
+        self.agent.start()
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -111,25 +82,17 @@ class Env:
         raise TestFailure("agent did not register")
 
     def __exit__(self, exc_type, exc, tb):
-        for p in (self.agent, self.ctl):
-            if p and p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        self.agent.stop()
+        self.controller.stop()
         if exc_type is None and not self.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
             print(f"--- kept {self.dir}", file=sys.stderr)
-            for f in ("controller.log", "agent.log"):
-                try:
+            for f in sorted(os.listdir(self.dir)):
+                if f.endswith(".log"):
                     with open(os.path.join(self.dir, f), errors="replace") as fh:
                         print(f"--- {f} (tail)\n" + "".join(fh.readlines()[-25:]),
                               file=sys.stderr)
-                except OSError:
-                    pass
         return False
 
     def request(self, method, path, body=None):
