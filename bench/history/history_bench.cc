@@ -317,6 +317,16 @@ int main(int argc, char** argv) {
             t.delays.push_back(static_cast<int>(end - k));
             break;
           }
+          if (explain && end >= k + 10) {
+            std::fprintf(stderr, "[%s delay] %s seed %llu change at %zu, %zu points:\n",
+                         m.name.c_str(), c.cls.c_str(), static_cast<unsigned long long>(c.seed),
+                         k, end);
+            for (const Assessment& a : p->changes) {
+              std::fprintf(stderr, "  change at %zu votes %d: %s: %s\n", a.change.index,
+                           a.change.votes, std::string(DecisionName(a.decision)).c_str(),
+                           a.reason.c_str());
+            }
+          }
         }
       } else if (!c.label.expect_alert && c.label.kind != corpus::Kind::kTransient) {
         ++t.online_series;

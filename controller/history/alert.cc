@@ -425,8 +425,8 @@ absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metri
         next && *next - c <= static_cast<size_t>(dp.went_away_window)) {
       const size_t end = std::min(next_confirmed(*next).value_or(n), *next + sw);
       const double m_later = median_of(*next, end);
-      if (std::fabs(std::log(m_later / m_before)) < log_tau) {
-        went = absl::StrCat("went away: back within ", tau * 100, "% of the old level at point ",
+      if (std::fabs(std::log(m_later / m_before)) < std::fabs(std::log(m_later / m_after))) {
+        went = absl::StrCat("went away: back nearer the old level than the new at point ",
                             series[*next].id);
       }
     }
@@ -435,7 +435,7 @@ absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metri
           prev && c - *prev <= static_cast<size_t>(dp.went_away_window)) {
         const size_t start = std::max(prev_confirmed(*prev).value_or(0), *prev > sw ? *prev - sw : 0);
         const double m_earlier = median_of(start, *prev);
-        if (std::fabs(std::log(m_after / m_earlier)) < log_tau) {
+        if (std::fabs(std::log(m_after / m_earlier)) < std::fabs(std::log(m_after / m_before))) {
           went = absl::StrCat("went away: restores the level before point ", series[*prev].id);
         }
       }

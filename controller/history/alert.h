@@ -44,7 +44,8 @@ struct DecisionParams {
   // Level of the Welch interval on log values behind the verdict. Default 0.95.
   double level = 0.95;
   // A later confirmed change within this many points that brings the level back
-  // within τ of the level before makes both "went away". Default 12.
+  // nearer the level before than the level after makes both "went away".
+  // Default 12.
   int went_away_window = 12;
   // When no later change exists: the newest `tail_points` points, all nearer the
   // old level than the new, make the change "went away" (for now). Default 3.

@@ -110,7 +110,7 @@ TEST(Analyze, ATransientWentAway) {
   EXPECT_TRUE(an->Alerts().empty());
   ASSERT_EQ(an->changes.size(), 2u);
   EXPECT_EQ(an->changes[0].decision, Decision::kWentAway);
-  EXPECT_THAT(an->changes[0].reason, HasSubstr("back within 2% of the old level at point run-37"));
+  EXPECT_THAT(an->changes[0].reason, HasSubstr("back nearer the old level than the new at point run-37"));
   EXPECT_EQ(an->changes[1].decision, Decision::kWentAway);
   EXPECT_THAT(an->changes[1].reason, HasSubstr("restores the level before point run-28"));
 }

@@ -35,8 +35,8 @@ struct EDivisiveParams {
   // O(n * window^2). Default 50 (Otava's default window).
   int window = 50;
   // A split is accepted when its permutation p-value is <= p_max. Default 0.002
-  // (chosen on the corpus's tuning seeds: 0.01 doubled the false alerts on noise
-  // for no gain in recall on steps >= 5 %; bench/RESULTS.md).
+  // (on the corpus, 0.01 finds a few more hard steps for ~40 % more false
+  // alerts; bench/RESULTS.md).
   double p_max = 0.002;
   // Permutations per significance test; the smallest possible p is
   // 1 / (permutations + 1). Default 999. A test stops early once p > p_max is
