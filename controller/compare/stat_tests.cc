@@ -257,6 +257,30 @@ Interval WelchInterval(std::span<const double> x, std::span<const double> y, dou
   return {d - half, d + half};
 }
 
+TTestResult WelchTTest(std::span<const double> x, std::span<const double> y) {
+  TTestResult r;
+  if (x.size() < 2 || y.size() < 2 || !AllFinite(x) || !AllFinite(y)) {
+    r.t = r.df = r.p_value = kNaN;
+    return r;
+  }
+  const double d = Mean(y) - Mean(x);
+  const double vx = std::pow(StdDev(x), 2) / static_cast<double>(x.size());
+  const double vy = std::pow(StdDev(y), 2) / static_cast<double>(y.size());
+  const double se2 = vx + vy;
+  if (!(se2 > 0)) {
+    r.t = d == 0 ? 0 : std::copysign(std::numeric_limits<double>::infinity(), d);
+    r.df = static_cast<double>(x.size() + y.size() - 2);
+    r.p_value = d == 0 ? 1 : 0;
+    return r;
+  }
+  r.t = d / std::sqrt(se2);
+  r.df = se2 * se2 /
+         (vx * vx / static_cast<double>(x.size() - 1) + vy * vy / static_cast<double>(y.size() - 1));
+  const boost::math::students_t_distribution<double, NoThrowPolicy> dist(r.df);
+  r.p_value = std::min(1.0, 2 * boost::math::cdf(boost::math::complement(dist, std::fabs(r.t))));
+  return r;
+}
+
 Interval TInterval(std::span<const double> x, double level) {
   if (x.size() < 2 || !AllFinite(x) || !(level > 0 && level < 1)) return {kNaN, kNaN};
   const double m = Mean(x);

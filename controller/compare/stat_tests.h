@@ -92,6 +92,17 @@ double StudentTQuantile(double p, double df);
 // and finite.
 int RunsNeeded(double cv, double tau);
 
+// Welch's unequal-variance t-test of mean(y) - mean(x), two-sided.
+struct TTestResult {
+  double t = 0;        // (mean(y) - mean(x)) / sqrt(s_x^2/n_x + s_y^2/n_y)
+  double df = 0;       // Welch-Satterthwaite degrees of freedom
+  double p_value = 1;  // two-sided; NaN when the test cannot be run
+};
+
+// NaN p (and t, df) when either sample has fewer than 2 values or a non-finite
+// value. Both variances zero: p = 0 when the means differ (t = +-inf), else 1.
+TTestResult WelchTTest(std::span<const double> x, std::span<const double> y);
+
 // Deterministic random source for the bootstrap: a 64-bit Mersenne Twister (its
 // output sequence is fixed by the standard) with an unbiased bounded draw of our own
 // (std::uniform_int_distribution differs between standard libraries).

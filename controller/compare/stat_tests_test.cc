@@ -170,6 +170,34 @@ TEST(RunsNeeded, Formula) {
   EXPECT_EQ(RunsNeeded(NAN, 0.02), -1);
 }
 
+TEST(WelchTTest, KnownValues) {
+  // R: t.test(6:10, 1:5) -> t = 5, df = 8, p-value = 0.001053.
+  TTestResult r = WelchTTest(std::vector<double>{1, 2, 3, 4, 5}, std::vector<double>{6, 7, 8, 9, 10});
+  EXPECT_DOUBLE_EQ(r.t, 5);
+  EXPECT_NEAR(r.df, 8, 1e-12);
+  EXPECT_NEAR(r.p_value, 0.001053, 1e-6);
+  // Unequal variances (by hand): d = 8 - 3, s_x^2/n_x = 0.5, s_y^2/n_y = (112/6)/7; t = 5/sqrt(se2),
+  // df = se2^2 / (0.5^2/4 + (112/42)^2/6).
+  r = WelchTTest(std::vector<double>{1, 2, 3, 4, 5}, std::vector<double>{2, 4, 6, 8, 10, 12, 14});
+  const double se2 = 0.5 + 112.0 / 42;
+  EXPECT_NEAR(r.t, 5 / std::sqrt(se2), 1e-12);
+  EXPECT_NEAR(r.df, se2 * se2 / (0.25 / 4 + std::pow(112.0 / 42, 2) / 6), 1e-9);
+  EXPECT_GT(r.p_value, 0.01);
+  EXPECT_LT(r.p_value, 0.1);
+  // Sign follows mean(y) - mean(x); p is symmetric.
+  const TTestResult back =
+      WelchTTest(std::vector<double>{2, 4, 6, 8, 10, 12, 14}, std::vector<double>{1, 2, 3, 4, 5});
+  EXPECT_DOUBLE_EQ(back.t, -r.t);
+  EXPECT_DOUBLE_EQ(back.p_value, r.p_value);
+}
+
+TEST(WelchTTest, DegenerateInput) {
+  EXPECT_TRUE(std::isnan(WelchTTest(std::vector<double>{1}, std::vector<double>{2, 3}).p_value));
+  EXPECT_TRUE(std::isnan(WelchTTest(std::vector<double>{1, NAN}, std::vector<double>{2, 3}).p_value));
+  EXPECT_EQ(WelchTTest(std::vector<double>{2, 2}, std::vector<double>{3, 3}).p_value, 0);
+  EXPECT_EQ(WelchTTest(std::vector<double>{2, 2}, std::vector<double>{2, 2}).p_value, 1);
+}
+
 TEST(RngTest, DeterministicAndBounded) {
   Rng a(42), b(42);
   std::vector<int> counts(3, 0);

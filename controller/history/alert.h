@@ -1,0 +1,172 @@
+// From change points to alert decisions. For every change point that Detect()
+// found, Analyze() decides:
+//   - confirmed?            votes >= min_votes (else kNotConfirmed)
+//   - placed?               the newest change may really start a few points later,
+//                           too recent to test: wait (kPending)
+//   - how large?            Δ% of the medians either side, and a Welch interval on
+//                           log values (robust to single spikes through the medians)
+//   - verdict (Pinpoint):   DIFFERENT  confirmed, |Δ| >= the metric's threshold τ and
+//                                      the interval excludes 0
+//                           SAME       the interval lies inside ±τ
+//                           UNKNOWN    otherwise, with the runs per side to add
+//   - gradual?              the points around it follow a significant trend and the
+//                           step is not significant beyond it: a drift, no point
+//                           to blame
+//   - went away?            a change back to the old level within a few points, or
+//                           the newest points already back near the old level
+//   - environmental?        a reference series (pinned control job/kernel) that
+//                           moves at the same place marks the alert
+// and an alert is raised only for DIFFERENT changes that did not go away.
+//
+// Pure and deterministic; thread-compatible; no exceptions.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "controller/compare/stat_tests.h"
+#include "controller/history/detect.h"
+#include "controller/history/series.h"
+#include "controller/history/stoppage.h"
+#include "controller/history/summary.h"
+
+namespace iofleet::controller::history {
+
+struct DecisionParams {
+  // Points each side of a change used for its size and verdict, cut at the
+  // neighbouring confirmed changes. Default 24 (twice Perfherder's window).
+  int side_window = 24;
+  // Level of the Welch interval on log values behind the verdict. Default 0.95.
+  double level = 0.95;
+  // A later confirmed change within this many points that brings the level back
+  // nearer the level before than the level after makes both "went away".
+  // Default 12.
+  int went_away_window = 12;
+  // When no later change exists: the newest `tail_points` points, all nearer the
+  // old level than the new, make the change "went away" (for now). Default 3.
+  int tail_points = 3;
+  // The gradual test (see Assessment::trend_t): the trend must be significant at
+  // trend_alpha and the step beyond it not significant at step_alpha. The step
+  // bar is strict because the change's position was chosen where the data jump
+  // most, which inflates its t. Defaults 0.05 and 0.001.
+  double trend_alpha = 0.05;
+  double step_alpha = 0.001;
+};
+
+// The reference-series check: at the same place (aligned on Point::order), does
+// the reference move?
+struct ReferenceParams {
+  // Points each side taken from the reference. Default 12.
+  int window = 12;
+  // Fewest reference points each side for the check to run. Default 4.
+  int min_side = 4;
+  // The reference moved when Mann-Whitney or Welch (logs) gives p <= p_max and its
+  // |Δ| >= min_fraction * τ. Deliberately more sensitive than detection: a false
+  // "environmental" mark costs a look, a missed one a wasted bisection.
+  // Defaults 0.01 and 0.5.
+  double p_max = 0.01;
+  double min_fraction = 0.5;
+};
+
+struct Params {
+  DetectorParams detect;
+  DecisionParams decide;
+  ReferenceParams reference;
+  StoppageParams stoppage;
+};
+
+// InvalidArgument naming the field, e.g. "decide.level: 1.5 (must be in (0, 1))".
+absl::Status ValidateParams(const Params& p);
+// The printed parameter set, one line; reports carry it beside every alert.
+std::string DescribeParams(const Params& p);
+
+enum class Verdict { kDifferent, kSame, kUnknown };
+std::string_view VerdictName(Verdict v);  // "DIFFERENT", "SAME", "UNKNOWN"
+
+enum class Decision {
+  kAlert,         // DIFFERENT and did not go away
+  kWentAway,      // DIFFERENT or UNKNOWN, but back at the old level (no more runs needed)
+  kNotConfirmed,  // fewer votes than min_votes
+  kPending,       // the newest change fits better a few points later, where it
+                  // cannot be tested yet (fewer than min_segment points after):
+                  // its place is not known; wait for more points
+  kSame,          // confirmed but SAME: smaller than τ
+  kGradual,       // a drift, not a change at one point (reported, not alerted)
+  kNeedMoreRuns,  // UNKNOWN: add `more_runs_per_side` runs each side, then re-analyse
+};
+// "alert", "went_away", "not_confirmed", "pending", "same", "gradual",
+// "need_more_runs".
+std::string_view DecisionName(Decision d);
+
+struct ReferenceCheck {
+  bool checked = false;  // false: too few reference points around the change (reason says)
+  bool moved = false;
+  double change_pct = 0;  // Δ% of the reference's medians; NaN when not checked
+  double p_mann_whitney = 0;
+  double p_welch = 0;
+  int before_points = 0;
+  int after_points = 0;
+  std::string reason;
+};
+
+struct Assessment {
+  ChangePoint change;
+  // The points compared: [before_begin, change.index) and [change.index, after_end).
+  size_t before_begin = 0;
+  size_t after_end = 0;
+  // The last point before and the first point after the change (what a report
+  // names as from/to; the first-after point's run is "the first run after").
+  std::string last_before_id, first_after_id;
+  int64_t last_before_order = 0, first_after_order = 0;
+
+  double change_pct = 0;         // (median after / median before - 1) * 100
+  // The gradual test: least squares on the log values within side_window of the
+  // change, y = a + b i + sum_k d_k [i >= c_k] over the confirmed changes c_k in
+  // that range (this one included). Gradual when the trend b is significant and
+  // this change's step d is not (t tests at DecisionParams::trend_alpha and
+  // step_alpha).
+  double trend_pct_per_point = 0;  // 100 (e^b - 1); NaN when the fit failed
+  double step_beyond_trend_pct = 0;  // 100 (e^d - 1)
+  double trend_t = 0, step_t = 0;    // t statistics of b and d
+  compare::Interval change_ci{}; // percent, Welch on logs at DecisionParams::level
+  bool regression = false;       // worse by the metric's direction
+  Verdict verdict = Verdict::kUnknown;
+  // UNKNOWN: runs to add on each side (at the points next to the change; a point
+  // of r runs counts r): n = ceil(15.7 CV^2 / d^2) per side (alpha 0.05, power
+  // 0.8) less the points there, d being the distance from the estimate to the
+  // boundary it must clear (0 when |Δ| >= τ, else τ; at least τ/4). 0 otherwise.
+  int more_runs_per_side = 0;
+  Decision decision = Decision::kNotConfirmed;
+  std::string reason;  // one sentence: why this decision
+  ChangeSummary summary;
+  std::optional<ReferenceCheck> reference;  // when a reference series was given
+  bool likely_environmental = false;        // the reference moved at the same place
+};
+
+struct Analysis {
+  std::string parameters;  // DescribeParams()
+  MetricPolicy metric;
+  Detection detection;
+  std::vector<Assessment> changes;  // one per Detection::change_points entry, same order
+
+  // The changes whose decision is kAlert.
+  std::vector<const Assessment*> Alerts() const;
+};
+
+// Detects and decides on one series. `reference` (optional) is the pinned control
+// series over the same batches. InvalidArgument for bad params or metric threshold
+// (field named).
+absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metric,
+                                 const Params& params, const Series* reference = nullptr);
+
+// The reference check for one assessed change on its own.
+ReferenceCheck CheckReference(const Series& series, const Assessment& change,
+                              const Series& reference, const MetricPolicy& metric,
+                              const ReferenceParams& p);
+
+}  // namespace iofleet::controller::history

@@ -1,0 +1,239 @@
+#include "controller/history/alert.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "controller/compare/stat_tests.h"
+#include "controller/scheduler/field_error.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace iofleet::controller::history {
+namespace {
+
+using ::testing::HasSubstr;
+
+const MetricPolicy kIops{"iops", true, 0.02};
+const MetricPolicy kP99{"p99_ns", false, 0.05};
+
+// A fixed, symmetric noise pattern (fractions): deterministic without a generator.
+double Wiggle(size_t i, double cv) {
+  static const double kPattern[] = {0.9, -0.4, 0.1, -1.0, 0.6, -0.2, 0.3, -0.7, 1.0, -0.6};
+  return cv * kPattern[i % 10];
+}
+
+// Levels (relative) piecewise: level[i] for i in [starts[k], starts[k+1]).
+Series Make(size_t n, const std::vector<std::pair<size_t, double>>& levels, double cv,
+            double base = 100000, int runs = 1) {
+  std::vector<Point> p(n);
+  for (size_t i = 0; i < n; ++i) {
+    double level = 1;
+    for (const auto& [from, l] : levels) {
+      if (i >= from) level = l;
+    }
+    p[i].id = "run-" + std::to_string(i);
+    p[i].order = 100 + static_cast<int64_t>(i);
+    p[i].value = base * level * (1 + Wiggle(i, cv));
+    p[i].runs = runs;
+  }
+  return *Series::Create(std::move(p));
+}
+
+TEST(Analyze, AClearRegressionIsOneAlertWithItsReport) {
+  const Series s = Make(60, {{0, 1.0}, {31, 0.90}}, 0.01);
+  absl::StatusOr<Analysis> an = Analyze(s, kIops, Params{});
+  ASSERT_TRUE(an.ok()) << an.status();
+  ASSERT_EQ(an->Alerts().size(), 1u);
+  const Assessment& a = *an->Alerts()[0];
+  EXPECT_EQ(a.change.index, 31u);
+  EXPECT_EQ(a.first_after_id, "run-31");
+  EXPECT_EQ(a.first_after_order, 131);
+  EXPECT_EQ(a.last_before_id, "run-30");
+  EXPECT_TRUE(a.regression);
+  EXPECT_EQ(a.verdict, Verdict::kDifferent);
+  EXPECT_EQ(a.decision, Decision::kAlert);
+  EXPECT_NEAR(a.change_pct, -10, 1.0);
+  EXPECT_LT(a.change_ci.hi, -8);
+  EXPECT_EQ(a.more_runs_per_side, 0);
+  EXPECT_EQ(a.summary.before.points, 24);
+  EXPECT_EQ(a.summary.after.points, 24);
+  EXPECT_NEAR(a.summary.change_pct, -10, 1.0);
+  EXPECT_THAT(a.reason, HasSubstr("DIFFERENT: regression -10."));
+  EXPECT_THAT(LkpRow(a.summary), HasSubstr("iops"));
+  EXPECT_THAT(an->parameters, HasSubstr("p_max=0.002 permutations=999"));
+}
+
+TEST(Analyze, DirectionFollowsTheMetric) {
+  // p99 latency up 20 %: a regression; down: an improvement.
+  absl::StatusOr<Analysis> up = Analyze(Make(50, {{25, 1.2}}, 0.01, 5e5), kP99, Params{});
+  ASSERT_TRUE(up.ok());
+  ASSERT_EQ(up->Alerts().size(), 1u);
+  EXPECT_TRUE(up->Alerts()[0]->regression);
+  absl::StatusOr<Analysis> down = Analyze(Make(50, {{25, 0.8}}, 0.01, 5e5), kP99, Params{});
+  ASSERT_TRUE(down.ok());
+  ASSERT_EQ(down->Alerts().size(), 1u);
+  EXPECT_FALSE(down->Alerts()[0]->regression);
+}
+
+TEST(Analyze, AChangeUnderTheThresholdIsSame) {
+  // +1 % at CV 0.2 %: real and confirmed, but under the 2 % floor.
+  absl::StatusOr<Analysis> an = Analyze(Make(60, {{30, 1.01}}, 0.002), kIops, Params{});
+  ASSERT_TRUE(an.ok());
+  EXPECT_TRUE(an->Alerts().empty());
+  ASSERT_EQ(an->changes.size(), 1u);
+  EXPECT_TRUE(an->changes[0].change.confirmed);
+  EXPECT_EQ(an->changes[0].verdict, Verdict::kSame);
+  EXPECT_EQ(an->changes[0].decision, Decision::kSame);
+}
+
+TEST(Analyze, NearTheThresholdIsUnknownWithRunsToAdd) {
+  // +1.8 % at CV 0.8 %, points of 3 runs: confirmed, but the interval straddles 2 %.
+  absl::StatusOr<Analysis> an =
+      Analyze(Make(48, {{24, 1.018}}, 0.008, 1e5, /*runs=*/3), kIops, Params{});
+  ASSERT_TRUE(an.ok());
+  ASSERT_EQ(an->changes.size(), 1u);
+  const Assessment& a = an->changes[0];
+  EXPECT_TRUE(a.change.confirmed);
+  EXPECT_EQ(a.verdict, Verdict::kUnknown);
+  EXPECT_EQ(a.decision, Decision::kNeedMoreRuns);
+  EXPECT_GT(a.change_ci.hi, 2);
+  EXPECT_GT(a.more_runs_per_side, 0);
+  EXPECT_EQ(a.more_runs_per_side % 3, 0);  // whole points of 3 runs
+  EXPECT_THAT(a.reason, HasSubstr("UNKNOWN: add"));
+}
+
+TEST(Analyze, ATransientWentAway) {
+  // -10 % for 9 points, then back.
+  absl::StatusOr<Analysis> an = Analyze(Make(60, {{28, 0.9}, {37, 1.0}}, 0.01), kIops, Params{});
+  ASSERT_TRUE(an.ok());
+  EXPECT_TRUE(an->Alerts().empty());
+  ASSERT_EQ(an->changes.size(), 2u);
+  EXPECT_EQ(an->changes[0].decision, Decision::kWentAway);
+  EXPECT_THAT(an->changes[0].reason, HasSubstr("back nearer the old level than the new at point run-37"));
+  EXPECT_EQ(an->changes[1].decision, Decision::kWentAway);
+  EXPECT_THAT(an->changes[1].reason, HasSubstr("restores the level before point run-28"));
+}
+
+TEST(Analyze, NewestPointsBackAtTheOldLevelWentAway) {
+  // -10 % from point 30, the newest 3 points back at the old level (too few for
+  // a change point of their own).
+  const Series s = Make(43, {{30, 0.9}, {40, 1.0}}, 0.01);
+  absl::StatusOr<Analysis> an = Analyze(s, kIops, Params{});
+  ASSERT_TRUE(an.ok());
+  EXPECT_TRUE(an->Alerts().empty());
+  ASSERT_EQ(an->changes.size(), 1u);
+  EXPECT_EQ(an->changes[0].decision, Decision::kWentAway);
+  EXPECT_THAT(an->changes[0].reason, HasSubstr("newest 3 points"));
+  // The same series two points earlier alerts.
+  an = Analyze(s.Prefix(41), kIops, Params{});
+  ASSERT_TRUE(an.ok());
+  EXPECT_EQ(an->Alerts().size(), 1u);
+}
+
+TEST(Analyze, ADriftIsGradualNotAnAlert) {
+  // -12 % linearly over 60 points at CV 0.5 %.
+  std::vector<Point> p(60);
+  for (size_t i = 0; i < 60; ++i) {
+    p[i] = Point{"r" + std::to_string(i), static_cast<int64_t>(i), absl::InfinitePast(),
+                 1e5 * (1 - 0.12 * static_cast<double>(i) / 59) * (1 + Wiggle(i, 0.005))};
+  }
+  absl::StatusOr<Analysis> an = Analyze(*Series::Create(p), kIops, Params{});
+  ASSERT_TRUE(an.ok());
+  EXPECT_TRUE(an->Alerts().empty());
+  bool gradual = false;
+  for (const Assessment& a : an->changes) {
+    if (a.decision == Decision::kGradual) {
+      gradual = true;
+      EXPECT_LT(a.trend_pct_per_point, 0);
+      EXPECT_THAT(a.reason, HasSubstr("gradual: the level drifts"));
+    }
+  }
+  EXPECT_TRUE(gradual);
+}
+
+TEST(Analyze, ASingleSpikeIsNoAlert) {
+  for (size_t at : {0u, 5u, 30u, 59u}) {
+    std::vector<Point> p = Make(60, {}, 0.01).points();
+    p[at].value *= 1.4;
+    absl::StatusOr<Analysis> an = Analyze(*Series::Create(p), kIops, Params{});
+    ASSERT_TRUE(an.ok());
+    EXPECT_TRUE(an->Alerts().empty()) << "spike at " << at;
+  }
+}
+
+TEST(Reference, AReferenceThatMovesTooMarksTheAlertEnvironmental) {
+  const Series s = Make(60, {{30, 0.9}}, 0.01);
+  // The control job over the same batches (same orders), different ids.
+  std::vector<Point> ref = Make(60, {{30, 0.93}}, 0.01, 5e4).points();
+  for (Point& r : ref) r.id = "ctl-" + r.id;
+  const Series reference = *Series::Create(ref);
+  absl::StatusOr<Analysis> an = Analyze(s, kIops, Params{}, &reference);
+  ASSERT_TRUE(an.ok());
+  ASSERT_EQ(an->Alerts().size(), 1u);
+  const Assessment& a = *an->Alerts()[0];
+  ASSERT_TRUE(a.reference.has_value());
+  EXPECT_TRUE(a.reference->checked);
+  EXPECT_TRUE(a.reference->moved);
+  EXPECT_TRUE(a.likely_environmental);
+  EXPECT_NEAR(a.reference->change_pct, -7, 1);
+  EXPECT_THAT(a.reason, HasSubstr("likely environmental"));
+
+  // A flat reference: not environmental.
+  const Series flat = Make(60, {}, 0.01, 5e4);
+  an = Analyze(s, kIops, Params{}, &flat);
+  ASSERT_TRUE(an.ok());
+  ASSERT_EQ(an->Alerts().size(), 1u);
+  EXPECT_TRUE(an->Alerts()[0]->reference->checked);
+  EXPECT_FALSE(an->Alerts()[0]->reference->moved);
+  EXPECT_FALSE(an->Alerts()[0]->likely_environmental);
+}
+
+TEST(Reference, AlignsOnOrderAndSaysWhenItCannotCheck) {
+  const Series s = Make(60, {{30, 0.9}}, 0.01);
+  absl::StatusOr<Analysis> an = Analyze(s, kIops, Params{});
+  ASSERT_TRUE(an.ok());
+  ASSERT_EQ(an->Alerts().size(), 1u);
+  const Assessment& a = *an->Alerts()[0];
+  // A reference that ran only every third batch, and moved at the change.
+  std::vector<Point> sparse;
+  const Series full = Make(60, {{30, 0.9}}, 0.01, 5e4);
+  for (const Point& p : full.points()) {
+    if ((p.order - 100) % 3 == 0) sparse.push_back(p);
+  }
+  ReferenceCheck rc = CheckReference(s, a, *Series::Create(sparse), kIops, ReferenceParams{});
+  EXPECT_TRUE(rc.checked);
+  EXPECT_EQ(rc.before_points, 8);  // orders 106..129 step 3
+  EXPECT_TRUE(rc.moved);
+  // A reference that stopped before the change: nothing to compare.
+  std::vector<Point> early(sparse.begin(), sparse.begin() + 9);
+  rc = CheckReference(s, a, *Series::Create(early), kIops, ReferenceParams{});
+  EXPECT_FALSE(rc.checked);
+  EXPECT_FALSE(rc.moved);
+  EXPECT_THAT(rc.reason, HasSubstr("0 after the change"));
+}
+
+TEST(Analyze, RejectsBadParamsNamingTheField) {
+  Params p;
+  p.decide.level = 1.5;
+  absl::StatusOr<Analysis> an = Analyze(Make(20, {}, 0.01), kIops, p);
+  EXPECT_EQ(ErrorField(an.status()), "decide.level");
+  p = Params{};
+  p.detect.edivisive.p_max = 2;
+  an = Analyze(Make(20, {}, 0.01), kIops, p);
+  EXPECT_EQ(ErrorField(an.status()), "detect.edivisive.p_max");
+  EXPECT_EQ(std::string(an.status().message()), "detect.edivisive.p_max: 2 (must be in (0, 1))");
+  an = Analyze(Make(20, {}, 0.01), MetricPolicy{"iops", true, 0}, Params{});
+  EXPECT_EQ(ErrorField(an.status()), "metric.threshold");
+}
+
+TEST(Analyze, PrintsTheWholeParameterSet) {
+  EXPECT_THAT(DescribeParams(Params{}),
+              HasSubstr("; decide(side_window=24 level=0.95 went_away_window=12 tail_points=3 "
+                        "trend_alpha=0.05 step_alpha=0.001) reference(window=12 min_side=4 "
+                        "p_max=0.01 min_fraction=0.5) stoppage(factor=3 min_intervals=3 "
+                        "recent_points=20)"));
+}
+
+}  // namespace
+}  // namespace iofleet::controller::history

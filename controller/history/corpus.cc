@@ -1,0 +1,152 @@
+#include "controller/history/corpus.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "controller/compare/stat_tests.h"
+
+namespace iofleet::controller::history::corpus {
+namespace {
+
+using compare::MixSeed;
+using compare::Rng;
+
+// Uniform in (0, 1): 53 random bits, centred in their cell so 0 never occurs.
+double Uniform(Rng& rng) {
+  constexpr uint64_t kCells = uint64_t{1} << 53;
+  return (static_cast<double>(rng.Below(kCells)) + 0.5) / static_cast<double>(kCells);
+}
+
+// Standard normal by Box-Muller (one of the pair; simple and portable).
+double Normal(Rng& rng) {
+  const double u1 = Uniform(rng), u2 = Uniform(rng);
+  return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+}
+
+std::string Pct(double f) { return absl::StrFormat("%g%%", f * 100); }
+
+}  // namespace
+
+std::string KindName(Kind k) {
+  switch (k) {
+    case Kind::kStep:
+      return "step";
+    case Kind::kSpike:
+      return "spike";
+    case Kind::kBimodal:
+      return "bimodal";
+    case Kind::kDrift:
+      return "drift";
+    case Kind::kTransient:
+      return "transient";
+    case Kind::kNoise:
+      return "noise";
+    case Kind::kShortNoise:
+      return "short_noise";
+  }
+  return "?";
+}
+
+Case Generate(Kind kind, double size, double cv, uint64_t seed, double threshold) {
+  Case c;
+  c.seed = seed;
+  c.label.kind = kind;
+  c.label.cv = cv;
+  Rng rng(MixSeed(seed));
+  const size_t n = kind == Kind::kShortNoise ? kShortLength : kLength;
+  // Shape parameters are drawn first, so they do not depend on the noise.
+  const double sign = rng.Below(2) == 0 ? -1.0 : 1.0;
+  std::vector<double> shift(n, 0.0);  // multiplicative: value *= 1 + shift
+  switch (kind) {
+    case Kind::kStep: {
+      const size_t k = 20 + rng.Below(21);
+      for (size_t i = k; i < n; ++i) shift[i] = sign * size;
+      c.label.size = sign * size;
+      c.label.changes = {k};
+      c.label.expect_alert = size >= threshold;
+      break;
+    }
+    case Kind::kSpike: {
+      const size_t j = rng.Below(n);
+      shift[j] = sign * size;
+      c.label.size = sign * size;
+      break;
+    }
+    case Kind::kBimodal: {
+      for (size_t i = 0; i < n; ++i) shift[i] = rng.Below(10) < 3 ? size : 0;
+      c.label.size = size;
+      break;
+    }
+    case Kind::kDrift: {
+      for (size_t i = 0; i < n; ++i) {
+        shift[i] = sign * size * static_cast<double>(i) / static_cast<double>(n - 1);
+      }
+      c.label.size = sign * size;
+      break;
+    }
+    case Kind::kTransient: {
+      const size_t k = 20 + rng.Below(21);
+      const size_t d = 6 + rng.Below(5);
+      for (size_t i = k; i < k + d; ++i) shift[i] = sign * size;
+      c.label.size = sign * size;
+      c.label.changes = {k, k + d};
+      break;
+    }
+    case Kind::kNoise:
+    case Kind::kShortNoise:
+      break;
+  }
+  c.values.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    c.values[i] = kLevel * (1 + shift[i]) * std::exp(cv * Normal(rng));
+  }
+  if (kind == Kind::kStep || kind == Kind::kTransient) {
+    c.cls = absl::StrCat(KindName(kind), " ", Pct(size), " cv ", Pct(cv));
+  } else if (kind == Kind::kNoise || kind == Kind::kShortNoise) {
+    c.cls = absl::StrCat(KindName(kind), " cv ", Pct(cv));
+  } else {
+    c.cls = absl::StrCat(KindName(kind), " ", Pct(size), " cv ", Pct(cv));
+  }
+  return c;
+}
+
+std::vector<Case> StandardCorpus(int per_cell, uint64_t base_seed) {
+  struct Cell {
+    Kind kind;
+    double size;
+    double cv;
+  };
+  std::vector<Cell> cells;
+  const double cvs[] = {0.01, 0.02, 0.05, 0.10};
+  for (double size : {0.02, 0.05, 0.10, 0.20}) {
+    for (double cv : cvs) cells.push_back({Kind::kStep, size, cv});
+  }
+  for (auto [kind, size] : {std::pair{Kind::kSpike, 0.30}, std::pair{Kind::kBimodal, 0.10},
+                            std::pair{Kind::kDrift, 0.10}, std::pair{Kind::kTransient, 0.10},
+                            std::pair{Kind::kNoise, 0.0}, std::pair{Kind::kShortNoise, 0.0}}) {
+    for (double cv : cvs) cells.push_back({kind, size, cv});
+  }
+  std::vector<Case> out;
+  out.reserve(cells.size() * static_cast<size_t>(per_cell));
+  for (size_t k = 0; k < cells.size(); ++k) {
+    for (int i = 0; i < per_cell; ++i) {
+      out.push_back(Generate(cells[k].kind, cells[k].size, cells[k].cv,
+                             base_seed + k * 1000 + static_cast<uint64_t>(i)));
+    }
+  }
+  return out;
+}
+
+std::string Dump(const Case& c) {
+  std::vector<std::string> v;
+  v.reserve(c.values.size());
+  for (double x : c.values) v.push_back(absl::StrFormat("%.3f", x));
+  return absl::StrCat(c.cls, "|", c.seed, "|", KindName(c.label.kind), "|", c.label.size, "|",
+                      c.label.cv, "|", absl::StrJoin(c.label.changes, ","), "|",
+                      c.label.expect_alert ? 1 : 0, "|", absl::StrJoin(v, " "));
+}
+
+}  // namespace iofleet::controller::history::corpus
