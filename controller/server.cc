@@ -188,6 +188,8 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   ro.tls_cert_file = options.tls_cert_file;
   ro.tls_key_file = options.tls_key_file;
   ro.max_body_bytes = options.limits.max_body_bytes;
+  if (options.max_http_connections > 0) ro.max_connections = options.max_http_connections;
+  if (options.http_read_timeout_ms > 0) ro.request_timeout_ms = options.http_read_timeout_ms;
   s->rest_server_ =
       std::make_unique<rest::RestServer>(s->scheduler_.get(), s->metrics_.get(), std::move(ro));
 #ifdef IOFLEET_DASHBOARD_DIR
