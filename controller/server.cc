@@ -133,18 +133,19 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
     IOFLEET_RETURN_IF_ERROR(secrets::CheckToken(options.agent_token, "agent-token-file"));
   }
 
+  // A store is opened only where one was made: an empty or mistyped data dir is
+  // an error unless --init asks for a new store (refused before anything is
+  // written there).
+  const std::string db_path = (std::filesystem::path(options.data_dir) / "iofleet.db").string();
+  if (!options.init && !std::filesystem::exists(db_path, ec)) {
+    return FieldError("data-dir",
+                      absl::StrCat(options.data_dir, " holds no store (no iofleet.db). To "
+                                   "create a new, empty store there, start with --init; to use "
+                                   "an existing store, check the path"));
+  }
   std::unique_ptr<ControllerServer> s(new ControllerServer());
   IOFLEET_ASSIGN_OR_RETURN(s->lock_fd_, LockDataDir(options.data_dir));
-  // A store is opened only where one was made: an empty or mistyped data dir is
-  // an error unless --init asks for a new store.
-  const std::string db_path = (std::filesystem::path(options.data_dir) / "iofleet.db").string();
   if (!options.init) {
-    if (!std::filesystem::exists(db_path, ec)) {
-      return FieldError("data-dir",
-                        absl::StrCat(options.data_dir, " holds no store (no iofleet.db). To "
-                                     "create a new, empty store there, start with --init; to use "
-                                     "an existing store, check the path"));
-    }
     IOFLEET_ASSIGN_OR_RETURN(int version, ReadSchemaVersion(db_path));
     if (version == 0) {
       return FieldError("data-dir", absl::StrCat(db_path, " holds no iofleet store (no schema). "

@@ -70,6 +70,7 @@ class SecurityTest : public ::testing::Test {
   controller::ServerOptions Options(bool tls, bool mtls) {
     controller::ServerOptions o;
     o.data_dir = dir_ + "/data";
+    o.init = true;
     o.grpc_listen = "127.0.0.1:0";
     o.http_listen = "127.0.0.1:0";
     o.api_token = kApiToken;
