@@ -661,6 +661,7 @@ void AgentClient::ReplayLocked(const iofleet::v1::Welcome& welcome, uint64_t con
       continue;
     }
     for (AgentMessage& m : *msgs) {
+      if (m.has_origin()) continue;  // spool-only
       if (m.has_interval() && m.interval().seq() < from) continue;
       const bool finished = m.has_run_finished();
       queue_.push_back(Outgoing{std::move(m), finished ? id : std::string()});

@@ -363,6 +363,11 @@ absl::StatusOr<v1::Job> Scheduler::CancelJob(const std::string& id) {
         done.push_back(run_id);
       }
     }
+    if (to_cancel.empty() && done.empty() && !job.cancel_requested) {
+      // Every run already ended (the job's state was not refreshed yet): nothing to cancel.
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " has no queued or running runs; nothing to cancel"));
+    }
     if (!job.cancel_requested) {
       job.cancel_requested = true;
       batch.upsert_jobs.push_back(job);
