@@ -108,13 +108,20 @@ int Usage(const std::string& msg) {
 }
 
 int Fail(const std::string& msg) {
-  fprintf(stderr, "iofleet: %s\n", msg.c_str());
+  fprintf(stderr, "iofleet: %s\n", TerminalSafe(msg).c_str());
   return kExitFailed;
 }
 
 int Fail(const absl::Status& s) { return Fail(std::string(s.message())); }
 
-std::string Pretty(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
+// JSON escapes C0 controls itself; C1 ones (e.g. CSI, U+009B) only as ASCII.
+std::string Pretty(const json& j) {
+  std::string out = j.dump(2, ' ', false, json::error_handler_t::replace);
+  if (TerminalSafe(out, /*keep_layout=*/true) != out) {
+    out = j.dump(2, ' ', true, json::error_handler_t::replace);
+  }
+  return out;
+}
 
 uint64_t NowMs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -168,16 +175,20 @@ absl::StatusOr<std::string> ReadJobFile(const std::string& path) {
 std::vector<std::vector<std::string>> RunRows(const json& runs) {
   std::vector<std::vector<std::string>> rows;
   for (const json& r : runs) {
-    std::string err = JStr(r, {"error"});
-    if (err.size() > 60) err = err.substr(0, 57) + "...";
+    // A failed run's error, or why a queued run waits (lease held by another
+    // run, agent down, host not registered).
+    std::string note = JStr(r, {"error"});
+    if (note.size() > 100) note = note.substr(0, 97) + "...";
+    const std::string waiting = JStr(r, {"waiting_for"});
+    if (RunState(r) == "queued" && !waiting.empty()) note = "waiting: " + waiting;  // whole
     rows.push_back({RunId(r), JStr(r, {"host", "agent"}), JStr(r, {"target"}), RunState(r),
-                    JStr(r, {"variant"}), JStr(r, {"repetition"}), RunDuration(r), err});
+                    JStr(r, {"variant"}), JStr(r, {"repetition"}), RunDuration(r), note});
   }
   return rows;
 }
 
 const std::vector<std::string> kRunHeader = {"RUN", "HOST", "TARGET", "STATE", "VARIANT",
-                                             "REP", "TIME", "ERROR"};
+                                             "REP", "TIME", "ERROR / WAITING FOR"};
 
 // Outcome of a finished job: exit code and one-line reason.
 struct Outcome {
@@ -250,7 +261,7 @@ absl::StatusOr<json> PollUntilDone(const ApiClient& api, const std::string& id,
                                             ": ", st);
             const std::string err = JStr(r, {"error"});
             if (!err.empty()) absl::StrAppend(&line, " (", err, ")");
-            fprintf(stderr, "%s\n", line.c_str());
+            fprintf(stderr, "%s\n", TerminalSafe(line).c_str());
           }
           prev = st;
         }
@@ -279,7 +290,7 @@ int RegressionCheck(const ApiClient& api, const std::string& id) {
     break;
   }
   fprintf(stderr, "iofleet: job %s: compare verdict is a regression%s\n", id.c_str(),
-          what.c_str());
+          TerminalSafe(what).c_str());
   return kExitRegression;
 }
 
@@ -405,7 +416,7 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   if (!res.ok()) return Fail(res.status());
   const std::string id = JStr(*res, {"id", "job_id"});
   if (id.empty()) return Fail("submit: the controller returned no job id");
-  printf("%s\n", id.c_str());
+  printf("%s\n", TerminalSafe(id).c_str());
   fflush(stdout);
   if (!a.Has("wait")) return kExitOk;
   auto job = PollUntilDone(api, id, timeout_s, poll_ms, /*progress=*/true);
@@ -440,8 +451,9 @@ int CmdStatus(const ApiClient& api, const std::vector<std::string>& rest) {
     printf("%s\n", Pretty(*job).c_str());
     return kExitOk;
   }
-  printf("job %s  name=%s  state=%s  created %s\n", JStr(*job, {"id"}).c_str(),
-         JStr(*job, {"name"}).c_str(), NormState(JStr(*job, {"state"})).c_str(),
+  printf("job %s  name=%s  state=%s  created %s\n", TerminalSafe(JStr(*job, {"id"})).c_str(),
+         TerminalSafe(JStr(*job, {"name"})).c_str(),
+         TerminalSafe(NormState(JStr(*job, {"state"}))).c_str(),
          Ago(JU64(*job, {"created_ms"})).c_str());
   printf("%s", RenderTable(kRunHeader, RunRows(JArray(*job, "runs"))).c_str());
   return kExitOk;
@@ -554,8 +566,8 @@ int CmdCancel(const ApiClient& api, const std::vector<std::string>& rest) {
   auto res = api.Post("/jobs/" + a.positional[0] + "/cancel", json::object());
   if (!res.ok()) return Fail(res.status());
   const std::string st = NormState(JStr(*res, {"state"}));
-  printf("job %s: cancel requested%s\n", a.positional[0].c_str(),
-         st.empty() ? "" : (" (state " + st + ")").c_str());
+  printf("job %s: cancel requested%s\n", TerminalSafe(a.positional[0]).c_str(),
+         st.empty() ? "" : TerminalSafe(" (state " + st + ")").c_str());
   return kExitOk;
 }
 
@@ -574,7 +586,7 @@ int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
   auto body = api.GetRaw("/jobs/" + id + "/compare?format=" + fmt, &content_type);
   if (!body.ok()) return Fail(body.status());
   if (fmt != "json" && content_type.find("json") == std::string::npos) {
-    printf("%s", body->c_str());
+    printf("%s", TerminalSafe(*body, /*keep_layout=*/true).c_str());
     if (!body->empty() && body->back() != '\n') printf("\n");
     return kExitOk;
   }
@@ -654,8 +666,8 @@ int CmdWatch(const ApiClient& api, const std::vector<std::string>& rest) {
     }
     if (eta_known && queued > 0) eta += est * queued;  // pessimistic: one after another
     const bool done = AllTerminal(*job);
-    std::string head = absl::StrCat("job ", id, " (", JStr(*job, {"name"}), ")  ",
-                                    NormState(JStr(*job, {"state"})));
+    std::string head = absl::StrCat("job ", TerminalSafe(id), " (", TerminalSafe(JStr(*job, {"name"})),
+                                    ")  ", TerminalSafe(NormState(JStr(*job, {"state"}))));
     if (!done) absl::StrAppend(&head, "  ETA ", eta_known ? FormatDuration(eta) : "?");
     std::string table = RenderTable({"RUN", "HOST", "STATE", "IOPS", "BW", "P99", "SAMPLES"}, rows);
     std::string block = head + "\n" + table;

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/printable.h"
 #include "common/stats/histogram.h"
 
 namespace iofleet::cli {
@@ -45,7 +46,8 @@ uint64_t ToU64(const json& v) {
   return 0;
 }
 
-std::string Escape(const std::string& s, bool xml) {
+std::string Escape(const std::string& raw, bool xml) {
+  const std::string s = EscapeControlChars(raw);
   std::string out;
   for (char c : s) {
     if (xml) {
@@ -90,6 +92,10 @@ bool IsRegressionWord(const std::string& v) {
 }
 
 }  // namespace
+
+std::string TerminalSafe(const std::string& s, bool keep_layout) {
+  return EscapeControlChars(s, keep_layout);
+}
 
 std::string JStr(const json& j, std::initializer_list<const char*> keys) {
   for (const char* k : keys) {
@@ -296,8 +302,16 @@ std::string FormatDuration(uint64_t s) {
   return buf;
 }
 
-std::string RenderTable(const std::vector<std::string>& header,
-                        const std::vector<std::vector<std::string>>& rows) {
+std::string RenderTable(const std::vector<std::string>& raw_header,
+                        const std::vector<std::vector<std::string>>& raw_rows) {
+  // Cells come from the controller (names, errors): never raw control characters.
+  std::vector<std::string> header;
+  for (const std::string& h : raw_header) header.push_back(TerminalSafe(h));
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : raw_rows) {
+    std::vector<std::string>& out = rows.emplace_back();
+    for (const std::string& c : r) out.push_back(TerminalSafe(c));
+  }
   std::vector<size_t> w(header.size(), 0);
   for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
   for (const auto& r : rows) {
@@ -528,7 +542,7 @@ std::string RenderResultNormal(const json& fio) {
   const json& jobs = JArray(fio, "jobs");
   if (jobs.empty()) return "(no jobs in result)\n";
   for (const json& job : jobs) {
-    out += absl::StrCat(JStr(job, {"jobname"}), ": (groupid=", JStr(job, {"groupid"}),
+    out += absl::StrCat(TerminalSafe(JStr(job, {"jobname"})), ": (groupid=", JStr(job, {"groupid"}),
                         ", jobs=1): err=", JStr(job, {"error"}), "\n");
     for (const char* d : {"read", "write", "trim"}) {
       const json* dir = Find(job, d);

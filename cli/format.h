@@ -15,6 +15,12 @@ namespace iofleet::cli {
 
 using json = nlohmann::json;
 
+// `s` safe to print on a terminal: control characters (a NUL, ANSI escapes)
+// as visible escapes ("\x1b"), common/printable.h. With `keep_layout`, newlines
+// and tabs pass through. Everything the CLI prints from the controller goes
+// through this (names from older stores may still hold such characters).
+std::string TerminalSafe(const std::string& s, bool keep_layout = false);
+
 // First of `keys` present in object `j`, as a string (numbers are printed); "" if none.
 std::string JStr(const json& j, std::initializer_list<const char*> keys);
 // First of `keys` present, as an unsigned integer (accepts numbers and numeric strings).
@@ -55,7 +61,7 @@ std::string FormatBytesPerSec(double bps);  // 512MiB/s
 std::string FormatNs(uint64_t ns);          // 850ns, 12.3us, 4.1ms
 std::string FormatDuration(uint64_t seconds);  // 1h02m03s
 
-// Fixed-width table; columns sized to content.
+// Fixed-width table; columns sized to content; every cell TerminalSafe.
 std::string RenderTable(const std::vector<std::string>& header,
                         const std::vector<std::vector<std::string>>& rows);
 

@@ -134,3 +134,26 @@ TEST(FormatTest, OutcomeDecidesRegressionOverGeomeanRows) {
 
 }  // namespace
 }  // namespace iofleet::cli
+
+namespace iofleet::cli {
+namespace {
+
+// Names from older stores may hold a NUL or ANSI escapes: a table shows them
+// escaped, whole, and never sends the terminal a control sequence.
+TEST(FormatTest, TablesEscapeControlCharacters) {
+  const std::string nul_name("before\0after", 12);
+  const std::string out =
+      RenderTable({"JOB", "NAME"}, {{"j1", nul_name}, {"j2", "\x1b[2J\x1b[Hwiped"}, {"j3", "ok"}});
+  EXPECT_EQ(out.find('\0'), std::string::npos);
+  EXPECT_EQ(out.find('\x1b'), std::string::npos);
+  EXPECT_NE(out.find("before\\x00after"), std::string::npos);
+  EXPECT_NE(out.find("\\x1b[2J\\x1b[Hwiped"), std::string::npos);
+  EXPECT_NE(out.find("j3"), std::string::npos);  // the rows after it are all there
+  EXPECT_EQ(TerminalSafe("a\nb", /*keep_layout=*/true), "a\nb");
+  EXPECT_EQ(TerminalSafe("a\nb"), "a\\nb");
+  EXPECT_EQ(RenderCompareMarkdown(json::parse(R"({"rows":[{"name":"x\u001b[31m"}]})")).find('\x1b'),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace iofleet::cli

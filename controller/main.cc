@@ -16,7 +16,7 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: iofleet-controller --data-dir=DIR [--grpc-listen=HOST:PORT]\n"
+    "usage: iofleet-controller --data-dir=DIR [--init] [--grpc-listen=HOST:PORT]\n"
     "                          [--http-listen=HOST:PORT] [--heartbeat-timeout=DURATION]\n"
     "                          [--dashboard-dir=DIR] [--config=FILE]\n"
     "                          [--api-token-file=FILE] [--agent-token-file=FILE]\n"
@@ -24,7 +24,11 @@ constexpr char kUsage[] =
     "                          [--tls-client-ca=PEM] [--max-body-bytes=N ...]\n"
     "  --config             read flags from FILE (key = value lines); the command\n"
     "                       line overrides it (deploy/config/controller.conf.example)\n"
-    "  --data-dir           where iofleet.db (SQLite) lives; created if missing\n"
+    "  --data-dir           where the store (iofleet.db, SQLite) lives; locked while\n"
+    "                       the controller runs (a second controller on it exits)\n"
+    "  --init               create the data dir and a new, empty store when it has\n"
+    "                       none; without it a missing or empty data dir is an error\n"
+    "                       (an existing store is opened either way)\n"
     "  --grpc-listen        agents and gRPC API (default 127.0.0.1:7070; port 0 = any)\n"
     "  --http-listen        REST API (default 127.0.0.1:7080; port 0 = any)\n"
     "  --heartbeat-timeout  agent silence before its runs are lost (default 15s;\n"
@@ -46,7 +50,11 @@ constexpr char kUsage[] =
     "  --max-jobs-per-submit  job sections per submitted job file (default 256)\n"
     "  --max-runs-per-job     runs one job expands into (default 10000)\n"
     "  --max-labels           agent labels, job tags, selector entries (default 64)\n"
-    "  --max-label-length     bytes per label key or value (default 256)\n";
+    "  --max-label-length     bytes per label key or value (default 256)\n"
+    "  --max-http-connections open REST connections; past it new ones get 503\n"
+    "                         (default 256)\n"
+    "  --http-read-timeout    time a client has to send a whole request, head and\n"
+    "                         body (default 10s; slower clients get 408)\n";
 
 bool ParseTimeout(const std::string& v, uint64_t* ms) {
   double secs = 0;
@@ -91,7 +99,7 @@ int main(int argc, char** argv) {
     if (eq != std::string::npos) {
       key = arg.substr(0, eq);
       value = arg.substr(eq + 1);
-    } else if (arg != "--help" && arg != "-h" && i + 1 < nargs) {
+    } else if (arg != "--help" && arg != "-h" && arg != "--init" && i + 1 < nargs) {
       value = args[++i];
     }
     if (key == "--help" || key == "-h") {
@@ -99,6 +107,31 @@ int main(int argc, char** argv) {
       return 0;
     } else if (key == "--data-dir") {
       opts.data_dir = value;
+    } else if (key == "--init") {
+      // A bare --init, or --init=true|false (config files: "init = true").
+      if (eq == std::string::npos) {
+        opts.init = true;
+      } else if (value == "true" || value == "1" || value == "yes") {
+        opts.init = true;
+      } else if (value == "false" || value == "0" || value == "no") {
+        opts.init = false;
+      } else {
+        std::fprintf(stderr, "iofleet-controller: --init: \"%s\" is not true or false\n",
+                     value.c_str());
+        return 2;
+      }
+    } else if (key == "--max-http-connections") {
+      if (!ParseCount(value, &opts.max_http_connections)) {
+        std::fprintf(stderr, "iofleet-controller: %s: \"%s\" is not a positive integer\n",
+                     key.c_str(), value.c_str());
+        return 2;
+      }
+    } else if (key == "--http-read-timeout") {
+      if (!ParseTimeout(value, &opts.http_read_timeout_ms)) {
+        std::fprintf(stderr, "iofleet-controller: --http-read-timeout: bad duration \"%s\"\n",
+                     value.c_str());
+        return 2;
+      }
     } else if (key == "--grpc-listen") {
       opts.grpc_listen = value;
     } else if (key == "--http-listen") {
@@ -181,6 +214,7 @@ int main(int argc, char** argv) {
                  std::string(server.status().message()).c_str());
     return 1;
   }
+  std::printf("store %s in %s\n", (*server)->store_id().c_str(), opts.data_dir.c_str());
   std::printf("grpc listening on %s\n", (*server)->grpc_address().c_str());
   std::printf("http listening on %s\n", (*server)->http_address().c_str());
   std::fflush(stdout);

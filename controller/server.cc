@@ -1,6 +1,11 @@
 #include "controller/server.h"
 
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <filesystem>
@@ -38,6 +43,36 @@ absl::StatusOr<std::pair<std::string, int>> ParseHostPort(const std::string& val
   return std::make_pair(host, port);
 }
 
+absl::StatusOr<int> LockDataDir(const std::string& data_dir) {
+  const std::string path = (std::filesystem::path(data_dir) / "iofleet.lock").string();
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("open the data dir's lock file", path, errno);
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err != EWOULDBLOCK) {
+      close(fd);
+      return IoError("flock", path, err);
+    }
+    char buf[32] = {0};
+    const ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    close(fd);
+    std::string holder(buf, n > 0 ? static_cast<size_t>(n) : 0);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "data dir ", data_dir, " is in use by another controller (pid ",
+        holder.empty() ? std::string("unknown") : holder, ", holding ", path,
+        "); two controllers on one store would both place and expire runs. Stop that "
+        "controller first, or use another --data-dir"));
+  }
+  const std::string pid = absl::StrCat(getpid(), "\n");
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    const int err = errno;
+    close(fd);
+    return IoError("write pid to", path, err);
+  }
+  return fd;
+}
+
 ControllerServer::ControllerServer() = default;
 
 ControllerServer::~ControllerServer() { Shutdown(); }
@@ -48,10 +83,21 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   IOFLEET_ASSIGN_OR_RETURN(auto grpc_hp, ParseHostPort(options.grpc_listen, "grpc-listen"));
   IOFLEET_ASSIGN_OR_RETURN(auto http_hp, ParseHostPort(options.http_listen, "http-listen"));
   std::error_code ec;
-  std::filesystem::create_directories(options.data_dir, ec);
-  if (ec) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("data-dir ", options.data_dir, ": ", ec.message()));
+  if (!std::filesystem::is_directory(options.data_dir, ec)) {
+    if (std::filesystem::exists(options.data_dir, ec)) {
+      return FieldError("data-dir", absl::StrCat(options.data_dir, " is not a directory"));
+    }
+    if (!options.init) {
+      return FieldError(
+          "data-dir",
+          absl::StrCat(options.data_dir, " does not exist. To create a new, empty store there, "
+                       "start with --init; to use an existing store, check the path"));
+    }
+    std::filesystem::create_directories(options.data_dir, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("data-dir ", options.data_dir, ": ", ec.message()));
+    }
   }
 
   // TLS material is checked here so a bad file is an error naming the flag.
@@ -87,11 +133,29 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
     IOFLEET_RETURN_IF_ERROR(secrets::CheckToken(options.agent_token, "agent-token-file"));
   }
 
+  // A store is opened only where one was made: an empty or mistyped data dir is
+  // an error unless --init asks for a new store (refused before anything is
+  // written there).
+  const std::string db_path = (std::filesystem::path(options.data_dir) / "iofleet.db").string();
+  if (!options.init && !std::filesystem::exists(db_path, ec)) {
+    return FieldError("data-dir",
+                      absl::StrCat(options.data_dir, " holds no store (no iofleet.db). To "
+                                   "create a new, empty store there, start with --init; to use "
+                                   "an existing store, check the path"));
+  }
   std::unique_ptr<ControllerServer> s(new ControllerServer());
+  IOFLEET_ASSIGN_OR_RETURN(s->lock_fd_, LockDataDir(options.data_dir));
+  if (!options.init) {
+    IOFLEET_ASSIGN_OR_RETURN(int version, ReadSchemaVersion(db_path));
+    if (version == 0) {
+      return FieldError("data-dir", absl::StrCat(db_path, " holds no iofleet store (no schema). "
+                                                 "To create a new, empty store there, start "
+                                                 "with --init"));
+    }
+  }
   s->metrics_ = std::make_unique<metrics::ControllerMetrics>();
-  IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<Store> db,
-                           OpenSqliteStore((std::filesystem::path(options.data_dir) /
-                                            "iofleet.db").string()));
+  IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<Store> db, OpenSqliteStore(db_path));
+  IOFLEET_ASSIGN_OR_RETURN(s->store_id_, db->StoreId());
   s->store_ = metrics::NewMeteredStore(std::move(db), s->metrics_.get());
   SchedulerOptions so;
   so.heartbeat_timeout_ms = options.heartbeat_timeout_ms;
@@ -125,6 +189,8 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   ro.tls_cert_file = options.tls_cert_file;
   ro.tls_key_file = options.tls_key_file;
   ro.max_body_bytes = options.limits.max_body_bytes;
+  if (options.max_http_connections > 0) ro.max_connections = options.max_http_connections;
+  if (options.http_read_timeout_ms > 0) ro.request_timeout_ms = options.http_read_timeout_ms;
   s->rest_server_ =
       std::make_unique<rest::RestServer>(s->scheduler_.get(), s->metrics_.get(), std::move(ro));
 #ifdef IOFLEET_DASHBOARD_DIR
@@ -144,13 +210,19 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
 void ControllerServer::Shutdown() {
   if (rest_server_) rest_server_->Stop();
   if (grpc_server_) {
-    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    // A monotonic deadline: a wall-clock step must not cut the drain short.
+    grpc_server_->Shutdown(
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_seconds(2, GPR_TIMESPAN)));
     grpc_server_->Wait();
   }
   rest_server_.reset();
   grpc_server_.reset();
   scheduler_.reset();
   store_.reset();
+  if (lock_fd_ >= 0) {  // last: the store is closed, another controller may open it
+    close(lock_fd_);
+    lock_fd_ = -1;
+  }
 }
 
 }  // namespace iofleet::controller

@@ -30,9 +30,20 @@ class ControllerServiceImpl;
 }  // namespace grpcapi
 
 struct ServerOptions {
-  std::string data_dir;                        // required; created if missing
+  // Required. Locked (flock on DATA_DIR/iofleet.lock) for the server's lifetime:
+  // a second controller on the same dir fails at once naming the holder's pid.
+  std::string data_dir;
+  // Create the data dir and a new, empty store when it has none (--init).
+  // Default: false, so a missing or mistyped data dir is an error instead of a
+  // fresh store (docs/state-safety.md). An existing store is opened either way.
+  bool init = false;
   std::string grpc_listen = "127.0.0.1:7070";  // HOST:PORT; port 0 = any free port
   std::string http_listen = "127.0.0.1:7080";  // HOST:PORT; port 0 = any free port
+  // REST front end: open client connections served at once (past it: 503), and
+  // the time a client has to send a whole request (head and body). Defaults:
+  // rest::RestOptions (256, 10 s).
+  size_t max_http_connections = 0;    // 0 = default
+  uint64_t http_read_timeout_ms = 0;  // 0 = default
   uint64_t heartbeat_timeout_ms = 15000;       // Default: 15 s
   // Built web dashboard (index.html, app.js, app.css) served at /. Empty = the
   // source tree's dashboard/dist (IOFLEET_DASHBOARD_DIR at build time).
@@ -69,6 +80,7 @@ class ControllerServer {
   const std::string& grpc_address() const { return grpc_address_; }  // "127.0.0.1:NNNN"
   const std::string& http_address() const { return http_address_; }
   Scheduler* scheduler() { return scheduler_.get(); }
+  const std::string& store_id() const { return store_id_; }
 
  private:
   ControllerServer();
@@ -82,7 +94,15 @@ class ControllerServer {
   std::unique_ptr<rest::RestServer> rest_server_;
   std::string grpc_address_;
   std::string http_address_;
+  std::string store_id_;
+  int lock_fd_ = -1;  // flock'ed DATA_DIR/iofleet.lock; closed last
 };
+
+// Takes the data dir's lock: DATA_DIR/iofleet.lock, flock(LOCK_EX | LOCK_NB),
+// holding this process's pid. Returns the open descriptor (keep it open to keep
+// the lock). FailedPrecondition naming the holder's pid when another process
+// holds it.
+absl::StatusOr<int> LockDataDir(const std::string& data_dir);
 
 // Splits "host:port" ("[::1]:80" too); InvalidArgument naming `flag` otherwise.
 absl::StatusOr<std::pair<std::string, int>> ParseHostPort(const std::string& value,

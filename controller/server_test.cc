@@ -2,10 +2,12 @@
 
 #include <httplib.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "controller/scheduler/field_error.h"
 #include "gtest/gtest.h"
 
@@ -33,6 +35,7 @@ TEST(ControllerServerTest, StartsOnPortZeroAndSurvivesRestart) {
   o.http_listen = "127.0.0.1:0";
   std::string job_id;
   for (int round = 0; round < 2; ++round) {
+    o.init = round == 0;  // the restart finds the store without --init
     auto s = ControllerServer::Start(o);
     ASSERT_TRUE(s.ok()) << s.status();
     const std::string http = (*s)->http_address();
@@ -45,7 +48,8 @@ TEST(ControllerServerTest, StartsOnPortZeroAndSurvivesRestart) {
     EXPECT_EQ(h->status, 200);
     if (round == 0) {
       auto r = c.Post("/api/v1/jobs",
-                      R"({"fio": "[j]\nfilename=/dev/nvme0n1\nsize=1m\n", "hosts": ["x"]})",
+                      R"({"fio": "[j]\nfilename=/dev/nvme0n1\nsize=1m\n", "hosts": ["x"],
+                          "wait_for_hosts": true})",
                       "application/json");
       ASSERT_TRUE(r);
       ASSERT_EQ(r->status, 201) << r->body;
@@ -60,6 +64,36 @@ TEST(ControllerServerTest, StartsOnPortZeroAndSurvivesRestart) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/data/iofleet.db"));
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+}
+
+TEST(ControllerServerTest, NoStoreWithoutInitAndOneControllerPerDataDir) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_srv_XXXXXX").string();
+  const std::string dir = mkdtemp(tmpl.data());
+  ServerOptions o;
+  o.data_dir = dir + "/data";
+  o.grpc_listen = "127.0.0.1:0";
+  o.http_listen = "127.0.0.1:0";
+  auto missing = ControllerServer::Start(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--init"), absl::string_view::npos);
+  EXPECT_FALSE(std::filesystem::exists(o.data_dir));  // nothing made
+
+  o.init = true;
+  auto first = ControllerServer::Start(o);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ((*first)->store_id().size(), 36u);  // a UUID
+  auto second = ControllerServer::Start(o);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find(absl::StrCat("pid ", getpid())), absl::string_view::npos)
+      << second.status();
+  const std::string id = (*first)->store_id();
+  (*first)->Shutdown();
+  o.init = false;
+  auto again = ControllerServer::Start(o);  // the lock is free; the same store
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->store_id(), id);
+  (*again)->Shutdown();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

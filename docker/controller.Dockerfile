@@ -61,5 +61,7 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
   CMD ["/usr/local/bin/iofleet-healthcheck", "controller"]
 ENTRYPOINT ["/usr/local/bin/iofleet-controller"]
 # Inside a container the daemon must listen on all interfaces to be reachable.
-CMD ["--data-dir=/var/lib/iofleet", "--grpc-listen=0.0.0.0:7070", "--http-listen=0.0.0.0:7080", \
+# --init: the volume is this controller's alone, so an empty one can only mean
+# the first start (a new store); later starts open the store in it.
+CMD ["--data-dir=/var/lib/iofleet", "--init", "--grpc-listen=0.0.0.0:7070", "--http-listen=0.0.0.0:7080", \
      "--dashboard-dir=/usr/share/iofleet/dashboard"]

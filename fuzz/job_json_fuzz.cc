@@ -36,7 +36,7 @@ const Fleet& FakeFleet() {
       h.add_allow_paths("/dev");
       h.add_allow_paths("/mnt");
       std::shared_ptr<iofleet::controller::AgentSender> replaced;
-      f->Register(h, 1, nullptr, 1000, &replaced);
+      f->Register(h, 1, nullptr, iofleet::controller::FleetTime{1000, 1000}, &replaced);
     }
     return f;
   }();

@@ -61,7 +61,7 @@ void OnAgentMessage(const iofleet::v1::AgentMessage& m) {
     Fleet& fleet = TheFleet();
     if (fleet.agents().size() >= 32) fleet = Fleet();
     std::shared_ptr<AgentSender> replaced;
-    AgentRow row = fleet.Register(h, *version, nullptr, 1000, &replaced);
+    AgentRow row = fleet.Register(h, *version, nullptr, FleetTime{1000, 1000}, &replaced);
     iofleet::v1::Agent a;
     a.set_name(row.name);
     a.set_inventory_json(row.inventory_json);

@@ -35,7 +35,8 @@ stop
 [ -f "$state/scratch/ab.dat" ] || fallocate -l 1G "$state/scratch/ab.dat"
 
 echo "== starting iofleet-controller (data in $state/data)"
-build/bin/iofleet-controller --data-dir="$state/data" --grpc-listen="$grpc" --http-listen="$http" \
+# --init makes the store on the first run; later runs open it.
+build/bin/iofleet-controller --data-dir="$state/data" --init --grpc-listen="$grpc" --http-listen="$http" \
   >"$state/controller.log" 2>&1 &
 echo $! >"$state/controller.pid"
 for _ in $(seq 100); do

@@ -21,6 +21,7 @@ pkgs=(
   prometheus                       # the real Prometheus server the metrics test scrapes with
   chromium                         # headless browser for the dashboard tests
   iproute2                         # network namespaces for fault and local-fleet tests
+  faketime                         # libfaketime: the wall-clock step fault test (faults.safety_clock_step)
   yamllint python3-yaml shellcheck systemd  # deploy/ checks (manifests, scripts, units)
 )
 # Node.js and npm build the dashboard (esbuild, uPlot) and drive Chromium

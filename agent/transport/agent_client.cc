@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "agent/run/runner.h"
 #include "agent/transport/convert.h"
 #include "common/jobspec/parser.h"
@@ -36,10 +37,27 @@ constexpr uint64_t kSpoolKeepMs = 120000;
 constexpr auto kStableSession = std::chrono::seconds(10);
 constexpr auto kShutdownDrain = std::chrono::seconds(5);
 
+// Wall clock: for timestamps sent to the controller and shown, never for durations.
 uint64_t NowMs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+// Monotonic clock: every duration the agent measures.
+uint64_t MonoMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+std::string RandomInstanceId() {
+  std::random_device rd;
+  std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(getpid()));
+  char buf[33];
+  snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(rng()),
+           static_cast<unsigned long long>(rng()));
+  return buf;
 }
 
 void Log(const std::string& msg) {
@@ -58,7 +76,8 @@ std::string StatusText(const grpc::Status& s) {
 
 }  // namespace
 
-AgentClient::AgentClient(ServeOptions options) : opt_(std::move(options)) {}
+AgentClient::AgentClient(ServeOptions options)
+    : opt_(std::move(options)), instance_id_(RandomInstanceId()) {}
 
 AgentClient::~AgentClient() {
   {
@@ -104,10 +123,15 @@ absl::Status AgentClient::Init() {
       Log(absl::StrCat("spool ", path, ": ", msgs.status().ToString(), " (skipped)"));
       continue;
     }
-    std::string run_id;
+    std::string run_id, job_id, store_id;
     uint64_t records = 0;
     bool finished = false;
     for (const AgentMessage& m : *msgs) {
+      if (m.has_origin()) {
+        run_id = m.origin().run_id();
+        job_id = m.origin().job_id();
+        store_id = m.origin().store_id();
+      }
       if (m.has_run_started()) run_id = m.run_started().run_id();
       if (m.has_interval()) {
         run_id = m.interval().run_id();
@@ -125,6 +149,8 @@ absl::Status AgentClient::Init() {
     }
     auto entry = std::make_shared<RunEntry>();
     entry->run_id = run_id;
+    entry->job_id = job_id;
+    entry->store_id = store_id;
     entry->records = records;
     entry->finished = finished;
     auto writer = SpoolWriter::Open(opt_.spool_dir, run_id);
@@ -148,7 +174,8 @@ absl::Status AgentClient::Init() {
       entry->finished = true;
     }
     Log(absl::StrCat("re-adopted spooled run ", run_id, " (", records, " interval records",
-                     entry->finish_sent ? ", already reported)" : ")"));
+                     entry->finish_sent ? ", already reported" : "",
+                     store_id.empty() ? std::string() : absl::StrCat(", store ", store_id), ")"));
     runs_[run_id] = std::move(entry);
   }
   syncer_ = std::thread([this] { SyncerLoop(); });
@@ -277,7 +304,12 @@ bool AgentClient::Session(uint64_t conn_id) {
     for (const auto& [k, v] : opt_.labels) (*hello->mutable_labels())[k] = v;
     for (const std::string& p : opt_.allow_paths) hello->add_allow_paths(p);
     hello->set_enrolment_token(opt_.token);
-    for (const std::string& id : RunningRunsLocked()) hello->add_running_runs(id);
+    hello->set_instance_id(instance_id_);
+    for (const std::string& id : RunningRunsLocked()) {
+      hello->add_running_runs(id);
+      const std::string& store = runs_.at(id)->store_id;
+      if (!store.empty()) (*hello->mutable_run_store_ids())[id] = store;
+    }
   }
 
   auto stream = stub->Connect(&ctx);
@@ -335,6 +367,7 @@ bool AgentClient::Session(uint64_t conn_id) {
     }
     hb_ms = welcome_.heartbeat_interval_ms() > 0 ? welcome_.heartbeat_interval_ms()
                                                  : kDefaultHeartbeatMs;
+    store_id_ = welcome_.store_id();
     ReplayLocked(welcome_, conn_id);
     connected_ = true;
     conn_id_ = conn_id;
@@ -403,7 +436,7 @@ bool AgentClient::Session(uint64_t conn_id) {
           RunEntry& e = *it->second;
           e.finish_sent = true;
           e.finish_sent_conn = conn_id;
-          e.finish_sent_ms = NowMs();
+          e.finish_sent_mono_ms = MonoMs();
           const std::string marker = opt_.spool_dir + "/" + SentMarkerName(e.run_id);
           const int fd = open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
           if (fd >= 0) close(fd);
@@ -425,6 +458,8 @@ void AgentClient::ReaderLoop(
       case ControllerMessage::kWelcome: {
         std::lock_guard<std::mutex> lk(mu_);
         welcome_ = m.welcome();
+        // Set here, before any AssignRun or CancelRun of this stream is read.
+        store_id_ = welcome_.store_id();
         welcomed_ = true;
         cv_.notify_all();
         break;
@@ -465,9 +500,19 @@ void AgentClient::HandleAssign(const iofleet::v1::AssignRun& assign) {
   auto entry = std::make_shared<RunEntry>();
   entry->run_id = assign.run_id();
   entry->job_id = assign.job_id();
+  entry->store_id = store_id_;
   auto writer = SpoolWriter::Open(opt_.spool_dir, assign.run_id());
   if (writer.ok()) {
     entry->spool = std::move(*writer);
+    // The run's first record says which store it belongs to, so that no other
+    // store's controller can cancel or drop it, even after an agent restart.
+    AgentMessage origin;
+    origin.mutable_origin()->set_run_id(entry->run_id);
+    origin.mutable_origin()->set_job_id(entry->job_id);
+    origin.mutable_origin()->set_store_id(entry->store_id);
+    if (absl::Status st = entry->spool->Append(origin); !st.ok()) {
+      Log(absl::StrCat("run ", entry->run_id, ": ", st.ToString()));
+    }
   } else {
     Log(absl::StrCat("run ", assign.run_id(), ": ", writer.status().ToString(),
                      " (running without a replay buffer)"));
@@ -484,6 +529,12 @@ void AgentClient::HandleCancel(const iofleet::v1::CancelRun& cancel) {
   auto it = runs_.find(cancel.run_id());
   if (it == runs_.end()) {
     Log(absl::StrCat("CancelRun for unknown run ", cancel.run_id(), " ignored"));
+    return;
+  }
+  if (!OfCurrentStoreLocked(*it->second)) {
+    Log(absl::StrCat("WARNING: CancelRun for run ", cancel.run_id(), " ignored: the run belongs "
+                     "to store ", it->second->store_id, ", this controller serves store ",
+                     store_id_.empty() ? std::string("(none)") : store_id_));
     return;
   }
   it->second->cancel = true;
@@ -577,7 +628,8 @@ void AgentClient::Emit(RunEntry& entry, AgentMessage msg) {
     if (msg.has_interval()) ++entry.records;
     const bool finished = msg.has_run_finished();
     if (finished) entry.finished = true;
-    if (connected_) {
+    // A run of another store is spooled only: its controller gets it on replay.
+    if (connected_ && OfCurrentStoreLocked(entry)) {
       queue_.push_back(Outgoing{std::move(msg), finished ? entry.run_id : std::string()});
       cv_.notify_all();
     }
@@ -588,7 +640,14 @@ void AgentClient::Emit(RunEntry& entry, AgentMessage msg) {
 void AgentClient::ReplayLocked(const iofleet::v1::Welcome& welcome, uint64_t conn_id) {
   queue_.clear();
   std::vector<std::string> drop;
+  std::map<std::string, std::vector<std::string>> foreign;  // store -> runs
   for (auto& [id, e] : runs_) {
+    if (!OfCurrentStoreLocked(*e)) {
+      // Not this controller's run: never replayed to it, never dropped on its
+      // word. The spool keeps it for a controller of its own store.
+      foreign[e->store_id].push_back(absl::StrCat(id, e->finished ? "" : " (running)"));
+      continue;
+    }
     const auto it = welcome.next_seq().find(id);
     if (it == welcome.next_seq().end() && e->finished && e->finish_sent) {
       drop.push_back(id);  // reported, and the controller no longer asks for it
@@ -602,20 +661,34 @@ void AgentClient::ReplayLocked(const iofleet::v1::Welcome& welcome, uint64_t con
       continue;
     }
     for (AgentMessage& m : *msgs) {
+      if (m.has_origin()) continue;  // spool-only
       if (m.has_interval() && m.interval().seq() < from) continue;
       const bool finished = m.has_run_finished();
       queue_.push_back(Outgoing{std::move(m), finished ? id : std::string()});
     }
   }
   for (const std::string& id : drop) RemoveSpoolLocked(id);
+  for (const auto& [store, ids] : foreign) {
+    Log(absl::StrCat(
+        "WARNING: the controller at ", opt_.controller, " serves store ",
+        welcome.store_id().empty() ? std::string("(none: an older controller)") : welcome.store_id(),
+        ", but ", ids.size(), " run(s) of this agent belong to store ", store, ": ",
+        absl::StrJoin(ids, ", "), ". They are not sent to this controller and not dropped: running "
+        "ones run to completion, and their data stays in ", opt_.spool_dir,
+        " until a controller of store ", store, " connects (docs/state-safety.md)"));
+  }
+}
+
+bool AgentClient::OfCurrentStoreLocked(const RunEntry& e) const {
+  return e.store_id.empty() || e.store_id == store_id_;
 }
 
 void AgentClient::CollectGarbageLocked(uint64_t conn_id) {
-  const uint64_t now = NowMs();
+  const uint64_t now = MonoMs();
   std::vector<std::string> drop;
   for (auto& [id, e] : runs_) {
     if (e->finished && e->finish_sent && e->finish_sent_conn == conn_id &&
-        now - e->finish_sent_ms > kSpoolKeepMs) {
+        now - e->finish_sent_mono_ms > kSpoolKeepMs) {
       drop.push_back(id);
     }
   }

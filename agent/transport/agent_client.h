@@ -48,12 +48,15 @@ class AgentClient {
   struct RunEntry {
     std::string run_id;
     std::string job_id;
+    // Welcome.store_id of the controller that assigned the run (spooled as the
+    // run's RunOrigin record). Empty for runs spooled by older agents.
+    std::string store_id;
     std::unique_ptr<SpoolWriter> spool;
     std::atomic<bool> cancel{false};
     bool finished = false;       // RunFinished spooled
     bool finish_sent = false;    // RunFinished written to a stream
     uint64_t finish_sent_conn = 0;
-    uint64_t finish_sent_ms = 0;
+    uint64_t finish_sent_mono_ms = 0;  // monotonic: only ever used as a duration
     uint64_t records = 0;        // interval records spooled
     std::thread thread;
   };
@@ -74,6 +77,9 @@ class AgentClient {
   void CollectGarbageLocked(uint64_t conn_id);
   void RemoveSpoolLocked(const std::string& run_id);
   std::vector<std::string> RunningRunsLocked() const;
+  // True when `e` belongs to the store of the current session's controller (or
+  // its store is unknown: spooled by an older agent, or an older controller).
+  bool OfCurrentStoreLocked(const RunEntry& e) const;
   void SyncerLoop();
   uint64_t NextBackoffMs(uint32_t attempt);
 
@@ -90,6 +96,8 @@ class AgentClient {
   bool rejected_ = false;
   std::string reject_reason_;
   iofleet::v1::Welcome welcome_;
+  std::string store_id_;              // Welcome.store_id of the current session
+  const std::string instance_id_;     // random per process (Hello.instance_id)
   uint64_t conn_id_ = 0;
   // Messages for the current stream, in order. run_id is set for RunFinished so
   // the writer can mark it sent.

@@ -363,7 +363,8 @@ int SpawnController(Options& opt) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
   const std::string a1 = "--data-dir=" + opt.data_dir;
-  std::vector<std::string> args = {opt.controller_bin, a1, "--grpc-listen=127.0.0.1:0",
+  // A fresh store in the load generator's data dir (--init).
+  std::vector<std::string> args = {opt.controller_bin, a1, "--init", "--grpc-listen=127.0.0.1:0",
                                    "--http-listen=127.0.0.1:0"};
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());

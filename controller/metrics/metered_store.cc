@@ -78,6 +78,7 @@ class MeteredStore final : public Store {
   absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& run_id) override {
     return inner_->GetResult(run_id);
   }
+  absl::StatusOr<std::string> StoreId() override { return inner_->StoreId(); }
   StoreStats Stats() override { return inner_->Stats(); }
 
   std::string JobName(const std::string& job_id) {

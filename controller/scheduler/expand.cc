@@ -51,15 +51,45 @@ struct Arm {
   std::vector<std::string> hosts;  // placement of this arm
 };
 
+// Host names no agent has registered: an error naming them and the known
+// agents, unless the job may wait for them (JobSpec.wait_for_hosts).
+absl::Status CheckHostsKnown(const std::set<std::string>& hosts, const Fleet& fleet,
+                             bool wait_for_hosts, const std::string& field) {
+  if (wait_for_hosts) return absl::OkStatus();
+  std::vector<std::string> unknown;
+  for (const std::string& h : hosts) {
+    if (fleet.Get(h) == nullptr) unknown.push_back(absl::StrCat("\"", h, "\""));
+  }
+  if (unknown.empty()) return absl::OkStatus();
+  constexpr size_t kListed = 20;
+  std::vector<std::string> known;
+  for (const auto& [name, info] : fleet.agents()) {
+    if (known.size() == kListed) {
+      known.push_back(absl::StrCat("and ", fleet.agents().size() - kListed, " more"));
+      break;
+    }
+    known.push_back(name);
+  }
+  return FieldError(
+      field, absl::StrCat(unknown.size() == 1 ? "unknown host " : "unknown hosts ",
+                          absl::StrJoin(unknown, ", "), " (no agent of that name has registered); ",
+                          known.empty() ? std::string("no agent has registered yet")
+                                        : absl::StrCat("registered agents: ",
+                                                       absl::StrJoin(known, ", ")),
+                          ". Set \"wait_for_hosts\": true to queue runs for hosts that have not "
+                          "registered yet"));
+}
+
 absl::StatusOr<std::vector<std::string>> ResolvePlacement(
     const google::protobuf::RepeatedPtrField<std::string>& hosts,
     const google::protobuf::Map<std::string, std::string>& selector, const Fleet& fleet,
-    const std::string& field) {
+    const std::string& field, bool wait_for_hosts) {
   std::set<std::string> out;
   for (int i = 0; i < hosts.size(); ++i) {
     if (hosts[i].empty()) return FieldError(absl::StrCat(field, "[", i, "]"), "empty host name");
     out.insert(hosts[i]);
   }
+  IOFLEET_RETURN_IF_ERROR(CheckHostsKnown(out, fleet, wait_for_hosts, field));
   if (!selector.empty()) {
     std::map<std::string, std::string> sel(selector.begin(), selector.end());
     std::vector<std::string> matched = fleet.Match(sel);
@@ -171,7 +201,8 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
 
   // Placement of the job (variants may bring their own).
   IOFLEET_ASSIGN_OR_RETURN(std::vector<std::string> job_hosts,
-                           ResolvePlacement(spec.hosts(), spec.selector(), fleet, "hosts"));
+                           ResolvePlacement(spec.hosts(), spec.selector(), fleet, "hosts",
+                                            spec.wait_for_hosts()));
 
   // Sweep cells: the cross product of option values, keys in name order.
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;
@@ -221,7 +252,8 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
       IOFLEET_ASSIGN_OR_RETURN(vopts, CheckedOverrides(v.options(), field + ".options"));
       if (v.hosts_size() > 0 || !v.selector().empty()) {
         IOFLEET_ASSIGN_OR_RETURN(
-            hosts, ResolvePlacement(v.hosts(), v.selector(), fleet, field + ".hosts"));
+            hosts, ResolvePlacement(v.hosts(), v.selector(), fleet, field + ".hosts",
+                                    spec.wait_for_hosts()));
       }
       if (hosts.empty()) return FieldError(field + ".hosts", "no hosts to run on");
     }

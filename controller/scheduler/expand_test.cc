@@ -9,6 +9,7 @@ namespace iofleet::controller {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 TEST(ApplyOverridesTest, OverridesEveryJobSection) {
   auto list = jobspec::ParseJobText(
@@ -45,8 +46,19 @@ TEST(ExpandTest, NeedsExactlyOneWorkload) {
   EXPECT_EQ(ErrorField(ExpandJob(spec, fleet).status()), "options");
 }
 
-TEST(ExpandTest, VariantPlacementAndBadVariantOptions) {
+// A fleet where `names` have registered (disconnected is enough).
+Fleet FleetOf(std::initializer_list<const char*> names) {
   Fleet fleet;
+  for (const char* n : names) {
+    v1::Hello hello;
+    hello.set_agent_name(n);
+    fleet.Register(hello, 1, nullptr, FleetTime{}, nullptr);
+  }
+  return fleet;
+}
+
+TEST(ExpandTest, VariantPlacementAndBadVariantOptions) {
+  Fleet fleet = FleetOf({"a", "b"});
   v1::JobSpec spec;
   spec.set_fio_text("[j]\nfilename=/dev/x\nsize=1m\n");
   spec.add_hosts("a");
@@ -63,6 +75,29 @@ TEST(ExpandTest, VariantPlacementAndBadVariantOptions) {
   EXPECT_EQ((*runs)[1].host, "b");
   (*w->mutable_options())["rw"] = "sideways";
   EXPECT_EQ(ErrorField(ExpandJob(spec, fleet).status()), "variants[1].options");
+}
+
+TEST(ExpandTest, UnknownHostsNamedUnlessTheJobMayWait) {
+  Fleet fleet = FleetOf({"a", "b"});
+  v1::JobSpec spec;
+  spec.set_fio_text("[j]\nfilename=/dev/x\nsize=1m\n");
+  spec.add_hosts("a");
+  spec.add_hosts("typo");
+  absl::Status st = ExpandJob(spec, fleet).status();
+  EXPECT_EQ(ErrorField(st), "hosts");
+  EXPECT_THAT(std::string(st.message()), HasSubstr("unknown host \"typo\""));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("registered agents: a, b"));
+  // A variant's own hosts are checked too.
+  v1::JobSpec var = spec;
+  var.clear_hosts();
+  var.add_hosts("a");
+  var.add_variants()->add_hosts("nope");
+  EXPECT_EQ(ErrorField(ExpandJob(var, fleet).status()), "variants[0].hosts");
+
+  spec.set_wait_for_hosts(true);
+  auto runs = ExpandJob(spec, fleet);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_EQ(runs->size(), 2u);
 }
 
 }  // namespace

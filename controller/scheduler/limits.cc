@@ -1,6 +1,7 @@
 #include "controller/scheduler/limits.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/printable.h"
 #include "common/status.h"
 #include "controller/scheduler/field_error.h"
 
@@ -19,6 +20,14 @@ absl::Status Length(const std::string& field, const std::string& v, size_t limit
   return absl::OkStatus();
 }
 
+// Names, tags and labels are printed by the CLI and the dashboard: no control
+// characters (a NUL truncated output, ANSI escapes cleared the screen).
+absl::Status Printable(const std::string& field, const std::string& v) {
+  const std::string what = DescribeControlChar(v);
+  if (what.empty()) return absl::OkStatus();
+  return FieldError(field, absl::StrCat(what, "; names, tags and labels must be printable"));
+}
+
 template <typename Map>
 absl::Status Labels(const std::string& field, const Map& m, const ApiLimits& l) {
   if (static_cast<size_t>(m.size()) > l.max_labels) {
@@ -28,8 +37,10 @@ absl::Status Labels(const std::string& field, const Map& m, const ApiLimits& l) 
     if (k.empty()) return FieldError(field, "empty key");
     IOFLEET_RETURN_IF_ERROR(
         Length(absl::StrCat(field, " key"), k, l.max_label_length, "max-label-length"));
+    IOFLEET_RETURN_IF_ERROR(Printable(absl::StrCat(field, " key"), k));
     IOFLEET_RETURN_IF_ERROR(
         Length(absl::StrCat(field, ".", k), v, l.max_label_length, "max-label-length"));
+    IOFLEET_RETURN_IF_ERROR(Printable(absl::StrCat(field, ".", EscapeControlChars(k)), v));
   }
   return absl::OkStatus();
 }
@@ -53,6 +64,7 @@ absl::Status Names(const std::string& field, const List& list, const ApiLimits& 
   }
   for (int i = 0; i < list.size(); ++i) {
     IOFLEET_RETURN_IF_ERROR(Length(absl::StrCat(field, "[", i, "]"), list[i], l.max_name_length));
+    IOFLEET_RETURN_IF_ERROR(Printable(absl::StrCat(field, "[", i, "]"), list[i]));
   }
   return absl::OkStatus();
 }
@@ -61,6 +73,7 @@ absl::Status Names(const std::string& field, const List& list, const ApiLimits& 
 
 absl::Status CheckJobSpecLimits(const v1::JobSpec& spec, const ApiLimits& l) {
   IOFLEET_RETURN_IF_ERROR(Length("name", spec.name(), l.max_name_length));
+  IOFLEET_RETURN_IF_ERROR(Printable("name", spec.name()));
   IOFLEET_RETURN_IF_ERROR(
       Length("fio", spec.fio_text(), l.max_fio_text_bytes, "max-fio-text-bytes"));
   IOFLEET_RETURN_IF_ERROR(
@@ -73,6 +86,7 @@ absl::Status CheckJobSpecLimits(const v1::JobSpec& spec, const ApiLimits& l) {
   }
   for (const auto& [host, o] : spec.host_overrides()) {
     IOFLEET_RETURN_IF_ERROR(Length("host_overrides key", host, l.max_name_length));
+    IOFLEET_RETURN_IF_ERROR(Printable("host_overrides key", host));
     IOFLEET_RETURN_IF_ERROR(Options(absl::StrCat("host_overrides.", host), o.options(), l));
   }
   if (static_cast<size_t>(spec.variants_size()) > l.max_list_entries) {
@@ -82,6 +96,7 @@ absl::Status CheckJobSpecLimits(const v1::JobSpec& spec, const ApiLimits& l) {
     const v1::Variant& v = spec.variants(i);
     const std::string field = absl::StrCat("variants[", i, "]");
     IOFLEET_RETURN_IF_ERROR(Length(field + ".name", v.name(), l.max_name_length));
+    IOFLEET_RETURN_IF_ERROR(Printable(field + ".name", v.name()));
     IOFLEET_RETURN_IF_ERROR(Options(field + ".options", v.options(), l));
     IOFLEET_RETURN_IF_ERROR(Names(field + ".hosts", v.hosts(), l));
     IOFLEET_RETURN_IF_ERROR(Labels(field + ".selector", v.selector(), l));
@@ -91,6 +106,7 @@ absl::Status CheckJobSpecLimits(const v1::JobSpec& spec, const ApiLimits& l) {
   }
   for (const auto& [k, vl] : spec.sweep()) {
     IOFLEET_RETURN_IF_ERROR(Length("sweep key", k, l.max_name_length));
+    IOFLEET_RETURN_IF_ERROR(Printable("sweep key", k));
     IOFLEET_RETURN_IF_ERROR(Names(absl::StrCat("sweep.", k), vl.values(), l));
   }
   if (spec.repeat() > l.max_runs_per_job) {
@@ -102,6 +118,7 @@ absl::Status CheckJobSpecLimits(const v1::JobSpec& spec, const ApiLimits& l) {
 absl::Status CheckHelloLimits(const v1::Hello& hello, const ApiLimits& l) {
   IOFLEET_RETURN_IF_ERROR(
       Length("Hello.agent_name", hello.agent_name(), l.max_label_length, "max-label-length"));
+  IOFLEET_RETURN_IF_ERROR(Printable("Hello.agent_name", hello.agent_name()));
   IOFLEET_RETURN_IF_ERROR(Labels("Hello.labels", hello.labels(), l));
   IOFLEET_RETURN_IF_ERROR(Names("Hello.allow_paths", hello.allow_paths(), l));
   IOFLEET_RETURN_IF_ERROR(Names("Hello.running_runs", hello.running_runs(), l));

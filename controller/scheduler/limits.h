@@ -36,11 +36,14 @@ struct ApiLimits {
   size_t max_list_entries = 4096;
 };
 
-// Sizes and counts of a submitted JobSpec (before it is parsed or expanded).
-// Errors name the field, e.g. `tags: 70 entries, over the limit of 64 (--max-labels)`.
+// Sizes and counts of a submitted JobSpec (before it is parsed or expanded),
+// and no control characters in its name, hosts, variant names, tags, selectors
+// and sweep values (common/printable.h). Errors name the field, e.g.
+// `tags: 70 entries, over the limit of 64 (--max-labels)`.
 absl::Status CheckJobSpecLimits(const v1::JobSpec& spec, const ApiLimits& limits);
 
-// Sizes and counts of an agent's Hello (name, labels, allow paths, inventory).
+// Sizes and counts of an agent's Hello (name, labels, allow paths, inventory);
+// no control characters in its name and labels.
 absl::Status CheckHelloLimits(const v1::Hello& hello, const ApiLimits& limits);
 
 }  // namespace iofleet::controller

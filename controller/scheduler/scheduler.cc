@@ -27,6 +27,12 @@ uint64_t SystemNowMs() {
                                    .count());
 }
 
+uint64_t SteadyNowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 v1::RunState ToProtoState(RunState s) {
   switch (s) {
     case RunState::kQueued: return v1::RUN_STATE_QUEUED;
@@ -124,6 +130,9 @@ Scheduler::Scheduler(Store* store, SchedulerOptions options)
                                  : static_cast<uint32_t>(std::clamp<uint64_t>(
                                        timeout_ms_ / 3, 100, 5000))),
       clock_(options.clock ? options.clock : SystemNowMs),
+      mono_clock_(options.mono_clock ? options.mono_clock
+                  : options.clock    ? options.clock
+                                     : SteadyNowMs),
       tick_interval_ms_(options.tick_interval_ms),
       metrics_(options.metrics),
       limits_(options.limits) {}
@@ -149,8 +158,9 @@ Scheduler::~Scheduler() {
 
 absl::Status Scheduler::Load() {
   std::lock_guard<std::mutex> l(mu_);
+  IOFLEET_ASSIGN_OR_RETURN(store_id_, store_->StoreId());
   IOFLEET_ASSIGN_OR_RETURN(std::vector<AgentRow> agents, store_->ListAgents());
-  fleet_.Load(agents, clock_());
+  fleet_.Load(agents, NowLocked());
   IOFLEET_ASSIGN_OR_RETURN(std::vector<RunRow> runs, store_->ListActiveRuns());
   for (RunRow& r : runs) {
     next_queue_pos_ = std::max(next_queue_pos_, r.queue_pos + 1);
@@ -238,6 +248,11 @@ absl::StatusOr<v1::Run> Scheduler::RunToProto(const RunRow& row, bool with_resul
   r.set_error(row.error);
   r.set_attempt(row.attempt);
   r.set_retry_of(row.retry_of);
+  if (row.state == RunState::kQueued) {
+    std::lock_guard<std::mutex> wl(wait_mu_);
+    auto it = waiting_.find(row.id);
+    if (it != waiting_.end()) r.set_waiting_for(it->second);
+  }
   if (with_result) {
     IOFLEET_ASSIGN_OR_RETURN(std::optional<ResultRow> res, store_->GetResult(row.id));
     if (res.has_value()) r.set_result_json(res->result_json);
@@ -325,6 +340,11 @@ absl::StatusOr<v1::Job> Scheduler::CancelJob(const std::string& id) {
   {
     std::lock_guard<std::mutex> l(mu_);
     IOFLEET_ASSIGN_OR_RETURN(JobRow job, store_->GetJob(id));
+    // A finished job stays as it ended: cancel changes nothing (REST 409).
+    if (IsTerminalJobState(job.state)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " already ", job.state, "; only queued or running jobs can be cancelled"));
+    }
     const uint64_t now = clock_();
     WriteBatch batch;
     std::vector<std::pair<std::string, std::string>> to_cancel;  // (host, run)
@@ -342,6 +362,11 @@ absl::StatusOr<v1::Job> Scheduler::CancelJob(const std::string& id) {
       } else {
         done.push_back(run_id);
       }
+    }
+    if (to_cancel.empty() && done.empty() && !job.cancel_requested) {
+      // Every run already ended (the job's state was not refreshed yet): nothing to cancel.
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " has no queued or running runs; nothing to cancel"));
     }
     if (!job.cancel_requested) {
       job.cancel_requested = true;
@@ -381,6 +406,8 @@ absl::StatusOr<v1::ListAgentsResponse> Scheduler::ListAgents(const v1::ListReque
     a->set_inventory_json(info.row.inventory_json);
     a->set_protocol_version(info.row.protocol_version);
     for (const std::string& p : info.row.allow_paths) a->add_allow_paths(p);
+    a->set_peer(info.peer);
+    a->set_connected_ms(info.connected_ms);
   }
   return resp;
 }
@@ -467,7 +494,9 @@ void Scheduler::DispatchLocked() {
     return a->attempt > b->attempt || (a->attempt == b->attempt && a->id < b->id);
   });
   const uint64_t now = clock_();
-  std::set<std::pair<std::string, std::string>> blocked;  // wanted by an earlier queued run
+  // (host, target) -> the earlier queued run that wants it.
+  std::map<std::pair<std::string, std::string>, std::string> blocked;
+  std::map<std::string, std::string> waiting;  // run -> why it waits
   std::set<std::string> changed_jobs;
   std::vector<std::string> failed;
   for (RunRow* r : queued) {
@@ -481,8 +510,9 @@ void Scheduler::DispatchLocked() {
       }
     }
     const AgentInfo* agent = fleet_.Get(r->host);
-    if (conflict || agent == nullptr || !agent->sender) {
-      blocked.insert(keys.begin(), keys.end());  // FIFO: later runs must not overtake
+    if (conflict || agent == nullptr || !agent->sender || !agent->foreign_runs.empty()) {
+      waiting[r->id] = WaitReasonLocked(*r, agent, blocked);
+      for (const auto& key : keys) blocked.emplace(key, r->id);  // FIFO: no overtaking
       continue;
     }
     std::vector<std::string> denied;
@@ -508,7 +538,8 @@ void Scheduler::DispatchLocked() {
     absl::Status st = store_->Write(std::move(batch));
     if (!st.ok()) {
       LogError(absl::StrCat("placing run ", r->id), st);
-      blocked.insert(keys.begin(), keys.end());
+      waiting[r->id] = absl::StrCat("placing it failed: ", st.message());
+      for (const auto& key : keys) blocked.emplace(key, r->id);
       continue;
     }
     changed_jobs.insert(r->job_id);
@@ -521,7 +552,42 @@ void Scheduler::DispatchLocked() {
     SendLocked(r->host, AssignMessage(*r));
   }
   for (const std::string& id : failed) active_.erase(id);
+  {
+    std::lock_guard<std::mutex> wl(wait_mu_);
+    waiting_.swap(waiting);
+  }
   if (!changed_jobs.empty()) RefreshJobStatesLocked(changed_jobs);
+}
+
+std::string Scheduler::WaitReasonLocked(
+    const RunRow& r, const AgentInfo* agent,
+    const std::map<std::pair<std::string, std::string>, std::string>& blocked_by) const {
+  if (agent == nullptr) {
+    return absl::StrCat("host ", r.host, " is not registered (no agent named \"", r.host,
+                        "\" has connected)");
+  }
+  if (!agent->sender) {
+    return absl::StrCat("agent ", r.host, " is down since ", FormatUnixMs(agent->row.last_seen_ms));
+  }
+  if (!agent->foreign_runs.empty()) {
+    return absl::StrCat("agent ", r.host, " is finishing ", agent->foreign_runs.size(),
+                        " run(s) of another controller store (",
+                        absl::StrJoin(agent->foreign_runs, ", "), ")");
+  }
+  for (const std::string& t : r.targets) {
+    const std::pair<std::string, std::string> key(r.host, t);
+    if (auto it = leases_.find(key); it != leases_.end()) {
+      return absl::StrCat("lease on ", r.host, ":", t, " held by run ", it->second);
+    }
+    if (auto it = draining_.find(key); it != draining_.end()) {
+      return absl::StrCat(r.host, ":", t, " still in use by run ", it->second,
+                          " (lost; its agent has not stopped it yet)");
+    }
+    if (auto it = blocked_by.find(key); it != blocked_by.end()) {
+      return absl::StrCat("behind queued run ", it->second, " for ", r.host, ":", t);
+    }
+  }
+  return "waiting for placement";
 }
 
 void Scheduler::RefreshJobStatesLocked(const std::set<std::string>& job_ids) {
@@ -581,19 +647,44 @@ absl::Status Scheduler::AgentHello(const v1::Hello& hello, std::shared_ptr<Agent
   {
     std::lock_guard<std::mutex> l(mu_);
     const std::string& name = hello.agent_name();
-    const uint64_t now = clock_();
-    AgentRow row = fleet_.Register(hello, version, sender, now, &replaced);
+    const FleetTime ft = NowLocked();
+    const uint64_t now = ft.wall_ms;
+    // Two agent processes under one name would evict each other forever: the
+    // second is refused while the first is live.
+    IOFLEET_RETURN_IF_ERROR(fleet_.CheckNameFree(hello, ft, timeout_ms_));
+    AgentRow row = fleet_.Register(hello, version, sender, ft, &replaced);
     WriteBatch batch;
     batch.upsert_agents.push_back(row);
     if (absl::Status st = store_->Write(std::move(batch)); !st.ok()) {
       LogError(absl::StrCat("registering agent ", name), st);
     }
 
-    std::set<std::string> reported(hello.running_runs().begin(), hello.running_runs().end());
+    // Runs the agent executes for another store are not ours to cancel or
+    // judge: leave them alone and place nothing on the agent until they end.
+    std::set<std::string> reported;
+    std::set<std::string> foreign;
+    for (const std::string& id : hello.running_runs()) {
+      auto sit = hello.run_store_ids().find(id);
+      if (sit != hello.run_store_ids().end() && !sit->second.empty() && sit->second != store_id_) {
+        foreign.insert(id);
+      } else {
+        reported.insert(id);
+      }
+    }
+    if (!foreign.empty()) {
+      std::fprintf(stderr,
+                   "iofleet-controller: agent %s runs %zu run(s) of another store (%s); this "
+                   "controller serves store %s: leaving them alone, placing nothing on the "
+                   "agent until they end\n",
+                   name.c_str(), foreign.size(), absl::StrJoin(foreign, ", ").c_str(),
+                   store_id_.c_str());
+      if (AgentInfo* info = fleet_.GetMutable(name)) info->foreign_runs = foreign;
+    }
     v1::ControllerMessage welcome;
     v1::Welcome* w = welcome.mutable_welcome();
     w->set_protocol_version(version);
     w->set_heartbeat_interval_ms(heartbeat_interval_ms_);
+    w->set_store_id(store_id_);
     for (const auto& [id, r] : active_) {
       if (r.host != name || r.state == RunState::kQueued) continue;
       // The agent replays from the lowest seq any clone still misses; the store
@@ -658,7 +749,7 @@ absl::Status Scheduler::AgentHello(const v1::Hello& hello, std::shared_ptr<Agent
 
 void Scheduler::AgentGone(const std::string& agent, const AgentSender* sender) {
   std::lock_guard<std::mutex> l(mu_);
-  const AgentRow* row = fleet_.Disconnect(agent, sender, clock_());
+  const AgentRow* row = fleet_.Disconnect(agent, sender, NowLocked());
   if (row == nullptr) return;
   WriteBatch batch;
   batch.upsert_agents.push_back(*row);
@@ -714,7 +805,7 @@ void Scheduler::AgentMessage(const std::string& agent, const AgentSender* sender
     std::string job_id;
     {
       std::lock_guard<std::mutex> l(mu_);
-      fleet_.Touch(agent, clock_());
+      fleet_.Touch(agent, NowLocked());
       auto it = active_.find(rec.run_id());
       if (it != active_.end()) {
         if (it->second.host != agent) return;
@@ -737,8 +828,9 @@ void Scheduler::AgentMessage(const std::string& agent, const AgentSender* sender
   std::unique_lock<std::mutex> l(mu_);
   const AgentInfo* info = fleet_.Get(agent);
   if (info == nullptr || info->sender.get() != sender) return;  // stale stream
-  const uint64_t now = clock_();
-  fleet_.Touch(agent, now);
+  const FleetTime ft = NowLocked();
+  const uint64_t now = ft.wall_ms;
+  fleet_.Touch(agent, ft);
   switch (msg.msg_case()) {
     case v1::AgentMessage::kHeartbeat: {
       if (metrics_ != nullptr) metrics_->OnHeartbeat(agent);
@@ -748,8 +840,14 @@ void Scheduler::AgentMessage(const std::string& agent, const AgentSender* sender
       std::erase_if(draining_, [&](const auto& kv) {
         return kv.first.first == agent && !running.contains(kv.second);
       });
-      if (draining_.size() != draining) DispatchLocked();
+      bool freed = draining_.size() != draining;
+      if (AgentInfo* mine = fleet_.GetMutable(agent); mine && !mine->foreign_runs.empty()) {
+        std::erase_if(mine->foreign_runs, [&](const std::string& id) { return !running.contains(id); });
+        freed = freed || mine->foreign_runs.empty();
+      }
+      if (freed) DispatchLocked();
       for (const std::string& id : msg.heartbeat().running_runs()) {
+        if (info->foreign_runs.contains(id)) continue;  // another store's run
         auto it = active_.find(id);
         if (it == active_.end() || it->second.host != agent ||
             it->second.state == RunState::kCancelled || IsTerminal(it->second.state)) {
@@ -857,8 +955,8 @@ void Scheduler::Tick() {
   std::vector<std::shared_ptr<AgentSender>> to_close;
   {
     std::lock_guard<std::mutex> l(mu_);
-    const uint64_t now = clock_();
-    for (const std::string& name : fleet_.Silent(now, timeout_ms_)) {
+    const FleetTime now = NowLocked();
+    for (const std::string& name : fleet_.Silent(now.mono_ms, timeout_ms_)) {
       const AgentInfo* info = fleet_.Get(name);
       if (info == nullptr) continue;
       if (info->sender) {

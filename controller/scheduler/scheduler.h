@@ -44,8 +44,13 @@ struct SchedulerOptions {
   uint64_t heartbeat_timeout_ms = 15000;
   // Heartbeat period asked of agents in Welcome; 0 = timeout / 3, at most 5 s.
   uint32_t heartbeat_interval_ms = 0;
-  // Wall clock in unix ms (tests inject a fake). Default: the system clock.
+  // Wall clock in unix ms, for what is stored and shown (tests inject a fake).
+  // Default: the system clock.
   std::function<uint64_t()> clock;
+  // Monotonic clock in ms: every duration (heartbeat timeout, silence) is
+  // measured on it, so a wall-clock step never expires an agent. Default:
+  // steady_clock; when only `clock` is injected (tests), that one.
+  std::function<uint64_t()> mono_clock;
   // Period of the background liveness/dispatch tick; 0 = no thread (call Tick()).
   uint32_t tick_interval_ms = 500;
   // Heartbeat metrics (not owned; must outlive the scheduler). Optional.
@@ -104,6 +109,8 @@ class Scheduler {
 
   uint32_t heartbeat_interval_ms() const { return heartbeat_interval_ms_; }
   uint64_t NowMs() const { return clock_(); }
+  // The store's identity (Store::StoreId), sent to agents in Welcome.
+  const std::string& store_id() const { return store_id_; }
 
  private:
   Scheduler(Store* store, SchedulerOptions options);
@@ -119,6 +126,13 @@ class Scheduler {
   absl::StatusOr<v1::Run> RunToProto(const RunRow& row, bool with_result);
   bool HoldsLease(const std::string& run_id) const;
 
+  FleetTime NowLocked() const { return FleetTime{clock_(), mono_clock_()}; }
+  // Why queued run `r` is not placed (Run.waiting_for); `blocked_by` maps the
+  // (host, target)s wanted by earlier queued runs to those runs.
+  std::string WaitReasonLocked(
+      const RunRow& r, const AgentInfo* agent,
+      const std::map<std::pair<std::string, std::string>, std::string>& blocked_by) const;
+
   void FanOut(const std::string& job_id, const v1::IntervalRecord& rec);
   void JobFinished(const std::string& job_id);
   void TickLoop();
@@ -127,6 +141,7 @@ class Scheduler {
   const uint64_t timeout_ms_;
   const uint32_t heartbeat_interval_ms_;
   const std::function<uint64_t()> clock_;
+  const std::function<uint64_t()> mono_clock_;
   const uint32_t tick_interval_ms_;
   metrics::ControllerMetrics* const metrics_;
   const ApiLimits limits_;
@@ -139,6 +154,12 @@ class Scheduler {
   // reported still running: no new run goes there until the agent stops it.
   std::map<std::pair<std::string, std::string>, std::string> draining_;
   int64_t next_queue_pos_ = 1;
+  std::string store_id_;  // set once in Load()
+
+  // Queued run -> why it waits, as of the last dispatch (Run.waiting_for).
+  // Guarded by wait_mu_ (read without mu_ by the API).
+  mutable std::mutex wait_mu_;
+  std::map<std::string, std::string> waiting_;
 
   std::mutex watch_mu_;
   struct Watcher {

@@ -93,6 +93,7 @@ class SchedulerTest : public ::testing::Test {
     SchedulerOptions o;
     o.heartbeat_timeout_ms = 15000;
     o.clock = [this] { return now_.load(); };
+    if (separate_mono_) o.mono_clock = [this] { return mono_.load(); };
     o.tick_interval_ms = 0;
     auto s = Scheduler::Create(store_.get(), o);
     ASSERT_TRUE(s.ok()) << s.status();
@@ -109,9 +110,11 @@ class SchedulerTest : public ::testing::Test {
                                            std::map<std::string, std::string> labels = {},
                                            std::string kernel = "6.1.0-13-amd64",
                                            std::vector<std::string> allow = {},
-                                           std::vector<std::string> running = {}) {
+                                           std::vector<std::string> running = {},
+                                           std::string instance = "") {
     v1::Hello hello;
     hello.set_agent_name(name);
+    hello.set_instance_id(instance);
     hello.set_protocol_version(1);
     hello.set_min_protocol_version(1);
     hello.mutable_inventory()->set_hostname(name);
@@ -137,6 +140,8 @@ class SchedulerTest : public ::testing::Test {
     spec.set_name("t");
     spec.set_fio_text(text);
     for (const auto& h : hosts) spec.add_hosts(h);
+    // Most tests submit before their agents connect.
+    spec.set_wait_for_hosts(true);
     return spec;
   }
 
@@ -171,6 +176,8 @@ class SchedulerTest : public ::testing::Test {
   TempDir dir_;
   std::string path_;
   std::atomic<uint64_t> now_{1700000000000};
+  bool separate_mono_ = false;  // set before Open(): mono_ drives durations
+  std::atomic<uint64_t> mono_{5000};
   std::unique_ptr<Store> store_;
   std::unique_ptr<Scheduler> sched_;
 };
@@ -497,6 +504,111 @@ TEST_F(SchedulerTest, PagingJobsAndRuns) {
   ASSERT_TRUE(rr.ok());
   EXPECT_EQ(rr->runs_size(), 1);
   EXPECT_TRUE(rr->next_page_token().empty());
+}
+
+TEST_F(SchedulerTest, CancelOfFinishedJobChangesNothing) {
+  auto a = Connect("a");
+  const std::string j = Submit(Spec({"a"}));
+  Started("a", a.get(), j + "-1");
+  Finished("a", a.get(), j + "-1");
+  const v1::Run before = sched_->GetRun(j + "-1").value();
+  auto st = sched_->CancelJob(j);
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(st.status().message()), HasSubstr("already succeeded"));
+  EXPECT_EQ(sched_->GetJob(j)->state(), "succeeded");
+  const v1::Run after = sched_->GetRun(j + "-1").value();
+  EXPECT_EQ(after.state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ(after.finished_ms(), before.finished_ms());
+  EXPECT_EQ(after.error(), "");
+  EXPECT_TRUE(a->Cancelled().empty());
+}
+
+TEST_F(SchedulerTest, UnknownHostRefusedUnlessTheJobWaits) {
+  Connect("a");
+  v1::JobSpec spec = Spec({"a", "typo"});
+  spec.set_wait_for_hosts(false);
+  auto st = sched_->SubmitJob(spec);
+  EXPECT_EQ(ErrorField(st.status()), "hosts");
+  EXPECT_THAT(std::string(st.status().message()), HasSubstr("unknown host \"typo\""));
+  EXPECT_THAT(std::string(st.status().message()), HasSubstr("registered agents: a"));
+}
+
+TEST_F(SchedulerTest, QueuedRunsSayWhyTheyWait) {
+  auto a = Connect("a");
+  const std::string j1 = Submit(Spec({"a"}));
+  const std::string j2 = Submit(Spec({"a"}));
+  const std::string j3 = Submit(Spec({"ghost"}));
+  EXPECT_EQ(sched_->GetRun(j1 + "-1")->waiting_for(), "");  // assigned
+  EXPECT_EQ(sched_->GetRun(j2 + "-1")->waiting_for(),
+            "lease on a:/dev/nvme0n1 held by run " + j1 + "-1");
+  EXPECT_THAT(sched_->GetRun(j3 + "-1")->waiting_for(), HasSubstr("host ghost is not registered"));
+  sched_->AgentGone("a", a.get());
+  const std::string j4 = Submit(Spec({"a"}, "[job]\nfilename=/dev/nvme9n1\nrw=read\nsize=1m\n"));
+  EXPECT_THAT(Runs(j4)[0].waiting_for(), HasSubstr("agent a is down since 2023-11-14T22:13:20"));
+}
+
+TEST_F(SchedulerTest, SecondAgentWithTheSameNameIsRefused) {
+  auto first = Connect("dup", {}, "6.1", {}, {}, "proc-1");
+  const std::string j = Submit(Spec({"dup"}));
+  v1::Hello hello;
+  hello.set_agent_name("dup");
+  hello.set_protocol_version(1);
+  hello.set_instance_id("proc-2");
+  auto second = std::make_shared<RecordingSender>();
+  absl::Status st = sched_->AgentHello(hello, second);
+  EXPECT_EQ(st.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("in use by a live session"));
+  EXPECT_FALSE(first->closed());
+  EXPECT_TRUE(second->msgs().empty());
+  EXPECT_THAT(first->Assigned(), ElementsAre(j + "-1"));
+  // The same process reconnecting replaces its own stream.
+  auto again = Connect("dup", {}, "6.1", {}, {j + "-1"}, "proc-1");
+  EXPECT_TRUE(first->closed());
+  // Once the live session is silent past the timeout, the name is free.
+  now_ += 16000;
+  EXPECT_TRUE(sched_->AgentHello(hello, second).ok());
+}
+
+TEST_F(SchedulerTest, WallClockStepDoesNotLoseRuns) {
+  separate_mono_ = true;
+  Reopen();
+  auto a = Connect("a");
+  const std::string j = Submit(Spec({"a"}));
+  Started("a", a.get(), j + "-1");
+  now_ += 3600 * 1000;  // the wall clock jumps an hour; 1 s really passes
+  mono_ += 1000;
+  sched_->Tick();
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_RUNNING);
+  EXPECT_FALSE(a->closed());
+  mono_ += 15001;  // real silence still counts
+  sched_->Tick();
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_LOST);
+}
+
+TEST_F(SchedulerTest, RunsOfAnotherStoreAreLeftAlone) {
+  ASSERT_FALSE(sched_->store_id().empty());
+  const std::string j = Submit(Spec({"a"}));
+  v1::Hello hello;
+  hello.set_agent_name("a");
+  hello.set_protocol_version(1);
+  hello.add_running_runs("jforeign-1");
+  (*hello.mutable_run_store_ids())["jforeign-1"] = "another-store";
+  auto a = std::make_shared<RecordingSender>();
+  ASSERT_TRUE(sched_->AgentHello(hello, a).ok());
+  ASSERT_TRUE(a->msgs()[0].has_welcome());
+  EXPECT_EQ(a->msgs()[0].welcome().store_id(), sched_->store_id());
+  EXPECT_TRUE(a->Cancelled().empty());
+  EXPECT_TRUE(a->Assigned().empty());  // nothing placed while it runs another store's run
+  EXPECT_THAT(Runs(j)[0].waiting_for(), HasSubstr("run(s) of another controller store"));
+  v1::AgentMessage hb;
+  hb.mutable_heartbeat()->add_running_runs("jforeign-1");
+  sched_->AgentMessage("a", a.get(), hb);
+  EXPECT_TRUE(a->Cancelled().empty());
+  EXPECT_TRUE(a->Assigned().empty());
+  v1::AgentMessage done;
+  done.mutable_heartbeat();
+  sched_->AgentMessage("a", a.get(), done);  // the foreign run ended
+  EXPECT_THAT(a->Assigned(), ElementsAre(j + "-1"));
 }
 
 TEST_F(SchedulerTest, RejectsUnsupportedProtocol) {

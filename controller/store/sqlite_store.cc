@@ -98,6 +98,21 @@ CREATE INDEX runs_by_job ON runs(job_id, seq);
 CREATE INDEX runs_by_state ON runs(state);
 CREATE INDEX leases_by_run ON leases(run_id);
 )sql",
+    // 3: store identity (docs/state-safety.md): one row, a random UUID (v4) made
+    // when the store is created (or first opened by a build that has this
+    // migration). Agents tag their runs with it and ignore orders about them
+    // from a controller whose store has another id.
+    R"sql(
+CREATE TABLE store_identity(
+  id TEXT NOT NULL,
+  created_ms INTEGER NOT NULL);
+INSERT INTO store_identity(id, created_ms) VALUES(
+  lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' ||
+  substr(lower(hex(randomblob(2))), 2) || '-' ||
+  substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2) || '-' ||
+  lower(hex(randomblob(6))),
+  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER));
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -526,6 +541,14 @@ class SqliteStore final : public Store {
     }
     if (!s.status().ok()) return s.status();
     return std::optional<ResultRow>();
+  }
+
+  absl::StatusOr<std::string> StoreId() override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, "SELECT id FROM store_identity LIMIT 1");
+    if (s.Step()) return s.Text(0);
+    if (!s.status().ok()) return s.status();
+    return absl::DataLossError("sqlite: table store_identity is empty (the store has no identity)");
   }
 
   StoreStats Stats() override {

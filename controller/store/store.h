@@ -165,6 +165,10 @@ class Store {
 
   virtual absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& run_id) = 0;
 
+  // The store's identity: a UUID made once when the store was initialised
+  // (docs/state-safety.md). Agents remember it per run.
+  virtual absl::StatusOr<std::string> StoreId() = 0;
+
   virtual StoreStats Stats() = 0;
 };
 

@@ -135,6 +135,7 @@ export function normRun(r) {
     started_ms: num(pick(r, 'started_ms')),
     finished_ms: num(pick(r, 'finished_ms')),
     error: pick(r, 'error', ''),
+    waiting_for: pick(r, 'waiting_for', ''),
     result: jsonDoc(pick(r, 'result')) || jsonDoc(pick(r, 'result_json')),
   };
 }

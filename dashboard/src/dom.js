@@ -1,5 +1,16 @@
 // A tiny DOM builder (no innerHTML: every string is inserted as text) and formatters.
 
+// Control characters (C0, DEL, C1) as visible escapes: names from the API are
+// inserted as text, so they cannot inject markup, but a NUL or an escape
+// sequence would still be invisible or mangled. Newlines and tabs stay.
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+export function printable(s) {
+  return String(s).replace(CONTROL, (c) => {
+    const code = c.charCodeAt(0);
+    return code >= 0x80 ? `\\u${code.toString(16).padStart(4, '0')}` : `\\x${code.toString(16).padStart(2, '0')}`;
+  });
+}
+
 // h('a', {href: '#/jobs', class: 'x'}, 'text', child, [more children])
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -11,7 +22,7 @@ export function h(tag, attrs, ...children) {
       else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
       else if (k === 'dataset') Object.assign(el.dataset, v);
       else if (v === true) el.setAttribute(k, '');
-      else el.setAttribute(k, String(v));
+      else el.setAttribute(k, printable(v));
     }
   }
   append(el, children);
@@ -23,7 +34,7 @@ function append(el, children) {
     if (c === undefined || c === null || c === false) continue;
     if (Array.isArray(c)) append(el, c);
     else if (c instanceof Node) el.appendChild(c);
-    else el.appendChild(document.createTextNode(String(c)));
+    else el.appendChild(document.createTextNode(printable(c)));
   }
 }
 

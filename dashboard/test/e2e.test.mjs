@@ -101,7 +101,7 @@ describe('dashboard against the real controller and agent', { skip, timeout: 240
     tmp = await mkdtemp(join(tmpdir(), 'iofleet-dash-e2e-'));
     const c = await start(
       CONTROLLER,
-      [`--data-dir=${join(tmp, 'data')}`, '--grpc-listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+      [`--data-dir=${join(tmp, 'data')}`, '--init', '--grpc-listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
       [/http listening on (\S+)/, /grpc listening on (\S+)/],
     );
     controller = c.proc;

@@ -76,6 +76,16 @@ describe('dashboard against a fake API', { skip: skip || false, timeout: 120000 
     assert.ok(runLists.length >= 3 && runLists.every((r) => /page_size=100/.test(r.query)), JSON.stringify(runLists));
   });
 
+  it('says why a queued run waits, and shows control characters escaped', async () => {
+    await page.goto(`${fake.url}#/jobs/${fake.api.waitingJob.id}`);
+    const row = page.locator('table[aria-label="runs"] tbody tr[data-state="queued"]').first();
+    await row.waitFor();
+    assert.match(await row.innerText(), /waiting: agent a2 is down since 2024-05-01T12:00:00\.000Z/);
+    const title = await page.locator('h1').innerText();
+    assert.ok(title.includes('waits\\x1b[2J\\x00here'), title);
+    assert.ok(!/[\u0000-\u0008\u000b-\u001f]/.test(await page.locator('body').innerText()));
+  });
+
   it('shows a 400 error next to the field it names', async () => {
     await page.goto(`${fake.url}#/submit`);
     await page.getByLabel('Job name').fill('bad job');

@@ -174,3 +174,14 @@ describe('compare', () => {
     assert.equal(iodepthGroups([{ cell: 'bs=4k', metric: 'iops' }, { cell: 'bs=8k', metric: 'iops' }]).size, 0);
   });
 });
+
+describe('printable', async () => {
+  const { printable } = await import('../src/dom.js');
+  it('shows control characters as escapes, keeps the rest', () => {
+    assert.equal(printable('job\u0000tail'), 'job\\x00tail');
+    assert.equal(printable('\u001b[2J\u001b[Hwiped'), '\\x1b[2J\\x1b[Hwiped');
+    assert.equal(printable('csi\u009b'), 'csi\\u009b');
+    assert.equal(printable('a\nb\tc é'), 'a\nb\tc é');
+    assert.equal(printable(42), '42');
+  });
+});

@@ -226,6 +226,10 @@ export class FakeApi {
     for (let i = 0; i < seedJobs; i++) {
       this._addJob({ name: `old-job-${i + 1}`, fio: '[j]\nrw=read\nruntime=1\n', hosts: ['a1'] }, now - 86400000 + i * 1000, true);
     }
+    // Queued for good, with the reason the controller gives, and a name from an
+    // older store that holds control characters.
+    this.waitingJob = this._addJob({ name: 'waits\u001b[2J\u0000here', fio: '[j]\nrw=read\nruntime=1\n', hosts: ['a2'] }, now - 60000);
+    this.waitingJob.runs[0].waiting_for = 'agent a2 is down since 2024-05-01T12:00:00.000Z';
     this.bigJob = this._addJob({ name: 'big job', fio: '[j]\nrw=read\nruntime=1\n', hosts: ['a1'], repeat: 250 }, now - 7200000, true);
     this.sweepJob = this._addJob(
       {
@@ -281,6 +285,7 @@ export class FakeApi {
     const end = start + r.run_ms;
     let state;
     if (r.finished) state = 'succeeded';
+    else if (r.waiting_for) state = 'queued';
     else if (r.cancelled_ms && r.cancelled_ms < end) state = 'cancelled';
     else if (now < start) state = 'queued';
     else if (now < end) state = 'running';
@@ -326,6 +331,7 @@ export class FakeApi {
       finished_ms: String(v.finished),
       error: v.state === 'cancelled' ? 'cancelled' : '',
     };
+    if (v.state === 'queued' && r.waiting_for) out.waiting_for = r.waiting_for;
     if (r.repetition === 0) delete out.repetition; // proto JSON omits zero values
     if (withResult && v.state === 'succeeded') out.result_json = JSON.stringify(fioResult(r, this._records(r)));
     return out;

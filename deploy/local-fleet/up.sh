@@ -75,7 +75,8 @@ done
 
 # ---- controller (root namespace, on the bridge address) ----
 mkdir -p "$FLEET_STATE/controller/data"
-setsid "$bin/iofleet-controller" --data-dir="$FLEET_STATE/controller/data" \
+# --init: the fleet's own state dir; a new store on the first up, the same one after.
+setsid "$bin/iofleet-controller" --data-dir="$FLEET_STATE/controller/data" --init \
   --grpc-listen="$CONTROLLER_IP:$GRPC_PORT" --http-listen="$CONTROLLER_IP:$HTTP_PORT" \
   >"$FLEET_STATE/controller/controller.log" 2>&1 </dev/null &
 echo $! >"$FLEET_STATE/controller.pid"

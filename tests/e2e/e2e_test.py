@@ -78,11 +78,12 @@ class Controller:
         self.starts += 1
         log = open(os.path.join(self.env.dir, f"controller.{self.starts}.log"), "w")
         self.grpc = self.http = None
+        # The first start makes the store (--init); a restart must find it.
         self.proc = subprocess.Popen(
             [os.path.join(BUILD, "bin", "iofleet-controller"),
              f"--data-dir={self.env.data_dir}",
              f"--grpc-listen=127.0.0.1:{self.grpc_port}",
-             f"--http-listen=127.0.0.1:{self.http_port}"],
+             f"--http-listen=127.0.0.1:{self.http_port}"] + (["--init"] if self.starts == 1 else []),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         found = threading.Event()
 

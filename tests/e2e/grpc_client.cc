@@ -5,6 +5,8 @@
 //                    [--selector=k=v,...] [--repeat=N] [--name=NAME]   -> prints the job id
 //   iofleet-e2e-grpc --controller=HOST:PORT get-job ID                  -> Job as JSON
 //   iofleet-e2e-grpc --controller=HOST:PORT get-run ID                  -> Run as JSON
+//   iofleet-e2e-grpc --controller=HOST:PORT cancel ID                   -> Job as JSON, or
+//                    "CancelJob: code N: message" on stderr and exit 1
 //   iofleet-e2e-grpc --controller=HOST:PORT watch ID --count=N --timeout-s=T
 //                    -> prints how many IntervalRecords arrived (exit 0 when >= N)
 #include <chrono>
@@ -111,6 +113,23 @@ int main(int argc, char** argv) {
     if (!st.ok()) return Die("GetRun: " + st.error_message());
     std::string out;
     (void)google::protobuf::util::MessageToJsonString(run, &out, jopt);
+    printf("%s\n", out.c_str());
+    return 0;
+  }
+  if (cmd == "cancel") {
+    if (pos.empty()) return Die("cancel ID");
+    iofleet::v1::GetJobRequest req;
+    req.set_id(pos[0]);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    iofleet::v1::Job job;
+    grpc::Status st = stub->CancelJob(&ctx, req, &job);
+    if (!st.ok()) {
+      return Die("CancelJob: code " + std::to_string(static_cast<int>(st.error_code())) + ": " +
+                 st.error_message());
+    }
+    std::string out;
+    (void)google::protobuf::util::MessageToJsonString(job, &out, jopt);
     printf("%s\n", out.c_str());
     return 0;
   }

@@ -38,7 +38,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -98,12 +97,6 @@ def wait_for(pred, timeout, what, interval=0.2):
     raise TestFailure(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return s.getsockname()[1]
-
-
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -130,15 +123,23 @@ def rss_kb(pid):
 # Processes.
 
 class Controller:
+    """The controller process. The first start binds port 0 (unless ports are
+    given) and reads the ports it bound from its log ("grpc listening on ...");
+    restarts reuse them, so agents find it again. The first start passes --init
+    (a new store in the case's data dir); restarts must find that store."""
+
     def __init__(self, env, ip="127.0.0.1", grpc_port=None, http_port=None,
-                 heartbeat_timeout="3s"):
+                 heartbeat_timeout="3s", extra_args=(), proc_env=None):
         self.env = env
         self.ip = ip
-        self.grpc_port = grpc_port or free_port()
-        self.http_port = http_port or free_port()
+        self.grpc_port = grpc_port or 0
+        self.http_port = http_port or 0
         self.hb = heartbeat_timeout
+        self.extra_args = list(extra_args)
+        self.proc_env = proc_env  # environment of the process (None: inherit)
         self.proc = None
         self.starts = 0
+        self.log_path = None
 
     @property
     def grpc(self):
@@ -148,24 +149,45 @@ class Controller:
     def http(self):
         return f"{self.ip}:{self.http_port}"
 
-    def start(self):
+    def start(self, init=None, data_dir=None, wait=True):
+        """init: pass --init (default: on the first start only). Returns the log path."""
         self.starts += 1
+        if init is None:
+            init = self.starts == 1
         path = os.path.join(self.env.dir, f"controller.{self.starts}.log")
+        self.log_path = path
         logf = open(path, "w")
         self.proc = subprocess.Popen(
             [os.path.join(BUILD, "bin", "iofleet-controller"),
-             f"--data-dir={self.env.data_dir}", f"--grpc-listen={self.grpc}",
-             f"--http-listen={self.http}", f"--heartbeat-timeout={self.hb}"],
-            stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+             f"--data-dir={data_dir or self.env.data_dir}", f"--grpc-listen={self.grpc}",
+             f"--http-listen={self.http}", f"--heartbeat-timeout={self.hb}"]
+            + (["--init"] if init else []) + self.extra_args,
+            stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+            env=self.proc_env)
         logf.close()
         self.env.procs.append(self.proc)
+        if not wait:
+            return path
 
         def listening():
-            check(self.proc.poll() is None, f"controller exited {self.proc.returncode}")
+            check(self.proc.poll() is None,
+                  f"controller exited {self.proc.returncode}: {open(path).read()[-500:]}")
             with open(path) as f:
                 t = f.read()
-            return "grpc listening on" in t and "http listening on" in t
+            g = re.search(r"grpc listening on (\S+)", t)
+            h = re.search(r"http listening on (\S+)", t)
+            if not (g and h):
+                return False
+            self.grpc_port = int(g.group(1).rsplit(":", 1)[1])
+            self.http_port = int(h.group(1).rsplit(":", 1)[1])
+            return True
         wait_for(listening, 20, "controller listening")
+        return path
+
+    def store_id(self):
+        with open(self.log_path) as f:
+            m = re.search(r"^store (\S+) in ", f.read(), re.M)
+        return m.group(1) if m else None
 
     def kill(self):
         self.proc.kill()
@@ -190,9 +212,11 @@ def stop_proc(proc, timeout=15):
 
 
 class Agent:
-    def __init__(self, env, name, netns=None, controller=None, target_size=4 << 20):
+    def __init__(self, env, name, netns=None, controller=None, target_size=4 << 20,
+                 agent_name=None):
         self.env = env
-        self.name = name
+        self.name = name  # this harness's key: log, spool and allow dir names
+        self.agent_name = agent_name or name  # --name
         self.netns = netns
         self.controller = controller  # HOST:PORT; default: env.controller.grpc
         self.allow = os.path.join(env.dir, f"allow-{name}")
@@ -208,7 +232,7 @@ class Agent:
     def start(self):
         cmd = [os.path.join(BUILD, "bin", "iofleet-agent"), "serve",
                f"--controller={self.controller or self.env.controller.grpc}",
-               f"--name={self.name}", f"--labels=host={self.name}",
+               f"--name={self.agent_name}", f"--labels=host={self.agent_name}",
                f"--allow-path={self.allow}", f"--spool-dir={self.spool}",
                "--backoff-initial-ms=100", "--backoff-max-ms=1000"]
         if self.netns:

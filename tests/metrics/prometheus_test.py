@@ -336,7 +336,8 @@ def run_test(build, src, tmp, prom_bin, promtool, procs):
             ready.set()
     ctl = Proc("controller", [os.path.join(build, "bin", "iofleet-controller"),
                               f"--data-dir={os.path.join(tmp, 'data')}",
-                              "--grpc-listen=127.0.0.1:0", "--http-listen=127.0.0.1:0"],
+                              "--grpc-listen=127.0.0.1:0", "--http-listen=127.0.0.1:0",
+                              "--init"],
                tmp, on_ctl)
     procs.append(ctl)
     check(ready.wait(20), "controller did not report its listen addresses")

@@ -70,6 +70,7 @@ class SecurityTest : public ::testing::Test {
   controller::ServerOptions Options(bool tls, bool mtls) {
     controller::ServerOptions o;
     o.data_dir = dir_ + "/data";
+    o.init = true;
     o.grpc_listen = "127.0.0.1:0";
     o.http_listen = "127.0.0.1:0";
     o.api_token = kApiToken;
@@ -124,6 +125,9 @@ class SecurityTest : public ::testing::Test {
     auto stream = stub->Connect(&ctx);
     v1::AgentMessage m;
     m.mutable_hello()->set_agent_name("probe");
+    // One probing process: a Hello right after an accepted one replaces its
+    // session instead of being refused as a second agent with the same name.
+    m.mutable_hello()->set_instance_id("security-test-probe");
     m.mutable_hello()->set_protocol_version(1);
     m.mutable_hello()->set_min_protocol_version(1);
     m.mutable_hello()->set_enrolment_token(hello_token);

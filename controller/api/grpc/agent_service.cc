@@ -18,8 +18,11 @@ class AgentStreamReactor;
 // reactor): one write in flight, the rest queued; Finish after the queue drains.
 class Session final : public AgentSender {
  public:
-  explicit Session(grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* reactor)
-      : reactor_(reactor) {}
+  Session(grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* reactor,
+          std::string peer)
+      : reactor_(reactor), peer_(std::move(peer)) {}
+
+  std::string peer() const override { return peer_; }
 
   void Send(const v1::ControllerMessage& msg) override {
     std::lock_guard<std::mutex> l(mu_);
@@ -76,6 +79,7 @@ class Session final : public AgentSender {
 
   std::mutex mu_;
   grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* reactor_;
+  const std::string peer_;
   std::deque<v1::ControllerMessage> queue_;  // front is in flight while writing_
   bool writing_ = false;
   bool finishing_ = false;
@@ -88,9 +92,10 @@ class AgentStreamReactor final
  public:
   // `token`: the enrolment token Hello must carry unless `authenticated` (the
   // call's metadata already had it); empty = none needed.
-  AgentStreamReactor(Scheduler* scheduler, const std::string& token, bool authenticated)
+  AgentStreamReactor(Scheduler* scheduler, const std::string& token, bool authenticated,
+                     std::string peer)
       : scheduler_(scheduler),
-        session_(std::make_shared<Session>(this)),
+        session_(std::make_shared<Session>(this, std::move(peer))),
         token_(token),
         authenticated_(authenticated || token.empty()) {
     StartRead(&in_);
@@ -153,7 +158,7 @@ class AgentStreamReactor final
 grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentServiceImpl::Connect(
     grpc::CallbackServerContext* context) {
   return new AgentStreamReactor(scheduler_, agent_token_,
-                                CheckBearer(*context, agent_token_).ok());
+                                CheckBearer(*context, agent_token_).ok(), context->peer());
 }
 
 }  // namespace iofleet::controller::grpcapi

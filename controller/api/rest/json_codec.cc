@@ -112,7 +112,7 @@ absl::StatusOr<v1::JobSpec> JobSpecFromJson(const std::string& body) {
   if (!j.is_object()) return FieldError("body", "must be a JSON object");
   const std::string top;
   IOFLEET_CHECK_KEYS(j, top, "name", "fio", "options", "hosts", "selector", "host_overrides",
-                     "repeat", "variants", "sweep", "tags", "retries");
+                     "repeat", "variants", "sweep", "tags", "retries", "wait_for_hosts");
   v1::JobSpec spec;
   if (j.contains("name")) {
     if (!j["name"].is_string()) return FieldError("name", "must be a string");
@@ -159,6 +159,10 @@ absl::StatusOr<v1::JobSpec> JobSpecFromJson(const std::string& body) {
   if (j.contains("retries")) {
     IOFLEET_ASSIGN_OR_RETURN(uint32_t n, Count(j["retries"], "retries"));
     spec.set_retries(n);
+  }
+  if (j.contains("wait_for_hosts")) {
+    if (!j["wait_for_hosts"].is_boolean()) return FieldError("wait_for_hosts", "must be true or false");
+    spec.set_wait_for_hosts(j["wait_for_hosts"].get<bool>());
   }
   if (j.contains("tags")) IOFLEET_RETURN_IF_ERROR(StringMap(j["tags"], "tags", spec.mutable_tags()));
   if (j.contains("variants")) {
@@ -223,6 +227,7 @@ json SpecToJson(const v1::JobSpec& spec) {
   }
   j["repeat"] = spec.repeat() == 0 ? 1 : spec.repeat();
   j["retries"] = spec.retries();
+  if (spec.wait_for_hosts()) j["wait_for_hosts"] = true;
   j["tags"] = std::map<std::string, std::string>(spec.tags().begin(), spec.tags().end());
   if (spec.variants_size() > 0) {
     json vs = json::array();
@@ -263,7 +268,8 @@ json RunToJson(const v1::Run& r) {
             {"assigned_ms", r.assigned_ms()},
             {"started_ms", r.started_ms()},
             {"finished_ms", r.finished_ms()},
-            {"error", r.error()}};
+            {"error", r.error()},
+            {"waiting_for", r.waiting_for()}};
   if (r.result_json().empty()) {
     j["result"] = nullptr;
   } else {
@@ -305,7 +311,9 @@ json AgentToJson(const v1::Agent& a) {
           {"labels", std::map<std::string, std::string>(a.labels().begin(), a.labels().end())},
           {"inventory", inv.is_discarded() ? json::object() : inv},
           {"allow_paths", std::vector<std::string>(a.allow_paths().begin(), a.allow_paths().end())},
-          {"protocol_version", a.protocol_version()}};
+          {"protocol_version", a.protocol_version()},
+          {"peer", a.peer()},
+          {"connected_ms", a.connected_ms()}};
 }
 
 json IntervalToJson(const v1::IntervalRecord& rec) {

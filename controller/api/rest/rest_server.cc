@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/secrets/secrets.h"
 #include "common/status.h"
+#include "controller/api/rest/http_front.h"
 #include "controller/api/rest/json_codec.h"
 #include "controller/api/status_map.h"
 #include "controller/metrics/http_metrics.h"
@@ -107,25 +108,36 @@ std::string OpenSslErrors() {
   return out.empty() ? "no details" : out;
 }
 
-// HTTPS from PEM files, TLS 1.2 or newer. Records why it failed in `*error`.
-std::unique_ptr<httplib::Server> MakeTlsServer(const RestOptions& o, std::string* error) {
-  return std::make_unique<httplib::SSLServer>([o, error](SSL_CTX& ctx) {
-    ERR_clear_error();
-    SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
-    if (SSL_CTX_use_certificate_chain_file(&ctx, o.tls_cert_file.c_str()) != 1) {
-      *error = absl::StrCat("--tls-cert ", o.tls_cert_file, ": ", OpenSslErrors());
-      return false;
-    }
-    if (SSL_CTX_use_PrivateKey_file(&ctx, o.tls_key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-      *error = absl::StrCat("--tls-key ", o.tls_key_file, ": ", OpenSslErrors());
-      return false;
-    }
-    if (SSL_CTX_check_private_key(&ctx) != 1) {
-      *error = absl::StrCat("--tls-key does not match --tls-cert: ", OpenSslErrors());
-      return false;
-    }
-    return true;
-  });
+// HTTPS from PEM files, TLS 1.2 or newer. nullptr with the reason in `*error`.
+SSL_CTX* MakeTlsContext(const RestOptions& o, std::string* error) {
+  ERR_clear_error();
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) {
+    *error = absl::StrCat("cannot create a TLS context: ", OpenSslErrors());
+    return nullptr;
+  }
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  if (SSL_CTX_use_certificate_chain_file(ctx, o.tls_cert_file.c_str()) != 1) {
+    *error = absl::StrCat("--tls-cert ", o.tls_cert_file, ": ", OpenSslErrors());
+  } else if (SSL_CTX_use_PrivateKey_file(ctx, o.tls_key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    *error = absl::StrCat("--tls-key ", o.tls_key_file, ": ", OpenSslErrors());
+  } else if (SSL_CTX_check_private_key(ctx) != 1) {
+    *error = absl::StrCat("--tls-key does not match --tls-cert: ", OpenSslErrors());
+  } else {
+    return ctx;
+  }
+  SSL_CTX_free(ctx);
+  return nullptr;
+}
+
+// The error of a response the front end writes itself, in the API's shape.
+std::string FrontErrorBody(int status, const std::string& message) {
+  absl::Status s = status == 408   ? absl::DeadlineExceededError(message)
+                   : status == 413 ? FieldError("body", message)
+                   : status == 503 ? absl::UnavailableError(message)
+                                   : absl::InvalidArgumentError(message);
+  return Dump(ErrorToJson(s));
 }
 
 // /api/... (however many leading slashes) and, when asked, /metrics.
@@ -139,14 +151,24 @@ bool NeedsToken(const std::string& path, bool metrics_auth) {
 
 }  // namespace
 
+// httplib's routing without its listener: HttpFront owns the connections and
+// hands each complete request to Handle().
+class RoutingServer : public httplib::Server {
+ public:
+  bool Handle(httplib::Stream& strm, bool close_connection, bool& connection_closed) {
+    return process_request(strm, close_connection, connection_closed, nullptr);
+  }
+};
+
 RestServer::RestServer(Scheduler* scheduler, metrics::ControllerMetrics* metrics,
                        RestOptions options)
     : scheduler_(scheduler), metrics_(metrics), options_(std::move(options)) {
   if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
-    server_ = MakeTlsServer(options_, &tls_error_);
-  } else {
-    server_ = std::make_unique<httplib::Server>();
+    tls_ctx_ = MakeTlsContext(options_, &tls_error_);
+    if (tls_ctx_ == nullptr && tls_error_.empty()) tls_error_ = "invalid";
   }
+  server_ = std::make_unique<RoutingServer>();
+  server_->set_keep_alive_max_count(100);
   Routes();
 }
 
@@ -162,7 +184,14 @@ bool RestServer::Deny(const httplib::Request& req, httplib::Response& res) const
   return true;
 }
 
-RestServer::~RestServer() { Stop(); }
+RestServer::~RestServer() {
+  Stop();
+  if (tls_ctx_ != nullptr) SSL_CTX_free(tls_ctx_);
+}
+
+uint64_t RestServer::refused_connections() const {
+  return front_ ? front_->counters().refused : 0;
+}
 
 void RestServer::ServeDashboard(const std::string& dir) {
   httplib::Server& srv = *server_;
@@ -196,8 +225,10 @@ void RestServer::Routes() {
     });
   }
 
-  srv.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    Reply(res, 200, {{"status", "ok"}});
+  // Normally answered by the front end's event thread (http_front.h); this
+  // route serves the rare /healthz that carries a body.
+  srv.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, {{"status", "ok"}, {"store_id", scheduler_->store_id()}});
   });
 
   srv.Post("/api/v1/jobs", Wrap([this](const httplib::Request& req, httplib::Response& res) {
@@ -226,8 +257,13 @@ void RestServer::Routes() {
 
   srv.Post(R"(/api/v1/jobs/([^/]+)/cancel)",
            Wrap([this](const httplib::Request& req, httplib::Response& res) {
-             IOFLEET_ASSIGN_OR_RETURN(v1::Job job, scheduler_->CancelJob(req.matches[1]));
-             Reply(res, 200, JobToJson(job, true));
+             absl::StatusOr<v1::Job> job = scheduler_->CancelJob(req.matches[1]);
+             if (absl::IsFailedPrecondition(job.status())) {
+               Reply(res, 409, ErrorToJson(job.status()));  // already finished: unchanged
+               return absl::OkStatus();
+             }
+             if (!job.ok()) return job.status();
+             Reply(res, 200, JobToJson(*job, true));
              return absl::OkStatus();
            }));
 
@@ -294,26 +330,38 @@ void RestServer::Routes() {
 }
 
 absl::StatusOr<int> RestServer::Start(const std::string& host, int port) {
-  if (!server_->is_valid()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("http: cannot set up TLS: ", tls_error_.empty() ? "invalid" : tls_error_));
+  if (!tls_error_.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("http: cannot set up TLS: ", tls_error_));
   }
-  int bound = port;
-  if (port == 0) {
-    bound = server_->bind_to_any_port(host);
-    if (bound < 0) return absl::UnavailableError(absl::StrCat("http: cannot bind ", host, ":0"));
-  } else if (!server_->bind_to_port(host, port)) {
-    return absl::UnavailableError(absl::StrCat("http: cannot bind ", host, ":", port));
+  HttpFrontOptions fo;
+  fo.max_connections = options_.max_connections;
+  fo.workers = options_.workers;
+  fo.request_timeout_ms = options_.request_timeout_ms;
+  fo.max_body_bytes = options_.max_body_bytes;
+  fo.tls = tls_ctx_;
+  // The store id never changes: the body is made once, here.
+  const std::string health =
+      Dump({{"status", "ok"}, {"store_id", scheduler_->store_id()}});
+  fo.healthz_body = [health] { return health; };
+  fo.error_body = FrontErrorBody;
+  if (metrics_ != nullptr) {
+    fo.observe = [m = metrics_](const std::string& method, const std::string& path, int status) {
+      m->OnHttpRequest(method.empty() ? "-" : method,
+                       path.empty() ? std::string("other") : metrics::RouteTemplate(path), status,
+                       0.0, /*timed=*/false);
+    };
   }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  return bound;
+  RoutingServer* srv = server_.get();
+  front_ = std::make_unique<HttpFront>(
+      [srv](httplib::Stream& strm, bool close_connection, bool& connection_closed) {
+        return srv->Handle(strm, close_connection, connection_closed);
+      },
+      std::move(fo));
+  return front_->Start(host, port);
 }
 
 void RestServer::Stop() {
-  if (thread_.joinable()) {
-    server_->stop();
-    thread_.join();
-  }
+  if (front_) front_->Stop();
 }
 
 }  // namespace iofleet::controller::rest

@@ -3,7 +3,8 @@
 //   POST /api/v1/jobs                 submit -> 201 {"id"}
 //   GET  /api/v1/jobs                 ?page_size&page_token&state -> {"jobs", "next_page_token"}
 //   GET  /api/v1/jobs/{id}            job with runs and state
-//   POST /api/v1/jobs/{id}/cancel     cancel queued and running runs -> the job
+//   POST /api/v1/jobs/{id}/cancel     cancel queued and running runs -> the job; 409 (and
+//                                     nothing changes) when the job already finished
 //   GET  /api/v1/jobs/{id}/compare    A/B table: ?format=json|markdown|junit&partial=1&seed=N
 //                                     &arm_a=&arm_b=&compared=k,..; 409 while runs are pending
 //   GET  /api/v1/compare?a=JOB&b=JOB  two finished jobs as arms A and B (same parameters)
@@ -17,12 +18,16 @@
 // "Authorization: Bearer <token>" (401 UNAUTHENTICATED otherwise, before any
 // handler runs); GET /healthz and the dashboard's static files stay open, and
 // /metrics needs it only with metrics_auth. Bodies over max_body_bytes get 413.
-// Thread-safety: Start/Stop from one thread; handlers run on httplib's pool.
+// Connections: http_front.h (an event thread reads requests with a deadline and
+// answers GET /healthz itself; a fixed pool of workers runs the handlers; past
+// max_connections a new connection gets 503).
+// Thread-safety: Start/Stop from one thread; handlers run on the front's workers.
 #pragma once
+
+#include <openssl/ssl.h>
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "controller/scheduler/limits.h"
@@ -52,7 +57,17 @@ struct RestOptions {
   std::string tls_key_file;
   // Largest request body accepted; more is 413. Default: ApiLimits::max_body_bytes (8 MiB).
   size_t max_body_bytes = ApiLimits().max_body_bytes;
+  // Open client connections; one more gets 503 (--max-http-connections). Default: 256.
+  size_t max_connections = 256;
+  // Time a client has to send a whole request, head and body; slower gets 408
+  // (--http-read-timeout). Default: 10 s.
+  uint64_t request_timeout_ms = 10000;
+  // Threads running handlers. Default: 8.
+  size_t workers = 8;
 };
+
+class RoutingServer;
+class HttpFront;
 
 class RestServer {
  public:
@@ -72,8 +87,11 @@ class RestServer {
   // Binds host:port (port 0 = any free port) and starts serving; returns the port.
   // InvalidArgument when the TLS certificate or key cannot be loaded.
   absl::StatusOr<int> Start(const std::string& host, int port);
-  // Stops accepting and waits for the listener thread. Idempotent.
+  // Stops accepting, closes connections, waits for handlers in progress. Idempotent.
   void Stop();
+
+  // What the connection front end did so far (tests, RELIABILITY.md figures).
+  uint64_t refused_connections() const;
 
  private:
   void Routes();
@@ -84,8 +102,9 @@ class RestServer {
   metrics::ControllerMetrics* const metrics_;
   const RestOptions options_;
   std::string tls_error_;  // why the TLS context could not be set up
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  SSL_CTX* tls_ctx_ = nullptr;
+  std::unique_ptr<RoutingServer> server_;  // routes; never listens itself
+  std::unique_ptr<HttpFront> front_;
 };
 
 }  // namespace iofleet::controller::rest

@@ -54,7 +54,11 @@ class RestServerTest : public ::testing::Test {
     if (!res) return {0, json()};
     return {res->status, json::parse(res->body, nullptr, false)};
   }
-  std::pair<int, json> Submit(json body) { return Post("/api/v1/jobs", body.dump()); }
+  // No agent connects in these tests: jobs may wait for their hosts.
+  std::pair<int, json> Submit(json body) {
+    if (body.is_object() && !body.contains("wait_for_hosts")) body["wait_for_hosts"] = true;
+    return Post("/api/v1/jobs", body.dump());
+  }
 
   void ExpectFieldError(const std::pair<int, json>& r, int status, const std::string& field) {
     EXPECT_EQ(r.first, status) << r.second.dump();

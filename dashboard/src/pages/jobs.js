@@ -253,7 +253,9 @@ export function jobPage(main, { args, params }) {
         h('td', null, prog.eta === null ? '–' : fmtDuration(prog.eta)),
         h('td', null, fmtTime(r.started_ms)),
         h('td', null, dur === null ? '–' : fmtDuration(dur)),
-        h('td', { class: 'error-text' }, r.error || ''),
+        r.state === 'queued' && r.waiting_for
+          ? h('td', { class: 'muted small', dataset: { testid: 'waiting' } }, `waiting: ${r.waiting_for}`)
+          : h('td', { class: 'error-text' }, r.error || ''),
       );
     });
     replace(
@@ -268,7 +270,7 @@ export function jobPage(main, { args, params }) {
               h(
                 'thead',
                 null,
-                h('tr', null, ['Run', 'Variant', 'Cell', 'Rep', 'Host', 'State', 'Progress', 'ETA', 'Started', 'Duration', 'Error'].map((c) => h('th', { scope: 'col' }, c))),
+                h('tr', null, ['Run', 'Variant', 'Cell', 'Rep', 'Host', 'State', 'Progress', 'ETA', 'Started', 'Duration', 'Error / waiting for'].map((c) => h('th', { scope: 'col' }, c))),
               ),
               h('tbody', null, rows),
             ),
