@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "agent/affinity/cpu.h"
 #include "agent/affinity/inventory.h"
+#include "agent/affinity/devices.h"
 #include "agent/affinity/numa.h"
 #include "agent/engines/engine.h"
 #include "agent/run/destructive.h"
@@ -537,6 +538,14 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   if (!first_error.ok()) return first_error;
 
   RunResult result;
+  {
+    std::vector<std::string> targets;
+    for (const CloneSpec& c : plan.clones) {
+      if (EngineDoesNoIo(*c.job)) continue;
+      for (const TargetFile& f : c.files) targets.push_back(f.path);
+    }
+    result.device_fingerprint = affinity::DeviceFingerprint(targets);
+  }
   result.header.timestamp_ms = Clock::RealtimeMs();
   result.header.global_options = list.global_options;
   for (auto& w : workers) {
