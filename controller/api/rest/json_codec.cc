@@ -263,7 +263,8 @@ json RunToJson(const v1::Run& r) {
             {"assigned_ms", r.assigned_ms()},
             {"started_ms", r.started_ms()},
             {"finished_ms", r.finished_ms()},
-            {"error", r.error()}};
+            {"error", r.error()},
+            {"device_fingerprint", r.device_fingerprint()}};
   if (r.result_json().empty()) {
     j["result"] = nullptr;
   } else {
