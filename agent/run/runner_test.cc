@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <string>
@@ -295,6 +296,35 @@ TEST_F(RunnerTest, IoUringOnlyOptionsOnOtherEnginesAreRefused) {
                    {});
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("fixedbufs"));
+}
+
+// io_uring_cmd drives NVMe generic char devices only: anything else is refused
+// before any I/O, naming the job, the filename and what to use instead. (The
+// real /dev/ngXnY path runs in the test-bed guest: ctest -L vm.)
+TEST_F(RunnerTest, IoUringCmdRefusesAnythingButAnNvmeGenericDevice) {
+  if (!EngineAvailable("io_uring_cmd")) GTEST_SKIP() << "io_uring_cmd unavailable";
+  const std::string file = Path("not-nvme.dat");
+  { std::ofstream(file) << std::string(1 << 20, 'x'); }
+  for (const std::string& target : {file, std::string("/dev/null")}) {
+    auto r = RunJobs(Parse("[pt]\nioengine=io_uring_cmd\ncmd_type=nvme\nrw=randread\nsize=1m\n"
+                           "filename=" + target + "\n"),
+                     {});
+    ASSERT_FALSE(r.ok()) << target;
+    const std::string msg(r.status().message());
+    EXPECT_THAT(msg, HasSubstr("\"pt\"")) << msg;
+    EXPECT_THAT(msg, HasSubstr("\"filename\"")) << msg;
+    EXPECT_THAT(msg, HasSubstr(target)) << msg;
+    EXPECT_THAT(msg, HasSubstr("/dev/ngXnY")) << msg;
+  }
+}
+
+TEST_F(RunnerTest, TrimNeedsAnEngineThatTrims) {
+  auto r = RunJobs(Parse("[t]\nioengine=psync\nrw=randtrim\nsize=1m\nfilename=" + Path("t.dat") +
+                         "\n"),
+                   {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("cannot trim"));
+  EXPECT_FALSE(fs::exists(Path("t.dat")));
 }
 
 TEST_F(RunnerTest, ExistingFileSizeIsUsedWhenSizeIsUnset) {

@@ -70,7 +70,9 @@ absl::Status Worker::Prepare() {
     int fd = -1;
     if (!no_io) {
       int flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;
-      if (job.direct) flags |= O_DIRECT;
+      // Passthrough (io_uring_cmd) bypasses the page cache by itself; a char
+      // device refuses O_DIRECT.
+      if (job.direct && (engine_->Capabilities() & kCapPassthrough) == 0) flags |= O_DIRECT;
       fd = ::open(tf.path.c_str(), flags);
       if (fd < 0) {
         return IoError(absl::StrCat(JobPrefix(job), "open", job.direct ? " O_DIRECT" : ""),

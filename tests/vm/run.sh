@@ -29,7 +29,7 @@
 # Inside: /tmp, /run, /root, /var/tmp are tmpfs (half the guest memory), the
 # loopback interface is up, no network; COMMAND runs in the current directory.
 # Exit status: COMMAND's; 124 on timeout; 125 when the guest cannot start or
-# run it (missing packages, boot failure).
+# run it (boot failure, bad options); 77 when QEMU or the kernel is not installed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -72,7 +72,8 @@ if [ "$numa" -gt 0 ]; then
   [ $((mem % numa)) -eq 0 ] || die "--mem $mem does not split evenly over $numa nodes"
 fi
 
-qemu=$(command -v qemu-system-x86_64) || die "qemu-system-x86_64 is missing (scripts/deps.sh installs qemu-system-x86)"
+missing() { echo "vm/run.sh: $* (scripts/deps.sh installs it)" >&2; exit 77; }
+qemu=$(command -v qemu-system-x86_64) || missing "qemu-system-x86_64 is missing"
 # The newest Debian kernel whose modules are installed.
 kernel="" kver=""
 for k in $(ls -1 /boot/vmlinuz-*-amd64 2>/dev/null | sort -V -r); do
@@ -80,7 +81,7 @@ for k in $(ls -1 /boot/vmlinuz-*-amd64 2>/dev/null | sort -V -r); do
   if [ -d "/lib/modules/$v/kernel" ]; then kernel=$k kver=$v; break; fi
 done
 kernel=${IOFLEET_VM_KERNEL:-$kernel}
-[ -n "$kernel" ] || die "no /boot/vmlinuz-*-amd64 with modules (scripts/deps.sh installs linux-image-amd64)"
+[ -n "$kernel" ] || missing "no /boot/vmlinuz-*-amd64 with its modules (linux-image-amd64)"
 cc=$(command -v cc || command -v gcc) || die "no C compiler for the guest's init"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/iofleet-vm.XXXXXX")
