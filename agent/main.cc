@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return iofleet::agent::RunMain(argc - 2, argv + 2);
   if (cmd == "engines") {
     for (const auto& e : iofleet::agent::AvailableEngines()) {
-      std::printf("%-10s %s%s%s\n", e.name.c_str(), e.available ? "available" : "unavailable",
+      std::printf("%-13s %s%s%s\n", e.name.c_str(), e.available ? "available" : "unavailable",
                   e.available ? "" : ": ", e.reason.c_str());
     }
     return 0;
@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
     google::protobuf::util::JsonPrintOptions opts;
     opts.add_whitespace = true;
     opts.preserve_proto_field_names = true;
+    opts.always_print_primitive_fields = true;  // node 0, nsid 0 are facts too
     if (!google::protobuf::util::MessageToJsonString(inv, &json, opts).ok()) return 1;
     std::fputs(json.c_str(), stdout);
     return 0;

@@ -35,7 +35,7 @@ TEST(EngineRegistryTest, ProbeListsEveryEngineAndSyncOnesAreAlwaysThere) {
     names.push_back(e.name);
     if (!e.available) EXPECT_FALSE(e.reason.empty()) << e.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"io_uring", "libaio", "psync", "sync", "pvsync", "pvsync2", "null"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"io_uring", "io_uring_cmd", "libaio", "psync", "sync", "pvsync", "pvsync2", "null"}));
   EXPECT_TRUE(Available("psync"));
   EXPECT_TRUE(Available("sync"));
   EXPECT_TRUE(Available("null"));

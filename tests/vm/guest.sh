@@ -45,7 +45,8 @@ done
 modprobe configfs && mount -t configfs configfs /sys/kernel/config 2>/dev/null
 modprobe -a loop zram 2>/dev/null
 if [ "$NVME" -gt 0 ]; then
-  modprobe nvme
+  # One polled queue per controller: hipri (IOPOLL) really polls.
+  modprobe nvme poll_queues=1
   # Namespaces show up asynchronously after the controllers reset.
   for _ in $(seq 100); do
     n=$(find /dev -maxdepth 1 -name 'nvme*n*' ! -name '*p*' | wc -l)

@@ -19,6 +19,7 @@ Prints "PASS <case>" and exits 0, or prints why and exits 1.
 """
 import argparse
 import json
+import mmap
 import os
 import re
 import sqlite3
@@ -104,6 +105,8 @@ def case_nvme():
     check(p.returncode != 0 and "logical block size 4096" in p.stderr,
           f"512-byte O_DIRECT on {ns4k}: exit {p.returncode}, stderr {p.stderr!r}")
 
+    check_io_uring_cmd(ns4k)
+
     # A controller and an agent inside the guest, on its loopback.
     env = e2e_test.Env()
     ok = False
@@ -129,9 +132,9 @@ def case_nvme():
             return (f"[j]\nioengine=io_uring\ndirect=1\nrw=randread\nbs=4k\niodepth=4\n"
                     f"size=16m\ntime_based=1\nruntime=1\nfilename={target}\n{extra}")
         ids = {
-            "nvme": env.submit(job(f"/dev/{ns512}"), name="vm-nvme"),
-            "null_blk": env.submit(job("/dev/nullb0"), name="vm-nullb"),
-            "tmpfs": env.submit(job(tmp_target, "direct=0\n"), name="vm-tmpfs"),
+            "nvme": env.submit(job(f"/dev/{ns512}"), name="vm-nvme", hosts=["vm"]),
+            "null_blk": env.submit(job("/dev/nullb0"), name="vm-nullb", hosts=["vm"]),
+            "tmpfs": env.submit(job(tmp_target, "direct=0\n"), name="vm-tmpfs", hosts=["vm"]),
         }
         fps = {}
         for kind, jid in ids.items():
@@ -153,6 +156,56 @@ def case_nvme():
         ok = True
     finally:
         env.__exit__(None if ok else TestFailure, None, None)
+
+
+def agent_run(*args):
+    p = subprocess.run([agent_bin(), "run", "--output-format=json", *args],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise TestFailure(f"iofleet-agent run {' '.join(args)}: exit {p.returncode}: {p.stderr}")
+    return json.loads(p.stdout[p.stdout.find("{"):])["jobs"][0]
+
+
+def block_bytes(dev, length):
+    """The device's first `length` bytes, read with O_DIRECT: passthrough
+    writes do not invalidate the block device's page cache."""
+    buf = mmap.mmap(-1, length)
+    fd = os.open(f"/dev/{dev}", os.O_RDONLY | os.O_DIRECT)
+    try:
+        n = os.preadv(fd, [buf], 0)
+        return bytes(buf[:n])
+    finally:
+        os.close(fd)
+        buf.close()
+
+
+def check_io_uring_cmd(ns):
+    """Writes, reads and trims through /dev/ngXnY, seen through the block device."""
+    ng = "/dev/ng" + ns[4:]
+    size = 1 << 20
+    common = [f"--filename={ng}", "--ioengine=io_uring_cmd", "--cmd_type=nvme", "--bs=4k",
+              f"--size={size}", "--iodepth=8"]
+    # Refused before any I/O on what is not an NVMe generic char device.
+    for bad in (f"/dev/{ns}", "/dev/nullb0"):
+        p = subprocess.run([agent_bin(), "run", "--name=bad", f"--filename={bad}",
+                            "--ioengine=io_uring_cmd", "--rw=read", "--size=1m"],
+                           capture_output=True, text=True)
+        check(p.returncode != 0 and "/dev/ngXnY" in p.stderr and bad in p.stderr,
+              f"io_uring_cmd on {bad}: exit {p.returncode}, stderr {p.stderr!r}")
+    check(block_bytes(ns, size) == bytes(size), f"{ns} is not blank to start with")
+    w = agent_run("--name=w", "--rw=write", "--fixedbufs=1", "--registerfiles=1",
+                  "--allow_destructive=1", *common)
+    check(w["write"]["total_ios"] == size // 4096 and w["error"] == 0, f"write: {w['write']}")
+    written = block_bytes(ns, size)
+    check(written.count(0) < size // 2, f"{ns}: the passthrough writes are not on the namespace")
+    r = agent_run("--name=r", "--rw=randread", "--sqthread_poll=1", *common)
+    check(r["read"]["total_ios"] == size // 4096 and r["error"] == 0, f"read: {r['read']}")
+    h = agent_run("--name=h", "--rw=randread", "--hipri=1", "--fixedbufs=1", *common)
+    check(h["read"]["total_ios"] == size // 4096 and h["error"] == 0, f"hipri read: {h['read']}")
+    t = agent_run("--name=t", "--rw=trim", "--allow_destructive=1", *common)
+    check(t["trim"]["total_ios"] == size // 4096 and t["error"] == 0, f"trim: {t['trim']}")
+    check(block_bytes(ns, size) == bytes(size), f"{ns}: trimmed range does not read back zeros")
+    print(f"io_uring_cmd on {ng}: write, read (sqpoll), read (hipri), trim: ok")
 
 
 def worker_threads(pid):

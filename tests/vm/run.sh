@@ -57,6 +57,7 @@ while [ $# -gt 0 ]; do
     --kvm-boot-timeout) need_int "$1" "${2:-}"; kvm_boot_timeout=$2; shift 2 ;;
     --timeout) need_int "$1" "${2:-}"; timeout_s=$2; shift 2 ;;
     -v) verbose=1; shift ;;
+    -h|--help) sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//; p}' "$0"; exit 0 ;;
     --) shift; break ;;
     *) die "unknown option '$1' (options end with --)" ;;
   esac
