@@ -578,6 +578,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   for (auto& w : workers) {
     result.jobs.push_back(w->result());
     result.cpus_seen.push_back(w->cpus_seen_mask());
+    result.buffer_nodes.push_back(w->buffer_node());
     if (result.error == 0 && w->result().error != 0) result.error = w->result().error;
   }
   result.reported = stats::ApplyGroupReporting(result.jobs);

@@ -3,7 +3,7 @@
 
 Usage (from the host, see tests/vm/CMakeLists.txt):
   tests/vm/run.sh --nvme 3 --null-blk -- python3 tests/vm/guest_checks.py --build-dir B nvme
-  tests/vm/run.sh --numa 2 --nvme 3 --null-blk -- python3 tests/vm/guest_checks.py --build-dir B numa
+  tests/vm/run.sh --numa 2 --nvme 3 -- python3 tests/vm/guest_checks.py --build-dir B numa
 
 nvme: the agent's inventory against sysfs and `nvme id-ctrl` (model, serial,
   firmware, NVMe version, namespaces, LBA formats, queues, transport), then a
@@ -11,10 +11,10 @@ nvme: the agent's inventory against sysfs and `nvme id-ctrl` (model, serial,
   null_blk and tmpfs: each run's device_fingerprint names its kind and the
   NVMe and null_blk ones differ; the SQLite column holds the same.
 numa: inventory nodes, their CPUs and the node each NVMe controller hangs off;
-  the NUMA unit tests (move_pages/get_mempolicy) on two nodes; then a real run
-  whose workers are placed by numa_cpu_nodes, numa_mem_policy and
-  cpus_allowed_policy=split, checked from /proc: each worker thread's CPU list
-  and the node of every page of its I/O buffers (numa_maps).
+  the NUMA tests that skip on one node: move_pages/get_mempolicy on node-bound
+  memory, and real runs whose workers are placed by numa_cpu_nodes,
+  numa_mem_policy and cpus_allowed_policy=split (each clone's CPUs, and the node
+  its I/O buffers landed on as move_pages reports it).
 Prints "PASS <case>" and exits 0, or prints why and exits 1.
 """
 import argparse
@@ -25,13 +25,12 @@ import re
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import e2e_test  # noqa: E402  (Controller, REST helpers)
-from e2e_test import TestFailure, check, wait_for  # noqa: E402
+from e2e_test import TestFailure, check  # noqa: E402
 
 BUILD = None
 
@@ -208,34 +207,6 @@ def check_io_uring_cmd(ns):
     print(f"io_uring_cmd on {ng}: write, read (sqpoll), read (hipri), trim: ok")
 
 
-def worker_threads(pid):
-    """{tid: Cpus_allowed_list} of the process's threads."""
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/status") as f:
-                for line in f:
-                    if line.startswith("Cpus_allowed_list:"):
-                        out[int(tid)] = line.split(":", 1)[1].strip()
-        except FileNotFoundError:
-            pass
-    return out
-
-
-def anon_mappings_by_pages(pid):
-    """[(pages, {node: pages})] for each anonymous mapping in numa_maps."""
-    out = []
-    with open(f"/proc/{pid}/numa_maps") as f:
-        for line in f:
-            fields = line.split()
-            kv = dict(x.split("=", 1) for x in fields[2:] if "=" in x)
-            if "anon" not in kv or "file" in kv:
-                continue
-            nodes = {int(k[1:]): int(v) for k, v in kv.items() if re.fullmatch(r"N\d+", k)}
-            out.append((int(kv["anon"]), nodes))
-    return out
-
-
 def case_numa():
     inv = inventory()
     nodes = {n["id"]: n.get("cpus", []) for n in inv["numa_nodes"]}
@@ -250,51 +221,17 @@ def case_numa():
             check(d["numa_node"] == want, f"{ns} on node {d['numa_node']}, want {want}")
     check(len(inv.get("nvme_controllers", [])) == 2, "want 2 NVMe controllers")
 
-    gtest = subprocess.run([os.path.join(BUILD, "tests", "agent_affinity_test"),
-                            "--gtest_filter=NumaTest.*"], capture_output=True, text=True)
-    print(gtest.stdout[-1500:])
-    check(gtest.returncode == 0, "NUMA unit tests failed on two nodes")
-    check("[  SKIPPED ]" not in gtest.stdout, "a NUMA unit test skipped on two nodes")
-
-    # Real workers on null_blk. Each job's buffers are bs * iodepth: the page
-    # count tells the mappings apart (1 MiB = 256 pages).
-    jobs = {  # name: (options, pages, want buffer node(s), want CPU list(s))
-        "a": ("numa_cpu_nodes=0\niodepth=3\n", 768, [0], ["0"]),
-        "b": ("numa_cpu_nodes=1\niodepth=5\n", 1280, [1], ["1"]),
-        "c": ("numa_cpu_nodes=1\nnuma_mem_policy=bind:0\niodepth=7\n", 1792, [0], ["1"]),
-        "d": ("cpus_allowed=0-1\ncpus_allowed_policy=split\nnumjobs=2\niodepth=9\n", 2304, [0, 1],
-              ["0", "1"]),
-    }
-    text = ("[global]\nioengine=io_uring\nfilename=/dev/nullb0\ndirect=1\nrw=randread\nbs=1m\n"
-            "size=256m\ntime_based=1\nruntime=30\n")
-    for name, (opts, _, _, _) in jobs.items():
-        text += f"[{name}]\n{opts}"
-    with tempfile.NamedTemporaryFile("w", suffix=".fio", delete=False) as f:
-        f.write(text)
-    proc = subprocess.Popen([agent_bin(), "run", "--output-format=json", f.name],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        def placed():
-            maps = anon_mappings_by_pages(proc.pid)
-            got = {}
-            for name, (_, pages, _, _) in jobs.items():
-                got[name] = sorted(tuple(sorted(n.items())) for p, n in maps if p == pages)
-            want_count = {"a": 1, "b": 1, "c": 1, "d": 2}
-            return got if all(len(got[k]) == want_count[k] for k in jobs) else None
-        got = wait_for(placed, 60, "all workers' I/O buffers mapped", interval=0.5)
-        threads = worker_threads(proc.pid)
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=60)
-    for name, (_, pages, want_nodes, _) in jobs.items():
-        placed_on = sorted(nodes_[0][0] if len(nodes_) == 1 else -1 for nodes_ in got[name])
-        check(placed_on == sorted(want_nodes),
-              f"job {name}: buffers of {pages} pages on {got[name]}, want all on nodes {want_nodes}")
-    lists = sorted(threads.values())
-    check(lists.count("0") >= 2 and lists.count("1") >= 3,
-          f"worker CPU lists {lists}: want a and one d clone on CPU 0, b, c and the other d on 1")
-    print("buffers:", got)
-    print("thread CPU lists:", lists)
+    # move_pages/get_mempolicy checks of AllocOnNode and first touch, and real
+    # workers placed by numa_cpu_nodes, numa_mem_policy and cpus_allowed_policy=split
+    # (each clone's CPUs and the node its I/O buffers landed on).
+    for binary, filt in (("agent_affinity_test", "NumaTest.*"),
+                         ("agent_run_test", "RunnerTest.NumaNodesPlaceWorkersAndTheirBuffers:"
+                                            "RunnerTest.ThreadsStayOnTheirCpus")):
+        gtest = subprocess.run([os.path.join(BUILD, "tests", binary), f"--gtest_filter={filt}"],
+                               capture_output=True, text=True)
+        print(gtest.stdout[-1200:])
+        check(gtest.returncode == 0, f"{binary} {filt} failed on two nodes")
+        check("[  SKIPPED ]" not in gtest.stdout, f"{binary}: a NUMA test skipped on two nodes")
 
 
 def main():
