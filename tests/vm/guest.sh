@@ -11,7 +11,8 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t tmpfs -o mode=1777,size=50% tmpfs /tmp
 mount -t tmpfs -o mode=0755 tmpfs /run
-for d in /var/tmp /root /var/log /var/cache /var/lib/systemd; do
+# /root stays visible (tools may live there, e.g. a pyenv); HOME is /tmp.
+for d in /var/tmp /var/log /var/cache /var/lib/systemd; do
   [ -d "$d" ] && mount -t tmpfs -o mode=0755 tmpfs "$d"
 done
 chmod 1777 /var/tmp

@@ -26,7 +26,7 @@
 #   --timeout S         kill the guest after S seconds (default 600): exit 124
 #   -v                  show the kernel's console messages
 #
-# Inside: /tmp, /run, /root, /var/tmp are tmpfs (half the guest memory), the
+# Inside: /tmp (HOME), /run, /var/tmp are tmpfs (half the guest memory), the
 # loopback interface is up, no network; COMMAND runs in the current directory.
 # Exit status: COMMAND's; 124 on timeout; 125 when the guest cannot start or
 # run it (boot failure, bad options); 77 when QEMU or the kernel is not installed.
@@ -120,6 +120,7 @@ done <<<"$deps"
 } >"$work/ctl/config"
 {
   echo 'exec 2>&1'
+  echo 'export HOME=/tmp'
   for e in "${envs[@]}"; do printf 'export %q\n' "$e"; done
   printf 'cd %q || exit 125\n' "$PWD"
   printf '%q ' "$@"; echo
