@@ -46,12 +46,15 @@ def run(tool, text):
 
 
 def groups(result):
-    """[(iops, p50 ns, p99 ns)] per reported job (one per group with group_reporting)."""
+    """[(iops, clat p50, clat p99, lat p50, lat p99)] (ns) per reported job (one
+    per group with group_reporting); lat percentiles need lat_percentiles=1."""
     out = []
     for j in result["jobs"]:
         r = j["read"]
-        pct = r["clat_ns"].get("percentile", {})
-        out.append((r["iops"], pct.get("50.000000", 0), pct.get("99.000000", 0)))
+        c = r["clat_ns"].get("percentile", {})
+        t = r["lat_ns"].get("percentile", {})
+        out.append((r["iops"], c.get("50.000000", 0), c.get("99.000000", 0),
+                    t.get("50.000000", 0), t.get("99.000000", 0)))
     return out
 
 
@@ -65,7 +68,7 @@ def compare(text, label):
         raise SystemExit(f"{label}: the tools report different group counts")
     rows = []
     for gi in range(n):
-        med = {t: [statistics.median(rep[gi][k] for rep in res[t]) for k in range(3)] for t in res}
+        med = {t: [statistics.median(rep[gi][k] for rep in res[t]) for k in range(5)] for t in res}
         rows.append((gi, med["fio"], med["iofleet"]))
     return rows
 
@@ -104,18 +107,39 @@ def seed_null_blk_scaling():
 
 
 def seed_latency_per_depth():
-    print("\n### io_uring latency per iodepth (nvme0n1, 4k randread): clat p50/p99 in us, "
-          "bucket = fio histogram bucket difference\n")
-    print("| iodepth | fio IOPS | iofleet IOPS | ratio | fio p50 | iofleet p50 | bucket diff | "
-          "fio p99 | iofleet p99 | bucket diff |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n### io_uring latency per iodepth (nvme0n1, 4k randread): p50/p99 in us; "
+          "b = iofleet's fio histogram bucket minus fio's\n")
+    print("| iodepth | fio IOPS | iofleet IOPS | ratio | clat p50 fio / iofleet (b) | "
+          "clat p99 fio / iofleet (b) | lat p50 fio / iofleet (b) | lat p99 fio / iofleet (b) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for qd in (1, 4, 16, 64, 128):
-        text = ("[global]\nioengine=io_uring\ndirect=1\nrw=randread\nbs=4k\n"
+        text = ("[global]\nioengine=io_uring\ndirect=1\nrw=randread\nbs=4k\nlat_percentiles=1\n"
                 f"time_based=1\nruntime={RUNTIME}\nsize=1g\n"
                 f"[lat]\nfilename=/dev/nvme0n1\niodepth={qd}\n")
         (_, f, o), = compare(text, f"QD{qd}")
-        print(f"| {qd} | {f[0]:,.0f} | {o[0]:,.0f} | {o[0] / f[0]:.3f} | {f[1] / 1e3:.1f} | "
-              f"{o[1] / 1e3:.1f} | {plat_idx(o[1]) - plat_idx(f[1])} | {f[2] / 1e3:.1f} | "
-              f"{o[2] / 1e3:.1f} | {plat_idx(o[2]) - plat_idx(f[2])} |")
+        cells = [f"{f[k] / 1e3:.1f} / {o[k] / 1e3:.1f} ({plat_idx(o[k]) - plat_idx(f[k]):+d})"
+                 for k in (1, 2, 3, 4)]
+        print(f"| {qd} | {f[0]:,.0f} | {o[0]:,.0f} | {o[0] / f[0]:.3f} | " + " | ".join(cells) + " |")
+
+
+def seed_uring_cmd():
+    """Not a seed: the io_uring_cmd engine against fio's on /dev/ng0n1."""
+    print("\n### io_uring_cmd (NVMe passthrough) on /dev/ng0n1, 4k randread\n")
+    print("| options | fio IOPS | iofleet IOPS | iofleet / fio |\n|---|---:|---:|---:|")
+    for label, opts in (("QD1", "iodepth=1\n"), ("QD16", "iodepth=16\n"),
+                        ("QD16 fixedbufs registerfiles", "iodepth=16\nfixedbufs=1\nregisterfiles=1\n"
+                         "nonvectored=1\n")):
+        fio_text = ("[global]\nioengine=io_uring_cmd\ncmd_type=nvme\nrw=randread\nbs=4k\n"
+                    f"time_based=1\nruntime={RUNTIME}\nsize=1g\n[p]\nfilename=/dev/ng0n1\n{opts}")
+        # iofleet always sends the non-vectored command; fio needs nonvectored=1
+        # for fixedbufs on this kernel.
+        ours = fio_text.replace("nonvectored=1\n", "")
+        res = {"fio": [], "iofleet": []}
+        for _ in range(REPS):
+            res["fio"].append(groups(run("fio", fio_text))[0][0])
+            res["iofleet"].append(groups(run("iofleet", ours))[0][0])
+        f, o = statistics.median(res["fio"]), statistics.median(res["iofleet"])
+        print(f"| {label} | {f:,.0f} | {o:,.0f} | {o / f:.3f} |")
 
 
 if __name__ == "__main__":
@@ -129,3 +153,5 @@ if __name__ == "__main__":
         seed_null_blk_scaling()
     if "latency" in which:
         seed_latency_per_depth()
+    if "uring_cmd" in which:
+        seed_uring_cmd()
