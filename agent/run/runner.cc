@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <cerrno>
 #include <climits>
 #include <condition_variable>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,8 +22,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/affinity/cpu.h"
-#include "agent/affinity/inventory.h"
 #include "agent/affinity/devices.h"
+#include "agent/affinity/inventory.h"
 #include "agent/affinity/numa.h"
 #include "agent/engines/engine.h"
 #include "agent/run/destructive.h"

@@ -162,6 +162,8 @@ cmdline+=" mitigations=off tsc=reliable no_timer_check"
 [ "$verbose" = 1 ] || cmdline+=" quiet loglevel=1"
 
 kvm_verdict="${TMPDIR:-/tmp}/iofleet-vm-kvm-$kver-qemu$("$qemu" --version | awk 'NR == 1 {print $4}')"
+pdeath=""
+setpriv --pdeathsig KILL true 2>/dev/null && pdeath="setpriv --pdeathsig KILL"
 kvm_usable() { [ -r /dev/kvm ] && [ -w /dev/kvm ]; }
 
 # boot ACCEL BOOT_TIMEOUT: runs the guest; returns 200 when it did not reach
@@ -171,7 +173,8 @@ boot() {
   [ "$a" = kvm ] && cpu=host
   rm -f "$work/ctl/booted" "$work/ctl/status"
   # The kernel's last word ("reboot: Power down") is not COMMAND's output.
-  "$qemu" "${args[@]}" -accel "$a" -cpu "$cpu" -append "$cmdline" </dev/null \
+  # If this script is killed (a ctest timeout sends SIGKILL), QEMU goes with it.
+  $pdeath "$qemu" "${args[@]}" -accel "$a" -cpu "$cpu" -append "$cmdline" </dev/null \
     > >(grep --line-buffered -v -E '^\[ *[0-9.]+\] reboot: Power down' || true) &
   qpid=$!
   start=$SECONDS
