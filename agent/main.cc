@@ -12,7 +12,9 @@
 #include "agent/run/agent_cli.h"
 #include "common/config/config.h"
 #ifdef IOFLEET_HAVE_TRANSPORT
+#include "agent/transport/convert.h"
 #include "agent/transport/serve.h"
+#include "google/protobuf/util/json_util.h"
 #endif
 
 namespace {
@@ -26,6 +28,7 @@ void Usage(FILE* out) {
                "      --output-format=normal|json|json+  --output=FILE  --parse-only\n"
                "      --status-interval=SECONDS\n"
                "  engines                                       list I/O engines this kernel supports\n"
+               "  inventory                                     print what this agent reports (JSON)\n"
                "  serve --controller=HOST:PORT [--name=ID] [--labels=k=v,...] [--allow-path=PREFIX]...\n"
                "        [--config=FILE]                         (`iofleet-agent serve --help` for all)\n"
                "                                                run assigned jobs for a controller\n"
@@ -43,10 +46,27 @@ int main(int argc, char** argv) {
   if (cmd == "run") return iofleet::agent::RunMain(argc - 2, argv + 2);
   if (cmd == "engines") {
     for (const auto& e : iofleet::agent::AvailableEngines()) {
-      std::printf("%-10s %s%s%s\n", e.name.c_str(), e.available ? "available" : "unavailable",
+      std::printf("%-13s %s%s%s\n", e.name.c_str(), e.available ? "available" : "unavailable",
                   e.available ? "" : ": ", e.reason.c_str());
     }
     return 0;
+  }
+  if (cmd == "inventory") {
+#ifdef IOFLEET_HAVE_TRANSPORT
+    iofleet::v1::Inventory inv;
+    iofleet::agent::CollectInventory(&inv);
+    std::string json;
+    google::protobuf::util::JsonPrintOptions opts;
+    opts.add_whitespace = true;
+    opts.preserve_proto_field_names = true;
+    opts.always_print_primitive_fields = true;  // node 0, nsid 0 are facts too
+    if (!google::protobuf::util::MessageToJsonString(inv, &json, opts).ok()) return 1;
+    std::fputs(json.c_str(), stdout);
+    return 0;
+#else
+    std::fprintf(stderr, "iofleet-agent: this build has no controller transport (protobuf)\n");
+    return 2;
+#endif
   }
   if (cmd == "version" || cmd == "--version") {
     std::printf("iofleet-agent %s\n", iofleet::agent::kAgentVersion);

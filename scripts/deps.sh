@@ -22,6 +22,8 @@ pkgs=(
   chromium                         # headless browser for the dashboard tests
   iproute2                         # network namespaces for fault and local-fleet tests
   faketime                         # libfaketime: the wall-clock step fault test (faults.safety_clock_step)
+  qemu-system-x86 linux-image-amd64 cpio kmod  # tests/vm: a QEMU guest on Debian's kernel
+  nvme-cli                         # tests/vm: nvme id-ctrl beside the agent's inventory
   yamllint python3-yaml shellcheck systemd  # deploy/ checks (manifests, scripts, units)
 )
 # Node.js and npm build the dashboard (esbuild, uPlot) and drive Chromium

@@ -81,46 +81,23 @@ absl::StatusOr<uint32_t> SysfsLogicalBlockSize(dev_t dev) {
       absl::StrCat("no logical_block_size for block device ", major(dev), ":", minor(dev)));
 }
 
-// For file systems whose st_dev is anonymous (major 0): the block device the
-// mount was made from, via /proc/self/mountinfo. Returns 0 if none.
-dev_t MountSourceDevice(dev_t dev) {
-  std::string text;
-  if (!ReadFile("/proc/self/mountinfo", &text)) return 0;
-  const std::string want = absl::StrCat(major(dev), ":", minor(dev));
-  dev_t found = 0;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
-    if (f.size() < 3 || f[2] != want) continue;
-    auto dash = std::find(f.begin(), f.end(), "-");
-    if (dash == f.end() || f.end() - dash < 3) continue;
-    const std::string source(*(dash + 2));
-    struct stat st;
-    if (absl::StartsWith(source, "/dev/") && stat(source.c_str(), &st) == 0 &&
-        S_ISBLK(st.st_mode)) {
-      found = st.st_rdev;  // the last match is the visible mount
-    }
-  }
-  return found;
-}
-
 }  // namespace
 
-std::vector<BlockDeviceInfo> ListBlockDevices() {
+std::vector<BlockDeviceInfo> ListBlockDevices(const std::string& sysfs) {
   std::vector<BlockDeviceInfo> out;
-  DIR* d = opendir("/sys/block");
+  DIR* d = opendir((sysfs + "/block").c_str());
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    const std::string dir = "/sys/block/" + name;
+    const std::string dir = sysfs + "/block/" + name;
     BlockDeviceInfo b;
     b.name = name;
+    b.kind = BlockDeviceKind(name);
     uint64_t sectors = 0;
     ReadNumber(dir + "/size", &sectors);
     b.size_bytes = sectors * 512;
-    if ((absl::StartsWith(name, "loop") || absl::StartsWith(name, "ram")) && b.size_bytes == 0) {
-      continue;
-    }
+    if ((b.kind == "loop" || b.kind == "ram" || b.kind == "zram") && b.size_bytes == 0) continue;
     b.model = ReadTrimmed(dir + "/device/model");
     ReadNumber(dir + "/queue/logical_block_size", &b.logical_block_size);
     ReadNumber(dir + "/queue/physical_block_size", &b.physical_block_size);
@@ -134,6 +111,23 @@ std::vector<BlockDeviceInfo> ListBlockDevices() {
         break;
       }
     }
+    b.zoned = ReadTrimmed(dir + "/queue/zoned");
+    if (DIR* mq = opendir((dir + "/mq").c_str())) {
+      while (dirent* q = readdir(mq)) {
+        if (q->d_name[0] != '.') ++b.hw_queues;
+      }
+      closedir(mq);
+    }
+    if (b.kind == "nvme") {
+      b.serial = ReadTrimmed(dir + "/device/serial");
+      b.firmware = ReadTrimmed(dir + "/device/firmware_rev");
+      ReadNumber(dir + "/nsid", &b.nsid);
+      const size_t n = name.rfind('n');
+      b.nvme_controller = name.substr(0, n);
+    } else {
+      b.firmware = ReadTrimmed(dir + "/device/rev");
+    }
+    b.fingerprint = DeviceFingerprintEntry(TargetDevice{name, "", false}, sysfs);
     out.push_back(std::move(b));
   }
   closedir(d);
@@ -162,6 +156,7 @@ absl::StatusOr<HostInventory> HostInventory::Collect() {
   if (!topo.ok()) return topo.status();
   inv.numa_nodes = std::move(topo->nodes);
   inv.block_devices = ListBlockDevices();
+  inv.nvme_controllers = ListNvmeControllers();
   return inv;
 }
 
@@ -181,17 +176,17 @@ absl::StatusOr<uint32_t> LogicalBlockSizeForPath(absl::string_view path_view) {
     }
     return SysfsLogicalBlockSize(st.st_rdev);
   }
-  dev_t dev = st.st_dev;
-  if (major(dev) == 0) {
-    dev = MountSourceDevice(dev);
-    if (dev == 0) {
-      return absl::NotFoundError(
-          absl::StrCat(path, ": the file system has no backing block device"));
-    }
+  absl::StatusOr<TargetDevice> t = ResolveTargetDevice(path);
+  if (!t.ok()) return t.status();
+  if (t->block.empty()) {
+    return absl::NotFoundError(absl::StrCat(path, ": the file system (", t->fs_type,
+                                            ") has no backing block device"));
   }
-  absl::StatusOr<uint32_t> lbs = SysfsLogicalBlockSize(dev);
-  if (!lbs.ok()) return absl::NotFoundError(absl::StrCat(path, ": ", lbs.status().message()));
-  return lbs;
+  uint32_t lbs = 0;
+  if (ReadNumber("/sys/block/" + t->block + "/queue/logical_block_size", &lbs) && lbs != 0) {
+    return lbs;
+  }
+  return absl::NotFoundError(absl::StrCat(path, ": no logical_block_size for ", t->block));
 }
 
 }  // namespace iofleet::agent::affinity

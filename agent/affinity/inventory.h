@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "agent/affinity/devices.h"
 #include "agent/affinity/numa.h"
 
 namespace iofleet::agent::affinity {
@@ -23,6 +24,14 @@ struct BlockDeviceInfo {
   uint32_t physical_block_size = 0;  // queue/physical_block_size (bytes)
   bool rotational = false;           // queue/rotational
   int numa_node = -1;                // -1 if the device reports none
+  std::string kind;                  // BlockDeviceKind(): "nvme", "null_blk", "loop", ...
+  std::string serial;                // NVMe: the controller's serial; "" otherwise
+  std::string firmware;              // NVMe firmware_rev, SCSI rev; "" if none
+  std::string nvme_controller;       // "nvme0" for an NVMe namespace
+  uint32_t nsid = 0;                 // NVMe namespace id; 0 otherwise
+  uint32_t hw_queues = 0;            // blk-mq hardware queues (mq/ entries)
+  std::string zoned;                 // queue/zoned: "none", "host-managed", ...
+  std::string fingerprint;           // DeviceFingerprintEntry() of the whole device
 };
 
 struct HostInventory {
@@ -33,15 +42,16 @@ struct HostInventory {
   int cpu_count = 0;                 // online CPUs usable by this process
   std::vector<NumaNode> numa_nodes;  // as DiscoverNumaTopology()
   std::vector<BlockDeviceInfo> block_devices;  // sorted by name
+  std::vector<NvmeControllerInfo> nvme_controllers;  // sorted by name
 
   // Collects everything. Missing optional sources (no /sys/block, no model)
   // leave fields empty; fails only if uname or the CPU list cannot be read.
   static absl::StatusOr<HostInventory> Collect();
 };
 
-// Block devices from /sys/block, skipping loop and ram devices whose size is
-// 0 (unused), sorted by name.
-std::vector<BlockDeviceInfo> ListBlockDevices();
+// Block devices from SYSFS/block, skipping loop, ram and zram devices whose
+// size is 0 (unused), sorted by name.
+std::vector<BlockDeviceInfo> ListBlockDevices(const std::string& sysfs = "/sys");
 
 // Logical block size in bytes of the device backing `path`:
 //  * a block device: ioctl(BLKSSZGET), or sysfs if it cannot be opened;

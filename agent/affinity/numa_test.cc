@@ -1,5 +1,10 @@
 #include "agent/affinity/numa.h"
 
+#include <numaif.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <set>
 #include <thread>
@@ -123,6 +128,57 @@ TEST(NumaTest, AllocOnNodeAndFree) {
   ASSERT_NE(moved.data(), nullptr);
   EXPECT_EQ(moved.size(), bytes);
   static_cast<char*>(moved.data())[bytes - 1] = 1;
+}
+
+// The node the kernel placed each page of [p, p + bytes) on (move_pages with no
+// target nodes only reports).
+std::set<int> PageNodes(void* p, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<void*> pages;
+  for (size_t off = 0; off < bytes; off += page) pages.push_back(static_cast<char*>(p) + off);
+  std::vector<int> status(pages.size(), -1);
+  std::set<int> nodes;
+  if (syscall(SYS_move_pages, 0, pages.size(), pages.data(), nullptr, status.data(), 0) != 0) {
+    nodes.insert(-1000 - errno);
+    return nodes;
+  }
+  for (int s : status) nodes.insert(s);
+  return nodes;
+}
+
+// Needs two or more NUMA nodes (the test-bed guest: tests/vm, ctest -L vm).
+TEST(NumaTest, BuffersLandOnTheRequestedNode) {
+  auto t = DiscoverNumaTopology();
+  ASSERT_TRUE(t.ok());
+  if (t->nodes.size() < 2) GTEST_SKIP() << "one NUMA node";
+  const size_t bytes = 1 << 20;
+  for (const NumaNode& n : t->nodes) {
+    auto p = AllocOnNode(bytes, n.id);
+    ASSERT_TRUE(p.ok()) << p.status();
+    std::memset(*p, 0x5a, bytes);
+    EXPECT_EQ(PageNodes(*p, bytes), std::set<int>{n.id}) << "AllocOnNode(" << n.id << ")";
+    int policy_node = -1;
+    ASSERT_EQ(syscall(SYS_get_mempolicy, &policy_node, nullptr, 0, *p, MPOL_F_NODE | MPOL_F_ADDR), 0);
+    EXPECT_EQ(policy_node, n.id);
+    FreeOnNode(*p, bytes);
+  }
+  // A thread confined to a node's CPUs first-touches its memory there: what the
+  // worker relies on for its I/O buffers (pin, then mmap and fill).
+  for (const NumaNode& n : t->nodes) {
+    if (n.cpus.empty()) continue;
+    std::set<int> got;
+    absl::Status pinned;
+    std::thread th([&] {
+      pinned = ApplyNumaCpuNodes({n.id});
+      void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      std::memset(m, 1, bytes);
+      got = PageNodes(m, bytes);
+      munmap(m, bytes);
+    });
+    th.join();
+    ASSERT_TRUE(pinned.ok()) << pinned;
+    EXPECT_EQ(got, std::set<int>{n.id}) << "first touch on node " << n.id;
+  }
 }
 
 }  // namespace

@@ -57,6 +57,10 @@ enum Capability : uint32_t {
   kCapSqPoll = 1u << 4,         // kernel submission thread
   kCapNoIo = 1u << 5,           // does no real I/O (null): files are not opened
   kCapDirect = 1u << 6,         // O_DIRECT supported
+  kCapTrim = 1u << 7,           // IoOp::kTrim is a real discard (trim workloads)
+  // NVMe passthrough: targets are NVMe generic char devices (/dev/ngXnY), I/O is
+  // always direct, sizes and offsets are whole LBAs of the namespace.
+  kCapPassthrough = 1u << 8,
 };
 
 struct EngineOptions {
@@ -102,7 +106,7 @@ struct EngineInfo {
   uint32_t capabilities = 0;
 };
 
-// Creates an engine by fio name ("io_uring", "libaio", "psync", "sync", "pvsync",
+// Creates an engine by fio name ("io_uring", "io_uring_cmd", "libaio", "psync", "sync", "pvsync",
 // "null"). NotFound for an unknown name, Unimplemented when this build or kernel lacks it.
 absl::StatusOr<std::unique_ptr<IoEngine>> CreateEngine(std::string_view name);
 

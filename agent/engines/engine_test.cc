@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace iofleet::agent {
@@ -34,7 +35,7 @@ TEST(EngineRegistryTest, ProbeListsEveryEngineAndSyncOnesAreAlwaysThere) {
     names.push_back(e.name);
     if (!e.available) EXPECT_FALSE(e.reason.empty()) << e.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"io_uring", "libaio", "psync", "sync", "pvsync", "pvsync2", "null"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"io_uring", "io_uring_cmd", "libaio", "psync", "sync", "pvsync", "pvsync2", "null"}));
   EXPECT_TRUE(Available("psync"));
   EXPECT_TRUE(Available("sync"));
   EXPECT_TRUE(Available("null"));
@@ -63,6 +64,31 @@ TEST(NullEngineTest, QueueCommitReapReturnsEveryRequestOnce) {
     seen |= 1u << c.req->index;
   }
   EXPECT_EQ(seen, 0xfu);
+}
+
+TEST(IoUringCmdEngineTest, OpenRefusesARegularFile) {
+  if (!Available("io_uring_cmd")) GTEST_SKIP() << "io_uring_cmd unavailable";
+  char path[] = "/var/tmp/iofleet-engine-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  static char buf[8192] __attribute__((aligned(4096)));
+  auto e = CreateEngine("io_uring_cmd");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_NE((*e)->Capabilities() & kCapPassthrough, 0u);
+  EXPECT_NE((*e)->Capabilities() & kCapTrim, 0u);
+  EngineOptions o;
+  o.iodepth = 2;
+  o.buffer_base = buf;
+  o.buffer_size = sizeof(buf);
+  o.slot_size = 4096;
+  ASSERT_TRUE((*e)->Init(o).ok());
+  const int fds[1] = {fd};
+  absl::Status s = (*e)->Open(fds);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("/dev/ngXnY"));
+  (*e)->Close();
+  close(fd);
 }
 
 // Each real engine reads back exactly what was written, at the right offsets.

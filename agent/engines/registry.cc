@@ -5,6 +5,7 @@
 #include "agent/engines/null/null_engine.h"
 #include "agent/engines/sync/sync_engine.h"
 #ifdef IOFLEET_HAVE_LIBURING
+#include "agent/engines/io_uring/io_uring_cmd_engine.h"
 #include "agent/engines/io_uring/io_uring_engine.h"
 #endif
 #ifdef IOFLEET_HAVE_LIBAIO
@@ -14,7 +15,7 @@
 namespace iofleet::agent {
 namespace {
 
-const char* const kKnownEngines[] = {"io_uring", "libaio", "psync", "sync", "pvsync", "pvsync2", "null"};
+const char* const kKnownEngines[] = {"io_uring", "io_uring_cmd", "libaio", "psync", "sync", "pvsync", "pvsync2", "null"};
 
 absl::StatusOr<std::unique_ptr<IoEngine>> Construct(std::string_view name) {
   if (name == "psync") return std::unique_ptr<IoEngine>(new SyncEngine(SyncFlavor::kPsync));
@@ -29,6 +30,13 @@ absl::StatusOr<std::unique_ptr<IoEngine>> Construct(std::string_view name) {
     return absl::UnimplementedError("ioengine \"io_uring\": this build has no liburing");
 #endif
   }
+  if (name == "io_uring_cmd") {
+#ifdef IOFLEET_HAVE_LIBURING
+    return std::unique_ptr<IoEngine>(new IoUringCmdEngine());
+#else
+    return absl::UnimplementedError("ioengine \"io_uring_cmd\": this build has no liburing");
+#endif
+  }
   if (name == "libaio") {
 #ifdef IOFLEET_HAVE_LIBAIO
     return std::unique_ptr<IoEngine>(new LibaioEngine());
@@ -37,7 +45,7 @@ absl::StatusOr<std::unique_ptr<IoEngine>> Construct(std::string_view name) {
 #endif
   }
   return absl::NotFoundError(absl::StrCat("unknown ioengine \"", std::string(name),
-                                          "\" (known: io_uring, libaio, psync, sync, pvsync, pvsync2, null)"));
+                                          "\" (known: io_uring, io_uring_cmd, libaio, psync, sync, pvsync, pvsync2, null)"));
 }
 
 EngineInfo Probe(const char* name) {

@@ -11,6 +11,7 @@
 #include <climits>
 #include <condition_variable>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/affinity/cpu.h"
+#include "agent/affinity/devices.h"
 #include "agent/affinity/inventory.h"
 #include "agent/affinity/numa.h"
 #include "agent/engines/engine.h"
@@ -78,6 +80,15 @@ FileFacts Inspect(const std::string& path) {
       uint64_t bytes = 0;
       if (ioctl(fd, BLKGETSIZE64, &bytes) == 0) f.size = bytes;
       ::close(fd);
+    }
+  } else if (S_ISCHR(st.st_mode)) {
+    // An NVMe generic char device (io_uring_cmd) stands for its namespace.
+    absl::StatusOr<affinity::TargetDevice> t = affinity::ResolveTargetDevice(path);
+    uint64_t sectors = 0;
+    std::ifstream in(t.ok() ? "/sys/block/" + t->block + "/size" : std::string("/nonexistent"));
+    if (t.ok() && (in >> sectors)) {
+      f.is_block = true;
+      f.size = sectors * 512;
     }
   } else {
     f.size = static_cast<uint64_t>(st.st_size);
@@ -336,15 +347,17 @@ absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions&
                         absl::StrCat("the ", job.ioengine, " engine does not support it"));
       }
     }
-    if (job.hipri && !job.direct) {
+    const bool passthrough = (eng->capabilities & kCapPassthrough) != 0;
+    if (job.hipri && !job.direct && !passthrough) {
       return JobError(job, "hipri", "1", "polled I/O (IOPOLL) needs direct=1");
     }
     if (EngineDoesNoIo(job)) continue;
-    if (jobspec::HasTrim(job.rw)) {
+    if (jobspec::HasTrim(job.rw) && (eng->capabilities & kCapTrim) == 0) {
       return JobError(job, "rw", jobspec::RwPatternName(job.rw),
-                      "trim workloads are not supported by this agent yet");
+                      absl::StrCat("the ", job.ioengine,
+                                   " engine cannot trim (io_uring_cmd trims NVMe namespaces)"));
     }
-    const bool writes = jobspec::HasWrite(job.rw);
+    const bool writes = jobspec::HasWrite(job.rw) || jobspec::HasTrim(job.rw);
     {
       // The first clone's names stand for all: clones differ only in the number.
       for (const std::string& name : FileNamesFor(job, 0)) {
@@ -354,9 +367,24 @@ absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions&
         if (!PathAllowed(name, options.allow_paths)) {
           return JobError(job, "filename", name, "is outside the agent's --allow-path prefixes");
         }
+        std::string guard_path = name;  // the block device the destructive guard reads
+        if (passthrough) {
+          absl::StatusOr<affinity::TargetDevice> t = affinity::ResolveTargetDevice(name);
+          if (!t.ok() || !t->char_device) {
+            std::string why = "is not an NVMe generic character device";
+            if (t.ok() && affinity::BlockDeviceKind(t->block) == "nvme") {
+              why = absl::StrCat("is the block device; use its generic char device /dev/ng",
+                                 t->block.substr(4));
+            }
+            return JobError(job, "filename", name,
+                            absl::StrCat("ioengine=io_uring_cmd (cmd_type=", job.cmd_type,
+                                         ") drives /dev/ngXnY only: ", name, " ", why));
+          }
+          guard_path = "/dev/" + t->block;
+        }
         const FileFacts facts = Inspect(name);
         if (writes && facts.is_block && !job.allow_destructive) {
-          if (absl::Status s = CheckWriteNotDestructive(name); !s.ok()) {
+          if (absl::Status s = CheckWriteNotDestructive(guard_path); !s.ok()) {
             return JobError(job, "filename", name,
                             absl::StrCat("refusing to write: ", s.message(),
                                          "; add allow_destructive=1 to the job to overwrite it"));
@@ -365,7 +393,7 @@ absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions&
         std::string probe = name;
         if (facts.exists) {
           int flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;
-          if (job.direct) flags |= O_DIRECT;
+          if (job.direct && !passthrough) flags |= O_DIRECT;
           int fd = ::open(name.c_str(), flags);
           if (fd < 0) {
             const int err = errno;
@@ -384,7 +412,7 @@ absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions&
           }
           probe = dir;
         }
-        if (job.direct) {
+        if (job.direct || passthrough) {
           auto lbs = affinity::LogicalBlockSizeForPath(absl::string_view(probe));
           const uint64_t block = lbs.ok() ? *lbs : 512;
           for (const auto& [opt, bs] : BlockSizesUsed(job)) {
@@ -537,11 +565,20 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   if (!first_error.ok()) return first_error;
 
   RunResult result;
+  {
+    std::vector<std::string> targets;
+    for (const CloneSpec& c : plan.clones) {
+      if (EngineDoesNoIo(*c.job)) continue;
+      for (const TargetFile& f : c.files) targets.push_back(f.path);
+    }
+    result.device_fingerprint = affinity::DeviceFingerprint(targets);
+  }
   result.header.timestamp_ms = Clock::RealtimeMs();
   result.header.global_options = list.global_options;
   for (auto& w : workers) {
     result.jobs.push_back(w->result());
     result.cpus_seen.push_back(w->cpus_seen_mask());
+    result.buffer_nodes.push_back(w->buffer_node());
     if (result.error == 0 && w->result().error != 0) result.error = w->result().error;
   }
   result.reported = stats::ApplyGroupReporting(result.jobs);

@@ -38,6 +38,12 @@ struct RunResult {
   std::vector<stats::JobStats> reported;  // after group_reporting
   int error = 0;                          // first job error (errno), 0 = all clean
   std::vector<uint64_t> cpus_seen;        // per clone: mask of CPUs (< 64) it ran on
+  // Per clone: the NUMA node its I/O buffers sit on (move_pages after they were
+  // filled), -1 unknown, -2 spread over several nodes.
+  std::vector<int> buffer_nodes;
+  // affinity::DeviceFingerprint() of every clone's targets (jobs of the null
+  // engine touch no device and add nothing): "nvme:QEMU NVMe Ctrl:fw=...,...".
+  std::string device_fingerprint;
 };
 
 // Environment checks that need this machine: engine present in this kernel, CPUs

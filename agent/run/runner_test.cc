@@ -7,11 +7,15 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "agent/affinity/numa.h"
 #include "agent/engines/engine.h"
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
@@ -219,6 +223,45 @@ TEST_F(RunnerTest, ThreadsStayOnTheirCpus) {
   EXPECT_EQ(r.cpus_seen[1], 1u << 1);  // thread 2 -> CPU 1
 }
 
+// Needs two NUMA nodes with CPUs (the test-bed guest: tests/vm, ctest -L vm).
+// numa_cpu_nodes keeps a worker on its node's CPUs and its buffers there;
+// numa_mem_policy=bind moves the buffers, not the thread; split gives each
+// clone one CPU of the list, and its buffers follow it.
+TEST_F(RunnerTest, NumaNodesPlaceWorkersAndTheirBuffers) {
+  auto topo = affinity::DiscoverNumaTopology();
+  ASSERT_TRUE(topo.ok());
+  std::vector<const affinity::NumaNode*> nodes;
+  for (const auto& n : topo->nodes) {
+    if (!n.cpus.empty()) nodes.push_back(&n);
+  }
+  if (nodes.size() < 2) GTEST_SKIP() << "needs two NUMA nodes with CPUs";
+  const int n0 = nodes[0]->id, n1 = nodes[1]->id;
+  const int c0 = nodes[0]->cpus[0], c1 = nodes[1]->cpus[0];
+  uint64_t mask0 = 0, mask1 = 0;
+  for (int c : nodes[0]->cpus) mask0 |= 1ull << c;
+  for (int c : nodes[1]->cpus) mask1 |= 1ull << c;
+  RunOptions opts;
+  opts.interval_ms = 100;
+  const std::string text = absl::StrCat(
+      "[global]\nioengine=null\nrw=randread\nbs=64k\nsize=64m\niodepth=4\ntime_based\nruntime=1\n",
+      "[a]\nnuma_cpu_nodes=", n0, "\n[b]\nnuma_cpu_nodes=", n1, "\n",
+      "[c]\nnuma_cpu_nodes=", n1, "\nnuma_mem_policy=bind:", n0, "\n",
+      "[d]\ncpus_allowed=", c0, ",", c1, "\ncpus_allowed_policy=split\nnumjobs=2\n");
+  RunResult r = MustRun(text, opts);
+  ASSERT_EQ(r.buffer_nodes.size(), 5u);
+  ASSERT_EQ(r.cpus_seen.size(), 5u);
+  EXPECT_EQ(r.buffer_nodes[0], n0);
+  EXPECT_EQ(r.cpus_seen[0] & ~mask0, 0u) << "job a left node " << n0;
+  EXPECT_EQ(r.buffer_nodes[1], n1);
+  EXPECT_EQ(r.cpus_seen[1] & ~mask1, 0u) << "job b left node " << n1;
+  EXPECT_EQ(r.buffer_nodes[2], n0) << "numa_mem_policy=bind:" << n0 << " not applied";
+  EXPECT_EQ(r.cpus_seen[2] & ~mask1, 0u);
+  // Split: clone 1 on c0, clone 2 on c1 (thread numbers 4 and 5 of the run).
+  std::set<std::pair<uint64_t, int>> split = {{r.cpus_seen[3], r.buffer_nodes[3]},
+                                              {r.cpus_seen[4], r.buffer_nodes[4]}};
+  EXPECT_EQ(split, (std::set<std::pair<uint64_t, int>>{{1ull << c0, n0}, {1ull << c1, n1}}));
+}
+
 TEST_F(RunnerTest, CancelStopsEarlyAndStillReports) {
   std::atomic<bool> cancel{false};
   RunOptions opts;
@@ -295,6 +338,35 @@ TEST_F(RunnerTest, IoUringOnlyOptionsOnOtherEnginesAreRefused) {
                    {});
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("fixedbufs"));
+}
+
+// io_uring_cmd drives NVMe generic char devices only: anything else is refused
+// before any I/O, naming the job, the filename and what to use instead. (The
+// real /dev/ngXnY path runs in the test-bed guest: ctest -L vm.)
+TEST_F(RunnerTest, IoUringCmdRefusesAnythingButAnNvmeGenericDevice) {
+  if (!EngineAvailable("io_uring_cmd")) GTEST_SKIP() << "io_uring_cmd unavailable";
+  const std::string file = Path("not-nvme.dat");
+  { std::ofstream(file) << std::string(1 << 20, 'x'); }
+  for (const std::string& target : {file, std::string("/dev/null")}) {
+    auto r = RunJobs(Parse("[pt]\nioengine=io_uring_cmd\ncmd_type=nvme\nrw=randread\nsize=1m\n"
+                           "filename=" + target + "\n"),
+                     {});
+    ASSERT_FALSE(r.ok()) << target;
+    const std::string msg(r.status().message());
+    EXPECT_THAT(msg, HasSubstr("\"pt\"")) << msg;
+    EXPECT_THAT(msg, HasSubstr("\"filename\"")) << msg;
+    EXPECT_THAT(msg, HasSubstr(target)) << msg;
+    EXPECT_THAT(msg, HasSubstr("/dev/ngXnY")) << msg;
+  }
+}
+
+TEST_F(RunnerTest, TrimNeedsAnEngineThatTrims) {
+  auto r = RunJobs(Parse("[t]\nioengine=psync\nrw=randtrim\nsize=1m\nfilename=" + Path("t.dat") +
+                         "\n"),
+                   {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("cannot trim"));
+  EXPECT_FALSE(fs::exists(Path("t.dat")));
 }
 
 TEST_F(RunnerTest, ExistingFileSizeIsUsedWhenSizeIsUnset) {

@@ -51,6 +51,9 @@ class Worker {
   const CloneSpec& spec() const { return spec_; }
   // CPUs (ids < 64) the worker was seen on while running (sampled each interval).
   uint64_t cpus_seen_mask() const { return cpus_seen_mask_; }
+  // NUMA node of the I/O buffers' first and last pages after Prepare(): the
+  // node, -2 if they differ, -1 if the kernel would not say.
+  int buffer_node() const { return buffer_node_; }
 
  private:
   void Finish(uint64_t run_start_realtime_ms);
@@ -70,6 +73,7 @@ class Worker {
   WorkerMailbox mailbox_;
   stats::JobStats result_;
   uint64_t cpus_seen_mask_ = 0;
+  int buffer_node_ = -1;
 };
 
 }  // namespace iofleet::agent

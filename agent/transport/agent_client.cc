@@ -579,7 +579,7 @@ void AgentClient::RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text)
   }
   std::string json = stats::FioJson(result->header, result->reported, /*json_plus=*/true);
   if (entry->cancel.load()) {
-    FinishRun(*entry, false, "cancelled", std::move(json));
+    FinishRun(*entry, false, "cancelled", std::move(json), result->device_fingerprint);
   } else if (result->error != 0) {
     std::string why = absl::StrCat("I/O error: ", strerror(result->error));
     for (const stats::JobStats& js : result->jobs) {
@@ -588,16 +588,17 @@ void AgentClient::RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text)
         break;
       }
     }
-    FinishRun(*entry, false, why, std::move(json));
+    FinishRun(*entry, false, why, std::move(json), result->device_fingerprint);
   } else {
-    FinishRun(*entry, true, "", std::move(json));
+    FinishRun(*entry, true, "", std::move(json), result->device_fingerprint);
   }
 }
 
 void AgentClient::FinishRun(RunEntry& entry, bool ok, const std::string& error,
-                            std::string result_json) {
+                            std::string result_json, const std::string& device_fingerprint) {
   AgentMessage m;
   auto* f = m.mutable_run_finished();
+  f->set_device_fingerprint(device_fingerprint);
   f->set_run_id(entry.run_id);
   f->set_ok(ok);
   f->set_error(error);

@@ -68,7 +68,8 @@ class AgentClient {
   void HandleAssign(const iofleet::v1::AssignRun& assign);
   void HandleCancel(const iofleet::v1::CancelRun& cancel);
   void RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text);
-  void FinishRun(RunEntry& entry, bool ok, const std::string& error, std::string result_json);
+  void FinishRun(RunEntry& entry, bool ok, const std::string& error, std::string result_json,
+                 const std::string& device_fingerprint = "");
 
   // Spools `msg` for `entry` and queues it when connected. Locks mu_.
   void Emit(RunEntry& entry, iofleet::v1::AgentMessage msg);

@@ -35,6 +35,29 @@ void CollectInventory(iofleet::v1::Inventory* out) {
       pd->set_logical_block_size(d.logical_block_size);
       pd->set_rotational(d.rotational);
       pd->set_numa_node(d.numa_node);
+      pd->set_kind(d.kind);
+      pd->set_serial(d.serial);
+      pd->set_firmware(d.firmware);
+      pd->set_nvme_controller(d.nvme_controller);
+      pd->set_nsid(d.nsid);
+      pd->set_hw_queues(d.hw_queues);
+      pd->set_physical_block_size(d.physical_block_size);
+      pd->set_zoned(d.zoned);
+      pd->set_fingerprint(d.fingerprint);
+    }
+    for (const affinity::NvmeControllerInfo& c : inv->nvme_controllers) {
+      auto* pc = out->add_nvme_controllers();
+      pc->set_name(c.name);
+      pc->set_model(c.model);
+      pc->set_serial(c.serial);
+      pc->set_firmware(c.firmware);
+      pc->set_transport(c.transport);
+      pc->set_address(c.address);
+      pc->set_subsysnqn(c.subsysnqn);
+      pc->set_version(c.version);
+      pc->set_numa_node(c.numa_node);
+      pc->set_queue_count(c.queue_count);
+      for (const std::string& ns : c.namespaces) pc->add_namespaces(ns);
     }
   } else {
     // Degraded but still useful: the controller places by name and labels.

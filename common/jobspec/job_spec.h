@@ -97,6 +97,7 @@ struct JobSpec {
   bool registerfiles = false;
   bool sqthread_poll = false;
   int sqthread_poll_cpu = -1;
+  std::string cmd_type = "nvme";       // io_uring_cmd: the passthrough command set
   std::vector<double> percentile_list{1,  5,  10, 20, 30, 40, 50,    60,   70,
                                       80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
   bool clat_percentiles = true;

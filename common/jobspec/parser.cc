@@ -477,8 +477,8 @@ absl::Status ApplyBuffered(Builder& b, const OptCtx& c) {
 }
 
 const std::vector<std::string>& KnownEngines() {
-  static const std::vector<std::string> k = {"io_uring", "libaio",  "psync", "sync",
-                                             "pvsync",   "pvsync2", "null"};
+  static const std::vector<std::string> k = {"io_uring", "io_uring_cmd", "libaio",  "psync",
+                                             "sync",     "pvsync",       "pvsync2", "null"};
   return k;
 }
 
@@ -488,6 +488,13 @@ absl::Status ApplyIoengine(Builder& b, const OptCtx& c) {
     return Tail(absl::StrCat("is not a known ioengine (", absl::StrJoin(k, ", "), ")"));
   }
   b.spec.ioengine = c.value;
+  return absl::OkStatus();
+}
+
+// io_uring_cmd's command set; fio 3.33 knows only "nvme".
+absl::Status ApplyCmdType(Builder& b, const OptCtx& c) {
+  if (c.value != "nvme") return Tail("is not a known cmd_type (nvme)");
+  b.spec.cmd_type = c.value;
   return absl::OkStatus();
 }
 
@@ -869,6 +876,7 @@ const std::vector<OptionDef>& OptionTable() {
       {"registerfiles", true, SetBool<&JobSpec::registerfiles>},
       {"sqthread_poll", true, SetBool<&JobSpec::sqthread_poll>},
       {"sqthread_poll_cpu", false, ApplySqthreadPollCpu},
+      {"cmd_type", false, ApplyCmdType},
       {"percentile_list", false, ApplyPercentileList},
       {"clat_percentiles", true, SetBool<&JobSpec::clat_percentiles>},
       {"lat_percentiles", true, SetBool<&JobSpec::lat_percentiles>},
@@ -1577,6 +1585,7 @@ Options RenderDiff(const JobSpec& j, const Builder& tb) {
   if (j.fixedbufs != t.fixedbufs) add("fixedbufs", b01(j.fixedbufs));
   if (j.registerfiles != t.registerfiles) add("registerfiles", b01(j.registerfiles));
   if (j.sqthread_poll != t.sqthread_poll) add("sqthread_poll", b01(j.sqthread_poll));
+  if (j.cmd_type != t.cmd_type) add("cmd_type", j.cmd_type);
   if (j.sqthread_poll_cpu != t.sqthread_poll_cpu) {
     add("sqthread_poll_cpu", absl::StrCat(j.sqthread_poll_cpu));
   }

@@ -881,6 +881,14 @@ TEST(OptionsTest, IoUringFlags) {
   ExpectOptionError("sqthread_poll_cpu=-2", "sqthread_poll_cpu", "-2");
 }
 
+TEST(ParserTest, IoUringCmdAndCmdType) {
+  JobSpec j = MustParseJob("ioengine=io_uring_cmd\ncmd_type=nvme\nfilename=/dev/ng0n1\n");
+  EXPECT_EQ(j.ioengine, "io_uring_cmd");
+  EXPECT_EQ(j.cmd_type, "nvme");
+  EXPECT_EQ(MustParseJob("ioengine=io_uring_cmd\n").cmd_type, "nvme");  // fio's default
+  ExpectOptionError("cmd_type=scsi", "cmd_type", "scsi");
+}
+
 TEST(OptionsTest, Percentiles) {
   JobSpec j = MustParseJob("percentile_list=50:99:99.9:100\nlat_percentiles=1\n");
   EXPECT_THAT(j.percentile_list, ElementsAre(50, 99, 99.9, 100));

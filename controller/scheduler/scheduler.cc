@@ -255,7 +255,10 @@ absl::StatusOr<v1::Run> Scheduler::RunToProto(const RunRow& row, bool with_resul
   }
   if (with_result) {
     IOFLEET_ASSIGN_OR_RETURN(std::optional<ResultRow> res, store_->GetResult(row.id));
-    if (res.has_value()) r.set_result_json(res->result_json);
+    if (res.has_value()) {
+      r.set_result_json(res->result_json);
+      r.set_device_fingerprint(res->device_fingerprint);
+    }
   }
   return r;
 }
@@ -760,8 +763,10 @@ void Scheduler::AgentGone(const std::string& agent, const AgentSender* sender) {
 
 absl::Status Scheduler::FinishRunLocked(const std::string& agent, const v1::RunFinished& fin) {
   const uint64_t now = clock_();
-  ResultRow result{fin.run_id(), fin.ok(), fin.error(), fin.result_json(), fin.last_seq_total(),
-                   fin.unix_ms() != 0 ? fin.unix_ms() : now};
+  ResultRow result{fin.run_id(),        fin.ok(),
+                   fin.error(),         fin.result_json(),
+                   fin.last_seq_total(), fin.unix_ms() != 0 ? fin.unix_ms() : now,
+                   fin.device_fingerprint()};
   auto it = active_.find(fin.run_id());
   if (it == active_.end()) {
     // Finished after it was declared lost (or a duplicate): keep the data, not the state.

@@ -113,6 +113,10 @@ INSERT INTO store_identity(id, created_ms) VALUES(
   lower(hex(randomblob(6))),
   CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER));
 )sql",
+    // 4: the devices a run's targets lived on (RunFinished.device_fingerprint).
+    R"sql(
+ALTER TABLE results ADD COLUMN device_fingerprint TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -531,13 +535,13 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& run_id) override {
     std::lock_guard<std::mutex> l(rmu_);
     Stmt s(rdb_,
-           "SELECT run_id, ok, error, result_json, last_seq_total, finished_ms FROM results "
-           "WHERE run_id = ?");
+           "SELECT run_id, ok, error, result_json, last_seq_total, finished_ms, "
+           "device_fingerprint FROM results WHERE run_id = ?");
     s.Bind(1, run_id);
     if (s.Step()) {
       return std::optional<ResultRow>(ResultRow{s.Text(0), s.Int(1) != 0, s.Text(2), s.Text(3),
                                                 static_cast<uint64_t>(s.Int(4)),
-                                                static_cast<uint64_t>(s.Int(5))});
+                                                static_cast<uint64_t>(s.Int(5)), s.Text(6)});
     }
     if (!s.status().ok()) return s.status();
     return std::optional<ResultRow>();
@@ -764,9 +768,9 @@ class SqliteStore final : public Store {
     for (const ResultRow& r : b.results) {
       Stmt s(wdb_,
              "INSERT OR REPLACE INTO results(run_id, ok, error, result_json, last_seq_total, "
-             "finished_ms) VALUES(?,?,?,?,?,?)");
+             "finished_ms, device_fingerprint) VALUES(?,?,?,?,?,?,?)");
       s.Bind(1, r.run_id).Bind(2, r.ok ? 1 : 0).Bind(3, r.error).Bind(4, r.result_json);
-      s.Bind(5, I(r.last_seq_total)).Bind(6, I(r.finished_ms));
+      s.Bind(5, I(r.last_seq_total)).Bind(6, I(r.finished_ms)).Bind(7, r.device_fingerprint);
       IOFLEET_RETURN_IF_ERROR(s.Run());
     }
     return absl::OkStatus();

@@ -95,6 +95,39 @@ TEST(SqliteStoreTest, RefusesNewerSchema) {
   EXPECT_THAT(std::string(store.status().message()), testing::HasSubstr("newer"));
 }
 
+// A version-2 file (results without device_fingerprint) gains the column with
+// "" for the runs it already holds.
+TEST(SqliteStoreTest, MigratesResultsToDeviceFingerprint) {
+  TempDir dir;
+  const std::string path = dir.File("db.sqlite");
+  {
+    auto store = OpenSqliteStore(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    WriteBatch b;
+    b.upsert_jobs.push_back(Job("j1"));
+    b.upsert_runs.push_back(MakeRun("j1-1", "j1", 1));
+    b.results.push_back(ResultRow{"j1-1", true, "", "{}", 1, 1000, "dropped below"});
+    ASSERT_TRUE((*store)->Write(std::move(b)).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "ALTER TABLE results DROP COLUMN device_fingerprint;"
+                         "UPDATE schema_version SET version = 2",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto store = OpenSqliteStore(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto v = ReadSchemaVersion(path);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 3);
+  auto old = (*store)->GetResult("j1-1");
+  ASSERT_TRUE(old.ok() && old->has_value());
+  EXPECT_EQ((*old)->result_json, "{}");
+  EXPECT_EQ((*old)->device_fingerprint, "");
+}
+
 TEST(SqliteStoreTest, ReopenKeepsQueueLeasesAndStates) {
   TempDir dir;
   const std::string path = dir.File("db.sqlite");
@@ -123,7 +156,8 @@ TEST(SqliteStoreTest, ReopenKeepsQueueLeasesAndStates) {
     WriteBatch b2;
     b2.upsert_runs = {running, done};
     b2.acquire_leases.push_back(LeaseRow{"host-a", "/dev/nvme0n1", "j1-1", 2000});
-    b2.results.push_back(ResultRow{"j1-3", true, "", "{\"jobs\":[]}", 5, 3000});
+    b2.results.push_back(ResultRow{"j1-3", true, "", "{\"jobs\":[]}", 5, 3000,
+                                   "null_blk::fw=:lba=512:cap=1073741824"});
     ASSERT_TRUE((*store)->Write(std::move(b2)).ok());
   }
   auto store = OpenSqliteStore(path);
@@ -150,6 +184,7 @@ TEST(SqliteStoreTest, ReopenKeepsQueueLeasesAndStates) {
   ASSERT_TRUE(result.ok());
   ASSERT_TRUE(result->has_value());
   EXPECT_EQ((*result)->result_json, "{\"jobs\":[]}");
+  EXPECT_EQ((*result)->device_fingerprint, "null_blk::fw=:lba=512:cap=1073741824");
   auto job = (*store)->GetJob("j1");
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->name, "name-j1");

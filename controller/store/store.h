@@ -105,6 +105,9 @@ struct ResultRow {
   std::string result_json;            // fio-compatible JSON
   uint64_t last_seq_total = 0;
   uint64_t finished_ms = 0;
+  // The devices the run's targets lived on, as the agent reported them
+  // (RunFinished.device_fingerprint); "" if unknown.
+  std::string device_fingerprint;
 };
 
 // A set of changes applied atomically (one savepoint inside the writer's transaction).

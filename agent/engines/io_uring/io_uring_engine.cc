@@ -21,10 +21,9 @@ unsigned RoundUpPow2(unsigned v) {
 
 }  // namespace
 
-absl::Status IoUringEngine::Init(const EngineOptions& options) {
-  options_ = options;
-  const unsigned entries = RoundUpPow2(options.iodepth < 1 ? 1 : options.iodepth);
-  unsigned base = IORING_SETUP_CQSIZE;
+int SetUpRing(io_uring* ring, unsigned entries, const EngineOptions& options, unsigned required,
+              unsigned* flags_out) {
+  unsigned base = IORING_SETUP_CQSIZE | required;
   if (options.hipri) base |= IORING_SETUP_IOPOLL;
   if (options.sqthread_poll) {
     base |= IORING_SETUP_SQPOLL;
@@ -46,14 +45,22 @@ absl::Status IoUringEngine::Init(const EngineOptions& options) {
     p.cq_entries = entries;
     if (options.sqthread_poll_cpu >= 0) p.sq_thread_cpu = static_cast<unsigned>(options.sqthread_poll_cpu);
     p.sq_thread_idle = 1000;
-    r = io_uring_queue_init_params(entries, &ring_, &p);
+    r = io_uring_queue_init_params(entries, ring, &p);
     if (r == 0) {
-      setup_flags_ = p.flags;
+      *flags_out = p.flags;
       break;
     }
     if (r != -EINVAL) break;
   }
-  if (r < 0) return IoError("io_uring_setup", absl::StrCat("entries=", entries), -r);
+  return r;
+}
+
+absl::Status IoUringEngine::Init(const EngineOptions& options) {
+  options_ = options;
+  const unsigned entries = RoundUpPow2(options.iodepth < 1 ? 1 : options.iodepth);
+  const int r0 = SetUpRing(&ring_, entries, options, 0, &setup_flags_);
+  if (r0 < 0) return IoError("io_uring_setup", absl::StrCat("entries=", entries), -r0);
+  int r = 0;
   ring_ready_ = true;
   enter_to_poll_ = (setup_flags_ & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_IOPOLL)) != 0;
   // A registered ring fd saves an fdget/fdput per io_uring_enter (5.18+); optional.

@@ -119,6 +119,13 @@ class IoUringEngine final : public IoEngine {
   EngineOptions options_;
 };
 
+// Sets up `ring` with `entries` SQ/CQ entries, the flags `options` asks for
+// (IOPOLL, SQPOLL) and `required` (e.g. SQE128 | CQE32), plus the fastest of
+// COOP_TASKRUN / SINGLE_ISSUER / DEFER_TASKRUN this kernel accepts. Returns 0
+// and the flags in effect, or -errno. Shared by io_uring and io_uring_cmd.
+int SetUpRing(io_uring* ring, unsigned entries, const EngineOptions& options, unsigned required,
+              unsigned* flags_out);
+
 // Probes whether this kernel lets us set up a ring (false under seccomp/old kernels).
 bool IoUringSupported(std::string* why);
 

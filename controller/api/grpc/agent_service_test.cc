@@ -240,10 +240,14 @@ TEST_F(GrpcTest, RunLifecycleOverTheStream) {
   fin.mutable_run_finished()->set_ok(true);
   fin.mutable_run_finished()->set_result_json(R"({"fio version":"iofleet-0.1","jobs":[]})");
   fin.mutable_run_finished()->set_last_seq_total(3);
+  fin.mutable_run_finished()->set_device_fingerprint(
+      "nvme:QEMU NVMe Ctrl:fw=7.2.22:lba=4096:cap=1073741824");
   ASSERT_TRUE(stream->Write(fin));
   EXPECT_TRUE(Eventually([&] { return GetRun(run).state() == v1::RUN_STATE_SUCCEEDED; }));
   v1::Run done = GetRun(run);
   EXPECT_THAT(done.result_json(), HasSubstr("fio version"));
+  // The store keeps the agent's device fingerprint with the result.
+  EXPECT_EQ(done.device_fingerprint(), "nvme:QEMU NVMe Ctrl:fw=7.2.22:lba=4096:cap=1073741824");
   EXPECT_EQ(done.started_ms(), 1234u);
 
   std::vector<uint64_t> seqs;

@@ -269,7 +269,8 @@ json RunToJson(const v1::Run& r) {
             {"started_ms", r.started_ms()},
             {"finished_ms", r.finished_ms()},
             {"error", r.error()},
-            {"waiting_for", r.waiting_for()}};
+            {"waiting_for", r.waiting_for()},
+            {"device_fingerprint", r.device_fingerprint()}};
   if (r.result_json().empty()) {
     j["result"] = nullptr;
   } else {
