@@ -27,17 +27,6 @@ absl::Status ParseU32(const std::string& flag, const std::string& v, uint32_t mi
   return absl::OkStatus();
 }
 
-std::string Normalize(const std::string& p) {
-  std::error_code ec;
-  std::filesystem::path abs = std::filesystem::absolute(p, ec);
-  if (ec) abs = p;
-  std::filesystem::path canon = std::filesystem::weakly_canonical(abs, ec);
-  if (ec) canon = abs.lexically_normal();
-  std::string s = canon.lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
-}
-
 }  // namespace
 
 const char* ServeUsage() {
@@ -162,20 +151,6 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
   }
   if (o.spool_dir.empty()) o.spool_dir = absl::StrCat("/var/tmp/iofleet-agent-", o.name);
   return o;
-}
-
-bool PathAllowed(const std::string& path, const std::vector<std::string>& prefixes) {
-  if (prefixes.empty()) return true;
-  const std::string p = Normalize(path);
-  for (const std::string& raw : prefixes) {
-    const std::string pre = Normalize(raw);
-    if (pre == "/") return true;
-    if (p == pre) return true;
-    if (p.size() > pre.size() && p.compare(0, pre.size(), pre) == 0 && p[pre.size()] == '/') {
-      return true;
-    }
-  }
-  return false;
 }
 
 }  // namespace iofleet::agent

@@ -42,10 +42,6 @@ struct AgentFacts {
 // True when every selector key is present and matches (an empty selector matches all).
 bool SelectorMatches(const std::map<std::string, std::string>& selector, const AgentFacts& facts);
 
-// True when `target` lies under one of `allow_paths` (string prefix, as the agent
-// checks it). An agent with no allow_paths accepts any path.
-bool PathAllowed(const std::vector<std::string>& allow_paths, const std::string& target);
-
 // The write side of one connected agent's stream. Implemented by the gRPC
 // reactor; Send and Close may be called from any thread and never block.
 class AgentSender {

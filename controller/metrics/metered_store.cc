@@ -75,6 +75,10 @@ class MeteredStore final : public Store {
   absl::StatusOr<std::map<uint32_t, uint64_t>> NextSeqs(const std::string& run_id) override {
     return inner_->NextSeqs(run_id);
   }
+  absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> IntervalSeqs(
+      const std::string& run_id) override {
+    return inner_->IntervalSeqs(run_id);
+  }
   absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& run_id) override {
     return inner_->GetResult(run_id);
   }
