@@ -165,15 +165,34 @@ absl::StatusOr<std::string> ReadJobFile(const std::string& path) {
   return ss.str();
 }
 
+bool SamplesIncomplete(const json& run) {
+  auto it = run.find("samples_incomplete");
+  return it != run.end() && it->is_boolean() && it->get<bool>();
+}
+
 std::vector<std::vector<std::string>> RunRows(const json& runs) {
   std::vector<std::vector<std::string>> rows;
   for (const json& r : runs) {
     std::string err = JStr(r, {"error"});
+    if (err.empty() && !JStr(r, {"lease_wait"}).empty()) err = "waits: " + JStr(r, {"lease_wait"});
     if (err.size() > 60) err = err.substr(0, 57) + "...";
-    rows.push_back({RunId(r), JStr(r, {"host", "agent"}), JStr(r, {"target"}), RunState(r),
-                    JStr(r, {"variant"}), JStr(r, {"repetition"}), RunDuration(r), err});
+    // '*': the run's interval records are incomplete (footnote below the table).
+    rows.push_back({RunId(r), JStr(r, {"host", "agent"}), JStr(r, {"target"}),
+                    RunState(r) + (SamplesIncomplete(r) ? "*" : ""), JStr(r, {"variant"}),
+                    JStr(r, {"repetition"}), RunDuration(r), err});
   }
   return rows;
+}
+
+// One line per run whose interval records are not all stored (the STATE '*').
+std::string SampleNotes(const json& runs, const char* prefix) {
+  std::string out;
+  for (const json& r : runs) {
+    if (!SamplesIncomplete(r)) continue;
+    absl::StrAppend(&out, prefix, "run ", RunId(r), ": samples incomplete: ",
+                    JStr(r, {"samples_note"}), "\n");
+  }
+  return out;
 }
 
 const std::vector<std::string> kRunHeader = {"RUN", "HOST", "TARGET", "STATE", "VARIANT",
@@ -411,6 +430,7 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   auto job = PollUntilDone(api, id, timeout_s, poll_ms, /*progress=*/true);
   if (!job.ok()) return Fail(job.status());
   const Outcome o = JudgeRuns(id, *job);
+  fputs(SampleNotes(JArray(*job, "runs"), "iofleet: warning: ").c_str(), stderr);
   if (o.code != kExitOk) return Fail(o.reason);
   return RegressionCheck(api, id);
 }
@@ -444,6 +464,7 @@ int CmdStatus(const ApiClient& api, const std::vector<std::string>& rest) {
          JStr(*job, {"name"}).c_str(), NormState(JStr(*job, {"state"})).c_str(),
          Ago(JU64(*job, {"created_ms"})).c_str());
   printf("%s", RenderTable(kRunHeader, RunRows(JArray(*job, "runs"))).c_str());
+  printf("%s", SampleNotes(JArray(*job, "runs"), "* ").c_str());
   return kExitOk;
 }
 
@@ -466,6 +487,7 @@ int CmdRuns(const ApiClient& api, const std::vector<std::string>& rest) {
     printf("%s\n", Pretty(runs).c_str());
   } else {
     printf("%s", RenderTable(kRunHeader, RunRows(runs)).c_str());
+    printf("%s", SampleNotes(runs, "* ").c_str());
   }
   return kExitOk;
 }

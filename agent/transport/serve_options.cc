@@ -35,7 +35,7 @@ const char* ServeUsage() {
          "         [--token-file=FILE | --token=T] [--tls-ca=PEM] [--tls-cert=PEM --tls-key=PEM]\n"
          "         [--tls-server-name=NAME]\n"
          "         [--interval-ms=1000] [--backoff-initial-ms=250] [--backoff-max-ms=30000]\n"
-         "         [--sync-batch=64] [--sync-interval-ms=1000]\n";
+         "         [--sync-batch=64] [--sync-interval-ms=1000] [--spool-reserve-bytes=1048576]\n";
 }
 
 absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
@@ -64,7 +64,7 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
                                    "interval-ms",  "backoff-initial-ms", "backoff-max-ms",
                                    "sync-batch",   "sync-interval-ms",
                                    "token-file",   "tls-ca",          "tls-cert",
-                                   "tls-key",      "tls-server-name"};
+                                   "tls-key",      "tls-server-name", "spool-reserve-bytes"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return FlagError(flag, "unknown flag for `serve`");
@@ -126,6 +126,11 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
       if (absl::Status s = ParseU32(flag, value, 1, &o.backoff_max_ms); !s.ok()) return s;
     } else if (flag == "sync-batch") {
       if (absl::Status s = ParseU32(flag, value, 1, &o.sync_batch); !s.ok()) return s;
+    } else if (flag == "spool-reserve-bytes") {
+      if (!absl::SimpleAtoi(value, &o.spool_reserve_bytes) ||
+          o.spool_reserve_bytes > (uint64_t{1} << 40)) {
+        return FlagError(flag, absl::StrCat("\"", value, "\" is not a byte count <= 1 TiB"));
+      }
     } else if (flag == "sync-interval-ms") {
       if (absl::Status s = ParseU32(flag, value, 1, &o.sync_interval_ms); !s.ok()) return s;
     }

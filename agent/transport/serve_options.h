@@ -34,6 +34,10 @@ struct ServeOptions {
   uint32_t backoff_max_ms = 30000;            // --backoff-max-ms: reconnect delay cap
   uint32_t sync_batch = 64;                   // --sync-batch: fsync after this many records
   uint32_t sync_interval_ms = 1000;           // --sync-interval-ms: ... or this often
+  // --spool-reserve-bytes: space set aside in the spool per run, at assignment,
+  // for its RunFinished and result, so a full spool disk cannot lose the result.
+  // A run whose reserve cannot be made fails before it starts. Default: 1 MiB.
+  uint64_t spool_reserve_bytes = 1 << 20;
   bool help = false;
 };
 

@@ -219,4 +219,23 @@ absl::StatusOr<Resolved> Resolve(const Target& target, const ResolveOptions& o) 
   return r;
 }
 
+absl::StatusOr<Resolved> ResolveAllowed(const Target& target,
+                                        const std::vector<std::string>& allow,
+                                        const ResolveOptions& o) {
+  IOFLEET_ASSIGN_OR_RETURN(Resolved r, Resolve(target, o));
+  if (allow.empty()) return r;
+  for (const std::string& a : allow) {
+    if (a.empty()) continue;
+    absl::StatusOr<std::string> prefix = RealPath(a);
+    if (prefix.ok() && PathUnder(r.real_path, *prefix)) return r;
+  }
+  std::string list;
+  for (const std::string& a : allow) absl::StrAppend(&list, list.empty() ? "" : ", ", a);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "target \"", target.path, "\"",
+      r.real_path == LexicalNormal(target.path) ? ""
+                                                : absl::StrCat(" resolves to \"", r.real_path, "\","),
+      " outside this agent's --allow-path (", list, ")"));
+}
+
 }  // namespace iofleet::targets

@@ -53,6 +53,12 @@ struct Resolved {
 // FailedPrecondition when a missing file's directory does not exist either.
 absl::StatusOr<Resolved> Resolve(const Target& target, const ResolveOptions& options = {});
 
+// Resolve() after the agent's allow check: InvalidArgument naming the target and
+// the real path it leads to when that lies outside every `allow` (AllowedOnHost).
+absl::StatusOr<Resolved> ResolveAllowed(const Target& target,
+                                        const std::vector<std::string>& allow,
+                                        const ResolveOptions& options = {});
+
 // The "blk:" keys of the block device major:minor: its whole disk, the whole
 // disks it is stacked on, and a loop device's backing file key. Without a sysfs
 // entry, the device itself.

@@ -117,6 +117,23 @@ TEST(AllowedOnHostTest, ResolvedPathByWholeComponents) {
   EXPECT_FALSE(AllowedOnHost({""}, "/etc/passwd"));
 }
 
+TEST(ResolveTest, AllowedResolutionNamesWhereAPathLeads) {
+  TempDir t;
+  fs::create_directories(t / "ok");
+  fs::create_directories(t / "out");
+  Touch(t / "out/f");
+  fs::create_symlink(t / "out/f", t / "ok/link");
+  EXPECT_TRUE(ResolveAllowed(Target{t / "ok/new", Kind::kFile}, {t / "ok"}).ok());
+  absl::StatusOr<Resolved> r = ResolveAllowed(Target{t / "ok/link", Kind::kFile}, {t / "ok"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("resolves to \"" + (t / "out/f") + "\", outside this agent's --allow-path"));
+  r = ResolveAllowed(Target{t / "out/f", Kind::kFile}, {t / "ok"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), Not(HasSubstr("resolves to")));
+}
+
 TEST(ResolveTest, FileAliasesShareAKey) {
   TempDir t;
   fs::create_directories(t / "d");

@@ -263,7 +263,22 @@ json RunToJson(const v1::Run& r) {
             {"assigned_ms", r.assigned_ms()},
             {"started_ms", r.started_ms()},
             {"finished_ms", r.finished_ms()},
-            {"error", r.error()}};
+            {"error", r.error()},
+            {"samples_incomplete", r.samples_incomplete()},
+            {"samples_note", r.samples_note()},
+            {"lease_wait", r.lease_wait()}};
+  json ids = json::array();
+  for (const v1::TargetIdentity& t : r.target_keys()) {
+    ids.push_back({{"path", t.path()},
+                   {"real_path", t.real_path()},
+                   {"keys", std::vector<std::string>(t.keys().begin(), t.keys().end())}});
+  }
+  j["target_keys"] = std::move(ids);
+  json missing = json::array();
+  for (const v1::SeqRange& m : r.missing_seqs()) {
+    missing.push_back({{"job_index", m.job_index()}, {"first", m.first()}, {"last", m.last()}});
+  }
+  j["missing_seqs"] = std::move(missing);
   if (r.result_json().empty()) {
     j["result"] = nullptr;
   } else {
