@@ -885,8 +885,25 @@ absl::Status Scheduler::CheckSamplesLocked(RunRow* row, const v1::RunFinished& f
   // of this: wait until it is committed (a full disk fails here, and the agent
   // replays), then compare.
   IOFLEET_RETURN_IF_ERROR(store_->Flush());
-  IOFLEET_ASSIGN_OR_RETURN(auto stored, store_->IntervalSeqs(row->id));
   const std::vector<uint64_t> next_seq(fin.next_seq().begin(), fin.next_seq().end());
+  if (!next_seq.empty()) {
+    // Seqs are unique per job: count == n and highest == n-1 means exactly 0..n-1.
+    IOFLEET_ASSIGN_OR_RETURN(auto counts, store_->IntervalCounts(row->id));
+    bool complete = counts.size() <= next_seq.size();
+    for (size_t j = 0; complete && j < next_seq.size(); ++j) {
+      auto it = counts.find(static_cast<uint32_t>(j));
+      const std::pair<uint64_t, uint64_t> have =
+          it == counts.end() ? std::pair<uint64_t, uint64_t>{0, 0} : it->second;
+      complete = have.first == next_seq[j] && have.second == next_seq[j];
+    }
+    if (complete) {
+      row->samples_incomplete = false;
+      row->missing_seqs.clear();
+      row->samples_note.clear();
+      return absl::OkStatus();
+    }
+  }
+  IOFLEET_ASSIGN_OR_RETURN(auto stored, store_->IntervalSeqs(row->id));
   std::vector<SeqRangeRow> unspooled;
   for (const v1::SeqRange& r : fin.unspooled()) {
     if (r.last() >= r.first()) unspooled.push_back(SeqRangeRow{r.job_index(), r.first(), r.last()});

@@ -576,6 +576,22 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  absl::StatusOr<std::map<uint32_t, std::pair<uint64_t, uint64_t>>> IntervalCounts(
+      const std::string& run_id) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_,
+           "SELECT job_index, count(*), max(seq) FROM intervals WHERE run_id = ? "
+           "GROUP BY job_index");
+    s.Bind(1, run_id);
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> out;
+    while (s.Step()) {
+      out[static_cast<uint32_t>(s.Int(0))] = {static_cast<uint64_t>(s.Int(1)),
+                                               static_cast<uint64_t>(s.Int(2)) + 1};
+    }
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
   absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> IntervalSeqs(
       const std::string& run_id) override {
     std::lock_guard<std::mutex> l(rmu_);

@@ -189,6 +189,10 @@ class Store {
   virtual absl::StatusOr<std::vector<IntervalRow>> ListIntervals(const std::string& run_id) = 0;
   // job_index -> highest stored seq + 1.
   virtual absl::StatusOr<std::map<uint32_t, uint64_t>> NextSeqs(const std::string& run_id) = 0;
+  // job_index -> (stored records, highest stored seq + 1): a gap check without
+  // reading every key (complete when both equal the records produced).
+  virtual absl::StatusOr<std::map<uint32_t, std::pair<uint64_t, uint64_t>>> IntervalCounts(
+      const std::string& run_id) = 0;
   // The (job_index, seq) keys of the run's stored interval records, ordered.
   virtual absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> IntervalSeqs(
       const std::string& run_id) = 0;
