@@ -528,6 +528,9 @@ void Scheduler::DispatchLocked() {
   });
   const uint64_t now = clock_();
   std::set<std::pair<std::string, std::string>> blocked;  // wanted by an earlier queued run
+  // Hosts with an earlier queued run whose keys are not known yet: what it will
+  // block is unknown, so nothing after it on that host goes first (FIFO).
+  std::set<std::string> unresolved_hosts;
   std::set<std::string> changed_jobs;
   std::vector<std::string> failed;
   for (RunRow* r : queued) {
@@ -555,11 +558,13 @@ void Scheduler::DispatchLocked() {
             for (const std::string& t : r->targets) rt->add_paths(t);
             agent->sender->Send(msg);
           }
+          unresolved_hosts.insert(r->host);
           continue;
         }
         next.target_ids = PathIdentities(r->targets);  // an agent that does not resolve
         next.targets_resolved = true;
       }
+      if (unresolved_hosts.contains(r->host)) continue;
       bool conflict = false;
       for (const std::string& k : LeaseKeys(next)) {
         keys.emplace_back(r->host, k);
@@ -671,6 +676,17 @@ std::string Scheduler::LeaseWaitLocked(const RunRow& run) const {
   if (run.state != RunState::kQueued) return "";
   if (!run.targets_resolved) {
     return resolving_.contains(run.id) ? absl::StrCat("resolving targets on host ", run.host) : "";
+  }
+  for (const auto& [id, other] : active_) {
+    const bool earlier = other.queue_pos != run.queue_pos
+                             ? other.queue_pos < run.queue_pos
+                             : other.attempt > run.attempt ||
+                                   (other.attempt == run.attempt && other.id < run.id);
+    if (earlier && other.host == run.host && other.state == RunState::kQueued &&
+        resolving_.contains(id)) {
+      return absl::StrCat("behind run ", id, ", whose targets host ", run.host,
+                          " is resolving");
+    }
   }
   for (const std::string& k : LeaseKeys(run)) {
     if (auto it = leases_.find({run.host, k}); it != leases_.end() && it->second != run.id) {

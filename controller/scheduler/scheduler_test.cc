@@ -603,6 +603,32 @@ TEST_F(SchedulerTest, LeasesAreOnResolvedIdentityNotPathStrings) {
   EXPECT_THAT(again->Assigned(), ElementsAre(r2));
 }
 
+TEST_F(SchedulerTest, ARetryBeingResolvedIsNotOvertaken) {
+  v1::JobSpec victim = Spec({"a"}, leases::kByIdJob);
+  victim.set_retries(1);
+  auto a = ConnectResolver("a");
+  const std::string r1 = Submit(victim) + "-1";
+  const std::string r2 = Submit(Spec({"a"}, leases::kPartJob)) + "-1";
+  Resolve("a", a.get(), r1, {{"/dev/disk/by-id/nvme-X", {"blk:259:0"}}});
+  Resolve("a", a.get(), r2, {{"/dev/nvme0n1p1", {"blk:259:0"}}});
+  EXPECT_THAT(a->Assigned(), ElementsAre(r1));
+  Started("a", a.get(), r1);
+  now_ += 20000;  // silent past the heartbeat timeout: r1 is lost, its retry queued
+  sched_->Tick();
+  EXPECT_EQ(StateOf(r1), v1::RUN_STATE_LOST);
+  const std::string retry = r1 + ".r1";
+  auto back = ConnectResolver("a");
+  // The retry is asked again; r2, resolved long ago and free now, waits behind it.
+  auto asked = ResolveRequests(back.get());
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].run_id(), retry);
+  EXPECT_TRUE(back->Assigned().empty());
+  EXPECT_THAT(sched_->GetRun(r2)->lease_wait(), HasSubstr("behind run " + retry));
+  Resolve("a", back.get(), retry, {{"/dev/disk/by-id/nvme-X", {"blk:259:0"}}});
+  EXPECT_THAT(back->Assigned(), ElementsAre(retry));
+  EXPECT_EQ(StateOf(r2), v1::RUN_STATE_QUEUED);
+}
+
 TEST_F(SchedulerTest, TargetsThatCannotResolveFailTheRun) {
   auto a = ConnectResolver("a");
   const std::string r1 = Submit(Spec({"a"}, leases::kByIdJob)) + "-1";
