@@ -189,8 +189,8 @@ std::string SampleNotes(const json& runs, const char* prefix) {
   std::string out;
   for (const json& r : runs) {
     if (!SamplesIncomplete(r)) continue;
-    absl::StrAppend(&out, prefix, "run ", RunId(r), ": samples incomplete: ",
-                    JStr(r, {"samples_note"}), "\n");
+    absl::StrAppend(&out, prefix, "run ", RunId(r),
+                    ": samples incomplete: ", JStr(r, {"samples_note"}), "\n");
   }
   return out;
 }

@@ -518,8 +518,7 @@ void AgentClient::HandleAssign(const iofleet::v1::AssignRun& assign) {
   auto writer = SpoolWriter::Open(opt_.spool_dir, assign.run_id());
   if (writer.ok()) {
     entry->spool = std::move(*writer);
-    absl::Status reserved =
-        ReserveSpace(opt_.spool_dir, assign.run_id(), opt_.spool_reserve_bytes);
+    absl::Status reserved = ReserveSpace(opt_.spool_dir, assign.run_id(), opt_.spool_reserve_bytes);
     entry->reserved = reserved.ok();
     if (!reserved.ok()) {
       setup_error = absl::StrCat("cannot keep room for the run's result in --spool-dir: ",
@@ -630,8 +629,8 @@ void AgentClient::RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text,
     if (!unleased.empty()) {
       std::string list_text;
       for (const auto& k : unleased) absl::StrAppend(&list_text, list_text.empty() ? "" : ",", k);
-      Log(absl::StrCat("run ", entry->run_id, ": its targets changed identity since they were "
-                       "leased (now also ", list_text, "); this agent keeps its own runs off them"));
+      Log(absl::StrCat("run ", entry->run_id, ": targets changed identity since leased (now also ",
+                       list_text, "); this agent keeps its own runs off them"));
     }
   }
   if (!AcquireKeys(*entry, *keys)) {

@@ -64,7 +64,8 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
                                    "interval-ms",  "backoff-initial-ms", "backoff-max-ms",
                                    "sync-batch",   "sync-interval-ms",
                                    "token-file",   "tls-ca",          "tls-cert",
-                                   "tls-key",      "tls-server-name", "spool-reserve-bytes"};
+                                   "tls-key",      "tls-server-name",
+                                   "spool-reserve-bytes"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return FlagError(flag, "unknown flag for `serve`");

@@ -28,7 +28,7 @@ namespace iofleet::agent {
 // outside [A-Za-z0-9._-] are hex-escaped so any id maps to one safe name).
 std::string SpoolFileName(const std::string& run_id);   // "<id>.spool"
 std::string SentMarkerName(const std::string& run_id);  // "<id>.sent"
-std::string ReserveFileName(const std::string& run_id); // "<id>.reserve"
+std::string ReserveFileName(const std::string& run_id);  // "<id>.reserve"
 
 // Sets `bytes` aside in `dir` for the run's last record (RunFinished with its
 // result), so a full spool disk cannot take it: a file with that many bytes

@@ -18,8 +18,8 @@
 namespace iofleet::targets {
 namespace {
 
-constexpr int kMaxSymlinks = 40;      // Linux's MAXSYMLINKS
-constexpr int kMaxStackDepth = 8;     // dm on md on ... : far more than real stacks
+constexpr int kMaxSymlinks = 40;   // Linux's MAXSYMLINKS
+constexpr int kMaxStackDepth = 8;  // dm on md on ... : far more than real stacks
 
 std::string Parent(const std::string& p) {
   const size_t slash = p.rfind('/');
@@ -112,8 +112,8 @@ absl::StatusOr<std::string> NameKey(const std::string& real, const std::string& 
   if (::stat(dir.c_str(), &st) != 0) {
     const int err = errno;
     if (err == ENOENT || err == ENOTDIR) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "target \"", shown, "\": neither it nor its directory ", dir, " exists"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("target \"", shown, "\": neither it nor its directory ", dir, " exists"));
     }
     return IoError(absl::StrCat("stat directory of target \"", shown, "\""), dir, err);
   }
@@ -219,8 +219,7 @@ absl::StatusOr<Resolved> Resolve(const Target& target, const ResolveOptions& o) 
   return r;
 }
 
-absl::StatusOr<Resolved> ResolveAllowed(const Target& target,
-                                        const std::vector<std::string>& allow,
+absl::StatusOr<Resolved> ResolveAllowed(const Target& target, const std::vector<std::string>& allow,
                                         const ResolveOptions& o) {
   IOFLEET_ASSIGN_OR_RETURN(Resolved r, Resolve(target, o));
   if (allow.empty()) return r;
@@ -231,11 +230,12 @@ absl::StatusOr<Resolved> ResolveAllowed(const Target& target,
   }
   std::string list;
   for (const std::string& a : allow) absl::StrAppend(&list, list.empty() ? "" : ", ", a);
-  return absl::InvalidArgumentError(absl::StrCat(
-      "target \"", target.path, "\"",
-      r.real_path == LexicalNormal(target.path) ? ""
-                                                : absl::StrCat(" resolves to \"", r.real_path, "\","),
-      " outside this agent's --allow-path (", list, ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("target \"", target.path, "\"",
+                   r.real_path == LexicalNormal(target.path)
+                       ? ""
+                       : absl::StrCat(" resolves to \"", r.real_path, "\","),
+                   " outside this agent's --allow-path (", list, ")"));
 }
 
 }  // namespace iofleet::targets

@@ -55,8 +55,7 @@ absl::StatusOr<Resolved> Resolve(const Target& target, const ResolveOptions& opt
 
 // Resolve() after the agent's allow check: InvalidArgument naming the target and
 // the real path it leads to when that lies outside every `allow` (AllowedOnHost).
-absl::StatusOr<Resolved> ResolveAllowed(const Target& target,
-                                        const std::vector<std::string>& allow,
+absl::StatusOr<Resolved> ResolveAllowed(const Target& target, const std::vector<std::string>& allow,
                                         const ResolveOptions& options = {});
 
 // The "blk:" keys of the block device major:minor: its whole disk, the whole

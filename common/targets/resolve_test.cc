@@ -79,8 +79,7 @@ TEST(RealPathTest, RelativePathsUseTheWorkingDirectory) {
   char cwd[4096];
   ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
   EXPECT_EQ(*RealPath("."), fs::canonical(cwd).string());
-  EXPECT_EQ(*RealPath("no-such-file-here"),
-            (fs::canonical(cwd) / "no-such-file-here").string());
+  EXPECT_EQ(*RealPath("no-such-file-here"), (fs::canonical(cwd) / "no-such-file-here").string());
 }
 
 TEST(RealPathTest, SymlinkLoopIsAnError) {
@@ -127,8 +126,8 @@ TEST(ResolveTest, AllowedResolutionNamesWhereAPathLeads) {
   absl::StatusOr<Resolved> r = ResolveAllowed(Target{t / "ok/link", Kind::kFile}, {t / "ok"});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(),
-              HasSubstr("resolves to \"" + (t / "out/f") + "\", outside this agent's --allow-path"));
+  EXPECT_THAT(r.status().message(), HasSubstr("resolves to \"" + (t / "out/f") +
+                                              "\", outside this agent's --allow-path"));
   r = ResolveAllowed(Target{t / "out/f", Kind::kFile}, {t / "ok"});
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), Not(HasSubstr("resolves to")));

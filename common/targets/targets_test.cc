@@ -22,8 +22,7 @@ TEST(TargetsOfTest, FilenamesDirectoriesAndNull) {
       "[e]\nsize=1m\n");
   EXPECT_THAT(TargetsOf(list),
               ElementsAre(Target{".", Kind::kDirectory}, Target{"/dev/nvme0n1", Kind::kFile},
-                          Target{"/dev/nvme1n1", Kind::kFile},
-                          Target{"/mnt/x", Kind::kDirectory},
+                          Target{"/dev/nvme1n1", Kind::kFile}, Target{"/mnt/x", Kind::kDirectory},
                           Target{"/mnt/y/rel.dat", Kind::kFile}));
 }
 
@@ -33,8 +32,9 @@ TEST(TargetsOfTest, DuplicatesCollapse) {
 }
 
 TEST(JobFilesTest, NamedAndGenerated) {
-  auto list = Parse("[gen]\ndirectory=/d/\nnrfiles=2\nsize=1m\n[named]\nfilename=a:/abs\n"
-                    "directory=/d\nsize=1m\n");
+  auto list = Parse(
+      "[gen]\ndirectory=/d/\nnrfiles=2\nsize=1m\n[named]\nfilename=a:/abs\n"
+      "directory=/d\nsize=1m\n");
   EXPECT_THAT(JobFiles(list.jobs[0], 3), ElementsAre("/d/gen.3.0", "/d/gen.3.1"));
   EXPECT_THAT(JobFiles(list.jobs[1], 0), ElementsAre("/d/a", "/abs"));
 }

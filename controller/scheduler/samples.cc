@@ -39,7 +39,8 @@ std::string FormatSeqRanges(const std::vector<SeqRangeRow>& ranges, size_t max_r
     absl::StrAppend(&out, i ? ", " : "", "job ", r.job_index, " seq ", r.first);
     if (r.last != r.first) absl::StrAppend(&out, "-", r.last);
   }
-  if (ranges.size() > max_ranges) absl::StrAppend(&out, " and ", ranges.size() - max_ranges, " more");
+  if (ranges.size() > max_ranges)
+    absl::StrAppend(&out, " and ", ranges.size() - max_ranges, " more");
   return out;
 }
 

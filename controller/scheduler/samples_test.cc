@@ -65,7 +65,8 @@ TEST(CheckSamplesTest, AgentWithoutNextSeqIsCheckedByHolesAndCount) {
 
 TEST(FormatSeqRangesTest, Limits) {
   EXPECT_EQ(FormatSeqRanges({{0, 1, 1}, {2, 3, 9}}), "job 0 seq 1, job 2 seq 3-9");
-  EXPECT_EQ(FormatSeqRanges({{0, 1, 1}, {0, 3, 3}, {0, 5, 5}}, 2), "job 0 seq 1, job 0 seq 3 and 1 more");
+  EXPECT_EQ(FormatSeqRanges({{0, 1, 1}, {0, 3, 3}, {0, 5, 5}}, 2),
+            "job 0 seq 1, job 0 seq 3 and 1 more");
 }
 
 }  // namespace

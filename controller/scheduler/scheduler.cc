@@ -10,9 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "common/targets/targets.h"
 #include "controller/metrics/metrics.h"
 #include "controller/scheduler/expand.h"
-#include "common/targets/targets.h"
 #include "controller/scheduler/field_error.h"
 #include "controller/scheduler/samples.h"
 #include "google/protobuf/util/json_util.h"
@@ -546,7 +546,9 @@ void Scheduler::DispatchLocked() {
     }
     std::vector<std::pair<std::string, std::string>> keys;
     if (denied.empty()) {
-      if (!r->targets_resolved) {
+      if (!r->targets_resolved && r->targets.empty()) {
+        next.targets_resolved = true;  // touches nothing (null engine): nothing to ask
+      } else if (!r->targets_resolved) {
         // Not yet known what the paths are on the host: ask its agent; the run
         // takes its place in the FIFO once the answer is in (TargetsResolvedLocked).
         if (!up) continue;
@@ -564,7 +566,7 @@ void Scheduler::DispatchLocked() {
         next.target_ids = PathIdentities(r->targets);  // an agent that does not resolve
         next.targets_resolved = true;
       }
-      if (unresolved_hosts.contains(r->host)) continue;
+      if (unresolved_hosts.contains(r->host) && !next.targets.empty()) continue;
       bool conflict = false;
       for (const std::string& k : LeaseKeys(next)) {
         keys.emplace_back(r->host, k);
@@ -678,14 +680,13 @@ std::string Scheduler::LeaseWaitLocked(const RunRow& run) const {
     return resolving_.contains(run.id) ? absl::StrCat("resolving targets on host ", run.host) : "";
   }
   for (const auto& [id, other] : active_) {
-    const bool earlier = other.queue_pos != run.queue_pos
-                             ? other.queue_pos < run.queue_pos
-                             : other.attempt > run.attempt ||
-                                   (other.attempt == run.attempt && other.id < run.id);
+    const bool earlier =
+        other.queue_pos != run.queue_pos
+            ? other.queue_pos < run.queue_pos
+            : other.attempt > run.attempt || (other.attempt == run.attempt && other.id < run.id);
     if (earlier && other.host == run.host && other.state == RunState::kQueued &&
         resolving_.contains(id)) {
-      return absl::StrCat("behind run ", id, ", whose targets host ", run.host,
-                          " is resolving");
+      return absl::StrCat("behind run ", id, ", whose targets host ", run.host, " is resolving");
     }
   }
   for (const std::string& k : LeaseKeys(run)) {

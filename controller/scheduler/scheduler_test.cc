@@ -550,7 +550,6 @@ TEST_F(SchedulerTest, RejectsUnsupportedProtocol) {
   EXPECT_TRUE(s->msgs().empty());
 }
 
-
 namespace leases {
 
 constexpr char kByIdJob[] = "[job]\nfilename=/dev/disk/by-id/nvme-X\nrw=randread\nsize=1m\n";
@@ -583,8 +582,7 @@ TEST_F(SchedulerTest, LeasesAreOnResolvedIdentityNotPathStrings) {
   EXPECT_THAT(a->Assigned(), ElementsAre(r1, r3));
   auto run2 = sched_->GetRun(r2);
   EXPECT_EQ(run2->state(), v1::RUN_STATE_QUEUED);
-  EXPECT_EQ(run2->lease_wait(),
-            "lease on /dev/nvme0n1p1 (blk:259:0) held by run " + r1);
+  EXPECT_EQ(run2->lease_wait(), "lease on /dev/nvme0n1p1 (blk:259:0) held by run " + r1);
   ASSERT_EQ(run2->target_keys_size(), 1);
   EXPECT_THAT(run2->target_keys(0).keys(), ElementsAre("blk:259:0"));
 

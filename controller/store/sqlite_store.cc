@@ -281,8 +281,8 @@ std::vector<SeqRangeRow> SeqRangesFromJson(const std::string& text) {
   json j = ParseJsonOr(text, json::array());
   if (!j.is_array()) return out;
   for (const auto& e : j) {
-    if (e.is_array() && e.size() == 3 && e[0].is_number_unsigned() &&
-        e[1].is_number_unsigned() && e[2].is_number_unsigned()) {
+    if (e.is_array() && e.size() == 3 && e[0].is_number_unsigned() && e[1].is_number_unsigned() &&
+        e[2].is_number_unsigned()) {
       out.push_back(SeqRangeRow{e[0].get<uint32_t>(), e[1].get<uint64_t>(), e[2].get<uint64_t>()});
     }
   }
@@ -529,8 +529,8 @@ class SqliteStore final : public Store {
            "SELECT host, target, run_id, acquired_ms, path FROM leases ORDER BY host, target");
     std::vector<LeaseRow> out;
     while (s.Step()) {
-      out.push_back(LeaseRow{s.Text(0), s.Text(1), s.Text(2), static_cast<uint64_t>(s.Int(3)),
-                             s.Text(4)});
+      out.push_back(
+          LeaseRow{s.Text(0), s.Text(1), s.Text(2), static_cast<uint64_t>(s.Int(3)), s.Text(4)});
     }
     if (!s.status().ok()) return s.status();
     return out;
@@ -586,7 +586,7 @@ class SqliteStore final : public Store {
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> out;
     while (s.Step()) {
       out[static_cast<uint32_t>(s.Int(0))] = {static_cast<uint64_t>(s.Int(1)),
-                                               static_cast<uint64_t>(s.Int(2)) + 1};
+                                              static_cast<uint64_t>(s.Int(2)) + 1};
     }
     if (!s.status().ok()) return s.status();
     return out;
@@ -826,17 +826,15 @@ class SqliteStore final : public Store {
       IOFLEET_RETURN_IF_ERROR(s.Bind(1, run_id).Run());
     }
     for (const LeaseRow& l : b.acquire_leases) {
-      Stmt s(wdb_,
-             "INSERT INTO leases(host, target, run_id, acquired_ms, path) VALUES(?,?,?,?,?)");
+      Stmt s(wdb_, "INSERT INTO leases(host, target, run_id, acquired_ms, path) VALUES(?,?,?,?,?)");
       s.Bind(1, l.host).Bind(2, l.key).Bind(3, l.run_id).Bind(4, I(l.acquired_ms));
       s.Bind(5, l.path);
       absl::Status st = s.Run();
       if (!st.ok()) {
         if (absl::IsAlreadyExists(st)) {
-          return absl::AlreadyExistsError(
-              absl::StrCat("lease on ", l.host, ":", l.key,
-                           l.path.empty() ? "" : absl::StrCat(" (", l.path, ")"),
-                           " is already held"));
+          return absl::AlreadyExistsError(absl::StrCat(
+              "lease on ", l.host, ":", l.key,
+              l.path.empty() ? "" : absl::StrCat(" (", l.path, ")"), " is already held"));
         }
         return st;
       }

@@ -54,9 +54,9 @@ struct JobRow {
 
 // What one target path of a run is on its host (docs/leases.md).
 struct TargetIdentityRow {
-  std::string path;                   // as the job names it
-  std::string real_path;              // symlinks resolved on the host
-  std::vector<std::string> keys;      // identity keys its leases are held on
+  std::string path;               // as the job names it
+  std::string real_path;          // symlinks resolved on the host
+  std::vector<std::string> keys;  // identity keys its leases are held on
   bool operator==(const TargetIdentityRow&) const = default;
 };
 
@@ -74,7 +74,7 @@ struct RunRow {
   std::string job_id;
   int64_t queue_pos = 0;              // FIFO order of the queue (a retry keeps its original's)
   std::string host;
-  std::vector<std::string> targets;   // target paths on `host` (for display and resolving)
+  std::vector<std::string> targets;  // target paths on `host` (for display and resolving)
   // Set once the agent resolved `targets` into identity keys (target_ids); leases
   // are held on (host, key) for every key of every target.
   bool targets_resolved = false;
@@ -102,10 +102,10 @@ struct RunRow {
 // An exclusive lease on one identity key of a host (docs/leases.md).
 struct LeaseRow {
   std::string host;
-  std::string key;                    // identity key ("blk:259:0", ...)
+  std::string key;  // identity key ("blk:259:0", ...)
   std::string run_id;
   uint64_t acquired_ms = 0;
-  std::string path;                   // the target path it was resolved from (display)
+  std::string path;  // the target path it was resolved from (display)
 };
 
 struct IntervalDirRow {
@@ -140,7 +140,7 @@ struct WriteBatch {
   std::vector<JobRow> upsert_jobs;          // seq is ignored (kept on update)
   std::vector<RunRow> upsert_runs;          // seq is ignored (kept on update)
   std::vector<std::string> release_leases_of_runs;  // applied before acquire_leases
-  std::vector<LeaseRow> acquire_leases;     // fails AlreadyExists if (host, key) is held
+  std::vector<LeaseRow> acquire_leases;             // fails AlreadyExists if (host, key) is held
   std::vector<ResultRow> results;
 
   bool empty() const {
