@@ -815,6 +815,41 @@ def case_lease_alias():
             db.close()
 
 
+def case_lease_identity_change():
+    """A path whose identity changes after the controller leased it: run B is
+    resolved while its symlink points at file 2 (queued behind C there), then the
+    link is turned to file 1, which run A is using. The agent resolves again when
+    B starts, and B waits for A instead of running on file 1 beside it."""
+    with Env() as env:
+        agent = env.agents["agent-a"]
+        f1 = agent.target("one.dat", 1 << 20)
+        f2 = agent.target("two.dat", 1 << 20)
+        link = os.path.join(agent.allow, "moving.dat")
+        os.symlink(f2, link)
+        ja = env.submit(fio_job(f1, runtime=6), name="A on file 1", hosts=["agent-a"])
+        jc = env.submit(fio_job(f2, runtime=2), name="C on file 2", hosts=["agent-a"])
+        jb = env.submit(fio_job(link, runtime=1), name="B via the link", hosts=["agent-a"])
+
+        def b_resolved():
+            r = run_of(env.job(jb))
+            return r["state"] == "queued" and r["target_keys"] and r
+        b = wait_for(b_resolved, 10, "B resolved and queued behind C")
+        check(run_of(env.job(ja))["state"] in ("assigned", "running"), "A not placed")
+        tmp = link + ".new"
+        os.symlink(f1, tmp)
+        os.replace(tmp, link)  # now the same file as A's
+        ra, rb, rc = (run_of(env.wait_job(j, 60)) for j in (ja, jb, jc))
+        for r in (ra, rb, rc):
+            check(r["state"] == "succeeded", f"run {r['id']}: {r['state']} {r['error']}")
+        check(not overlaps(ra, rb), f"B ran on file 1 beside A: A {ra['started_ms']}-"
+              f"{ra['finished_ms']}, B {rb['started_ms']}-{rb['finished_ms']}")
+        with open(agent.log_path) as f:
+            alog = f.read()
+        check(f"run {rb['id']}: targets changed identity since leased" in alog,
+              "the agent did not say B's target changed identity")
+        check(f"run {rb['id']} waits" in alog, "the agent did not say B waits for A")
+
+
 def case_allow_path_components():
     """--allow-path matches whole path components on resolved paths: DIR/nvme1
     admits DIR/nvme1 but not DIR/nvme10n1 (the controller's raw prefix check let
