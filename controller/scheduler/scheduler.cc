@@ -273,7 +273,16 @@ absl::StatusOr<v1::Run> Scheduler::RunToProto(const RunRow& row, bool with_resul
   r.set_error(row.error);
   r.set_attempt(row.attempt);
   r.set_retry_of(row.retry_of);
-  for (const TargetIdentityRow& t : row.target_ids) {
+  std::vector<TargetIdentityRow> ids = row.target_ids;
+  if (row.state == RunState::kQueued) {
+    // A queued run's keys and why it waits live in memory (stored when placed).
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = active_.find(row.id);
+    const RunRow& live = it != active_.end() ? it->second : row;
+    ids = live.target_ids;
+    r.set_lease_wait(LeaseWaitLocked(live));
+  }
+  for (const TargetIdentityRow& t : ids) {
     v1::TargetIdentity* ti = r.add_target_keys();
     ti->set_path(t.path);
     ti->set_real_path(t.real_path);
@@ -287,11 +296,6 @@ absl::StatusOr<v1::Run> Scheduler::RunToProto(const RunRow& row, bool with_resul
     sr->set_last(m.last);
   }
   r.set_samples_note(row.samples_note);
-  if (row.state == RunState::kQueued) {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = active_.find(row.id);
-    r.set_lease_wait(LeaseWaitLocked(it != active_.end() ? it->second : row));
-  }
   if (with_result) {
     IOFLEET_ASSIGN_OR_RETURN(std::optional<ResultRow> res, store_->GetResult(row.id));
     if (res.has_value()) r.set_result_json(res->result_json);
@@ -650,14 +654,18 @@ void Scheduler::TargetsResolvedLocked(const std::string& agent, const v1::Target
       ids.push_back(std::move(row));
     }
   }
-  if (!why.empty()) {
-    next.state = RunState::kFailed;
-    next.finished_ms = clock_();
-    next.error = absl::StrCat("agent ", agent, ": ", why);
-  } else {
-    next.target_ids = std::move(ids);
-    next.targets_resolved = true;
+  if (why.empty()) {
+    // Kept in memory until the run is placed, when the run row and its lease
+    // rows store them (a queued run is asked again after a restart: one store
+    // commit less per run, and a fresh answer).
+    it->second.target_ids = std::move(ids);
+    it->second.targets_resolved = true;
+    DispatchLocked();
+    return;
   }
+  next.state = RunState::kFailed;
+  next.finished_ms = clock_();
+  next.error = absl::StrCat("agent ", agent, ": ", why);
   WriteBatch batch;
   batch.upsert_runs.push_back(next);
   if (absl::Status st = store_->Write(std::move(batch)); !st.ok()) {
@@ -665,12 +673,8 @@ void Scheduler::TargetsResolvedLocked(const std::string& agent, const v1::Target
     return;  // asked again on the agent's next session
   }
   const std::string job_id = next.job_id;
-  if (next.state == RunState::kFailed) {
-    active_.erase(it);
-    RefreshJobStatesLocked({job_id});
-  } else {
-    it->second = std::move(next);
-  }
+  active_.erase(it);
+  RefreshJobStatesLocked({job_id});
   DispatchLocked();
 }
 
@@ -898,27 +902,33 @@ absl::Status Scheduler::FinishRunLocked(const std::string& agent, const v1::RunF
 }
 
 absl::Status Scheduler::CheckSamplesLocked(RunRow* row, const v1::RunFinished& fin) {
-  // Every record the agent sent before RunFinished is queued at the store ahead
-  // of this: wait until it is committed (a full disk fails here, and the agent
-  // replays), then compare.
-  IOFLEET_RETURN_IF_ERROR(store_->Flush());
   const std::vector<uint64_t> next_seq(fin.next_seq().begin(), fin.next_seq().end());
-  if (!next_seq.empty()) {
-    // Seqs are unique per job: count == n and highest == n-1 means exactly 0..n-1.
+  // Seqs are unique per job: count == n and highest == n-1 means exactly 0..n-1.
+  auto counts_complete = [&]() -> absl::StatusOr<bool> {
+    if (next_seq.empty()) return false;
     IOFLEET_ASSIGN_OR_RETURN(auto counts, store_->IntervalCounts(row->id));
-    bool complete = counts.size() <= next_seq.size();
-    for (size_t j = 0; complete && j < next_seq.size(); ++j) {
+    if (counts.size() > next_seq.size()) return false;
+    for (size_t j = 0; j < next_seq.size(); ++j) {
       auto it = counts.find(static_cast<uint32_t>(j));
-      const std::pair<uint64_t, uint64_t> have =
-          it == counts.end() ? std::pair<uint64_t, uint64_t>{0, 0} : it->second;
-      complete = have.first == next_seq[j] && have.second == next_seq[j];
+      const auto have = it == counts.end() ? std::pair<uint64_t, uint64_t>{0, 0} : it->second;
+      if (have.first != next_seq[j] || have.second != next_seq[j]) return false;
     }
-    if (complete) {
-      row->samples_incomplete = false;
-      row->missing_seqs.clear();
-      row->samples_note.clear();
-      return absl::OkStatus();
-    }
+    return true;
+  };
+  // Usually every record is committed long before the run's end arrives.
+  IOFLEET_ASSIGN_OR_RETURN(bool complete, counts_complete());
+  if (!complete) {
+    // Records the agent sent before RunFinished may still be queued at the
+    // store: wait until they are committed (a full disk fails here, and the
+    // agent replays), then look again.
+    IOFLEET_RETURN_IF_ERROR(store_->Flush());
+    IOFLEET_ASSIGN_OR_RETURN(complete, counts_complete());
+  }
+  if (complete) {
+    row->samples_incomplete = false;
+    row->missing_seqs.clear();
+    row->samples_note.clear();
+    return absl::OkStatus();
   }
   IOFLEET_ASSIGN_OR_RETURN(auto stored, store_->IntervalSeqs(row->id));
   std::vector<SeqRangeRow> unspooled;

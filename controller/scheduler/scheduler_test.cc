@@ -594,8 +594,14 @@ TEST_F(SchedulerTest, LeasesAreOnResolvedIdentityNotPathStrings) {
   EXPECT_EQ((*leases)[0].key, "blk:259:0");
   EXPECT_EQ((*leases)[0].run_id, r1);
   EXPECT_EQ((*leases)[0].path, "/dev/disk/by-id/nvme-X");
+  EXPECT_EQ(store_->GetRun(r1)->target_ids[0].keys, std::vector<std::string>{"blk:259:0"});
   auto again = ConnectResolver("a", {r1, r3});
-  EXPECT_TRUE(ResolveRequests(again.get()).empty());  // r2 is resolved already
+  // The queued run is asked again (its answer is stored once it is placed) and
+  // still waits for the lease r1 holds from before the restart.
+  auto reasked = ResolveRequests(again.get());
+  ASSERT_EQ(reasked.size(), 1u);
+  EXPECT_EQ(reasked[0].run_id(), r2);
+  Resolve("a", again.get(), r2, {{"/dev/nvme0n1p1", {"blk:259:0"}}});
   EXPECT_TRUE(again->Assigned().empty());
   Finished("a", again.get(), r1);
   EXPECT_THAT(again->Assigned(), ElementsAre(r2));
