@@ -172,19 +172,37 @@ absl::StatusOr<std::string> ReadJobFile(const std::string& path) {
   return ss.str();
 }
 
+bool SamplesIncomplete(const json& run) {
+  auto it = run.find("samples_incomplete");
+  return it != run.end() && it->is_boolean() && it->get<bool>();
+}
+
 std::vector<std::vector<std::string>> RunRows(const json& runs) {
   std::vector<std::vector<std::string>> rows;
   for (const json& r : runs) {
     // A failed run's error, or why a queued run waits (lease held by another
-    // run, agent down, host not registered).
+    // run, targets being resolved, agent down, host not registered).
     std::string note = JStr(r, {"error"});
     if (note.size() > 100) note = note.substr(0, 97) + "...";
     const std::string waiting = JStr(r, {"waiting_for"});
     if (RunState(r) == "queued" && !waiting.empty()) note = "waiting: " + waiting;  // whole
-    rows.push_back({RunId(r), JStr(r, {"host", "agent"}), JStr(r, {"target"}), RunState(r),
-                    JStr(r, {"variant"}), JStr(r, {"repetition"}), RunDuration(r), note});
+    // '*': the run's interval records are incomplete (footnote below the table).
+    rows.push_back({RunId(r), JStr(r, {"host", "agent"}), JStr(r, {"target"}),
+                    RunState(r) + (SamplesIncomplete(r) ? "*" : ""), JStr(r, {"variant"}),
+                    JStr(r, {"repetition"}), RunDuration(r), note});
   }
   return rows;
+}
+
+// One line per run whose interval records are not all stored (the STATE '*').
+std::string SampleNotes(const json& runs, const char* prefix) {
+  std::string out;
+  for (const json& r : runs) {
+    if (!SamplesIncomplete(r)) continue;
+    absl::StrAppend(&out, prefix, "run ", TerminalSafe(RunId(r)),
+                    ": samples incomplete: ", TerminalSafe(JStr(r, {"samples_note"})), "\n");
+  }
+  return out;
 }
 
 const std::vector<std::string> kRunHeader = {"RUN", "HOST", "TARGET", "STATE", "VARIANT",
@@ -422,6 +440,7 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   auto job = PollUntilDone(api, id, timeout_s, poll_ms, /*progress=*/true);
   if (!job.ok()) return Fail(job.status());
   const Outcome o = JudgeRuns(id, *job);
+  fputs(SampleNotes(JArray(*job, "runs"), "iofleet: warning: ").c_str(), stderr);
   if (o.code != kExitOk) return Fail(o.reason);
   return RegressionCheck(api, id);
 }
@@ -456,6 +475,7 @@ int CmdStatus(const ApiClient& api, const std::vector<std::string>& rest) {
          TerminalSafe(NormState(JStr(*job, {"state"}))).c_str(),
          Ago(JU64(*job, {"created_ms"})).c_str());
   printf("%s", RenderTable(kRunHeader, RunRows(JArray(*job, "runs"))).c_str());
+  printf("%s", SampleNotes(JArray(*job, "runs"), "* ").c_str());
   return kExitOk;
 }
 
@@ -478,6 +498,7 @@ int CmdRuns(const ApiClient& api, const std::vector<std::string>& rest) {
     printf("%s\n", Pretty(runs).c_str());
   } else {
     printf("%s", RenderTable(kRunHeader, RunRows(runs)).c_str());
+    printf("%s", SampleNotes(runs, "* ").c_str());
   }
   return kExitOk;
 }

@@ -31,6 +31,7 @@
 #include "agent/workload/offset_gen.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/targets/resolve.h"
 
 namespace iofleet::agent {
 namespace {
@@ -43,23 +44,6 @@ absl::Status JobError(const JobSpec& job, const std::string& option, const std::
                       const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("job ", Quote(job.name), ": option ", Quote(option),
                                                  ": value ", Quote(value), ": ", why));
-}
-
-// Generated file names: fio's default filename_format "$jobname.$jobnum.$filenum".
-std::vector<std::string> FileNamesFor(const JobSpec& job, int subjob) {
-  std::vector<std::string> names;
-  if (!job.filenames.empty()) {
-    for (const auto& f : job.filenames) {
-      names.push_back(job.directory.empty() || f.empty() || f[0] == '/' ? f
-                                                                          : job.directory + "/" + f);
-    }
-    return names;
-  }
-  for (uint32_t i = 0; i < job.nrfiles; ++i) {
-    std::string n = absl::StrCat(job.name, ".", subjob, ".", i);
-    names.push_back(job.directory.empty() ? n : job.directory + "/" + n);
-  }
-  return names;
 }
 
 struct FileFacts {
@@ -101,29 +85,6 @@ std::string ParentDir(const std::string& path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
-}
-
-bool PathAllowed(const std::string& path, const std::vector<std::string>& allow) {
-  if (allow.empty()) return true;
-  char buf[PATH_MAX];
-  std::string resolved;
-  if (realpath(path.c_str(), buf) != nullptr) {
-    resolved = buf;
-  } else if (realpath(ParentDir(path).c_str(), buf) != nullptr) {
-    const size_t slash = path.rfind('/');
-    resolved = std::string(buf) + "/" + (slash == std::string::npos ? path : path.substr(slash + 1));
-  } else {
-    return false;
-  }
-  for (const auto& prefix : allow) {
-    if (prefix.empty()) continue;
-    std::string p = prefix;
-    if (realpath(prefix.c_str(), buf) != nullptr) p = buf;
-    if (resolved == p) return true;
-    const std::string dir = p.back() == '/' ? p : p + "/";
-    if (resolved.rfind(dir, 0) == 0) return true;
-  }
-  return false;
 }
 
 // Block sizes this job can issue, per direction it uses.
@@ -181,7 +142,7 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
       c.groupid = groupid;
       c.clone_index = clone_index++;
       ++jobs_in_group;
-      const std::vector<std::string> names = FileNamesFor(job, c.subjob);
+      const std::vector<std::string> names = targets::JobFiles(job, c.subjob);
       const uint64_t nfiles = names.size();
       uint64_t total = 0;
       for (const auto& name : names) {
@@ -249,7 +210,7 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
   for (const auto& c : plan.clones) {
     if (EngineDoesNoIo(*c.job)) continue;  // no file is opened
     for (const auto& f : c.files) {
-      if (!PathAllowed(f.path, options.allow_paths)) {
+      if (!targets::AllowedOnHost(options.allow_paths, f.path)) {
         return JobError(*c.job, "filename", f.path, "is outside the agent's --allow-path prefixes");
       }
     }
@@ -360,11 +321,11 @@ absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions&
     const bool writes = jobspec::HasWrite(job.rw) || jobspec::HasTrim(job.rw);
     {
       // The first clone's names stand for all: clones differ only in the number.
-      for (const std::string& name : FileNamesFor(job, 0)) {
+      for (const std::string& name : targets::JobFiles(job, 0)) {
         if (name.empty() || name == "-") {
           return JobError(job, "filename", name, "stdin/stdout targets are not supported");
         }
-        if (!PathAllowed(name, options.allow_paths)) {
+        if (!targets::AllowedOnHost(options.allow_paths, name)) {
           return JobError(job, "filename", name, "is outside the agent's --allow-path prefixes");
         }
         std::string guard_path = name;  // the block device the destructive guard reads

@@ -26,7 +26,8 @@ struct RunOptions {
   std::function<void(const std::vector<stats::JobStats>&)> on_status;
   // Set to true from any thread to stop all jobs early (results are still reported).
   std::atomic<bool>* cancel = nullptr;
-  // When non-empty, every target path must start with one of these prefixes.
+  // When non-empty, every file the run opens must resolve (symlinks followed) to a
+  // path under one of these, by whole components (targets::AllowedOnHost).
   std::vector<std::string> allow_paths;
   // Interval record period in ms (tests shorten it).
   uint32_t interval_ms = 1000;

@@ -3,12 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
 #include <random>
+#include <set>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -70,6 +73,32 @@ void Log(const std::string& msg) {
   fprintf(stderr, "iofleet-agent %s.%03ld %s\n", when, ts.tv_nsec / 1000000, msg.c_str());
 }
 
+// Adds `seq` of job `job` to `ranges`, extending that job's last range when contiguous.
+void AddSeqRange(std::vector<iofleet::v1::SeqRange>* ranges, uint32_t job, uint64_t seq) {
+  for (auto it = ranges->rbegin(); it != ranges->rend(); ++it) {
+    if (it->job_index() != job) continue;
+    if (it->last() + 1 == seq) {
+      it->set_last(seq);
+      return;
+    }
+    break;
+  }
+  iofleet::v1::SeqRange r;
+  r.set_job_index(job);
+  r.set_first(seq);
+  r.set_last(seq);
+  ranges->push_back(std::move(r));
+}
+
+std::string FormatRanges(const std::vector<iofleet::v1::SeqRange>& ranges) {
+  std::string out;
+  for (const auto& r : ranges) {
+    absl::StrAppend(&out, out.empty() ? "" : ", ", "job ", r.job_index(), " seq ", r.first());
+    if (r.last() != r.first()) absl::StrAppend(&out, "-", r.last());
+  }
+  return out;
+}
+
 std::string StatusText(const grpc::Status& s) {
   return absl::StrCat("code ", static_cast<int>(s.error_code()), ": ", s.error_message());
 }
@@ -126,6 +155,7 @@ absl::Status AgentClient::Init() {
     std::string run_id, job_id, store_id;
     uint64_t records = 0;
     bool finished = false;
+    std::vector<uint64_t> next_seq;
     for (const AgentMessage& m : *msgs) {
       if (m.has_origin()) {
         run_id = m.origin().run_id();
@@ -136,6 +166,11 @@ absl::Status AgentClient::Init() {
       if (m.has_interval()) {
         run_id = m.interval().run_id();
         ++records;
+        const uint32_t j = m.interval().job_index();
+        if (j < 65536) {
+          if (next_seq.size() <= j) next_seq.resize(j + 1, 0);
+          next_seq[j] = std::max(next_seq[j], m.interval().seq() + 1);
+        }
       }
       if (m.has_run_finished()) {
         run_id = m.run_finished().run_id();
@@ -162,12 +197,16 @@ absl::Status AgentClient::Init() {
     entry->finish_sent = finished && access((opt_.spool_dir + "/" + SentMarkerName(run_id)).c_str(),
                                             F_OK) == 0;
     if (!finished) {
+      ReleaseReserve(opt_.spool_dir, run_id);  // the room kept for this record
       AgentMessage m;
       auto* f = m.mutable_run_finished();
       f->set_run_id(run_id);
       f->set_ok(false);
       f->set_error("the agent restarted while the run was in progress");
       f->set_last_seq_total(records);
+      // What the spool holds; records it never took before the restart are
+      // unknown here, and the controller reports them as unexplained gaps.
+      for (uint64_t n : next_seq) f->add_next_seq(n);
       f->set_unix_ms(NowMs());
       if (absl::Status s = entry->spool->Append(m); !s.ok()) Log(s.ToString());
       (void)entry->spool->Sync();
@@ -177,6 +216,10 @@ absl::Status AgentClient::Init() {
                      entry->finish_sent ? ", already reported" : "",
                      store_id.empty() ? std::string() : absl::StrCat(", store ", store_id), ")"));
     runs_[run_id] = std::move(entry);
+  }
+  // Reserves left behind belong to runs that are over (or were just closed above).
+  for (const auto& de : std::filesystem::directory_iterator(opt_.spool_dir, ec)) {
+    if (de.path().extension() == ".reserve") std::filesystem::remove(de.path(), ec);
   }
   syncer_ = std::thread([this] { SyncerLoop(); });
   return absl::OkStatus();
@@ -305,6 +348,7 @@ bool AgentClient::Session(uint64_t conn_id) {
     for (const std::string& p : opt_.allow_paths) hello->add_allow_paths(p);
     hello->set_enrolment_token(opt_.token);
     hello->set_instance_id(instance_id_);
+    hello->set_resolves_targets(true);
     for (const std::string& id : RunningRunsLocked()) {
       hello->add_running_runs(id);
       const std::string& store = runs_.at(id)->store_id;
@@ -477,6 +521,9 @@ void AgentClient::ReaderLoop(
       case ControllerMessage::kCancel:
         HandleCancel(m.cancel());
         break;
+      case ControllerMessage::kResolveTargets:
+        HandleResolve(m.resolve_targets());
+        break;
       default:
         break;
     }
@@ -501,6 +548,9 @@ void AgentClient::HandleAssign(const iofleet::v1::AssignRun& assign) {
   entry->run_id = assign.run_id();
   entry->job_id = assign.job_id();
   entry->store_id = store_id_;
+  // A run needs its spool and room in it for its result before it starts: a
+  // full spool disk must not lose what the run measured without a word.
+  std::string setup_error;
   auto writer = SpoolWriter::Open(opt_.spool_dir, assign.run_id());
   if (writer.ok()) {
     entry->spool = std::move(*writer);
@@ -510,17 +560,28 @@ void AgentClient::HandleAssign(const iofleet::v1::AssignRun& assign) {
     origin.mutable_origin()->set_run_id(entry->run_id);
     origin.mutable_origin()->set_job_id(entry->job_id);
     origin.mutable_origin()->set_store_id(entry->store_id);
-    if (absl::Status st = entry->spool->Append(origin); !st.ok()) {
-      Log(absl::StrCat("run ", entry->run_id, ": ", st.ToString()));
+    absl::Status reserved = entry->spool->Append(origin);
+    if (reserved.ok()) {
+      reserved = ReserveSpace(opt_.spool_dir, assign.run_id(), opt_.spool_reserve_bytes);
+    }
+    entry->reserved = reserved.ok();
+    if (!reserved.ok()) {
+      setup_error = absl::StrCat("cannot keep room for the run's result in --spool-dir: ",
+                                 reserved.message());
     }
   } else {
-    Log(absl::StrCat("run ", assign.run_id(), ": ", writer.status().ToString(),
-                     " (running without a replay buffer)"));
+    setup_error = absl::StrCat("no spool for the run: ", writer.status().message());
   }
   runs_[entry->run_id] = entry;
   Log(absl::StrCat("run ", entry->run_id, " (job ", entry->job_id, ") assigned"));
-  entry->thread = std::thread([this, entry, text = assign.fio_text()]() mutable {
-    RunMain(entry, std::move(text));
+  std::vector<std::string> leased(assign.target_keys().begin(), assign.target_keys().end());
+  entry->thread = std::thread([this, entry, text = assign.fio_text(), leased = std::move(leased),
+                               setup_error = std::move(setup_error)]() mutable {
+    if (!setup_error.empty()) {
+      FinishRun(*entry, false, setup_error, "");
+      return;
+    }
+    RunMain(entry, std::move(text), std::move(leased));
   });
 }
 
@@ -538,16 +599,61 @@ void AgentClient::HandleCancel(const iofleet::v1::CancelRun& cancel) {
     return;
   }
   it->second->cancel = true;
+  cv_.notify_all();  // a run waiting for its targets (AcquireKeys) gives up
   Log(absl::StrCat("run ", cancel.run_id(), " cancel requested"));
 }
 
-void AgentClient::RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text) {
-  {
-    AgentMessage m;
-    m.mutable_run_started()->set_run_id(entry->run_id);
-    m.mutable_run_started()->set_unix_ms(NowMs());
-    Emit(*entry, std::move(m));
+void AgentClient::HandleResolve(const iofleet::v1::ResolveTargets& req) {
+  AgentMessage m;
+  AnswerResolveTargets(req, opt_.allow_paths, m.mutable_targets_resolved());
+  const auto& tr = m.targets_resolved();
+  if (!tr.error().empty()) {
+    Log(absl::StrCat("run ", req.run_id(), ": cannot run here: ", tr.error()));
+  } else {
+    std::string line;
+    for (const auto& t : tr.targets()) {
+      absl::StrAppend(&line, line.empty() ? "" : "; ", t.path(), " -> ");
+      for (int i = 0; i < t.keys_size(); ++i) absl::StrAppend(&line, i ? "," : "", t.keys(i));
+    }
+    Log(absl::StrCat("run ", req.run_id(), " targets: ", line));
   }
+  std::unique_lock<std::mutex> lk(mu_);
+  // The Welcome before this question may not have been acted on yet.
+  cv_.wait_for(lk, kWelcomeTimeout, [&] { return connected_ || shutdown_; });
+  if (!connected_) return;  // the controller asks again on the next stream
+  queue_.push_back(Outgoing{std::move(m), std::string()});
+  cv_.notify_all();
+}
+
+bool AgentClient::AcquireKeys(RunEntry& entry, std::vector<std::string> keys) {
+  std::unique_lock<std::mutex> lk(mu_);
+  std::string logged;
+  for (;;) {
+    if (shutdown_ || entry.cancel.load()) return false;
+    std::string holder, key;
+    for (const std::string& k : keys) {
+      auto it = held_keys_.find(k);
+      if (it != held_keys_.end() && it->second != entry.run_id) {
+        holder = it->second;
+        key = k;
+        break;
+      }
+    }
+    if (holder.empty()) break;
+    if (logged != holder) {
+      Log(absl::StrCat("run ", entry.run_id, " waits: target ", key, " is in use by run ", holder,
+                       " on this agent"));
+      logged = holder;
+    }
+    cv_.wait_for(lk, std::chrono::seconds(1));
+  }
+  for (const std::string& k : keys) held_keys_[k] = entry.run_id;
+  entry.keys = std::move(keys);
+  return true;
+}
+
+void AgentClient::RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text,
+                          std::vector<std::string> leased_keys) {
   // Text from the network: no include (no reading local files), no ${VAR} from
   // this agent's environment (the controller already substituted).
   static const std::map<std::string, std::string> kNoEnv;
@@ -559,9 +665,34 @@ void AgentClient::RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text)
     FinishRun(*entry, false, absl::StrCat("invalid job: ", list.status().message()), "");
     return;
   }
-  if (absl::Status s = CheckAllowedPaths(*list, opt_.allow_paths); !s.ok()) {
-    FinishRun(*entry, false, std::string(s.message()), "");
+  // What the targets are now (their identity may have changed since the
+  // controller leased them), checked against --allow-path on the real paths.
+  absl::StatusOr<std::vector<std::string>> keys = ResolveTargetKeys(*list, opt_.allow_paths);
+  if (!keys.ok()) {
+    FinishRun(*entry, false, std::string(keys.status().message()), "");
     return;
+  }
+  if (!leased_keys.empty()) {
+    std::sort(leased_keys.begin(), leased_keys.end());
+    std::vector<std::string> unleased;
+    std::set_difference(keys->begin(), keys->end(), leased_keys.begin(), leased_keys.end(),
+                        std::back_inserter(unleased));
+    if (!unleased.empty()) {
+      std::string list_text;
+      for (const auto& k : unleased) absl::StrAppend(&list_text, list_text.empty() ? "" : ",", k);
+      Log(absl::StrCat("run ", entry->run_id, ": targets changed identity since leased (now also ",
+                       list_text, "); this agent keeps its own runs off them"));
+    }
+  }
+  if (!AcquireKeys(*entry, *keys)) {
+    FinishRun(*entry, false, "cancelled", "");
+    return;
+  }
+  {
+    AgentMessage m;
+    m.mutable_run_started()->set_run_id(entry->run_id);
+    m.mutable_run_started()->set_unix_ms(NowMs());
+    Emit(*entry, std::move(m));
   }
   RunOptions ro;
   ro.cancel = &entry->cancel;
@@ -604,9 +735,28 @@ void AgentClient::FinishRun(RunEntry& entry, bool ok, const std::string& error,
   f->set_error(error);
   f->set_result_json(std::move(result_json));
   f->set_unix_ms(NowMs());
+  std::string unspooled;
   {
     std::lock_guard<std::mutex> lk(mu_);
     f->set_last_seq_total(entry.records);
+    for (uint64_t n : entry.next_seq) f->add_next_seq(n);
+    for (const auto& r : entry.unspooled) *f->add_unspooled() = r;
+    unspooled = FormatRanges(entry.unspooled);
+    for (const std::string& k : entry.keys) {
+      auto it = held_keys_.find(k);
+      if (it != held_keys_.end() && it->second == entry.run_id) held_keys_.erase(it);
+    }
+    entry.keys.clear();
+    // The room kept for this record is given back just before it is written.
+    if (entry.reserved) {
+      ReleaseReserve(opt_.spool_dir, entry.run_id);
+      entry.reserved = false;
+    }
+  }
+  cv_.notify_all();
+  if (!unspooled.empty()) {
+    Log(absl::StrCat("run ", entry.run_id, ": interval records not spooled: ", unspooled,
+                     " (named in RunFinished)"));
   }
   Log(absl::StrCat("run ", entry.run_id, ok ? " succeeded" : " failed: ", error));
   Emit(entry, std::move(m));
@@ -620,15 +770,45 @@ void AgentClient::Emit(RunEntry& entry, AgentMessage msg) {
   bool wake_syncer = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    absl::Status spooled = absl::FailedPreconditionError("the run has no spool");
     if (entry.spool) {
-      if (absl::Status s = entry.spool->Append(msg); !s.ok()) {
-        Log(absl::StrCat("run ", entry.run_id, ": ", s.ToString()));
-      }
+      spooled = entry.spool->Append(msg);
       wake_syncer = entry.spool->unsynced() >= opt_.sync_batch;
     }
-    if (msg.has_interval()) ++entry.records;
     const bool finished = msg.has_run_finished();
-    if (finished) entry.finished = true;
+    if (msg.has_interval()) {
+      // Every record produced counts, spooled or not: the controller compares
+      // what it stored with next_seq and names the gaps.
+      const uint32_t j = msg.interval().job_index();
+      const uint64_t seq = msg.interval().seq();
+      ++entry.records;
+      if (j < 65536) {
+        if (entry.next_seq.size() <= j) entry.next_seq.resize(j + 1, 0);
+        entry.next_seq[j] = std::max(entry.next_seq[j], seq + 1);
+      }
+      if (!spooled.ok()) {
+        AddSeqRange(&entry.unspooled, j, seq);
+        if (!entry.spool_failing) {
+          Log(absl::StrCat("run ", entry.run_id, ": cannot spool interval records from job ", j,
+                           " seq ", seq, " on (", spooled.message(),
+                           "); they reach the controller only while it is connected, and "
+                           "RunFinished names each one"));
+        }
+        entry.spool_failing = true;
+      } else if (entry.spool_failing) {
+        Log(absl::StrCat("run ", entry.run_id, ": spooling interval records again from job ", j,
+                         " seq ", seq));
+        entry.spool_failing = false;
+      }
+    } else if (!spooled.ok() && entry.spool) {
+      Log(absl::StrCat("run ", entry.run_id, ": cannot spool its ",
+                       finished ? "RunFinished (kept in memory until delivered)" : "RunStarted",
+                       ": ", spooled.message()));
+    }
+    if (finished) {
+      entry.finished = true;
+      if (!spooled.ok()) entry.unspooled_finish = std::make_unique<AgentMessage>(msg);
+    }
     // A run of another store is spooled only: its controller gets it on replay.
     if (connected_ && OfCurrentStoreLocked(entry)) {
       queue_.push_back(Outgoing{std::move(msg), finished ? entry.run_id : std::string()});
@@ -654,18 +834,24 @@ void AgentClient::ReplayLocked(const iofleet::v1::Welcome& welcome, uint64_t con
       drop.push_back(id);  // reported, and the controller no longer asks for it
       continue;
     }
-    if (!e->spool) continue;
-    const uint64_t from = it == welcome.next_seq().end() ? 0 : it->second;
-    auto msgs = ReadSpoolFile(e->spool->path());
-    if (!msgs.ok()) {
-      Log(absl::StrCat("run ", id, ": cannot replay: ", msgs.status().ToString()));
-      continue;
+    bool finish_queued = false;
+    if (e->spool) {
+      const uint64_t from = it == welcome.next_seq().end() ? 0 : it->second;
+      auto msgs = ReadSpoolFile(e->spool->path());
+      if (!msgs.ok()) {
+        Log(absl::StrCat("run ", id, ": cannot replay: ", msgs.status().ToString()));
+      } else {
+        for (AgentMessage& m : *msgs) {
+          if (m.has_origin()) continue;  // spool-only
+          if (m.has_interval() && m.interval().seq() < from) continue;
+          const bool finished = m.has_run_finished();
+          finish_queued = finish_queued || finished;
+          queue_.push_back(Outgoing{std::move(m), finished ? id : std::string()});
+        }
+      }
     }
-    for (AgentMessage& m : *msgs) {
-      if (m.has_origin()) continue;  // spool-only
-      if (m.has_interval() && m.interval().seq() < from) continue;
-      const bool finished = m.has_run_finished();
-      queue_.push_back(Outgoing{std::move(m), finished ? id : std::string()});
+    if (!finish_queued && e->unspooled_finish) {
+      queue_.push_back(Outgoing{*e->unspooled_finish, id});  // the spool could not take it
     }
   }
   for (const std::string& id : drop) RemoveSpoolLocked(id);
@@ -702,6 +888,7 @@ void AgentClient::RemoveSpoolLocked(const std::string& run_id) {
   std::error_code ec;
   std::filesystem::remove(opt_.spool_dir + "/" + SpoolFileName(run_id), ec);
   std::filesystem::remove(opt_.spool_dir + "/" + SentMarkerName(run_id), ec);
+  ReleaseReserve(opt_.spool_dir, run_id);
   graveyard_.push_back(it->second);
   runs_.erase(it);
 }

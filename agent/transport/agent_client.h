@@ -57,7 +57,16 @@ class AgentClient {
     bool finish_sent = false;    // RunFinished written to a stream
     uint64_t finish_sent_conn = 0;
     uint64_t finish_sent_mono_ms = 0;  // monotonic: only ever used as a duration
-    uint64_t records = 0;        // interval records spooled
+    uint64_t records = 0;        // interval records produced (spooled or not)
+    // Per job_index: seqs 0..next_seq-1 were produced (RunFinished.next_seq).
+    std::vector<uint64_t> next_seq;
+    // Interval records the spool could not take (merged ranges, RunFinished.unspooled).
+    std::vector<iofleet::v1::SeqRange> unspooled;
+    bool spool_failing = false;  // the last interval append failed (logs transitions)
+    bool reserved = false;       // ReserveSpace made room for RunFinished
+    // RunFinished when the spool could not take it: kept here, replayed from here.
+    std::unique_ptr<iofleet::v1::AgentMessage> unspooled_finish;
+    std::vector<std::string> keys;  // identity keys held in held_keys_ while it runs
     std::thread thread;
   };
 
@@ -67,7 +76,12 @@ class AgentClient {
                                            iofleet::v1::ControllerMessage>* stream);
   void HandleAssign(const iofleet::v1::AssignRun& assign);
   void HandleCancel(const iofleet::v1::CancelRun& cancel);
-  void RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text);
+  void HandleResolve(const iofleet::v1::ResolveTargets& req);
+  void RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text,
+               std::vector<std::string> leased_keys);
+  // Waits until no other run of this agent holds one of `keys`, then holds them
+  // for `entry`. False when the run was cancelled (or the agent stops) first.
+  bool AcquireKeys(RunEntry& entry, std::vector<std::string> keys);
   void FinishRun(RunEntry& entry, bool ok, const std::string& error, std::string result_json,
                  const std::string& device_fingerprint = "");
 
@@ -108,6 +122,11 @@ class AgentClient {
   };
   std::deque<Outgoing> queue_;
   std::map<std::string, std::shared_ptr<RunEntry>> runs_;
+  // Identity keys of the targets of the runs executing now -> run id: a second
+  // line of defence behind the controller's leases (a target whose identity
+  // changed after it was leased, a run the controller gave up on but that still
+  // runs here).
+  std::map<std::string, std::string> held_keys_;
   // Removed runs whose threads still need joining (outside mu_).
   std::vector<std::shared_ptr<RunEntry>> graveyard_;
   iofleet::v1::Inventory inventory_;  // collected once in Init()

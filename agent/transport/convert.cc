@@ -2,11 +2,11 @@
 
 #include <unistd.h>
 
-#include <filesystem>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "agent/transport/serve_options.h"
+#include "common/targets/resolve.h"
 
 namespace iofleet::agent {
 namespace {
@@ -39,36 +39,34 @@ void IntervalToProto(const stats::IntervalRecord& in, const std::string& run_id,
   DirToProto(in.dir[2], out->mutable_trim());
 }
 
-absl::Status CheckAllowedPaths(const jobspec::JobList& list,
-                               const std::vector<std::string>& allow_paths) {
-  if (allow_paths.empty()) return absl::OkStatus();
-  for (const jobspec::JobSpec& job : list.jobs) {
-    if (job.ioengine == "null") continue;
-    std::vector<std::string> paths;
-    if (job.filenames.empty()) {
-      // fio generates "<name>.<clone>.<file>" in `directory` (or the cwd): check the
-      // directory it would create files in.
-      paths.push_back(job.directory.empty() ? std::filesystem::current_path().string()
-                                            : job.directory);
-    } else {
-      for (const std::string& f : job.filenames) {
-        if (!f.empty() && f[0] != '/' && !job.directory.empty()) {
-          paths.push_back(job.directory + "/" + f);
-        } else {
-          paths.push_back(f);
-        }
-      }
-    }
-    for (const std::string& p : paths) {
-      if (!PathAllowed(p, allow_paths)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("job \"", job.name, "\": target \"", p,
-                         "\" is outside this agent's --allow-path (",
-                         absl::StrJoin(allow_paths, ", "), ")"));
-      }
-    }
+absl::StatusOr<std::vector<std::string>> ResolveTargetKeys(
+    const jobspec::JobList& list, const std::vector<std::string>& allow_paths) {
+  std::set<std::string> keys;
+  for (const targets::Target& t : targets::TargetsOf(list)) {
+    absl::StatusOr<targets::Resolved> r = targets::ResolveAllowed(t, allow_paths);
+    if (!r.ok()) return absl::Status(r.status().code(), r.status().message());
+    keys.insert(r->keys.begin(), r->keys.end());
   }
-  return absl::OkStatus();
+  return std::vector<std::string>(keys.begin(), keys.end());
+}
+
+void AnswerResolveTargets(const iofleet::v1::ResolveTargets& req,
+                          const std::vector<std::string>& allow_paths,
+                          iofleet::v1::TargetsResolved* out) {
+  out->set_run_id(req.run_id());
+  for (const std::string& path : req.paths()) {
+    absl::StatusOr<targets::Resolved> r =
+        targets::ResolveAllowed(targets::Target{path, targets::Kind::kFile}, allow_paths);
+    if (!r.ok()) {
+      out->clear_targets();
+      out->set_error(std::string(r.status().message()));
+      return;
+    }
+    iofleet::v1::TargetIdentity* t = out->add_targets();
+    t->set_path(path);
+    t->set_real_path(r->real_path);
+    for (const std::string& k : r->keys) t->add_keys(k);
+  }
 }
 
 }  // namespace iofleet::agent

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/jobspec/job_spec.h"
 #include "common/stats/interval.h"
 #include "iofleet/v1/agent.pb.h"
@@ -17,11 +18,16 @@ namespace iofleet::agent {
 void IntervalToProto(const stats::IntervalRecord& in, const std::string& run_id,
                      iofleet::v1::IntervalRecord* out);
 
-// Every file a job would touch must lie under one of `allow_paths` (empty = any).
-// Jobs on an engine that does no I/O ("null") touch nothing. InvalidArgument
-// naming the job and the path otherwise.
-absl::Status CheckAllowedPaths(const jobspec::JobList& list,
-                               const std::vector<std::string>& allow_paths);
+// The identity keys of every target `list` touches on this host (sorted, unique;
+// common/targets), each checked against `allow_paths` on its resolved path.
+// InvalidArgument naming the target (and where it leads) when one lies outside.
+absl::StatusOr<std::vector<std::string>> ResolveTargetKeys(
+    const jobspec::JobList& list, const std::vector<std::string>& allow_paths);
+
+// The answer to a ResolveTargets request: one identity per path, or `error`.
+void AnswerResolveTargets(const iofleet::v1::ResolveTargets& req,
+                          const std::vector<std::string>& allow_paths,
+                          iofleet::v1::TargetsResolved* out);
 
 // This host's inventory for Hello (hostname, kernel, CPUs, NUMA, block devices,
 // engines this kernel supports, agent version).

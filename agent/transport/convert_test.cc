@@ -1,5 +1,8 @@
 #include "agent/transport/convert.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include "gtest/gtest.h"
 
 namespace iofleet::agent {
@@ -32,30 +35,34 @@ TEST(ConvertTest, IntervalToProtoKeepsSparseHistogram) {
   EXPECT_EQ(p.write().errors(), 1u);
 }
 
-TEST(ConvertTest, CheckAllowedPaths) {
+TEST(ConvertTest, ResolveTargetKeysChecksAllowPathsOnResolvedPaths) {
+  char tmpl[] = "/tmp/iofleet_convert.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = std::filesystem::canonical(tmpl).string();
+  std::filesystem::create_directory(dir + "/allowed");
+  { std::ofstream(dir + "/allowed/f1") << "x"; }
+  std::filesystem::create_symlink(dir + "/allowed/f1", dir + "/allowed/alias");
+  std::filesystem::create_symlink("/etc/passwd", dir + "/allowed/escape");
+  const std::vector<std::string> allow = {dir + "/allowed"};
+
   jobspec::JobList list;
   jobspec::JobSpec a;
   a.name = "a";
-  a.filenames = {"/tmp/allowed/f1"};
+  a.filenames = {dir + "/allowed/f1", dir + "/allowed/alias"};
   list.jobs.push_back(a);
-  EXPECT_TRUE(CheckAllowedPaths(list, {"/tmp/allowed"}).ok());
-  EXPECT_TRUE(CheckAllowedPaths(list, {}).ok());
+  auto keys = ResolveTargetKeys(list, allow);
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  EXPECT_EQ(keys->size(), 2u);  // the alias is the same file: no key of its own
+
   jobspec::JobSpec b;
   b.name = "b";
-  b.filenames = {"/etc/passwd"};
+  b.filenames = {dir + "/allowed/escape"};
   list.jobs.push_back(b);
-  const absl::Status s = CheckAllowedPaths(list, {"/tmp/allowed"});
+  const absl::Status s = ResolveTargetKeys(list, allow).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("/etc/passwd"), absl::string_view::npos);
-  EXPECT_NE(s.message().find("job \"b\""), absl::string_view::npos);
-  // Relative names resolve against `directory`.
-  jobspec::JobList rel;
-  jobspec::JobSpec c;
-  c.name = "c";
-  c.directory = "/tmp/allowed";
-  c.filenames = {"sub/f"};
-  rel.jobs.push_back(c);
-  EXPECT_TRUE(CheckAllowedPaths(rel, {"/tmp/allowed"}).ok());
+  EXPECT_NE(s.message().find("resolves to \"/etc/passwd\""), absl::string_view::npos) << s;
+  EXPECT_TRUE(ResolveTargetKeys(list, {}).ok());
+
   // The null engine touches no file.
   jobspec::JobList null_list;
   jobspec::JobSpec n;
@@ -63,7 +70,23 @@ TEST(ConvertTest, CheckAllowedPaths) {
   n.ioengine = "null";
   n.filenames = {"/dev/nvme0n1"};
   null_list.jobs.push_back(n);
-  EXPECT_TRUE(CheckAllowedPaths(null_list, {"/tmp/allowed"}).ok());
+  EXPECT_TRUE(ResolveTargetKeys(null_list, allow)->empty());
+
+  iofleet::v1::ResolveTargets req;
+  req.set_run_id("r1");
+  req.add_paths(dir + "/allowed/alias");
+  iofleet::v1::TargetsResolved out;
+  AnswerResolveTargets(req, allow, &out);
+  EXPECT_EQ(out.run_id(), "r1");
+  EXPECT_TRUE(out.error().empty());
+  ASSERT_EQ(out.targets_size(), 1);
+  EXPECT_EQ(out.targets(0).real_path(), dir + "/allowed/f1");
+  req.add_paths(dir + "/allowed/escape");
+  out.Clear();
+  AnswerResolveTargets(req, allow, &out);
+  EXPECT_EQ(out.targets_size(), 0);
+  EXPECT_NE(out.error().find("outside this agent's --allow-path"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

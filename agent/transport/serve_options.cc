@@ -27,17 +27,6 @@ absl::Status ParseU32(const std::string& flag, const std::string& v, uint32_t mi
   return absl::OkStatus();
 }
 
-std::string Normalize(const std::string& p) {
-  std::error_code ec;
-  std::filesystem::path abs = std::filesystem::absolute(p, ec);
-  if (ec) abs = p;
-  std::filesystem::path canon = std::filesystem::weakly_canonical(abs, ec);
-  if (ec) canon = abs.lexically_normal();
-  std::string s = canon.lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
-}
-
 }  // namespace
 
 const char* ServeUsage() {
@@ -46,7 +35,7 @@ const char* ServeUsage() {
          "         [--token-file=FILE | --token=T] [--tls-ca=PEM] [--tls-cert=PEM --tls-key=PEM]\n"
          "         [--tls-server-name=NAME]\n"
          "         [--interval-ms=1000] [--backoff-initial-ms=250] [--backoff-max-ms=30000]\n"
-         "         [--sync-batch=64] [--sync-interval-ms=1000]\n";
+         "         [--sync-batch=64] [--sync-interval-ms=1000] [--spool-reserve-bytes=1048576]\n";
 }
 
 absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
@@ -75,7 +64,8 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
                                    "interval-ms",  "backoff-initial-ms", "backoff-max-ms",
                                    "sync-batch",   "sync-interval-ms",
                                    "token-file",   "tls-ca",          "tls-cert",
-                                   "tls-key",      "tls-server-name"};
+                                   "tls-key",      "tls-server-name",
+                                   "spool-reserve-bytes"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return FlagError(flag, "unknown flag for `serve`");
@@ -137,6 +127,11 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
       if (absl::Status s = ParseU32(flag, value, 1, &o.backoff_max_ms); !s.ok()) return s;
     } else if (flag == "sync-batch") {
       if (absl::Status s = ParseU32(flag, value, 1, &o.sync_batch); !s.ok()) return s;
+    } else if (flag == "spool-reserve-bytes") {
+      if (!absl::SimpleAtoi(value, &o.spool_reserve_bytes) ||
+          o.spool_reserve_bytes > (uint64_t{1} << 40)) {
+        return FlagError(flag, absl::StrCat("\"", value, "\" is not a byte count <= 1 TiB"));
+      }
     } else if (flag == "sync-interval-ms") {
       if (absl::Status s = ParseU32(flag, value, 1, &o.sync_interval_ms); !s.ok()) return s;
     }
@@ -162,20 +157,6 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
   }
   if (o.spool_dir.empty()) o.spool_dir = absl::StrCat("/var/tmp/iofleet-agent-", o.name);
   return o;
-}
-
-bool PathAllowed(const std::string& path, const std::vector<std::string>& prefixes) {
-  if (prefixes.empty()) return true;
-  const std::string p = Normalize(path);
-  for (const std::string& raw : prefixes) {
-    const std::string pre = Normalize(raw);
-    if (pre == "/") return true;
-    if (p == pre) return true;
-    if (p.size() > pre.size() && p.compare(0, pre.size(), pre) == 0 && p[pre.size()] == '/') {
-      return true;
-    }
-  }
-  return false;
 }
 
 }  // namespace iofleet::agent

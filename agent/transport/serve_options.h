@@ -13,7 +13,9 @@ namespace iofleet::agent {
 struct ServeOptions {
   std::string controller;                     // HOST:PORT (required)
   std::map<std::string, std::string> labels;  // --labels=k=v,k2=v2
-  std::vector<std::string> allow_paths;       // --allow-path=PREFIX (repeatable); empty = any
+  std::vector<std::string> allow_paths;       // --allow-path=PREFIX (repeatable); empty = any;
+                                              // matched on resolved paths by whole
+                                              // components (common/targets/resolve.h)
   std::string name;                           // --name; Default: hostname
   std::string spool_dir;                      // --spool-dir; Default: /var/tmp/iofleet-agent-<name>
   std::string token;                          // --token: bearer token / enrolment token
@@ -32,6 +34,10 @@ struct ServeOptions {
   uint32_t backoff_max_ms = 30000;            // --backoff-max-ms: reconnect delay cap
   uint32_t sync_batch = 64;                   // --sync-batch: fsync after this many records
   uint32_t sync_interval_ms = 1000;           // --sync-interval-ms: ... or this often
+  // --spool-reserve-bytes: space set aside in the spool per run, at assignment,
+  // for its RunFinished and result, so a full spool disk cannot lose the result.
+  // A run whose reserve cannot be made fails before it starts. Default: 1 MiB.
+  uint64_t spool_reserve_bytes = 1 << 20;
   bool help = false;
 };
 
@@ -42,11 +48,5 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv);
 
 // Usage text for --help and errors.
 const char* ServeUsage();
-
-// Checks that `path` (made absolute against the working directory and normalised,
-// symlinks of existing parents resolved) lies under one of `prefixes`, by whole
-// path components ("/data" allows "/data/x", not "/database"). Empty prefixes
-// allow everything.
-bool PathAllowed(const std::string& path, const std::vector<std::string>& prefixes);
 
 }  // namespace iofleet::agent

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "common/status.h"
 
 namespace iofleet::agent {
@@ -90,6 +92,37 @@ uint64_t Walk(const std::string& data, Fn&& fn) {
 
 std::string SpoolFileName(const std::string& run_id) { return Sanitize(run_id) + ".spool"; }
 std::string SentMarkerName(const std::string& run_id) { return Sanitize(run_id) + ".sent"; }
+std::string ReserveFileName(const std::string& run_id) { return Sanitize(run_id) + ".reserve"; }
+
+absl::Status ReserveSpace(const std::string& dir, const std::string& run_id, uint64_t bytes) {
+  const std::string path = dir + "/" + ReserveFileName(run_id);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("create spool reserve", path, errno);
+  int err = bytes == 0 ? 0 : posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (err == EOPNOTSUPP || err == EINVAL) {
+    // No fallocate here: write the bytes (they are allocated all the same).
+    err = 0;
+    static const char kZeros[1 << 16] = {};
+    for (uint64_t done = 0; done < bytes && err == 0;) {
+      const ssize_t n = pwrite(fd, kZeros, std::min<uint64_t>(sizeof(kZeros), bytes - done),
+                               static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) err = n < 0 ? errno : EIO;
+      done += n > 0 ? static_cast<uint64_t>(n) : 0;
+    }
+  }
+  if (err == 0 && fdatasync(fd) != 0) err = errno;
+  close(fd);
+  if (err != 0) {
+    unlink(path.c_str());
+    return IoError(absl::StrCat("reserve ", bytes, " bytes for the run's result in"), path, err);
+  }
+  return absl::OkStatus();
+}
+
+void ReleaseReserve(const std::string& dir, const std::string& run_id) {
+  unlink((dir + "/" + ReserveFileName(run_id)).c_str());
+}
 
 absl::StatusOr<std::unique_ptr<SpoolWriter>> SpoolWriter::Open(const std::string& dir,
                                                                const std::string& run_id) {
@@ -104,7 +137,12 @@ absl::StatusOr<std::unique_ptr<SpoolWriter>> SpoolWriter::Open(const std::string
   }
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return IoError("open spool for append", path, errno);
-  return std::unique_ptr<SpoolWriter>(new SpoolWriter(fd, path));
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    return IoError("stat spool", path, err);
+  }
+  return std::unique_ptr<SpoolWriter>(new SpoolWriter(fd, path, static_cast<uint64_t>(st.st_size)));
 }
 
 SpoolWriter::~SpoolWriter() {
@@ -125,10 +163,16 @@ absl::Status SpoolWriter::Append(const iofleet::v1::AgentMessage& msg) {
     const ssize_t n = write(fd_, rec.data() + done, rec.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return IoError("append spool", path_, errno);
+      const int err = errno;
+      // A torn record would end every later read at it: cut it off.
+      if (done > 0 && ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
+        return IoError("cut torn record off spool", path_, errno);
+      }
+      return IoError("append spool", path_, err);
     }
     done += static_cast<size_t>(n);
   }
+  size_ += rec.size();
   ++unsynced_;
   return absl::OkStatus();
 }

@@ -28,6 +28,14 @@ namespace iofleet::agent {
 // outside [A-Za-z0-9._-] are hex-escaped so any id maps to one safe name).
 std::string SpoolFileName(const std::string& run_id);   // "<id>.spool"
 std::string SentMarkerName(const std::string& run_id);  // "<id>.sent"
+std::string ReserveFileName(const std::string& run_id);  // "<id>.reserve"
+
+// Sets `bytes` aside in `dir` for the run's last record (RunFinished with its
+// result), so a full spool disk cannot take it: a file with that many bytes
+// allocated, removed by ReleaseReserve just before the record is appended.
+absl::Status ReserveSpace(const std::string& dir, const std::string& run_id, uint64_t bytes);
+// Removes the reserve (if any). Safe to call twice.
+void ReleaseReserve(const std::string& dir, const std::string& run_id);
 
 class SpoolWriter {
  public:
@@ -39,7 +47,8 @@ class SpoolWriter {
   SpoolWriter(const SpoolWriter&) = delete;
   SpoolWriter& operator=(const SpoolWriter&) = delete;
 
-  // Appends one record (one write(2)). Does not sync.
+  // Appends one record (one write(2)). Does not sync. On failure (e.g. ENOSPC)
+  // the file is cut back to its last whole record, so later appends stay readable.
   absl::Status Append(const iofleet::v1::AgentMessage& msg);
   // fdatasync when records were appended since the last Sync(). Cheap otherwise.
   absl::Status Sync();
@@ -53,9 +62,11 @@ class SpoolWriter {
   const std::string& path() const { return path_; }
 
  private:
-  SpoolWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  SpoolWriter(int fd, std::string path, uint64_t size)
+      : fd_(fd), path_(std::move(path)), size_(size) {}
   int fd_;
   std::string path_;
+  uint64_t size_;  // bytes of whole records in the file
   uint32_t unsynced_ = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "agent/transport/spool.h"
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,6 +108,46 @@ TEST_F(SpoolTest, FileNamesAreSafeForAnyRunId) {
 TEST_F(SpoolTest, MissingFileIsNotFound) {
   auto msgs = ReadSpoolFile(dir_ + "/nope.spool");
   EXPECT_EQ(msgs.status().code(), absl::StatusCode::kNotFound);
+}
+
+// A write the file system refuses half-way (here: RLIMIT_FSIZE, as a full disk
+// does with ENOSPC) must not leave a torn record that hides every later one.
+TEST_F(SpoolTest, FailedAppendLeavesNoTornRecord) {
+  auto w = SpoolWriter::Open(dir_, "run-full");
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Append(Interval("run-full", 0)).ok());
+  struct stat st;
+  ASSERT_EQ(stat((*w)->path().c_str(), &st), 0);
+  struct rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  struct sigaction ign = {}, prev = {};
+  ign.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGXFSZ, &ign, &prev), 0);
+  struct rlimit lim = old;
+  lim.rlim_cur = static_cast<rlim_t>(st.st_size + 10);  // room for part of one record
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  const absl::Status full = (*w)->Append(Interval("run-full", 1));
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+  sigaction(SIGXFSZ, &prev, nullptr);
+  EXPECT_FALSE(full.ok());
+  ASSERT_TRUE((*w)->Append(Interval("run-full", 2)).ok());
+  auto msgs = ReadSpoolFile((*w)->path());
+  ASSERT_TRUE(msgs.ok());
+  ASSERT_EQ(msgs->size(), 2u);
+  EXPECT_EQ((*msgs)[0].interval().seq(), 0u);
+  EXPECT_EQ((*msgs)[1].interval().seq(), 2u);
+}
+
+TEST_F(SpoolTest, ReserveHoldsSpaceUntilReleased) {
+  ASSERT_TRUE(ReserveSpace(dir_, "run/1", 256 << 10).ok());
+  const std::string path = dir_ + "/" + ReserveFileName("run/1");
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, 256u << 10);  // allocated, not sparse
+  ReleaseReserve(dir_, "run/1");
+  EXPECT_NE(stat(path.c_str(), &st), 0);
+  ReleaseReserve(dir_, "run/1");  // twice is fine
+  EXPECT_FALSE(ReserveSpace(dir_ + "/missing", "r", 1).ok());
 }
 
 }  // namespace

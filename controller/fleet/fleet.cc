@@ -51,14 +51,6 @@ bool SelectorMatches(const std::map<std::string, std::string>& selector, const A
   return true;
 }
 
-bool PathAllowed(const std::vector<std::string>& allow_paths, const std::string& target) {
-  if (allow_paths.empty()) return true;
-  for (const std::string& prefix : allow_paths) {
-    if (absl::StartsWith(target, prefix)) return true;
-  }
-  return false;
-}
-
 namespace {
 
 AgentFacts FactsFromInventoryJson(const std::map<std::string, std::string>& labels,

@@ -43,10 +43,6 @@ struct AgentFacts {
 // True when every selector key is present and matches (an empty selector matches all).
 bool SelectorMatches(const std::map<std::string, std::string>& selector, const AgentFacts& facts);
 
-// True when `target` lies under one of `allow_paths` (string prefix, as the agent
-// checks it). An agent with no allow_paths accepts any path.
-bool PathAllowed(const std::vector<std::string>& allow_paths, const std::string& target);
-
 // "2024-05-01T12:00:00.000Z" (UTC) for messages; "never" for 0.
 std::string FormatUnixMs(uint64_t unix_ms);
 

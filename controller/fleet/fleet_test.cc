@@ -35,13 +35,6 @@ TEST(SelectorTest, ExactPrefixAndReservedKeys) {
   EXPECT_TRUE(SelectorMatches({{"pool", "*"}}, f));
 }
 
-TEST(PathAllowedTest, Prefixes) {
-  EXPECT_TRUE(PathAllowed({}, "/dev/nvme0n1"));
-  EXPECT_TRUE(PathAllowed({"/dev/nvme", "/mnt/scratch/"}, "/dev/nvme1n1"));
-  EXPECT_TRUE(PathAllowed({"/dev/nvme", "/mnt/scratch/"}, "/mnt/scratch/f"));
-  EXPECT_FALSE(PathAllowed({"/dev/nvme", "/mnt/scratch/"}, "/dev/sda"));
-}
-
 class NullSender : public AgentSender {
  public:
   void Send(const v1::ControllerMessage&) override {}

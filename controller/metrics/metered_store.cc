@@ -75,6 +75,14 @@ class MeteredStore final : public Store {
   absl::StatusOr<std::map<uint32_t, uint64_t>> NextSeqs(const std::string& run_id) override {
     return inner_->NextSeqs(run_id);
   }
+  absl::StatusOr<std::map<uint32_t, std::pair<uint64_t, uint64_t>>> IntervalCounts(
+      const std::string& run_id) override {
+    return inner_->IntervalCounts(run_id);
+  }
+  absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> IntervalSeqs(
+      const std::string& run_id) override {
+    return inner_->IntervalSeqs(run_id);
+  }
   absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& run_id) override {
     return inner_->GetResult(run_id);
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "common/jobspec/parser.h"
 #include "common/status.h"
+#include "common/targets/targets.h"
 #include "controller/scheduler/field_error.h"
 #include "nlohmann/json.hpp"
 
@@ -119,25 +120,6 @@ absl::StatusOr<Overrides> CheckedOverrides(const google::protobuf::Map<std::stri
 }
 
 }  // namespace
-
-std::vector<std::string> TargetsOf(const jobspec::JobList& list) {
-  std::set<std::string> out;
-  for (const jobspec::JobSpec& j : list.jobs) {
-    if (!j.filenames.empty()) {
-      for (const std::string& f : j.filenames) {
-        out.insert(j.directory.empty() || f.starts_with("/") ? f
-                                                             : absl::StrCat(j.directory, "/", f));
-      }
-    } else if (j.ioengine == "null") {
-      continue;
-    } else if (!j.directory.empty()) {
-      out.insert(j.directory);
-    } else {
-      out.insert(".");
-    }
-  }
-  return std::vector<std::string>(out.begin(), out.end());
-}
 
 absl::StatusOr<std::pair<std::string, jobspec::JobList>> ApplyOverrides(
     const jobspec::JobList& list, const Overrides& overrides) {
@@ -325,7 +307,7 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
       }
       Cooked c;
       c.text = std::move(applied->first);
-      c.targets = TargetsOf(applied->second);
+      c.targets = targets::PathsOf(targets::TargetsOf(applied->second));
       for (const jobspec::JobSpec& j : applied->second.jobs) c.clones += j.numjobs;
       cooked[{ai, host}] = std::move(c);
     }

@@ -27,7 +27,7 @@ struct PlannedRun {
   std::string cell;                   // "bs=4k,iodepth=8"; "" without a sweep
   uint32_t repetition = 0;            // 0-based
   std::string fio_text;               // complete job file with all overrides applied
-  std::vector<std::string> targets;   // paths to lease on `host` (sorted, unique)
+  std::vector<std::string> targets;   // paths it touches on `host` (targets::TargetsOf)
   uint32_t num_clones = 1;            // sum of numjobs: job_index range of its records
 };
 
@@ -43,10 +43,5 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
 // rendered with ToJobText and parsed again. Returns the text and the parsed list.
 absl::StatusOr<std::pair<std::string, jobspec::JobList>> ApplyOverrides(
     const jobspec::JobList& list, const std::vector<std::pair<std::string, std::string>>& overrides);
-
-// The (host-local) paths a job list touches: each job's filenames, else its
-// directory, else "." (generated files in the working directory). Jobs on the
-// null engine without a filename touch nothing.
-std::vector<std::string> TargetsOf(const jobspec::JobList& list);
 
 }  // namespace iofleet::controller

@@ -28,15 +28,6 @@ TEST(ApplyOverridesTest, OverridesEveryJobSection) {
   EXPECT_FALSE(ApplyOverrides(*list, {{"iodepth", "zero"}}).ok());
 }
 
-TEST(TargetsTest, FilenamesDirectoriesAndNull) {
-  auto list = jobspec::ParseJobText(
-      "[a]\nfilename=/dev/nvme0n1:/dev/nvme1n1\nsize=1m\n[b]\ndirectory=/mnt/x\nsize=1m\n"
-      "[c]\nioengine=null\nsize=1m\n",
-      "t");
-  ASSERT_TRUE(list.ok()) << list.status();
-  EXPECT_THAT(TargetsOf(*list), ElementsAre("/dev/nvme0n1", "/dev/nvme1n1", "/mnt/x"));
-}
-
 TEST(ExpandTest, NeedsExactlyOneWorkload) {
   Fleet fleet;
   v1::JobSpec spec;

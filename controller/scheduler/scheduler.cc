@@ -10,9 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "common/targets/targets.h"
 #include "controller/metrics/metrics.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/field_error.h"
+#include "controller/scheduler/samples.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace iofleet::controller {
@@ -120,6 +122,39 @@ void LogError(absl::string_view what, const absl::Status& s) {
                s.ToString().c_str());
 }
 
+// Most identity keys an agent may give one target (a dm device over many disks
+// has several; more is garbage).
+constexpr int kMaxKeysPerTarget = 256;
+
+// The lease key of a path string, for agents that do not resolve targets.
+std::string PathKey(const std::string& path) { return "path:" + targets::LexicalNormal(path); }
+
+std::vector<TargetIdentityRow> PathIdentities(const std::vector<std::string>& paths) {
+  std::vector<TargetIdentityRow> out;
+  for (const std::string& p : paths) out.push_back(TargetIdentityRow{p, "", {PathKey(p)}});
+  return out;
+}
+
+// The keys a run's leases are held on: every key of every resolved target;
+// before resolution, its path strings.
+std::vector<std::string> LeaseKeys(const RunRow& r) {
+  std::set<std::string> keys;
+  if (r.targets_resolved) {
+    for (const TargetIdentityRow& t : r.target_ids) keys.insert(t.keys.begin(), t.keys.end());
+  } else {
+    for (const std::string& p : r.targets) keys.insert(PathKey(p));
+  }
+  return std::vector<std::string>(keys.begin(), keys.end());
+}
+
+// The target path of `run` that `key` came from (for messages and lease rows).
+std::string PathOfKey(const RunRow& run, const std::string& key) {
+  for (const TargetIdentityRow& t : run.target_ids) {
+    if (std::find(t.keys.begin(), t.keys.end(), key) != t.keys.end()) return t.path;
+  }
+  return "";
+}
+
 }  // namespace
 
 Scheduler::Scheduler(Store* store, SchedulerOptions options)
@@ -167,7 +202,7 @@ absl::Status Scheduler::Load() {
     active_[r.id] = std::move(r);
   }
   IOFLEET_ASSIGN_OR_RETURN(std::vector<LeaseRow> leases, store_->ListLeases());
-  for (const LeaseRow& lr : leases) leases_[{lr.host, lr.target}] = lr.run_id;
+  for (const LeaseRow& lr : leases) leases_[{lr.host, lr.key}] = lr.run_id;
   return absl::OkStatus();
 }
 
@@ -248,11 +283,32 @@ absl::StatusOr<v1::Run> Scheduler::RunToProto(const RunRow& row, bool with_resul
   r.set_error(row.error);
   r.set_attempt(row.attempt);
   r.set_retry_of(row.retry_of);
+  std::vector<TargetIdentityRow> ids = row.target_ids;
   if (row.state == RunState::kQueued) {
+    // A queued run's keys live in memory until it is placed (then stored).
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = active_.find(row.id);
+      if (it != active_.end()) ids = it->second.target_ids;
+    }
     std::lock_guard<std::mutex> wl(wait_mu_);
     auto it = waiting_.find(row.id);
     if (it != waiting_.end()) r.set_waiting_for(it->second);
   }
+  for (const TargetIdentityRow& t : ids) {
+    v1::TargetIdentity* ti = r.add_target_keys();
+    ti->set_path(t.path);
+    ti->set_real_path(t.real_path);
+    for (const std::string& k : t.keys) ti->add_keys(k);
+  }
+  r.set_samples_incomplete(row.samples_incomplete);
+  for (const SeqRangeRow& m : row.missing_seqs) {
+    v1::SeqRange* sr = r.add_missing_seqs();
+    sr->set_job_index(m.job_index);
+    sr->set_first(m.first);
+    sr->set_last(m.last);
+  }
+  r.set_samples_note(row.samples_note);
   if (with_result) {
     IOFLEET_ASSIGN_OR_RETURN(std::optional<ResultRow> res, store_->GetResult(row.id));
     if (res.has_value()) {
@@ -385,7 +441,10 @@ absl::StatusOr<v1::Job> Scheduler::CancelJob(const std::string& id) {
       msg.mutable_cancel()->set_run_id(run_id);
       SendLocked(host, msg);
     }
-    for (const std::string& run_id : done) active_.erase(run_id);
+    for (const std::string& run_id : done) {
+      active_.erase(run_id);
+      resolving_.erase(run_id);
+    }
     RefreshJobStatesLocked({id});
     DispatchLocked();
   }
@@ -484,6 +543,9 @@ v1::ControllerMessage Scheduler::AssignMessage(const RunRow& run) const {
   a->set_run_id(run.id);
   a->set_job_id(run.job_id);
   a->set_fio_text(run.fio_text);
+  if (run.targets_resolved) {
+    for (const std::string& k : LeaseKeys(run)) a->add_target_keys(k);
+  }
   return msg;
 }
 
@@ -497,33 +559,72 @@ void Scheduler::DispatchLocked() {
     return a->attempt > b->attempt || (a->attempt == b->attempt && a->id < b->id);
   });
   const uint64_t now = clock_();
-  // (host, target) -> the earlier queued run that wants it.
+  // (host, key) -> the earlier queued run that wants it.
   std::map<std::pair<std::string, std::string>, std::string> blocked;
+  // Hosts with an earlier queued run whose keys are not known yet: what it will
+  // block is unknown, so nothing after it on that host goes first (FIFO).
+  // host -> that run.
+  std::map<std::string, std::string> unresolved_hosts;
   std::map<std::string, std::string> waiting;  // run -> why it waits
   std::set<std::string> changed_jobs;
   std::vector<std::string> failed;
   for (RunRow* r : queued) {
-    std::vector<std::pair<std::string, std::string>> keys;
-    bool conflict = false;
-    for (const std::string& t : r->targets) {
-      keys.emplace_back(r->host, t);
-      if (leases_.contains(keys.back()) || blocked.contains(keys.back()) ||
-          draining_.contains(keys.back())) {
-        conflict = true;
-      }
-    }
     const AgentInfo* agent = fleet_.Get(r->host);
-    if (conflict || agent == nullptr || !agent->sender || !agent->foreign_runs.empty()) {
-      waiting[r->id] = WaitReasonLocked(*r, agent, blocked);
-      for (const auto& key : keys) blocked.emplace(key, r->id);  // FIFO: no overtaking
-      continue;
-    }
-    std::vector<std::string> denied;
-    for (const std::string& t : r->targets) {
-      if (!PathAllowed(agent->row.allow_paths, t)) denied.push_back(t);
-    }
+    const bool up = agent != nullptr && agent->sender;
+    // An agent busy with another store's runs gets nothing from this one.
+    const bool usable = up && agent->foreign_runs.empty();
     RunRow next = *r;
     WriteBatch batch;
+    std::vector<std::string> denied;
+    if (up) {
+      for (const std::string& t : r->targets) {
+        if (!targets::AllowedLexically(agent->row.allow_paths, t)) denied.push_back(t);
+      }
+    }
+    std::vector<std::pair<std::string, std::string>> keys;
+    if (denied.empty()) {
+      if (!r->targets_resolved && r->targets.empty()) {
+        next.targets_resolved = true;  // touches nothing (null engine): nothing to ask
+      } else if (!r->targets_resolved) {
+        // Not yet known what the paths are on the host: ask its agent; the run
+        // takes its place in the FIFO once the answer is in (TargetsResolvedLocked).
+        if (!usable) {
+          waiting[r->id] = WaitReasonLocked(*r, agent, blocked, unresolved_hosts);
+          continue;
+        }
+        if (resolvers_.contains(r->host)) {
+          if (resolving_.insert(r->id).second) {
+            v1::ControllerMessage msg;
+            v1::ResolveTargets* rt = msg.mutable_resolve_targets();
+            rt->set_run_id(r->id);
+            for (const std::string& t : r->targets) rt->add_paths(t);
+            agent->sender->Send(msg);
+          }
+          waiting[r->id] = absl::StrCat("resolving targets on host ", r->host);
+          unresolved_hosts.emplace(r->host, r->id);
+          continue;
+        }
+        next.target_ids = PathIdentities(r->targets);  // an agent that does not resolve
+        next.targets_resolved = true;
+      }
+      if (unresolved_hosts.contains(r->host) && !next.targets.empty()) {
+        waiting[r->id] = WaitReasonLocked(next, agent, blocked, unresolved_hosts);
+        continue;
+      }
+      bool conflict = false;
+      for (const std::string& k : LeaseKeys(next)) {
+        keys.emplace_back(r->host, k);
+        if (leases_.contains(keys.back()) || blocked.contains(keys.back()) ||
+            draining_.contains(keys.back())) {
+          conflict = true;
+        }
+      }
+      if (conflict || !usable) {
+        waiting[r->id] = WaitReasonLocked(next, agent, blocked, unresolved_hosts);
+        for (const auto& key : keys) blocked.emplace(key, r->id);  // FIFO: no overtaking
+        continue;
+      }
+    }
     if (!denied.empty()) {
       next.state = RunState::kFailed;
       next.finished_ms = now;
@@ -533,8 +634,8 @@ void Scheduler::DispatchLocked() {
     } else {
       next.state = RunState::kAssigned;
       next.assigned_ms = now;
-      for (const auto& [host, target] : keys) {
-        batch.acquire_leases.push_back(LeaseRow{host, target, r->id, now});
+      for (const auto& [host, key] : keys) {
+        batch.acquire_leases.push_back(LeaseRow{host, key, r->id, now, PathOfKey(next, key)});
       }
     }
     batch.upsert_runs.push_back(next);
@@ -554,7 +655,10 @@ void Scheduler::DispatchLocked() {
     for (const auto& key : keys) leases_[key] = r->id;
     SendLocked(r->host, AssignMessage(*r));
   }
-  for (const std::string& id : failed) active_.erase(id);
+  for (const std::string& id : failed) {
+    active_.erase(id);
+    resolving_.erase(id);
+  }
   {
     std::lock_guard<std::mutex> wl(wait_mu_);
     waiting_.swap(waiting);
@@ -564,7 +668,8 @@ void Scheduler::DispatchLocked() {
 
 std::string Scheduler::WaitReasonLocked(
     const RunRow& r, const AgentInfo* agent,
-    const std::map<std::pair<std::string, std::string>, std::string>& blocked_by) const {
+    const std::map<std::pair<std::string, std::string>, std::string>& blocked_by,
+    const std::map<std::string, std::string>& unresolved_hosts) const {
   if (agent == nullptr) {
     return absl::StrCat("host ", r.host, " is not registered (no agent named \"", r.host,
                         "\" has connected)");
@@ -577,20 +682,83 @@ std::string Scheduler::WaitReasonLocked(
                         " run(s) of another controller store (",
                         absl::StrJoin(agent->foreign_runs, ", "), ")");
   }
-  for (const std::string& t : r.targets) {
-    const std::pair<std::string, std::string> key(r.host, t);
-    if (auto it = leases_.find(key); it != leases_.end()) {
-      return absl::StrCat("lease on ", r.host, ":", t, " held by run ", it->second);
+  if (auto it = unresolved_hosts.find(r.host); it != unresolved_hosts.end()) {
+    return absl::StrCat("behind run ", it->second, ", whose targets host ", r.host,
+                        " is resolving");
+  }
+  for (const std::string& k : LeaseKeys(r)) {
+    const std::pair<std::string, std::string> key(r.host, k);
+    if (auto it = leases_.find(key); it != leases_.end() && it->second != r.id) {
+      return absl::StrCat("lease on ", PathOfKey(r, k), " (", k, ") held by run ", it->second);
     }
     if (auto it = draining_.find(key); it != draining_.end()) {
-      return absl::StrCat(r.host, ":", t, " still in use by run ", it->second,
-                          " (lost; its agent has not stopped it yet)");
+      return absl::StrCat("lease on ", PathOfKey(r, k), " (", k, ") held by run ", it->second,
+                          ", which agent ", r.host, " is still stopping (lost)");
     }
     if (auto it = blocked_by.find(key); it != blocked_by.end()) {
-      return absl::StrCat("behind queued run ", it->second, " for ", r.host, ":", t);
+      return absl::StrCat("behind queued run ", it->second, " for ", PathOfKey(r, k), " (", k,
+                          ")");
     }
   }
   return "waiting for placement";
+}
+
+void Scheduler::TargetsResolvedLocked(const std::string& agent, const v1::TargetsResolved& msg) {
+  auto it = active_.find(msg.run_id());
+  if (it == active_.end() || it->second.host != agent || it->second.state != RunState::kQueued ||
+      it->second.targets_resolved) {
+    return;  // stale (cancelled, lost, answered twice)
+  }
+  resolving_.erase(msg.run_id());
+  RunRow next = it->second;
+  std::string why = msg.error();
+  std::vector<TargetIdentityRow> ids;
+  if (why.empty()) {
+    // One answer per asked path, each with keys; bounded like any agent input.
+    if (msg.targets_size() != static_cast<int>(next.targets.size())) {
+      why = absl::StrCat("answered ResolveTargets with ", msg.targets_size(), " targets for ",
+                         next.targets.size(), " paths");
+    }
+    for (int i = 0; why.empty() && i < msg.targets_size(); ++i) {
+      const v1::TargetIdentity& t = msg.targets(i);
+      if (t.path() != next.targets[i] || t.keys().empty() || t.keys_size() > kMaxKeysPerTarget) {
+        why = absl::StrCat("answered ResolveTargets for \"", next.targets[i],
+                           "\" with an unusable identity (", t.keys_size(), " keys)");
+        break;
+      }
+      TargetIdentityRow row{t.path(), t.real_path(), {}};
+      for (const std::string& k : t.keys()) {
+        if (k.empty() || k.size() > limits_.max_name_length) {
+          why = absl::StrCat("answered ResolveTargets for \"", t.path(), "\" with a bad key");
+          break;
+        }
+        row.keys.push_back(k);
+      }
+      ids.push_back(std::move(row));
+    }
+  }
+  if (why.empty()) {
+    // Kept in memory until the run is placed, when the run row and its lease
+    // rows store them (a queued run is asked again after a restart: one store
+    // commit less per run, and a fresh answer).
+    it->second.target_ids = std::move(ids);
+    it->second.targets_resolved = true;
+    DispatchLocked();
+    return;
+  }
+  next.state = RunState::kFailed;
+  next.finished_ms = clock_();
+  next.error = absl::StrCat("agent ", agent, ": ", why);
+  WriteBatch batch;
+  batch.upsert_runs.push_back(next);
+  if (absl::Status st = store_->Write(std::move(batch)); !st.ok()) {
+    LogError(absl::StrCat("run ", next.id, " targets resolved"), st);
+    return;  // asked again on the agent's next session
+  }
+  const std::string job_id = next.job_id;
+  active_.erase(it);
+  RefreshJobStatesLocked({job_id});
+  DispatchLocked();
 }
 
 void Scheduler::RefreshJobStatesLocked(const std::set<std::string>& job_ids) {
@@ -656,6 +824,16 @@ absl::Status Scheduler::AgentHello(const v1::Hello& hello, std::shared_ptr<Agent
     // second is refused while the first is live.
     IOFLEET_RETURN_IF_ERROR(fleet_.CheckNameFree(hello, ft, timeout_ms_));
     AgentRow row = fleet_.Register(hello, version, sender, ft, &replaced);
+    if (hello.resolves_targets()) {
+      resolvers_.insert(name);
+    } else {
+      resolvers_.erase(name);
+    }
+    // Questions asked on an earlier stream are asked again on this one.
+    std::erase_if(resolving_, [&](const std::string& id) {
+      auto it = active_.find(id);
+      return it == active_.end() || it->second.host == name;
+    });
     WriteBatch batch;
     batch.upsert_agents.push_back(row);
     if (absl::Status st = store_->Write(std::move(batch)); !st.ok()) {
@@ -723,7 +901,7 @@ absl::Status Scheduler::AgentHello(const v1::Hello& hello, std::shared_ptr<Agent
         if (it == active_.end()) {
           absl::StatusOr<RunRow> old = store_->GetRun(id);
           if (old.ok() && old->host == name) {
-            for (const std::string& t : old->targets) draining_[{name, t}] = id;
+            for (const std::string& k : LeaseKeys(*old)) draining_[{name, k}] = id;
           }
         }
       } else if (it->second.state == RunState::kAssigned) {
@@ -777,7 +955,9 @@ absl::Status Scheduler::FinishRunLocked(const std::string& agent, const v1::RunF
     if (row.host != agent) return absl::PermissionDeniedError("run belongs to another agent");
     IOFLEET_ASSIGN_OR_RETURN(std::optional<ResultRow> have, store_->GetResult(row.id));
     if (have.has_value()) return absl::OkStatus();
+    IOFLEET_RETURN_IF_ERROR(CheckSamplesLocked(&row, fin));
     WriteBatch batch;
+    batch.upsert_runs.push_back(row);
     batch.results.push_back(result);
     return store_->Write(std::move(batch));
   }
@@ -789,6 +969,7 @@ absl::Status Scheduler::FinishRunLocked(const std::string& agent, const v1::RunF
     next.finished_ms = result.finished_ms;
   }
   if (next.started_ms == 0) next.started_ms = next.assigned_ms;
+  IOFLEET_RETURN_IF_ERROR(CheckSamplesLocked(&next, fin));
   WriteBatch batch;
   batch.upsert_runs.push_back(next);
   batch.release_leases_of_runs.push_back(next.id);
@@ -800,6 +981,51 @@ absl::Status Scheduler::FinishRunLocked(const std::string& agent, const v1::RunF
   const std::string job_id = next.job_id;
   active_.erase(it);
   RefreshJobStatesLocked({job_id});
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::CheckSamplesLocked(RunRow* row, const v1::RunFinished& fin) {
+  const std::vector<uint64_t> next_seq(fin.next_seq().begin(), fin.next_seq().end());
+  // Seqs are unique per job: count == n and highest == n-1 means exactly 0..n-1.
+  auto counts_complete = [&]() -> absl::StatusOr<bool> {
+    if (next_seq.empty()) return false;
+    IOFLEET_ASSIGN_OR_RETURN(auto counts, store_->IntervalCounts(row->id));
+    if (counts.size() > next_seq.size()) return false;
+    for (size_t j = 0; j < next_seq.size(); ++j) {
+      auto it = counts.find(static_cast<uint32_t>(j));
+      const auto have = it == counts.end() ? std::pair<uint64_t, uint64_t>{0, 0} : it->second;
+      if (have.first != next_seq[j] || have.second != next_seq[j]) return false;
+    }
+    return true;
+  };
+  // Usually every record is committed long before the run's end arrives.
+  IOFLEET_ASSIGN_OR_RETURN(bool complete, counts_complete());
+  if (!complete) {
+    // Records the agent sent before RunFinished may still be queued at the
+    // store: wait until they are committed (a full disk fails here, and the
+    // agent replays), then look again.
+    IOFLEET_RETURN_IF_ERROR(store_->Flush());
+    IOFLEET_ASSIGN_OR_RETURN(complete, counts_complete());
+  }
+  if (complete) {
+    row->samples_incomplete = false;
+    row->missing_seqs.clear();
+    row->samples_note.clear();
+    return absl::OkStatus();
+  }
+  IOFLEET_ASSIGN_OR_RETURN(auto stored, store_->IntervalSeqs(row->id));
+  std::vector<SeqRangeRow> unspooled;
+  for (const v1::SeqRange& r : fin.unspooled()) {
+    if (r.last() >= r.first()) unspooled.push_back(SeqRangeRow{r.job_index(), r.first(), r.last()});
+  }
+  SampleCheck c = CheckSamples(stored, next_seq, fin.last_seq_total(), unspooled);
+  row->samples_incomplete = c.incomplete;
+  row->missing_seqs = std::move(c.missing);
+  row->samples_note = std::move(c.note);
+  if (row->samples_incomplete) {
+    std::fprintf(stderr, "iofleet-controller: run %s: samples incomplete: %s\n", row->id.c_str(),
+                 row->samples_note.c_str());
+  }
   return absl::OkStatus();
 }
 
@@ -882,6 +1108,9 @@ void Scheduler::AgentMessage(const std::string& agent, const AgentSender* sender
       RefreshJobStatesLocked({next.job_id});
       break;
     }
+    case v1::AgentMessage::kTargetsResolved:
+      TargetsResolvedLocked(agent, msg.targets_resolved());
+      break;
     case v1::AgentMessage::kRunFinished: {
       if (absl::Status st = FinishRunLocked(agent, msg.run_finished()); !st.ok()) {
         LogError(absl::StrCat("run ", msg.run_finished().run_id(), " finished"), st);
@@ -932,6 +1161,12 @@ void Scheduler::LoseAgentRunsLocked(const std::string& agent, const std::string&
         retry.created_ms = now;
         retry.assigned_ms = retry.started_ms = retry.finished_ms = 0;
         retry.error.clear();
+        // What the paths are may have changed with whatever cut the agent off.
+        retry.targets_resolved = false;
+        retry.target_ids.clear();
+        retry.samples_incomplete = false;
+        retry.missing_seqs.clear();
+        retry.samples_note.clear();
         requeued.push_back(retry);
         batch.upsert_runs.push_back(retry);
       }
@@ -948,6 +1183,7 @@ void Scheduler::LoseAgentRunsLocked(const std::string& agent, const std::string&
   }
   for (const std::string& id : gone) {
     active_.erase(id);
+    resolving_.erase(id);
     for (auto lit = leases_.begin(); lit != leases_.end();) {
       lit = lit->second == id ? leases_.erase(lit) : std::next(lit);
     }

@@ -1,5 +1,7 @@
 // The scheduler: accepts jobs, expands them into runs, queues runs FIFO, gives
-// each run an exclusive lease on (host, target) for every target it touches,
+// each run an exclusive lease on (host, identity key) for every key of every
+// target it touches (docs/leases.md: the agent resolves the run's paths into keys
+// with ResolveTargets before the run is placed),
 // drives the run state machine from agent messages, marks runs of silent agents
 // lost (re-queueing them while the job has retries left) and fans interval
 // records out to watchers. Everything it decides is written to the Store before
@@ -123,15 +125,24 @@ class Scheduler {
   void RefreshJobStatesLocked(const std::set<std::string>& job_ids);
   void SendLocked(const std::string& agent, const v1::ControllerMessage& msg);
   v1::ControllerMessage AssignMessage(const RunRow& run) const;
+  // TargetsResolved from `agent`: the run's keys, or why it cannot run there.
+  void TargetsResolvedLocked(const std::string& agent, const v1::TargetsResolved& msg);
+  // Compares the run's stored interval records with what its agent produced and
+  // sets the samples fields of `row` (samples.h). Unavailable when records are
+  // still waiting for the store (the caller refuses the RunFinished).
+  absl::Status CheckSamplesLocked(RunRow* row, const v1::RunFinished& fin);
   absl::StatusOr<v1::Run> RunToProto(const RunRow& row, bool with_result);
   bool HoldsLease(const std::string& run_id) const;
 
   FleetTime NowLocked() const { return FleetTime{clock_(), mono_clock_()}; }
-  // Why queued run `r` is not placed (Run.waiting_for); `blocked_by` maps the
-  // (host, target)s wanted by earlier queued runs to those runs.
+  // Why queued run `r` is not placed (Run.waiting_for): host not registered,
+  // agent down, another store's runs, an earlier run being resolved, a lease.
+  // `blocked_by` maps the (host, key)s wanted by earlier queued runs to those
+  // runs; `unresolved_hosts` maps hosts to an earlier run still being resolved.
   std::string WaitReasonLocked(
       const RunRow& r, const AgentInfo* agent,
-      const std::map<std::pair<std::string, std::string>, std::string>& blocked_by) const;
+      const std::map<std::pair<std::string, std::string>, std::string>& blocked_by,
+      const std::map<std::string, std::string>& unresolved_hosts) const;
 
   void FanOut(const std::string& job_id, const v1::IntervalRecord& rec);
   void JobFinished(const std::string& job_id);
@@ -149,10 +160,14 @@ class Scheduler {
   std::mutex mu_;
   Fleet fleet_;
   std::map<std::string, RunRow> active_;  // not terminal, or still holding leases
-  std::map<std::pair<std::string, std::string>, std::string> leases_;  // (host, target) -> run
-  // (host, target) -> a run that left the active set (lost) but that its agent
+  std::map<std::pair<std::string, std::string>, std::string> leases_;  // (host, key) -> run
+  // (host, key) -> a run that left the active set (lost) but that its agent
   // reported still running: no new run goes there until the agent stops it.
   std::map<std::pair<std::string, std::string>, std::string> draining_;
+  // Agents whose current session answers ResolveTargets (Hello.resolves_targets).
+  std::set<std::string> resolvers_;
+  // Queued runs whose ResolveTargets went out on their agent's current session.
+  std::set<std::string> resolving_;
   int64_t next_queue_pos_ = 1;
   std::string store_id_;  // set once in Load()
 

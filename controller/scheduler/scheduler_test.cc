@@ -129,6 +129,46 @@ class SchedulerTest : public ::testing::Test {
     return sender;
   }
 
+  // An agent that answers ResolveTargets (leases on identity keys).
+  std::shared_ptr<RecordingSender> ConnectResolver(const std::string& name,
+                                                   std::vector<std::string> running = {}) {
+    v1::Hello hello;
+    hello.set_agent_name(name);
+    hello.set_protocol_version(1);
+    hello.set_min_protocol_version(1);
+    hello.set_resolves_targets(true);
+    for (const auto& r : running) hello.add_running_runs(r);
+    auto sender = std::make_shared<RecordingSender>();
+    absl::Status st = sched_->AgentHello(hello, sender);
+    EXPECT_TRUE(st.ok()) << st;
+    return sender;
+  }
+
+  std::vector<v1::ResolveTargets> ResolveRequests(RecordingSender* s) {
+    std::vector<v1::ResolveTargets> out;
+    for (const auto& m : s->msgs()) {
+      if (m.has_resolve_targets()) out.push_back(m.resolve_targets());
+    }
+    return out;
+  }
+
+  // The agent's answer: one identity per path, keys as given.
+  void Resolve(const std::string& agent, RecordingSender* s, const std::string& run_id,
+               std::vector<std::pair<std::string, std::vector<std::string>>> targets,
+               const std::string& error = "") {
+    v1::AgentMessage m;
+    v1::TargetsResolved* tr = m.mutable_targets_resolved();
+    tr->set_run_id(run_id);
+    tr->set_error(error);
+    for (const auto& [path, keys] : targets) {
+      v1::TargetIdentity* t = tr->add_targets();
+      t->set_path(path);
+      t->set_real_path(path);
+      for (const auto& k : keys) t->add_keys(k);
+    }
+    sched_->AgentMessage(agent, s, m);
+  }
+
   std::string Submit(v1::JobSpec spec) {
     auto id = sched_->SubmitJob(spec);
     EXPECT_TRUE(id.ok()) << id.status();
@@ -620,6 +660,180 @@ TEST_F(SchedulerTest, RejectsUnsupportedProtocol) {
   absl::Status st = sched_->AgentHello(hello, s);
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(s->msgs().empty());
+}
+
+namespace leases {
+
+constexpr char kByIdJob[] = "[job]\nfilename=/dev/disk/by-id/nvme-X\nrw=randread\nsize=1m\n";
+constexpr char kPartJob[] = "[job]\nfilename=/dev/nvme0n1p1\nrw=randread\nsize=1m\n";
+constexpr char kOtherJob[] = "[job]\nfilename=/dev/nvme1n1\nrw=randread\nsize=1m\n";
+
+}  // namespace leases
+
+TEST_F(SchedulerTest, LeasesAreOnResolvedIdentityNotPathStrings) {
+  auto a = ConnectResolver("a");
+  const std::string r1 = Submit(Spec({"a"}, leases::kByIdJob)) + "-1";
+  const std::string r2 = Submit(Spec({"a"}, leases::kPartJob)) + "-1";
+  const std::string r3 = Submit(Spec({"a"}, leases::kOtherJob)) + "-1";
+  // Nothing is placed before the agent says what the paths are on its host.
+  EXPECT_TRUE(a->Assigned().empty());
+  auto asked = ResolveRequests(a.get());
+  ASSERT_EQ(asked.size(), 3u);
+  EXPECT_EQ(asked[0].run_id(), r1);
+  EXPECT_THAT(asked[0].paths(), ElementsAre("/dev/disk/by-id/nvme-X"));
+  EXPECT_EQ(sched_->GetRun(r1)->waiting_for(), "resolving targets on host a");
+
+  Resolve("a", a.get(), r1, {{"/dev/disk/by-id/nvme-X", {"blk:259:0"}}});
+  EXPECT_THAT(a->Assigned(), ElementsAre(r1));
+  for (const auto& m : a->msgs()) {
+    if (m.has_assign()) EXPECT_THAT(m.assign().target_keys(), ElementsAre("blk:259:0"));
+  }
+  // A partition of the same disk under another name waits; another disk goes.
+  Resolve("a", a.get(), r2, {{"/dev/nvme0n1p1", {"blk:259:0"}}});
+  Resolve("a", a.get(), r3, {{"/dev/nvme1n1", {"blk:259:5"}}});
+  EXPECT_THAT(a->Assigned(), ElementsAre(r1, r3));
+  auto run2 = sched_->GetRun(r2);
+  EXPECT_EQ(run2->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_EQ(run2->waiting_for(), "lease on /dev/nvme0n1p1 (blk:259:0) held by run " + r1);
+  ASSERT_EQ(run2->target_keys_size(), 1);
+  EXPECT_THAT(run2->target_keys(0).keys(), ElementsAre("blk:259:0"));
+
+  // A restart keeps the keys with the runs and the lease rows.
+  Reopen();
+  auto leases = store_->ListLeases();
+  ASSERT_TRUE(leases.ok());
+  ASSERT_EQ(leases->size(), 2u);
+  EXPECT_EQ((*leases)[0].key, "blk:259:0");
+  EXPECT_EQ((*leases)[0].run_id, r1);
+  EXPECT_EQ((*leases)[0].path, "/dev/disk/by-id/nvme-X");
+  EXPECT_EQ(store_->GetRun(r1)->target_ids[0].keys, std::vector<std::string>{"blk:259:0"});
+  auto again = ConnectResolver("a", {r1, r3});
+  // The queued run is asked again (its answer is stored once it is placed) and
+  // still waits for the lease r1 holds from before the restart.
+  auto reasked = ResolveRequests(again.get());
+  ASSERT_EQ(reasked.size(), 1u);
+  EXPECT_EQ(reasked[0].run_id(), r2);
+  Resolve("a", again.get(), r2, {{"/dev/nvme0n1p1", {"blk:259:0"}}});
+  EXPECT_TRUE(again->Assigned().empty());
+  Finished("a", again.get(), r1);
+  EXPECT_THAT(again->Assigned(), ElementsAre(r2));
+}
+
+TEST_F(SchedulerTest, ARetryBeingResolvedIsNotOvertaken) {
+  v1::JobSpec victim = Spec({"a"}, leases::kByIdJob);
+  victim.set_retries(1);
+  auto a = ConnectResolver("a");
+  const std::string r1 = Submit(victim) + "-1";
+  const std::string r2 = Submit(Spec({"a"}, leases::kPartJob)) + "-1";
+  Resolve("a", a.get(), r1, {{"/dev/disk/by-id/nvme-X", {"blk:259:0"}}});
+  Resolve("a", a.get(), r2, {{"/dev/nvme0n1p1", {"blk:259:0"}}});
+  EXPECT_THAT(a->Assigned(), ElementsAre(r1));
+  Started("a", a.get(), r1);
+  now_ += 20000;  // silent past the heartbeat timeout: r1 is lost, its retry queued
+  sched_->Tick();
+  EXPECT_EQ(StateOf(r1), v1::RUN_STATE_LOST);
+  const std::string retry = r1 + ".r1";
+  auto back = ConnectResolver("a");
+  // The retry is asked again; r2, resolved long ago and free now, waits behind it.
+  auto asked = ResolveRequests(back.get());
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].run_id(), retry);
+  EXPECT_TRUE(back->Assigned().empty());
+  EXPECT_THAT(sched_->GetRun(r2)->waiting_for(), HasSubstr("behind run " + retry));
+  Resolve("a", back.get(), retry, {{"/dev/disk/by-id/nvme-X", {"blk:259:0"}}});
+  EXPECT_THAT(back->Assigned(), ElementsAre(retry));
+  EXPECT_EQ(StateOf(r2), v1::RUN_STATE_QUEUED);
+}
+
+TEST_F(SchedulerTest, TargetsThatCannotResolveFailTheRun) {
+  auto a = ConnectResolver("a");
+  const std::string r1 = Submit(Spec({"a"}, leases::kByIdJob)) + "-1";
+  Resolve("a", a.get(), r1, {}, "target \"/x\" resolves to \"/etc/x\", outside --allow-path");
+  auto run = sched_->GetRun(r1);
+  EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
+  EXPECT_THAT(run->error(), HasSubstr("agent a: target \"/x\" resolves to"));
+  // An answer without keys is refused too, never leased as nothing.
+  const std::string r2 = Submit(Spec({"a"}, leases::kPartJob)) + "-1";
+  Resolve("a", a.get(), r2, {{"/dev/nvme0n1p1", {}}});
+  EXPECT_EQ(StateOf(r2), v1::RUN_STATE_FAILED);
+  EXPECT_TRUE(a->Assigned().empty());
+}
+
+TEST_F(SchedulerTest, ResolveIsAskedAgainOnANewStream) {
+  auto a = ConnectResolver("a");
+  const std::string r1 = Submit(Spec({"a"}, leases::kByIdJob)) + "-1";
+  ASSERT_EQ(ResolveRequests(a.get()).size(), 1u);
+  sched_->AgentGone("a", a.get());
+  auto again = ConnectResolver("a");
+  ASSERT_EQ(ResolveRequests(again.get()).size(), 1u);
+  Resolve("a", again.get(), r1, {{"/dev/disk/by-id/nvme-X", {"blk:259:0"}}});
+  EXPECT_THAT(again->Assigned(), ElementsAre(r1));
+}
+
+TEST_F(SchedulerTest, AllowPathsMatchWholeComponents) {
+  // The raw prefix check admitted /dev/nvme10n1 for --allow-path=/dev/nvme1.
+  auto a = Connect("a", {}, "6.1", {"/dev/nvme1"});
+  const std::string bad = Submit(Spec({"a"}, "[job]\nfilename=/dev/nvme10n1\nsize=1m\n")) + "-1";
+  auto run = sched_->GetRun(bad);
+  EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
+  EXPECT_THAT(run->error(), HasSubstr("does not allow /dev/nvme10n1"));
+  const std::string ok = Submit(Spec({"a"}, "[job]\nfilename=/dev/nvme1\nsize=1m\n")) + "-1";
+  EXPECT_THAT(a->Assigned(), ElementsAre(ok));
+}
+
+TEST_F(SchedulerTest, MissingIntervalRecordsFlagTheRun) {
+  auto a = Connect("a");
+  const std::string j = Submit(Spec({"a"}));
+  const std::string r = j + "-1";
+  Started("a", a.get(), r);
+  for (uint64_t seq : {0, 1, 5}) {
+    v1::AgentMessage m;
+    m.mutable_interval()->set_run_id(r);
+    m.mutable_interval()->set_seq(seq);
+    sched_->AgentMessage("a", a.get(), m);
+  }
+  v1::AgentMessage fin;
+  v1::RunFinished* f = fin.mutable_run_finished();
+  f->set_run_id(r);
+  f->set_ok(true);
+  f->set_result_json("{\"jobs\":[]}");
+  f->set_last_seq_total(7);
+  f->add_next_seq(7);
+  v1::SeqRange* lost = f->add_unspooled();
+  lost->set_first(2);
+  lost->set_last(4);
+  sched_->AgentMessage("a", a.get(), fin);
+  for (int pass = 0; pass < 2; ++pass) {
+    auto run = sched_->GetRun(r);
+    ASSERT_TRUE(run.ok());
+    EXPECT_EQ(run->state(), v1::RUN_STATE_SUCCEEDED);
+    EXPECT_THAT(run->result_json(), HasSubstr("jobs"));  // the result is kept
+    EXPECT_TRUE(run->samples_incomplete());
+    ASSERT_EQ(run->missing_seqs_size(), 2);
+    EXPECT_EQ(run->missing_seqs(0).first(), 2u);
+    EXPECT_EQ(run->missing_seqs(0).last(), 4u);
+    EXPECT_EQ(run->missing_seqs(1).first(), 6u);
+    EXPECT_EQ(run->missing_seqs(1).last(), 6u);
+    EXPECT_THAT(run->samples_note(), HasSubstr("4 of 7 interval records are not stored"));
+    EXPECT_THAT(run->samples_note(), HasSubstr("1 of them not explained"));
+    Reopen();  // stored with the run
+  }
+  // A run whose records all arrived is not flagged.
+  a = Connect("a");
+  const std::string r2 = Submit(Spec({"a"})) + "-1";
+  Started("a", a.get(), r2);
+  v1::AgentMessage m;
+  m.mutable_interval()->set_run_id(r2);
+  sched_->AgentMessage("a", a.get(), m);
+  fin.mutable_run_finished()->set_run_id(r2);
+  fin.mutable_run_finished()->set_last_seq_total(1);
+  fin.mutable_run_finished()->set_next_seq(0, 1);
+  fin.mutable_run_finished()->clear_unspooled();
+  sched_->AgentMessage("a", a.get(), fin);
+  auto run2 = sched_->GetRun(r2);
+  EXPECT_EQ(run2->state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_FALSE(run2->samples_incomplete());
+  EXPECT_EQ(run2->missing_seqs_size(), 0);
 }
 
 }  // namespace

@@ -117,6 +117,18 @@ INSERT INTO store_identity(id, created_ms) VALUES(
     R"sql(
 ALTER TABLE results ADD COLUMN device_fingerprint TEXT NOT NULL DEFAULT '';
 )sql",
+    // 5: leases on device identity (docs/leases.md) and runs with incomplete
+    // samples. leases.target now holds an identity key; runs keep the keys each
+    // target resolved to. Lease rows written before hold path strings: they
+    // still release with their runs.
+    R"sql(
+ALTER TABLE runs ADD COLUMN targets_resolved INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN target_ids_json TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE runs ADD COLUMN samples_incomplete INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN missing_seqs_json TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE runs ADD COLUMN samples_note TEXT NOT NULL DEFAULT '';
+ALTER TABLE leases ADD COLUMN path TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -253,9 +265,53 @@ std::vector<std::pair<uint32_t, uint64_t>> HistFromJson(const std::string& text)
 
 int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
 
+std::string TargetIdsToJson(const std::vector<TargetIdentityRow>& ids) {
+  json j = json::array();
+  for (const TargetIdentityRow& t : ids) {
+    j.push_back({{"path", t.path}, {"real_path", t.real_path}, {"keys", t.keys}});
+  }
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+std::vector<TargetIdentityRow> TargetIdsFromJson(const std::string& text) {
+  std::vector<TargetIdentityRow> out;
+  json j = ParseJsonOr(text, json::array());
+  if (!j.is_array()) return out;
+  for (const auto& e : j) {
+    if (!e.is_object()) continue;
+    TargetIdentityRow t;
+    t.path = e.value("path", "");
+    t.real_path = e.value("real_path", "");
+    if (auto it = e.find("keys"); it != e.end() && it->is_array()) {
+      for (const auto& k : *it) {
+        if (k.is_string()) t.keys.push_back(k.get<std::string>());
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+std::string SeqRangesToJson(const std::vector<SeqRangeRow>& v) {
+  json j = json::array();
+  for (const SeqRangeRow& r : v) j.push_back(json::array({r.job_index, r.first, r.last}));
+  return j.dump();
+}
+std::vector<SeqRangeRow> SeqRangesFromJson(const std::string& text) {
+  std::vector<SeqRangeRow> out;
+  json j = ParseJsonOr(text, json::array());
+  if (!j.is_array()) return out;
+  for (const auto& e : j) {
+    if (e.is_array() && e.size() == 3 && e[0].is_number_unsigned() && e[1].is_number_unsigned() &&
+        e[2].is_number_unsigned()) {
+      out.push_back(SeqRangeRow{e[0].get<uint32_t>(), e[1].get<uint64_t>(), e[2].get<uint64_t>()});
+    }
+  }
+  return out;
+}
+
 constexpr const char* kRunColumns =
     "seq, id, job_id, queue_pos, host, targets_json, state, variant, cell, repetition, attempt, "
-    "retry_of, fio_text, num_clones, created_ms, assigned_ms, started_ms, finished_ms, error";
+    "retry_of, fio_text, num_clones, created_ms, assigned_ms, started_ms, finished_ms, error, "
+    "targets_resolved, target_ids_json, samples_incomplete, missing_seqs_json, samples_note";
 
 RunRow ReadRun(const Stmt& s) {
   RunRow r;
@@ -278,6 +334,11 @@ RunRow ReadRun(const Stmt& s) {
   r.started_ms = static_cast<uint64_t>(s.Int(16));
   r.finished_ms = static_cast<uint64_t>(s.Int(17));
   r.error = s.Text(18);
+  r.targets_resolved = s.Int(19) != 0;
+  r.target_ids = TargetIdsFromJson(s.Text(20));
+  r.samples_incomplete = s.Int(21) != 0;
+  r.missing_seqs = SeqRangesFromJson(s.Text(22));
+  r.samples_note = s.Text(23);
   return r;
 }
 
@@ -483,10 +544,12 @@ class SqliteStore final : public Store {
 
   absl::StatusOr<std::vector<LeaseRow>> ListLeases() override {
     std::lock_guard<std::mutex> l(rmu_);
-    Stmt s(rdb_, "SELECT host, target, run_id, acquired_ms FROM leases ORDER BY host, target");
+    Stmt s(rdb_,
+           "SELECT host, target, run_id, acquired_ms, path FROM leases ORDER BY host, target");
     std::vector<LeaseRow> out;
     while (s.Step()) {
-      out.push_back(LeaseRow{s.Text(0), s.Text(1), s.Text(2), static_cast<uint64_t>(s.Int(3))});
+      out.push_back(
+          LeaseRow{s.Text(0), s.Text(1), s.Text(2), static_cast<uint64_t>(s.Int(3)), s.Text(4)});
     }
     if (!s.status().ok()) return s.status();
     return out;
@@ -528,6 +591,35 @@ class SqliteStore final : public Store {
     s.Bind(1, run_id);
     std::map<uint32_t, uint64_t> out;
     while (s.Step()) out[static_cast<uint32_t>(s.Int(0))] = static_cast<uint64_t>(s.Int(1)) + 1;
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<std::map<uint32_t, std::pair<uint64_t, uint64_t>>> IntervalCounts(
+      const std::string& run_id) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_,
+           "SELECT job_index, count(*), max(seq) FROM intervals WHERE run_id = ? "
+           "GROUP BY job_index");
+    s.Bind(1, run_id);
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> out;
+    while (s.Step()) {
+      out[static_cast<uint32_t>(s.Int(0))] = {static_cast<uint64_t>(s.Int(1)),
+                                              static_cast<uint64_t>(s.Int(2)) + 1};
+    }
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> IntervalSeqs(
+      const std::string& run_id) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, "SELECT job_index, seq FROM intervals WHERE run_id = ? ORDER BY job_index, seq");
+    s.Bind(1, run_id);
+    std::vector<std::pair<uint32_t, uint64_t>> out;
+    while (s.Step()) {
+      out.emplace_back(static_cast<uint32_t>(s.Int(0)), static_cast<uint64_t>(s.Int(1)));
+    }
     if (!s.status().ok()) return s.status();
     return out;
   }
@@ -735,18 +827,25 @@ class SqliteStore final : public Store {
       Stmt s(wdb_,
              "INSERT INTO runs(id, job_id, queue_pos, host, targets_json, state, variant, cell, "
              "repetition, attempt, retry_of, fio_text, num_clones, created_ms, assigned_ms, "
-             "started_ms, finished_ms, error) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+             "started_ms, finished_ms, error, targets_resolved, target_ids_json, "
+             "samples_incomplete, missing_seqs_json, samples_note) "
+             "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
              "ON CONFLICT(id) DO UPDATE SET queue_pos=excluded.queue_pos, host=excluded.host, "
              "targets_json=excluded.targets_json, state=excluded.state, "
              "fio_text=excluded.fio_text, assigned_ms=excluded.assigned_ms, "
              "started_ms=excluded.started_ms, finished_ms=excluded.finished_ms, "
-             "error=excluded.error");
+             "error=excluded.error, targets_resolved=excluded.targets_resolved, "
+             "target_ids_json=excluded.target_ids_json, "
+             "samples_incomplete=excluded.samples_incomplete, "
+             "missing_seqs_json=excluded.missing_seqs_json, samples_note=excluded.samples_note");
       s.Bind(1, r.id).Bind(2, r.job_id).Bind(3, r.queue_pos).Bind(4, r.host);
       s.Bind(5, ListToJson(r.targets)).Bind(6, std::string(RunStateName(r.state)));
       s.Bind(7, r.variant).Bind(8, r.cell).Bind(9, r.repetition).Bind(10, r.attempt);
       s.Bind(11, r.retry_of).Bind(12, r.fio_text).Bind(13, r.num_clones);
       s.Bind(14, I(r.created_ms)).Bind(15, I(r.assigned_ms)).Bind(16, I(r.started_ms));
-      s.Bind(17, I(r.finished_ms)).Bind(18, r.error);
+      s.Bind(17, I(r.finished_ms)).Bind(18, r.error).Bind(19, r.targets_resolved ? 1 : 0);
+      s.Bind(20, TargetIdsToJson(r.target_ids)).Bind(21, r.samples_incomplete ? 1 : 0);
+      s.Bind(22, SeqRangesToJson(r.missing_seqs)).Bind(23, r.samples_note);
       IOFLEET_RETURN_IF_ERROR(s.Run());
     }
     for (const std::string& run_id : b.release_leases_of_runs) {
@@ -754,13 +853,15 @@ class SqliteStore final : public Store {
       IOFLEET_RETURN_IF_ERROR(s.Bind(1, run_id).Run());
     }
     for (const LeaseRow& l : b.acquire_leases) {
-      Stmt s(wdb_, "INSERT INTO leases(host, target, run_id, acquired_ms) VALUES(?,?,?,?)");
-      s.Bind(1, l.host).Bind(2, l.target).Bind(3, l.run_id).Bind(4, I(l.acquired_ms));
+      Stmt s(wdb_, "INSERT INTO leases(host, target, run_id, acquired_ms, path) VALUES(?,?,?,?,?)");
+      s.Bind(1, l.host).Bind(2, l.key).Bind(3, l.run_id).Bind(4, I(l.acquired_ms));
+      s.Bind(5, l.path);
       absl::Status st = s.Run();
       if (!st.ok()) {
         if (absl::IsAlreadyExists(st)) {
-          return absl::AlreadyExistsError(
-              absl::StrCat("lease on ", l.host, ":", l.target, " is already held"));
+          return absl::AlreadyExistsError(absl::StrCat(
+              "lease on ", l.host, ":", l.key,
+              l.path.empty() ? "" : absl::StrCat(" (", l.path, ")"), " is already held"));
         }
         return st;
       }

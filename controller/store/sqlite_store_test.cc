@@ -251,6 +251,57 @@ TEST(SqliteStoreTest, IntervalRecordsAreStoredExactlyOnce) {
   EXPECT_EQ(next->at(1), 5u);
 }
 
+TEST(SqliteStoreTest, IdentityKeysAndSampleGapsSurviveReopen) {
+  TempDir dir;
+  const std::string path = dir.File("db.sqlite");
+  {
+    auto store = OpenSqliteStore(path);
+    ASSERT_TRUE(store.ok());
+    RunRow r = MakeRun("r1", "j1", 1);
+    r.targets_resolved = true;
+    r.target_ids = {{"/dev/disk/by-id/x", "/dev/nvme0n1p1", {"blk:259:0"}}};
+    r.samples_incomplete = true;
+    r.missing_seqs = {{0, 2, 16}, {1, 3, 3}};
+    r.samples_note = "note";
+    WriteBatch b;
+    b.upsert_jobs.push_back(Job("j1"));
+    b.upsert_runs.push_back(r);
+    b.acquire_leases.push_back(LeaseRow{"h", "blk:259:0", "r1", 5, "/dev/disk/by-id/x"});
+    ASSERT_TRUE((*store)->Write(std::move(b)).ok());
+    WriteBatch conflict;
+    conflict.acquire_leases.push_back(LeaseRow{"h", "blk:259:0", "r2", 6, "/dev/nvme0n1"});
+    const absl::Status st = (*store)->Write(std::move(conflict));
+    EXPECT_EQ(st.code(), absl::StatusCode::kAlreadyExists);
+    EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("blk:259:0 (/dev/nvme0n1)"));
+    for (uint64_t seq : {0, 1, 17}) (*store)->AppendInterval(Interval("r1", 0, seq), nullptr);
+    (*store)->AppendInterval(Interval("r1", 1, 0), nullptr);
+    ASSERT_TRUE((*store)->Flush().ok());
+  }
+  auto store = OpenSqliteStore(path);
+  ASSERT_TRUE(store.ok());
+  auto run = (*store)->GetRun("r1");
+  ASSERT_TRUE(run.ok());
+  EXPECT_TRUE(run->targets_resolved);
+  ASSERT_EQ(run->target_ids.size(), 1u);
+  EXPECT_EQ(run->target_ids[0],
+            (TargetIdentityRow{"/dev/disk/by-id/x", "/dev/nvme0n1p1", {"blk:259:0"}}));
+  EXPECT_TRUE(run->samples_incomplete);
+  EXPECT_EQ(run->missing_seqs, (std::vector<SeqRangeRow>{{0, 2, 16}, {1, 3, 3}}));
+  EXPECT_EQ(run->samples_note, "note");
+  auto leases = (*store)->ListLeases();
+  ASSERT_TRUE(leases.ok());
+  ASSERT_EQ(leases->size(), 1u);
+  EXPECT_EQ((*leases)[0].key, "blk:259:0");
+  EXPECT_EQ((*leases)[0].path, "/dev/disk/by-id/x");
+  auto counts = (*store)->IntervalCounts("r1");
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->at(0), (std::pair<uint64_t, uint64_t>{3, 18}));
+  EXPECT_EQ(counts->at(1), (std::pair<uint64_t, uint64_t>{1, 1}));
+  auto seqs = (*store)->IntervalSeqs("r1");
+  ASSERT_TRUE(seqs.ok());
+  EXPECT_EQ(*seqs, (std::vector<std::pair<uint32_t, uint64_t>>{{0, 0}, {0, 1}, {0, 17}, {1, 0}}));
+}
+
 TEST(SqliteStoreTest, WriterBatchesManyRecordsIntoFewTransactions) {
   TempDir dir;
   auto store = OpenSqliteStore(dir.File("db.sqlite"));

@@ -52,13 +52,33 @@ struct JobRow {
   bool cancel_requested = false;
 };
 
+// What one target path of a run is on its host (docs/leases.md).
+struct TargetIdentityRow {
+  std::string path;               // as the job names it
+  std::string real_path;          // symlinks resolved on the host
+  std::vector<std::string> keys;  // identity keys its leases are held on
+  bool operator==(const TargetIdentityRow&) const = default;
+};
+
+// Inclusive range of interval seqs of one job (clone) of a run.
+struct SeqRangeRow {
+  uint32_t job_index = 0;
+  uint64_t first = 0;
+  uint64_t last = 0;
+  bool operator==(const SeqRangeRow&) const = default;
+};
+
 struct RunRow {
   std::string id;
   int64_t seq = 0;                    // insertion order (assigned by the store); paging key
   std::string job_id;
   int64_t queue_pos = 0;              // FIFO order of the queue (a retry keeps its original's)
   std::string host;
-  std::vector<std::string> targets;   // leased target paths on `host`
+  std::vector<std::string> targets;  // target paths on `host` (for display and resolving)
+  // Set once the agent resolved `targets` into identity keys (target_ids); leases
+  // are held on (host, key) for every key of every target.
+  bool targets_resolved = false;
+  std::vector<TargetIdentityRow> target_ids;
   RunState state = RunState::kQueued;
   std::string variant;
   std::string cell;
@@ -72,13 +92,20 @@ struct RunRow {
   uint64_t started_ms = 0;
   uint64_t finished_ms = 0;
   std::string error;
+  // The interval records stored are fewer than the agent produced: the missing
+  // seqs (exact) and why. Checked when the run's RunFinished is recorded.
+  bool samples_incomplete = false;
+  std::vector<SeqRangeRow> missing_seqs;
+  std::string samples_note;
 };
 
+// An exclusive lease on one identity key of a host (docs/leases.md).
 struct LeaseRow {
   std::string host;
-  std::string target;
+  std::string key;  // identity key ("blk:259:0", ...)
   std::string run_id;
   uint64_t acquired_ms = 0;
+  std::string path;  // the target path it was resolved from (display)
 };
 
 struct IntervalDirRow {
@@ -116,7 +143,7 @@ struct WriteBatch {
   std::vector<JobRow> upsert_jobs;          // seq is ignored (kept on update)
   std::vector<RunRow> upsert_runs;          // seq is ignored (kept on update)
   std::vector<std::string> release_leases_of_runs;  // applied before acquire_leases
-  std::vector<LeaseRow> acquire_leases;     // fails AlreadyExists if (host, target) is held
+  std::vector<LeaseRow> acquire_leases;             // fails AlreadyExists if (host, key) is held
   std::vector<ResultRow> results;
 
   bool empty() const {
@@ -165,6 +192,13 @@ class Store {
   virtual absl::StatusOr<std::vector<IntervalRow>> ListIntervals(const std::string& run_id) = 0;
   // job_index -> highest stored seq + 1.
   virtual absl::StatusOr<std::map<uint32_t, uint64_t>> NextSeqs(const std::string& run_id) = 0;
+  // job_index -> (stored records, highest stored seq + 1): a gap check without
+  // reading every key (complete when both equal the records produced).
+  virtual absl::StatusOr<std::map<uint32_t, std::pair<uint64_t, uint64_t>>> IntervalCounts(
+      const std::string& run_id) = 0;
+  // The (job_index, seq) keys of the run's stored interval records, ordered.
+  virtual absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> IntervalSeqs(
+      const std::string& run_id) = 0;
 
   virtual absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& run_id) = 0;
 

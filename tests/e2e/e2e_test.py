@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import stat
 import subprocess
 import sys
 import tempfile
@@ -674,6 +675,216 @@ def case_submit_wait_regression():
         check("<testsuite" in xml and "<failure" in xml, f"junit:\n{xml[:800]}")
         cmp = json.loads(env.cli("compare", job_id, "--format=json", check_rc=0).stdout)
         check(cmp.get("outcome") == "fail", f"outcome {cmp.get('outcome')}")
+
+
+def sh(*args, check_rc=True):
+    p = subprocess.run(list(args), capture_output=True, text=True)
+    if check_rc and p.returncode != 0:
+        raise TestFailure(f"{' '.join(args)} exited {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def overlaps(a, b):
+    return a["started_ms"] < b["finished_ms"] and b["started_ms"] < a["finished_ms"]
+
+
+def mbr_image(path, size=16 << 20):
+    """A disk image with an MBR partition table: one partition from sector 2048."""
+    import struct
+    with open(path, "wb") as f:
+        f.truncate(size)
+        mbr = bytearray(512)
+        mbr[0x1BE:0x1BE + 16] = struct.pack("<B3sB3sII", 0, b"\0\0\0", 0x83, b"\0\0\0",
+                                            2048, size // 512 - 2048)
+        mbr[510], mbr[511] = 0x55, 0xAA
+        f.seek(0)
+        f.write(mbr)
+
+
+def dev_numbers(sysname):
+    with open(f"/sys/class/block/{sysname}/dev") as f:
+        return tuple(int(x) for x in f.read().strip().split(":"))
+
+
+def run_alias_pairs(env, agent, pairs, runtime=2):
+    """Submits both jobs of every (label, text_a, text_b) pair at once and checks
+    that the two runs of a pair never ran at the same time, and that they share
+    an identity key."""
+    submitted = []
+    for label, ta, tb in pairs:
+        ja = env.submit(ta, name=f"{label} A", hosts=[agent])
+        jb = env.submit(tb, name=f"{label} B", hosts=[agent])
+        submitted.append((label, ja, jb))
+    problems = []
+    for label, ja, jb in submitted:
+        ra, rb = run_of(env.wait_job(ja, 120)), run_of(env.wait_job(jb, 120))
+        for r in (ra, rb):
+            check(r["state"] == "succeeded", f"{label}: run {r['id']} {r['state']}: {r['error']}")
+        if overlaps(ra, rb):
+            problems.append(f"{label}: runs overlapped: {ra['target']} {ra['started_ms']}-"
+                            f"{ra['finished_ms']} and {rb['target']} {rb['started_ms']}-"
+                            f"{rb['finished_ms']}")
+            continue
+        ka = {k for t in ra.get("target_keys", []) for k in t["keys"]}
+        kb = {k for t in rb.get("target_keys", []) for k in t["keys"]}
+        if not ka & kb:
+            problems.append(f"{label}: no shared identity key: {ra.get('target_keys')} vs "
+                            f"{rb.get('target_keys')}")
+    check(not problems, f"{len(problems)} of {len(pairs)} alias pairs: " + "; ".join(problems))
+
+
+def case_lease_alias():
+    """Two jobs on one file or device under different names never run at the same
+    time: a symlink, a hard link, a missing file and a dangling symlink to it, a
+    directory symlink (generated file names); as root also a bind-mounted file and
+    directory, a /dev/disk/by-id style symlink and a bind mount of a loop device
+    node, and a partition against its whole disk. Leases are keyed on what the
+    agent resolves, not on the path string (which gave concurrent leases)."""
+    with Env() as env:
+        agent = env.agents["agent-a"]
+        allow = agent.allow
+        j = lambda target, extra="": fio_job(target, runtime=2, extra=extra)
+        pairs = []
+        f1 = agent.target("sym-target.dat", 1 << 20)
+        os.symlink(f1, os.path.join(allow, "sym.dat"))
+        pairs.append(("symlink", j(f1), j(os.path.join(allow, "sym.dat"))))
+        f2 = agent.target("hard-target.dat", 1 << 20)
+        os.link(f2, os.path.join(allow, "hard.dat"))
+        pairs.append(("hard link", j(f2), j(os.path.join(allow, "hard.dat"))))
+        # Not there yet when the jobs are resolved: the first run creates it.
+        new = os.path.join(allow, "new.dat")
+        os.symlink(new, os.path.join(allow, "to-new.dat"))
+        pairs.append(("missing file and a dangling link to it",
+                      j(new, "size=1m"), j(os.path.join(allow, "to-new.dat"), "size=1m")))
+        gen = os.path.join(allow, "gen")
+        os.makedirs(gen)
+        os.symlink(gen, os.path.join(allow, "gen-link"))
+        dir_job = lambda d: ("[global]\nioengine=psync\nbs=4k\nsize=1m\ntime_based=1\nruntime=2\n"
+                             f"directory={d}\n[job]\nrw=randread\n")
+        pairs.append(("directory symlink", dir_job(gen), dir_job(os.path.join(allow, "gen-link"))))
+        cleanups = []
+        try:
+            if os.geteuid() == 0:
+                f3 = agent.target("bind-target.dat", 1 << 20)
+                bound = agent.target("bound.dat", 1)
+                sh("mount", "--bind", f3, bound)
+                cleanups.append(lambda: sh("umount", bound, check_rc=False))
+                pairs.append(("bind-mounted file", j(f3), j(bound)))
+                d1, d2 = os.path.join(allow, "bind-src"), os.path.join(allow, "bind-dst")
+                os.makedirs(d1)
+                os.makedirs(d2)
+                sh("mount", "--bind", d1, d2)
+                cleanups.append(lambda: sh("umount", d2, check_rc=False))
+                pairs.append(("bind-mounted directory", dir_job(d1), dir_job(d2)))
+                img = os.path.join(env.dir, "disk.img")
+                mbr_image(img)
+                loop = sh("losetup", "-f", "--show", img).stdout.strip()
+                cleanups.append(lambda: sh("losetup", "-d", loop, check_rc=False))
+                name = os.path.basename(loop)
+                # Device nodes of the whole disk under distinct names, one per pair,
+                # so no two pairs share a path string.
+                disk, disk_b, disk_c = (os.path.join(allow, n) for n in ("disk", "disk-b", "disk-c"))
+                for node in (disk, disk_b, disk_c):
+                    os.mknod(node, 0o600 | stat.S_IFBLK, os.makedev(*dev_numbers(name)))
+                os.symlink(disk, os.path.join(allow, "by-id-disk"))
+                pairs.append(("by-id symlink to a disk", j(disk), j(os.path.join(allow, "by-id-disk"))))
+                node_bind = agent.target("disk-bind", 1)
+                sh("mount", "--bind", loop, node_bind)
+                cleanups.append(lambda: sh("umount", node_bind, check_rc=False))
+                pairs.append(("bind-mounted device node", j(disk_b), j(node_bind)))
+                # This kernel may not parse partition tables itself: partx adds them.
+                if not os.path.exists(f"/sys/class/block/{name}p1") and shutil.which("partx"):
+                    sh("partx", "-a", loop, check_rc=False)
+                if os.path.exists(f"/sys/class/block/{name}p1"):
+                    part = os.path.join(allow, "part1")
+                    os.mknod(part, 0o600 | stat.S_IFBLK, os.makedev(*dev_numbers(f"{name}p1")))
+                    pairs.append(("partition against its whole disk", j(disk_c), j(part)))
+                else:
+                    print("partition case skipped: no partition device (no partx?)", file=sys.stderr)
+            else:
+                print("bind mount and loop device cases skipped: not root", file=sys.stderr)
+            run_alias_pairs(env, "agent-a", pairs)
+        finally:
+            env.agents["agent-a"].stop()  # let go of the device before it is detached
+            for fn in reversed(cleanups):
+                fn()
+        # The agent said what each path is; nothing is left leased.
+        db = env.db()
+        try:
+            check(db.execute("SELECT count(*) FROM leases").fetchone()[0] == 0, "leases left")
+        finally:
+            db.close()
+
+
+def case_lease_identity_change():
+    """A path whose identity changes after the controller leased it: run B is
+    resolved while its symlink points at file 2 (queued behind C there), then the
+    link is turned to file 1, which run A is using. The agent resolves again when
+    B starts, and B waits for A instead of running on file 1 beside it."""
+    with Env() as env:
+        agent = env.agents["agent-a"]
+        f1 = agent.target("one.dat", 1 << 20)
+        f2 = agent.target("two.dat", 1 << 20)
+        link = os.path.join(agent.allow, "moving.dat")
+        os.symlink(f2, link)
+        ja = env.submit(fio_job(f1, runtime=6), name="A on file 1", hosts=["agent-a"])
+        jc = env.submit(fio_job(f2, runtime=2), name="C on file 2", hosts=["agent-a"])
+        jb = env.submit(fio_job(link, runtime=1), name="B via the link", hosts=["agent-a"])
+
+        def b_resolved():
+            r = run_of(env.job(jb))
+            return r["state"] == "queued" and r["target_keys"] and r
+        b = wait_for(b_resolved, 10, "B resolved and queued behind C")
+        check(run_of(env.job(ja))["state"] in ("assigned", "running"), "A not placed")
+        tmp = link + ".new"
+        os.symlink(f1, tmp)
+        os.replace(tmp, link)  # now the same file as A's
+        ra, rb, rc = (run_of(env.wait_job(j, 60)) for j in (ja, jb, jc))
+        for r in (ra, rb, rc):
+            check(r["state"] == "succeeded", f"run {r['id']}: {r['state']} {r['error']}")
+        check(not overlaps(ra, rb), f"B ran on file 1 beside A: A {ra['started_ms']}-"
+              f"{ra['finished_ms']}, B {rb['started_ms']}-{rb['finished_ms']}")
+        with open(agent.log_path) as f:
+            alog = f.read()
+        check(f"run {rb['id']}: targets changed identity since leased" in alog,
+              "the agent did not say B's target changed identity")
+        check(f"run {rb['id']} waits" in alog, "the agent did not say B waits for A")
+
+
+def case_allow_path_components():
+    """--allow-path matches whole path components on resolved paths: DIR/nvme1
+    admits DIR/nvme1 but not DIR/nvme10n1 (the controller's raw prefix check let
+    that through to the agent), and a symlink out of an allowed directory is
+    refused when the agent resolves the job's targets, before the run is placed."""
+    with Env() as env:
+        nvme1 = os.path.join(env.dir, "nvme1")
+        nvme10n1 = os.path.join(env.dir, "nvme10n1")
+        for p in (nvme1, nvme10n1):
+            with open(p, "wb") as f:
+                f.write(os.urandom(1 << 20))
+        a = Agent(env, "agent-n", {"rack": "r9"})
+        a.allow = nvme1
+        a.start()
+        env.agents["agent-n"] = a
+        env.wait_agents_up(["agent-n"])
+        ok = run_of(env.wait_job(env.submit(fio_job(nvme1, runtime=1, extra="size=1m"),
+                                            hosts=["agent-n"])))
+        check(ok["state"] == "succeeded", f"allowed path: {ok['state']}: {ok['error']}")
+        bad = run_of(env.wait_job(env.submit(fio_job(nvme10n1, runtime=1, extra="size=1m"),
+                                             hosts=["agent-n"])))
+        check(bad["state"] == "failed" and "does not allow " + nvme10n1 in bad["error"],
+              f"nvme10n1 under --allow-path={nvme1}: {bad['state']}: {bad['error']}")
+        check(bad["assigned_ms"] == 0, f"refused run was placed on the agent: {bad}")
+        # A symlink in an allowed directory that leads outside it.
+        outside = os.path.join(env.dir, "outside.dat")
+        with open(outside, "wb") as f:
+            f.write(b"\0" * (1 << 20))
+        esc = os.path.join(env.agents["agent-a"].allow, "escape.dat")
+        os.symlink(outside, esc)
+        run = run_of(env.wait_job(env.submit(fio_job(esc, runtime=1), hosts=["agent-a"])))
+        check(run["state"] == "failed" and f'resolves to "{outside}"' in run["error"]
+              and "--allow-path" in run["error"], f"symlink escape: {run['state']}: {run['error']}")
+        check(run["assigned_ms"] == 0, f"refused run was placed on the agent: {run}")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}

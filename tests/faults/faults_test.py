@@ -20,6 +20,11 @@ Cases (each its own ctest test, label "faults"):
   disk_full          the data dir is an 8 MiB tmpfs that gets filled: the API answers
                      503 (never 500), no crash, integrity ok, and everything (new
                      jobs, the agent's records) goes through once space returns.
+  spool_full         the agent's spool is a 4 MiB tmpfs, filled twice while the
+                     controller is down and a run streams: the records that did not
+                     fit are named (RunFinished.unspooled), the run comes back
+                     succeeded with its result, flagged samples-incomplete with
+                     exactly the missing seq ranges (REST, gRPC, CLI).
   soak               N agents (default 50) run short jobs back to back for
                      --soak-seconds (default 90): no leaked lease, flat controller
                      RSS, every run terminal and succeeded.
@@ -213,8 +218,9 @@ def stop_proc(proc, timeout=15):
 
 class Agent:
     def __init__(self, env, name, netns=None, controller=None, target_size=4 << 20,
-                 agent_name=None):
+                 agent_name=None, extra_args=()):
         self.env = env
+        self.extra_args = list(extra_args)
         self.name = name  # this harness's key: log, spool and allow dir names
         self.agent_name = agent_name or name  # --name
         self.netns = netns
@@ -234,7 +240,7 @@ class Agent:
                f"--controller={self.controller or self.env.controller.grpc}",
                f"--name={self.agent_name}", f"--labels=host={self.agent_name}",
                f"--allow-path={self.allow}", f"--spool-dir={self.spool}",
-               "--backoff-initial-ms=100", "--backoff-max-ms=1000"]
+               "--backoff-initial-ms=100", "--backoff-max-ms=1000"] + self.extra_args
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns] + cmd
         logf = open(self.log_path, "a")
@@ -513,7 +519,8 @@ def case_agent_sigkill():
         env.wait_state(j3, "running", 15)
         wait_for(lambda: len(env.samples(r1["id"])) >= 2, 10, "two samples of the victim")
         check(env.run(j2)["state"] == "queued", "second job on the same target not queued")
-        leases = env.query("SELECT run_id FROM leases WHERE host='agent-a'")
+        # One row per identity key of the target (docs/leases.md), all r1's.
+        leases = env.query("SELECT DISTINCT run_id FROM leases WHERE host='agent-a'")
         check([r[0] for r in leases] == [r1["id"]], f"leases before the kill: {leases}")
 
         t0 = time.time()
@@ -582,7 +589,9 @@ def case_controller_sigkill():
         wait_for(lambda: len(env.samples(r1["id"])) >= 4, 10, "samples before the kill")
         before = {"leases": sorted(env.query("SELECT host, target, run_id FROM leases")),
                   "queued": env.query("SELECT id FROM runs WHERE state='queued'")}
-        check(len(before["leases"]) == 2 and before["queued"] == [(env.run(j2)["id"],)],
+        # Two runs on two agents, each holding the keys of its file (file: and name:).
+        check(len({(h, r) for h, _, r in before["leases"]}) == 2 and
+              before["queued"] == [(env.run(j2)["id"],)],
               f"state before kill {before}")
 
         c.kill()
@@ -815,6 +824,124 @@ def case_disk_full():
                        "run_end_refused_while_full": clog.count(f"run {r1['id']} finished: UNAVAILABLE"),
                        "agent_reconnects": a.reconnects(),
                        "http_500": 0}
+
+
+def fill(path):
+    """Writes `path` until the file system is full; returns the bytes written."""
+    with open(path, "ab") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+    return os.path.getsize(path)
+
+
+def parse_seq_ranges(text):
+    """"job 0 seq 2-16, job 1 seq 3" -> {(0, 2, 16), (1, 3, 3)}"""
+    out = set()
+    for j, a, b in re.findall(r"job (\d+) seq (\d+)(?:-(\d+))?", text):
+        out.add((int(j), int(a), int(b or a)))
+    return out
+
+
+def case_spool_full():
+    need_root("mount tmpfs")
+    mounts_leftovers()
+    with Env("spool_full") as env:
+        mnt = os.path.join(env.dir, MOUNT_MARK)
+        os.makedirs(mnt)
+        sh("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt)
+        env.cleanups.append(lambda: sh("umount", mnt, check_rc=False))
+        c = env.add_controller(heartbeat_timeout="60s")
+        a = Agent(env, "agent-a", extra_args=["--interval-ms=250"])
+        a.spool = os.path.join(mnt, "spool")
+        env.agents["agent-a"] = a
+        a.start()
+        env.wait_agents_up(["agent-a"])
+        runtime, clones = 12, 2
+        j = env.submit(fio_job(a.target, runtime=runtime, numjobs=clones), ["agent-a"],
+                       name="spool-full")
+        r = env.wait_state(j, "running", 15)
+        t_run = time.time()
+        run_id = r["id"]
+        wait_for(lambda: len(env.samples(run_id)) >= 2 * clones, 10, "samples before the cut")
+        stored_before = len(env.samples(run_id))
+        # The controller goes away; the run goes on, spooling.
+        c.kill()
+        time.sleep(1.0)
+        # The spool disk fills, frees, and fills again until past the run's end.
+        filler = os.path.join(mnt, "filler")
+        filled = fill(filler)
+        log(f"spool tmpfs full ({filled} bytes of filler) at {time.time() - t_run:.1f}s")
+        time.sleep(2.5)
+        os.unlink(filler)
+        time.sleep(1.5)
+        fill(filler)
+        log(f"spool tmpfs full again at {time.time() - t_run:.1f}s")
+        while time.time() < t_run + runtime + 3:
+            time.sleep(0.5)
+        with open(a.log_path) as f:
+            alog = f.read()
+        m = re.search(rf"run {re.escape(run_id)}: interval records not spooled: (.*) \(named",
+                      alog)
+        check(m, "the agent did not name the records it could not spool")
+        unspooled = parse_seq_ranges(m.group(1))
+        check(f"run {run_id} succeeded" in alog, "the run did not end on the agent")
+        # The controller comes back (disk still full): the agent replays.
+        c.start()
+        job = env.wait_job(j, 60)
+        run = env.get(f"/runs/{run_id}")
+        check(job["state"] == "succeeded" and run["state"] == "succeeded",
+              f"job {job['state']}, run {run['state']}: {run.get('error')}")
+        check(isinstance(run.get("result"), dict) and len(run["result"].get("jobs", [])) == clones,
+              f"result not delivered: {str(run.get('result'))[:200]}")
+        check(run["samples_incomplete"] is True, f"run not flagged: {run}")
+        missing = {(m["job_index"], m["first"], m["last"]) for m in run["missing_seqs"]}
+        check(missing == unspooled,
+              f"missing {sorted(missing)} != what the agent could not spool {sorted(unspooled)}")
+        # Exact: stored and missing seqs partition 0..N-1 per clone, nothing twice.
+        recs = env.samples(run_id)
+        for jx in range(clones):
+            have = sorted(x["seq"] for x in recs if x["job_index"] == jx)
+            gone = sorted(s for (k, a_, b) in missing if k == jx for s in range(a_, b + 1))
+            check(not set(have) & set(gone), f"clone {jx}: stored and missing overlap")
+            both = sorted(have + gone)
+            check(both == list(range(len(both))), f"clone {jx}: stored+missing not 0..N-1")
+            # At least one gap per fill. A small record can still land in the
+            # spool's last, partly used page while the disk is full, so a fill
+            # may show as more than one gap: exactness is what matters.
+            check(len([rg for rg in missing if rg[0] == jx]) >= 2,
+                  f"clone {jx}: want a gap per fill, got {sorted(missing)}")
+        # Nothing claims completeness: the stored samples add up to less than the result.
+        res_ios = sum(jb["read"]["total_ios"] for jb in run["result"]["jobs"])
+        rec_ios = sum(x["read"]["ios"] for x in recs)
+        check(rec_ios < res_ios, f"samples {rec_ios} ios vs result {res_ios}")
+        note = run["samples_note"]
+        check("not stored" in note and "could not write" in note, f"note: {note}")
+        # gRPC and the CLI say it too.
+        p = subprocess.run([os.path.join(BUILD, "tests", "iofleet-e2e-grpc"),
+                            f"--controller={c.grpc}", "get-run", run_id],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 0, f"gRPC get-run: {p.stderr}")
+        g = json.loads(p.stdout)
+        check(g.get("samples_incomplete") is True and len(g.get("missing_seqs", [])) == len(missing),
+              f"gRPC GetRun: {p.stdout[:300]}")
+        p = subprocess.run([os.path.join(BUILD, "bin", "iofleet"), "status", j],
+                           env=dict(os.environ, IOFLEET_CONTROLLER=f"http://{c.http}"),
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 0 and "succeeded*" in p.stdout and "samples incomplete" in p.stdout,
+              f"CLI status:\n{p.stdout}{p.stderr}")
+        check(env.query("SELECT count(*) FROM leases")[0][0] == 0, "leases left")
+        c.stop()
+        check(env.integrity() == "ok", "integrity_check")
+        env.figures = {"tmpfs": "4m", "clones": clones, "interval_ms": 250,
+                       "stored_before_cut": stored_before, "stored": len(recs),
+                       "missing": sorted(missing), "missing_records":
+                       sum(b - a_ + 1 for _, a_, b in missing),
+                       "note": note, "result_delivered": True}
+
 
 
 def case_soak():

@@ -420,15 +420,23 @@ TEST_F(SecurityTest, AgentRefusalsReachTheUser) {
   ASSERT_TRUE(WaitAgentUp("sec-agent"));
 
   // --allow-path: a target outside it fails the run. The controller already
-  // refuses it from the agent's Hello.allow_paths (a plain prefix check) ...
+  // refuses it from the agent's Hello.allow_paths (whole components, ".." folded) ...
   v1::Run outside = RunJob("[j]\nfilename=" + dir_ + "/elsewhere.dat\nrw=write\nsize=64k\n");
   EXPECT_EQ(outside.state(), v1::RUN_STATE_FAILED);
   EXPECT_THAT(outside.error(), HasSubstr("does not allow"));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/elsewhere.dat"));
-  // ... and what passes that but escapes by "..", the agent refuses itself.
   v1::Run dotdot = RunJob("[j]\nfilename=" + allowed + "/../escape.dat\nrw=write\nsize=64k\n");
   EXPECT_EQ(dotdot.state(), v1::RUN_STATE_FAILED);
-  EXPECT_THAT(dotdot.error(), HasSubstr("--allow-path"));
+  EXPECT_THAT(dotdot.error(), HasSubstr("does not allow"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/escape.dat"));
+  // ... and what passes that but escapes by a symlink, the agent refuses itself
+  // when it resolves the run's targets.
+  std::filesystem::create_symlink(dir_ + "/escape.dat", allowed + "/link.dat");
+  v1::Run link = RunJob("[j]\nfilename=" + allowed + "/link.dat\nrw=write\nsize=64k\n");
+  EXPECT_EQ(link.state(), v1::RUN_STATE_FAILED);
+  EXPECT_THAT(link.error(), HasSubstr("--allow-path"));
+  EXPECT_THAT(link.error(), HasSubstr("resolves to \"" + dir_ + "/escape.dat\""));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/escape.dat"));
   v1::Run inside = RunJob("[j]\nfilename=" + allowed + "/ok.dat\nrw=write\nsize=64k\n");
   EXPECT_EQ(inside.state(), v1::RUN_STATE_SUCCEEDED) << inside.error();
 

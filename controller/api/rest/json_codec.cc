@@ -270,7 +270,21 @@ json RunToJson(const v1::Run& r) {
             {"finished_ms", r.finished_ms()},
             {"error", r.error()},
             {"waiting_for", r.waiting_for()},
-            {"device_fingerprint", r.device_fingerprint()}};
+            {"device_fingerprint", r.device_fingerprint()},
+            {"samples_incomplete", r.samples_incomplete()},
+            {"samples_note", r.samples_note()}};
+  json ids = json::array();
+  for (const v1::TargetIdentity& t : r.target_keys()) {
+    ids.push_back({{"path", t.path()},
+                   {"real_path", t.real_path()},
+                   {"keys", std::vector<std::string>(t.keys().begin(), t.keys().end())}});
+  }
+  j["target_keys"] = std::move(ids);
+  json missing = json::array();
+  for (const v1::SeqRange& m : r.missing_seqs()) {
+    missing.push_back({{"job_index", m.job_index()}, {"first", m.first()}, {"last", m.last()}});
+  }
+  j["missing_seqs"] = std::move(missing);
   if (r.result_json().empty()) {
     j["result"] = nullptr;
   } else {

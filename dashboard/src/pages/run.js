@@ -112,6 +112,13 @@ export function runPage(main, { args }) {
       ['ETA', prog.eta === null || TERMINAL_STATES.has(run.state) ? null : fmtDuration(prog.eta)],
       ['I/O errors', cols.errors ? String(cols.errors) : null],
       ['Error', run.error ? h('span', { class: 'error-text' }, run.error) : null],
+      ['Waiting', run.waiting_for || null],
+      ['Leased keys', (run.target_keys || []).length
+        ? h('code', null, run.target_keys.map((t) => `${t.path}: ${t.keys.join(', ')}`).join('; '))
+        : null],
+      ['Samples', run.samples_incomplete
+        ? h('span', { class: 'error-text' }, `incomplete: ${run.samples_note}`)
+        : null],
     ];
     replace(
       head,
