@@ -171,11 +171,13 @@ TEST_F(RunnerTest, RwmixSplitsIosByShare) {
   EXPECT_NEAR(reads / (reads + writes), 0.70, 0.02);
 }
 
+// fio issues the fsync before the write that follows every 16th, so the last
+// 16 writes of the run get none: 15 fsyncs (fio 3.33, same arguments).
 TEST_F(RunnerTest, FsyncEveryNWritesIsCounted) {
   RunResult r = MustRun("[fs]\nioengine=psync\nrw=write\nbs=4k\nsize=1m\nfsync=16\nfilename=" +
                         Path("fs.dat") + "\n");
   EXPECT_EQ(r.reported[0].dir[1].total_ios, 256u);
-  EXPECT_EQ(r.reported[0].sync_total_ios, 16u);
+  EXPECT_EQ(r.reported[0].sync_total_ios, 15u);
 }
 
 TEST_F(RunnerTest, IntervalRecordsAddUpToTheFinalResult) {

@@ -83,7 +83,7 @@ absl::Status Worker::Prepare() {
       }
     }
     fds_.push_back(fd);
-    gen_files.push_back(GenFile{fd, tf.region_start, tf.region_len});
+    gen_files.push_back(GenFile{fd, tf.region_start, tf.region_len, tf.file_size});
   }
 
   // One buffer slot per iodepth entry, page aligned (O_DIRECT), one mapping.
@@ -102,11 +102,19 @@ absl::Status Worker::Prepare() {
     return IoError(JobPrefix(job) + "mmap I/O buffers", absl::StrCat(buffers_size_, " bytes"), errno);
   }
   buffers_ = mem;
-  // Fill with pseudo-random bytes: written data should not be trivially compressible.
+  // Fill with pseudo-random bytes: written data should not be trivially
+  // compressible. Large buffers take a while: a cancel is honoured every 16 MiB.
   {
     std::mt19937_64 rng(0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(spec_.thread_number));
     uint64_t* p = static_cast<uint64_t*>(buffers_);
-    for (size_t i = 0; i < buffers_size_ / sizeof(uint64_t); ++i) p[i] = rng();
+    const size_t words = buffers_size_ / sizeof(uint64_t);
+    constexpr size_t kCheckWords = (16u << 20) / sizeof(uint64_t);
+    for (size_t i = 0; i < words; ++i) {
+      if (i % kCheckWords == 0 && cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) {
+        return absl::CancelledError(JobPrefix(job) + "cancelled while preparing I/O buffers");
+      }
+      p[i] = rng();
+    }
   }
   slots_.resize(depth);
   for (uint32_t i = 0; i < depth; ++i) {
@@ -115,7 +123,8 @@ absl::Status Worker::Prepare() {
   }
 
   absl::Status s = gen_.Init(job, static_cast<uint32_t>(spec_.thread_number), std::move(gen_files),
-                             spec_.io_bytes_per_pass, static_cast<char*>(buffers_), slot_size_);
+                             spec_.io_bytes_per_pass, spec_.wrap, static_cast<char*>(buffers_),
+                             slot_size_);
   if (!s.ok()) return s;
 
   EngineOptions eo;
@@ -126,6 +135,8 @@ absl::Status Worker::Prepare() {
   eo.registerfiles = job.registerfiles;
   eo.sqthread_poll = job.sqthread_poll;
   eo.sqthread_poll_cpu = job.sqthread_poll_cpu;
+  eo.poll_reap = job.iodepth_batch_complete_min == 0;
+  eo.userspace_reap = job.userspace_reap;
   eo.buffer_base = buffers_;
   eo.buffer_size = buffers_size_;
   eo.slot_size = slot_size_;
