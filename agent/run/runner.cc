@@ -396,16 +396,6 @@ absl::Status CheckMemoryAndDisk(const jobspec::JobList& list, const Plan& plan,
 }
 
 // Everything ValidateForThisHost checks, returning the plan it made.
-absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOptions& options);
-
-}  // namespace
-
-absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions& options) {
-  return ValidateAndPlan(list, options).status();
-}
-
-namespace {
-
 absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOptions& options) {
   for (const JobSpec& job : list.jobs) {
     const EngineInfo* eng = FindEngine(job.ioengine);
@@ -530,6 +520,10 @@ absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOpti
 }
 
 }  // namespace
+
+absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions& options) {
+  return ValidateAndPlan(list, options).status();
+}
 
 absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions& options) {
   Clock::Init();

@@ -12,13 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "agent/affinity/cpu.h"
 #include "agent/affinity/numa.h"
+#include "agent/run/budget.h"
 #include "common/clock.h"
 #include "common/status.h"
 
 namespace iofleet::agent {
 namespace {
-
-constexpr size_t kPage = 4096;
 
 uint64_t TvUs(const timeval& tv) {
   return static_cast<uint64_t>(tv.tv_sec) * 1000000ull + static_cast<uint64_t>(tv.tv_usec);
@@ -88,12 +87,7 @@ absl::Status Worker::Prepare() {
 
   // One buffer slot per iodepth entry, page aligned (O_DIRECT), one mapping.
   const uint32_t depth = sync_engine ? 1 : std::max<uint32_t>(1, job.iodepth);
-  uint64_t max_bs = 0;
-  for (int d = 0; d < jobspec::kNumDdirs; ++d) {
-    max_bs = std::max({max_bs, job.bs[d], job.bs_max[d]});
-    for (const auto& e : job.bssplit[d]) max_bs = std::max(max_bs, e.bs);
-  }
-  slot_size_ = (max_bs + kPage - 1) / kPage * kPage;
+  slot_size_ = BufferSlotBytes(job);  // the largest block, page aligned (budget.h)
   buffers_size_ = slot_size_ * depth;
   void* mem = mmap(nullptr, buffers_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);
