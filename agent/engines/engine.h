@@ -2,9 +2,10 @@
 //
 // Lifecycle, all on the worker's own thread (engines are not thread-safe):
 //   Init(options) -> Open(fds) -> { Queue()* Commit() Reap() }* -> Close()
-// Queue() either completes the I/O at once (sync engines: kCompleted, result in
-// req.res), accepts it for the next Commit() (kQueued), or refuses because the
-// queue is full (kBusy: the caller must Reap() first). Commit() submits everything
+// Queue() either completes the I/O at once (sync engines, and an async engine's
+// fsync where fio does it synchronously: kCompleted, result in req.res), accepts
+// it for the next Commit() (kQueued), or refuses (kBusy: the caller must Commit()
+// and Reap() first, then queue the same request again). Commit() submits everything
 // queued with as few syscalls as the engine can. Reap() returns completions, each
 // with its own result: bytes transferred or a negative errno.
 //
@@ -71,6 +72,14 @@ struct EngineOptions {
   bool registerfiles = false;
   bool sqthread_poll = false;
   int sqthread_poll_cpu = -1;
+  // iodepth_batch_complete_min=0: a reap never waits in the kernel; it polls
+  // (io_getevents with min 0, or the mapped ring) until it has `min`, as fio does.
+  // Default: false (a reap asks the kernel for `min` and sleeps until they come).
+  bool poll_reap = false;
+  // libaio userspace_reap: with poll_reap, read completions from the AIO ring
+  // mapped in user memory instead of calling io_getevents (fio ignores it
+  // otherwise, and so do we). Default: false.
+  bool userspace_reap = false;
   // All slot buffers as one region (slot i at base + i * slot_size).
   void* buffer_base = nullptr;
   size_t buffer_size = 0;

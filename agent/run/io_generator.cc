@@ -1,30 +1,56 @@
 #include "agent/run/io_generator.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "agent/workload/random.h"
 
 namespace iofleet::agent {
+namespace {
+
+const char* DdirName(int d) {
+  return d == jobspec::kRead ? "read" : d == jobspec::kWrite ? "write" : "trim";
+}
+
+bool DirUsed(const jobspec::JobSpec& job, int d) {
+  return (d == jobspec::kRead && jobspec::HasRead(job.rw)) ||
+         (d == jobspec::kWrite && jobspec::HasWrite(job.rw)) ||
+         (d == jobspec::kTrim && jobspec::HasTrim(job.rw));
+}
+
+}  // namespace
 
 absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_number,
-                               std::vector<GenFile> files, uint64_t io_bytes_per_pass,
+                               std::vector<GenFile> files, uint64_t io_bytes_per_pass, bool wrap,
                                char* buffers, size_t slot_size) {
   if (files.empty()) return absl::InvalidArgumentError(absl::StrCat("job \"", job.name, "\": no files"));
   buffers_ = buffers;
   slot_size_ = slot_size;
-  unit_ = workload::JobMinBlockSize(job);
+  wrap_ = wrap;
   auto seeds = workload::MakeJobSeeds(job, thread_number);
   if (!seeds.ok()) return seeds.status();
   auto rwmix = workload::RwMix::ForJob(job, *seeds);
   if (!rwmix.ok()) return rwmix.status();
   rwmix_.emplace(std::move(*rwmix));
+  const uint64_t job_unit = workload::JobMinBlockSize(job);
   uint64_t max_blocks = 0;
-  for (const auto& f : files) max_blocks = std::max(max_blocks, f.region_len / unit_);
+  for (const auto& f : files) max_blocks = std::max(max_blocks, f.region_len / job_unit);
   const bool use64 = workload::Use64BitGenerator(job, max_blocks);
-  auto bs = workload::BlockSizePicker::Create(workload::BlockSizeOptionsForJob(job, *seeds, use64));
+  const workload::BlockSizeOptions bso = workload::BlockSizeOptionsForJob(job, *seeds, use64);
+  auto bs = workload::BlockSizePicker::Create(bso);
   if (!bs.ok()) return bs.status();
   bs_.emplace(std::move(*bs));
+  max_bs_ = 0;
+  bool same_unit = true;
+  for (int d = 0; d < jobspec::kNumDdirs; ++d) {
+    unit_[d] = DirUsed(job, d) ? bso.ddir[d].min_bs : job_unit;
+    if (DirUsed(job, d)) max_bs_ = std::max(max_bs_, bso.ddir[d].max_bs);
+    if (unit_[d] != job_unit) same_unit = false;
+  }
 
-  const bool shared = jobspec::IsRandom(job.rw);
+  // Random patterns share one generator per file (one random map, as fio)
+  // unless the directions' units differ.
+  const bool shared = jobspec::IsRandom(job.rw) && same_unit;
   files_.clear();
   files_.resize(files.size());
   fds_.clear();
@@ -34,32 +60,63 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
     fs.region_start = files[i].region_start;
     fs.region_len = files[i].region_len;
     fds_.push_back(fs.fd);
-    const uint64_t n_blocks = fs.region_len / unit_;
-    if (n_blocks == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("job \"", job.name, "\": file region of ",
-                                                     fs.region_len, " bytes is below bs ", unit_));
-    }
-    // Each file gets its own stream, derived from the job's offset seed.
-    workload::OffsetGenOptions oo = workload::OffsetGenOptionsForJob(job, n_blocks, *seeds);
-    oo.seed = seeds->block_offset() + i * 0x9e3779b97f4a7c15ull;
-    const int ngens = shared ? 1 : jobspec::kNumDdirs;
-    for (int g = 0; g < ngens; ++g) {
+    for (int d = 0; d < jobspec::kNumDdirs; ++d) {
+      if (shared && d > 0) {
+        fs.gen[d] = fs.gen[0];
+        continue;
+      }
+      const uint64_t n_blocks = fs.region_len / unit_[d];
+      if (n_blocks == 0) {
+        if (!DirUsed(job, d) && d > 0) {
+          fs.gen[d] = fs.gen[0];
+          continue;
+        }
+        return absl::InvalidArgumentError(absl::StrCat(
+            "job \"", job.name, "\": file region of ", fs.region_len, " bytes is below the ",
+            DdirName(d), " block size ", unit_[d]));
+      }
+      // Each file gets its own stream, derived from the job's offset seed.
+      workload::OffsetGenOptions oo = workload::OffsetGenOptionsForJob(job, n_blocks, *seeds);
+      oo.seed = seeds->block_offset() + i * 0x9e3779b97f4a7c15ull;
+      if (!jobspec::IsRandom(job.rw) && job.rw_seq_add > 0) {
+        oo.sequential_skip_blocks = job.rw_seq_add / unit_[d];
+        const uint64_t end = std::max(files[i].file_size, fs.region_start + fs.region_len);
+        oo.file_blocks = (end - fs.region_start) / unit_[d];
+      }
       auto gen = workload::OffsetGen::Create(oo);
       if (!gen.ok()) return gen.status();
       fs.owned.push_back(std::make_unique<workload::OffsetGen>(std::move(*gen)));
+      fs.gen[d] = fs.owned.back().get();
     }
-    for (int d = 0; d < jobspec::kNumDdirs; ++d) fs.gen[d] = fs.owned[shared ? 0 : d].get();
   }
   pass_bytes_ = io_bytes_per_pass;
   pass_left_ = pass_bytes_;
   next_file_ = 0;
+  files_done_ = 0;
+  filled_ = filled_at_rewind_ = 0;
   return absl::OkStatus();
 }
 
-void IoGenerator::ResetPass() {
+void IoGenerator::ResetFiles() {
   for (auto& f : files_) {
     for (auto& g : f.owned) g->Reset();
+    f.done = false;
   }
+  files_done_ = 0;
+}
+
+bool IoGenerator::Rewind() {
+  // Nothing was produced since the last start-over: the files cannot serve
+  // this job any more (stop rather than spin).
+  if (!wrap_ || pass_left_ < max_bs_ || filled_ == filled_at_rewind_) return false;
+  filled_at_rewind_ = filled_;
+  ResetFiles();
+  return true;
+}
+
+void IoGenerator::ResetPass() {
+  ResetFiles();
+  filled_at_rewind_ = filled_;
   pass_left_ = pass_bytes_;
 }
 

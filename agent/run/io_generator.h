@@ -2,6 +2,20 @@
 // bsrange, bssplit), file (round robin) and offset (sequential, or random through
 // the random map, LFSR or plain random). Everything is allocated in Init(); Next()
 // does no allocation, lock or syscall.
+//
+// As fio:
+//  * Offsets of each direction are multiples of that direction's smallest
+//    block size (fio's blockalign default), so `bs=4k,64k` writes are 64k I/Os
+//    at 64k boundaries. When the directions' smallest sizes differ, each
+//    direction has its own offset generator (fio shares one random map and
+//    indexes it in mixed units; coverage per direction is what we keep).
+//  * An I/O is never cut to fit the bytes left in the pass: the last one may
+//    pass io_size, as fio's does; only the random map shortens an I/O, to whole
+//    units of its direction's smallest block (fio's mark_random_map).
+//  * A file whose offsets are used up (or whose next block does not fit before
+//    its end) is done for the pass; the pass ends when every file is done or
+//    the pass's bytes are issued. With `wrap` (io_size given), files done before
+//    the bytes are issued start over (fio's keep_running with io_size).
 #pragma once
 
 #include <array>
@@ -24,6 +38,7 @@ struct GenFile {
   int fd = -1;
   uint64_t region_start = 0;
   uint64_t region_len = 0;
+  uint64_t file_size = 0;  // bytes in the file (>= region_start + region_len; 0 = that)
 };
 
 class IoGenerator {
@@ -33,42 +48,30 @@ class IoGenerator {
   IoGenerator& operator=(const IoGenerator&) = delete;
 
   // `buffers` holds one slot of `slot_size` bytes per IoRequest index.
+  // `wrap`: files used up before `io_bytes_per_pass` start over (io_size given).
   absl::Status Init(const jobspec::JobSpec& job, uint32_t thread_number,
-                    std::vector<GenFile> files, uint64_t io_bytes_per_pass, char* buffers,
-                    size_t slot_size);
+                    std::vector<GenFile> files, uint64_t io_bytes_per_pass, bool wrap,
+                    char* buffers, size_t slot_size);
 
   // Fills op, fd, file_index, offset, len and buf of `r` (r.index must be set).
-  // False when this pass's bytes are done (or random offsets are exhausted).
+  // False when this pass is over (bytes issued, or every file done).
   inline bool Next(IoRequest& r) {
-    if (pass_left_ == 0) return false;
-    const jobspec::Ddir d = rwmix_->Next();
-    const size_t fi = next_file_;
-    if (++next_file_ == files_.size()) next_file_ = 0;
-    FileState& f = files_[fi];
-    workload::OffsetGen& gen = *f.gen[d];
-    uint64_t block;
-    if (!gen.Next(&block)) {
-      pass_left_ = 0;
-      return false;
+    while (pass_left_ != 0) {
+      const size_t fi = next_file_;
+      if (++next_file_ == files_.size()) next_file_ = 0;
+      FileState& f = files_[fi];
+      if (!f.done) {
+        if (Fill(f, fi, r)) return true;
+        f.done = true;
+        ++files_done_;
+      }
+      if (files_done_ == files_.size() && !Rewind()) pass_left_ = 0;
     }
-    const uint64_t off = block * unit_;
-    uint64_t len = bs_->Next(d, f.region_len - off);
-    if (len == 0) len = unit_;  // cannot happen for whole-unit regions; keep progress
-    if (len > unit_) {
-      // Multi-unit I/O: mark the rest of the run (a random map may shorten it).
-      const uint64_t units = gen.Commit(block, (len + unit_ - 1) / unit_);
-      if (units * unit_ < len) len = units * unit_;
-    }
-    if (len > pass_left_) len = pass_left_;
-    pass_left_ -= len;
-    r.op = static_cast<IoOp>(d);
-    r.fd = f.fd;
-    r.file_index = static_cast<int>(fi);
-    r.offset = f.region_start + off;
-    r.len = static_cast<uint32_t>(len);
-    r.buf = buffers_ + static_cast<size_t>(r.index) * slot_size_;
-    return true;
+    return false;
   }
+
+  // True once this pass's bytes are issued (or its files are used up).
+  bool pass_done() const { return pass_left_ == 0; }
 
   // Starts a new pass: same random sequence again when repeatable (fio's lfsr/map reset).
   void ResetPass();
@@ -79,20 +82,57 @@ class IoGenerator {
     int fd = -1;
     uint64_t region_start = 0;
     uint64_t region_len = 0;
-    // Offset generator per direction: random patterns share one (one random map
-    // per file, as fio); sequential ones keep a cursor per direction.
+    bool done = false;  // offsets used up in this pass
+    // Offset generator per direction: random patterns whose directions share
+    // one unit share one (one random map per file, as fio); sequential ones
+    // keep a cursor per direction.
     std::array<workload::OffsetGen*, jobspec::kNumDdirs> gen{};
     std::vector<std::unique_ptr<workload::OffsetGen>> owned;
   };
+
+  inline bool Fill(FileState& f, size_t fi, IoRequest& r) {
+    const jobspec::Ddir d = rwmix_->Next();
+    workload::OffsetGen& gen = *f.gen[d];
+    uint64_t block;
+    if (!gen.Next(&block)) return false;
+    const uint64_t unit = unit_[d];
+    const uint64_t off = block * unit;
+    uint64_t len = bs_->Next(d, f.region_len - off);
+    if (len == 0) return false;  // not even the smallest block fits before the end
+    if (len > unit) {
+      // Multi-unit I/O: mark the rest of the run (a random map may shorten it).
+      const uint64_t units = gen.Commit(block, (len + unit - 1) / unit);
+      if (units * unit < len) len = units * unit;
+    }
+    pass_left_ -= len < pass_left_ ? len : pass_left_;
+    ++filled_;
+    r.op = static_cast<IoOp>(d);
+    r.fd = f.fd;
+    r.file_index = static_cast<int>(fi);
+    r.offset = f.region_start + off;
+    r.len = static_cast<uint32_t>(len);
+    r.buf = buffers_ + static_cast<size_t>(r.index) * slot_size_;
+    return true;
+  }
+  // Every file is done: start them over when wrapping and something is left
+  // (fio stops when less than the largest block is left).
+  bool Rewind();
+  void ResetFiles();
 
   std::vector<FileState> files_;
   std::vector<int> fds_;
   std::optional<workload::RwMix> rwmix_;
   std::optional<workload::BlockSizePicker> bs_;
-  uint64_t unit_ = 4096;  // offset unit: the job's minimum block size
+  // Offset unit per direction: its smallest block size.
+  std::array<uint64_t, jobspec::kNumDdirs> unit_{4096, 4096, 4096};
+  uint64_t max_bs_ = 4096;
   uint64_t pass_bytes_ = 0;
   uint64_t pass_left_ = 0;
   size_t next_file_ = 0;
+  size_t files_done_ = 0;
+  uint64_t filled_ = 0;              // I/Os produced (progress check for Rewind)
+  uint64_t filled_at_rewind_ = 0;
+  bool wrap_ = false;
   char* buffers_ = nullptr;
   size_t slot_size_ = 0;
 };

@@ -1,14 +1,44 @@
 #include "agent/run/io_loop.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <memory>
+#include <thread>
 
 namespace iofleet::agent {
 
+int FsyncUnlessCancelled(int fd, const std::atomic<bool>* cancel) {
+  if (cancel == nullptr) return ::fsync(fd) == 0 ? 0 : errno;
+  if (cancel->load()) return ECANCELED;
+  // The flush runs on its own thread over a duplicate descriptor, so a cancel
+  // need not wait for it: the kernel cannot interrupt an fsync, but the run can
+  // stop waiting; the thread closes its descriptor when the flush returns.
+  const int dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dup_fd < 0) return errno;
+  struct State {
+    std::atomic<bool> done{false};
+    int err = 0;
+  };
+  auto state = std::make_shared<State>();
+  std::thread([state, dup_fd] {
+    state->err = ::fsync(dup_fd) == 0 ? 0 : errno;
+    ::close(dup_fd);
+    state->done.store(true, std::memory_order_release);
+  }).detach();
+  while (!state->done.load(std::memory_order_acquire)) {
+    if (cancel->load(std::memory_order_relaxed)) return ECANCELED;
+    usleep(2000);
+  }
+  return state->err;
+}
+
 void IoLoop::ResetStats(uint64_t now) {
   stats_ = HotStats{};
+  last_was_sync_ = false;  // fio's reset_all_stats at the end of the ramp
   epoch_ns_ = now;
   epoch_realtime_ms_ = Clock::RealtimeMs();
   sample_start_ns_ = now;
@@ -92,6 +122,7 @@ void IoLoop::PublishInterval(uint64_t now) {
 }
 
 bool IoLoop::NextPass(uint64_t now) {
+  last_was_sync_ = false;  // fio's clear_io_state between passes
   if (job_.time_based && job_.runtime_us != 0) {
     gen_.ResetPass();
     return true;
@@ -104,17 +135,16 @@ bool IoLoop::NextPass(uint64_t now) {
   return false;
 }
 
-void IoLoop::FsyncFile(const IoRequest& r) {
-  const uint64_t t0 = Clock::NowNs();
-  const int rc = ::fsync(r.fd);
-  now_ = Clock::NowNs();
-  if (rc != 0 && error_ == 0) {
-    error_ = errno;
-    error_text_ = absl::StrCat("fsync: ", std::strerror(errno));
+void IoLoop::EndFsync() {
+  for (int fd : gen_.fds()) {
+    if (fd < 0) continue;
+    const int err = FsyncUnlessCancelled(fd, cfg_.cancel);
+    if (err == ECANCELED) return;
+    if (err != 0 && error_ == 0) {
+      error_ = err;
+      error_text_ = absl::StrCat("end_fsync: ", std::strerror(err));
+    }
   }
-  ++stats_.sync_ios;
-  stats_.sync_lat.Add(now_ - t0);
-  stats_.sync_hist.Add(now_ - t0);
 }
 
 void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {

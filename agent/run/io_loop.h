@@ -31,6 +31,10 @@
 
 namespace iofleet::agent {
 
+// fsync(fd), or ECANCELED as soon as *cancel is set (the flush itself goes on in
+// the kernel, off the caller's thread). Returns 0 or an errno.
+int FsyncUnlessCancelled(int fd, const std::atomic<bool>* cancel);
+
 // What the worker accumulates per direction.
 struct HotDir {
   uint64_t bytes = 0;      // completed bytes
@@ -109,11 +113,17 @@ class IoLoop {
   inline void Complete(IoRequest& r, int32_t res, uint64_t now) {
     const int d = static_cast<int>(r.op);
     if (r.op == IoOp::kFsync) {
+      last_was_sync_ = true;
       ++stats_.sync_ios;
       stats_.sync_lat.Add(now - r.issue_ns);
       stats_.sync_hist.Add(now - r.issue_ns);
+      if (res < 0 && error_ == 0) {
+        error_ = -res;
+        error_text_ = absl::StrCat("fsync: ", std::strerror(-res));
+      }
       return;
     }
+    last_was_sync_ = false;
     HotDir& hd = stats_.dir[d];
     if (res < 0) {
       ++hd.errors;
@@ -153,11 +163,39 @@ class IoLoop {
   }
   // Starts the next pass (loops / time_based); false when the job is done.
   bool NextPass(uint64_t now);
-  // Sync fsync of the file just written, every `fsync` writes (after draining).
-  void FsyncFile(const IoRequest& r);
+  // fio's fsync=N rule (get_rw_ddir): the next I/O is an fsync whenever the
+  // writes issued so far are a non-zero multiple of N and the last I/O to
+  // complete was not an fsync. Like fio, with I/O still in flight this can
+  // issue several fsyncs in a row (its counts with io_uring show it).
+  bool FsyncDue() const {
+    const uint64_t w = stats_.dir[static_cast<int>(IoOp::kWrite)].issued;
+    return fsync_every_ != 0 && !last_was_sync_ && w != 0 && w % fsync_every_ == 0 &&
+           last_write_fd_ >= 0 && !gen_.pass_done();
+  }
+  void PrepareFsync(IoRequest& r) const {
+    r.op = IoOp::kFsync;
+    r.fd = last_write_fd_;
+    r.file_index = last_write_file_;
+    r.offset = 0;
+    r.len = 0;
+  }
+  // Counts an I/O the engine accepted (fio's io_issues).
+  void CountIssued(const IoRequest& r) {
+    if (r.op == IoOp::kFsync) return;
+    ++stats_.dir[static_cast<int>(r.op)].issued;
+    if (r.op == IoOp::kWrite) {
+      last_write_fd_ = r.fd;
+      last_write_file_ = r.file_index;
+    }
+  }
+  // end_fsync, given up (not waited for) when the run is cancelled.
+  void EndFsync();
 
+  // The synchronous shape: one I/O at a time, completed inside Queue().
+  // `mark_batches`: count each I/O as a submit and a complete batch of 1, as fio
+  // does for engines without a commit hook (psync & co, not the null engine).
   template <class E>
-  absl::Status RunSync(E& e);
+  absl::Status RunSync(E& e, bool mark_batches);
   template <class E>
   absl::Status RunAsync(E& e);
   template <class E>
@@ -184,11 +222,13 @@ class IoLoop {
   uint64_t next_sample_ns_ = 0;
   uint64_t next_interval_ns_ = 0;
   uint64_t loops_done_ = 0;
-  uint64_t writes_since_fsync_ = 0;
+  uint32_t fsync_every_ = 0;     // job's fsync=N
+  bool last_was_sync_ = false;   // the last I/O to complete was an fsync
+  int last_write_fd_ = -1;       // file of the last write issued (fsync target)
+  int last_write_file_ = 0;
   bool stop_issuing_ = false;
   bool requeued_ = false;        // a short/EAGAIN completion went back to the engine
   uint32_t batch_ops_ = 0;       // bit per IoOp present in batch_
-  IoRequest* last_write_ = nullptr;
   int error_ = 0;
   std::string error_text_;
 
@@ -213,37 +253,49 @@ absl::Status IoLoop::Run(E& e) {
   ramp_end_ns_ = job_.ramp_time_us ? t + job_.ramp_time_us * 1000 : 0;
   const uint64_t run_start = ramp_end_ns_ ? ramp_end_ns_ : t;
   runtime_end_ns_ = job_.runtime_us ? run_start + job_.runtime_us * 1000 : 0;
+  fsync_every_ = job_.fsync;
   free_.clear();
   for (auto& s : slots_) free_.push_back(&s);
   comps_.resize(slots_.size());
   batch_.reserve(slots_.size());
   absl::Status st;
   if constexpr ((E::kStaticCaps & kCapAsync) == 0) {
-    st = RunSync(e);
+    st = RunSync(e, /*mark_batches=*/true);
+  } else if constexpr (requires(const E& x) { x.sync_shape(); }) {
+    st = e.sync_shape() ? RunSync(e, /*mark_batches=*/false) : RunAsync(e);
   } else {
     st = RunAsync(e);
   }
   end_ns_ = now_;
-  if (job_.end_fsync && error_ == 0) {
-    for (int fd : gen_.fds()) ::fsync(fd);
-  }
+  if (job_.end_fsync && error_ == 0) EndFsync();
   PublishInterval(now_);
   return st;
 }
 
 template <class E>
-absl::Status IoLoop::RunSync(E& e) {
-  const uint32_t fsync_every = job_.fsync;
+absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
   IoRequest& r = slots_[0];
   while (!stop_issuing_) {
-    if (!gen_.Next(r)) {
+    if (FsyncDue()) {
+      PrepareFsync(r);
+    } else if (!gen_.Next(r)) {
       if (!NextPass(now_)) break;
       continue;
     }
     const uint64_t issue = Clock::NowNs();
     r.start_ns = issue;
     r.issue_ns = issue;
-    ++stats_.dir[static_cast<int>(r.op)].issued;
+    CountIssued(r);
+    // fio marks every I/O of a sync engine at depth 1 (fsyncs too, so the map
+    // can pass 100 % of the reads and writes), and, for engines without a
+    // commit hook, a submit and a complete batch of 1.
+    ++stats_.depth_level[0];
+    if (mark_batches) {
+      ++stats_.depth_submit[stats::BatchBin(1)];
+      ++stats_.total_submit;
+      ++stats_.depth_complete[stats::BatchBin(1)];
+      ++stats_.total_complete;
+    }
     e.Queue(r);
     now_ = Clock::NowNs();
     int32_t res = r.res;
@@ -268,10 +320,6 @@ absl::Status IoLoop::RunSync(E& e) {
     }
     Complete(r, res, now_);
     if (error_ != 0) break;
-    if (fsync_every && r.op == IoOp::kWrite && ++writes_since_fsync_ >= fsync_every) {
-      writes_since_fsync_ = 0;
-      FsyncFile(r);
-    }
     Tick(now_);
     if (ShouldStop(now_)) break;
   }
@@ -320,7 +368,6 @@ absl::Status IoLoop::RunAsync(E& e) {
   const uint32_t complete_max =
       std::clamp<uint32_t>(job_.iodepth_batch_complete_max, std::max<uint32_t>(complete_min, 1), depth);
   const uint32_t depth_low = std::clamp<uint32_t>(job_.iodepth_low, 1, depth);
-  const uint32_t fsync_every = job_.fsync;
   uint32_t inflight = 0;  // queued or submitted, not yet completed
 
   auto commit = [&]() -> bool {
@@ -356,49 +403,51 @@ absl::Status IoLoop::RunAsync(E& e) {
     return true;
   };
 
+  // An I/O the engine refused (kBusy), taken off free_; queued again, unchanged,
+  // once a reap has made room.
+  IoRequest* held = nullptr;
   while (true) {
     // Fill every free slot, committing whenever a submit batch is full.
     bool busy = false;
-    bool fsync_due = false;
-    while (!stop_issuing_ && !free_.empty()) {
-      IoRequest& r = *free_.back();
-      if (!gen_.Next(r)) {
-        if (!NextPass(now_)) break;
-        continue;
+    while (!stop_issuing_ && (held != nullptr || !free_.empty())) {
+      IoRequest& r = held != nullptr ? *held : *free_.back();
+      if (held == nullptr) {
+        if (FsyncDue()) {
+          PrepareFsync(r);
+        } else if (!gen_.Next(r)) {
+          if (!NextPass(now_)) break;
+          continue;
+        }
+        r.start_ns = now_;
+        free_.pop_back();
       }
-      r.start_ns = now_;
-      if (e.Queue(r) != QueueResult::kQueued) {
+      const QueueResult q = e.Queue(r);
+      if (q == QueueResult::kBusy) {
+        held = &r;
         busy = true;
         break;
       }
-      free_.pop_back();
+      held = nullptr;
+      CountIssued(r);
+      if (q == QueueResult::kCompleted) {
+        // Done inside Queue() (libaio's fsync): marked at the depth in flight,
+        // with no submit or complete batch, as fio does.
+        ++stats_.depth_level[stats::DepthLevelBin(inflight + 1)];
+        r.issue_ns = r.start_ns;
+        now_ = Clock::NowNs();
+        Complete(r, r.res, now_);
+        free_.push_back(&r);
+        if (error_ != 0) stop_issuing_ = true;
+        continue;
+      }
       ++inflight;
-      ++stats_.dir[static_cast<int>(r.op)].issued;
       batch_.push_back(&r);
       batch_ops_ |= 1u << static_cast<int>(r.op);
       if (batch_.size() >= batch_submit && !commit()) return absl::OkStatus();
-      if (fsync_every && r.op == IoOp::kWrite && ++writes_since_fsync_ >= fsync_every) {
-        last_write_ = &r;
-        fsync_due = true;
-        break;
-      }
     }
     if (!batch_.empty() && !commit()) return absl::OkStatus();
     if (inflight == 0) {
       if (stop_issuing_ || error_ != 0 || busy) break;
-      continue;
-    }
-    if (fsync_due) {
-      const IoRequest w = *last_write_;
-      while (inflight > 0) {
-        const int n = ReapAndAccount(e, static_cast<int>(inflight), static_cast<int>(inflight));
-        if (n < 0) break;
-        inflight -= static_cast<uint32_t>(n);
-      }
-      writes_since_fsync_ = 0;
-      FsyncFile(w);
-      Tick(now_);
-      if (ShouldStop(now_)) stop_issuing_ = true;
       continue;
     }
     // The queue is full (or issuing stopped): reap, at least complete_min at a

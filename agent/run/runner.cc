@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -26,9 +27,11 @@
 #include "agent/affinity/inventory.h"
 #include "agent/affinity/numa.h"
 #include "agent/engines/engine.h"
+#include "agent/run/budget.h"
 #include "agent/run/destructive.h"
 #include "agent/run/worker.h"
 #include "agent/workload/offset_gen.h"
+#include "agent/workload/random.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "common/targets/resolve.h"
@@ -110,15 +113,46 @@ std::vector<std::pair<std::string, uint64_t>> BlockSizesUsed(const JobSpec& job)
 
 bool EngineDoesNoIo(const JobSpec& job) { return job.ioengine == "null"; }
 
+// A file to create or extend before any job starts.
+struct LayoutEntry {
+  uint64_t need = 0;        // bytes the file must hold
+  uint64_t have = 0;        // bytes it holds now
+  bool write_data = false;  // a job reads it: write real data (else allocate)
+  std::string job;          // first job that needs it
+};
+
 // Size of the I/O region per file for a clone, and the total per pass.
 struct Plan {
   std::vector<CloneSpec> clones;
-  // Files to create or extend before any job starts: path -> (bytes needed, write data?)
-  std::map<std::string, std::pair<uint64_t, bool>> layout;
+  std::map<std::string, LayoutEntry> layout;
+  std::vector<uint64_t> map_blocks;  // per job: random-map blocks over all its clones
 };
+
+// fio's get_rand_file_size: low + (high - low) * r / (rand_max + 1), computed in
+// double as fio does, then aligned down to the job's smallest block size.
+uint64_t RandomFileSize(const JobSpec& job, workload::Rng& rng, uint64_t min_bs) {
+  const double frac = static_cast<double>(rng.Next()) / (static_cast<double>(rng.Max()) + 1.0);
+  uint64_t v = static_cast<uint64_t>(static_cast<double>(job.filesize_high - job.filesize) * frac);
+  v += job.filesize;
+  return v - v % min_bs;
+}
+
+// Random-map blocks of one file region: one map per file, or one per direction
+// when the directions' smallest block sizes differ (io_generator.h).
+uint64_t MapBlocks(const JobSpec& job, uint64_t region, uint64_t min_bs) {
+  if (!jobspec::IsRandom(job.rw) || job.norandommap ||
+      job.random_generator == jobspec::RandomGenerator::kLfsr) {
+    return 0;
+  }
+  const int dirs = static_cast<int>(jobspec::HasRead(job.rw)) +
+                   static_cast<int>(jobspec::HasWrite(job.rw)) +
+                   static_cast<int>(jobspec::HasTrim(job.rw));
+  return region / min_bs * static_cast<uint64_t>(std::max(dirs, 1));
+}
 
 absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& options) {
   Plan plan;
+  plan.map_blocks.assign(list.jobs.size(), 0);
   int thread_number = 0;
   int groupid = 0;
   int jobs_in_group = 0;
@@ -145,9 +179,24 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
       const std::vector<std::string> names = targets::JobFiles(job, c.subjob);
       const uint64_t nfiles = names.size();
       uint64_t total = 0;
+      // filesize=low-high: a size per file, drawn from the clone's file-size
+      // stream (fio's FIO_RAND_FILE_SIZE_OFF seed) for each file whose current
+      // size is outside the range.
+      std::optional<workload::Rng> size_rng;
+      if (job.filesize_high > job.filesize) {
+        auto seeds = workload::MakeJobSeeds(job, static_cast<uint32_t>(c.thread_number));
+        if (!seeds.ok()) return seeds.status();
+        size_rng.emplace(seeds->seeds[workload::kSeedFileSize],
+                         job.random_generator == jobspec::RandomGenerator::kTausworthe64);
+      }
       for (const auto& name : names) {
         const FileFacts facts = EngineDoesNoIo(job) ? FileFacts{} : Inspect(name);
         uint64_t per_file = job.filesize;
+        if (size_rng.has_value()) {
+          const bool in_range = facts.exists && facts.size >= job.filesize &&
+                                facts.size <= job.filesize_high;
+          per_file = in_range ? facts.size : RandomFileSize(job, *size_rng, min_bs);
+        }
         if (per_file == 0 && job.size != 0) per_file = job.size / nfiles;
         if (job.size_percent > 0 && facts.exists) {
           per_file = static_cast<uint64_t>(static_cast<double>(facts.size) * job.size_percent / 100.0);
@@ -186,18 +235,34 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
         tf.path = name;
         tf.region_start = start;
         tf.region_len = region;
+        tf.file_size = std::max(facts.size, start + region);
         tf.is_block_device = facts.is_block;
         c.files.push_back(tf);
         total += region;
+        plan.map_blocks[ji] += MapBlocks(job, region, min_bs);
         if (!EngineDoesNoIo(job) && !facts.is_block) {
           const uint64_t need = start + region;
-          const bool has_reads = jobspec::HasRead(job.rw);
-          auto& entry = plan.layout[name];
-          entry.first = std::max(entry.first, need);
-          entry.second = entry.second || has_reads;
+          auto [it, inserted] = plan.layout.try_emplace(name);
+          LayoutEntry& entry = it->second;
+          if (inserted) {
+            entry.job = job.name;
+            entry.have = facts.exists ? facts.size : 0;
+          }
+          entry.need = std::max(entry.need, need);
+          entry.write_data = entry.write_data || jobspec::HasRead(job.rw);
         }
       }
+      // With filesize, size= (when smaller) caps the bytes per pass (fio sets
+      // size to the sum of the file sizes only when it is unset or larger).
+      if (job.filesize != 0 && job.size != 0 && job.size_percent == 0 && job.size < total) {
+        total = job.size;
+      }
       c.io_bytes_per_pass = job.io_size != 0 ? job.io_size : total;
+      if (job.io_size == 0 && job.io_size_percent > 0) {
+        c.io_bytes_per_pass = static_cast<uint64_t>(static_cast<double>(total) *
+                                                    job.io_size_percent / 100.0);
+      }
+      c.wrap = job.io_size != 0;
       if (!job.cpus_allowed.empty()) {
         c.cpus = job.cpus_allowed;
         if (job.cpus_allowed_policy == jobspec::CpusAllowedPolicy::kSplit) {
@@ -218,10 +283,21 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
   return plan;
 }
 
+bool Cancelled(const std::atomic<bool>* cancel) {
+  return cancel != nullptr && cancel->load(std::memory_order_relaxed);
+}
+
+absl::Status LayoutCancelled(const std::string& path, uint64_t pos, uint64_t need) {
+  return absl::CancelledError(absl::StrCat("cancelled during file layout of ", path, " (",
+                                           pos, " of ", need, " bytes laid out)"));
+}
+
 // Creates or extends files as fio lays them out: jobs that read get real data
 // written (reading unwritten space measures nothing); write-only jobs get the
-// space allocated and the size set.
-absl::Status LayOut(const std::string& path, uint64_t need, bool write_data) {
+// space allocated and the size set. Checks `cancel` between 1 MiB writes and
+// 256 MiB allocations, so a cancel stops it within a few milliseconds.
+absl::Status LayOut(const std::string& path, uint64_t need, bool write_data,
+                    const std::atomic<bool>* cancel) {
   const FileFacts facts = Inspect(path);
   if (facts.exists && facts.size >= need) return absl::OkStatus();
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -233,6 +309,10 @@ absl::Status LayOut(const std::string& path, uint64_t need, bool write_data) {
     std::mt19937_64 rng(0x5eed);
     uint64_t pos = from;
     while (pos < need && status.ok()) {
+      if (Cancelled(cancel)) {
+        status = LayoutCancelled(path, pos, need);
+        break;
+      }
       for (auto& w : chunk) w = rng();
       const size_t n = static_cast<size_t>(std::min<uint64_t>(need - pos, chunk.size() * 8));
       const ssize_t r = pwrite(fd, chunk.data(), n, static_cast<off_t>(pos));
@@ -244,8 +324,17 @@ absl::Status LayOut(const std::string& path, uint64_t need, bool write_data) {
     }
     if (status.ok() && fdatasync(fd) != 0) status = IoError("lay out (fdatasync)", path, errno);
   } else {
-    int r = posix_fallocate(fd, static_cast<off_t>(from), static_cast<off_t>(need - from));
-    if (r != 0 && r != EOPNOTSUPP && r != EINVAL) status = IoError("lay out (fallocate)", path, r);
+    constexpr uint64_t kStep = 256ull << 20;
+    for (uint64_t pos = from; pos < need && status.ok(); pos += kStep) {
+      if (Cancelled(cancel)) {
+        status = LayoutCancelled(path, pos, need);
+        break;
+      }
+      const uint64_t len = std::min(kStep, need - pos);
+      const int r = posix_fallocate(fd, static_cast<off_t>(pos), static_cast<off_t>(len));
+      if (r == EOPNOTSUPP || r == EINVAL) break;  // no fallocate here: size is set below
+      if (r != 0) status = IoError("lay out (fallocate)", path, r);
+    }
     if (status.ok() && ftruncate(fd, static_cast<off_t>(need)) != 0) {
       status = IoError("lay out (ftruncate)", path, errno);
     }
@@ -263,7 +352,23 @@ const EngineInfo* FindEngine(const std::string& name) {
 
 }  // namespace
 
-absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions& options) {
+namespace {
+
+// The run's budget (budget.h), before anything is allocated or laid out.
+absl::Status CheckMemoryAndDisk(const jobspec::JobList& list, const Plan& plan,
+                                const HostResources& host) {
+  std::vector<JobNeeds> needs;
+  for (size_t j = 0; j < list.jobs.size(); ++j) needs.push_back(NeedsOf(list.jobs[j], plan.map_blocks[j]));
+  if (absl::Status s = CheckMemory(list, needs, host); !s.ok()) return s;
+  std::vector<LayoutNeed> layout;
+  for (const auto& [path, e] : plan.layout) {
+    if (e.need > e.have) layout.push_back(LayoutNeed{e.job, path, e.need - e.have});
+  }
+  return CheckDisk(layout, FreeBytesOf);
+}
+
+// Everything ValidateForThisHost checks, returning the plan it made.
+absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOptions& options) {
   for (const JobSpec& job : list.jobs) {
     const EngineInfo* eng = FindEngine(job.ioengine);
     if (eng == nullptr) {
@@ -391,26 +496,36 @@ absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions&
       }
     }
   }
+  // Threads first: a plan for numjobs=100000 is itself a lot of memory.
+  auto host = options.host.has_value() ? absl::StatusOr<HostResources>(*options.host)
+                                       : ReadHostResources();
+  if (!host.ok()) return host.status();
+  if (absl::Status s = CheckThreads(list, *host); !s.ok()) return s;
   // Sizes and regions resolve against the files as they are now.
   auto plan = MakePlan(list, options);
   if (!plan.ok()) return plan.status();
-  return absl::OkStatus();
+  if (absl::Status s = CheckMemoryAndDisk(list, *plan, *host); !s.ok()) return s;
+  return plan;
+}
+
+}  // namespace
+
+absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions& options) {
+  return ValidateAndPlan(list, options).status();
 }
 
 absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions& options) {
   Clock::Init();
-  absl::Status valid = ValidateForThisHost(list, options);
-  if (!valid.ok()) return valid;
-  auto plan_or = MakePlan(list, options);
+  auto plan_or = ValidateAndPlan(list, options);
   if (!plan_or.ok()) return plan_or.status();
   Plan plan = std::move(*plan_or);
-  for (const auto& [path, need] : plan.layout) {
-    absl::Status s = LayOut(path, need.first, need.second);
-    if (!s.ok()) return s;
-  }
-
   std::atomic<bool> local_cancel{false};
   std::atomic<bool>* cancel = options.cancel != nullptr ? options.cancel : &local_cancel;
+  for (const auto& [path, e] : plan.layout) {
+    absl::Status s = LayOut(path, e.need, e.write_data, cancel);
+    if (!s.ok()) return s;
+  }
+  if (cancel->load()) return absl::CancelledError("cancelled before the jobs started");
   const bool streaming = static_cast<bool>(options.on_interval);
   std::vector<std::unique_ptr<Worker>> workers;
   for (const CloneSpec& c : plan.clones) {

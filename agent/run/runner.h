@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/run/budget.h"
 #include "common/jobspec/job_spec.h"
 #include "common/stats/interval.h"
 #include "common/stats/job_stats.h"
@@ -31,6 +33,8 @@ struct RunOptions {
   std::vector<std::string> allow_paths;
   // Interval record period in ms (tests shorten it).
   uint32_t interval_ms = 1000;
+  // The host the budget is checked against (budget.h); unset = this machine.
+  std::optional<HostResources> host;
 };
 
 struct RunResult {
@@ -49,11 +53,15 @@ struct RunResult {
 
 // Environment checks that need this machine: engine present in this kernel, CPUs
 // exist, O_DIRECT block size vs the target's logical block size, paths openable
-// or creatable, allow_paths. InvalidArgument naming job, option and value.
+// or creatable, allow_paths (InvalidArgument naming job, option and value); and
+// the resource budget of budget.h: threads, memory, free space for file layout
+// (ResourceExhausted with the numbers). Nothing is allocated or written.
 absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions& options);
 
 // Validates (above), then runs. Errors before any I/O are returned as a Status;
-// I/O errors during the run land in JobStats::error and RunResult::error.
+// I/O errors during the run land in JobStats::error and RunResult::error. A
+// cancel during file layout or buffer preparation returns Cancelled at once; a
+// cancel during I/O stops the jobs and still returns their results.
 absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions& options);
 
 }  // namespace iofleet::agent

@@ -13,13 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "agent/affinity/cpu.h"
 #include "agent/affinity/numa.h"
+#include "agent/run/budget.h"
 #include "common/clock.h"
 #include "common/status.h"
 
 namespace iofleet::agent {
 namespace {
-
-constexpr size_t kPage = 4096;
 
 uint64_t TvUs(const timeval& tv) {
   return static_cast<uint64_t>(tv.tv_sec) * 1000000ull + static_cast<uint64_t>(tv.tv_usec);
@@ -86,17 +85,12 @@ absl::Status Worker::Prepare() {
       }
     }
     fds_.push_back(fd);
-    gen_files.push_back(GenFile{fd, tf.region_start, tf.region_len});
+    gen_files.push_back(GenFile{fd, tf.region_start, tf.region_len, tf.file_size});
   }
 
   // One buffer slot per iodepth entry, page aligned (O_DIRECT), one mapping.
   const uint32_t depth = sync_engine ? 1 : std::max<uint32_t>(1, job.iodepth);
-  uint64_t max_bs = 0;
-  for (int d = 0; d < jobspec::kNumDdirs; ++d) {
-    max_bs = std::max({max_bs, job.bs[d], job.bs_max[d]});
-    for (const auto& e : job.bssplit[d]) max_bs = std::max(max_bs, e.bs);
-  }
-  slot_size_ = (max_bs + kPage - 1) / kPage * kPage;
+  slot_size_ = BufferSlotBytes(job);  // the largest block, page aligned (budget.h)
   buffers_size_ = slot_size_ * depth;
   void* mem = mmap(nullptr, buffers_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);
@@ -105,11 +99,19 @@ absl::Status Worker::Prepare() {
     return IoError(JobPrefix(job) + "mmap I/O buffers", absl::StrCat(buffers_size_, " bytes"), errno);
   }
   buffers_ = mem;
-  // Fill with pseudo-random bytes: written data should not be trivially compressible.
+  // Fill with pseudo-random bytes: written data should not be trivially
+  // compressible. Large buffers take a while: a cancel is honoured every 16 MiB.
   {
     std::mt19937_64 rng(0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(spec_.thread_number));
     uint64_t* p = static_cast<uint64_t*>(buffers_);
-    for (size_t i = 0; i < buffers_size_ / sizeof(uint64_t); ++i) p[i] = rng();
+    const size_t words = buffers_size_ / sizeof(uint64_t);
+    constexpr size_t kCheckWords = (16u << 20) / sizeof(uint64_t);
+    for (size_t i = 0; i < words; ++i) {
+      if (i % kCheckWords == 0 && cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) {
+        return absl::CancelledError(JobPrefix(job) + "cancelled while preparing I/O buffers");
+      }
+      p[i] = rng();
+    }
   }
   {
     // Where first touch (after pinning and the memory policy) put them: asked
@@ -128,7 +130,8 @@ absl::Status Worker::Prepare() {
   }
 
   absl::Status s = gen_.Init(job, static_cast<uint32_t>(spec_.thread_number), std::move(gen_files),
-                             spec_.io_bytes_per_pass, static_cast<char*>(buffers_), slot_size_);
+                             spec_.io_bytes_per_pass, spec_.wrap, static_cast<char*>(buffers_),
+                             slot_size_);
   if (!s.ok()) return s;
 
   EngineOptions eo;
@@ -139,6 +142,8 @@ absl::Status Worker::Prepare() {
   eo.registerfiles = job.registerfiles;
   eo.sqthread_poll = job.sqthread_poll;
   eo.sqthread_poll_cpu = job.sqthread_poll_cpu;
+  eo.poll_reap = job.iodepth_batch_complete_min == 0;
+  eo.userspace_reap = job.userspace_reap;
   eo.buffer_base = buffers_;
   eo.buffer_size = buffers_size_;
   eo.slot_size = slot_size_;

@@ -20,6 +20,7 @@ struct TargetFile {
   std::string path;
   uint64_t region_start = 0;  // bytes (offset + offset_increment * subjob)
   uint64_t region_len = 0;    // bytes this clone may touch in the file
+  uint64_t file_size = 0;     // bytes in the file once laid out (device size for a device)
   bool is_block_device = false;
 };
 
@@ -32,6 +33,7 @@ struct CloneSpec {
   int clone_index = 0;    // 0-based over all clones in the run
   std::vector<TargetFile> files;
   uint64_t io_bytes_per_pass = 0;  // io_size (or the sum of regions)
+  bool wrap = false;               // io_size given: files used up start over within a pass
   std::vector<int> cpus;           // CPUs to pin to; empty = no pinning
 };
 
@@ -42,6 +44,7 @@ class Worker {
 
   // Opens files, allocates buffers, sets up the engine and pins the thread.
   // Runs on the worker's own thread (pinning and NUMA policy are per thread).
+  // Cancelled (the run's cancel flag) while filling large buffers.
   absl::Status Prepare();
   // Runs the loop to the end. Errors during I/O land in stats().error.
   void Run();

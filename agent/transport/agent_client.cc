@@ -14,6 +14,7 @@
 #include <set>
 #include <system_error>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/run/runner.h"
@@ -705,7 +706,10 @@ void AgentClient::RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text,
   };
   auto result = RunJobs(*list, ro);
   if (!result.ok()) {
-    FinishRun(*entry, false, std::string(result.status().message()), "");
+    // A cancel that stopped the set-up (file layout, buffers) reports as one.
+    std::string why(result.status().message());
+    if (entry->cancel.load() && !absl::StartsWith(why, "cancelled")) why = "cancelled: " + why;
+    FinishRun(*entry, false, why, "");
     return;
   }
   std::string json = stats::FioJson(result->header, result->reported, /*json_plus=*/true);

@@ -48,6 +48,7 @@ absl::StatusOr<OffsetGen> OffsetGen::Create(const OffsetGenOptions& options) {
   OffsetGen g;
   g.mode_ = options.mode;
   g.n_blocks_ = options.n_blocks;
+  g.file_blocks_ = std::max(options.file_blocks, options.n_blocks);
   g.skip_ = options.sequential_skip_blocks;
   g.seq_nr_ = std::max<uint32_t>(1, options.random_sequencer_nr);
   g.reseed_on_reset_ = options.reseed_on_reset;
@@ -110,16 +111,11 @@ uint64_t OffsetGen::Commit(uint64_t block, uint64_t units) {
   if (block >= n_blocks_ || units == 0) return 0;
   units = std::min(units, n_blocks_ - block);
   if (units > 1 && map_) units = 1 + map_->SetRun(block + 1, units - 1);
-  if (mode_ == OffsetMode::kSequential) {
-    cursor_ = block + units + skip_;
-  } else {
-    last_end_ = block + units;
-  }
+  last_end_ = block + units;
   return units;
 }
 
 void OffsetGen::Reset() {
-  cursor_ = 0;
   last_end_ = 0;
   seq_left_ = 1;
   if (map_) map_->Reset();

@@ -6,7 +6,10 @@
 // Modes:
 //  * kSequential: 0, 1, 2, ... n_blocks-1, then the pass ends. With
 //    `sequential_skip_blocks` (rw=read:<bytes> holes), that many blocks are
-//    skipped after each I/O.
+//    skipped after each I/O; when the hole takes the next start to or past the
+//    end of the file (`file_blocks`), it wraps to block 0 (fio's
+//    get_next_seq_offset); a start inside the file but past the region, or an
+//    I/O ending at the end of the file, ends the pass.
 //  * kRandomMap: tausworthe draw b = floor(n_blocks * r / (rand_max + 1)); if
 //    b is already used, the next free block after it (wrapping to 0) is taken
 //    instead (fio's axmap_next_free). Every block is used exactly once per
@@ -55,6 +58,9 @@ struct OffsetGenOptions {
   uint64_t seed = 0;                          // JobSeeds::block_offset()
   uint32_t random_sequencer_nr = 1;           // random modes; 1 = every I/O random
   uint64_t sequential_skip_blocks = 0;        // sequential holes, in blocks
+  // Blocks from the region's start to the end of the file (>= n_blocks; 0 =
+  // n_blocks): where a hole wraps to block 0.
+  uint64_t file_blocks = 0;
   bool reseed_on_reset = true;                // randrepeat=1 behaviour
 };
 
@@ -77,11 +83,21 @@ class OffsetGen {
   // The next start block of this pass; false when the pass is over.
   bool Next(uint64_t* block) {
     switch (mode_) {
-      case OffsetMode::kSequential:
-        if (cursor_ >= n_blocks_) return false;
-        *block = cursor_;
-        cursor_ += 1 + skip_;
+      case OffsetMode::kSequential: {
+        if (last_end_ >= n_blocks_) return false;
+        uint64_t b = last_end_;
+        if (b != 0 && skip_ != 0) {
+          b += skip_;
+          if (b >= file_blocks_) {
+            b = 0;
+          } else if (b >= n_blocks_) {
+            return false;
+          }
+        }
+        *block = b;
+        last_end_ = b + 1;
         return true;
+      }
       case OffsetMode::kRandomNoMap:
         if (seq_nr_ > 1 && SequentialTurn(block)) return true;
         *block = last_end_ = rng_.Below(n_blocks_);
@@ -129,7 +145,7 @@ class OffsetGen {
 
   OffsetMode mode_ = OffsetMode::kSequential;
   uint64_t n_blocks_ = 0;
-  uint64_t cursor_ = 0;
+  uint64_t file_blocks_ = 0;
   uint64_t skip_ = 0;
   uint64_t last_end_ = 0;
   uint32_t seq_nr_ = 1;

@@ -72,6 +72,29 @@ TEST(OffsetGenTest, SequentialCommitAndHoles) {
   EXPECT_FALSE(g->Next(&b));
 }
 
+// fio's get_next_seq_offset: a hole that takes the next start to or past the
+// end of the file wraps to the start; inside the file but past the region, the
+// pass is over. (Before: the pass ended at the region's end either way, so
+// rw=read:4k over a whole file read half of size=.)
+TEST(OffsetGenTest, SequentialHoleWrapsAtTheEndOfTheFile) {
+  OffsetGenOptions o;
+  o.n_blocks = 10;
+  o.sequential_skip_blocks = 1;
+  auto g = OffsetGen::Create(o);
+  ASSERT_TRUE(g.ok());
+  std::vector<uint64_t> got;
+  uint64_t b;
+  for (int i = 0; i < 12 && g->Next(&b); ++i) got.push_back(b);
+  EXPECT_EQ(got, (std::vector<uint64_t>{0, 2, 4, 6, 8, 0, 2, 4, 6, 8, 0, 2}));
+
+  o.file_blocks = 40;  // the region is the first 10 blocks of a 40-block file
+  auto h = OffsetGen::Create(o);
+  ASSERT_TRUE(h.ok());
+  got.clear();
+  while (got.size() < 12 && h->Next(&b)) got.push_back(b);
+  EXPECT_EQ(got, (std::vector<uint64_t>{0, 2, 4, 6, 8}));
+}
+
 TEST(OffsetGenTest, RandomMapCoversEveryBlockOncePerPass) {
   for (uint64_t n : {uint64_t{1}, uint64_t{2}, uint64_t{63}, uint64_t{64}, uint64_t{65},
                      uint64_t{10000}, uint64_t{1} << 18}) {

@@ -54,6 +54,11 @@ done
 case_line "engine-bound io_uring QD32 fixedbufs batch 8" "${common[@]}" --filename="$eng" \
   --ioengine=io_uring --iodepth=32 --fixedbufs=1 --registerfiles=1 \
   --iodepth_batch_submit=8 --iodepth_batch_complete_min=8
+# libaio reaping from the mapped ring (both tools: userspace_reap needs complete_min=0).
+for qd in 1 32; do
+  case_line "engine-bound libaio QD$qd userspace_reap" "${common[@]}" --filename="$eng" \
+    --ioengine=libaio --iodepth=$qd --iodepth_batch_complete_min=0 --userspace_reap=1
+done
 for qd in 1 32; do
   case_line "device-bound io_uring QD$qd" "${common[@]}" --filename="$dev" --ioengine=io_uring --iodepth=$qd
 done

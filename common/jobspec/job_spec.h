@@ -98,6 +98,10 @@ struct JobSpec {
   bool sqthread_poll = false;
   int sqthread_poll_cpu = -1;
   std::string cmd_type = "nvme";       // io_uring_cmd: the passthrough command set
+  // libaio only: with iodepth_batch_complete_min=0, read completions from the
+  // AIO ring mapped in user memory instead of calling io_getevents (fio's
+  // option; like fio, it changes nothing when the reap may block). Default: 0.
+  bool userspace_reap = false;
   std::vector<double> percentile_list{1,  5,  10, 20, 30, 40, 50,    60,   70,
                                       80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
   bool clat_percentiles = true;

@@ -877,6 +877,7 @@ const std::vector<OptionDef>& OptionTable() {
       {"sqthread_poll", true, SetBool<&JobSpec::sqthread_poll>},
       {"sqthread_poll_cpu", false, ApplySqthreadPollCpu},
       {"cmd_type", false, ApplyCmdType},
+      {"userspace_reap", true, SetBool<&JobSpec::userspace_reap>},
       {"percentile_list", false, ApplyPercentileList},
       {"clat_percentiles", true, SetBool<&JobSpec::clat_percentiles>},
       {"lat_percentiles", true, SetBool<&JobSpec::lat_percentiles>},
@@ -1114,6 +1115,10 @@ absl::Status ValidateJobImpl(const JobSpec& s, const std::vector<std::string>& e
   }
   if (s.sqthread_poll_cpu < -1 || s.sqthread_poll_cpu > kMaxCpuId) {
     return fail("sqthread_poll_cpu", absl::StrCat(s.sqthread_poll_cpu), "is not a CPU id");
+  }
+  if (s.userspace_reap && s.ioengine != "libaio") {
+    return fail("userspace_reap", "1",
+                absl::StrCat("is a libaio option (ioengine is ", s.ioengine, ")"));
   }
   if (s.percentile_list.empty() || s.percentile_list.size() > kMaxPercentiles) {
     return fail("percentile_list", U(s.percentile_list.size()), "must have 1..20 entries");
@@ -1586,6 +1591,7 @@ Options RenderDiff(const JobSpec& j, const Builder& tb) {
   if (j.registerfiles != t.registerfiles) add("registerfiles", b01(j.registerfiles));
   if (j.sqthread_poll != t.sqthread_poll) add("sqthread_poll", b01(j.sqthread_poll));
   if (j.cmd_type != t.cmd_type) add("cmd_type", j.cmd_type);
+  if (j.userspace_reap != t.userspace_reap) add("userspace_reap", b01(j.userspace_reap));
   if (j.sqthread_poll_cpu != t.sqthread_poll_cpu) {
     add("sqthread_poll_cpu", absl::StrCat(j.sqthread_poll_cpu));
   }

@@ -889,6 +889,17 @@ TEST(ParserTest, IoUringCmdAndCmdType) {
   ExpectOptionError("cmd_type=scsi", "cmd_type", "scsi");
 }
 
+// fio's libaio engine option: a boolean, default 0, and (fio: "unrecognized
+// option") not accepted with another engine.
+TEST(OptionsTest, UserspaceReapIsALibaioOption) {
+  EXPECT_FALSE(MustParseJob("ioengine=libaio\n").userspace_reap);
+  EXPECT_TRUE(MustParseJob("ioengine=libaio\nuserspace_reap\n").userspace_reap);
+  EXPECT_FALSE(MustParseJob("ioengine=libaio\nuserspace_reap=0\n").userspace_reap);
+  ExpectOptionError("userspace_reap=1", "userspace_reap", "1");
+  EXPECT_THAT(ParseError("[job]\nioengine=io_uring\nuserspace_reap=1\n"),
+              HasSubstr("is a libaio option (ioengine is io_uring)"));
+}
+
 TEST(OptionsTest, Percentiles) {
   JobSpec j = MustParseJob("percentile_list=50:99:99.9:100\nlat_percentiles=1\n");
   EXPECT_THAT(j.percentile_list, ElementsAre(50, 99, 99.9, 100));
@@ -1164,7 +1175,7 @@ TEST(ToJobTextTest, RoundTripsEveryOption) {
       "numa_mem_policy=interleave:0-1\nhipri\nfixedbufs\nregisterfiles\nsqthread_poll\n"
       "sqthread_poll_cpu=2\npercentile_list=1:50:99.995\nclat_percentiles=0\n"
       "lat_percentiles\nslat_percentiles\nunified_rw_reporting=both\nfsync=4\nend_fsync\n"
-      "invalidate=0\n"
+      "invalidate=0\nuserspace_reap\n"
       "[b]\nwait_for=a\nbssplit=,4k/20:8k/80,\nrwmixread=0\nsize=3g\noffset=10%\n");
   ExpectRoundTrip(l);
 }

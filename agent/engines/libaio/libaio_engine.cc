@@ -1,5 +1,7 @@
 #include "agent/engines/libaio/libaio_engine.h"
 
+#include <cerrno>
+
 #include "absl/strings/str_cat.h"
 #include "agent/run/io_loop.h"
 #include "common/status.h"
@@ -14,8 +16,10 @@ absl::Status LibaioEngine::Init(const EngineOptions& options) {
     return IoError("io_queue_init (check /proc/sys/fs/aio-max-nr)", absl::StrCat("depth=", depth),
                    -r);
   }
+  poll_reap_ = options.poll_reap;
   auto* ring = reinterpret_cast<AioRing*>(ctx_);
-  ring_ = (ring->magic == kAioRingMagic && ring->incompat_features == 0) ? ring : nullptr;
+  const bool known = ring->magic == kAioRingMagic && ring->incompat_features == 0;
+  ring_ = options.userspace_reap && options.poll_reap && known ? ring : nullptr;
   iocbs_.assign(depth, iocb{});
   queued_.assign(depth, nullptr);
   events_.assign(depth, io_event{});

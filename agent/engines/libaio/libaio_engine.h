@@ -1,10 +1,16 @@
 // libaio engine: io_submit of every queued iocb per Commit(), io_getevents with
-// min/max per Reap(). Non-vectored pread/pwrite iocbs, one per slot, built once.
+// min/max per Reap() (fio's default), or, with userspace_reap and
+// iodepth_batch_complete_min=0, completions read from the AIO ring the kernel
+// maps at the context address. Non-vectored pread/pwrite iocbs, one per slot.
+// fsync is done synchronously in Queue() when nothing is waiting to be
+// submitted (fio: Linux AIO has no useful fsync), so it completes at once.
 // Only O_DIRECT I/O is truly asynchronous (buffered libaio submits synchronously).
 #pragma once
 
 #include <libaio.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -37,8 +43,10 @@ class LibaioEngine final : public IoEngine {
         break;
       case IoOp::kFsync:
       case IoOp::kTrim:
-        io_prep_fsync(cb, req.fd);
-        break;
+        // Serialised with what is still unsubmitted, then done in place (as fio).
+        if (nqueued_ > 0) return QueueResult::kBusy;
+        req.res = ::fsync(req.fd) == 0 ? 0 : -errno;
+        return QueueResult::kCompleted;
     }
     cb->data = &req;
     queued_[nqueued_++] = cb;
@@ -59,21 +67,31 @@ class LibaioEngine final : public IoEngine {
     return done;
   }
 
+  // fio's reap: io_getevents(min, max), sleeping in the kernel until `min` have
+  // come; with iodepth_batch_complete_min=0 it polls instead (min 0, repeated
+  // until `min` have come), and only then may userspace_reap read the mapped
+  // ring without a syscall.
   inline int Reap(int min, int max, Completion* out) override {
-    // Completions the kernel already posted are read straight from the AIO ring
-    // mapped at the context address (what io_getevents would return without
-    // blocking), so a reap that need not wait makes no syscall.
-    int got = ring_ != nullptr ? DrainRing(max, out) : 0;
-    while (got < min) {
-      const int r = io_getevents(ctx_, min - got, max - got, events_.data(), nullptr);
-      if (r == -EINTR) continue;
-      if (r < 0) return r;
-      for (int i = 0; i < r; ++i) {
-        out[got + i].req = static_cast<IoRequest*>(events_[i].data);
-        out[got + i].res = static_cast<int32_t>(static_cast<long>(events_[i].res));
+    int got = 0;
+    do {
+      int r;
+      if (poll_reap_ && ring_ != nullptr) {
+        r = DrainRing(max - got, out + got);
+      } else {
+        r = io_getevents(ctx_, poll_reap_ ? 0 : min - got, max - got, events_.data(), nullptr);
+        for (int i = 0; i < r; ++i) {
+          out[got + i].req = static_cast<IoRequest*>(events_[i].data);
+          out[got + i].res = static_cast<int32_t>(static_cast<long>(events_[i].res));
+        }
       }
-      got += r;
-    }
+      if (r > 0) {
+        got += r;
+      } else if (r == 0 || r == -EAGAIN) {
+        if (nqueued_ > 0 && Commit() < 0) return got;  // nothing in flight without it
+      } else if (r != -EINTR) {
+        return r;
+      }
+    } while (got < min);
     return got;
   }
 
@@ -111,7 +129,10 @@ class LibaioEngine final : public IoEngine {
   }
 
   io_context_t ctx_ = nullptr;
-  AioRing* ring_ = nullptr;  // null when the ring layout is not the one we know
+  // The mapped ring when userspace_reap and poll_reap are on and its layout is
+  // the one we know; null otherwise (then every reap calls io_getevents).
+  AioRing* ring_ = nullptr;
+  bool poll_reap_ = false;
   std::vector<iocb> iocbs_;
   std::vector<iocb*> queued_;
   std::vector<io_event> events_;

@@ -1,6 +1,9 @@
 // null engine: completes every I/O at once without touching a file, in either
-// of fio's two shapes: synchronous (iodepth 1) or queued and reaped at commit
-// (iodepth > 1). Measures the engine loop's own cost; also the test double.
+// of fio's two shapes: synchronous at iodepth 1 (Queue() completes it: no
+// submission latency, no submit/complete batches, as fio's null engine), or at
+// iodepth > 1 queued, completed by Commit() and handed out by Reap(); like fio,
+// it takes no new I/O while completions wait to be reaped. Measures the engine
+// loop's own cost; also the test double.
 #pragma once
 
 #include <span>
@@ -19,13 +22,20 @@ class NullEngine final : public IoEngine {
   uint32_t Capabilities() const override { return kCapAsync | kCapNoIo; }
   absl::Status Init(const EngineOptions& options) override {
     const size_t depth = options.iodepth < 1 ? 1 : options.iodepth;
+    sync_shape_ = depth == 1;
     queued_.assign(depth, nullptr);
     done_.assign(depth, nullptr);
     return absl::OkStatus();
   }
   absl::Status Open(std::span<const int> fds) override { return absl::OkStatus(); }
+  // True at iodepth 1: the I/O loop then runs its synchronous shape.
+  bool sync_shape() const { return sync_shape_; }
   inline QueueResult Queue(IoRequest& req) override {
-    if (nqueued_ + ndone_ == queued_.size()) return QueueResult::kBusy;
+    if (sync_shape_) {
+      req.res = req.op == IoOp::kFsync ? 0 : static_cast<int32_t>(req.len);
+      return QueueResult::kCompleted;
+    }
+    if (ndone_ != 0 || nqueued_ == queued_.size()) return QueueResult::kBusy;
     queued_[nqueued_++] = &req;
     return QueueResult::kQueued;
   }
@@ -51,6 +61,7 @@ class NullEngine final : public IoEngine {
   std::vector<IoRequest*> done_;
   size_t nqueued_ = 0;
   size_t ndone_ = 0;
+  bool sync_shape_ = false;
 };
 
 }  // namespace iofleet::agent

@@ -1,0 +1,176 @@
+// The I/O sequence of a job, checked against what fio 3.33 issues for the same
+// options (fio --write_iolog / strace of its pread/pwrite calls): sizes,
+// alignment, wrap-around and end-of-pass rules.
+#include "agent/run/io_generator.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/jobspec/parser.h"
+#include "gtest/gtest.h"
+
+namespace iofleet::agent {
+namespace {
+
+struct Io {
+  IoOp op;
+  uint64_t offset;
+  uint32_t len;
+};
+
+class IoGeneratorTest : public ::testing::Test {
+ protected:
+  // Every I/O of one pass of `options` (a job-file body) over one file.
+  std::vector<Io> Pass(const std::string& options, uint64_t region, uint64_t io_bytes,
+                       bool wrap = false, uint64_t file_size = 0, size_t limit = 100000) {
+    auto list = jobspec::ParseJobText("[t]\n" + options + "\n", "test.fio");
+    EXPECT_TRUE(list.ok()) << list.status();
+    if (!list.ok()) return {};
+    job_ = list->jobs[0];
+    buffers_.assign(1 << 20, 0);
+    IoGenerator gen;
+    absl::Status s = gen.Init(job_, 1, {GenFile{3, 0, region, file_size}}, io_bytes, wrap,
+                              buffers_.data(), 0);
+    EXPECT_TRUE(s.ok()) << s;
+    std::vector<Io> out;
+    IoRequest r;
+    while (out.size() < limit && gen.Next(r)) out.push_back({r.op, r.offset, r.len});
+    return out;
+  }
+
+  static uint64_t Bytes(const std::vector<Io>& ios) {
+    uint64_t b = 0;
+    for (const Io& io : ios) b += io.len;
+    return b;
+  }
+
+  jobspec::JobSpec job_;
+  std::vector<char> buffers_;
+};
+
+// rw=randrw bs=4k,64k: fio issues every write as one 64k I/O at a 64k boundary.
+// Before, writes shared the read's 4k random map and were cut into 4k-60k
+// pieces at 4k offsets.
+TEST_F(IoGeneratorTest, PerDirectionBlockSizesKeepTheirSizeAndAlignment) {
+  const auto ios = Pass("rw=randrw\nbs=4k,64k", 4 << 20, 4 << 20);
+  ASSERT_FALSE(ios.empty());
+  size_t writes = 0, reads = 0;
+  for (const Io& io : ios) {
+    if (io.op == IoOp::kWrite) {
+      ++writes;
+      EXPECT_EQ(io.len, 65536u) << "write at " << io.offset;
+      EXPECT_EQ(io.offset % 65536, 0u) << "write at " << io.offset;
+    } else {
+      ++reads;
+      EXPECT_EQ(io.len, 4096u);
+      EXPECT_EQ(io.offset % 4096, 0u);
+    }
+    EXPECT_LE(io.offset + io.len, 4u << 20);
+  }
+  EXPECT_GT(writes, 0u);
+  EXPECT_GT(reads, 0u);
+  // Writes never hit the same 64k block twice in a pass (their own random map).
+  std::set<uint64_t> blocks;
+  for (const Io& io : ios) {
+    if (io.op == IoOp::kWrite) {
+      EXPECT_TRUE(blocks.insert(io.offset).second) << io.offset;
+    }
+  }
+}
+
+// Sequential rw with per-direction sizes: each direction keeps its own cursor
+// and unit (fio: 55 reads of 4k from 0, 61 writes of 64k from 0 over 4 MiB).
+TEST_F(IoGeneratorTest, SequentialMixPerDirectionCursors) {
+  const auto ios = Pass("rw=rw\nbs=4k,64k", 4 << 20, 4 << 20);
+  uint64_t next[2] = {0, 0};
+  size_t n[2] = {0, 0};
+  for (const Io& io : ios) {
+    const int d = static_cast<int>(io.op);
+    EXPECT_EQ(io.offset, next[d]);
+    next[d] = io.offset + io.len;
+    ++n[d];
+  }
+  EXPECT_EQ(n[0], 55u);
+  EXPECT_EQ(n[1], 61u);
+}
+
+// io_size larger than size: the file is read again from the start until
+// io_size bytes are done (fio: 64 reads of 64k over a 1 MiB file for
+// io_size=4m, sequential or random). Before, the pass stopped at 1 MiB.
+TEST_F(IoGeneratorTest, IoSizeLargerThanSizeWraps) {
+  for (const char* rw : {"read", "randread"}) {
+    const auto ios = Pass(std::string("rw=") + rw + "\nbs=64k", 1 << 20, 4 << 20, /*wrap=*/true);
+    ASSERT_EQ(ios.size(), 64u) << rw;
+    std::map<uint64_t, int> per_offset;
+    for (const Io& io : ios) {
+      EXPECT_EQ(io.len, 65536u);
+      ++per_offset[io.offset];
+    }
+    EXPECT_EQ(per_offset.size(), 16u) << rw;
+    for (const auto& [off, n] : per_offset) EXPECT_EQ(n, 4) << rw << " offset " << off;
+  }
+  // Without io_size the pass ends with the file.
+  EXPECT_EQ(Pass("rw=read\nbs=64k", 1 << 20, 4 << 20, /*wrap=*/false).size(), 16u);
+}
+
+// rw=read:4k (4k hole after each 4k read) over a 1 MiB file: fio reads the
+// even blocks, wraps at the end of the file and reads them again, 256 reads
+// (size bytes). On a 4 MiB file with size=1m it stops at the region's end:
+// 128 reads. Before, both stopped at 128.
+TEST_F(IoGeneratorTest, SequentialHoleWrapsAtEndOfFile) {
+  auto ios = Pass("rw=read:4k\nbs=4k", 1 << 20, 1 << 20);
+  ASSERT_EQ(ios.size(), 256u);
+  for (size_t i = 0; i < ios.size(); ++i) {
+    EXPECT_EQ(ios[i].offset, (i % 128) * 8192) << i;
+    EXPECT_EQ(ios[i].len, 4096u);
+  }
+  ios = Pass("rw=read:4k\nbs=4k", 1 << 20, 1 << 20, false, /*file_size=*/4 << 20);
+  EXPECT_EQ(ios.size(), 128u);
+}
+
+// The last I/O of a pass is never cut to the bytes left: fio issues 2 x 64k for
+// io_size=100k (and a bssplit job only its own sizes). Before: 64k + 36k.
+TEST_F(IoGeneratorTest, NoIoIsCutToTheBytesLeft) {
+  auto ios = Pass("rw=read\nbs=64k", 1 << 20, 100 << 10, true);
+  ASSERT_EQ(ios.size(), 2u);
+  EXPECT_EQ(ios[1].len, 65536u);
+  ios = Pass("rw=randread\nbssplit=4k/50:64k/50\nnorandommap", 1 << 20, 100 << 10, true);
+  ASSERT_FALSE(ios.empty());
+  for (const Io& io : ios) EXPECT_TRUE(io.len == 4096 || io.len == 65536) << io.len;
+  EXPECT_GE(Bytes(ios), 100u << 10);
+}
+
+// At the end of a region that is not a whole number of the largest block, a
+// sequential bssplit/bsrange job issues only sizes it may draw, inside the file.
+TEST_F(IoGeneratorTest, EndOfFileSizesStayInTheSplit) {
+  const uint64_t region = (1 << 20) + (12 << 10);  // 1 MiB + 12 KiB
+  auto ios = Pass("rw=read\nbssplit=4k/30:16k/30:64k/40", region, region);
+  ASSERT_FALSE(ios.empty());
+  for (const Io& io : ios) {
+    EXPECT_TRUE(io.len == 4096 || io.len == 16384 || io.len == 65536) << io.len;
+    EXPECT_LE(io.offset + io.len, region);
+  }
+  ios = Pass("rw=read\nbsrange=4k-64k", region, region);
+  for (const Io& io : ios) {
+    EXPECT_GE(io.len, 4096u);
+    EXPECT_LE(io.len, 65536u);
+    EXPECT_EQ(io.len % 4096, 0u);
+    EXPECT_LE(io.offset + io.len, region);
+  }
+}
+
+TEST_F(IoGeneratorTest, RegionBelowADirectionsBlockSizeIsRefused) {
+  auto list = jobspec::ParseJobText("[t]\nrw=randrw\nbs=4k,64k\n", "test.fio");
+  ASSERT_TRUE(list.ok());
+  std::vector<char> buf(1 << 20);
+  IoGenerator gen;
+  absl::Status s = gen.Init(list->jobs[0], 1, {GenFile{3, 0, 32 << 10}}, 32 << 10, false,
+                            buf.data(), 0);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("write block size 65536"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace iofleet::agent
