@@ -116,6 +116,7 @@ absl::Status Worker::Prepare() {
   {
     // Where first touch (after pinning and the memory policy) put them: asked
     // once here, never per I/O.
+    constexpr size_t kPage = 4096;  // the slots are page aligned (budget.h)
     void* pages[2] = {buffers_, static_cast<char*>(buffers_) + buffers_size_ - kPage};
     int status[2] = {-1, -1};
     if (syscall(SYS_move_pages, 0, 2, pages, nullptr, status, 0) == 0 && status[0] >= 0 &&
