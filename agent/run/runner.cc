@@ -28,6 +28,7 @@
 #include "agent/run/worker.h"
 #include "agent/workload/offset_gen.h"
 #include "common/clock.h"
+#include "common/jobspec/parser.h"
 #include "common/status.h"
 
 namespace iofleet::agent {
@@ -292,6 +293,8 @@ const EngineInfo* FindEngine(const std::string& name) {
 }  // namespace
 
 absl::Status ValidateForThisHost(const jobspec::JobList& list, const RunOptions& options) {
+  // What parses (as in fio's --parse-only) but does not run: numjobs=0, rw=read:-8k, ...
+  if (absl::Status st = jobspec::CheckRunnable(list); !st.ok()) return st;
   for (const JobSpec& job : list.jobs) {
     const EngineInfo* eng = FindEngine(job.ioengine);
     if (eng == nullptr) {

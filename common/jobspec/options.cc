@@ -998,6 +998,9 @@ constexpr const char* kCgroupOnly =
 constexpr const char* kFlowOnly = "has an effect only together with flow_id, which iofleet refuses";
 constexpr const char* kCmdprio = "I/O priorities per command (cmdprio) are not implemented yet";
 constexpr const char* kTrimOnly = kVerifyOnly;
+constexpr const char* kProfileOnly =
+    "an option of a fio built-in profile (fio registers it for every job); it has an effect only "
+    "with profile=..., which iofleet refuses";
 
 std::vector<OptionRow> MakeTable() {
   // clang-format off
@@ -1817,6 +1820,31 @@ std::vector<OptionRow> MakeTable() {
   {.name = "xnvme_iovec", .type = T::kBool, .help = "Use vectored I/O commands", .category = C::kEngine,
    .engines = "xnvme", .status = S::kForeignEngine},
 
+  // --- fio's built-in profiles register their options globally ----------------
+  // (fio accepts e.g. threads=4 in any job; it only matters with profile=...)
+  {.name = "threads", .type = T::kInt, .help = "tiobench profile: number of threads",
+   .category = C::kJob, .status = S::kNoOp, .reason = kProfileOnly},
+  {.name = "block", .type = T::kInt, .help = "tiobench profile: block size",
+   .category = C::kJob, .status = S::kNoOp, .reason = kProfileOnly},
+  {.name = "numruns", .type = T::kInt, .help = "tiobench profile: number of runs",
+   .category = C::kJob, .status = S::kNoOp, .reason = kProfileOnly},
+  {.name = "dir", .type = T::kString, .help = "tiobench profile: test directory",
+   .category = C::kJob, .status = S::kNoOp, .reason = kProfileOnly},
+  {.name = "device-names", .type = T::kString, .help = "act profile: devices to use",
+   .category = C::kJob, .status = S::kNoOp, .reason = kProfileOnly},
+  {.name = "load", .type = T::kInt, .help = "act profile: ACT load multiplier",
+   .category = C::kJob, .status = S::kNoOp, .reason = kProfileOnly},
+  {.name = "test-duration", .type = T::kTime, .help = "act profile: how long the entire test takes",
+   .category = C::kJob, .status = S::kNoOp, .reason = kProfileOnly},
+  {.name = "threads-per-queue", .type = T::kInt, .help = "act profile: threads per queue",
+   .category = C::kJob, .status = S::kNoOp, .reason = kProfileOnly},
+  {.name = "read-req-num-512-blocks", .type = T::kInt, .help = "act profile: 512b blocks per read",
+   .category = C::kJob, .status = S::kNoOp, .reason = kProfileOnly},
+  {.name = "large-block-op-kbytes", .type = T::kInt, .help = "act profile: size of large block ops in KiB",
+   .category = C::kJob, .status = S::kNoOp, .reason = kProfileOnly},
+  {.name = "prep", .type = T::kBool, .help = "act profile: set to run ACT prep phase",
+   .category = C::kJob, .status = S::kNoOp, .reason = kProfileOnly},
+
   // --- the engine and iofleet's own ------------------------------------------
   {.name = "ioengine", .type = T::kChoice, .def = "psync",
    .help = "IO engine to use (iofleet: io_uring, libaio, psync, sync, pvsync, pvsync2, null)",
@@ -1975,8 +2003,8 @@ std::string RefusalText(const OptionRow& row) {
   if (*row.def) ok.push_back(absl::StrCat(row.name, "=", row.def));
   for (const std::string& v : SplitWords(row.noop_values)) ok.push_back(absl::StrCat(row.name, "=", v));
   if (ok.empty()) return absl::StrCat(row.reason, " (iofleet accepts no value for it)");
-  return absl::StrCat(row.reason, " (iofleet accepts only ", absl::StrJoin(ok, " or "),
-                      ", which change nothing)");
+  return absl::StrCat(row.reason, " (iofleet accepts ", absl::StrJoin(ok, " or "), " only, as ",
+                      ok.size() == 1 ? "a no-op)" : "no-ops)");
 }
 
 std::string OptionsReferenceMarkdown() {
@@ -2020,6 +2048,7 @@ std::string OptionsReferenceMarkdown() {
   for (const OptionRow& r : OptionTable()) {
     if (std::find(order.begin(), order.end(), r.category) == order.end()) order.push_back(r.category);
   }
+  std::sort(order.begin(), order.end());
   for (OptionCategory c : order) {
     absl::StrAppend(&out, "\n## ", OptionCategoryName(c), "\n\n",
                     "| option | aliases | type | default | engines | status | notes |\n",
@@ -2027,10 +2056,12 @@ std::string OptionsReferenceMarkdown() {
     for (const OptionRow& r : OptionTable()) {
       if (r.category != c) continue;
       std::string notes = r.help;
-      if (r.status == OptionStatus::kNoOp || r.status == OptionStatus::kRefused ||
-          r.status == OptionStatus::kForeignEngine) {
-        absl::StrAppend(&notes, ". ", r.status == OptionStatus::kNoOp ? "No-op: it " : "",
-                        r.status == OptionStatus::kNoOp ? r.reason : RefusalText(r));
+      if (r.status == OptionStatus::kNoOp) {
+        absl::StrAppend(&notes, ". No-op: ", r.reason);
+      } else if (r.status == OptionStatus::kRefused) {
+        absl::StrAppend(&notes, ". Refused: ", RefusalText(r));
+      } else if (r.status == OptionStatus::kForeignEngine) {
+        absl::StrAppend(&notes, ". Refused: ", RefusalText(r));
       }
       std::string bounds;
       if (r.type == OptionType::kInt && (r.min != 0 || r.max != UINT64_MAX)) {

@@ -93,7 +93,9 @@ absl::StatusOr<OptEntry> MakeEntry(const std::string& key, const std::string& va
     return absl::InvalidArgumentError(
         JobError(where, job, absl::StrFormat("option \"%s\" %s", key, RefusalText(*row))));
   }
-  if (!has_value && row->type != OptionType::kBool) {
+  // A bare non-flag: an error for implemented options; for the others (fio takes
+  // e.g. a bare write_bw_log) the refusal or no-op decides.
+  if (!has_value && row->type != OptionType::kBool && row->status == OptionStatus::kImplemented) {
     return absl::InvalidArgumentError(
         JobError(where, job, absl::StrFormat("option \"%s\" requires a value", key)));
   }
@@ -239,6 +241,7 @@ absl::Status ApplyEntry(Builder& b, const OptEntry& e) {
       return row.apply(row, b, ctx);
     }
     case OptionStatus::kNoOp: {
+      if (!e.has_value) return absl::OkStatus();
       auto c = Canonical(row, e.value, e.has_value, b.spec.kb_base);
       if (!c.ok()) {
         return internal::Tail(

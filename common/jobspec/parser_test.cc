@@ -1273,3 +1273,158 @@ TEST(ValidateTest, ParsedJobsAlwaysValidate) {
 
 }  // namespace
 }  // namespace iofleet::jobspec
+
+// ---------------------------------------------------------------------------
+// Grammar fio 3.33 accepts that iofleet used to misread. Each case was checked
+// with `fio --parse-only` (and, where noted, a short real run of fio 3.33).
+
+namespace iofleet::jobspec {
+namespace {
+
+TEST(FioGrammarTest, SequentialRwOffsetModifiersMayBeNegativeOrSigned) {
+  // examples/backwards-read.fio: rw=read:-8k reads backwards (fio: str_to_decimal).
+  JobSpec j = MustParseJob("rw=read:-8k");
+  EXPECT_EQ(j.rw, RwPattern::kRead);
+  EXPECT_EQ(j.rw_seq_add, -8 * static_cast<int64_t>(KiB));
+  EXPECT_EQ(MustParseJob("rw=write:+4k").rw_seq_add, 4 * static_cast<int64_t>(KiB));
+  EXPECT_EQ(MustParseJob("rw=read:1m").rw_seq_add, static_cast<int64_t>(MiB));
+  // Renders and parses back.
+  EXPECT_EQ(ToJobText(MustParse("[a]\nrw=read:-8k\n")), "[a]\nrw=read:-8192\n");
+  // It parses (as fio's --parse-only does), but the agent does not step backwards
+  // yet: CheckRunnable refuses it before any I/O, naming the feature.
+  absl::Status st = CheckRunnable(MustParse("[a]\nrw=read:-8k\n"));
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("option \"rw\": value \"read:-8192\": backward sequential I/O"));
+  ExpectOptionError("rw=read:-x", "rw", "read:-x");
+}
+
+TEST(FioGrammarTest, RandomRwModifierIsReadLikeAtoi) {
+  // fio reads the random ':N' with atoi: "+8k" is 8 I/Os per offset, not 8192.
+  EXPECT_EQ(MustParseJob("rw=randread:+8k").rw_sequencer_nr, 8u);
+  EXPECT_EQ(MustParseJob("rw=randread:8k").rw_sequencer_nr, 8u);
+  EXPECT_EQ(MustParseJob("rw=randrw:16").rw_sequencer_nr, 16u);
+  ExpectOptionError("rw=randread:-8", "rw", "randread:-8");
+}
+
+TEST(FioGrammarTest, OffsetPercentIncludingZero) {
+  // fio: offset=0% is offset 0 (a percentage of 0 is not "no offset" but 0).
+  EXPECT_EQ(MustParseJob("offset=50%").offset_percent, 50);
+  JobSpec z = MustParseJob("offset=0%");
+  EXPECT_EQ(z.offset, 0u);
+  EXPECT_EQ(z.offset_percent, 0);
+  EXPECT_EQ(MustParseJob("offset_increment=25%").offset_increment_percent, 25);
+  ExpectOptionError("size=0%", "size", "0%");
+  ExpectOptionError("offset=101%", "offset", "101%");
+}
+
+TEST(FioGrammarTest, ZoneSuffixCountsZones) {
+  // fio's FIO_OPT_STR_VAL_ZONE options (size, io_size, offset, offset_increment)
+  // take "Nz": N zones, resolved against the zone size of zonemode=zbd/strided.
+  JobSpec j = MustParseJob("offset=2z\nsize=4z\nio_size=8z\noffset_increment=1z\n");
+  EXPECT_EQ(j.offset_zones, 2u);
+  EXPECT_EQ(j.size_zones, 4u);
+  EXPECT_EQ(j.io_size_zones, 8u);
+  EXPECT_EQ(j.offset_increment_zones, 1u);
+  EXPECT_EQ(j.offset, 0u);
+  // A later byte value replaces it.
+  EXPECT_EQ(MustParseJob("offset=2z\noffset=4k\n").offset_zones, 0u);
+  ExpectRoundTrip(MustParse("[a]\noffset=2z\nsize=4z\n"));
+  // 'z' only applies to those options (fio: "'z' suffix isn't applicable").
+  ExpectOptionError("bs=2z", "bs", "2z");
+  // Without zones (iofleet has none yet) it does not run: fio would silently use 0.
+  EXPECT_THAT(std::string(CheckRunnable(MustParse("[a]\noffset=2z\n")).message()),
+              HasSubstr("option \"offset\": value \"2z\": a size in zones needs zonemode"));
+}
+
+TEST(FioGrammarTest, PercentileListEntryEndsAtAComma) {
+  // fio 3.33 splits percentile_list on ':' only and reads each entry with strtod,
+  // so a ',' ends the entry: "50,99" reports only p50 and "50:99,99.9:99.99"
+  // reports p50, p99, p99.99 (checked with a real fio run's JSON).
+  EXPECT_THAT(MustParseJob("percentile_list=50,99").percentile_list, ElementsAre(50));
+  EXPECT_THAT(MustParseJob("percentile_list=50:99,99.9:99.99").percentile_list,
+              ElementsAre(50, 99, 99.99));
+  ExpectOptionError("percentile_list=x,50", "percentile_list", "x,50");
+}
+
+TEST(FioGrammarTest, LoopsZeroRunsOnce) {
+  // fio: td->loops = o->loops ? o->loops : 1 (a real run with loops=0 does one pass).
+  JobSpec j = MustParseJob("loops=0");
+  EXPECT_EQ(j.loops, 1u);
+  j.raw_options.clear();
+  EXPECT_EQ(j, MustParseJob(""));
+  EXPECT_TRUE(CheckRunnable(MustParse("[a]\nloops=0\n")).ok());
+}
+
+TEST(FioGrammarTest, NumjobsZeroParsesButDoesNotRun) {
+  // fio --parse-only accepts numjobs=0; a real fio run then clones the job until
+  // "maximum number of jobs reached" and fails. iofleet parses it and refuses to
+  // run it, before any I/O, with that reason.
+  JobList l = MustParse("[a]\nnumjobs=0\n");
+  EXPECT_EQ(l.jobs[0].numjobs, 0u);
+  EXPECT_TRUE(ValidateJobList(l).ok());
+  ExpectRoundTrip(l);
+  EXPECT_THAT(std::string(CheckRunnable(l).message()),
+              HasSubstr("job \"a\": option \"numjobs\": value \"0\": fio accepts it when parsing"));
+  EXPECT_TRUE(CheckRunnable(MustParse("[a]\nnumjobs=2\n")).ok());
+}
+
+TEST(FioGrammarTest, JobOptionsEchoUsesFioNamesAndOrder) {
+  // fio's JSON "job options" (checked against fio 3.33): canonical names
+  // (iodepth_batch_submit -> iodepth_batch, blocksize -> bs, timeout -> runtime),
+  // values as written, kb_base first, filename last, engine options after all.
+  JobSpec j = MustParseJob(
+      "filename=/tmp/zz\nhipri=0\nsize=1m\nioengine=io_uring\nkb_base=1000\nrw=read\n"
+      "iodepth_batch_submit=8\nblocksize=4k\ntimeout=1\n");
+  EXPECT_THAT(j.raw_options,
+              ElementsAre(Pair("kb_base", "1000"), Pair("size", "1m"), Pair("ioengine", "io_uring"),
+                          Pair("rw", "read"), Pair("iodepth_batch", "8"), Pair("bs", "4k"),
+                          Pair("runtime", "1"), Pair("filename", "/tmp/zz"), Pair("hipri", "0")));
+}
+
+TEST(OverrideTest, OverridesApplyToOptionsAsWrittenThenFixupOnce) {
+  // A variant's iodepth_batch=8 with the sweep's iodepth=32 on a job without
+  // iodepth: applied together, nothing is clamped to the base job's iodepth=1.
+  ParseOptions o;
+  o.env = &kNoEnv;
+  o.overrides = {{"iodepth_batch_submit", "8", "variants[1].options"},
+                 {"iodepth_batch_complete_min", "8", "variants[1].options"},
+                 {"iodepth", "32", "sweep"}};
+  std::vector<Normalisation> notes;
+  o.normalised = &notes;
+  auto l = ParseJobText("[global]\nioengine=libaio\n[a]\nrw=randread\n[b]\niodepth=4\n", "j", o);
+  ASSERT_TRUE(l.ok()) << l.status();
+  for (const JobSpec& j : l->jobs) {
+    EXPECT_EQ(j.iodepth, 32u);
+    EXPECT_EQ(j.iodepth_batch_submit, 8u);
+    EXPECT_EQ(j.iodepth_batch_complete_min, 8u);
+  }
+  EXPECT_TRUE(notes.empty());
+  // Later overrides win; a clamp by the job's own rules is reported, not hidden.
+  o.overrides = {{"iodepth_batch", "8", "variants[1].options"}, {"iodepth", "4", "sweep"}};
+  l = ParseJobText("[a]\n", "j", o);
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->jobs[0].iodepth_batch_submit, 4u);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], (Normalisation{"a", "iodepth_batch", "8", "4", "clamped to iodepth (4)"}));
+  // Errors name the override's source.
+  o.overrides = {{"rw", "sideways", "variants[0].options"}};
+  auto bad = ParseJobText("[a]\n", "j", o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("variants[0].options: job \"a\": option \"rw\": value \"sideways\""));
+  o.overrides = {{"frobnicate", "1", "sweep"}};
+  EXPECT_THAT(std::string(ParseJobText("[a]\n", "j", o).status().message()),
+              HasSubstr("sweep: job \"*\": unknown option \"frobnicate\""));
+}
+
+TEST(EffectiveOptionsTest, SameJobWrittenDifferentlyGivesTheSameOptions) {
+  JobSpec a = MustParseJob("bs=4k\nreadwrite=randread\niodepth=8\nblocksize_range=4k-4k\n");
+  JobSpec b = MustParseJob("blocksize=4096\nrw=randread\niodepth=0x8\n");
+  EXPECT_EQ(EffectiveOptions(a), EffectiveOptions(b));
+  EXPECT_THAT(EffectiveOptions(a), ElementsAre(Pair("rw", "randread"), Pair("iodepth", "8")));
+  EXPECT_THAT(EffectiveOptions(MustParseJob("iodepth=16\niodepth_batch_submit=8")),
+              testing::Contains(Pair("iodepth_batch", "8")));
+}
+
+}  // namespace
+}  // namespace iofleet::jobspec
