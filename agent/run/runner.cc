@@ -484,7 +484,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
           js.jobname = w->spec().job->name;
           js.groupid = w->spec().groupid;
           js.thread_number = w->spec().thread_number;
-          js.job_options = w->spec().job->raw_options;
+          js.job_options = jobspec::JobOptionsEcho(*w->spec().job);
           js.clat_percentiles = w->spec().job->clat_percentiles;
           js.percentile_list = w->spec().job->percentile_list;
           js.group_reporting = w->spec().job->group_reporting;

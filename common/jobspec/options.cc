@@ -1137,11 +1137,11 @@ std::vector<OptionRow> MakeTable() {
    .apply = ApplyRwmixread, .render = RenderRwmixread, .check = CheckU32<&JobSpec::rwmixread>},
   {.name = "rwmixwrite", .type = T::kInt, .def = "50", .min = 0, .max = 100,
    .help = "Percentage of mixed workload that is writes (sets rwmixread = 100 - N)", .category = C::kIo,
-   .example = "30", .apply = ApplyRwmixwrite, .render = nullptr},
+   .example = "30", .renders_as = "rwmixread", .apply = ApplyRwmixwrite, .render = nullptr},
   {.name = "direct", .type = T::kBool, .def = "0", .help = "Use O_DIRECT IO (negates buffered)",
    .category = C::kIo, .example = "1", .apply = ApplyDirect, .render = RenderDirect},
   {.name = "buffered", .type = T::kBool, .def = "1", .help = "Use buffered IO (negates direct)",
-   .category = C::kIo, .example = "0", .apply = ApplyBuffered, .render = nullptr},
+   .category = C::kIo, .example = "0", .renders_as = "direct", .apply = ApplyBuffered, .render = nullptr},
   {.name = "atomic", .type = T::kBool, .def = "0", .help = "Use Atomic IO with O_DIRECT (implies O_DIRECT)",
    .category = C::kIo, .status = S::kRefused, .reason = "atomic writes (atomic) are not implemented yet", .example = "1"},
   {.name = "sync", .type = T::kChoice, .def = "none", .help = "Use synchronous write IO (none, sync, dsync)",
@@ -1293,7 +1293,7 @@ std::vector<OptionRow> MakeTable() {
   {.name = "cpus_allowed", .type = T::kCpuList, .help = "Set CPUs allowed", .category = C::kCpu,
    .example = "0-1", .apply = ApplyCpusAllowed, .render = RenderCpusAllowed, .check = CheckCpusAllowed},
   {.name = "cpumask", .type = T::kInt, .help = "CPU affinity mask (sets cpus_allowed)", .category = C::kCpu,
-   .example = "0x3", .apply = ApplyCpumask, .render = nullptr},
+   .example = "0x3", .renders_as = "cpus_allowed", .apply = ApplyCpumask, .render = nullptr},
   {.name = "cpus_allowed_policy", .type = T::kChoice, .def = "shared",
    .help = "Distribution policy for cpus_allowed (shared, split)", .category = C::kCpu, .prio = 1,
    .example = "split", .apply = ApplyCpusAllowedPolicy, .render = RenderCpusAllowedPolicy},
@@ -1889,6 +1889,12 @@ const OptionRow* FindOptionRow(std::string_view name) {
 }
 
 std::vector<std::string> RowAliases(const OptionRow& row) { return SplitWords(row.aliases); }
+
+std::string EffectiveKey(std::string_view name) {
+  const OptionRow* row = FindOptionRow(name);
+  if (row == nullptr) return "";
+  return *row->renders_as ? row->renders_as : row->name;
+}
 std::vector<std::string> RowEngines(const OptionRow& row) { return SplitWords(row.engines); }
 
 const std::vector<std::string>& SupportedEngines() {

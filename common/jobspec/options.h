@@ -86,6 +86,8 @@ struct OptionRow {
   int prio = 0;                      // fio's order within a section: 1 first, -1 last
   const char* example = "";          // a non-default value (round-trip test, refusal test)
   const char* example_with = "";     // options the example needs, "k=v k=v"
+  const char* renders_as = "";       // the row whose option carries this one's value when
+                                     // rendered (rwmixwrite -> rwmixread); "" = itself
   ApplyFn apply = nullptr;           // kImplemented
   RenderFn render = nullptr;         // kImplemented; nullptr = rendered by another row
   CheckFn check = nullptr;           // kImplemented; optional
@@ -96,6 +98,9 @@ const std::vector<OptionRow>& OptionTable();
 // The row for a canonical name or an alias; nullptr if fio has no such option.
 const OptionRow* FindOptionRow(std::string_view name);
 std::vector<std::string> RowAliases(const OptionRow& row);
+// The key under which EffectiveOptions/ToJobText carry `name`'s value: the
+// canonical name, or the row it renders as (buffered -> direct); "" if unknown.
+std::string EffectiveKey(std::string_view name);
 std::vector<std::string> RowEngines(const OptionRow& row);
 
 // Engines iofleet runs, and every engine fio 3.33 has (built here or not).

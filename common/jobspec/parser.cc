@@ -850,6 +850,15 @@ absl::Status CheckRunnable(const JobList& list) {
   return absl::OkStatus();
 }
 
+std::vector<std::pair<std::string, std::string>> JobOptionsEcho(const JobSpec& job) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (job.file_index == 0) out.emplace_back("name", job.name);
+  for (const auto& kv : job.raw_options) {
+    if (!kv.second.empty()) out.push_back(kv);
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, std::string>> EffectiveOptions(const JobSpec& job) {
   static const Builder kDefaults;
   return RenderDiff(job, kDefaults);

@@ -110,6 +110,11 @@ absl::Status CheckRunnable(const JobList& list);
 // written (bs=4k and blocksize=4096 give the same). Used by the arm audit.
 std::vector<std::pair<std::string, std::string>> EffectiveOptions(const JobSpec& job);
 
+// fio's JSON "job options" for `job`, what the agent echoes: the job's own options
+// as written, under fio's names and in fio's order (JobSpec::raw_options), without
+// bare flags (fio lists none), plus "name" for a job made on the command line.
+std::vector<std::pair<std::string, std::string>> JobOptionsEcho(const JobSpec& job);
+
 // Names of every option the parser knows, canonical and alias (for `--help` and docs).
 std::vector<std::string> KnownOptionNames();
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "controller/metrics/metrics.h"
+#include "controller/scheduler/audit.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/field_error.h"
 #include "google/protobuf/util/json_util.h"
@@ -210,6 +211,7 @@ absl::StatusOr<std::string> Scheduler::SubmitJob(const v1::JobSpec& spec) {
     r.repetition = p.repetition;
     r.fio_text = std::move(p.fio_text);
     r.num_clones = p.num_clones;
+    r.arm_json = ArmOverridesToJson(p.overrides);  // what the arm audit checks against
     r.created_ms = now;
     rows.push_back(r);
   }
@@ -238,7 +240,9 @@ absl::StatusOr<v1::Run> Scheduler::RunToProto(const RunRow& row, bool with_resul
   r.set_error(row.error);
   r.set_attempt(row.attempt);
   r.set_retry_of(row.retry_of);
+  r.set_audit(row.audit);
   if (with_result) {
+    r.set_fio_text(row.fio_text);
     IOFLEET_ASSIGN_OR_RETURN(std::optional<ResultRow> res, store_->GetResult(row.id));
     if (res.has_value()) r.set_result_json(res->result_json);
   }
@@ -693,6 +697,7 @@ absl::Status Scheduler::FinishRunLocked(const std::string& agent, const v1::RunF
     next.finished_ms = result.finished_ms;
   }
   if (next.started_ms == 0) next.started_ms = next.assigned_ms;
+  if (next.state == RunState::kSucceeded) AuditFinishedRun(*store_, fin.result_json(), &next);
   WriteBatch batch;
   batch.upsert_runs.push_back(next);
   batch.release_leases_of_runs.push_back(next.id);

@@ -98,6 +98,13 @@ CREATE INDEX runs_by_job ON runs(job_id, seq);
 CREATE INDEX runs_by_state ON runs(state);
 CREATE INDEX leases_by_run ON leases(run_id);
 )sql",
+    // 3: the arm audit. arm_json: the options the run's arm declares on top of the
+    // workload ([[source, key, value], ...]; '' for runs made before this version);
+    // audit: '' = not audited, 'ok...' = passed, 'arm audit: ...' = failed.
+    R"sql(
+ALTER TABLE runs ADD COLUMN arm_json TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN audit TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -236,7 +243,8 @@ int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
 
 constexpr const char* kRunColumns =
     "seq, id, job_id, queue_pos, host, targets_json, state, variant, cell, repetition, attempt, "
-    "retry_of, fio_text, num_clones, created_ms, assigned_ms, started_ms, finished_ms, error";
+    "retry_of, fio_text, num_clones, created_ms, assigned_ms, started_ms, finished_ms, error, "
+    "arm_json, audit";
 
 RunRow ReadRun(const Stmt& s) {
   RunRow r;
@@ -259,6 +267,8 @@ RunRow ReadRun(const Stmt& s) {
   r.started_ms = static_cast<uint64_t>(s.Int(16));
   r.finished_ms = static_cast<uint64_t>(s.Int(17));
   r.error = s.Text(18);
+  r.arm_json = s.Text(19);
+  r.audit = s.Text(20);
   return r;
 }
 
@@ -708,18 +718,19 @@ class SqliteStore final : public Store {
       Stmt s(wdb_,
              "INSERT INTO runs(id, job_id, queue_pos, host, targets_json, state, variant, cell, "
              "repetition, attempt, retry_of, fio_text, num_clones, created_ms, assigned_ms, "
-             "started_ms, finished_ms, error) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+             "started_ms, finished_ms, error, arm_json, audit) "
+             "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
              "ON CONFLICT(id) DO UPDATE SET queue_pos=excluded.queue_pos, host=excluded.host, "
              "targets_json=excluded.targets_json, state=excluded.state, "
              "fio_text=excluded.fio_text, assigned_ms=excluded.assigned_ms, "
              "started_ms=excluded.started_ms, finished_ms=excluded.finished_ms, "
-             "error=excluded.error");
+             "error=excluded.error, arm_json=excluded.arm_json, audit=excluded.audit");
       s.Bind(1, r.id).Bind(2, r.job_id).Bind(3, r.queue_pos).Bind(4, r.host);
       s.Bind(5, ListToJson(r.targets)).Bind(6, std::string(RunStateName(r.state)));
       s.Bind(7, r.variant).Bind(8, r.cell).Bind(9, r.repetition).Bind(10, r.attempt);
       s.Bind(11, r.retry_of).Bind(12, r.fio_text).Bind(13, r.num_clones);
       s.Bind(14, I(r.created_ms)).Bind(15, I(r.assigned_ms)).Bind(16, I(r.started_ms));
-      s.Bind(17, I(r.finished_ms)).Bind(18, r.error);
+      s.Bind(17, I(r.finished_ms)).Bind(18, r.error).Bind(19, r.arm_json).Bind(20, r.audit);
       IOFLEET_RETURN_IF_ERROR(s.Run());
     }
     for (const std::string& run_id : b.release_leases_of_runs) {

@@ -72,6 +72,13 @@ struct RunRow {
   uint64_t started_ms = 0;
   uint64_t finished_ms = 0;
   std::string error;
+  // The options the run's arm declares on top of the job's workload, in order
+  // (variant, sweep cell, host override): JSON [[source, key, value], ...].
+  // "" for runs stored before the arm audit existed (they are not audited).
+  std::string arm_json;
+  // The arm audit's outcome (controller/scheduler/audit.h): "" = not audited,
+  // "ok" or "ok; normalised: ..." = passed, "arm audit: ..." = failed.
+  std::string audit;
 };
 
 struct LeaseRow {

@@ -263,7 +263,10 @@ json RunToJson(const v1::Run& r) {
             {"assigned_ms", r.assigned_ms()},
             {"started_ms", r.started_ms()},
             {"finished_ms", r.finished_ms()},
-            {"error", r.error()}};
+            {"error", r.error()},
+            {"audit", r.audit()}};
+  // The effective job file the run ran (GET /runs/{id} only).
+  if (!r.fio_text().empty()) j["fio_text"] = r.fio_text();
   if (r.result_json().empty()) {
     j["result"] = nullptr;
   } else {
