@@ -434,16 +434,11 @@ void WriteDirJson(JsonWriter& w, const char* name, const DirStats& d, const JobS
   w.EndObject();
 }
 
-// fio's "global options" / "job options": the options as written in the
-// section, without bare flags (fio has no value to list for them, so a section of
-// only bare flags lists {}); absent when the section set nothing.
 void WriteOptions(JsonWriter& w, const char* key,
                   const std::vector<std::pair<std::string, std::string>>& opts) {
   if (opts.empty()) return;
   w.BeginObject(key);
-  for (const auto& [k, v] : opts) {
-    if (!v.empty()) w.String(k.c_str(), v);
-  }
+  for (const auto& [k, v] : opts) w.String(k.c_str(), v);
   w.EndObject();
 }
 

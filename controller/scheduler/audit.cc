@@ -16,7 +16,9 @@
 namespace iofleet::controller {
 namespace {
 
-using nlohmann::json;
+// Ordered: the echo lists options in the order the agent applied them, and the
+// last of two options that set the same thing (rwmixread, rwmixwrite) wins.
+using json = nlohmann::ordered_json;
 using Options = std::vector<std::pair<std::string, std::string>>;
 
 AuditResult Failed(std::string why) { return AuditResult{false, absl::StrCat("arm audit: ", why)}; }
@@ -57,7 +59,13 @@ absl::StatusOr<Echo> ParseEcho(const Options& globals, const std::string& name, 
     if (k.find_first_of("\n\r=[") != std::string::npos || v.find_first_of("\n\r") != std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat("option \"", k, "\" cannot be read back"));
     }
-    absl::StrAppend(&text, k, "=", v, "\n");
+    // The agent echoes a bare flag (as written in the job text) with an empty value.
+    const jobspec::OptionRow* row = jobspec::FindOptionRow(k);
+    if (v.empty() && row != nullptr && row->type == jobspec::OptionType::kBool) {
+      absl::StrAppend(&text, k, "\n");
+    } else {
+      absl::StrAppend(&text, k, "=", v, "\n");
+    }
     return absl::OkStatus();
   };
   Echo e;

@@ -175,6 +175,23 @@ TEST(ArmAuditTest, HostOverridesAndNumjobsClones) {
   EXPECT_THAT(a.text, HasSubstr("option iodepth: ran 4, baseline has 1, not a declared key"));
 }
 
+// The [global] section reaches the agent as written (bare flags too) and the
+// agent echoes it in its order: a bare flag reads back as set, and of two options
+// setting the same thing the later still wins (rwmixread after rwmixwrite).
+TEST(ArmAuditTest, GlobalBareFlagsAndOptionOrderReadBack) {
+  v1::JobSpec spec;
+  spec.set_fio_text(
+      "[global]\nioengine=null\nsize=64k\nthread\nnorandommap\nrwmixwrite=30\nrwmixread=80\n"
+      "[j]\nrw=randrw\n");
+  spec.add_hosts("h");
+  auto runs = ExpandJob(spec, Fleet());
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  const std::string result = AgentResultJson(runs->at(0).fio_text);
+  EXPECT_THAT(result, HasSubstr("\"norandommap\" : \"\""));
+  AuditResult a = AuditRun(spec, runs->at(0).overrides, result);
+  EXPECT_EQ(a.text, "ok");
+}
+
 TEST(ArmAuditTest, ResultsThatCannotBeCheckedFail) {
   v1::JobSpec spec = BatchSpec({"8"});
   EXPECT_EQ(AuditRun(spec, {}, "not json").text, "arm audit: the result is not fio JSON");

@@ -238,13 +238,17 @@ TEST_F(GrpcTest, RunLifecycleOverTheStream) {
   v1::AgentMessage fin;
   fin.mutable_run_finished()->set_run_id(run);
   fin.mutable_run_finished()->set_ok(true);
-  fin.mutable_run_finished()->set_result_json(R"({"fio version":"iofleet-0.1","jobs":[]})");
+  // The agent echoes the options it ran (checked by the arm audit).
+  fin.mutable_run_finished()->set_result_json(
+      R"({"fio version":"iofleet-0.1","jobs":[{"jobname":"job","job options":)"
+      R"({"size":"1m","rw":"randread","filename":"/dev/nvme0n1"}}]})");
   fin.mutable_run_finished()->set_last_seq_total(3);
   ASSERT_TRUE(stream->Write(fin));
   EXPECT_TRUE(Eventually([&] { return GetRun(run).state() == v1::RUN_STATE_SUCCEEDED; }));
   v1::Run done = GetRun(run);
   EXPECT_THAT(done.result_json(), HasSubstr("fio version"));
   EXPECT_EQ(done.started_ms(), 1234u);
+  EXPECT_EQ(done.audit(), "ok");
 
   std::vector<uint64_t> seqs;
   v1::IntervalRecord rec;
