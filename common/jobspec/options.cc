@@ -1081,11 +1081,13 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kFiles, .status = S::kRefused, .reason = "writing until the device is full (fill_device) is not implemented yet",
    .example = "1"},
   {.name = "fallocate", .type = T::kChoice, .def = "native", .help = "Whether pre-allocation is performed when laying out files",
-   .category = C::kFiles, .status = S::kRefused, .reason = "layout pre-allocation other than fio's default (native) is not implemented yet",
-   .example = "none"},
+   .category = C::kFiles, .status = S::kRefused,
+   .reason = "layout pre-allocation other than fallocate (fio's native; posix_fallocate is the same call on Linux) is not implemented yet",
+   .noop_values = "posix", .example = "none"},
   {.name = "fadvise_hint", .type = T::kChoice, .def = "1", .help = "Use fadvise() to advise the kernel on IO pattern",
-   .category = C::kFiles, .status = S::kRefused, .reason = "fadvise hints other than fio's default are not implemented yet",
-   .example = "sequential"},
+   .category = C::kFiles, .status = S::kRefused,
+   .reason = "fadvise hints are not implemented yet (iofleet issues none, as with fadvise_hint=0; fio's default 1 advises random or sequential access for buffered I/O)",
+   .noop_values = "0", .example = "sequential"},
   {.name = "create_serialize", .type = T::kBool, .def = "1", .help = "Serialize creation of job files",
    .category = C::kFiles, .status = S::kNoOp, .reason = "iofleet lays out every file before any job starts, so the order of creation cannot change results"},
   {.name = "create_fsync", .type = T::kBool, .def = "1", .help = "fsync file after creation",
@@ -1127,7 +1129,8 @@ std::vector<OptionRow> MakeTable() {
   {.name = "rw", .aliases = "readwrite", .type = T::kChoice, .def = "read",
    .help = "IO direction: read, write, trim, randread, randwrite, randtrim, rw (readwrite), randrw, "
            "trimwrite, randtrimwrite; ':N' = I/Os per random offset, or bytes skipped (negative: "
-           "stepped back) after each sequential I/O",
+           "stepped back) after each sequential I/O. Trim patterns parse; the agent refuses them "
+           "before any I/O until trim is implemented",
    .category = C::kIo, .example = "randrw:4", .apply = ApplyRw, .render = RenderRw, .check = CheckRw},
   {.name = "rw_sequencer", .type = T::kChoice, .def = "sequential", .help = "IO offset generator modifier",
    .category = C::kIo, .status = S::kRefused, .reason = "repeating the same offset (rw_sequencer=identical) is not implemented yet",
