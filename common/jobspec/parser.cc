@@ -261,10 +261,12 @@ absl::Status ApplyEntry(Builder& b, const OptEntry& e) {
 // fio's order within a section: options of higher `prio` first (kb_base,
 // cpus_allowed_policy), filename last, then the engine's options once the
 // engine is known. The order is also fio's "job options" order.
-int ApplyRank(const OptEntry& e) {
-  if (e.row->category == OptionCategory::kEngine && *e.row->engines) return 3;
-  return 1 - e.row->prio;  // prio 1 -> 0, 0 -> 1, -1 -> 2
+int RowRank(const OptionRow& row) {
+  if (row.category == OptionCategory::kEngine && *row.engines) return 3;
+  return 1 - row.prio;  // prio 1 -> 0, 0 -> 1, -1 -> 2
 }
+
+int ApplyRank(const OptEntry& e) { return RowRank(*e.row); }
 
 absl::Status ApplySection(Builder& b, const std::vector<OptEntry>& opts, const std::string& job,
                           Options* raw) {
@@ -1035,10 +1037,18 @@ std::string ToJobText(const JobList& list) {
   // jobs (globals between jobs, several files), or it needs an option with an
   // empty value (which fio's JSON echo drops), render each job against fio's
   // defaults instead, which always reproduces the job settings.
+  // The [global] options in the order one section applies them (several [global]
+  // sections become one), so that rendering the re-parsed list gives the same text.
+  Options globals = list.global_options;
+  std::stable_sort(globals.begin(), globals.end(), [](const auto& x, const auto& y) {
+    const OptionRow* rx = FindOptionRow(x.first);
+    const OptionRow* ry = FindOptionRow(y.first);
+    return (rx ? RowRank(*rx) : 1) < (ry ? RowRank(*ry) : 1);
+  });
   Builder tmpl;
   std::vector<OptEntry> entries;
-  bool globals_ok = !list.global_options.empty();
-  for (const auto& [k, v] : list.global_options) {
+  bool globals_ok = !globals.empty();
+  for (const auto& [k, v] : globals) {
     if (!globals_ok) break;
     auto e = MakeEntry(k, v, true, "", "global");
     if (!e.ok()) {
@@ -1050,7 +1060,7 @@ std::string ToJobText(const JobList& list) {
   }
   if (globals_ok && ApplySection(tmpl, entries, "global", nullptr).ok()) {
     bool empty_value = false;
-    std::string text = RenderJobs(list, list.global_options, tmpl, &empty_value);
+    std::string text = RenderJobs(list, globals, tmpl, &empty_value);
     static const std::map<std::string, std::string> kNoEnv;
     ParseOptions po;
     po.env = &kNoEnv;

@@ -1184,6 +1184,18 @@ TEST(ToJobTextTest, RoundTripsGlobalsBetweenJobsAndMultipleFiles) {
   ExpectRoundTrip(*l);
 }
 
+// Found by jobspec_text_fuzz: two [global] sections whose options fio applies in
+// another order than written (filename last) must render to a fixed point.
+TEST(ToJobTextTest, SeveralGlobalSectionsRenderToAFixedPoint) {
+  JobList l = MustParse(
+      "[global]\ndirectory=/a\nfilename=f\n[global]\ndirectory=/b\nnrfiles=5\n[j]\nrw=write\n");
+  const std::string once = ToJobText(l);
+  auto back = ParseJobText(once, "rt", ParseOptions{&kNoEnv, ""});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ToJobText(*back), once);
+  ExpectRoundTrip(l);
+}
+
 TEST(ToJobTextTest, RendersOnlyWhatDiffersFromTheTemplate) {
   EXPECT_EQ(ToJobText(MustParse("[a]\nbs=8k\nrw=randread:4\n")), "[a]\nrw=randread:4\nbs=8192\n");
   EXPECT_EQ(ToJobText(MustParse("[global]\niodepth=8\n[a]\n[b]\nbs=8k,16k\n")),
