@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -155,7 +156,13 @@ std::string EscapeFilenames(const std::vector<std::string>& names) {
     }
     parts.push_back(e);
   }
-  return absl::StrJoin(parts, ":");
+  std::string out = absl::StrJoin(parts, ":");
+  // A value is trimmed when read; a name that starts or ends with white space
+  // keeps it behind an empty ':' entry (fio keeps names as written).
+  auto space = [](char c) { return absl::ascii_isspace(static_cast<unsigned char>(c)); };
+  if (!out.empty() && space(out.front())) out.insert(out.begin(), ':');
+  if (!out.empty() && space(out.back())) out.push_back(':');
+  return out;
 }
 
 void RenderFilename(const JobSpec& j, const Builder& t, Options* out) {

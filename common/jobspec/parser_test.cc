@@ -1196,6 +1196,18 @@ TEST(ToJobTextTest, SeveralGlobalSectionsRenderToAFixedPoint) {
   ExpectRoundTrip(l);
 }
 
+// Found by jobspec_text_fuzz: a file name that starts or ends with white space
+// (fio keeps names as written) survives rendering.
+TEST(ToJobTextTest, FileNamesWithOuterWhiteSpaceRoundTrip) {
+  JobList l = MustParse("[a]\nfilename=:\fx.dat: y :\n");
+  EXPECT_THAT(l.jobs[0].filenames, ElementsAre("\fx.dat", " y "));
+  const std::string once = ToJobText(l);
+  ExpectRoundTrip(l);
+  auto back = ParseJobText(once, "rt", ParseOptions{&kNoEnv, ""});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ToJobText(*back), once);
+}
+
 TEST(ToJobTextTest, RendersOnlyWhatDiffersFromTheTemplate) {
   EXPECT_EQ(ToJobText(MustParse("[a]\nbs=8k\nrw=randread:4\n")), "[a]\nrw=randread:4\nbs=8192\n");
   EXPECT_EQ(ToJobText(MustParse("[global]\niodepth=8\n[a]\n[b]\nbs=8k,16k\n")),
