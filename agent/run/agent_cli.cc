@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "agent/run/runner.h"
 #include "common/clock.h"
 #include "common/stats/report.h"
@@ -64,15 +65,31 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& args) {
       return false;
     };
     if (key == "output-format") {
-      if (!take()) return FlagError(key, "", "needs normal, json or json+");
-      if (value == "normal" || value == "terse") {
-        flags.format = OutputFormat::kNormal;
-      } else if (value == "json") {
-        flags.format = OutputFormat::kJson;
-      } else if (value == "json+") {
-        flags.format = OutputFormat::kJsonPlus;
-      } else {
-        return FlagError(key, value, "must be normal, json or json+");
+      if (!take()) return FlagError(key, "", "needs normal, json, json+ or terse");
+      // fio takes a comma list ("json,normal") and prints each format.
+      std::vector<std::string> formats = absl::StrSplit(value, ',');
+      for (const std::string& f : formats) {
+        if (f != "normal" && f != "json" && f != "json+" && f != "terse") {
+          return FlagError(key, value, "must be normal, json, json+ or terse, or a comma list");
+        }
+      }
+      const std::string& f = formats[0];
+      flags.format = f == "json" ? OutputFormat::kJson
+                     : f == "json+" ? OutputFormat::kJsonPlus
+                                    : OutputFormat::kNormal;
+      flags.unsupported_output.clear();
+      if (formats.size() > 1) {
+        flags.unsupported_output = absl::StrCat("--output-format=", value,
+                                                ": several output formats at once are not "
+                                                "written yet (give one of normal, json, json+)");
+      } else if (f == "terse") {
+        flags.unsupported_output = "--output-format=terse: fio's terse output is not written yet";
+      }
+    } else if (key == "minimal" || key == "append-terse") {
+      flags.unsupported_output = absl::StrCat("--", key, ": fio's terse output is not written yet");
+    } else if (key == "terse-version") {
+      if (!take() || (value != "2" && value != "3" && value != "4" && value != "5")) {
+        return FlagError(key, value, "must be 2, 3, 4 or 5");
       }
     } else if (key == "output") {
       if (!take() || value.empty()) return FlagError(key, value, "needs a file name");
@@ -116,6 +133,10 @@ int RunMain(int argc, char** argv) {
     return 1;
   }
   if (flags->parse_only) return 0;
+  if (!flags->unsupported_output.empty()) {
+    std::fprintf(stderr, "iofleet-agent run: %s\n", flags->unsupported_output.c_str());
+    return 1;
+  }
 
   FILE* out = stdout;
   if (!flags->output_path.empty()) {

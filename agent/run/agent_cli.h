@@ -21,6 +21,11 @@ struct RunFlags {
   std::string output_path;  // empty = stdout
   bool parse_only = false;
   uint32_t status_interval_s = 0;
+  // fio output flags that parse (as fio's) but that this agent does not write yet:
+  // terse (--output-format=terse, --minimal, --terse-version, --append-terse) and
+  // several formats at once (--output-format=json,normal). A run (not
+  // --parse-only) refuses them with this reason; empty = none.
+  std::string unsupported_output;
 };
 
 // Splits argv (after "run") into run flags and fio's job command line.

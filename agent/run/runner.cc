@@ -33,6 +33,7 @@
 #include "agent/workload/offset_gen.h"
 #include "agent/workload/random.h"
 #include "common/clock.h"
+#include "common/jobspec/parser.h"
 #include "common/status.h"
 #include "common/targets/resolve.h"
 
@@ -369,6 +370,8 @@ absl::Status CheckMemoryAndDisk(const jobspec::JobList& list, const Plan& plan,
 
 // Everything ValidateForThisHost checks, returning the plan it made.
 absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOptions& options) {
+  // What parses (as in fio's --parse-only) but does not run: numjobs=0, rw=read:-8k, ...
+  if (absl::Status st = jobspec::CheckRunnable(list); !st.ok()) return st;
   for (const JobSpec& job : list.jobs) {
     const EngineInfo* eng = FindEngine(job.ioengine);
     if (eng == nullptr) {
@@ -585,7 +588,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
           js.jobname = w->spec().job->name;
           js.groupid = w->spec().groupid;
           js.thread_number = w->spec().thread_number;
-          js.job_options = w->spec().job->raw_options;
+          js.job_options = jobspec::JobOptionsEcho(*w->spec().job);
           js.clat_percentiles = w->spec().job->clat_percentiles;
           js.percentile_list = w->spec().job->percentile_list;
           js.group_reporting = w->spec().job->group_reporting;

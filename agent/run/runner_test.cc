@@ -336,9 +336,18 @@ TEST_F(RunnerTest, NullEngineNeedsNoAllowedPath) {
 }
 
 TEST_F(RunnerTest, IoUringOnlyOptionsOnOtherEnginesAreRefused) {
-  auto r = RunJobs(Parse("[fb]\nioengine=psync\nrw=read\nsize=1m\nfixedbufs\nfilename=" +
-                         Path("fb.dat") + "\n"),
-                   {});
+  // The parser refuses an engine option on another engine (as fio does), naming
+  // the engine that owns it; a JobSpec built in code is refused before any I/O.
+  auto l = jobspec::ParseJobText(
+      "[fb]\nioengine=psync\nrw=read\nsize=1m\nfixedbufs\nfilename=" + Path("fb.dat") + "\n",
+      "test.fio");
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(std::string(l.status().message()),
+              HasSubstr("option \"fixedbufs\": value \"\": belongs to ioengine io_uring"));
+  jobspec::JobList list = Parse("[fb]\nioengine=psync\nrw=read\nsize=1m\nfilename=" +
+                                Path("fb.dat") + "\n");
+  list.jobs[0].fixedbufs = true;
+  auto r = RunJobs(list, {});
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("fixedbufs"));
 }

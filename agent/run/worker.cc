@@ -15,6 +15,7 @@
 #include "agent/affinity/numa.h"
 #include "agent/run/budget.h"
 #include "common/clock.h"
+#include "common/jobspec/parser.h"
 #include "common/status.h"
 
 namespace iofleet::agent {
@@ -192,13 +193,7 @@ void Worker::Run() {
   js.groupid = spec_.groupid;
   js.thread_number = spec_.thread_number;
   js.pid = static_cast<int>(getpid());
-  // fio's "job options": the options as given, without bare flags; a job made on
-  // the command line lists its --name too.
-  js.job_options.clear();
-  if (job.file_index == 0) js.job_options.emplace_back("name", job.name);
-  for (const auto& kv : job.raw_options) {
-    if (!kv.second.empty()) js.job_options.push_back(kv);
-  }
+  js.job_options = jobspec::JobOptionsEcho(job);  // fio's "job options"
   js.iodepth = job.iodepth;
   loop_->FillJobStats(js, loop_->end_ns());
   if (!s.ok() && js.error == 0) {

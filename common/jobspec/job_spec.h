@@ -52,6 +52,13 @@ struct JobSpec {
   double offset_percent = 0;           // 'offset=N%'
   uint64_t offset_increment = 0;       // added per clone (subjob number)
   double offset_increment_percent = 0; // 'offset_increment=N%'; 0 = not a percent
+  // Sizes given in zones ('offset=2z'): a count of zones, 0 = not in zones. fio
+  // multiplies them by the zone size of zonemode=zbd/strided; CheckRunnable refuses
+  // them until iofleet has zones.
+  uint32_t size_zones = 0;
+  uint32_t io_size_zones = 0;
+  uint32_t offset_zones = 0;
+  uint32_t offset_increment_zones = 0;
   uint32_t nrfiles = 1;
   bool direct = false;                 // O_DIRECT ('buffered' is its negation)
   std::string ioengine = "psync";
@@ -60,7 +67,7 @@ struct JobSpec {
   uint32_t iodepth_batch_complete_min = 1; // 0..iodepth (0 = non-blocking reap)
   uint32_t iodepth_batch_complete_max = 1; // normalised: max(min,1)..iodepth
   uint32_t iodepth_low = 1;                // normalised: 1..iodepth
-  uint32_t numjobs = 1;
+  uint32_t numjobs = 1;                    // 0 parses (as in fio); CheckRunnable refuses it
   bool thread = false;
   bool group_reporting = false;
   bool new_group = false;
@@ -68,8 +75,10 @@ struct JobSpec {
   std::string wait_for;                    // name of an earlier job, or empty
   RwPattern rw = RwPattern::kRead;
   uint32_t rw_sequencer_nr = 1;            // the ':N' of rw=randread:8 (1 = none)
-  uint64_t rw_seq_add = 0;                 // the ':N' of a sequential rw=write:4k: bytes
-                                           // skipped after each I/O (0 = none)
+  int64_t rw_seq_add = 0;                  // the ':N' of a sequential rw=write:4k: bytes
+                                           // skipped after each I/O (0 = none); negative
+                                           // (rw=read:-8k) steps backwards
+
   uint32_t rwmixread = 50;                 // percent; rwmixwrite = 100 - rwmixread
   std::array<uint64_t, kNumDdirs> bs{4096, 4096, 4096};      // block size per direction
   std::array<uint64_t, kNumDdirs> bs_min{4096, 4096, 4096};  // bsrange low (== bs if unset)
@@ -115,8 +124,10 @@ struct JobSpec {
   // Write to a block device that is mounted, in use or carries a filesystem
   // signature anyway (agent/run/destructive.h). Default: 0 (refused).
   bool allow_destructive = false;
-  // Options as written (after substitution, aliases resolved to canonical names),
-  // in order, without the ones inherited from [global]: fio's "job options".
+  // Options as written (after substitution, aliases resolved to fio's canonical
+  // names), in fio's order (kb_base and cpus_allowed_policy first, filename last,
+  // engine options after all others), without the ones inherited from [global]:
+  // fio's "job options". Bare flags have an empty value.
   std::vector<std::pair<std::string, std::string>> raw_options;
   // 1-based position of the job file this job came from (multiple files get an
   // implicit stonewall between them); 0 = defined on the command line (--name=).

@@ -20,6 +20,28 @@
 
 namespace iofleet::jobspec {
 
+// One option set in every job section after the section's own options, so it wins
+// over [global] and the job's own value (a variant, a sweep cell, a host override).
+// Overrides are applied to the options as written, once; the job's own rules
+// (Fixup: iodepth_batch clamped to iodepth, ...) run once, after all of them.
+struct OptionOverride {
+  std::string key;     // option name or alias
+  std::string value;   // as written; "" = a bare flag
+  std::string source;  // names it in errors, e.g. "variants[1].options"
+};
+
+// A value the job's own rules changed after parsing (fio's fixup_options), e.g.
+// iodepth_batch=8 at iodepth=1 runs as 1. The arm audit reports these for
+// declared keys: two arms that differ only in a clamped key ran the same thing.
+struct Normalisation {
+  std::string job;        // job name
+  std::string option;     // canonical option name
+  std::string written;    // as written
+  std::string effective;  // what the job runs with
+  std::string why;        // "clamped to iodepth (1)"
+  bool operator==(const Normalisation&) const = default;
+};
+
 struct ParseOptions {
   // Environment for ${VAR}; when null, the process environment (getenv).
   const std::map<std::string, std::string>* env = nullptr;
@@ -29,6 +51,10 @@ struct ParseOptions {
   // API, the agent's AssignRun) parses with false: include is then an error
   // instead of a way to read (and echo back in errors) local files. Default: true.
   bool allow_include = true;
+  // Set in every job section, in order, after its own options (see OptionOverride).
+  std::vector<OptionOverride> overrides;
+  // When set, receives what Fixup changed in values that were written.
+  std::vector<Normalisation>* normalised = nullptr;
 };
 
 // Parses one job file's text. `source` names it in errors ("job.fio").
@@ -72,6 +98,22 @@ absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view v);
 // for JobSpecs built in code. Errors name the job, option and value.
 absl::Status ValidateJobSpec(const JobSpec& spec);
 absl::Status ValidateJobList(const JobList& list);
+
+// Checks that need no machine but stop a job that parses from running: values fio
+// accepts when parsing and then fails on or ignores (numjobs=0), and grammar iofleet
+// parses but the agent does not run yet (rw=read:-8k, sizes in zones). Called by
+// the controller at submit and by the agent before any I/O; `--parse-only` skips it.
+absl::Status CheckRunnable(const JobList& list);
+
+// Every option of a job as one canonical (name, value) per option row, rendered
+// against fio's defaults: what the job runs with, independent of how it was
+// written (bs=4k and blocksize=4096 give the same). Used by the arm audit.
+std::vector<std::pair<std::string, std::string>> EffectiveOptions(const JobSpec& job);
+
+// fio's JSON "job options" for `job`, what the agent echoes: the job's own options
+// as written, under fio's names and in fio's order (JobSpec::raw_options), without
+// bare flags (fio lists none), plus "name" for a job made on the command line.
+std::vector<std::pair<std::string, std::string>> JobOptionsEcho(const JobSpec& job);
 
 // Names of every option the parser knows, canonical and alias (for `--help` and docs).
 std::vector<std::string> KnownOptionNames();

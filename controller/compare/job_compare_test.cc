@@ -21,6 +21,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/jobspec/parser.h"
 #include "common/stats/report.h"
 #include "controller/api/grpc/controller_service.h"
 #include "controller/api/rest/rest_server.h"
@@ -202,10 +203,11 @@ class CompareApiTest : public ::testing::Test {
     js.jobname = "ab";
     js.percentile_list = {50, 99, 99.9};
     js.job_runtime_ms = runtime_ms;
-    js.job_options = {{"rw", "randread"}, {"bs", "4k"}, {"filename", "/dev/nvme0n1"},
-                      {"runtime", "2"}, {"time_based", "1"},
-                      {"ioengine", run.variant() == "B" ? "io_uring" : "libaio"}};
-    if (!run.cell().empty()) js.job_options.push_back({"iodepth", run.cell().substr(8)});
+    // The options an agent echoes: those of the run's effective job text (the arm
+    // audit checks them against the arm).
+    auto ran = jobspec::ParseJobText(run.fio_text(), "assign");
+    EXPECT_TRUE(ran.ok()) << ran.status();
+    if (ran.ok()) js.job_options = jobspec::JobOptionsEcho(ran->jobs[0]);
     stats::DirStats& d = js.dir[0];
     d.total_ios = n;
     d.io_bytes = n * 4096;
@@ -221,6 +223,7 @@ class CompareApiTest : public ::testing::Test {
     st.min = static_cast<uint64_t>(clat);
     st.max = static_cast<uint64_t>(clat * 3);
     stats::ReportHeader h;
+    if (ran.ok()) h.global_options = ran->global_options;
 
     v1::AgentMessage fm;
     v1::RunFinished* f = fm.mutable_run_finished();

@@ -48,8 +48,9 @@ bool ValidOptionValue(const std::string& v) {
 struct Arm {
   std::string variant;
   std::string cell;
-  jobspec::JobList list;
   std::vector<std::string> hosts;  // placement of this arm
+  Overrides variant_overrides;
+  Overrides cell_overrides;
 };
 
 // Host names no agent has registered: an error naming them and the known
@@ -119,74 +120,13 @@ absl::StatusOr<Overrides> CheckedOverrides(const google::protobuf::Map<std::stri
   return out;
 }
 
-}  // namespace
+struct SweepCell {
+  std::string name;     // "bs=4k,iodepth=8"
+  Overrides overrides;  // in key order
+};
 
-absl::StatusOr<std::pair<std::string, jobspec::JobList>> ApplyOverrides(
-    const jobspec::JobList& list, const Overrides& overrides) {
-  std::string base = jobspec::ToJobText(list);
-  if (!overrides.empty()) {
-    // ToJobText writes one "[section]" header per line and one option per line;
-    // an option repeated later in a section wins, so append at each job's end.
-    std::string extra;
-    for (const auto& [k, v] : overrides) absl::StrAppend(&extra, k, "=", v, "\n");
-    std::string out;
-    bool in_job = false;
-    for (absl::string_view line : absl::StrSplit(base, '\n')) {
-      if (!line.empty() && line.front() == '[') {
-        if (in_job) out += extra;
-        in_job = line != "[global]";
-      }
-      if (!line.empty()) absl::StrAppend(&out, line, "\n");
-    }
-    if (in_job) out += extra;
-    base = std::move(out);
-  }
-  IOFLEET_ASSIGN_OR_RETURN(jobspec::JobList parsed,
-                           jobspec::ParseJobText(base, "job", SubmitParseOptions()));
-  std::string text = jobspec::ToJobText(parsed);
-  return std::make_pair(std::move(text), std::move(parsed));
-}
-
-absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const Fleet& fleet,
-                                                  const ApiLimits& limits) {
-  const size_t max_runs = limits.max_runs_per_job;
-  // Workload.
-  const bool has_text = !spec.fio_text().empty();
-  const bool has_json = !spec.options_json().empty();
-  if (has_text == has_json) {
-    return FieldError("fio", "give exactly one of \"fio\" (job file text) or \"options\"");
-  }
-  std::string options_json = spec.options_json();
-  if (has_json) {
-    // A flat object is one job; name it after the job when it has no name.
-    nlohmann::json j = nlohmann::json::parse(options_json, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && !j.contains("jobs") && !j.contains("global") && !j.contains("name")) {
-      j["name"] = spec.name().empty() ? "job" : spec.name();
-      options_json = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    }
-  }
-  absl::StatusOr<jobspec::JobList> base =
-      has_text ? jobspec::ParseJobText(spec.fio_text(), "job", SubmitParseOptions())
-               : jobspec::ParseJobJson(options_json, SubmitParseOptions());
-  if (!base.ok()) return WithField(base.status(), has_text ? "fio" : "options");
-  if (base->jobs.empty()) return FieldError(has_text ? "fio" : "options", "no job section");
-  if (base->jobs.size() > limits.max_jobs_per_submit) {
-    return FieldError(has_text ? "fio" : "options",
-                      absl::StrCat(base->jobs.size(), " job sections, over the limit of ",
-                                   limits.max_jobs_per_submit, " (--max-jobs-per-submit)"));
-  }
-
-  const uint32_t repeat = spec.repeat() == 0 ? 1 : spec.repeat();
-  if (repeat > max_runs) {
-    return FieldError("repeat", absl::StrCat("must be <= ", max_runs, " (--max-runs-per-job)"));
-  }
-
-  // Placement of the job (variants may bring their own).
-  IOFLEET_ASSIGN_OR_RETURN(std::vector<std::string> job_hosts,
-                           ResolvePlacement(spec.hosts(), spec.selector(), fleet, "hosts",
-                                            spec.wait_for_hosts()));
-
-  // Sweep cells: the cross product of option values, keys in name order.
+// The cross product of the sweep's option values, keys in name order.
+absl::StatusOr<std::vector<SweepCell>> SweepCells(const v1::JobSpec& spec, size_t max_runs) {
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;
   for (const auto& [k, values] : spec.sweep()) {
     if (!ValidOptionKey(k)) return FieldError("sweep", absl::StrCat("bad option name \"", k, "\""));
@@ -215,8 +155,102 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
     }
     cells = std::move(next);
   }
+  std::vector<SweepCell> out;
+  for (Overrides& c : cells) {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : c) parts.push_back(absl::StrCat(k, "=", v));
+    out.push_back(SweepCell{absl::StrJoin(parts, ","), std::move(c)});
+  }
+  return out;
+}
 
-  // Arms: variant x cell, each validated once.
+std::string VariantName(const v1::JobSpec& spec, int vi) {
+  const std::string& n = spec.variants(vi).name();
+  return n.empty() ? std::string(1, static_cast<char>('A' + vi % 26)) : n;
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, jobspec::JobList>> ApplyOverrides(
+    const jobspec::JobList& list, const Overrides& overrides) {
+  jobspec::ParseOptions o = SubmitParseOptions();
+  for (const auto& [k, v] : overrides) o.overrides.push_back({k, v, "override"});
+  IOFLEET_ASSIGN_OR_RETURN(jobspec::JobList parsed,
+                           jobspec::ParseJobText(jobspec::ToJobText(list), "job", o));
+  std::string text = jobspec::ToJobText(parsed);
+  return std::make_pair(std::move(text), std::move(parsed));
+}
+
+absl::StatusOr<jobspec::JobList> ParseArm(const v1::JobSpec& spec,
+                                          const std::vector<jobspec::OptionOverride>& overrides,
+                                          std::vector<jobspec::Normalisation>* normalised) {
+  jobspec::ParseOptions o = SubmitParseOptions();
+  o.overrides = overrides;
+  o.normalised = normalised;
+  if (!spec.fio_text().empty()) return jobspec::ParseJobText(spec.fio_text(), "job", o);
+  return jobspec::ParseJobJson(WorkloadJson(spec), o);
+}
+
+std::string WorkloadJson(const v1::JobSpec& spec) {
+  std::string options_json = spec.options_json();
+  // A flat object is one job; name it after the job when it has no name.
+  nlohmann::json j = nlohmann::json::parse(options_json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && !j.contains("jobs") && !j.contains("global") && !j.contains("name")) {
+    j["name"] = spec.name().empty() ? "job" : spec.name();
+    options_json = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  return options_json;
+}
+
+namespace {
+
+std::vector<jobspec::OptionOverride> ArmOverrides(const Overrides& variant, const Overrides& cell,
+                                                  const Overrides& host) {
+  std::vector<jobspec::OptionOverride> out;
+  for (const auto& [k, v] : variant) out.push_back({k, v, kVariantSource});
+  for (const auto& [k, v] : cell) out.push_back({k, v, kCellSource});
+  for (const auto& [k, v] : host) out.push_back({k, v, kHostSource});
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const Fleet& fleet,
+                                                  const ApiLimits& limits) {
+  const size_t max_runs = limits.max_runs_per_job;
+  // Workload.
+  const bool has_text = !spec.fio_text().empty();
+  const bool has_json = !spec.options_json().empty();
+  if (has_text == has_json) {
+    return FieldError("fio", "give exactly one of \"fio\" (job file text) or \"options\"");
+  }
+  const std::string workload_field = has_text ? "fio" : "options";
+  absl::StatusOr<jobspec::JobList> base = ParseArm(spec, {}, nullptr);
+  if (!base.ok()) return WithField(base.status(), workload_field);
+  if (base->jobs.empty()) return FieldError(workload_field, "no job section");
+  if (base->jobs.size() > limits.max_jobs_per_submit) {
+    return FieldError(workload_field,
+                      absl::StrCat(base->jobs.size(), " job sections, over the limit of ",
+                                   limits.max_jobs_per_submit, " (--max-jobs-per-submit)"));
+  }
+  if (absl::Status st = jobspec::CheckRunnable(*base); !st.ok()) {
+    return WithField(st, workload_field);
+  }
+
+  const uint32_t repeat = spec.repeat() == 0 ? 1 : spec.repeat();
+  if (repeat > max_runs) {
+    return FieldError("repeat", absl::StrCat("must be <= ", max_runs, " (--max-runs-per-job)"));
+  }
+
+  // Placement of the job (variants may bring their own).
+  IOFLEET_ASSIGN_OR_RETURN(std::vector<std::string> job_hosts,
+                           ResolvePlacement(spec.hosts(), spec.selector(), fleet, "hosts",
+                                            spec.wait_for_hosts()));
+
+  IOFLEET_ASSIGN_OR_RETURN(std::vector<SweepCell> cells, SweepCells(spec, max_runs));
+
+  // Arms: variant x cell. Each is checked by parsing the workload with its
+  // overrides applied to the options as written (one parse, one fixup).
   std::vector<Arm> arms;
   std::set<std::string> variant_names;
   const int nvariants = std::max(1, spec.variants_size());
@@ -224,10 +258,10 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
     Overrides vopts;
     std::string vname;
     std::vector<std::string> hosts = job_hosts;
+    const std::string field = absl::StrCat("variants[", vi, "]");
     if (spec.variants_size() > 0) {
       const v1::Variant& v = spec.variants(vi);
-      const std::string field = absl::StrCat("variants[", vi, "]");
-      vname = v.name().empty() ? std::string(1, static_cast<char>('A' + vi % 26)) : v.name();
+      vname = VariantName(spec, vi);
       if (!variant_names.insert(vname).second) {
         return FieldError(absl::StrCat(field, ".name"), absl::StrCat("duplicate \"", vname, "\""));
       }
@@ -239,29 +273,28 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
       }
       if (hosts.empty()) return FieldError(field + ".hosts", "no hosts to run on");
     }
-    jobspec::JobList vlist = *base;
     if (!vopts.empty()) {
-      auto applied = ApplyOverrides(*base, vopts);
-      if (!applied.ok()) {
-        return WithField(applied.status(), absl::StrCat("variants[", vi, "].options"));
+      auto parsed = ParseArm(spec, ArmOverrides(vopts, {}, {}), nullptr);
+      if (parsed.ok()) {
+        if (absl::Status st = jobspec::CheckRunnable(*parsed); !st.ok()) parsed = st;
       }
-      vlist = std::move(applied->second);
+      if (!parsed.ok()) return WithField(parsed.status(), field + ".options");
     }
-    for (const Overrides& cell : cells) {
+    for (const SweepCell& cell : cells) {
       Arm arm;
       arm.variant = vname;
-      std::vector<std::string> parts;
-      for (const auto& [k, v] : cell) parts.push_back(absl::StrCat(k, "=", v));
-      arm.cell = absl::StrJoin(parts, ",");
+      arm.cell = cell.name;
       arm.hosts = hosts;
-      if (cell.empty()) {
-        arm.list = vlist;
-      } else {
-        auto applied = ApplyOverrides(vlist, cell);
-        if (!applied.ok()) {
-          return WithField(applied.status(), absl::StrCat("sweep (cell ", arm.cell, ")"));
+      arm.variant_overrides = vopts;
+      arm.cell_overrides = cell.overrides;
+      if (!cell.overrides.empty()) {
+        auto parsed = ParseArm(spec, ArmOverrides(vopts, cell.overrides, {}), nullptr);
+        if (parsed.ok()) {
+          if (absl::Status st = jobspec::CheckRunnable(*parsed); !st.ok()) parsed = st;
         }
-        arm.list = std::move(applied->second);
+        if (!parsed.ok()) {
+          return WithField(parsed.status(), absl::StrCat("sweep (cell ", arm.cell, ")"));
+        }
       }
       arms.push_back(std::move(arm));
     }
@@ -288,27 +321,32 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
                                              " allowed (--max-runs-per-job)"));
   }
 
-  // Materialise each (arm, host) once, then lay out repetitions ABBA per host.
+  // Materialise each (arm, host) once: the workload parsed with the arm's and
+  // the host's overrides, rendered for the agent. Then lay out repetitions ABBA.
   struct Cooked {
     std::string text;
     std::vector<std::string> targets;
     uint32_t clones = 0;
+    std::vector<jobspec::OptionOverride> overrides;
   };
   std::map<std::pair<size_t, std::string>, Cooked> cooked;
   for (size_t ai = 0; ai < arms.size(); ++ai) {
     for (const std::string& host : arms[ai].hosts) {
       Overrides ho;
       if (auto it = host_overrides.find(host); it != host_overrides.end()) ho = it->second;
-      auto applied = ApplyOverrides(arms[ai].list, ho);
-      if (!applied.ok()) {
-        return WithField(applied.status(),
-                         ho.empty() ? std::string(has_text ? "fio" : "options")
-                                    : absl::StrCat("host_overrides.", host));
-      }
       Cooked c;
-      c.text = std::move(applied->first);
-      c.targets = targets::PathsOf(targets::TargetsOf(applied->second));
-      for (const jobspec::JobSpec& j : applied->second.jobs) c.clones += j.numjobs;
+      c.overrides = ArmOverrides(arms[ai].variant_overrides, arms[ai].cell_overrides, ho);
+      auto parsed = ParseArm(spec, c.overrides, nullptr);
+      if (parsed.ok()) {
+        if (absl::Status st = jobspec::CheckRunnable(*parsed); !st.ok()) parsed = st;
+      }
+      if (!parsed.ok()) {
+        return WithField(parsed.status(),
+                         ho.empty() ? workload_field : absl::StrCat("host_overrides.", host));
+      }
+      c.text = jobspec::ToJobText(*parsed);
+      c.targets = targets::PathsOf(targets::TargetsOf(*parsed));
+      for (const jobspec::JobSpec& j : parsed->jobs) c.clones += j.numjobs;
       cooked[{ai, host}] = std::move(c);
     }
   }
@@ -335,6 +373,7 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
         r.fio_text = c.text;
         r.targets = c.targets;
         r.num_clones = std::max<uint32_t>(1, c.clones);
+        r.overrides = c.overrides;
         runs.push_back(std::move(r));
       }
     }

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/jobspec/job_spec.h"
+#include "common/jobspec/parser.h"
 #include "controller/fleet/fleet.h"
 #include "controller/scheduler/limits.h"
 #include "iofleet/v1/job.pb.h"
@@ -21,6 +22,11 @@ namespace iofleet::controller {
 // Most runs one job may expand into by default (ApiLimits::max_runs_per_job).
 inline constexpr size_t kMaxRunsPerJob = 10000;
 
+// OptionOverride::source of an arm's declared options (the arm audit names them).
+inline constexpr char kVariantSource[] = "variant";
+inline constexpr char kCellSource[] = "sweep cell";
+inline constexpr char kHostSource[] = "host override";
+
 struct PlannedRun {
   std::string host;
   std::string variant;                // "" when the job has no variants
@@ -29,15 +35,27 @@ struct PlannedRun {
   std::string fio_text;               // complete job file with all overrides applied
   std::vector<std::string> targets;   // paths it touches on `host` (targets::TargetsOf)
   uint32_t num_clones = 1;            // sum of numjobs: job_index range of its records
+  // What the arm declares on top of the workload: the variant's options, the
+  // sweep cell's, the host override's, in that order (later wins).
+  std::vector<jobspec::OptionOverride> overrides;
 };
 
-// Parses the workload (fio_text or options_json), applies overrides in the order
-// variant, sweep cell, host override, and re-validates each result with the
-// jobspec parser. Errors are InvalidArgument naming the field (field_error.h):
+// Parses the workload (fio_text or options_json) with the overrides of each run
+// applied to the options as written, in the order variant, sweep cell, host
+// override (later wins), and normalises (fio's fixup) once, after all of them. Errors are InvalidArgument naming the field (field_error.h):
 // "fio", "options", "hosts", "host_overrides.<host>", "variants[i]...", "sweep.<opt>", "repeat".
 // `limits` bounds the job sections per submit and the runs the job expands into.
 absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const Fleet& fleet,
                                                   const ApiLimits& limits = ApiLimits());
+
+// The workload of `spec` (fio_text, or options_json with a flat object named
+// after the job) parsed with `overrides` set in every job section after its own
+// options: one parse, one fixup. `normalised` (optional) receives what fixup
+// changed in written values. Used by ExpandJob and by the arm audit.
+absl::StatusOr<jobspec::JobList> ParseArm(const v1::JobSpec& spec,
+                                          const std::vector<jobspec::OptionOverride>& overrides,
+                                          std::vector<jobspec::Normalisation>* normalised = nullptr);
+std::string WorkloadJson(const v1::JobSpec& spec);
 
 // `list` with `overrides` set in every job section (replacing values set there),
 // rendered with ToJobText and parsed again. Returns the text and the parsed list.

@@ -1,5 +1,9 @@
 #include "controller/scheduler/expand.h"
 
+#include <set>
+#include <string>
+#include <utility>
+
 #include "common/jobspec/parser.h"
 #include "controller/scheduler/field_error.h"
 #include "gmock/gmock.h"
@@ -89,6 +93,90 @@ TEST(ExpandTest, UnknownHostsNamedUnlessTheJobMayWait) {
   auto runs = ExpandJob(spec, fleet);
   ASSERT_TRUE(runs.ok()) << runs.status();
   EXPECT_EQ(runs->size(), 2u);
+}
+
+// Issue 10 item 1: variants x sweep dropped the variant's options. The base job
+// has no iodepth (so 1); the variant's iodepth_batch_submit=8 was applied to the
+// base and normalised (clamped to iodepth=1) before the sweep cell set iodepth,
+// so every b8 run ran with batch 1 like b1.
+TEST(ExpandTest, VariantOptionsSurviveTheSweep) {
+  Fleet fleet = FleetOf({"a"});
+  v1::JobSpec spec;
+  spec.set_fio_text("[global]\nioengine=libaio\nsize=1m\nfilename=/tmp/x\n[j]\nrw=randread\n");
+  spec.add_hosts("a");
+  auto* b1 = spec.add_variants();
+  b1->set_name("b1");
+  (*b1->mutable_options())["iodepth_batch_submit"] = "1";
+  auto* b8 = spec.add_variants();
+  b8->set_name("b8");
+  (*b8->mutable_options())["iodepth_batch_submit"] = "8";
+  (*b8->mutable_options())["iodepth_batch_complete_min"] = "8";
+  auto& values = (*spec.mutable_sweep())["iodepth"];
+  values.add_values("8");
+  values.add_values("32");
+  auto runs = ExpandJob(spec, fleet);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 4u);
+  std::set<std::pair<std::string, std::string>> arms;
+  for (const PlannedRun& r : *runs) {
+    SCOPED_TRACE(r.variant + " " + r.cell + "\n" + r.fio_text);
+    arms.insert({r.variant, r.cell});
+    auto list = jobspec::ParseJobText(r.fio_text, "run.fio");
+    ASSERT_TRUE(list.ok()) << list.status();
+    ASSERT_EQ(list->jobs.size(), 1u);
+    const jobspec::JobSpec& j = list->jobs[0];
+    const uint32_t depth = r.cell == "iodepth=8" ? 8 : 32;
+    EXPECT_EQ(j.iodepth, depth);
+    if (r.variant == "b8") {
+      EXPECT_EQ(j.iodepth_batch_submit, 8u);
+      EXPECT_EQ(j.iodepth_batch_complete_min, 8u);
+      EXPECT_THAT(r.fio_text, HasSubstr("iodepth_batch=8\n"));
+    } else {
+      EXPECT_EQ(j.iodepth_batch_submit, 1u);
+      EXPECT_EQ(j.iodepth_batch_complete_min, 1u);
+    }
+  }
+  EXPECT_EQ(arms, (std::set<std::pair<std::string, std::string>>{
+                      {"b1", "iodepth=8"}, {"b1", "iodepth=32"}, {"b8", "iodepth=8"},
+                      {"b8", "iodepth=32"}}));
+}
+
+// Host overrides come last and win; a variant's option and a cell's option on the
+// same key: the cell wins (variant, cell, host override, in that order).
+TEST(ExpandTest, OverrideOrderIsVariantThenCellThenHost) {
+  Fleet fleet = FleetOf({"a", "b"});
+  v1::JobSpec spec;
+  spec.set_fio_text("[j]\nfilename=/tmp/x\nsize=1m\n");
+  spec.add_hosts("a");
+  spec.add_hosts("b");
+  auto* v = spec.add_variants();
+  v->set_name("v");
+  (*v->mutable_options())["bs"] = "8k";
+  (*v->mutable_options())["iodepth"] = "2";
+  (*spec.mutable_sweep())["iodepth"].add_values("16");
+  (*(*spec.mutable_host_overrides())["b"].mutable_options())["iodepth"] = "4";
+  (*(*spec.mutable_host_overrides())["b"].mutable_options())["filename"] = "/tmp/y";
+  auto runs = ExpandJob(spec, fleet);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 2u);
+  for (const PlannedRun& r : *runs) {
+    auto list = jobspec::ParseJobText(r.fio_text, "run.fio");
+    ASSERT_TRUE(list.ok()) << list.status();
+    const jobspec::JobSpec& j = list->jobs[0];
+    EXPECT_EQ(j.bs[0], 8192u);
+    EXPECT_EQ(j.iodepth, r.host == "b" ? 4u : 16u) << r.host;
+    EXPECT_THAT(r.targets, ElementsAre(r.host == "b" ? "/tmp/y" : "/tmp/x"));
+  }
+}
+
+TEST(ExpandTest, RunsThatParseButCannotRunAreRefusedAtSubmit) {
+  Fleet fleet = FleetOf({"a"});
+  v1::JobSpec spec;
+  spec.set_fio_text("[j]\nfilename=/tmp/x\nsize=1m\nnumjobs=0\n");
+  spec.add_hosts("a");
+  absl::Status st = ExpandJob(spec, fleet).status();
+  EXPECT_EQ(ErrorField(st), "fio");
+  EXPECT_THAT(std::string(st.message()), HasSubstr("numjobs"));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "common/targets/targets.h"
 #include "controller/metrics/metrics.h"
+#include "controller/scheduler/audit.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/field_error.h"
 #include "controller/scheduler/samples.h"
@@ -255,6 +256,7 @@ absl::StatusOr<std::string> Scheduler::SubmitJob(const v1::JobSpec& spec) {
     r.repetition = p.repetition;
     r.fio_text = std::move(p.fio_text);
     r.num_clones = p.num_clones;
+    r.arm_json = ArmOverridesToJson(p.overrides);  // what the arm audit checks against
     r.created_ms = now;
     rows.push_back(r);
   }
@@ -309,7 +311,9 @@ absl::StatusOr<v1::Run> Scheduler::RunToProto(const RunRow& row, bool with_resul
     sr->set_last(m.last);
   }
   r.set_samples_note(row.samples_note);
+  r.set_audit(row.audit);
   if (with_result) {
+    r.set_fio_text(row.fio_text);
     IOFLEET_ASSIGN_OR_RETURN(std::optional<ResultRow> res, store_->GetResult(row.id));
     if (res.has_value()) {
       r.set_result_json(res->result_json);
@@ -970,6 +974,7 @@ absl::Status Scheduler::FinishRunLocked(const std::string& agent, const v1::RunF
   }
   if (next.started_ms == 0) next.started_ms = next.assigned_ms;
   IOFLEET_RETURN_IF_ERROR(CheckSamplesLocked(&next, fin));
+  if (next.state == RunState::kSucceeded) AuditFinishedRun(*store_, fin.result_json(), &next);
   WriteBatch batch;
   batch.upsert_runs.push_back(next);
   batch.release_leases_of_runs.push_back(next.id);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/jobspec/parser.h"
+#include "common/stats/report.h"
 #include "controller/scheduler/field_error.h"
 #include "controller/store/sqlite_store.h"
 #include "gmock/gmock.h"
@@ -204,12 +206,38 @@ class SchedulerTest : public ::testing::Test {
     sched_->AgentMessage(agent, s, m);
   }
 
+  // The fio JSON an agent returns for the run's fio_text: its options echoed as
+  // the agent's report writer does (no I/O: the numbers are zeros).
+  // `edit` (optional) changes the echoed options, as a misbehaving agent would.
+  std::string ResultJson(const std::string& run_id,
+                         const std::vector<std::pair<std::string, std::string>>& extra = {}) {
+    auto run = sched_->GetRun(run_id);
+    EXPECT_TRUE(run.ok()) << run.status();
+    if (!run.ok()) return "";
+    auto list = jobspec::ParseJobText(run->fio_text(), "assign");
+    EXPECT_TRUE(list.ok()) << list.status();
+    if (!list.ok()) return "";
+    stats::ReportHeader h;
+    h.global_options = list->global_options;
+    std::vector<stats::JobStats> jobs;
+    for (const jobspec::JobSpec& j : list->jobs) {
+      for (uint32_t c = 0; c < j.numjobs; ++c) {
+        stats::JobStats js;
+        js.jobname = j.name;
+        js.job_options = jobspec::JobOptionsEcho(j);
+        for (const auto& kv : extra) js.job_options.push_back(kv);
+        jobs.push_back(std::move(js));
+      }
+    }
+    return stats::FioJson(h, jobs, false);
+  }
+
   void Finished(const std::string& agent, RecordingSender* s, const std::string& run_id,
-                bool ok = true) {
+                bool ok = true, const std::string& result = "") {
     v1::AgentMessage m;
     m.mutable_run_finished()->set_run_id(run_id);
     m.mutable_run_finished()->set_ok(ok);
-    m.mutable_run_finished()->set_result_json("{\"fio version\":\"iofleet\",\"jobs\":[]}");
+    m.mutable_run_finished()->set_result_json(result.empty() ? ResultJson(run_id) : result);
     sched_->AgentMessage(agent, s, m);
   }
 
@@ -580,7 +608,7 @@ TEST_F(SchedulerTest, QueuedRunsSayWhyTheyWait) {
   const std::string j3 = Submit(Spec({"ghost"}));
   EXPECT_EQ(sched_->GetRun(j1 + "-1")->waiting_for(), "");  // assigned
   EXPECT_EQ(sched_->GetRun(j2 + "-1")->waiting_for(),
-            "lease on a:/dev/nvme0n1 held by run " + j1 + "-1");
+            "lease on /dev/nvme0n1 (path:/dev/nvme0n1) held by run " + j1 + "-1");
   EXPECT_THAT(sched_->GetRun(j3 + "-1")->waiting_for(), HasSubstr("host ghost is not registered"));
   sched_->AgentGone("a", a.get());
   const std::string j4 = Submit(Spec({"a"}, "[job]\nfilename=/dev/nvme9n1\nrw=read\nsize=1m\n"));
@@ -796,7 +824,7 @@ TEST_F(SchedulerTest, MissingIntervalRecordsFlagTheRun) {
   v1::RunFinished* f = fin.mutable_run_finished();
   f->set_run_id(r);
   f->set_ok(true);
-  f->set_result_json("{\"jobs\":[]}");
+  f->set_result_json(ResultJson(r));
   f->set_last_seq_total(7);
   f->add_next_seq(7);
   v1::SeqRange* lost = f->add_unspooled();
@@ -826,6 +854,7 @@ TEST_F(SchedulerTest, MissingIntervalRecordsFlagTheRun) {
   m.mutable_interval()->set_run_id(r2);
   sched_->AgentMessage("a", a.get(), m);
   fin.mutable_run_finished()->set_run_id(r2);
+  fin.mutable_run_finished()->set_result_json(ResultJson(r2));
   fin.mutable_run_finished()->set_last_seq_total(1);
   fin.mutable_run_finished()->set_next_seq(0, 1);
   fin.mutable_run_finished()->clear_unspooled();
@@ -834,6 +863,49 @@ TEST_F(SchedulerTest, MissingIntervalRecordsFlagTheRun) {
   EXPECT_EQ(run2->state(), v1::RUN_STATE_SUCCEEDED);
   EXPECT_FALSE(run2->samples_incomplete());
   EXPECT_EQ(run2->missing_seqs_size(), 0);
+}
+
+// The arm audit end to end through the scheduler and a real SQLite store: the
+// run's effective job text is served, a faithful echo passes, an echo that
+// differs from the arm fails the run naming the key.
+TEST_F(SchedulerTest, FinishedRunsAreAuditedAgainstTheirArm) {
+  auto a = Connect("a");
+  v1::JobSpec spec = Spec({"a"});
+  auto* v = spec.add_variants();
+  v->set_name("b8");
+  (*v->mutable_options())["iodepth_batch_submit"] = "8";
+  (*spec.mutable_sweep())["iodepth"].add_values("16");
+  const std::string id = Submit(spec);
+  std::vector<v1::Run> runs = Runs(id);
+  ASSERT_EQ(runs.size(), 1u);
+  const std::string run_id = runs[0].id();
+  auto served = sched_->GetRun(run_id);
+  ASSERT_TRUE(served.ok());
+  EXPECT_THAT(served->fio_text(), HasSubstr("iodepth=16\n"));
+  EXPECT_THAT(served->fio_text(), HasSubstr("iodepth_batch=8\n"));
+  EXPECT_EQ(served->audit(), "");  // not finished: not audited
+  Started("a", a.get(), run_id);
+  Finished("a", a.get(), run_id);
+  served = sched_->GetRun(run_id);
+  ASSERT_TRUE(served.ok());
+  EXPECT_EQ(served->state(), v1::RUN_STATE_SUCCEEDED) << served->error();
+  EXPECT_EQ(served->audit(), "ok");
+
+  // Second job: the agent echoes a different batch than the arm declares.
+  const std::string id2 = Submit(spec);
+  const std::string run2 = Runs(id2)[0].id();
+  Started("a", a.get(), run2);
+  Finished("a", a.get(), run2, true, ResultJson(run2, {{"iodepth_batch", "1"}}));
+  served = sched_->GetRun(run2);
+  ASSERT_TRUE(served.ok());
+  EXPECT_EQ(served->state(), v1::RUN_STATE_FAILED);
+  EXPECT_EQ(served->audit(), "arm audit: option iodepth_batch_submit: ran 1, arm declares 8");
+  EXPECT_EQ(served->error(), served->audit());
+  // Persisted: a restarted controller serves the same outcome.
+  Reopen();
+  served = sched_->GetRun(run2);
+  ASSERT_TRUE(served.ok());
+  EXPECT_EQ(served->audit(), "arm audit: option iodepth_batch_submit: ran 1, arm declares 8");
 }
 
 }  // namespace

@@ -129,6 +129,13 @@ ALTER TABLE runs ADD COLUMN missing_seqs_json TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE runs ADD COLUMN samples_note TEXT NOT NULL DEFAULT '';
 ALTER TABLE leases ADD COLUMN path TEXT NOT NULL DEFAULT '';
 )sql",
+    // 6: the arm audit. arm_json: the options the run's arm declares on top of the
+    // workload ([[source, key, value], ...]; '' for runs made before this version);
+    // audit: '' = not audited, 'ok...' = passed, 'arm audit: ...' = failed.
+    R"sql(
+ALTER TABLE runs ADD COLUMN arm_json TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN audit TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -311,7 +318,8 @@ std::vector<SeqRangeRow> SeqRangesFromJson(const std::string& text) {
 constexpr const char* kRunColumns =
     "seq, id, job_id, queue_pos, host, targets_json, state, variant, cell, repetition, attempt, "
     "retry_of, fio_text, num_clones, created_ms, assigned_ms, started_ms, finished_ms, error, "
-    "targets_resolved, target_ids_json, samples_incomplete, missing_seqs_json, samples_note";
+    "targets_resolved, target_ids_json, samples_incomplete, missing_seqs_json, samples_note, "
+    "arm_json, audit";
 
 RunRow ReadRun(const Stmt& s) {
   RunRow r;
@@ -339,6 +347,8 @@ RunRow ReadRun(const Stmt& s) {
   r.samples_incomplete = s.Int(21) != 0;
   r.missing_seqs = SeqRangesFromJson(s.Text(22));
   r.samples_note = s.Text(23);
+  r.arm_json = s.Text(24);
+  r.audit = s.Text(25);
   return r;
 }
 
@@ -828,8 +838,8 @@ class SqliteStore final : public Store {
              "INSERT INTO runs(id, job_id, queue_pos, host, targets_json, state, variant, cell, "
              "repetition, attempt, retry_of, fio_text, num_clones, created_ms, assigned_ms, "
              "started_ms, finished_ms, error, targets_resolved, target_ids_json, "
-             "samples_incomplete, missing_seqs_json, samples_note) "
-             "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+             "samples_incomplete, missing_seqs_json, samples_note, arm_json, audit) "
+             "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
              "ON CONFLICT(id) DO UPDATE SET queue_pos=excluded.queue_pos, host=excluded.host, "
              "targets_json=excluded.targets_json, state=excluded.state, "
              "fio_text=excluded.fio_text, assigned_ms=excluded.assigned_ms, "
@@ -837,7 +847,8 @@ class SqliteStore final : public Store {
              "error=excluded.error, targets_resolved=excluded.targets_resolved, "
              "target_ids_json=excluded.target_ids_json, "
              "samples_incomplete=excluded.samples_incomplete, "
-             "missing_seqs_json=excluded.missing_seqs_json, samples_note=excluded.samples_note");
+             "missing_seqs_json=excluded.missing_seqs_json, samples_note=excluded.samples_note, "
+             "arm_json=excluded.arm_json, audit=excluded.audit");
       s.Bind(1, r.id).Bind(2, r.job_id).Bind(3, r.queue_pos).Bind(4, r.host);
       s.Bind(5, ListToJson(r.targets)).Bind(6, std::string(RunStateName(r.state)));
       s.Bind(7, r.variant).Bind(8, r.cell).Bind(9, r.repetition).Bind(10, r.attempt);
@@ -846,6 +857,7 @@ class SqliteStore final : public Store {
       s.Bind(17, I(r.finished_ms)).Bind(18, r.error).Bind(19, r.targets_resolved ? 1 : 0);
       s.Bind(20, TargetIdsToJson(r.target_ids)).Bind(21, r.samples_incomplete ? 1 : 0);
       s.Bind(22, SeqRangesToJson(r.missing_seqs)).Bind(23, r.samples_note);
+      s.Bind(24, r.arm_json).Bind(25, r.audit);
       IOFLEET_RETURN_IF_ERROR(s.Run());
     }
     for (const std::string& run_id : b.release_leases_of_runs) {

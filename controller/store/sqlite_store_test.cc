@@ -95,8 +95,8 @@ TEST(SqliteStoreTest, RefusesNewerSchema) {
   EXPECT_THAT(std::string(store.status().message()), testing::HasSubstr("newer"));
 }
 
-// A version-2 file (results without device_fingerprint) gains the column with
-// "" for the runs it already holds.
+// A version-3 file (results without device_fingerprint) gains the column with
+// "" for the runs it already holds, and the later migrations apply on top.
 TEST(SqliteStoreTest, MigratesResultsToDeviceFingerprint) {
   TempDir dir;
   const std::string path = dir.File("db.sqlite");
@@ -112,8 +112,17 @@ TEST(SqliteStoreTest, MigratesResultsToDeviceFingerprint) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,
+                         // A version-3 file: without what migrations 4.. add.
                          "ALTER TABLE results DROP COLUMN device_fingerprint;"
-                         "UPDATE schema_version SET version = 2",
+                         "ALTER TABLE runs DROP COLUMN targets_resolved;"
+                         "ALTER TABLE runs DROP COLUMN target_ids_json;"
+                         "ALTER TABLE runs DROP COLUMN samples_incomplete;"
+                         "ALTER TABLE runs DROP COLUMN missing_seqs_json;"
+                         "ALTER TABLE runs DROP COLUMN samples_note;"
+                         "ALTER TABLE runs DROP COLUMN arm_json;"
+                         "ALTER TABLE runs DROP COLUMN audit;"
+                         "ALTER TABLE leases DROP COLUMN path;"
+                         "UPDATE schema_version SET version = 3",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
@@ -121,7 +130,7 @@ TEST(SqliteStoreTest, MigratesResultsToDeviceFingerprint) {
   ASSERT_TRUE(store.ok()) << store.status();
   auto v = ReadSchemaVersion(path);
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(*v, 3);
+  EXPECT_EQ(*v, kSchemaVersion);
   auto old = (*store)->GetResult("j1-1");
   ASSERT_TRUE(old.ok() && old->has_value());
   EXPECT_EQ((*old)->result_json, "{}");

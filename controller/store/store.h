@@ -97,6 +97,13 @@ struct RunRow {
   bool samples_incomplete = false;
   std::vector<SeqRangeRow> missing_seqs;
   std::string samples_note;
+  // The options the run's arm declares on top of the job's workload, in order
+  // (variant, sweep cell, host override): JSON [[source, key, value], ...].
+  // "" for runs stored before the arm audit existed (they are not audited).
+  std::string arm_json;
+  // The arm audit's outcome (controller/scheduler/audit.h): "" = not audited,
+  // "ok" or "ok; normalised: ..." = passed, "arm audit: ..." = failed.
+  std::string audit;
 };
 
 // An exclusive lease on one identity key of a host (docs/leases.md).

@@ -238,7 +238,10 @@ TEST_F(GrpcTest, RunLifecycleOverTheStream) {
   v1::AgentMessage fin;
   fin.mutable_run_finished()->set_run_id(run);
   fin.mutable_run_finished()->set_ok(true);
-  fin.mutable_run_finished()->set_result_json(R"({"fio version":"iofleet-0.1","jobs":[]})");
+  // The agent echoes the options it ran (checked by the arm audit).
+  fin.mutable_run_finished()->set_result_json(
+      R"({"fio version":"iofleet-0.1","jobs":[{"jobname":"job","job options":)"
+      R"({"size":"1m","rw":"randread","filename":"/dev/nvme0n1"}}]})");
   fin.mutable_run_finished()->set_last_seq_total(3);
   fin.mutable_run_finished()->set_device_fingerprint(
       "nvme:QEMU NVMe Ctrl:fw=7.2.22:lba=4096:cap=1073741824");
@@ -249,6 +252,7 @@ TEST_F(GrpcTest, RunLifecycleOverTheStream) {
   // The store keeps the agent's device fingerprint with the result.
   EXPECT_EQ(done.device_fingerprint(), "nvme:QEMU NVMe Ctrl:fw=7.2.22:lba=4096:cap=1073741824");
   EXPECT_EQ(done.started_ms(), 1234u);
+  EXPECT_EQ(done.audit(), "ok");
 
   std::vector<uint64_t> seqs;
   v1::IntervalRecord rec;

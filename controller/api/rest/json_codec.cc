@@ -272,7 +272,10 @@ json RunToJson(const v1::Run& r) {
             {"waiting_for", r.waiting_for()},
             {"device_fingerprint", r.device_fingerprint()},
             {"samples_incomplete", r.samples_incomplete()},
-            {"samples_note", r.samples_note()}};
+            {"samples_note", r.samples_note()},
+            {"audit", r.audit()}};
+  // The effective job file the run ran (GET /runs/{id} only).
+  if (!r.fio_text().empty()) j["fio_text"] = r.fio_text();
   json ids = json::array();
   for (const v1::TargetIdentity& t : r.target_keys()) {
     ids.push_back({{"path", t.path()},

@@ -1,0 +1,101 @@
+// Internals shared by the parser (parser.cc) and the option table (options.cc):
+// value grammar (sizes, times, CPU lists, ranges) and the Builder a job is
+// filled into. Not for use outside common/jobspec.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/jobspec/job_spec.h"
+#include "common/jobspec/parser.h"
+
+namespace iofleet::jobspec::internal {
+
+using Options = std::vector<std::pair<std::string, std::string>>;
+
+inline constexpr int kMaxBsSplit = 64;
+inline constexpr size_t kMaxPercentiles = 20;
+inline constexpr int kMaxCpuId = 65535;
+
+std::string Trim(std::string_view s);
+std::string Lower(std::string_view s);
+// Position of the first `c` outside parentheses, at or after `from`; npos if none.
+size_t FindTopLevel(const std::string& s, char c, size_t from = 0);
+std::vector<std::string> SplitTopLevel(const std::string& s, char c);
+
+// Error statuses of the value parsers carry only the tail of a message
+// ("is not a valid size: ..."); callers add job/option/value.
+absl::Status Tail(std::string msg);
+
+std::optional<uint64_t> SizeMultiplier(const std::string& suffix, uint32_t kb_base);
+// Splits "0x1fK" / "123ms" into the number and the lower-cased suffix.
+bool SplitNumber(const std::string& s, uint64_t* value, std::string* suffix, std::string* err);
+absl::StatusOr<uint64_t> SizeImpl(const std::string& raw, uint32_t kb_base);
+absl::StatusOr<SizeOrPercent> SizeOrPercentImpl(const std::string& raw, uint32_t kb_base);
+absl::StatusOr<uint64_t> TimeImpl(const std::string& raw, uint64_t default_unit_us);
+absl::StatusOr<std::vector<int>> CpuListImpl(const std::string& raw);
+absl::Status NumaPolicyCheck(const std::string& v);
+// A size, a time or a float (fio's ':' lists), each as fio reads it.
+absl::StatusOr<double> FloatImpl(const std::string& raw);
+
+// "lo-hi" or "lo:hi" (swapped if reversed) or a single value.
+template <typename ParseOne>
+absl::Status ParseRange(const std::string& v, ParseOne parse, uint64_t* lo, uint64_t* hi) {
+  const std::string s = Trim(v);
+  size_t sep = FindTopLevel(s, ':');
+  if (sep == std::string::npos) sep = FindTopLevel(s, '-', 1);
+  if (sep == std::string::npos) {
+    auto x = parse(s);
+    if (!x.ok()) return x.status();
+    *lo = *hi = *x;
+    return absl::OkStatus();
+  }
+  auto a = parse(s.substr(0, sep));
+  if (!a.ok()) return a.status();
+  auto z = parse(s.substr(sep + 1));
+  if (!z.ok()) return z.status();
+  *lo = std::min(*a, *z);
+  *hi = std::max(*a, *z);
+  return absl::OkStatus();
+}
+
+// Shortest text that reads back as the same double.
+std::string FormatDouble(double d);
+// "0-3,8" for {0,1,2,3,8}.
+std::string CpuListText(const std::vector<int>& cpus);
+
+// Where an option was last set, for messages.
+struct Origin {
+  std::string where;    // "job.fio:12", "command line", "jobs[0].bs"
+  std::string value;    // as written (after substitution)
+  std::string written;  // the option name as written (an alias, or the canonical name)
+};
+
+// A JobSpec being filled, plus what fio keeps "unset" until fixup.
+struct Builder {
+  JobSpec spec;
+  std::array<uint64_t, kNumDdirs> min_bs_raw{0, 0, 0};  // 0 = bsrange/bssplit unset
+  std::array<uint64_t, kNumDdirs> max_bs_raw{0, 0, 0};
+  std::map<std::string, Origin> origin;  // last setting of each canonical option
+  std::vector<Normalisation>* notes = nullptr;  // where Fixup reports what it changed
+
+  Builder() {
+    spec.iodepth_low = 0;                 // 0 = iodepth
+    spec.iodepth_batch_complete_max = 0;  // 0 = complete_min
+  }
+};
+
+struct OptCtx {
+  const std::string& value;
+  bool has_value;
+};
+
+}  // namespace iofleet::jobspec::internal
