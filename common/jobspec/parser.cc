@@ -959,6 +959,21 @@ absl::StatusOr<JobList> ParseJobJson(std::string_view json_text, const ParseOpti
     return true;
   };
   // One JSON object -> one section. `prefix` names fields in errors.
+  // What a job file cannot hold: the job text rendered from this JSON (and sent
+  // to agents) must parse back to the same job.
+  auto check_text = [](const std::string& field, const std::string& v) -> absl::Status {
+    for (unsigned char ch : v) {
+      if (ch < 0x20 || ch == 0x7f) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: contains the control character 0x%02x, which a job file cannot hold", field, ch));
+      }
+      if (ch == ';' || ch == '#') {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: contains '%c', which starts a comment in a job file", field, ch));
+      }
+    }
+    return absl::OkStatus();
+  };
   auto to_section = [&](const Json& obj, const std::string& prefix, bool global,
                         Section* s) -> absl::Status {
     if (!obj.is_object()) {
@@ -974,6 +989,7 @@ absl::StatusOr<JobList> ParseJobJson(std::string_view json_text, const ParseOpti
             absl::StrFormat("%s.name: a job needs a non-empty string name", prefix));
       }
       s->name = Trim(name);
+      if (absl::Status st = check_text(prefix + ".name", s->name); !st.ok()) return st;
       if (IsGlobalName(s->name)) {
         return absl::InvalidArgumentError(
             absl::StrFormat("%s.name: \"%s\" is reserved for global sections", prefix, s->name));
@@ -989,6 +1005,7 @@ absl::StatusOr<JobList> ParseJobJson(std::string_view json_text, const ParseOpti
         return absl::InvalidArgumentError(
             absl::StrFormat("%s: value must be a string, number or boolean", field));
       }
+      if (absl::Status st = check_text(field, absl::StrCat(it.key(), v)); !st.ok()) return st;
       auto e = ParseOptionText(absl::StrCat(it.key(), "=", v), field, s->name, opts);
       if (!e.ok()) return e.status();
       s->opts.push_back(std::move(*e));

@@ -1132,6 +1132,15 @@ TEST(JsonTest, ErrorsNameTheField) {
   EXPECT_THAT(err(R"({"jobs": {}})"), HasSubstr("jobs"));
   EXPECT_THAT(err(R"({"jobs": [], "extra": 1})"), HasSubstr("extra"));
   EXPECT_THAT(err(R"({"jobs": []})"), HasSubstr("no jobs"));
+  // What a job file cannot hold (found by the job_json fuzzer: a name with a
+  // newline rendered into a broken section header).
+  EXPECT_THAT(err(R"({"name": "randrad\nbs={"})"),
+              HasSubstr("job.name: contains the control character 0x0a"));
+  EXPECT_THAT(err(R"({"name": "a#b"})"), HasSubstr("job.name: contains '#'"));
+  EXPECT_THAT(err(R"({"name": "a", "filename": "/tmp/x;y"})"),
+              HasSubstr("job.filename: contains ';'"));
+  EXPECT_THAT(err(R"({"name": "a", "description": "x\n[evil]"})"),
+              HasSubstr("job.description: contains the control character 0x0a"));
 }
 
 // ---------------------------------------------------------------------------
