@@ -95,4 +95,74 @@ std::vector<SeqRangeRow> SeqRangesFromJson(const std::string& text) {
   return out;
 }
 
+namespace {
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+std::string RowJson(const AgentRow& r) {
+  return Dump({{"name", r.name}, {"state", r.state}, {"last_seen_ms", r.last_seen_ms},
+               {"labels", r.labels}, {"inventory_json", r.inventory_json},
+               {"allow_paths", r.allow_paths}, {"protocol_version", r.protocol_version},
+               {"registered_ms", r.registered_ms}});
+}
+
+std::string RowJson(const JobRow& r) {
+  return Dump({{"id", r.id}, {"seq", r.seq}, {"name", r.name}, {"state", r.state},
+               {"created_ms", r.created_ms}, {"spec_json", r.spec_json}, {"retries", r.retries},
+               {"cancel_requested", r.cancel_requested}});
+}
+
+std::string RowJson(const RunRow& r) {
+  return Dump({{"id", r.id},
+               {"seq", r.seq},
+               {"job_id", r.job_id},
+               {"queue_pos", r.queue_pos},
+               {"host", r.host},
+               {"targets", r.targets},
+               {"targets_resolved", r.targets_resolved},
+               {"target_ids", json::parse(TargetIdsToJson(r.target_ids))},
+               {"state", RunStateName(r.state)},
+               {"variant", r.variant},
+               {"cell", r.cell},
+               {"repetition", r.repetition},
+               {"attempt", r.attempt},
+               {"retry_of", r.retry_of},
+               {"fio_text", r.fio_text},
+               {"num_clones", r.num_clones},
+               {"created_ms", r.created_ms},
+               {"assigned_ms", r.assigned_ms},
+               {"started_ms", r.started_ms},
+               {"finished_ms", r.finished_ms},
+               {"error", r.error},
+               {"samples_incomplete", r.samples_incomplete},
+               {"missing_seqs", json::parse(SeqRangesToJson(r.missing_seqs))},
+               {"samples_note", r.samples_note},
+               {"arm_json", r.arm_json},
+               {"audit", r.audit}});
+}
+
+std::string RowJson(const LeaseRow& r) {
+  return Dump({{"host", r.host}, {"key", r.key}, {"run_id", r.run_id},
+               {"acquired_ms", r.acquired_ms}, {"path", r.path}});
+}
+
+std::string RowJson(const IntervalRow& r) {
+  json dirs = json::array();
+  for (const IntervalDirRow& d : r.dir) {
+    dirs.push_back({{"ios", d.ios}, {"bytes", d.bytes}, {"errors", d.errors},
+                    {"clat_hist", json::parse(HistToJson(d.clat_hist))}});
+  }
+  return Dump({{"run_id", r.run_id}, {"job_index", r.job_index}, {"job_name", r.job_name},
+               {"seq", r.seq}, {"t_start_ms", r.t_start_ms}, {"t_end_ms", r.t_end_ms},
+               {"dir", dirs}});
+}
+
+std::string RowJson(const ResultRow& r) {
+  return Dump({{"run_id", r.run_id}, {"ok", r.ok}, {"error", r.error},
+               {"result_json", r.result_json}, {"last_seq_total", r.last_seq_total},
+               {"finished_ms", r.finished_ms}, {"device_fingerprint", r.device_fingerprint}});
+}
+
 }  // namespace iofleet::controller::internal

@@ -27,6 +27,15 @@ std::vector<TargetIdentityRow> TargetIdsFromJson(const std::string& text);
 std::string SeqRangesToJson(const std::vector<SeqRangeRow>& v);
 std::vector<SeqRangeRow> SeqRangesFromJson(const std::string& text);
 
+// Every field of a row as canonical JSON (keys sorted): equal rows give equal
+// text. Comparing stores (migrate's verification, tests) and messages.
+std::string RowJson(const AgentRow& r);
+std::string RowJson(const JobRow& r);
+std::string RowJson(const RunRow& r);
+std::string RowJson(const LeaseRow& r);
+std::string RowJson(const IntervalRow& r);
+std::string RowJson(const ResultRow& r);
+
 // Unsigned fields are stored as the 64-bit signed integer of the same bits.
 inline int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
 
