@@ -724,4 +724,21 @@ absl::StatusOr<int> ReadSchemaVersion(const std::string& path) {
   return v;
 }
 
+absl::StatusOr<std::map<std::string, int64_t>> SqliteTableCounts(const std::string& path) {
+  IOFLEET_ASSIGN_OR_RETURN(sqlite3 * db, OpenDb(path));
+  std::map<std::string, int64_t> out;
+  for (const char* t : {"agents", "jobs", "runs", "leases", "intervals", "results"}) {
+    Stmt s(db, absl::StrCat("SELECT count(*) FROM ", t).c_str());
+    if (!s.Step()) {
+      absl::Status st = s.status().ok() ? absl::InternalError("sqlite: no row from count(*)")
+                                        : s.status();
+      sqlite3_close(db);
+      return st;
+    }
+    out[t] = s.Int(0);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
 }  // namespace iofleet::controller
