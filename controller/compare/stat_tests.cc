@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/math/distributions/binomial.hpp>
+#include <boost/math/distributions/fisher_f.hpp>
 #include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
 #include <boost/math/policies/policy.hpp>
@@ -237,6 +238,22 @@ double StudentTQuantile(double p, double df) {
   if (!(p > 0 && p < 1) || !(df > 0) || std::isnan(df)) return kNaN;
   if (df > 1e7) return NormalQuantile(p);
   return boost::math::quantile(boost::math::students_t_distribution<double, NoThrowPolicy>(df), p);
+}
+
+double StudentTTwoSidedP(double t, double df) {
+  if (std::isnan(t) || !(df > 0) || std::isnan(df)) return kNaN;
+  if (std::isinf(t)) return 0;
+  if (df > 1e7) return TwoSidedNormalP(t);
+  const boost::math::students_t_distribution<double, NoThrowPolicy> dist(df);
+  return std::min(1.0, 2 * boost::math::cdf(boost::math::complement(dist, std::fabs(t))));
+}
+
+double FUpperP(double f, double d1, double d2) {
+  if (std::isnan(f) || !(d1 > 0) || !(d2 > 0)) return kNaN;
+  if (f <= 0) return 1;
+  if (std::isinf(f)) return 0;
+  const boost::math::fisher_f_distribution<double, NoThrowPolicy> dist(d1, d2);
+  return boost::math::cdf(boost::math::complement(dist, f));
 }
 
 Interval WelchInterval(std::span<const double> x, std::span<const double> y, double level) {

@@ -86,6 +86,13 @@ Interval MedianOrderStatisticInterval(std::span<const double> x, double level);
 double NormalQuantile(double p);
 double StudentTQuantile(double p, double df);
 
+// Two-sided p-value of a Student-t statistic: P(|T_df| >= |t|). t = ±inf gives 0;
+// NaN on bad input (df <= 0, NaN t).
+double StudentTTwoSidedP(double t, double df);
+
+// Upper tail of the F distribution: P(F_{d1,d2} >= f). NaN on bad input.
+double FUpperP(double f, double d1, double d2);
+
 // Runs per arm needed to detect a relative change `tau` with the across-run
 // coefficient of variation `cv` (both fractions) at alpha 0.05 two-sided, power
 // 0.8: ceil(15.7 * cv^2 / tau^2), at least 2. -1 when cv or tau are not positive
