@@ -979,6 +979,28 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
                               opt.noisy_outlier_fraction * static_cast<double>(s.n);
       };
       row.noisy = noisy(row.a) || noisy(row.b);
+      if (row.noisy) {
+        // Sensitivity: the same analysis without the flagged runs.
+        std::set<std::string> flagged;
+        for (const ArmSummary* s : {&row.a, &row.b}) {
+          for (const Outlier& o : s->outliers) flagged.insert(o.run_id);
+        }
+        std::vector<Obs> ka, kb;
+        for (const Obs& o : obs_a) {
+          if (!flagged.count(*o.run_id)) ka.push_back(o);
+        }
+        for (const Obs& o : obs_b) {
+          if (!flagged.count(*o.run_id)) kb.push_back(o);
+        }
+        Row kept;
+        kept.metric = m;
+        kept.threshold = row.threshold;
+        kept.a = Summarise(ka, opt);
+        kept.b = Summarise(kb, opt);
+        Analyse(ka, kb, opt, row_seed, kept);
+        row.without_outliers =
+            Row::WithoutOutliers{kept.delta_pct, kept.delta_ci, kept.p, kept.n_effective};
+      }
       result.rows.push_back(std::move(row));
     }
   }
@@ -1045,13 +1067,37 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
                         absl::StrJoin(ph, ", "));
       }
     }
-    if (r.noisy) {
-      r.verdict = Verdict::kNoisy;
-      r.reason = absl::StrFormat(
-          "more than %.0f%% of an arm's runs are outliers (%s %zu/%d, %s %zu/%d); statistics "
-          "alone: %s (%s)",
-          opt.noisy_outlier_fraction * 100, opt.arm_a, r.a.outliers.size(), r.a.n, opt.arm_b,
-          r.b.outliers.size(), r.b.n, VerdictName(r.statistical_verdict), r.reason);
+    if (r.noisy && r.without_outliers) {
+      Row::WithoutOutliers& w = *r.without_outliers;
+      w.verdict = Verdict::kInconclusive;
+      std::string why;
+      // A check of the verdict, not a verdict: the min-runs rule does not apply.
+      if (w.n_effective >= 2 && std::isfinite(w.delta_pct) &&
+          std::isfinite(w.delta_ci.lo) && std::isfinite(w.delta_ci.hi) && std::isfinite(w.p)) {
+        Row tmp = r;
+        tmp.delta_pct = w.delta_pct;
+        tmp.delta_ci = w.delta_ci;
+        // The row's Benjamini-Hochberg factor, applied to the new p.
+        tmp.q = std::min(1.0, w.p * ((r.p > 0 && std::isfinite(r.q)) ? r.q / r.p : 1.0));
+        w.verdict = Decide(tmp, opt, why);
+      }
+      const std::string counts =
+          absl::StrFormat("%s %zu/%d, %s %zu/%d", opt.arm_a, r.a.outliers.size(), r.a.n,
+                          opt.arm_b, r.b.outliers.size(), r.b.n);
+      const bool decided = r.a.n > 0 && r.b.n > 0 && r.verdict != Verdict::kInconclusive;
+      if (decided && w.verdict == r.statistical_verdict) {
+        absl::StrAppend(&r.reason, absl::StrFormat(
+                                       "; outliers flagged (%s), the verdict holds without them "
+                                       "(Δ %s)",
+                                       counts, Pct(w.delta_pct)));
+      } else {
+        r.verdict = Verdict::kNoisy;
+        r.reason = absl::StrFormat(
+            "more than %.0f%% of an arm's runs are outliers (%s); with them: %s (%s); without "
+            "them: %s",
+            opt.noisy_outlier_fraction * 100, counts, VerdictName(r.statistical_verdict),
+            r.reason, VerdictName(w.verdict));
+      }
     }
     if (r.confounded) {
       absl::StrAppend(&r.reason, "; confounded: ", absl::StrJoin(r.confounders, "; "));

@@ -215,11 +215,22 @@ struct Row {
   std::string test;         // same names as ci_method: the CI and the test are one t statistic
   double p = 0;             // two-sided; NaN when the test could not be run
   double q = 0;             // BH over all rows of the comparison
+  // noisy: more than noisy_outlier_fraction of an arm's runs are outliers. The row
+  // is then analysed again without the outliers; when that gives the same verdict
+  // the verdict stands (and says so), otherwise the verdict is kNoisy.
   bool noisy = false;
+  struct WithoutOutliers {
+    double delta_pct = 0;
+    Interval delta_ci{0, 0};
+    double p = 0;
+    int n_effective = 0;
+    Verdict verdict = Verdict::kInconclusive;
+  };
+  std::optional<WithoutOutliers> without_outliers;  // set for noisy rows
   bool confounded = false;
   std::vector<std::string> confounders;  // "cpu_model: A={x} B={y}"
   Verdict verdict = Verdict::kInconclusive;
-  // With noisy rows, what the statistics alone would have said.
+  // What the statistics on all usable runs say (differs from `verdict` when noisy).
   Verdict statistical_verdict = Verdict::kInconclusive;
   std::string reason;           // human-readable why
   std::optional<int> n_needed;  // runs per arm suggested (inconclusive rows)

@@ -155,6 +155,14 @@ nlohmann::json ToJson(const CompareResult& result) {
         {"p", Num(r.p)},
         {"q", Num(r.q)},
         {"noisy", r.noisy},
+        {"without_outliers",
+         r.without_outliers
+             ? nlohmann::json{{"delta_pct", Num(r.without_outliers->delta_pct)},
+                              {"delta_ci_pct", Ci(r.without_outliers->delta_ci)},
+                              {"p", Num(r.without_outliers->p)},
+                              {"n_effective", r.without_outliers->n_effective},
+                              {"verdict", std::string(VerdictName(r.without_outliers->verdict))}}
+             : nlohmann::json(nullptr)},
         {"confounded", r.confounded},
         {"confounders", r.confounders},
         {"verdict", std::string(VerdictName(r.verdict))},
