@@ -38,6 +38,9 @@ import e2e_test as harness  # noqa: E402  (Controller, Agent: one copy of the pr
 BUILD = None
 REPORT = None
 AGENT = "cmp-agent"
+# Runs without an arm audit on record are excluded unless admitted; admitting
+# changes nothing for audited runs (see tests/truth/truth_test.py).
+AUDIT_Q = "unaudited=allow"
 
 
 class TestFailure(Exception):
@@ -125,7 +128,7 @@ class Env:
                             for r in runs):
                 return runs, saw_409
             if not saw_409:
-                status, _, text = self.request("GET", f"/jobs/{job_id}/compare")
+                status, _, text = self.request("GET", f"/jobs/{job_id}/compare?{AUDIT_Q}")
                 if status == 409:
                     saw_409 = True
                     check("still queued or running" in text, f"409 body: {text}")
@@ -189,7 +192,7 @@ def run_compare_job(env, body, timeout):
     elapsed = time.time() - t0
     bad = [r for r in runs if r["state"] != "succeeded"]
     check(not bad, f"runs not succeeded: {[(r['id'], r['state'], r.get('error')) for r in bad]}")
-    cmp = env.get(f"/jobs/{job_id}/compare")
+    cmp = env.get(f"/jobs/{job_id}/compare?{AUDIT_Q}")
     log(f"job {job_id}: {len(runs)} runs in {elapsed:.0f}s; outcome {cmp['outcome']}; "
         f"excluded {len(cmp['excluded'])}; compared {cmp['compared_attributes']}")
     for e in cmp["excluded"]:
@@ -244,15 +247,20 @@ def case_engines(env):
         check(row["verdict"] in ("improvement", "inconclusive", "noisy"), row["verdict"])
 
     # Formats over REST and the CLI.
-    status, ctype, md = env.request("GET", f"/jobs/{job_id}/compare?format=markdown")
+    status, ctype, md = env.request("GET", f"/jobs/{job_id}/compare?{AUDIT_Q}&format=markdown")
     check(status == 200 and "markdown" in ctype and "| all" in md, f"markdown: {status} {ctype}")
-    status, ctype, xml = env.request("GET", f"/jobs/{job_id}/compare?format=junit")
-    check(status == 200 and "<testsuites" in xml and xml.count("<testcase") == len(cmp["rows"]),
-          f"junit: {status} {xml[:200]}")
-    rc, out, err = env.cli("compare", job_id)
-    check(rc == 0 and "iops" in out and "libaio" in out, f"iofleet compare: rc {rc} {out} {err}")
-    rc, out, err = env.cli("compare", job_id, "--format=junit")
-    check(rc == 0 and "<testsuite" in out, f"iofleet compare --format=junit: rc {rc} {err}")
+    check(md.startswith("**10 of 10 runs usable.**"), f"markdown opening: {md[:200]}")
+    status, ctype, xml = env.request("GET", f"/jobs/{job_id}/compare?{AUDIT_Q}&format=junit")
+    # One testcase per row, plus "usable runs".
+    check(status == 200 and "<testsuites" in xml and
+          xml.count("<testcase") == len(cmp["rows"]) + 1, f"junit: {status} {xml[:200]}")
+    # `iofleet compare` exits 3 exactly when the outcome is fail.
+    want_rc = 3 if cmp["outcome"] == "fail" else 0
+    rc, out, err = env.cli("compare", job_id, "--allow-unaudited")
+    check(rc == want_rc and "iops" in out and "libaio" in out,
+          f"iofleet compare: rc {rc} (outcome {cmp['outcome']}) {out} {err}")
+    rc, out, err = env.cli("compare", job_id, "--format=junit", "--allow-unaudited")
+    check(rc == want_rc and "<testsuite" in out, f"iofleet compare --format=junit: rc {rc} {err}")
 
     report("io_uring vs libaio (4k randread QD32, direct=1, fallocated 256M file, 2 s, repeat 5)", [
         "```", *[fmt_row(r) for r in cmp["rows"]],
