@@ -209,6 +209,76 @@ def pct(k, n):
     return f"{k}/{n} = {100 * k / n:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}]" if n else "-"
 
 
+def run_points(env, job_id):
+    """(host, repetition, variant, log IOPS, within-run CV or None) per succeeded run."""
+    job = env.get(f"/jobs/{job_id}")
+    pts = []
+    for r in job["runs"]:
+        if r["state"] != "succeeded":
+            continue
+        full = env.get(f"/runs/{r['id']}")
+        res = full.get("result") or {}
+        iops = sum(j.get("read", {}).get("iops", 0) for j in res.get("jobs", []))
+        if iops > 0:
+            pts.append((r["host"], r.get("repetition", 0), r["variant"], math.log(iops)))
+    return pts
+
+
+def pair_diffs(pts):
+    by = {}
+    for host, rep, var, y in pts:
+        by.setdefault((host, rep), {})[var] = y
+    return [v["B"] - v["A"] for v in by.values() if "A" in v and "B" in v]
+
+
+def noise_summary(env, manifest):
+    aa = [j for j in manifest["jobs"] if j["kind"] == "aa"]
+    sh = [j for j in manifest["jobs"] if j["kind"] == "shift"]
+    ss_total = n_total = 0
+    diffs = []
+    for j in aa:
+        pts = run_points(env, j["id"])
+        by_host = {}
+        for host, rep, var, y in pts:
+            by_host.setdefault(host, []).append(y)
+        for ys in by_host.values():
+            if len(ys) > 1:
+                m = statistics.mean(ys)
+                ss_total += sum((y - m) ** 2 for y in ys)
+                n_total += len(ys) - 1
+        diffs += pair_diffs(pts)
+    if not diffs or not n_total:
+        return None
+    sd_total = math.sqrt(ss_total / n_total)
+    sd_run = statistics.pstdev(diffs) / math.sqrt(2)
+    med = statistics.median(diffs)
+    mad = statistics.median(abs(d - med) for d in diffs) * 1.4826
+    tail = sum(1 for d in diffs if mad > 0 and abs(d - med) > 3 * mad) / len(diffs)
+    out = {"jobs": len(aa), "pairs": len(diffs), "sd_total": sd_total, "sd_run": sd_run,
+           "sd_slow": math.sqrt(max(0.0, sd_total ** 2 - sd_run ** 2)), "tail": tail,
+           "within_cv_median": float("nan")}
+    wcv = []
+    for j in manifest["jobs"]:
+        samples_cv = env.get(f"/jobs/{j['id']}/compare?unaudited=allow")
+        for r in samples_cv["rows"]:
+            if r["metric"] == "iops":
+                for arm in ("a", "b"):
+                    if r[arm].get("within_run_cv") is not None:
+                        wcv.append(r[arm]["within_run_cv"])
+    if wcv:
+        out["within_cv_median"] = statistics.median(wcv)
+    sdiffs = []
+    for j in sh:
+        sdiffs += pair_diffs(run_points(env, j["id"]))
+    if len(sdiffs) > 2:
+        m = statistics.mean(sdiffs)
+        se = statistics.stdev(sdiffs) / math.sqrt(len(sdiffs))
+        out["shift_effect"] = {"pairs": len(sdiffs), "delta": 100 * math.expm1(m),
+                               "lo": 100 * math.expm1(m - 1.97 * se),
+                               "hi": 100 * math.expm1(m + 1.97 * se)}
+    return out
+
+
 def cmd_eval(a):
     with open(os.path.join(a.data, "manifest.json")) as f:
         manifest = json.load(f)
@@ -226,6 +296,7 @@ def cmd_eval(a):
                 s["kind"] = j["kind"]
                 res.append(s)
             out["results"][p] = res
+        out["noise"] = noise_summary(env, manifest)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
@@ -252,6 +323,19 @@ def cmd_eval(a):
         print(f"| {name} | {usable}/{total} | {pct(aa_any, len(aa))} | {pct(aa_iops, len(aa))} "
               f"| {pct(power, len(sh))} | {pct(undecided, len(sh))} | "
               f"{statistics.median(deltas):+.1f} % |" if deltas else "| - |")
+    noise = out.get("noise")
+    if noise:
+        print(f"\nA/A noise (log IOPS, pooled over {noise['jobs']} A/A jobs, {noise['pairs']} ABBA "
+              f"pairs): across-run sd {noise['sd_total']:.3f} (CV ~{100 * noise['sd_total']:.0f} %), "
+              f"run-to-run sd from pair differences {noise['sd_run']:.3f}, slow (shared by a "
+              f"pair) sd {noise['sd_slow']:.3f}; |d| beyond 3 robust sd in "
+              f"{100 * noise['tail']:.1f} % of pairs; within-run CV: median over arms of "
+              f"the arm's median {100 * noise['within_cv_median']:.1f} % (the runs a 15 % gate "
+              f"cuts: see the table's \"runs usable\")")
+        if noise.get("shift_effect") is not None:
+            e = noise["shift_effect"]
+            print(f"Shift jobs pooled ({e['pairs']} pairs): IOPS B/A {e['delta']:+.2f} % "
+                  f"[{e['lo']:+.2f}, {e['hi']:+.2f}] (mean log ratio of ABBA pairs, t CI)")
     errors = [r for p in policies for r in out["results"][p] if "error" in r]
     if errors:
         print(f"\n{len(errors)} comparisons answered an error, e.g. {errors[0]['error'][:200]}")

@@ -257,6 +257,7 @@ struct Effect {
   int runs_unused = 0;
   std::vector<HostDelta> per_host;
   double het_p = kNaN;
+  double residual_sd = kNaN;     // sd of a pair's d (paired) or of a run (stratified)
   bool host_confounded = false;  // one host per arm, different hosts
 };
 
@@ -321,6 +322,7 @@ Effect PairedEffect(const std::vector<Obs>& obs_a, const std::vector<Obs>& obs_b
     e.df = n - 1;
   }
   e.se = std::sqrt(s2 / n);
+  e.residual_sd = std::sqrt(s2);
   if (hosts >= 2 && dfw >= 2 && ssw > 0) {
     e.het_p = FUpperP((ssb / (hosts - 1)) / (ssw / dfw), hosts - 1, dfw);
   }
@@ -372,6 +374,7 @@ Effect StratifiedEffect(const std::vector<Obs>& obs_a, const std::vector<Obs>& o
   const double s2 = ss / df;
   e.df = df;
   e.se = std::sqrt(s2 / sw);
+  e.residual_sd = std::sqrt(s2);
   if (hosts >= 2 && s2 > 0) {
     double q = 0;
     for (const HostDiff& h : diffs) q += h.w * (h.diff - e.est) * (h.diff - e.est);
@@ -440,6 +443,7 @@ void Analyse(const std::vector<Obs>& obs_a, const std::vector<Obs>& obs_b,
   row.delta_ci = {kNaN, kNaN};
   row.p = kNaN;
   row.df = kNaN;
+  row.residual_sd = kNaN;
   row.heterogeneity_p = kNaN;
   row.ci_method = "none";
   row.test = "none";
@@ -453,6 +457,7 @@ void Analyse(const std::vector<Obs>& obs_a, const std::vector<Obs>& obs_b,
   row.hosts_used = e.hosts_used;
   row.runs_unused = e.runs_unused;
   row.n_effective = e.n_eff;
+  row.residual_sd = e.residual_sd;
   row.df = e.df;
   row.per_host = e.per_host;
   row.heterogeneity_p = e.het_p;
@@ -1014,7 +1019,12 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
 
   // Verdicts.
   for (Row& r : result.rows) {
-    const double cv = std::sqrt((std::pow(r.a.cv, 2) + std::pow(r.b.cv, 2)) / 2);
+    // The scatter that limits the design: per run of an arm, on the log scale
+    // (≈ CV). Paired: a pair difference has twice a run's variance.
+    double cv = std::sqrt((std::pow(r.a.cv, 2) + std::pow(r.b.cv, 2)) / 2);
+    if (std::isfinite(r.residual_sd) && r.residual_sd > 0) {
+      cv = r.design == "paired" ? r.residual_sd / std::sqrt(2.0) : r.residual_sd;
+    }
     const int needed = RunsNeeded(cv, r.threshold);
     if (r.a.n == 0 || r.b.n == 0) {
       r.verdict = r.statistical_verdict = Verdict::kInconclusive;  // reason set above
@@ -1050,10 +1060,15 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
       absl::StrAppend(&r.reason, ")");
       if (r.verdict == Verdict::kInconclusive && needed > 0) {
         r.n_needed = std::max(opt.min_runs_per_arm, needed);
-        absl::StrAppend(&r.reason,
-                        absl::StrFormat("; ~%d runs per arm needed to detect τ at CV %.2f%% "
-                                        "(have %d/%d)",
-                                        *r.n_needed, cv * 100, r.a.n, r.b.n));
+        absl::StrAppend(
+            &r.reason,
+            r.design == "paired"
+                ? absl::StrFormat("; ~%d pairs needed to detect τ at a pair scatter of %.2f%% "
+                                  "(have %d)",
+                                  *r.n_needed, r.residual_sd * 100, r.pairs)
+                : absl::StrFormat("; ~%d runs per arm needed to detect τ at CV %.2f%% "
+                                  "(have %d/%d)",
+                                  *r.n_needed, cv * 100, r.a.n, r.b.n));
       }
       if (r.runs_unused > 0) {
         absl::StrAppend(&r.reason, "; ", Runs(r.runs_unused),

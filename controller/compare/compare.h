@@ -206,6 +206,9 @@ struct Row {
   // that enter Δ.
   int n_effective = 0;
   double df = 0;            // degrees of freedom of the t statistic (NaN: none)
+  // Scatter on the log scale behind the CI: sd of a pair's log(B/A) (paired) or of
+  // a run around its (host, arm) mean (stratified); NaN otherwise. n_needed uses it.
+  double residual_sd = 0;
   std::vector<HostDelta> per_host;
   // p of "Δ is the same on every host" (F test; NaN with < 2 hosts or no df).
   double heterogeneity_p = 0;
@@ -233,7 +236,9 @@ struct Row {
   // What the statistics on all usable runs say (differs from `verdict` when noisy).
   Verdict statistical_verdict = Verdict::kInconclusive;
   std::string reason;           // human-readable why
-  std::optional<int> n_needed;  // runs per arm suggested (inconclusive rows)
+  // Inconclusive rows: pairs (paired) or runs per arm that would detect a change of
+  // τ at α 0.05 with power 0.8, from the scatter seen (RunsNeeded).
+  std::optional<int> n_needed;
 };
 
 // Geometric mean over the cells of one metric of median_B / median_A. Its CI treats

@@ -146,6 +146,7 @@ nlohmann::json ToJson(const CompareResult& result) {
         {"runs_unused", r.runs_unused},
         {"n_effective", r.n_effective},
         {"df", Num(r.df)},
+        {"residual_sd", Num(r.residual_sd)},
         {"per_host", PerHost(r.per_host)},
         {"heterogeneity_p", Num(r.heterogeneity_p)},
         {"delta_pct", Num(r.delta_pct)},
