@@ -383,17 +383,12 @@ Effect StratifiedEffect(const std::vector<Obs>& obs_a, const std::vector<Obs>& o
   return e;
 }
 
-// Welch's t for mean(y) - mean(x).
+// Welch's t for mean(y) - mean(x) into `e`.
 void Welch(const std::vector<double>& x, const std::vector<double>& y, Effect& e) {
-  if (x.size() < 2 || y.size() < 2) return;
-  e.est = Mean(y) - Mean(x);
-  const double vx = std::pow(StdDev(x), 2) / static_cast<double>(x.size());
-  const double vy = std::pow(StdDev(y), 2) / static_cast<double>(y.size());
-  e.se = std::sqrt(vx + vy);
-  e.df = (vx + vy) > 0 ? (vx + vy) * (vx + vy) /
-                             (vx * vx / static_cast<double>(x.size() - 1) +
-                              vy * vy / static_cast<double>(y.size() - 1))
-                       : std::numeric_limits<double>::infinity();
+  const WelchStatistic w = WelchT(x, y);
+  e.est = w.estimate;
+  e.se = w.se;
+  e.df = w.df;
 }
 
 // No host ran both arms.

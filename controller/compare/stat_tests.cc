@@ -256,22 +256,27 @@ double FUpperP(double f, double d1, double d2) {
   return boost::math::cdf(boost::math::complement(dist, f));
 }
 
-Interval WelchInterval(std::span<const double> x, std::span<const double> y, double level) {
-  if (x.size() < 2 || y.size() < 2 || !AllFinite(x) || !AllFinite(y) || !(level > 0 && level < 1)) {
-    return {kNaN, kNaN};
-  }
+WelchStatistic WelchT(std::span<const double> x, std::span<const double> y) {
+  if (x.size() < 2 || y.size() < 2 || !AllFinite(x) || !AllFinite(y)) return {kNaN, kNaN, kNaN};
   const double d = Mean(y) - Mean(x);
   const double vx = std::pow(StdDev(x), 2) / static_cast<double>(x.size());
   const double vy = std::pow(StdDev(y), 2) / static_cast<double>(y.size());
   const double se2 = vx + vy;
-  if (!(se2 > 0)) return {d, d};
+  if (!(se2 > 0)) return {d, 0, std::numeric_limits<double>::infinity()};
   const double df =
       se2 * se2 /
       (vx * vx / static_cast<double>(x.size() - 1) + vy * vy / static_cast<double>(y.size() - 1));
-  const double t = StudentTQuantile(0.5 + level / 2, df);
+  return {d, std::sqrt(se2), df};
+}
+
+Interval WelchInterval(std::span<const double> x, std::span<const double> y, double level) {
+  if (!(level > 0 && level < 1)) return {kNaN, kNaN};
+  const WelchStatistic w = WelchT(x, y);
+  if (!std::isfinite(w.estimate)) return {kNaN, kNaN};
+  if (w.se == 0) return {w.estimate, w.estimate};
+  const double t = StudentTQuantile(0.5 + level / 2, w.df);
   if (!std::isfinite(t)) return {kNaN, kNaN};
-  const double half = t * std::sqrt(se2);
-  return {d - half, d + half};
+  return {w.estimate - t * w.se, w.estimate + t * w.se};
 }
 
 Interval TInterval(std::span<const double> x, double level) {

@@ -71,6 +71,16 @@ struct Interval {
   double hi;
 };
 
+// Welch's t for mean(y) - mean(x): the estimate, its standard error and the
+// Welch-Satterthwaite df. NaN fields when either sample has fewer than 2 values or
+// a non-finite value; zero variance in both: se 0, df +inf.
+struct WelchStatistic {
+  double estimate;
+  double se;
+  double df;
+};
+WelchStatistic WelchT(std::span<const double> x, std::span<const double> y);
+
 // Welch interval at `level` (e.g. 0.95) for mean(y) - mean(x). NaN bounds when
 // either sample has fewer than 2 values. Zero variance in both: [d, d].
 Interval WelchInterval(std::span<const double> x, std::span<const double> y, double level);
