@@ -21,7 +21,9 @@ verdicts read from GET /jobs/{id}/compare under several within-run CV policies.
   ab_real.py eval --build-dir B --data DIR [--policies none,0.15,0.30] [--json OUT]
       Starts a controller on DIR (no agents) and reads each job's comparison
       under each policy (none = no within-run CV gate; a number = the gate, as
-      max_cv=), admitting unaudited runs (this branch stores no audit). Prints a
+      max_cv=), admitting unaudited runs (this branch stores no audit); "raw" asks
+      with no parameters at all (for an older controller build: --build-dir of
+      that build reads the same data dir). Prints a
       markdown table: A/A experiments with any regression/improvement row, A/A
       IOPS rows regression/improvement, shift experiments whose IOPS row is a
       regression (power), runs usable, median Δ.
@@ -152,11 +154,11 @@ def cmd_run(a):
                 with open(path, "wb") as f:
                     f.write(os.urandom(FILE_SIZE))
         for i in range(a.experiments):
-            for kind in ("aa", "shift"):
+            for kind in a.kinds.split(","):
                 b = {} if kind == "aa" else manifest["b_options"]
                 t0 = time.time()
                 status, res = env.request("POST", "/jobs", job_body(
-                    f"{kind}-{len(manifest['jobs']) // 2}", env.agents, manifest["repeat"],
+                    f"{kind}-{i}", env.agents, manifest["repeat"],
                     manifest["runtime"], b))
                 if status != 201:
                     raise RuntimeError(f"submit: {status} {res}")
@@ -172,13 +174,19 @@ def cmd_run(a):
 
 
 def policy_query(p):
+    if p == "raw":  # no parameters: what the controller does by default (e.g. an older build)
+        return ""
     return "unaudited=allow" + ("" if p == "none" else f"&max_cv={p}")
 
 
 def summarise(cmp):
     iops = next((r for r in cmp["rows"] if r["metric"] == "iops"), None)
     false_rows = [r for r in cmp["rows"] if r["verdict"] in ("regression", "improvement")]
-    usable = cmp.get("usable", {})
+    usable = cmp.get("usable") or {
+        # Controllers before the usable-runs summary: count the excluded list.
+        "runs_total": cmp.get("runs_total"),
+        "runs_usable": (cmp.get("runs_total") or 0) - len(cmp.get("excluded", [])),
+    }
     return {
         "outcome": cmp["outcome"],
         "iops_verdict": iops["verdict"] if iops else None,
@@ -319,7 +327,8 @@ def cmd_eval(a):
         power = sum(1 for r in sh if r["iops_verdict"] == "regression")
         undecided = sum(1 for r in sh if r["iops_verdict"] in ("inconclusive", "noisy"))
         deltas = [r["iops_delta"] for r in sh if r["iops_delta"] is not None]
-        name = "no gate (default)" if p == "none" else f"exclude runs with CV > {float(p):.0%}"
+        name = {"none": "no gate (default)",
+                "raw": "as served, no parameters"}.get(p) or f"exclude runs with CV > {float(p):.0%}"
         print(f"| {name} | {usable}/{total} | {pct(aa_any, len(aa))} | {pct(aa_iops, len(aa))} "
               f"| {pct(power, len(sh))} | {pct(undecided, len(sh))} | "
               f"{statistics.median(deltas):+.1f} % |" if deltas else "| - |")
@@ -407,6 +416,8 @@ def main():
     r.add_argument("--repeat", type=int, default=10)
     r.add_argument("--runtime", type=int, default=2)
     r.add_argument("--b-opt", action="append")
+    r.add_argument("--kinds", default="aa,shift",
+                   help="job kinds to alternate: aa (B = A), shift (B with --b-opt)")
     e = sub.add_parser("eval")
     e.add_argument("--build-dir", required=True)
     e.add_argument("--data", required=True)
