@@ -374,9 +374,16 @@ std::string RunCounts(const json& job) {
 int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   Args a;
   if (auto e = ParseFlags("submit", rest,
-                          {{"hosts", true}, {"selector", true}, {"repeat", true}, {"tag", true},
-                           {"name", true}, {"wait", false}, {"timeout", true},
-                           {"poll-ms", true}, {"fail-on", true}, {"allow-unaudited", false}},
+                          {{"hosts", true},
+                           {"selector", true},
+                           {"repeat", true},
+                           {"tag", true},
+                           {"name", true},
+                           {"wait", false},
+                           {"timeout", true},
+                           {"poll-ms", true},
+                           {"fail-on", true},
+                           {"allow-unaudited", false}},
                           &a)) {
     return Usage(*e);
   }

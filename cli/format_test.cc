@@ -142,8 +142,8 @@ TEST(FormatTest, ParseFailOn) {
 
 // Issue 10 item 9: the outcome decides the exit; inconclusive only when asked for.
 TEST(FormatTest, GateCompareByOutcomeAndFailOn) {
-  const FailOn def;                          // regression
-  const FailOn both{true, true};             // regression,inconclusive
+  const FailOn def;               // regression
+  const FailOn both{true, true};  // regression,inconclusive
   const FailOn none{false, false};
   const json fail = json::parse(R"({"outcome":"fail","rows":[{"verdict":"regression"},
                                     {"verdict":"inconclusive"}]})");

@@ -41,8 +41,8 @@ int main() {
   in.options.metrics = {kAllMetrics.begin(), kAllMetrics.end()};
   res = Compare(in);
   if (!res.ok()) return 1;
-  std::printf("item 3 (every run over the 15 %% CV gate): %zu rows, %zu runs excluded, outcome %s\n",
-              res->rows.size(), res->excluded.size(),
-              std::string(OutcomeName(res->outcome)).c_str());
+  std::printf(
+      "item 3 (every run over the 15 %% CV gate): %zu rows, %zu runs excluded, outcome %s\n",
+      res->rows.size(), res->excluded.size(), std::string(OutcomeName(res->outcome)).c_str());
   return 0;
 }

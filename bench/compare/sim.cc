@@ -46,8 +46,8 @@ struct Profile {
 // differences), ~15 % more that adjacent runs share, a few deep dips.
 constexpr Profile kQuiet{"quiet (dedicated hosts)", 0.10, 0.01, 0.02, 0.0, 0.0};
 constexpr Profile kShared{"shared (busy neighbours)", 0.10, 0.05, 0.05, 0.05, 0.30};
-constexpr Profile kThisVm{"this-vm (measured on the shared 2-core VM)", 0.10, 0.15, 0.20, 0.03,
-                          0.50};
+constexpr Profile kThisVm{
+    "this-vm (measured on the shared 2-core VM)", 0.10, 0.15, 0.20, 0.03, 0.50};
 constexpr const Profile* kProfiles[] = {&kQuiet, &kShared, &kThisVm};
 
 struct Cell {
@@ -111,20 +111,22 @@ Cell Simulate(const Profile& p, int hosts, int repeat, double effect, int sims, 
 std::string Rate(int k, int n) { return absl::StrFormat("%.3f", static_cast<double>(k) / n); }
 
 void Table(const Profile& p, int sims, uint64_t seed) {
-  std::printf("\n### %s: host sd %.0f %%, drift sd %.0f %%, run sd %.0f %%, spikes %.0f %% of "
-              "runs at -%.0f %%; %d simulations per cell\n\n",
-              p.name, p.host_sd * 100, p.drift_sd * 100, p.run_sd * 100, p.spike_p * 100,
-              p.spike * 100, sims);
-  std::printf("| hosts | repeat | A/A false verdicts | power -2 %% | power -5 %% | power -20 %% | "
-              "power -98 %% | wrong-way at -5 %% |\n");
+  std::printf(
+      "\n### %s: host sd %.0f %%, drift sd %.0f %%, run sd %.0f %%, spikes %.0f %% of "
+      "runs at -%.0f %%; %d simulations per cell\n\n",
+      p.name, p.host_sd * 100, p.drift_sd * 100, p.run_sd * 100, p.spike_p * 100, p.spike * 100,
+      sims);
+  std::printf(
+      "| hosts | repeat | A/A false verdicts | power -2 %% | power -5 %% | power -20 %% | "
+      "power -98 %% | wrong-way at -5 %% |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const double effects[] = {-0.02, -0.05, -0.20, -0.98};
   for (int repeat : {5, 10}) {
     for (int hosts : {1, 2, 3, 8}) {
       const uint64_t cell_seed = seed * 1000003 + hosts * 101 + repeat;
       const Cell aa = Simulate(p, hosts, repeat, 0, sims, cell_seed);
-      std::string row = absl::StrFormat("| %d | %d | %s |", hosts, repeat,
-                                        Rate(aa.false_verdicts, aa.sims));
+      std::string row =
+          absl::StrFormat("| %d | %d | %s |", hosts, repeat, Rate(aa.false_verdicts, aa.sims));
       int wrong5 = 0;
       for (double e : effects) {
         const Cell c = Simulate(p, hosts, repeat, e, sims, cell_seed + 7919 * (1 + (e < -0.5)));

@@ -350,8 +350,8 @@ Effect StratifiedEffect(const std::vector<Obs>& obs_a, const std::vector<Obs>& o
     }
     const std::vector<double>& xb = it->second;
     const double ma = Mean(xa), mb = Mean(xb);
-    const double w = static_cast<double>(xa.size() * xb.size()) /
-                     static_cast<double>(xa.size() + xb.size());
+    const double w =
+        static_cast<double>(xa.size() * xb.size()) / static_cast<double>(xa.size() + xb.size());
     diffs.push_back({mb - ma, w});
     sw += w;
     swd += w * (mb - ma);
@@ -741,15 +741,15 @@ std::vector<UnusableReason> GateReasons(const RunMetrics& m, const CompareOption
   if (m.error != 0) r.push_back({"error", absl::StrCat("error=", m.error)});
   if (m.io_errors > 0) r.push_back({"io_errors", absl::StrCat("io_errors=", m.io_errors)});
   if (m.asked_runtime_s > 0 && !(m.runtime_s >= o.min_runtime_fraction * m.asked_runtime_s)) {
-    r.push_back({"short_runtime",
-                 absl::StrFormat("runtime %.3g s < %.0f%% of asked %.3g s", m.runtime_s,
-                                 o.min_runtime_fraction * 100, m.asked_runtime_s)});
+    r.push_back(
+        {"short_runtime", absl::StrFormat("runtime %.3g s < %.0f%% of asked %.3g s", m.runtime_s,
+                                          o.min_runtime_fraction * 100, m.asked_runtime_s)});
   }
   if (o.max_within_run_cv > 0 && m.within_run_cv.has_value() &&
       !(*m.within_run_cv <= o.max_within_run_cv)) {
-    r.push_back({"within_run_cv", absl::StrFormat("within-run CV %.1f%% > %.0f%%",
-                                                  *m.within_run_cv * 100,
-                                                  o.max_within_run_cv * 100)});
+    r.push_back(
+        {"within_run_cv", absl::StrFormat("within-run CV %.1f%% > %.0f%%", *m.within_run_cv * 100,
+                                          o.max_within_run_cv * 100)});
   }
   return r;
 }
@@ -834,8 +834,10 @@ void FillUsableSummary(const CompareOptions& opt, const std::vector<ExcludedRun>
   // Unsteady runs are advised on, not excluded (docs/ab-method.md, "Unsteady runs").
   std::map<std::string, double> worst;  // arm -> highest median within-run CV of a cell
   for (const Row& r : rows) {
-    if (std::isfinite(r.a.within_run_cv)) worst[opt.arm_a] = std::max(worst[opt.arm_a], r.a.within_run_cv);
-    if (std::isfinite(r.b.within_run_cv)) worst[opt.arm_b] = std::max(worst[opt.arm_b], r.b.within_run_cv);
+    if (std::isfinite(r.a.within_run_cv))
+      worst[opt.arm_a] = std::max(worst[opt.arm_a], r.a.within_run_cv);
+    if (std::isfinite(r.b.within_run_cv))
+      worst[opt.arm_b] = std::max(worst[opt.arm_b], r.b.within_run_cv);
   }
   for (const auto& [arm, cv] : worst) {
     if (cv > opt.advise_within_run_cv) {
@@ -940,8 +942,9 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
     std::string why = absl::StrCat(std::string(MetricName(m)), " is not reported by any of the ",
                                    Runs(usable), " of ", arm, " in this cell");
     if (m == Metric::kP50 || m == Metric::kP99 || m == Metric::kP999) {
-      absl::StrAppend(&why, " (a quantile q needs N·(1−q) ≥ 100 I/Os per run: use a longer "
-                            "runtime)");
+      absl::StrAppend(&why,
+                      " (a quantile q needs N·(1−q) ≥ 100 I/Os per run: use a longer "
+                      "runtime)");
     }
     return why;
   };
@@ -1071,7 +1074,8 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
       }
       if (std::isfinite(r.heterogeneity_p) && r.heterogeneity_p < opt.alpha) {
         std::vector<std::string> ph;
-        for (const HostDelta& h : r.per_host) ph.push_back(absl::StrCat(h.host, " ", Pct(h.delta_pct)));
+        for (const HostDelta& h : r.per_host)
+          ph.push_back(absl::StrCat(h.host, " ", Pct(h.delta_pct)));
         absl::StrAppend(&r.reason,
                         absl::StrFormat("; Δ differs between hosts (p %.2g): ", r.heterogeneity_p),
                         absl::StrJoin(ph, ", "));
@@ -1082,8 +1086,8 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
       w.verdict = Verdict::kInconclusive;
       std::string why;
       // A check of the verdict, not a verdict: the min-runs rule does not apply.
-      if (w.n_effective >= 2 && std::isfinite(w.delta_pct) &&
-          std::isfinite(w.delta_ci.lo) && std::isfinite(w.delta_ci.hi) && std::isfinite(w.p)) {
+      if (w.n_effective >= 2 && std::isfinite(w.delta_pct) && std::isfinite(w.delta_ci.lo) &&
+          std::isfinite(w.delta_ci.hi) && std::isfinite(w.p)) {
         Row tmp = r;
         tmp.delta_pct = w.delta_pct;
         tmp.delta_ci = w.delta_ci;
@@ -1092,21 +1096,21 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
         w.verdict = Decide(tmp, opt, why);
       }
       const std::string counts =
-          absl::StrFormat("%s %zu/%d, %s %zu/%d", opt.arm_a, r.a.outliers.size(), r.a.n,
-                          opt.arm_b, r.b.outliers.size(), r.b.n);
+          absl::StrFormat("%s %zu/%d, %s %zu/%d", opt.arm_a, r.a.outliers.size(), r.a.n, opt.arm_b,
+                          r.b.outliers.size(), r.b.n);
       const bool decided = r.a.n > 0 && r.b.n > 0 && r.verdict != Verdict::kInconclusive;
       if (decided && w.verdict == r.statistical_verdict) {
-        absl::StrAppend(&r.reason, absl::StrFormat(
-                                       "; outliers flagged (%s), the verdict holds without them "
-                                       "(Δ %s)",
-                                       counts, Pct(w.delta_pct)));
+        absl::StrAppend(&r.reason,
+                        absl::StrFormat("; outliers flagged (%s), the verdict holds without them "
+                                        "(Δ %s)",
+                                        counts, Pct(w.delta_pct)));
       } else {
         r.verdict = Verdict::kNoisy;
         r.reason = absl::StrFormat(
             "more than %.0f%% of an arm's runs are outliers (%s); with them: %s (%s); without "
             "them: %s",
-            opt.noisy_outlier_fraction * 100, counts, VerdictName(r.statistical_verdict),
-            r.reason, VerdictName(w.verdict));
+            opt.noisy_outlier_fraction * 100, counts, VerdictName(r.statistical_verdict), r.reason,
+            VerdictName(w.verdict));
       }
     }
     if (r.confounded) {

@@ -198,14 +198,14 @@ struct Row {
   double threshold = 0;  // τ, fraction
   ArmSummary a, b;
   std::string design = "none";
-  bool paired = false;      // design == "paired"
-  int pairs = 0;            // pairs used (paired design)
-  int hosts_used = 0;       // hosts that contributed to Δ
-  int runs_unused = 0;      // usable runs that could not enter Δ (no partner, one-arm host)
+  bool paired = false;  // design == "paired"
+  int pairs = 0;        // pairs used (paired design)
+  int hosts_used = 0;   // hosts that contributed to Δ
+  int runs_unused = 0;  // usable runs that could not enter Δ (no partner, one-arm host)
   // What min_runs_per_arm applies to: pairs (paired), else the smaller arm's runs
   // that enter Δ.
   int n_effective = 0;
-  double df = 0;            // degrees of freedom of the t statistic (NaN: none)
+  double df = 0;  // degrees of freedom of the t statistic (NaN: none)
   // Scatter on the log scale behind the CI: sd of a pair's log(B/A) (paired) or of
   // a run around its (host, arm) mean (stratified); NaN otherwise. n_needed uses it.
   double residual_sd = 0;
@@ -272,8 +272,8 @@ struct UsableGroup {
 
 // How many of the compared arms' runs are usable, and why the others are not.
 struct UsableSummary {
-  int runs_total = 0;   // runs of arm A and arm B
-  int runs_usable = 0;  // runs whose data enter the rows
+  int runs_total = 0;               // runs of arm A and arm B
+  int runs_usable = 0;              // runs whose data enter the rows
   std::vector<UsableGroup> groups;  // excluded kinds by run count, then admitted ones
   std::vector<std::string> advice;  // not exclusions: e.g. unsteady runs
   // "18 of 20 runs usable; 2 runs: failed: see each run's error ...". Every

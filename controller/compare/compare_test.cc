@@ -70,8 +70,8 @@ std::vector<RunT> FleetRuns(int hosts, int n, double effect, double cv, std::mt1
   std::vector<RunT> runs;
   for (int h = 0; h < hosts; ++h) {
     const double speed = 100e3 * (0.8 + 0.4 * h / std::max(1, hosts - 1));
-    std::vector<RunT> hr = AbRuns(n, speed, speed * (1 + effect), cv, g, cell,
-                                  "h" + std::to_string(h));
+    std::vector<RunT> hr =
+        AbRuns(n, speed, speed * (1 + effect), cv, g, cell, "h" + std::to_string(h));
     runs.insert(runs.end(), hr.begin(), hr.end());
   }
   return runs;
@@ -550,7 +550,7 @@ TEST(Compare, SmallFleetsReachAVerdictForALargeEffect) {
     // The metric: a -98 % p50 (lower latency) is an improvement.
     for (RunT& run : runs) {
       if (run.arm == "B") {
-        run.metrics.iops *= 50;  // undo: only the latency changes
+        run.metrics.iops *= 50;                                 // undo: only the latency changes
         *run.metrics.p50_ns = *run.metrics.p50_ns / 50 * 0.02;  // 2 % of A's
       }
     }

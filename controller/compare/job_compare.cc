@@ -174,8 +174,8 @@ absl::Status Collect(Scheduler& scheduler, const std::vector<RunRef>& refs,
         a["kernel_release"] = inv->second.kernel_release();
         a["kernel_cmdline"] = inv->second.kernel_cmdline();
         a["agent_version"] = inv->second.agent_version();
-        a["device"] = DeviceFingerprint(
-            absl::StrSplit(r.target(), ':', absl::SkipEmpty()), inv->second);
+        a["device"] =
+            DeviceFingerprint(absl::StrSplit(r.target(), ':', absl::SkipEmpty()), inv->second);
       }
       std::map<std::string, std::string> opts = ResultOptions(result);
       for (auto it = opts.begin(); it != opts.end();) {
@@ -275,9 +275,9 @@ std::vector<UnusableReason> StoredRunReasons(const StoredRun& s) {
     case v1::RUN_STATE_QUEUED:
     case v1::RUN_STATE_ASSIGNED:
     case v1::RUN_STATE_RUNNING:
-      out.push_back({"pending", absl::StrCat("run ", r.id(), " is ",
-                                             absl::AsciiStrToLower(RunState_Name(r.state())
-                                                                       .substr(10)))});
+      out.push_back(
+          {"pending", absl::StrCat("run ", r.id(), " is ",
+                                   absl::AsciiStrToLower(RunState_Name(r.state()).substr(10)))});
       return out;
     case v1::RUN_STATE_CANCELLED:
       out.push_back({"cancelled", absl::StrCat("run ", r.id())});
@@ -302,9 +302,9 @@ std::vector<UnusableReason> StoredRunReasons(const StoredRun& s) {
     return out;
   }
   if (s.result->is_discarded() || !s.metrics.has_value()) {
-    out.push_back({"bad_result", absl::StrCat("run ", r.id(), ": ",
-                                              s.result->is_discarded() ? "not JSON"
-                                                                       : s.metrics_error)});
+    out.push_back(
+        {"bad_result", absl::StrCat("run ", r.id(), ": ",
+                                    s.result->is_discarded() ? "not JSON" : s.metrics_error)});
     return out;
   }
   if (r.audit().empty()) {
@@ -418,8 +418,8 @@ absl::StatusOr<JobCompareParams> ParseCompareParams(
   if (auto v = get("max_cv")) {
     double cv = 0;
     if (!absl::SimpleAtod(*v, &cv) || !(cv >= 0 && cv <= 10)) {
-      return FieldError("max_cv", absl::StrCat("\"", *v,
-                                               "\" is not a fraction in [0, 10] (0 = no gate)"));
+      return FieldError("max_cv",
+                        absl::StrCat("\"", *v, "\" is not a fraction in [0, 10] (0 = no gate)"));
     }
     p.max_within_run_cv = cv;
   }
@@ -590,8 +590,9 @@ absl::StatusOr<JobComparison> CompareJobs(Scheduler& scheduler, const std::strin
     if (compared.empty()) compared.push_back("kernel_release");
   }
 
-  CompareInput in = MakeInput(c, job_a, job_b, std::move(compared),
-                              params.seed.value_or(SeedFor(absl::StrCat(job_a, "|", job_b))), params);
+  CompareInput in =
+      MakeInput(c, job_a, job_b, std::move(compared),
+                params.seed.value_or(SeedFor(absl::StrCat(job_a, "|", job_b))), params);
   absl::StatusOr<CompareResult> result = Compare(in);
   if (!result.ok()) {
     return NoDataError(result.status(), absl::StrCat("jobs ", job_a, " and ", job_b),

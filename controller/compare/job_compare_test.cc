@@ -110,7 +110,8 @@ class CompareApiTest : public ::testing::Test {
     v1::Inventory* inv = hello.mutable_inventory();
     inv->set_hostname(name);
     inv->set_kernel_release("6.1.0-13-amd64");
-    inv->set_kernel_cmdline(absl::StrCat("root=/dev/vda1 mitigations=", name == "h1" ? "auto" : "off"));
+    inv->set_kernel_cmdline(
+        absl::StrCat("root=/dev/vda1 mitigations=", name == "h1" ? "auto" : "off"));
     inv->set_cpu_model(cpu);
     inv->set_agent_version("0.1.0");
     v1::BlockDevice* d = inv->add_block_devices();

@@ -116,11 +116,11 @@ std::string UsableMarkdown(const UsableSummary& u) {
   if (u.groups.empty() && u.advice.empty()) return out + "\n\n";
   absl::StrAppend(&out, "\n\n");
   for (const UsableGroup& g : u.groups) {
-    std::string line =
-        g.admitted ? absl::StrFormat("- %d %s %s, admitted by request", g.runs,
-                                     g.runs == 1 ? "run" : "runs", g.label)
-                   : absl::StrFormat("- %d %s: %s: %s", g.runs, g.runs == 1 ? "run" : "runs",
-                                     g.label, g.advice);
+    std::string line = g.admitted
+                           ? absl::StrFormat("- %d %s %s, admitted by request", g.runs,
+                                             g.runs == 1 ? "run" : "runs", g.label)
+                           : absl::StrFormat("- %d %s: %s: %s", g.runs,
+                                             g.runs == 1 ? "run" : "runs", g.label, g.advice);
     if (!g.details.empty()) absl::StrAppend(&line, " (", absl::StrJoin(g.details, "; "), ")");
     absl::StrAppend(&out, MdEscape(line), "\n");
   }
@@ -318,8 +318,8 @@ std::string RenderJUnitXml(const CompareResult& result) {
   absl::StrAppend(&out, "<!-- ",
                   absl::StrReplaceAll(XmlEscape(result.usable.headline), {{"--", "- -"}}),
                   " -->\n");
-  absl::StrAppend(&out, absl::StrFormat("<testsuites tests=\"%d\" failures=\"%d\">\n", tests,
-                                        failures));
+  absl::StrAppend(&out,
+                  absl::StrFormat("<testsuites tests=\"%d\" failures=\"%d\">\n", tests, failures));
   absl::StrAppend(&out, absl::StrFormat("  <testsuite name=\"iofleet.compare\" tests=\"%d\" "
                                         "failures=\"%d\" errors=\"0\" skipped=\"%d\">\n",
                                         tests, failures, skipped));

@@ -28,9 +28,9 @@ std::string DumpHeadlineFirst(const nlohmann::json& j, int indent = 2);
 // DumpHeadlineFirst(ToJson(result), indent).
 std::string RenderJson(const CompareResult& result, int indent = 2);
 
-// Opens with UsableMarkdown; then one table per metric: cell | A median [95% CI] | B median [95% CI] | Δ% [95% CI] |
-// p | q | verdict | n A/B, then a geomean row; followed by the outcome, excluded runs
-// and outliers.
+// Opens with UsableMarkdown; then one table per metric: cell | A median [95% CI] | B median [95%
+// CI] | Δ% [95% CI] | p | q | verdict | n A/B, then a geomean row; followed by the outcome,
+// excluded runs and outliers.
 std::string RenderMarkdown(const CompareResult& result);
 
 // A comment with the usable-runs headline, then <testsuites><testsuite

@@ -59,12 +59,17 @@ CompareResult Sample() {
   r.rows.push_back(b);
 
   r.geomean.push_back({Metric::kIops, 1, -6.3, {-6.9, -5.8}, Verdict::kRegression});
-  r.excluded.push_back({"run-3", "v6.9", "h1", "rw=randread|bs<4k>", 3,
-                        {"error=5", "io_errors=1"}, {"error", "io_errors"}});
+  r.excluded.push_back({"run-3",
+                        "v6.9",
+                        "h1",
+                        "rw=randread|bs<4k>",
+                        3,
+                        {"error=5", "io_errors=1"},
+                        {"error", "io_errors"}});
   r.usable.runs_total = 21;
   r.usable.runs_usable = 20;
-  r.usable.groups.push_back({"error", "fio error", "see the run's result (iofleet result RUN)",
-                             1, false, {"error=5"}});
+  r.usable.groups.push_back(
+      {"error", "fio error", "see the run's result (iofleet result RUN)", 1, false, {"error=5"}});
   r.usable.headline =
       "20 of 21 runs usable; 1 run: fio error: see the run's result (iofleet result RUN)";
   return r;
