@@ -981,7 +981,8 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
         return s.n > 0 && static_cast<double>(s.outliers.size()) >
                               opt.noisy_outlier_fraction * static_cast<double>(s.n);
       };
-      row.noisy = noisy(row.a) || noisy(row.b);
+      // A row without data in an arm stays inconclusive for that reason alone.
+      row.noisy = !obs_a.empty() && !obs_b.empty() && (noisy(row.a) || noisy(row.b));
       if (row.noisy) {
         // Sensitivity: the same analysis without the flagged runs.
         std::set<std::string> flagged;

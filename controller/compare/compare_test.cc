@@ -692,6 +692,13 @@ TEST(Compare, NoValidRunsInAnArmDoesNotCrash) {
   EXPECT_TRUE(std::isnan(row.delta_pct));
   EXPECT_EQ(row.verdict, Verdict::kInconclusive);
   EXPECT_THAT(row.reason, HasSubstr("no usable run of B in this cell (6 runs: 6 fio error)"));
+  // Outliers in the arm that has data do not make a row without data "noisy".
+  runs[0].metrics.iops = 10e3;
+  runs[3].metrics.iops = 900e3;
+  r = Compare({runs, {}, IopsOnly(200, 1)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->rows.at(0).verdict, Verdict::kInconclusive) << r->rows.at(0).reason;
+  EXPECT_THAT(r->rows.at(0).reason, HasSubstr("no data"));
   EXPECT_EQ(r->excluded.size(), 6u);
   EXPECT_EQ(r->outcome, Outcome::kWarn);
 }
