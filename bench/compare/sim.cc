@@ -15,7 +15,7 @@
 // IOPS; τ 2 %). Prints one markdown table per noise profile.
 //
 //   iofleet-compare-sim [--sims=1000] [--seed=1] [--profile=quiet|shared|this-vm|all]
-//                       [--only=HOSTS,REPEAT,EFFECT]
+//                       [--only=HOSTS,REPEAT,EFFECT [--colocated=SD]]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +38,9 @@ using RunT = iofleet::controller::compare::Run;
 struct Profile {
   const char* name;
   double host_sd, drift_sd, run_sd, spike_p, spike;
+  // Noise that every host's run at the same position of the same repetition shares
+  // (agents on one machine run their pairs at the same time): --colocated=SD.
+  double colocated_sd = 0;
 };
 
 // quiet: dedicated hosts. shared: hosts with neighbours. this-vm: the shared
@@ -69,6 +72,8 @@ Cell Simulate(const Profile& p, int hosts, int repeat, double effect, int sims, 
     in.options.bootstrap_resamples = 100;  // the arm medians' CIs; they do not enter the verdict
     in.options.seed = seed + s;
     int64_t order = 0;
+    std::vector<double> shared(2 * repeat);
+    for (double& x : shared) x = p.colocated_sd * n01(g);
     for (int h = 0; h < hosts; ++h) {
       const double u = p.host_sd * n01(g);
       const std::string host = "h" + std::to_string(h);
@@ -76,7 +81,7 @@ Cell Simulate(const Profile& p, int hosts, int repeat, double effect, int sims, 
         const double w = p.drift_sd * n01(g);
         for (int k = 0; k < 2; ++k) {
           const bool is_b = (r % 2 == 0) == (k == 1);  // A B, B A, ...
-          double log_y = std::log(100e3) + u + w + p.run_sd * n01(g);
+          double log_y = std::log(100e3) + u + w + p.run_sd * n01(g) + shared[2 * r + k];
           if (is_b) log_y += std::log1p(effect);
           if (u01(g) < p.spike_p) log_y += std::log1p(-p.spike);
           RunT run;
@@ -145,17 +150,23 @@ int main(int argc, char** argv) {
   int sims = 1000;
   uint64_t seed = 1;
   std::string profile = "all";
+  double colocated = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--sims=", 7) == 0) {
       sims = std::atoi(argv[i] + 7);
     } else if (std::strncmp(argv[i], "--seed=", 7) == 0) {
       seed = std::strtoull(argv[i] + 7, nullptr, 10);
+    } else if (std::strncmp(argv[i], "--colocated=", 12) == 0) {
+      colocated = std::atof(argv[i] + 12);
     } else if (std::strncmp(argv[i], "--only=", 7) == 0) {
       // --only=HOSTS,REPEAT,EFFECT: one cell, for checking a rate with many sims.
       int h = 0, r = 0;
       double e = 0;
       if (std::sscanf(argv[i] + 7, "%d,%d,%lf", &h, &r, &e) != 3) return 2;
-      for (const Profile* p : kProfiles) {
+      for (const Profile* base : kProfiles) {
+        Profile prof = *base;
+        prof.colocated_sd = colocated;
+        const Profile* p = &prof;
         const Cell c = Simulate(*p, h, r, e, sims, seed);
         std::printf("%s: %d hosts x %d, effect %+.3f: false %s, regression %s, undecided %s\n",
                     p->name, h, r, e, Rate(c.false_verdicts, c.sims).c_str(),
