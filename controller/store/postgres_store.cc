@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -225,13 +226,8 @@ absl::Status Migrate(PGconn* c, const std::string& uri, bool init, const std::st
   return PgExecScript(c, "COMMIT");
 }
 
-// Takes the store's controller lock on `c` (a session advisory lock: it lives
-// exactly as long as the connection). FailedPrecondition naming the holder.
-absl::Status TakeControllerLock(PGconn* c, const std::string& uri) {
-  IOFLEET_ASSIGN_OR_RETURN(PgResult r,
-                           PgExec(c, absl::StrCat("SELECT pg_try_advisory_lock(", kLockKey, ")")));
-  if (PgBool(r.get(), 0, 0)) return absl::OkStatus();
-  std::string holder = "unknown";
+// Whether a session holds the controller lock, and which (`holder`).
+absl::StatusOr<bool> ControllerLockHolder(PGconn* c, std::string* holder) {
   absl::StatusOr<PgResult> h = PgExec(
       c,
       "SELECT a.pid, coalesce(a.application_name, ''), coalesce(host(a.client_addr), 'local'), "
@@ -240,15 +236,43 @@ absl::Status TakeControllerLock(PGconn* c, const std::string& uri) {
       "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
       "AND l.classid = 1768908396 AND l.objid = hashtext(current_schema())::oid "
       "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())");
-  if (h.ok() && PQntuples(h->get()) > 0) {
-    holder = absl::StrCat("server pid ", PgText(h->get(), 0, 0), ", \"", PgText(h->get(), 0, 1),
-                          "\" from ", PgText(h->get(), 0, 2), ", connected since ",
-                          PgText(h->get(), 0, 3));
+  if (!h.ok()) return h.status();
+  if (PQntuples(h->get()) == 0) return false;
+  *holder = absl::StrCat("server pid ", PgText(h->get(), 0, 0), ", \"", PgText(h->get(), 0, 1),
+                         "\" from ", PgText(h->get(), 0, 2), ", connected since ",
+                         PgText(h->get(), 0, 3));
+  return true;
+}
+
+// Takes the store's controller lock on `c` (a session advisory lock: it lives
+// exactly as long as the connection). FailedPrecondition naming the holder.
+// A holder found gone by the time it is looked up (its session was ending: a
+// store closed or a process killed a moment ago) is waited for, a few tries.
+absl::Status TakeControllerLock(PGconn* c, const std::string& uri) {
+  std::string holder = "unknown";
+  for (int attempt = 0;; ++attempt) {
+    IOFLEET_ASSIGN_OR_RETURN(
+        PgResult r, PgExec(c, absl::StrCat("SELECT pg_try_advisory_lock(", kLockKey, ")")));
+    if (PgBool(r.get(), 0, 0)) return absl::OkStatus();
+    IOFLEET_ASSIGN_OR_RETURN(bool held, ControllerLockHolder(c, &holder));
+    if (held || attempt == 20) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return absl::FailedPreconditionError(absl::StrCat(
       "PostgreSQL store ", RedactPostgresUri(uri), " is in use by another controller (", holder,
       "); two controllers on one store would both place and expire runs. Stop that controller "
       "first, or use another database"));
+}
+
+// Releases the controller lock at once. A session advisory lock also ends with
+// its connection, but only once the server has noticed the disconnect, a moment
+// later: a store closed and opened again (a restart, migrate then the
+// controller) would find it still held.
+void ReleaseControllerLock(PGconn* c) {
+  if (c == nullptr || PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE) {
+    return;
+  }
+  (void)PgExec(c, absl::StrCat("SELECT pg_advisory_unlock(", kLockKey, ")"));
 }
 
 constexpr const char* kRunColumns =
@@ -423,6 +447,7 @@ class PostgresStore final : public Store {
 
   ~PostgresStore() override {
     writer_.Stop();  // drains the queue while the writer's connection is open
+    if (options_.exclusive) ReleaseControllerLock(wconn_.get());  // the thread has ended
   }
 
   // Prepares the writer's statements on `c` (and takes the controller lock).
@@ -1095,6 +1120,7 @@ absl::StatusOr<std::map<std::string, int64_t>> ImportIntoPostgres(
     if (!r.ok()) return fail(r.status());
   }
   if (auto s = PgExecScript(c, "COMMIT"); !s.ok()) return fail(s);
+  ReleaseControllerLock(c);  // the controller (or the verification) may open it at once
   return copied;
 }
 
