@@ -517,6 +517,12 @@ int main(int argc, char** argv) {
                     "--agents-per-conn must be >= 1\n");
     return 2;
   }
+#ifndef IOFLEET_WITH_POSTGRESQL
+  if (!opt.store.empty()) {
+    fprintf(stderr, "iofleet-loadgen: --store: built without libpq (no PostgreSQL support)\n");
+    return 2;
+  }
+#endif
   signal(SIGPIPE, SIG_IGN);
   pid_t spawned = 0;
   if (opt.grpc.empty()) {

@@ -164,7 +164,8 @@ TEST_F(PostgresStoreTest, ClosingTheStoreReleasesItsLockAtOnce) {
     store->reset();
     EXPECT_EQ(QueryOne(uri_,
                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
-                       "classid = 1768908396 AND granted"),
+                       "classid = 1768908396 AND granted AND database = "
+                       "(SELECT oid FROM pg_database WHERE datname = current_database())"),
               "0")
         << "after close " << i;
   }
