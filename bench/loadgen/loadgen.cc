@@ -368,8 +368,7 @@ ProcSample ReadProc(int pid) {
 int SpawnController(Options& opt) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
-  const std::string a1 =
-      opt.store.empty() ? "--data-dir=" + opt.data_dir : "--store=" + opt.store;
+  const std::string a1 = opt.store.empty() ? "--data-dir=" + opt.data_dir : "--store=" + opt.store;
   // A fresh store in the load generator's data dir (--init).
   std::vector<std::string> args = {opt.controller_bin, a1, "--init", "--grpc-listen=127.0.0.1:0",
                                    "--http-listen=127.0.0.1:0"};
@@ -417,13 +416,12 @@ int64_t CountStoredPg(const std::string& uri, const std::string& host_like, int6
     const char* params[] = {host_like.c_str()};
     for (int q = 0; q < 2; ++q) {
       if (q == 1 && results == nullptr) break;
-      PGresult* r = PQexecParams(
-          c,
-          q == 0 ? "SELECT count(*) FROM intervals WHERE run_id IN "
-                   "(SELECT id FROM runs WHERE host LIKE $1)"
-                 : "SELECT count(*) FROM results WHERE run_id IN "
-                   "(SELECT id FROM runs WHERE host LIKE $1)",
-          1, nullptr, params, nullptr, nullptr, 0);
+      PGresult* r = PQexecParams(c,
+                                 q == 0 ? "SELECT count(*) FROM intervals WHERE run_id IN "
+                                          "(SELECT id FROM runs WHERE host LIKE $1)"
+                                        : "SELECT count(*) FROM results WHERE run_id IN "
+                                          "(SELECT id FROM runs WHERE host LIKE $1)",
+                                 1, nullptr, params, nullptr, nullptr, 0);
       if (PQresultStatus(r) == PGRES_TUPLES_OK) {
         (q == 0 ? n : *results) = std::stoll(PQgetvalue(r, 0, 0));
       }

@@ -80,8 +80,8 @@ std::vector<std::vector<std::pair<uint32_t, uint64_t>>> Histograms(int n) {
     const uint32_t first = std::uniform_int_distribution<uint32_t>(300, 900)(rng);
     std::vector<std::pair<uint32_t, uint64_t>> h;
     for (int b = 0; b < buckets; ++b) {
-      h.emplace_back(first + static_cast<uint32_t>(b), std::uniform_int_distribution<uint64_t>(
-                                                           1, 4000)(rng));
+      h.emplace_back(first + static_cast<uint32_t>(b),
+                     std::uniform_int_distribution<uint64_t>(1, 4000)(rng));
     }
     out.push_back(std::move(h));
   }
@@ -229,8 +229,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  absl::StatusOr<std::unique_ptr<Store>> store = absl::InvalidArgumentError(
-      "--store=sqlite:DIR or --store=postgresql://... is required");
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      absl::InvalidArgumentError("--store=sqlite:DIR or --store=postgresql://... is required");
   std::string backend;
   if (absl::StartsWith(opt.store, "sqlite:")) {
     backend = "sqlite";
@@ -259,7 +259,8 @@ int main(int argc, char** argv) {
   std::vector<double> latency_ms(static_cast<size_t>(opt.records));
   const auto t0 = Clock::now();
   std::vector<std::thread> producers;
-  const std::string tag = std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  const std::string tag =
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   for (int p = 0; p < opt.producers; ++p) {
     producers.emplace_back([&] {
       for (;;) {
