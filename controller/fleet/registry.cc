@@ -22,6 +22,17 @@ std::vector<std::string> FleetSnapshot::Match(
   return out;
 }
 
+FleetSnapshot FleetSnapshotOf(std::vector<AgentStatic> agents) {
+  std::sort(agents.begin(), agents.end(),
+            [](const AgentStatic& a, const AgentStatic& b) { return a.name < b.name; });
+  std::vector<AgentView> out;
+  for (AgentStatic& a : agents) {
+    if (a.facts.labels.empty()) a.facts.labels = a.labels;
+    out.push_back(AgentView{std::make_shared<const AgentStatic>(std::move(a)), false, 0, 0});
+  }
+  return FleetSnapshot(std::move(out));
+}
+
 void AgentRegistry::RebuildView(Agent& a, const std::string& peer, const std::string* kernel,
                                 const std::string* cpu_model) {
   auto v = std::make_shared<AgentStatic>();
@@ -143,6 +154,13 @@ void AgentRegistry::Heard(const std::string& name, uint64_t session, uint64_t mo
   if (it == agents_.end() || it->second.session != session || session == 0) return;
   it->second.last_heard_mono_ms = std::max(it->second.last_heard_mono_ms, mono_ms);
   if (wall_ms != 0) it->second.row.last_seen_ms = std::max(it->second.row.last_seen_ms, wall_ms);
+}
+
+void AgentRegistry::Adopt(const Agent& a) {
+  Agent& mine = agents_[a.row.name];
+  if (mine.session != 0) by_session_.erase(mine.session);
+  mine = a;
+  if (a.session != 0) by_session_[a.session] = a.row.name;
 }
 
 const Agent* AgentRegistry::Get(const std::string& name) const {

@@ -59,6 +59,10 @@ class FleetSnapshot {
   std::vector<AgentView> agents_;
 };
 
+// A snapshot of `agents` (all down), for tests and tools that expand jobs
+// without a running controller.
+FleetSnapshot FleetSnapshotOf(std::vector<AgentStatic> agents);
+
 // One registered agent, as the core keeps it.
 struct Agent {
   AgentRow row;  // what is stored; row.last_seen_ms: wall clock, for display
@@ -129,6 +133,9 @@ class AgentRegistry {
 
   // A message from `session` of `name` at monotonic `mono_ms` (and wall `wall_ms`, 0 = keep).
   void Heard(const std::string& name, uint64_t session, uint64_t mono_ms, uint64_t wall_ms);
+
+  // Takes `a` (a live agent of another registry) over as it is.
+  void Adopt(const Agent& a);
 
   const Agent* Get(const std::string& name) const;
   Agent* GetMutable(const std::string& name);

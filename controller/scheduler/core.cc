@@ -156,6 +156,20 @@ void SchedulerCore::Load(CoreInput in, FleetTime now) {
   fleet_changed_ = true;
 }
 
+void SchedulerCore::Adopt(const SchedulerCore& old, const std::set<uint64_t>& drop) {
+  for (const auto& [name, a] : old.agents_.agents()) {
+    if (!a.connected() || drop.contains(a.session)) continue;
+    agents_.Adopt(a);
+    dirty_hosts_.insert(name);
+  }
+  draining_ = old.draining_;
+  liveness_tokens_ = old.liveness_tokens_;
+  last_tick_mono_ms_ = old.last_tick_mono_ms_;
+  liveness_cursor_ = old.liveness_cursor_;
+  fleet_changed_ = true;
+  relocate_dirty_ = true;
+}
+
 const ActiveRun* SchedulerCore::FindRun(const std::string& id) const {
   auto it = runs_.find(id);
   return it == runs_.end() ? nullptr : &it->second;

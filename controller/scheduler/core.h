@@ -146,6 +146,12 @@ class SchedulerCore {
   // Starts from stored state; every agent is down and gets one timeout to come back.
   void Load(CoreInput input, FleetTime now);
 
+  // After a reload from the store (a commit failed, so the store is behind
+  // this core's state): takes over from `old` what only memory knows - the
+  // agents' live streams (except the sessions in `drop`, whose Hello was not
+  // committed), runs of other stores, lost runs still stopping on their agents.
+  void Adopt(const SchedulerCore& old, const std::set<uint64_t>& drop);
+
   // Applies `events` in order at `now`, then places queued runs and brings the
   // states of touched jobs up to date. `replies` gets one entry per event.
   Decisions Step(std::vector<Event> events, FleetTime now, std::vector<Reply>* replies);
