@@ -466,8 +466,12 @@ def case_cancel():
         check(run["state"] == "cancelled", f"run state {run['state']}")
         check(job["state"] == "cancelled", f"job state {job['state']}")
         check(time.time() - t0 < 15, "cancel took too long")
-        with open(env.agents["agent-a"].log_path) as f:
-            check("cancel requested" in f.read(), "agent log has no cancel")
+        # The controller marks the run cancelled when it asks; the agent's own
+        # word follows (later on a loaded machine).
+        def agent_saw_cancel():
+            with open(env.agents["agent-a"].log_path) as f:
+                return "cancel requested" in f.read()
+        wait_for(agent_saw_cancel, 10, "agent log has no cancel")
         # The lease is released: the same target runs again.
         again = env.submit(fio_job(target, runtime=1), hosts=["agent-a"])
         check(run_of(env.wait_job(again))["state"] == "succeeded", "target not reusable")
@@ -669,11 +673,13 @@ def case_submit_wait_regression():
         check("regression" in last and "iops" in last, f"--wait reason: {last}")
         job_id = p.stdout.split()[0]
         check(env.job(job_id)["name"] == "reg", "name not taken from the file name")
-        md = env.cli("compare", job_id, check_rc=0).stdout
+        # compare exits 3 on a fail outcome too, after printing the table.
+        md = env.cli("compare", job_id, check_rc=3).stdout
         check("| all |" in md and "regression" in md, f"markdown:\n{md[:800]}")
-        xml = env.cli("compare", job_id, "--format=junit", check_rc=0).stdout
+        xml = env.cli("compare", job_id, "--format=junit", check_rc=3).stdout
         check("<testsuite" in xml and "<failure" in xml, f"junit:\n{xml[:800]}")
-        cmp = json.loads(env.cli("compare", job_id, "--format=json", check_rc=0).stdout)
+        cmp = json.loads(env.cli("compare", job_id, "--format=json",
+                                 "--fail-on=none", check_rc=0).stdout)
         check(cmp.get("outcome") == "fail", f"outcome {cmp.get('outcome')}")
 
 
