@@ -13,7 +13,10 @@
 namespace iofleet::controller {
 
 // The agent protocol version this controller speaks, and the oldest it still accepts.
-inline constexpr uint32_t kProtocolVersion = 1;
+// 2: inventory only when it changes (Hello.inventory_hash, Welcome.need_inventory,
+// InventoryUpdate; docs/agent-protocol.md). A protocol-1 agent sends its full
+// inventory in every Hello, which a protocol-2 controller takes as it is.
+inline constexpr uint32_t kProtocolVersion = 2;
 inline constexpr uint32_t kOldestProtocolVersion = 1;
 
 // Picks the version both sides speak: the agent speaks [min_version, version]

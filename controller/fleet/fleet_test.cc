@@ -14,11 +14,12 @@ using ::testing::HasSubstr;
 TEST(NegotiateTest, AcceptsOverlappingRanges) {
   EXPECT_EQ(NegotiateProtocolVersion(1, 1).value(), 1u);
   EXPECT_EQ(NegotiateProtocolVersion(1, 0).value(), 1u);
-  EXPECT_EQ(NegotiateProtocolVersion(3, 1).value(), 1u);  // newer agent that still speaks 1
+  EXPECT_EQ(NegotiateProtocolVersion(2, 1).value(), 2u);  // inventory by hash
+  EXPECT_EQ(NegotiateProtocolVersion(3, 1).value(), 2u);  // newer agent that still speaks 2
 }
 
 TEST(NegotiateTest, RejectsWithReason) {
-  auto too_new = NegotiateProtocolVersion(5, 2);
+  auto too_new = NegotiateProtocolVersion(5, 3);
   EXPECT_EQ(too_new.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(too_new.status().message()), HasSubstr("upgrade the controller"));
   auto none = NegotiateProtocolVersion(0, 0);
