@@ -746,6 +746,17 @@ std::string RenderJobs(const JobList& list, const Options& globals, const Builde
 // The jobs as written: the [global] options and each job's own options as the
 // user gave them (JobSpec::raw_options), so that the agent's JSON "job options"
 // echo what was written (bs=4k, runtime=1), as fio's do.
+// [global] options in the order one section applies them (several [global]
+// sections become one).
+Options InApplyOrder(Options globals) {
+  std::stable_sort(globals.begin(), globals.end(), [](const auto& x, const auto& y) {
+    const OptionRow* rx = FindOptionRow(x.first);
+    const OptionRow* ry = FindOptionRow(y.first);
+    return (rx ? RowRank(*rx) : 1) < (ry ? RowRank(*ry) : 1);
+  });
+  return globals;
+}
+
 // The [global] options go in the order one section applies them (see ToJobText).
 std::string RenderAsWritten(const JobList& list, const Options& globals) {
   std::string out;
@@ -1083,12 +1094,7 @@ std::string ToJobText(const JobList& list) {
   // were set in code rather than written).
   // The [global] options in the order one section applies them (several [global]
   // sections become one), so that rendering the re-parsed list gives the same text.
-  Options globals = list.global_options;
-  std::stable_sort(globals.begin(), globals.end(), [](const auto& x, const auto& y) {
-    const OptionRow* rx = FindOptionRow(x.first);
-    const OptionRow* ry = FindOptionRow(y.first);
-    return (rx ? RowRank(*rx) : 1) < (ry ? RowRank(*ry) : 1);
-  });
+  const Options globals = InApplyOrder(list.global_options);
   if (!list.jobs.empty()) {
     std::string text = RenderAsWritten(list, globals);
     if (same_jobs(ParseJobText(text, "ToJobText", po))) return text;
@@ -1111,13 +1117,24 @@ std::string ToJobText(const JobList& list) {
     e->has_value = !(v.empty() && e->row->type == OptionType::kBool);
     entries.push_back(std::move(*e));
   }
+  // The rendered options come in table order; re-parsed, they are in fio's. So
+  // that rendering is a fixed point (what the agent echoes renders the same
+  // again), a rendering that re-parses to the same jobs is given as written.
+  auto in_fio_order = [&](std::string text) {
+    auto back = ParseJobText(text, "ToJobText", po);
+    if (!same_jobs(back)) return text;
+    std::string again = RenderAsWritten(*back, InApplyOrder(back->global_options));
+    return same_jobs(ParseJobText(again, "ToJobText", po)) ? again : text;
+  };
   if (globals_ok && ApplySection(tmpl, entries, "global", nullptr).ok()) {
     bool empty_value = false;
     std::string text = RenderJobs(list, globals, tmpl, &empty_value);
-    if (!empty_value && same_jobs(ParseJobText(text, "ToJobText", po))) return text;
+    if (!empty_value && same_jobs(ParseJobText(text, "ToJobText", po))) {
+      return in_fio_order(std::move(text));
+    }
   }
   bool unused = false;
-  return RenderJobs(list, {}, Builder(), &unused);
+  return in_fio_order(RenderJobs(list, {}, Builder(), &unused));
 }
 
 }  // namespace iofleet::jobspec
