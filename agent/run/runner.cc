@@ -29,6 +29,7 @@
 #include "agent/engines/engine.h"
 #include "agent/run/budget.h"
 #include "agent/run/destructive.h"
+#include "agent/run/disk_util.h"
 #include "agent/run/worker.h"
 #include "agent/workload/offset_gen.h"
 #include "agent/workload/random.h"
@@ -599,8 +600,15 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
     }
   });
 
+  // fio's disk_util: a job's devices are tracked from when it starts.
+  DiskUtilTracker disks;
   for (size_t p = 0; p + 1 < phase_start.size(); ++p) {
     if (cancel->load()) break;
+    for (size_t i = phase_start[p]; i < phase_start[p + 1]; ++i) {
+      const CloneSpec& c = plan.clones[i];
+      if (!c.job->disk_util || EngineDoesNoIo(*c.job)) continue;
+      for (const TargetFile& f : c.files) disks.Add(f.path);
+    }
     std::vector<std::thread> threads;
     // All clones of a phase prepare, then start together.
     size_t ready = 0;
@@ -654,6 +662,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   }
   result.header.timestamp_ms = Clock::RealtimeMs();
   result.header.global_options = list.global_options;
+  result.header.disk_util = disks.Finish();
   for (auto& w : workers) {
     result.jobs.push_back(w->result());
     result.cpus_seen.push_back(w->cpus_seen_mask());
