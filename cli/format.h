@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
 namespace iofleet::cli {
@@ -80,7 +81,13 @@ std::string RenderCompareJunit(const json& compare, const std::string& job_id);
 // "regression", "slower", "worse", or a boolean "regression": true).
 bool HasRegression(const json& compare);
 
-// fio-style summary of a fio JSON result ("normal" output).
-std::string RenderResultNormal(const json& fio);
+// fio's normal output of a stored result, exactly as the agent prints it
+// (rendered from the JSON document, common/stats/report.h). InvalidArgument
+// when the document is not a fio JSON result.
+absl::StatusOr<std::string> RenderResultNormal(const json& fio);
+
+// "fio logs on agent host H:" and the run's log files, one a line, from the
+// result's iofleet.logs ("" when the run wrote no log).
+std::string RenderLogFiles(const json& fio);
 
 }  // namespace iofleet::cli

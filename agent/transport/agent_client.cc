@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/run/job_log.h"
 #include "agent/run/runner.h"
 #include "agent/transport/convert.h"
 #include "common/jobspec/parser.h"
@@ -102,6 +103,28 @@ std::string FormatRanges(const std::vector<iofleet::v1::SeqRange>& ranges) {
 
 std::string StatusText(const grpc::Status& s) {
   return absl::StrCat("code ", static_cast<int>(s.error_code()), ": ", s.error_message());
+}
+
+// The run's log directory, <log_dir>/<run_id>, made when a job of the run
+// writes a log (nothing is made otherwise; *out stays "").
+absl::Status RunLogDir(const std::string& log_dir, const jobspec::JobList& list,
+                       const std::string& run_id, std::string* out) {
+  bool any = false;
+  for (const jobspec::JobSpec& job : list.jobs) any = any || LogPlan::For(job).Any();
+  if (!any) return absl::OkStatus();
+  if (run_id.empty() || run_id.find('/') != std::string::npos || run_id[0] == '.') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run id \"", run_id, "\" cannot name a log directory"));
+  }
+  const std::string dir = absl::StrCat(log_dir, "/", run_id);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--log-dir ", log_dir, ": cannot create ", dir, ": ", ec.message()));
+  }
+  *out = dir;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -698,6 +721,12 @@ void AgentClient::RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text,
   RunOptions ro;
   ro.cancel = &entry->cancel;
   ro.allow_paths = opt_.allow_paths;
+  // fio's logs with relative names go to a directory of the run's own under
+  // --log-dir (docs/logs.md); the result lists them (JSON iofleet.logs).
+  if (absl::Status s = RunLogDir(opt_.log_dir, *list, entry->run_id, &ro.log_dir); !s.ok()) {
+    FinishRun(*entry, false, std::string(s.message()), "");
+    return;
+  }
   ro.interval_ms = opt_.interval_ms;
   ro.on_interval = [this, e = entry.get()](const stats::IntervalRecord& rec) {
     AgentMessage m;
@@ -712,7 +741,10 @@ void AgentClient::RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text,
     FinishRun(*entry, false, why, "");
     return;
   }
-  std::string json = stats::FioJson(result->header, result->reported, /*json_plus=*/true);
+  // With the "iofleet" object (pids, error texts, kb_base, the run's log
+  // files): `iofleet result --format=normal` renders the agent's text from it.
+  std::string json = stats::FioJson(result->header, result->reported, /*json_plus=*/true,
+                                    /*iofleet_fields=*/true);
   if (entry->cancel.load()) {
     FinishRun(*entry, false, "cancelled", std::move(json), result->device_fingerprint);
   } else if (result->error != 0) {
