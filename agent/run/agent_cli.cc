@@ -212,7 +212,11 @@ int RunMain(int argc, char** argv) {
                    js.error, js.error_text.c_str());
     }
   }
-  return result->error == 0 ? 0 : 1;
+  // Logs the job asked for and did not get fail the command (the report stands).
+  if (!result->log_error.empty()) {
+    std::fprintf(stderr, "iofleet-agent run: %s\n", result->log_error.c_str());
+  }
+  return result->error == 0 && result->log_error.empty() ? 0 : 1;
 }
 
 }  // namespace iofleet::agent

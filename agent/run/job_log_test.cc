@@ -230,5 +230,17 @@ TEST_F(JobLogTest, UnwritableLogDirectoryRefusedBeforeIo) {
   EXPECT_FALSE(fs::exists(Path("data")));
 }
 
+// A log that cannot be written during the run (here: the file is /dev/full)
+// is reported as the run's log error, naming the file; the run's results stand.
+TEST_F(JobLogTest, WriteErrorReported) {
+  ASSERT_EQ(symlink("/dev/full", Path("j_iops.1.log").c_str()), 0);
+  auto r = Run(absl::StrCat("[j]\nioengine=psync\nrw=write\nbs=4k\nsize=400k\n",
+                            "write_iops_log=j\nfilename=", Path("data"), "\n"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->reported[0].dir[1].total_ios, 100u);
+  EXPECT_THAT(r->log_error, HasSubstr(Path("j_iops.1.log")));
+  EXPECT_THAT(r->log_error, HasSubstr("No space left"));
+}
+
 }  // namespace
 }  // namespace iofleet::agent

@@ -750,6 +750,9 @@ void AgentClient::RunThread(std::shared_ptr<RunHandle> h, act::StartRun start) {
             break;
           }
         }
+      } else if (!result->log_error.empty()) {
+        // The logs the job asked for are incomplete: the run fails, its result kept.
+        end.error = result->log_error;
       } else {
         end.ok = true;
       }
