@@ -230,6 +230,26 @@ TEST_F(JobLogTest, UnwritableLogDirectoryRefusedBeforeIo) {
   EXPECT_FALSE(fs::exists(Path("data")));
 }
 
+// iofleet's interval histogram log: every interval record's exact histogram
+// in fio's histogram line format (1856 buckets, no coarseness), so its counts
+// add up to every I/O the job completed.
+TEST_F(JobLogTest, IntervalHistLogCountsEveryIo) {
+  auto r = Run(absl::StrCat("[j]\nioengine=psync\nrw=randread\nbs=4k\nsize=1m\ntime_based\n",
+                            "runtime=1500ms\nwrite_interval_hist_log=h\nfilename=", Path("data"),
+                            "\n"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto lines = Lines("h_clat_hist_interval.1.log");
+  ASSERT_GE(lines.size(), 1u);
+  uint64_t counted = 0;
+  for (const auto& l : lines) {
+    ASSERT_EQ(l.size(), 3u + 1856u);
+    EXPECT_EQ(l[1], 0u);
+    EXPECT_EQ(l[2], 4096u);
+    for (size_t k = 3; k < l.size(); ++k) counted += l[k];
+  }
+  EXPECT_EQ(counted, r->reported[0].dir[0].total_ios);
+}
+
 // A log that cannot be written during the run (here: the file is /dev/full)
 // is reported as the run's log error, naming the file; the run's results stand.
 TEST_F(JobLogTest, WriteErrorReported) {
