@@ -250,6 +250,25 @@ TEST_F(JobLogTest, IntervalHistLogCountsEveryIo) {
   EXPECT_EQ(counted, r->reported[0].dir[0].total_ios);
 }
 
+// bwavgtime / iopsavgtime set the job's bandwidth and IOPS sample windows
+// (JSON bw_samples / iops_samples): 200 ms over a 1 s run gives 4 samples (at
+// 200..800 ms; none once the runtime is over), the default 500 ms one.
+TEST_F(JobLogTest, BwAvgTimeSetsTheSampleWindow) {
+  const std::string job = absl::StrCat("[j]\nioengine=psync\nrw=read\nbs=4k\nsize=1m\n",
+                                       "time_based\nruntime=1\nfilename=", Path("data"), "\n");
+  auto r = Run(job + "bwavgtime=200\niopsavgtime=100\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  // A stall of the loaded test machine can merge windows; never more samples.
+  EXPECT_GE(r->jobs[0].dir[0].bw.n, 2u);
+  EXPECT_LE(r->jobs[0].dir[0].bw.n, 4u);
+  EXPECT_GE(r->jobs[0].dir[0].iops.n, 5u);
+  EXPECT_LE(r->jobs[0].dir[0].iops.n, 9u);
+  auto d = Run(job);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->jobs[0].dir[0].bw.n, 1u);
+  EXPECT_EQ(d->jobs[0].dir[0].iops.n, 1u);
+}
+
 // A log that cannot be written during the run (here: the file is /dev/full)
 // is reported as the run's log error, naming the file; the run's results stand.
 TEST_F(JobLogTest, WriteErrorReported) {
