@@ -148,6 +148,10 @@ CREATE TABLE store_identity(
 INSERT INTO store_identity(id, created_ms)
   VALUES(gen_random_uuid()::text, (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
 )sql",
+    // 2: SQLite's 7: the digest of an agent's inventory (Hello.inventory_hash).
+    R"sql(
+ALTER TABLE agents ADD COLUMN inventory_hash TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kPostgresSchemaVersion);
 
@@ -352,7 +356,7 @@ IntervalRow ReadInterval(const PGresult* r, int i) {
 
 constexpr const char* kAgentColumns =
     "name, state, last_seen_ms, labels_json, inventory_json, allow_paths_json, protocol_version, "
-    "registered_ms";
+    "registered_ms, inventory_hash";
 constexpr const char* kLeaseColumns = "host, target, run_id, acquired_ms, path";
 constexpr const char* kResultColumns =
     "run_id, ok, error, result_json, last_seq_total, finished_ms, device_fingerprint";
@@ -365,11 +369,12 @@ struct Prepared {
 constexpr Prepared kStatements[] = {
     {"upsert_agent",
      "INSERT INTO agents(name, state, last_seen_ms, labels_json, inventory_json, "
-     "allow_paths_json, protocol_version, registered_ms) VALUES($1,$2,$3,$4,$5,$6,$7,$8) "
+     "allow_paths_json, protocol_version, registered_ms, inventory_hash) "
+     "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9) "
      "ON CONFLICT(name) DO UPDATE SET state=excluded.state, "
      "last_seen_ms=excluded.last_seen_ms, labels_json=excluded.labels_json, "
      "inventory_json=excluded.inventory_json, allow_paths_json=excluded.allow_paths_json, "
-     "protocol_version=excluded.protocol_version"},
+     "protocol_version=excluded.protocol_version, inventory_hash=excluded.inventory_hash"},
     {"upsert_job",
      "INSERT INTO jobs(id, name, state, created_ms, spec_json, retries, cancel_requested) "
      "VALUES($1,$2,$3,$4,$5,$6,$7) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
@@ -481,6 +486,7 @@ class PostgresStore final : public Store {
             a.allow_paths = ListFromJson(PgText(r, i, 5));
             a.protocol_version = static_cast<uint32_t>(PgInt(r, i, 6));
             a.registered_ms = static_cast<uint64_t>(PgInt(r, i, 7));
+            a.inventory_hash = PgText(r, i, 8);
             out.push_back(std::move(a));
           }
           return out;
@@ -785,7 +791,7 @@ class PostgresStore final : public Store {
       PgQuery& s = q.emplace_back(Stmt("upsert_agent"));
       s.params.Add(a.name).Add(a.state).Add(I(a.last_seen_ms)).Add(MapToJson(a.labels));
       s.params.Add(a.inventory_json).Add(ListToJson(a.allow_paths));
-      s.params.Add(a.protocol_version).Add(I(a.registered_ms));
+      s.params.Add(a.protocol_version).Add(I(a.registered_ms)).Add(a.inventory_hash);
     }
     for (const JobRow& j : b.upsert_jobs) {
       PgQuery& s = q.emplace_back(Stmt("upsert_job"));
@@ -1032,7 +1038,7 @@ absl::StatusOr<std::map<std::string, int64_t>> ImportIntoPostgres(
     for (const AgentRow& a : agents) {
       in.Field(a.name).Field(a.state).Field(a.last_seen_ms).Field(MapToJson(a.labels));
       in.Field(a.inventory_json).Field(ListToJson(a.allow_paths)).Field(a.protocol_version);
-      in.Field(a.registered_ms);
+      in.Field(a.registered_ms).Field(a.inventory_hash);
       IOFLEET_RETURN_IF_ERROR(in.EndRow());
     }
     return absl::OkStatus();

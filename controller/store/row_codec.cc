@@ -105,7 +105,7 @@ std::string RowJson(const AgentRow& r) {
   return Dump({{"name", r.name}, {"state", r.state}, {"last_seen_ms", r.last_seen_ms},
                {"labels", r.labels}, {"inventory_json", r.inventory_json},
                {"allow_paths", r.allow_paths}, {"protocol_version", r.protocol_version},
-               {"registered_ms", r.registered_ms}});
+               {"registered_ms", r.registered_ms}, {"inventory_hash", r.inventory_hash}});
 }
 
 std::string RowJson(const JobRow& r) {

@@ -165,6 +165,7 @@ TYPED_TEST_P(StoreConformanceTest, EveryFieldRoundTrips) {
   a.allow_paths = {"/dev/", Awkward("allow")};
   a.protocol_version = 3;
   a.registered_ms = 1700000000000;
+  a.inventory_hash = "3f2a9c";
   JobRow j = Job("j1");
   j.name = Awkward("job");
   j.state = "running";
