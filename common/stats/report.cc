@@ -63,6 +63,11 @@ void MergeDir(DirStats& dst, const DirStats& src) {
   dst.short_ios += src.short_ios;
   dst.drop_ios += src.drop_ios;
   dst.runtime_ms = std::max(dst.runtime_ms, src.runtime_ms);
+  if (src.has_sched_lat) {
+    dst.has_sched_lat = true;
+    dst.sched_lat.Merge(src.sched_lat);
+    dst.sched_hist.Merge(src.sched_hist);
+  }
 }
 
 template <size_t N>
@@ -101,6 +106,12 @@ void MergeJob(JobStats& dst, const JobStats& src) {
   dst.elapsed_s = std::max(dst.elapsed_s, src.elapsed_s);
   dst.job_options = src.job_options;  // fio reports the last member's options
   dst.members += src.members;
+  // ... and the last member's latency target and steady state.
+  dst.latency_depth = src.latency_depth;
+  dst.latency_target_ns = src.latency_target_ns;
+  dst.latency_window_us = src.latency_window_us;
+  dst.latency_percentile = src.latency_percentile;
+  if (src.steadystate.enabled) dst.steadystate = src.steadystate;
 }
 
 // ------------------------------------------------------- group run stats
@@ -431,6 +442,43 @@ void WriteDirJson(JsonWriter& w, const char* name, const DirStats& d, const JobS
   w.Float("iops_mean", has_iops ? d.iops.mean : 0.0);
   w.Float("iops_stddev", has_iops ? d.iops.Stddev() : 0.0);
   w.Uint("iops_samples", d.iops.n);
+  if (d.has_sched_lat) {
+    // iofleet's extension: latency from each rated I/O's scheduled issue time
+    // (coordinated omission corrected), beside fio's lat_ns from submission.
+    w.BeginObject("iofleet");
+    WriteLatJson(w, "sched_lat_ns", d.sched_lat, d.sched_hist, true, plist, json_plus);
+    w.EndObject();
+  }
+  w.EndObject();
+}
+
+void WriteSteadyStateJson(JsonWriter& w, const SteadyStateStats& ss) {
+  if (!ss.enabled) return;
+  w.BeginObject("steadystate");
+  w.String("ss", ss.ss);
+  w.Uint("duration", ss.duration_s);
+  w.Uint("attained", ss.attained ? 1 : 0);
+  char crit[64];
+  std::snprintf(crit, sizeof(crit), "%f%s", static_cast<float>(ss.criterion), ss.pct ? "%" : "");
+  w.String("criterion", crit);
+  w.Float("max_deviation", ss.max_deviation);
+  w.Float("slope", ss.slope_value);
+  w.BeginObject("data");
+  w.Uint("bw_mean", ss.bw_mean);
+  w.Uint("iops_mean", ss.iops_mean);
+  w.BeginArray("iops");
+  for (uint64_t v : ss.iops_data) w.Uint(nullptr, v);
+  w.EndArray();
+  w.BeginArray("bw");
+  for (uint64_t v : ss.bw) w.Uint(nullptr, v);
+  w.EndArray();
+  if (ss.lat) {
+    // iofleet's latency criterion: the mean completion latency per interval, ns.
+    w.BeginArray("iofleet_lat_ns");
+    for (uint64_t v : ss.lat_ns) w.Uint(nullptr, v);
+    w.EndArray();
+  }
+  w.EndObject();
   w.EndObject();
 }
 
@@ -506,11 +554,13 @@ void WriteJobJson(JsonWriter& w, const JobStats& js, bool json_plus) {
   w.BeginObject("latency_ms");
   for (int i = 0; i < kLatBucketsMs; ++i) w.Float(kLatKeys[i], ms[i]);
   w.EndObject();
-  // fio prints its latency_target settings for every job (no latency target here).
-  w.Uint("latency_depth", js.iodepth);
-  w.Uint("latency_target", 0);
-  w.Float("latency_percentile", 100.0);
-  w.Uint("latency_window", 0);
+  // fio prints its latency_target settings for every job: the depth the job
+  // ended at (its iodepth without a target), the target in ns, the window in us.
+  w.Uint("latency_depth", js.latency_depth);
+  w.Uint("latency_target", js.latency_target_ns);
+  w.Float("latency_percentile", js.latency_percentile);
+  w.Uint("latency_window", js.latency_window_us);
+  WriteSteadyStateJson(w, js.steadystate);
   w.EndObject();
 }
 
@@ -527,13 +577,13 @@ int Digits(uint64_t v) {
 
 // fio's num2str(): at most `maxlen` digits (the '.' counts), scaled by
 // 1000 (SI) or 1024 (IEC) with the carry rounding fio applies.
-std::string Num2Str(uint64_t num, int maxlen, bool pow2, const char* unit) {
+std::string Num2Str(uint64_t num, int maxlen, bool pow2, const char* unit, int post0 = 0) {
   static constexpr const char* kSi[] = {"", "k", "M", "G", "T", "P", "E"};
   static constexpr const char* kIec[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
   constexpr int kPrefixes = 7;
   const char* const* prefix = pow2 ? kIec : kSi;
   const uint64_t thousand = pow2 ? 1024 : 1000;
-  int post = 0;
+  int post = post0;
   bool scaled = false;
   uint64_t remainder = 0;
   while (post < kPrefixes && Digits(num) > maxlen) {
@@ -767,7 +817,22 @@ void ShowJobNormal(std::string& out, const JobStats& js, const std::string& time
           static_cast<unsigned long long>(js.dir[0].drop_ios),
           static_cast<unsigned long long>(js.dir[1].drop_ios),
           static_cast<unsigned long long>(js.dir[2].drop_ios));
-  Appendf(out, "     latency   : target=0, window=0, percentile=100.00%%, depth=%u\n", js.iodepth);
+  Appendf(out, "     latency   : target=%llu, window=%llu, percentile=%.2f%%, depth=%u\n",
+          static_cast<unsigned long long>(js.latency_target_ns),
+          static_cast<unsigned long long>(js.latency_window_us), js.latency_percentile,
+          js.latency_depth);
+  const SteadyStateStats& ss = js.steadystate;
+  if (ss.enabled) {
+    // fio's show_ss_normal: the mean bandwidth given in KiB (prefix from "k").
+    const uint32_t kb = js.kb_base != 0 ? js.kb_base : 1024;
+    const bool i2p = IsPow2(kb);
+    Appendf(out, "  steadystate  : attained=%s, bw=%s (%s), iops=%s, %s%s=%.3f%s\n",
+            ss.attained ? "yes" : "no", Num2Str(ss.bw_mean / kb, 4, i2p, "B/s", 1).c_str(),
+            Num2Str(ss.bw_mean / kb, 4, !i2p, "B/s", 1).c_str(),
+            Num2Str(ss.iops_mean, 4, false, "").c_str(),
+            ss.lat ? "lat" : ss.iops ? "iops" : "bw", ss.slope ? " slope" : " mean dev",
+            ss.criterion, ss.pct ? "%" : "");
+  }
 }
 
 void ShowRunLine(std::string& out, const char* label, bool i2p, uint64_t agg, uint64_t min_bw,
