@@ -111,11 +111,13 @@ class CompareApiTest : public ::testing::Test {
     v1::Inventory* inv = hello.mutable_inventory();
     inv->set_hostname(name);
     inv->set_kernel_release("6.1.0-13-amd64");
+    inv->set_kernel_cmdline(
+        absl::StrCat("root=/dev/vda1 mitigations=", name == "h1" ? "auto" : "off"));
     inv->set_cpu_model(cpu);
     inv->set_agent_version("0.1.0");
     v1::BlockDevice* d = inv->add_block_devices();
     d->set_name("nvme0n1");
-    d->set_model("Samsung PM9A3");
+    d->set_model(name == "h2" ? "Intel D7-P5510" : "Samsung PM9A3");
     auto s = std::make_shared<Sender>();
     EXPECT_TRUE(sched_->AgentHello(hello, s).ok());
     agents_[name] = s;
@@ -183,9 +185,10 @@ class CompareApiTest : public ::testing::Test {
     const double iops = p.iops * (1 + noise(rng_));
     const double clat = p.clat_ns * (1 + noise(rng_));
     const uint64_t runtime_ms = 2000;
-    const uint64_t n = static_cast<uint64_t>(iops * 2);
+    const uint64_t n = static_cast<uint64_t>(iops * 2);  // 2 s
 
     const uint64_t t0 = 1700000000000ull + seq_++ * 10000;
+    uint64_t recorded = 0;
     for (uint64_t i = 0; i < 4; ++i) {
       v1::AgentMessage im;
       v1::IntervalRecord* r = im.mutable_interval();
@@ -195,7 +198,11 @@ class CompareApiTest : public ::testing::Test {
       r->set_seq(i);
       r->set_t_start_ms(t0 + 1000 * i);
       r->set_t_end_ms(t0 + 1000 * (i + 1));
-      r->mutable_read()->set_ios(static_cast<uint64_t>(iops * (1 + noise(rng_))));
+      // Records add up to the result's total_ios, as the agent's do.
+      const uint64_t ios =
+          i < 3 ? static_cast<uint64_t>(iops / 2 * (1 + noise(rng_))) : n - recorded;
+      recorded += ios;
+      r->mutable_read()->set_ios(ios);
       sched_->AgentMessage(agent, s, im);
     }
 
@@ -247,11 +254,12 @@ class CompareApiTest : public ::testing::Test {
             {"sweep", {{"iodepth", {"1", "32"}}}}};
   }
 
-  // B is 10 % faster than A, with 10 % lower latency.
+  // B has 10 % more IOPS than A and 20 % lower latency (clear of every metric's τ,
+  // p99.9's 10 % included, so that every row has a decided verdict).
   static Perf TenPercentFaster(const v1::Run& r) {
     const double base = absl::StrContains(r.cell(), "iodepth=32") ? 200000 : 60000;
     const double f = r.variant() == "B" ? 1.10 : 1.0;
-    return {base * f, 100000.0 / f};
+    return {base * f, r.variant() == "B" ? 80000.0 : 100000.0};
   }
 
   static const json* FindRow(const json& j, const std::string& cell, const std::string& metric) {
@@ -281,7 +289,7 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
   ASSERT_FALSE(id.empty());
 
   // Nothing finished: 409, also over gRPC (FAILED_PRECONDITION).
-  Reply r = Get("/api/v1/jobs/" + id + "/compare");
+  Reply r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow");
   EXPECT_EQ(r.status, 409) << r.body;
   EXPECT_EQ(r.j["error"]["code"], "FAILED_PRECONDITION");
   EXPECT_THAT(r.j["error"]["message"].get<std::string>(), HasSubstr("still queued or running"));
@@ -296,8 +304,8 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
 
   // Half done: still 409; partial=1 compares what finished.
   EXPECT_EQ(Drive(TenPercentFaster, 12), 12);
-  EXPECT_EQ(Get("/api/v1/jobs/" + id + "/compare").status, 409);
-  r = Get("/api/v1/jobs/" + id + "/compare?partial=1");
+  EXPECT_EQ(Get("/api/v1/jobs/" + id + "/compare?unaudited=allow").status, 409);
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&partial=1");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.j["partial"], true);
   EXPECT_EQ(r.j["runs_pending"], 12);
@@ -305,7 +313,7 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
 
   // All done.
   EXPECT_EQ(Drive(TenPercentFaster), 12);
-  r = Get("/api/v1/jobs/" + id + "/compare");
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_THAT(r.content_type, HasSubstr("application/json"));
   const json& j = r.j;
@@ -334,23 +342,23 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
       EXPECT_EQ((*p)["a"]["n"], 6) << m << " " << p->dump();  // N*(1-q) >= 100 everywhere
     }
   }
-  EXPECT_EQ(j["outcome"], "pass");
+  EXPECT_EQ(j["outcome"], "pass") << j["outcome_reasons"].dump();
   EXPECT_TRUE(j["excluded"].empty()) << j["excluded"].dump();
   EXPECT_THAT(j["markdown"].get<std::string>(), HasSubstr("improvement"));
 
   // The seed is a parameter and is echoed.
-  r = Get("/api/v1/jobs/" + id + "/compare?seed=42");
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&seed=42");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.j["seed"], 42);
 
   // Markdown and JUnit.
-  r = Get("/api/v1/jobs/" + id + "/compare?format=markdown");
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&format=markdown");
   ASSERT_EQ(r.status, 200);
   EXPECT_THAT(r.content_type, HasSubstr("text/markdown"));
   EXPECT_THAT(r.body, HasSubstr("iodepth=32"));
   EXPECT_THAT(r.body, HasSubstr("| improvement"));
   EXPECT_THAT(r.body, HasSubstr("---"));
-  r = Get("/api/v1/jobs/" + id + "/compare?format=junit");
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&format=junit");
   ASSERT_EQ(r.status, 200);
   EXPECT_THAT(r.content_type, HasSubstr("xml"));
   EXPECT_THAT(r.body, HasSubstr("<testsuites"));
@@ -359,15 +367,15 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
        p = r.body.find("<testcase", p + 1)) {
     ++cases;
   }
-  EXPECT_EQ(cases, 2u * kNumMetrics);
+  EXPECT_EQ(cases, 2u * kNumMetrics + 1);  // + "usable runs"
   EXPECT_THAT(r.body, ::testing::Not(HasSubstr("<failure")));
 
   // Arms swapped: B is the baseline, A 9 % slower -> regression, outcome fail.
-  r = Get("/api/v1/jobs/" + id + "/compare?arm_a=B&arm_b=A");
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&arm_a=B&arm_b=A");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ((*FindRow(r.j, "iodepth=32", "iops"))["verdict"], "regression");
   EXPECT_EQ(r.j["outcome"], "fail");
-  r = Get("/api/v1/jobs/" + id + "/compare?arm_a=B&arm_b=A&format=junit");
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&arm_a=B&arm_b=A&format=junit");
   EXPECT_THAT(r.body, HasSubstr("<failure"));
 
   // gRPC: the same JSON table.
@@ -380,7 +388,121 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
   json table = json::parse(resp.table_json(), nullptr, false);
   ASSERT_TRUE(table.is_object());
   EXPECT_EQ(table["rows"].size(), 2u * kNumMetrics);
-  EXPECT_EQ(table["outcome"], "pass");
+  // gRPC takes no parameters: runs without an arm audit on record are excluded
+  // (this branch's store has no audit; with the audit merged they are "ok").
+  const std::string headline = table["headline"];
+  if (headline.find("unaudited") != std::string::npos) {
+    EXPECT_EQ(headline.rfind("0 of 24 runs usable; 24 runs: unaudited", 0), 0u) << headline;
+    EXPECT_EQ(table["outcome"], "warn");
+  } else {
+    EXPECT_EQ(headline, "24 of 24 runs usable");
+    EXPECT_EQ(table["outcome"], "pass");
+  }
+}
+
+// Every run failed: 200 with a row per cell x metric, each inconclusive with the
+// reason, outcome warn (never pass), and the grouped reasons first in every format.
+TEST_F(CompareApiTest, NoUsableRunIsInconclusiveWithReasonsNeverPass) {
+  Connect("h1", "AMD EPYC 7763");
+  const std::string id = Submit(AbSpec(3));
+  ASSERT_FALSE(id.empty());
+  int failed = 0;
+  for (;;) {
+    sched_->Tick();
+    std::vector<v1::AssignRun> as = agents_["h1"]->Take();
+    if (as.empty()) break;
+    for (const v1::AssignRun& a : as) {
+      v1::AgentMessage m;
+      m.mutable_run_started()->set_run_id(a.run_id());
+      sched_->AgentMessage("h1", agents_["h1"].get(), m);
+      v1::AgentMessage fm;
+      fm.mutable_run_finished()->set_run_id(a.run_id());
+      fm.mutable_run_finished()->set_ok(false);
+      fm.mutable_run_finished()->set_error("open /dev/nvme0n1: Permission denied");
+      sched_->AgentMessage("h1", agents_["h1"].get(), fm);
+      ++failed;
+    }
+  }
+  ASSERT_EQ(failed, 12);
+  Reply r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body.rfind("{\n  \"headline\": \"0 of 12 runs usable; 12 runs: failed: see each "
+                         "run's error",
+                         0),
+            0u)
+      << r.body.substr(0, 300);
+  EXPECT_EQ(r.j["outcome"], "warn");
+  EXPECT_EQ(r.j["usable"]["runs_usable"], 0);
+  EXPECT_EQ(r.j["usable"]["groups"][0]["details"][0].get<std::string>().find("Permission denied") !=
+                std::string::npos,
+            true);
+  ASSERT_EQ(r.j["rows"].size(), 2u * kNumMetrics);
+  for (const json& row : r.j["rows"]) {
+    EXPECT_EQ(row["verdict"], "inconclusive");
+    EXPECT_THAT(row["reason"].get<std::string>(),
+                HasSubstr("no usable run of A in this cell (3 runs: 3 failed)"));
+  }
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&format=markdown");
+  EXPECT_EQ(r.body.rfind("**0 of 12 runs usable.**", 0), 0u) << r.body.substr(0, 200);
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&format=junit");
+  EXPECT_THAT(r.body, HasSubstr("<!-- 0 of 12 runs usable; 12 runs: failed"));
+  EXPECT_THAT(r.body, HasSubstr("skipped=\"12\""));
+}
+
+// Runs without an arm audit on record are not used unless asked for, and the
+// headline says which and why.
+TEST_F(CompareApiTest, UnauditedRunsAreExcludedUnlessAdmitted) {
+  Connect("h1", "AMD EPYC 7763");
+  const std::string id = Submit(AbSpec(5));
+  EXPECT_EQ(Drive(TenPercentFaster), 20);
+  Reply r = Get("/api/v1/jobs/" + id + "/compare");
+  ASSERT_EQ(r.status, 200) << r.body;
+  // This branch stores no audit: every run is unaudited.
+  EXPECT_THAT(r.j["headline"].get<std::string>(),
+              HasSubstr("0 of 20 runs usable; 20 runs: unaudited"));
+  EXPECT_EQ(r.j["outcome"], "warn");
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow");
+  EXPECT_EQ(r.j["headline"],
+            "20 of 20 runs usable; 20 runs unaudited (no arm audit on record), admitted by "
+            "request");
+  EXPECT_EQ((*FindRow(r.j, "iodepth=32", "iops"))["verdict"], "improvement");
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=maybe");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j["error"]["field"], "unaudited");
+  r = Get("/api/v1/jobs/" + id + "/compare?max_cv=abc");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j["error"]["field"], "max_cv");
+  // The within-run CV gate on request: the fake runs' CV is ~1 %, a 0.001 gate cuts all.
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&max_cv=0.001");
+  EXPECT_THAT(r.j["headline"].get<std::string>(),
+              HasSubstr("0 of 20 runs usable; 20 runs: within-run CV > 0 %"));
+}
+
+TEST(DeviceFingerprint, TargetsMapToTheirDisksClass) {
+  v1::Inventory inv;
+  auto add = [&](const std::string& name, const std::string& model, uint64_t size) {
+    v1::BlockDevice* d = inv.add_block_devices();
+    d->set_name(name);
+    d->set_model(model);
+    d->set_size_bytes(size);
+    d->set_logical_block_size(512);
+    d->set_numa_node(0);
+  };
+  add("nvme0n1", "Samsung PM9A3", 3840755982336);
+  add("nvme0n10", "Other", 1000);
+  add("sda", "QEMU HARDDISK", 1 << 30);
+  EXPECT_EQ(DeviceFingerprint({"/dev/nvme0n1p2"}, inv),
+            "model=Samsung PM9A3,size=3840755982336,lbs=512,rotational=0,numa=0");
+  EXPECT_EQ(DeviceFingerprint({"/dev/nvme0n10"}, inv),
+            "model=Other,size=1000,lbs=512,rotational=0,numa=0");
+  EXPECT_EQ(DeviceFingerprint({"/dev/sda1"}, inv), DeviceFingerprint({"/dev/sda"}, inv));
+  EXPECT_EQ(DeviceFingerprint({"/dev/sdaa"}, inv), "device not in the inventory");
+  EXPECT_EQ(DeviceFingerprint({}, inv), "");
+  EXPECT_THAT(DeviceFingerprint({"/srv/f.dat"}, inv), HasSubstr("files on {model=Other"));
+  // Two disks: both, sorted, joined.
+  EXPECT_THAT(DeviceFingerprint({"/dev/sda", "/dev/nvme0n1"}, inv),
+              HasSubstr("model=QEMU HARDDISK,size=1073741824,lbs=512,rotational=0,numa=0 | "
+                        "model=Samsung"));
 }
 
 TEST_F(CompareApiTest, BadRequests) {
@@ -388,7 +510,7 @@ TEST_F(CompareApiTest, BadRequests) {
   json single = AbSpec(1);
   single.erase("variants");
   const std::string plain = Submit(single);
-  Reply r = Get("/api/v1/jobs/" + plain + "/compare");
+  Reply r = Get("/api/v1/jobs/" + plain + "/compare?unaudited=allow");
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(r.j["error"]["field"], "variants");
   EXPECT_THAT(r.j["error"]["message"].get<std::string>(), HasSubstr("at least 2"));
@@ -429,7 +551,7 @@ TEST_F(CompareApiTest, TwoJobsCompareCellByCell) {
     return Perf{base * f, 100000.0 / f};
   };
   EXPECT_EQ(Drive(perf), 20);
-  Reply r = Get("/api/v1/compare?a=" + ja + "&b=" + jb);
+  Reply r = Get("/api/v1/compare?unaudited=allow&a=" + ja + "&b=" + jb);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.j["arm_a"], ja);
   EXPECT_EQ(r.j["arm_b"], jb);
@@ -440,7 +562,7 @@ TEST_F(CompareApiTest, TwoJobsCompareCellByCell) {
   EXPECT_EQ((*iops)["verdict"], "improvement");
   EXPECT_EQ((*iops)["a"]["n"], 5);
   EXPECT_EQ((*iops)["b"]["n"], 5);
-  r = Get("/api/v1/compare?a=" + ja + "&b=" + jb + "&format=markdown");
+  r = Get("/api/v1/compare?unaudited=allow&a=" + ja + "&b=" + jb + "&format=markdown");
   EXPECT_EQ(r.status, 200);
   EXPECT_THAT(r.body, HasSubstr("iodepth=1"));
 }
@@ -454,13 +576,17 @@ TEST_F(CompareApiTest, ArmsOnDifferentHostsAreComparedByPlacementAndFlagConfound
   spec["variants"] = {{{"name", "A"}, {"hosts", {"h1"}}}, {{"name", "B"}, {"hosts", {"h2"}}}};
   const std::string id = Submit(spec);
   EXPECT_EQ(Drive([](const v1::Run& r) { return Perf{100000, 50000}; }), 10);
-  Reply r = Get("/api/v1/jobs/" + id + "/compare");
+  Reply r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_THAT(r.j["compared_attributes"], ::testing::Contains("hosts/selector"));
   const json* iops = FindRow(r.j, "all", "iops");
   ASSERT_NE(iops, nullptr) << r.body;
   EXPECT_EQ((*iops)["confounded"], true);
   EXPECT_THAT((*iops)["confounders"].dump(), HasSubstr("cpu_model"));
+  EXPECT_THAT((*iops)["confounders"].dump(), HasSubstr("kernel_cmdline"));
+  EXPECT_THAT((*iops)["confounders"].dump(), HasSubstr("device: A={model=Samsung PM9A3,"));
+  // One host per arm: host identity cannot be told from the arm.
+  EXPECT_THAT((*iops)["confounders"].dump(), HasSubstr("host: A={h1} B={h2}"));
   EXPECT_THAT((*iops)["confounders"].dump(), ::testing::Not(HasSubstr("hosts/selector")));
 }
 
