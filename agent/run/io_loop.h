@@ -578,6 +578,12 @@ absl::Status IoLoop::RunAsync(E& e) {
           continue;
         }
         r.start_ns = now_;
+        if constexpr (kPaced) {
+          // A rate or overlap wait reaps, which pushes completed slots onto
+          // free_: take r itself off the list (a search of at most iodepth
+          // entries, only after such a wait).
+          if (free_.back() != &r) std::iter_swap(std::find(free_.begin(), free_.end(), &r), free_.end() - 1);
+        }
         free_.pop_back();
       }
       const QueueResult q = e.Queue(r);
