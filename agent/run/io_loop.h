@@ -694,7 +694,10 @@ bool IoLoop::WaitUntil(E& e, uint32_t& inflight, uint64_t until) {
     const uint64_t now = Clock::NowNs();
     now_ = now;
     Tick(now);
-    if (ShouldStop(now) || stop_issuing_ || error_ != 0) return false;
+    if (ShouldStop(now) || stop_issuing_ || error_ != 0) {
+      stop_issuing_ = true;  // the async loop must not take the next turn
+      return false;
+    }
     if (now >= until) return true;
     uint64_t wake = std::min(until, next_tick_ns_);
     if (runtime_end_ns_ != 0) wake = std::min(wake, runtime_end_ns_);
