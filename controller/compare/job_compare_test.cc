@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 
 #include <cmath>
@@ -289,7 +290,7 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
   ASSERT_FALSE(id.empty());
 
   // Nothing finished: 409, also over gRPC (FAILED_PRECONDITION).
-  Reply r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow");
+  Reply r = Get("/api/v1/jobs/" + id + "/compare");
   EXPECT_EQ(r.status, 409) << r.body;
   EXPECT_EQ(r.j["error"]["code"], "FAILED_PRECONDITION");
   EXPECT_THAT(r.j["error"]["message"].get<std::string>(), HasSubstr("still queued or running"));
@@ -304,8 +305,8 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
 
   // Half done: still 409; partial=1 compares what finished.
   EXPECT_EQ(Drive(TenPercentFaster, 12), 12);
-  EXPECT_EQ(Get("/api/v1/jobs/" + id + "/compare?unaudited=allow").status, 409);
-  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&partial=1");
+  EXPECT_EQ(Get("/api/v1/jobs/" + id + "/compare").status, 409);
+  r = Get("/api/v1/jobs/" + id + "/compare?partial=1");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.j["partial"], true);
   EXPECT_EQ(r.j["runs_pending"], 12);
@@ -313,7 +314,7 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
 
   // All done.
   EXPECT_EQ(Drive(TenPercentFaster), 12);
-  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow");
+  r = Get("/api/v1/jobs/" + id + "/compare");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_THAT(r.content_type, HasSubstr("application/json"));
   const json& j = r.j;
@@ -347,18 +348,18 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
   EXPECT_THAT(j["markdown"].get<std::string>(), HasSubstr("improvement"));
 
   // The seed is a parameter and is echoed.
-  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&seed=42");
+  r = Get("/api/v1/jobs/" + id + "/compare?seed=42");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.j["seed"], 42);
 
   // Markdown and JUnit.
-  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&format=markdown");
+  r = Get("/api/v1/jobs/" + id + "/compare?format=markdown");
   ASSERT_EQ(r.status, 200);
   EXPECT_THAT(r.content_type, HasSubstr("text/markdown"));
   EXPECT_THAT(r.body, HasSubstr("iodepth=32"));
   EXPECT_THAT(r.body, HasSubstr("| improvement"));
   EXPECT_THAT(r.body, HasSubstr("---"));
-  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&format=junit");
+  r = Get("/api/v1/jobs/" + id + "/compare?format=junit");
   ASSERT_EQ(r.status, 200);
   EXPECT_THAT(r.content_type, HasSubstr("xml"));
   EXPECT_THAT(r.body, HasSubstr("<testsuites"));
@@ -371,11 +372,11 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
   EXPECT_THAT(r.body, ::testing::Not(HasSubstr("<failure")));
 
   // Arms swapped: B is the baseline, A 9 % slower -> regression, outcome fail.
-  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&arm_a=B&arm_b=A");
+  r = Get("/api/v1/jobs/" + id + "/compare?arm_a=B&arm_b=A");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ((*FindRow(r.j, "iodepth=32", "iops"))["verdict"], "regression");
   EXPECT_EQ(r.j["outcome"], "fail");
-  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&arm_a=B&arm_b=A&format=junit");
+  r = Get("/api/v1/jobs/" + id + "/compare?arm_a=B&arm_b=A&format=junit");
   EXPECT_THAT(r.body, HasSubstr("<failure"));
 
   // gRPC: the same JSON table.
@@ -388,16 +389,9 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
   json table = json::parse(resp.table_json(), nullptr, false);
   ASSERT_TRUE(table.is_object());
   EXPECT_EQ(table["rows"].size(), 2u * kNumMetrics);
-  // gRPC takes no parameters: runs without an arm audit on record are excluded
-  // (this branch's store has no audit; with the audit merged they are "ok").
-  const std::string headline = table["headline"];
-  if (headline.find("unaudited") != std::string::npos) {
-    EXPECT_EQ(headline.rfind("0 of 24 runs usable; 24 runs: unaudited", 0), 0u) << headline;
-    EXPECT_EQ(table["outcome"], "warn");
-  } else {
-    EXPECT_EQ(headline, "24 of 24 runs usable");
-    EXPECT_EQ(table["outcome"], "pass");
-  }
+  // Every run passed its arm audit, so all are usable.
+  EXPECT_EQ(table["headline"], "24 of 24 runs usable");
+  EXPECT_EQ(table["outcome"], "pass");
 }
 
 // Every run failed: 200 with a row per cell x metric, each inconclusive with the
@@ -424,7 +418,7 @@ TEST_F(CompareApiTest, NoUsableRunIsInconclusiveWithReasonsNeverPass) {
     }
   }
   ASSERT_EQ(failed, 12);
-  Reply r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow");
+  Reply r = Get("/api/v1/jobs/" + id + "/compare");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body.rfind("{\n  \"headline\": \"0 of 12 runs usable; 12 runs: failed: see each "
                          "run's error",
@@ -442,9 +436,9 @@ TEST_F(CompareApiTest, NoUsableRunIsInconclusiveWithReasonsNeverPass) {
     EXPECT_THAT(row["reason"].get<std::string>(),
                 HasSubstr("no usable run of A in this cell (3 runs: 3 failed)"));
   }
-  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&format=markdown");
+  r = Get("/api/v1/jobs/" + id + "/compare?format=markdown");
   EXPECT_EQ(r.body.rfind("**0 of 12 runs usable.**", 0), 0u) << r.body.substr(0, 200);
-  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&format=junit");
+  r = Get("/api/v1/jobs/" + id + "/compare?format=junit");
   EXPECT_THAT(r.body, HasSubstr("<!-- 0 of 12 runs usable; 12 runs: failed"));
   EXPECT_THAT(r.body, HasSubstr("skipped=\"12\""));
 }
@@ -455,9 +449,18 @@ TEST_F(CompareApiTest, UnauditedRunsAreExcludedUnlessAdmitted) {
   Connect("h1", "AMD EPYC 7763");
   const std::string id = Submit(AbSpec(5));
   EXPECT_EQ(Drive(TenPercentFaster), 20);
+  // Runs stored before the arm audit existed (schema 6) carry no audit: make
+  // every run one, as an older store's rows are.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/ctl.db").c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    EXPECT_EQ(sqlite3_exec(db, "UPDATE runs SET audit=''", nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
   Reply r = Get("/api/v1/jobs/" + id + "/compare");
   ASSERT_EQ(r.status, 200) << r.body;
-  // This branch stores no audit: every run is unaudited.
   EXPECT_THAT(r.j["headline"].get<std::string>(),
               HasSubstr("0 of 20 runs usable; 20 runs: unaudited"));
   EXPECT_EQ(r.j["outcome"], "warn");
@@ -510,7 +513,7 @@ TEST_F(CompareApiTest, BadRequests) {
   json single = AbSpec(1);
   single.erase("variants");
   const std::string plain = Submit(single);
-  Reply r = Get("/api/v1/jobs/" + plain + "/compare?unaudited=allow");
+  Reply r = Get("/api/v1/jobs/" + plain + "/compare");
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(r.j["error"]["field"], "variants");
   EXPECT_THAT(r.j["error"]["message"].get<std::string>(), HasSubstr("at least 2"));
@@ -551,7 +554,7 @@ TEST_F(CompareApiTest, TwoJobsCompareCellByCell) {
     return Perf{base * f, 100000.0 / f};
   };
   EXPECT_EQ(Drive(perf), 20);
-  Reply r = Get("/api/v1/compare?unaudited=allow&a=" + ja + "&b=" + jb);
+  Reply r = Get("/api/v1/compare?a=" + ja + "&b=" + jb);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.j["arm_a"], ja);
   EXPECT_EQ(r.j["arm_b"], jb);
@@ -562,7 +565,7 @@ TEST_F(CompareApiTest, TwoJobsCompareCellByCell) {
   EXPECT_EQ((*iops)["verdict"], "improvement");
   EXPECT_EQ((*iops)["a"]["n"], 5);
   EXPECT_EQ((*iops)["b"]["n"], 5);
-  r = Get("/api/v1/compare?unaudited=allow&a=" + ja + "&b=" + jb + "&format=markdown");
+  r = Get("/api/v1/compare?a=" + ja + "&b=" + jb + "&format=markdown");
   EXPECT_EQ(r.status, 200);
   EXPECT_THAT(r.body, HasSubstr("iodepth=1"));
 }
@@ -576,7 +579,7 @@ TEST_F(CompareApiTest, ArmsOnDifferentHostsAreComparedByPlacementAndFlagConfound
   spec["variants"] = {{{"name", "A"}, {"hosts", {"h1"}}}, {{"name", "B"}, {"hosts", {"h2"}}}};
   const std::string id = Submit(spec);
   EXPECT_EQ(Drive([](const v1::Run& r) { return Perf{100000, 50000}; }), 10);
-  Reply r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow");
+  Reply r = Get("/api/v1/jobs/" + id + "/compare");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_THAT(r.j["compared_attributes"], ::testing::Contains("hosts/selector"));
   const json* iops = FindRow(r.j, "all", "iops");
