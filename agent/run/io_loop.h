@@ -376,7 +376,8 @@ absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
   while (!stop_issuing_) {
     if constexpr (kPaced) {
       if (pacer_.has_flow() && pacer_.FlowHeld()) {
-        SleepUntil(Clock::NowNs() + pacer_.flow_sleep_us() * 1000);
+        // Held back: sleep flow_sleep, or (0, fio's default) just ask again.
+        if (pacer_.flow_sleep_us() != 0) SleepUntil(Clock::NowNs() + pacer_.flow_sleep_us() * 1000);
         now_ = Clock::NowNs();
         Tick(now_);
         if (ShouldStop(now_)) break;
@@ -541,7 +542,7 @@ absl::Status IoLoop::RunAsync(E& e) {
             if (!batch_.empty() && !commit()) return absl::OkStatus();
             if (inflight > 0 && pacer_.flow_sleep_us() != 0) Quiesce(e, inflight);
             if (inflight > 0) break;  // reap some, then ask again
-            SleepUntil(Clock::NowNs() + pacer_.flow_sleep_us() * 1000);
+            if (pacer_.flow_sleep_us() != 0) SleepUntil(Clock::NowNs() + pacer_.flow_sleep_us() * 1000);
             now_ = Clock::NowNs();
             Tick(now_);
             if (ShouldStop(now_)) stop_issuing_ = true;
