@@ -133,18 +133,22 @@ TEST_F(PacingRunTest, SteadyStateEndsTheJobWithFiosJsonBlock) {
 }
 
 TEST_F(PacingRunTest, LatencyTargetReportsTheDepthItSettledAt) {
-  // The null engine's latency is far below 50 ms at any depth: the search
-  // doubles up to iodepth and stops there (fio's latency_depth).
+  // The null engine's latency is far below 2 s at any depth (a target no
+  // preemption of a loaded machine misses): the search doubles up to iodepth,
+  // runs one more window there from a clean slate and ends the job, as fio's
+  // (fio 3.33 on this job: latency_depth 16, job_runtime 103 ms).
   RunResult r = MustRun("[lt]\nioengine=null\nrw=randread\nbs=4k\nsize=1g\niodepth=16\n"
-                        "time_based=1\nruntime=3\nlatency_target=50ms\nlatency_window=100ms\n");
+                        "time_based=1\nruntime=30\nlatency_target=2s\nlatency_window=100ms\n");
   ASSERT_EQ(r.reported.size(), 1u);
   const auto& js = r.reported[0];
   EXPECT_EQ(js.error, 0) << js.error_text;
   EXPECT_EQ(js.latency_depth, 16u);
+  EXPECT_LT(js.job_runtime_ms, 10000u);  // ended when the depth settled, not at runtime
   auto j = nlohmann::json::parse(stats::FioJson(r.header, r.reported, false))["jobs"][0];
   EXPECT_EQ(j["latency_depth"], 16);
-  EXPECT_EQ(j["latency_target"], 50000000);
+  EXPECT_EQ(j["latency_target"], 2000000000ull);
   EXPECT_EQ(j["latency_window"], 100000);
+  EXPECT_EQ(j["latency_percentile"], 100.0);
 }
 
 TEST_F(PacingRunTest, SerializeOverlapRunsOverlappingWritesToTheEnd) {
