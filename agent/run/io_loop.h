@@ -30,6 +30,7 @@
 #include "agent/run/io_generator.h"
 #include "agent/run/pacing.h"
 #include "agent/run/steady_state.h"
+#include "agent/run/job_log.h"
 #include "common/clock.h"
 #include "common/jobspec/job_spec.h"
 #include "common/stats/histogram.h"
@@ -87,22 +88,34 @@ struct LoopConfig {
   const jobspec::JobSpec* job = nullptr;
   int job_index = 0;             // clone index in the run (0-based)
   uint64_t interval_ns = 1000000000ull;
-  uint64_t sample_ns = 500000000ull;  // bwavgtime / iopsavgtime
   std::atomic<bool>* cancel = nullptr;
   WorkerMailbox* mailbox = nullptr;
   // Steady-state detection this clone reports to (steadystate_duration set);
   // `ss_member`: its index in the group.
   SteadyStateGroup* steady_state = nullptr;
   int ss_member = 0;
+  // The job's log stream (job_log.h); nullptr = the job writes no log, and
+  // its loop is the one compiled without log recording.
+  JobLog* log = nullptr;
 };
 
 class IoLoop {
  public:
   IoLoop(const LoopConfig& cfg, IoGenerator& gen, std::vector<IoRequest>& slots)
-      : cfg_(cfg), job_(*cfg.job), gen_(gen), slots_(slots) {
+      : cfg_(cfg), job_(*cfg.job), gen_(gen), slots_(slots), log_(cfg.log) {
     track_hist_[stats::kSlat] = job_.slat_percentiles;
-    track_hist_[stats::kClat] = job_.clat_percentiles || cfg.mailbox != nullptr;
+    track_hist_[stats::kClat] =
+        job_.clat_percentiles || cfg.mailbox != nullptr || (log_ && log_->plan().hist_msec != 0);
     track_hist_[stats::kLat] = job_.lat_percentiles;
+    bw_.period_ns = static_cast<uint64_t>(std::max<uint32_t>(job_.bwavgtime, 1)) * 1000000ull;
+    iops_.period_ns = static_cast<uint64_t>(std::max<uint32_t>(job_.iopsavgtime, 1)) * 1000000ull;
+    // fio: a log line per I/O takes the job's bw/iops statistics per I/O
+    // (the log writer computes them) instead of per window.
+    bw_.enabled = !(log_ && log_->plan().bw_per_io);
+    iops_.enabled = !(log_ && log_->plan().iops_per_io);
+    bw_.log = log_ && log_->plan().bw && !log_->plan().bw_per_io;
+    iops_.log = log_ && log_->plan().iops && !log_->plan().iops_per_io;
+    hist_ns_ = log_ ? static_cast<uint64_t>(log_->plan().hist_msec) * 1000000ull : 0;
   }
 
   template <class E>
@@ -130,7 +143,8 @@ class IoLoop {
 
  private:
   // Completion accounting for one I/O, with the batch's completion time.
-  template <bool kPaced>
+  // kLog: the job's logs want an entry per I/O (LogPlan::completions).
+  template <bool kPaced, bool kLog>
   inline void Complete(IoRequest& r, int32_t res, uint64_t now) {
     if constexpr (kPaced) CompletePaced(r, res, now);
     const int d = static_cast<int>(r.op);
@@ -165,6 +179,12 @@ class IoLoop {
     if (track_hist_[stats::kClat]) hd.hist[stats::kClat].Add(clat);
     if (track_hist_[stats::kLat]) hd.hist[stats::kLat].Add(lat);
     ++stats_.lat_buckets[stats::LatencyBucketIndex(clat)];
+    if constexpr (kLog) {
+      if (ramp_end_ns_ == 0) {  // fio logs nothing during the ramp
+        log_->Push(LogEntry{now - epoch_ns_, lat, clat, r.offset, static_cast<uint32_t>(res),
+                            static_cast<uint8_t>(d), LogEntry::kCompletion});
+      }
+    }
   }
 
   // The paced loop's completion work: scheduled latency, latency target,
@@ -197,6 +217,20 @@ class IoLoop {
   }
   void SlowTick(uint64_t now);
   void ResetStats(uint64_t now);
+  // fio's bandwidth / IOPS samples (bwavgtime, iopsavgtime): every period,
+  // each direction that made progress gets its integer rate since the last
+  // sample, as fio's __add_samples computes it.
+  struct Sampler {
+    uint64_t period_ns = 500000000ull;
+    uint64_t next_ns = 0;  // the next sample's due time (aligned to the epoch)
+    uint64_t last_ns = 0;  // the last sample's time
+    std::array<uint64_t, stats::kNumDdirs> last{};
+    bool enabled = true;
+    bool log = false;  // also a windowed bw/iops log entry per sample
+  };
+  void TakeSample(Sampler& s, bool bytes, uint64_t now);
+  uint64_t NextTick() const;
+  void HistLines(uint64_t now);
   void PublishInterval(uint64_t now);
   bool ShouldStop(uint64_t now) const {
     return (runtime_end_ns_ != 0 && now >= runtime_end_ns_) ||
@@ -235,34 +269,34 @@ class IoLoop {
   // The synchronous shape: one I/O at a time, completed inside Queue().
   // `mark_batches`: count each I/O as a submit and a complete batch of 1, as fio
   // does for engines without a commit hook (psync & co, not the null engine).
-  template <class E, bool kPaced>
-  absl::Status RunSync(E& e, bool mark_batches);
-  template <class E, bool kPaced>
-  absl::Status RunAsync(E& e);
-  template <class E, bool kPaced>
-  int ReapAndAccount(E& e, int min, int max);
-  template <class E>
+  template <class E, bool kLog>
   absl::Status RunShape(E& e);
+  template <class E, bool kPaced, bool kLog>
+  absl::Status RunSync(E& e, bool mark_batches);
+  template <class E, bool kPaced, bool kLog>
+  absl::Status RunAsync(E& e);
+  template <class E, bool kPaced, bool kLog>
+  int ReapAndAccount(E& e, int min, int max);
 
   // ---- paced loop helpers (pacing.h)
   // Picks the next I/O's direction under the rate schedule, waiting when no
   // rated direction is due; r.sched_ns gets the due time (0 = not rated).
   // False when the run stopped while waiting.
-  template <class E>
+  template <class E, bool kLog>
   bool PaceDir(E& e, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d);
   // Sleeps until `until` (a Clock::NowNs time), reaping completions meanwhile
   // with io_submit_mode=offload, publishing intervals and honouring runtime and
   // cancel. False when the run must stop.
-  template <class E>
+  template <class E, bool kLog>
   bool WaitUntil(E& e, uint32_t& inflight, uint64_t until);
   // Waits for every I/O in flight (fio's io_u_quiesce).
-  template <class E>
+  template <class E, bool kLog>
   void Quiesce(E& e, uint32_t& inflight);
   // After an I/O was issued: think time due? Then quiesce, spin, sleep.
-  template <class E>
+  template <class E, bool kLog>
   void MaybeThink(E& e, uint32_t& inflight);
   // Per loop turn: latency target window and ramp-downs.
-  template <class E>
+  template <class E, bool kLog>
   void LatencyTargetTurn(E& e, uint32_t& inflight);
   // serialize_overlap: r overlaps an I/O in flight.
   bool Overlaps(const IoRequest& r) const;
@@ -293,7 +327,6 @@ class IoLoop {
   uint64_t runtime_end_ns_ = 0;  // 0 = no limit
   uint64_t end_ns_ = 0;
   uint64_t next_tick_ns_ = 0;
-  uint64_t next_sample_ns_ = 0;
   uint64_t next_interval_ns_ = 0;
   uint64_t loops_done_ = 0;
   uint32_t fsync_every_ = 0;     // job's fsync=N
@@ -316,10 +349,14 @@ class IoLoop {
   uint64_t ss_prev_lat_n_ = 0;
   uint64_t ss_prev_ns_ = 0;
 
-  // Window state for bw/iops samples and interval records.
-  std::array<uint64_t, stats::kNumDdirs> sample_bytes_{};
-  std::array<uint64_t, stats::kNumDdirs> sample_ios_{};
-  uint64_t sample_start_ns_ = 0;
+  // Window state for bw/iops samples, histogram log lines and interval records.
+  Sampler bw_;
+  Sampler iops_;
+  JobLog* log_ = nullptr;
+  uint64_t hist_ns_ = 0;  // histogram log period; 0 = none
+  uint64_t next_hist_ns_ = UINT64_MAX;
+  std::array<uint64_t, stats::kNumDdirs> hist_done_{};
+  std::array<stats::Histogram, stats::kNumDdirs> hist_snap_;
   std::array<uint64_t, stats::kNumDdirs> interval_bytes_{};
   std::array<uint64_t, stats::kNumDdirs> interval_ios_{};
   std::array<uint64_t, stats::kNumDdirs> interval_errors_{};
@@ -342,34 +379,40 @@ absl::Status IoLoop::Run(E& e) {
   for (auto& s : slots_) free_.push_back(&s);
   comps_.resize(slots_.size());
   batch_.reserve(slots_.size());
-  absl::Status st = RunShape(e);
+  absl::Status st;
+  if (log_ != nullptr && log_->plan().completions) {
+    st = RunShape<E, true>(e);
+  } else {
+    st = RunShape<E, false>(e);
+  }
   pacer_.FlowExit();
   if (cfg_.steady_state != nullptr) cfg_.steady_state->MemberDone(cfg_.ss_member);
   end_ns_ = now_;
   if (job_.end_fsync && error_ == 0) EndFsync();
   PublishInterval(now_);
+  if (log_ != nullptr) log_->End(end_ns_ - epoch_ns_);
   return st;
 }
 
-template <class E>
+template <class E, bool kLog>
 absl::Status IoLoop::RunShape(E& e) {
   const bool paced = pacer_.active();
   if (paced) inflight_mark_.assign(slots_.size(), false);
   if constexpr ((E::kStaticCaps & kCapAsync) == 0) {
-    return paced ? RunSync<E, true>(e, /*mark_batches=*/true)
-                 : RunSync<E, false>(e, /*mark_batches=*/true);
+    return paced ? RunSync<E, true, kLog>(e, /*mark_batches=*/true)
+                 : RunSync<E, false, kLog>(e, /*mark_batches=*/true);
   } else if constexpr (requires(const E& x) { x.sync_shape(); }) {
     if (e.sync_shape()) {
-      return paced ? RunSync<E, true>(e, /*mark_batches=*/false)
-                   : RunSync<E, false>(e, /*mark_batches=*/false);
+      return paced ? RunSync<E, true, kLog>(e, /*mark_batches=*/false)
+                   : RunSync<E, false, kLog>(e, /*mark_batches=*/false);
     }
-    return paced ? RunAsync<E, true>(e) : RunAsync<E, false>(e);
+    return paced ? RunAsync<E, true, kLog>(e) : RunAsync<E, false, kLog>(e);
   } else {
-    return paced ? RunAsync<E, true>(e) : RunAsync<E, false>(e);
+    return paced ? RunAsync<E, true, kLog>(e) : RunAsync<E, false, kLog>(e);
   }
 }
 
-template <class E, bool kPaced>
+template <class E, bool kPaced, bool kLog>
 absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
   IoRequest& r = slots_[0];
   [[maybe_unused]] uint32_t inflight = 0;
@@ -389,7 +432,7 @@ absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
       r.sched_ns = 0;
     } else if constexpr (kPaced) {
       jobspec::Ddir d = gen_.NextDir();
-      if (!PaceDir(e, inflight, r, &d)) break;
+      if (!PaceDir<E, kLog>(e, inflight, r, &d)) break;
       if (!gen_.NextIn(r, d)) {
         if (!NextPass(now_)) break;
         continue;
@@ -437,20 +480,20 @@ absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
       now_ = Clock::NowNs();
       if (done == r.len) res = static_cast<int32_t>(r.len);
     }
-    Complete<kPaced>(r, res, now_);
+    Complete<kPaced, kLog>(r, res, now_);
     if (error_ != 0) break;
     Tick(now_);
     if (ShouldStop(now_)) break;
     if constexpr (kPaced) {
-      if (r.op != IoOp::kFsync) MaybeThink(e, inflight);
-      LatencyTargetTurn(e, inflight);
+      if (r.op != IoOp::kFsync) MaybeThink<E, kLog>(e, inflight);
+      LatencyTargetTurn<E, kLog>(e, inflight);
       if (error_ != 0 || ShouldStop(now_)) break;
     }
   }
   return absl::OkStatus();
 }
 
-template <class E, bool kPaced>
+template <class E, bool kPaced, bool kLog>
 int IoLoop::ReapAndAccount(E& e, int min, int max) {
   const int n = e.Reap(min, max, comps_.data());
   if (n <= 0) return n;
@@ -478,13 +521,13 @@ int IoLoop::ReapAndAccount(E& e, int min, int max) {
       }
       res = -EAGAIN;
     }
-    Complete<kPaced>(r, res, now);
+    Complete<kPaced, kLog>(r, res, now);
     free_.push_back(&r);
   }
   return n;
 }
 
-template <class E, bool kPaced>
+template <class E, bool kPaced, bool kLog>
 absl::Status IoLoop::RunAsync(E& e) {
   const uint32_t depth = static_cast<uint32_t>(slots_.size());
   const uint32_t batch_submit = std::clamp<uint32_t>(job_.iodepth_batch_submit, 1, depth);
@@ -509,6 +552,15 @@ absl::Status IoLoop::RunAsync(E& e) {
     // batch shares one slat value.
     const uint64_t slat = t - batch_[0]->start_ns;
     for (IoRequest* q : batch_) q->issue_ns = t;
+    if constexpr (kLog) {
+      if (log_->plan().submits && ramp_end_ns_ == 0) {
+        for (IoRequest* q : batch_) {
+          if (q->op == IoOp::kFsync) continue;
+          log_->Push(LogEntry{t - epoch_ns_, slat, 0, q->offset, q->len,
+                              static_cast<uint8_t>(q->op), LogEntry::kSubmit});
+        }
+      }
+    }
     if (__builtin_popcount(batch_ops_) == 1) {
       const int d = __builtin_ctz(batch_ops_);
       if (d < stats::kNumDdirs) AddSlat(d, slat, n);
@@ -540,7 +592,7 @@ absl::Status IoLoop::RunAsync(E& e) {
           if (inflight >= pacer_.qd()) break;  // latency target's depth cap
           if (pacer_.has_flow() && pacer_.FlowHeld()) {
             if (!batch_.empty() && !commit()) return absl::OkStatus();
-            if (inflight > 0 && pacer_.flow_sleep_us() != 0) Quiesce(e, inflight);
+            if (inflight > 0 && pacer_.flow_sleep_us() != 0) Quiesce<E, kLog>(e, inflight);
             if (inflight > 0) break;  // reap some, then ask again
             if (pacer_.flow_sleep_us() != 0) SleepUntil(Clock::NowNs() + pacer_.flow_sleep_us() * 1000);
             now_ = Clock::NowNs();
@@ -557,7 +609,7 @@ absl::Status IoLoop::RunAsync(E& e) {
           if (pacer_.any_rated() && pacer_.due(d) > now_ && !batch_.empty() && !commit()) {
             return absl::OkStatus();  // submit what is queued before any wait
           }
-          if (!PaceDir(e, inflight, r, &d)) break;
+          if (!PaceDir<E, kLog>(e, inflight, r, &d)) break;
           if (!gen_.NextIn(r, d)) {
             if (!NextPass(now_)) break;
             continue;
@@ -565,7 +617,7 @@ absl::Status IoLoop::RunAsync(E& e) {
           if (pacer_.serialize()) {
             while (Overlaps(r) && inflight > 0) {
               if (!batch_.empty() && !commit()) return absl::OkStatus();
-              const int n = ReapAndAccount<E, kPaced>(e, 1, static_cast<int>(inflight));
+              const int n = ReapAndAccount<E, kPaced, kLog>(e, 1, static_cast<int>(inflight));
               if (n < 0) {
                 error_ = -n;
                 error_text_ = absl::StrCat("reap: ", std::strerror(-n));
@@ -605,7 +657,7 @@ absl::Status IoLoop::RunAsync(E& e) {
         ++stats_.depth_level[stats::DepthLevelBin(inflight + 1)];
         r.issue_ns = r.start_ns;
         now_ = Clock::NowNs();
-        Complete<kPaced>(r, r.res, now_);
+        Complete<kPaced, kLog>(r, r.res, now_);
         free_.push_back(&r);
         if (error_ != 0) stop_issuing_ = true;
         continue;
@@ -618,7 +670,7 @@ absl::Status IoLoop::RunAsync(E& e) {
         if (pacer_.thinks() && r.op != IoOp::kFsync) {
           if (pacer_.ThinkDue(ThinkBlocks(), now_)) {
             if (!batch_.empty() && !commit()) return absl::OkStatus();
-            MaybeThink(e, inflight);
+            MaybeThink<E, kLog>(e, inflight);
           }
         }
       }
@@ -632,7 +684,7 @@ absl::Status IoLoop::RunAsync(E& e) {
     // time, until the depth is down to iodepth_low.
     do {
       const uint32_t want = std::min(std::max<uint32_t>(complete_min, 1), inflight);
-      const int n = ReapAndAccount<E, kPaced>(e, static_cast<int>(want),
+      const int n = ReapAndAccount<E, kPaced, kLog>(e, static_cast<int>(want),
                                               static_cast<int>(std::min(complete_max, inflight)));
       if (n < 0) {
         error_ = -n;
@@ -649,12 +701,12 @@ absl::Status IoLoop::RunAsync(E& e) {
     Tick(now_);
     if (ShouldStop(now_)) stop_issuing_ = true;
     if constexpr (kPaced) {
-      if (!stop_issuing_) LatencyTargetTurn(e, inflight);
+      if (!stop_issuing_) LatencyTargetTurn<E, kLog>(e, inflight);
       if (error_ != 0) stop_issuing_ = true;
     }
     if (stop_issuing_) {
       while (inflight > 0) {
-        const int n = ReapAndAccount<E, kPaced>(e, static_cast<int>(inflight), static_cast<int>(inflight));
+        const int n = ReapAndAccount<E, kPaced, kLog>(e, static_cast<int>(inflight), static_cast<int>(inflight));
         if (n < 0) break;
         inflight -= static_cast<uint32_t>(n);
         if (requeued_) {
@@ -668,10 +720,10 @@ absl::Status IoLoop::RunAsync(E& e) {
   return absl::OkStatus();
 }
 
-template <class E>
+template <class E, bool kLog>
 void IoLoop::Quiesce(E& e, uint32_t& inflight) {
   while (inflight > 0) {
-    const int n = ReapAndAccount<E, true>(e, static_cast<int>(inflight), static_cast<int>(inflight));
+    const int n = ReapAndAccount<E, true, kLog>(e, static_cast<int>(inflight), static_cast<int>(inflight));
     if (n < 0) {
       if (error_ == 0) {
         error_ = -n;
@@ -688,9 +740,9 @@ void IoLoop::Quiesce(E& e, uint32_t& inflight) {
   }
 }
 
-template <class E>
+template <class E, bool kLog>
 bool IoLoop::WaitUntil(E& e, uint32_t& inflight, uint64_t until) {
-  if (inflight > 0 && !pacer_.offload()) Quiesce(e, inflight);  // fio's inline mode
+  if (inflight > 0 && !pacer_.offload()) Quiesce<E, kLog>(e, inflight);  // fio's inline mode
   while (true) {
     const uint64_t now = Clock::NowNs();
     now_ = now;
@@ -706,7 +758,7 @@ bool IoLoop::WaitUntil(E& e, uint32_t& inflight, uint64_t until) {
     if (inflight > 0) {
       // offload: completions are reaped as they come while waiting, so their
       // times are right; poll at most every 20 us.
-      const int n = ReapAndAccount<E, true>(e, 0, static_cast<int>(inflight));
+      const int n = ReapAndAccount<E, true, kLog>(e, 0, static_cast<int>(inflight));
       if (n > 0) {
         inflight -= static_cast<uint32_t>(n);
         if (requeued_) {
@@ -721,7 +773,7 @@ bool IoLoop::WaitUntil(E& e, uint32_t& inflight, uint64_t until) {
   }
 }
 
-template <class E>
+template <class E, bool kLog>
 bool IoLoop::PaceDir(E& e, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d) {
   r.sched_ns = 0;
   if (!pacer_.any_rated()) return true;
@@ -732,7 +784,7 @@ bool IoLoop::PaceDir(E& e, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d) {
     // Not due by the last reading: read the clock once more before waiting.
     now_ = Clock::NowNs();
     chosen = pacer_.ChooseDir(*d, other, now_, &wait);
-    if (wait != 0 && !WaitUntil(e, inflight, wait)) return false;
+    if (wait != 0 && !WaitUntil<E, kLog>(e, inflight, wait)) return false;
   }
   if (chosen != *d) {
     gen_.SwitchDir(static_cast<jobspec::Ddir>(chosen));
@@ -742,12 +794,12 @@ bool IoLoop::PaceDir(E& e, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d) {
   return true;
 }
 
-template <class E>
+template <class E, bool kLog>
 void IoLoop::MaybeThink(E& e, uint32_t& inflight) {
   if (!pacer_.thinks()) return;
   const uint64_t now = now_;
   if (!pacer_.ThinkDue(ThinkBlocks(), now)) return;
-  Quiesce(e, inflight);
+  Quiesce<E, kLog>(e, inflight);
   const uint64_t t0 = Clock::NowNs();
   uint64_t spun = 0;
   if (pacer_.spin_us() != 0) {
@@ -770,11 +822,11 @@ void IoLoop::MaybeThink(E& e, uint32_t& inflight) {
   pacer_.ThinkDone(ThinkBlocks(), now);
 }
 
-template <class E>
+template <class E, bool kLog>
 void IoLoop::LatencyTargetTurn(E& e, uint32_t& inflight) {
   if (!pacer_.lat_target()) return;
   if (pacer_.lat_ramped_down()) {  // a completion missed the target: quiesce, new cycle
-    Quiesce(e, inflight);
+    Quiesce<E, kLog>(e, inflight);
     now_ = Clock::NowNs();
     pacer_.LatCycle(now_, DoneIos());
     return;
@@ -783,13 +835,13 @@ void IoLoop::LatencyTargetTurn(E& e, uint32_t& inflight) {
     case Pacer::LatAction::kNone:
       return;
     case Pacer::LatAction::kQuiesce:
-      Quiesce(e, inflight);
+      Quiesce<E, kLog>(e, inflight);
       now_ = Clock::NowNs();
       pacer_.LatCycle(now_, DoneIos());
       return;
     case Pacer::LatAction::kFinalRun:
       // The depth settled: measure one more window at it, from a clean slate.
-      Quiesce(e, inflight);
+      Quiesce<E, kLog>(e, inflight);
       now_ = Clock::NowNs();
       ResetStats(now_);
       pacer_.LatCycle(now_, DoneIos());

@@ -164,6 +164,7 @@ absl::Status Worker::Prepare() {
   lc.mailbox = &mailbox_;
   lc.steady_state = spec_.steady_state;
   lc.ss_member = spec_.ss_member;
+  lc.log = spec_.log;
   (void)streaming_;
   loop_ = std::make_unique<IoLoop>(lc, gen_, slots_);
   {

@@ -39,6 +39,7 @@ struct CloneSpec {
   FlowShared* flow = nullptr;                  // the job's flow_id (flow > 0)
   SteadyStateGroup* steady_state = nullptr;    // steadystate_duration set
   int ss_member = 0;                           // this clone's index in that group
+  JobLog* log = nullptr;           // the clone's log stream (job_log.h); nullptr = no logs
 };
 
 class Worker {

@@ -95,7 +95,8 @@ absl::StatusOr<OptEntry> MakeEntry(const std::string& key, const std::string& va
   }
   // A bare non-flag: an error for implemented options; for the others (fio takes
   // e.g. a bare write_bw_log) the refusal or no-op decides.
-  if (!has_value && row->type != OptionType::kBool && row->status == OptionStatus::kImplemented) {
+  if (!has_value && row->type != OptionType::kBool && !row->bare &&
+      row->status == OptionStatus::kImplemented) {
     return absl::InvalidArgumentError(
         JobError(where, job, absl::StrFormat("option \"%s\" requires a value", key)));
   }
@@ -293,6 +294,24 @@ void Note(Builder& b, const char* option, uint64_t effective, const std::string&
   b.notes->push_back(Normalisation{b.spec.name, option, it->second.value, U(effective), why});
 }
 
+// Log names given bare take the job's name; a bandwidth or IOPS log averaged
+// over log_avg_msec also sets the sample window, unless bwavgtime/iopsavgtime
+// were given (fio's add_job).
+void FixupLogs(Builder& b) {
+  JobSpec& s = b.spec;
+  std::string* prefixes[] = {&s.write_bw_log, &s.write_iops_log, &s.write_lat_log,
+                             &s.write_hist_log, &s.write_interval_hist_log};
+  for (size_t i = 0; i < b.log_named_by_job.size(); ++i) {
+    if (b.log_named_by_job[i]) *prefixes[i] = s.name;
+  }
+  if (s.log_avg_msec != 0) {
+    if (!s.write_bw_log.empty() && b.origin.count("bwavgtime") == 0) s.bwavgtime = s.log_avg_msec;
+    if (!s.write_iops_log.empty() && b.origin.count("iopsavgtime") == 0) {
+      s.iopsavgtime = s.log_avg_msec;
+    }
+  }
+}
+
 // fio's fixup_options for the fields we carry. Reports, for values that were
 // written, what it changed.
 void Fixup(Builder& b) {
@@ -332,6 +351,7 @@ void Fixup(Builder& b) {
     s.time_based = false;
   }
   if (s.loops == 0) s.loops = 1;  // fio runs a loops=0 job once
+  FixupLogs(b);
 }
 
 // An engine option set (in the job or its [global]) for a job whose ioengine
