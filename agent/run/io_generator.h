@@ -55,13 +55,22 @@ class IoGenerator {
 
   // Fills op, fd, file_index, offset, len and buf of `r` (r.index must be set).
   // False when this pass is over (bytes issued, or every file done).
-  inline bool Next(IoRequest& r) {
+  inline bool Next(IoRequest& r) { return NextIn(r, rwmix_->Next()); }
+
+  // Next() in two steps, for rate pacing (pacing.h), which may pick the other
+  // direction: NextDir() draws rwmix's direction, SwitchDir() tells rwmix the
+  // I/O goes the other way after all, NextIn() fills `r` for direction d.
+  jobspec::Ddir NextDir() { return rwmix_->Next(); }
+  void SwitchDir(jobspec::Ddir to) { rwmix_->Switch(to); }
+  // rwmix's share (percent) of the direction other than d; 0 when not mixed.
+  uint32_t OtherShare(jobspec::Ddir d) const { return rwmix_->OtherShare(d); }
+  inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
     while (pass_left_ != 0) {
       const size_t fi = next_file_;
       if (++next_file_ == files_.size()) next_file_ = 0;
       FileState& f = files_[fi];
       if (!f.done) {
-        if (Fill(f, fi, r)) return true;
+        if (Fill(f, fi, r, d)) return true;
         f.done = true;
         ++files_done_;
       }
@@ -90,8 +99,7 @@ class IoGenerator {
     std::vector<std::unique_ptr<workload::OffsetGen>> owned;
   };
 
-  inline bool Fill(FileState& f, size_t fi, IoRequest& r) {
-    const jobspec::Ddir d = rwmix_->Next();
+  inline bool Fill(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
     workload::OffsetGen& gen = *f.gen[d];
     uint64_t block;
     if (!gen.Next(&block)) return false;

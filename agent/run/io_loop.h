@@ -7,6 +7,12 @@
 // time), and a prepared I/O takes the last reading as its start time. Stats are
 // plain integers owned by the worker; once per interval (1 s) the worker itself
 // publishes an interval record and, when asked, a snapshot.
+//
+// Pacing (rate, think time, latency target, flow, serialize_overlap; pacing.h)
+// runs in a second instantiation of the loop (kPaced = true), chosen once per
+// run: a job without those options runs the plain loop and pays nothing for
+// them per I/O. The paced loop reads the clock before an I/O only when its
+// rate schedule is not already due by the last reading.
 #pragma once
 
 #include <algorithm>
@@ -22,6 +28,8 @@
 #include "absl/strings/str_cat.h"
 #include "agent/engines/engine.h"
 #include "agent/run/io_generator.h"
+#include "agent/run/pacing.h"
+#include "agent/run/steady_state.h"
 #include "agent/run/job_log.h"
 #include "common/clock.h"
 #include "common/jobspec/job_spec.h"
@@ -47,6 +55,10 @@ struct HotDir {
   std::array<stats::Histogram, stats::kNumLatKinds> hist;
   stats::RunningStat bw;    // KiB/s window samples
   stats::RunningStat iops;  // IOPS window samples
+  // Rated I/O only: latency from the time the rate schedule wanted each I/O
+  // issued to its completion (pacing.h).
+  stats::LatencySum sched_lat;
+  stats::Histogram sched_hist;
 };
 
 struct HotStats {
@@ -78,6 +90,10 @@ struct LoopConfig {
   uint64_t interval_ns = 1000000000ull;
   std::atomic<bool>* cancel = nullptr;
   WorkerMailbox* mailbox = nullptr;
+  // Steady-state detection this clone reports to (steadystate_duration set);
+  // `ss_member`: its index in the group.
+  SteadyStateGroup* steady_state = nullptr;
+  int ss_member = 0;
   // The job's log stream (job_log.h); nullptr = the job writes no log, and
   // its loop is the one compiled without log recording.
   JobLog* log = nullptr;
@@ -121,11 +137,16 @@ class IoLoop {
   // Fills js with the cumulative stats so far (runtime up to `now_ns`).
   void FillJobStats(stats::JobStats& js, uint64_t now_ns) const;
 
+  // Pacing state; the worker initialises it before Run().
+  Pacer& pacer() { return pacer_; }
+  const Pacer& pacer() const { return pacer_; }
+
  private:
   // Completion accounting for one I/O, with the batch's completion time.
   // kLog: the job's logs want an entry per I/O (LogPlan::completions).
-  template <bool kLog>
+  template <bool kPaced, bool kLog>
   inline void Complete(IoRequest& r, int32_t res, uint64_t now) {
+    if constexpr (kPaced) CompletePaced(r, res, now);
     const int d = static_cast<int>(r.op);
     if (r.op == IoOp::kFsync) {
       last_was_sync_ = true;
@@ -163,6 +184,25 @@ class IoLoop {
         log_->Push(LogEntry{now - epoch_ns_, lat, clat, r.offset, static_cast<uint32_t>(res),
                             static_cast<uint8_t>(d), LogEntry::kCompletion});
       }
+    }
+  }
+
+  // The paced loop's completion work: scheduled latency, latency target,
+  // serialize_overlap's in-flight marks.
+  void CompletePaced(IoRequest& r, int32_t res, uint64_t now) {
+    if (pacer_.serialize()) inflight_mark_[r.index] = false;
+    if (r.op == IoOp::kFsync || res < 0) return;
+    HotDir& hd = stats_.dir[static_cast<int>(r.op)];
+    if (r.sched_ns != 0) {
+      const uint64_t sl = now > r.sched_ns ? now - r.sched_ns : 0;
+      hd.sched_lat.Add(sl);
+      hd.sched_hist.Add(sl);
+    }
+    if (pacer_.lat_target() && pacer_.LatCompleted(now - r.start_ns) && error_ == 0) {
+      error_ = ETIMEDOUT;
+      error_text_ = absl::StrCat("latency of ", now - r.start_ns, " nsec exceeds specified max (",
+                                 pacer_.lat_target_ns(), " nsec): ",
+                                 r.op == IoOp::kRead ? "read" : "write", " ", r.offset, " ", r.len);
     }
   }
 
@@ -231,12 +271,43 @@ class IoLoop {
   // does for engines without a commit hook (psync & co, not the null engine).
   template <class E, bool kLog>
   absl::Status RunShape(E& e);
-  template <class E, bool kLog>
+  template <class E, bool kPaced, bool kLog>
   absl::Status RunSync(E& e, bool mark_batches);
-  template <class E, bool kLog>
+  template <class E, bool kPaced, bool kLog>
   absl::Status RunAsync(E& e);
-  template <class E, bool kLog>
+  template <class E, bool kPaced, bool kLog>
   int ReapAndAccount(E& e, int min, int max);
+
+  // ---- paced loop helpers (pacing.h)
+  // Picks the next I/O's direction under the rate schedule, waiting when no
+  // rated direction is due; r.sched_ns gets the due time (0 = not rated).
+  // False when the run stopped while waiting.
+  template <class E, bool kLog>
+  bool PaceDir(E& e, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d);
+  // Sleeps until `until` (a Clock::NowNs time), reaping completions meanwhile
+  // with io_submit_mode=offload, publishing intervals and honouring runtime and
+  // cancel. False when the run must stop.
+  template <class E, bool kLog>
+  bool WaitUntil(E& e, uint32_t& inflight, uint64_t until);
+  // Waits for every I/O in flight (fio's io_u_quiesce).
+  template <class E, bool kLog>
+  void Quiesce(E& e, uint32_t& inflight);
+  // After an I/O was issued: think time due? Then quiesce, spin, sleep.
+  template <class E, bool kLog>
+  void MaybeThink(E& e, uint32_t& inflight);
+  // Per loop turn: latency target window and ramp-downs.
+  template <class E, bool kLog>
+  void LatencyTargetTurn(E& e, uint32_t& inflight);
+  // serialize_overlap: r overlaps an I/O in flight.
+  bool Overlaps(const IoRequest& r) const;
+  void SleepUntil(uint64_t until_ns) const;
+  uint64_t ThinkBlocks() const {
+    uint64_t b = 0;
+    for (int d = 0; d < 2; ++d) b += pacer_.think_counts_issues() ? stats_.dir[d].issued : stats_.dir[d].done;
+    return b;
+  }
+  uint64_t DoneIos() const { return stats_.dir[0].done + stats_.dir[1].done + stats_.dir[2].done; }
+  void SteadyStateTick(uint64_t now);
 
   LoopConfig cfg_;
   const jobspec::JobSpec& job_;
@@ -267,6 +338,16 @@ class IoLoop {
   uint32_t batch_ops_ = 0;       // bit per IoOp present in batch_
   int error_ = 0;
   std::string error_text_;
+
+  // Pacing (paced loop only).
+  Pacer pacer_;
+  std::vector<bool> inflight_mark_;  // serialize_overlap: slot index -> in flight
+  // Steady state: the next check-interval boundary and the totals at the last one.
+  uint64_t next_ss_ns_ = UINT64_MAX;
+  uint64_t ss_k_ = 0;
+  std::array<uint64_t, 3> ss_prev_{};  // ios, bytes, lat sum (us)
+  uint64_t ss_prev_lat_n_ = 0;
+  uint64_t ss_prev_ns_ = 0;
 
   // Window state for bw/iops samples, histogram log lines and interval records.
   Sampler bw_;
@@ -304,6 +385,8 @@ absl::Status IoLoop::Run(E& e) {
   } else {
     st = RunShape<E, false>(e);
   }
+  pacer_.FlowExit();
+  if (cfg_.steady_state != nullptr) cfg_.steady_state->MemberDone(cfg_.ss_member);
   end_ns_ = now_;
   if (job_.end_fsync && error_ == 0) EndFsync();
   PublishInterval(now_);
@@ -313,21 +396,47 @@ absl::Status IoLoop::Run(E& e) {
 
 template <class E, bool kLog>
 absl::Status IoLoop::RunShape(E& e) {
+  const bool paced = pacer_.active();
+  if (paced) inflight_mark_.assign(slots_.size(), false);
   if constexpr ((E::kStaticCaps & kCapAsync) == 0) {
-    return RunSync<E, kLog>(e, /*mark_batches=*/true);
+    return paced ? RunSync<E, true, kLog>(e, /*mark_batches=*/true)
+                 : RunSync<E, false, kLog>(e, /*mark_batches=*/true);
   } else if constexpr (requires(const E& x) { x.sync_shape(); }) {
-    return e.sync_shape() ? RunSync<E, kLog>(e, /*mark_batches=*/false) : RunAsync<E, kLog>(e);
+    if (e.sync_shape()) {
+      return paced ? RunSync<E, true, kLog>(e, /*mark_batches=*/false)
+                   : RunSync<E, false, kLog>(e, /*mark_batches=*/false);
+    }
+    return paced ? RunAsync<E, true, kLog>(e) : RunAsync<E, false, kLog>(e);
   } else {
-    return RunAsync<E, kLog>(e);
+    return paced ? RunAsync<E, true, kLog>(e) : RunAsync<E, false, kLog>(e);
   }
 }
 
-template <class E, bool kLog>
+template <class E, bool kPaced, bool kLog>
 absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
   IoRequest& r = slots_[0];
+  [[maybe_unused]] uint32_t inflight = 0;
   while (!stop_issuing_) {
+    if constexpr (kPaced) {
+      if (pacer_.has_flow() && pacer_.FlowHeld()) {
+        // Held back: sleep flow_sleep, or (0, fio's default) just ask again.
+        if (pacer_.flow_sleep_us() != 0) SleepUntil(Clock::NowNs() + pacer_.flow_sleep_us() * 1000);
+        now_ = Clock::NowNs();
+        Tick(now_);
+        if (ShouldStop(now_)) break;
+        continue;
+      }
+    }
     if (FsyncDue()) {
       PrepareFsync(r);
+      r.sched_ns = 0;
+    } else if constexpr (kPaced) {
+      jobspec::Ddir d = gen_.NextDir();
+      if (!PaceDir<E, kLog>(e, inflight, r, &d)) break;
+      if (!gen_.NextIn(r, d)) {
+        if (!NextPass(now_)) break;
+        continue;
+      }
     } else if (!gen_.Next(r)) {
       if (!NextPass(now_)) break;
       continue;
@@ -336,6 +445,9 @@ absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
     r.start_ns = issue;
     r.issue_ns = issue;
     CountIssued(r);
+    if constexpr (kPaced) {
+      if (r.op != IoOp::kFsync) pacer_.OnIssue(static_cast<int>(r.op), r.len);
+    }
     // fio marks every I/O of a sync engine at depth 1 (fsyncs too, so the map
     // can pass 100 % of the reads and writes), and, for engines without a
     // commit hook, a submit and a complete batch of 1.
@@ -368,15 +480,20 @@ absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
       now_ = Clock::NowNs();
       if (done == r.len) res = static_cast<int32_t>(r.len);
     }
-    Complete<kLog>(r, res, now_);
+    Complete<kPaced, kLog>(r, res, now_);
     if (error_ != 0) break;
     Tick(now_);
     if (ShouldStop(now_)) break;
+    if constexpr (kPaced) {
+      if (r.op != IoOp::kFsync) MaybeThink<E, kLog>(e, inflight);
+      LatencyTargetTurn<E, kLog>(e, inflight);
+      if (error_ != 0 || ShouldStop(now_)) break;
+    }
   }
   return absl::OkStatus();
 }
 
-template <class E, bool kLog>
+template <class E, bool kPaced, bool kLog>
 int IoLoop::ReapAndAccount(E& e, int min, int max) {
   const int n = e.Reap(min, max, comps_.data());
   if (n <= 0) return n;
@@ -404,13 +521,13 @@ int IoLoop::ReapAndAccount(E& e, int min, int max) {
       }
       res = -EAGAIN;
     }
-    Complete<kLog>(r, res, now);
+    Complete<kPaced, kLog>(r, res, now);
     free_.push_back(&r);
   }
   return n;
 }
 
-template <class E, bool kLog>
+template <class E, bool kPaced, bool kLog>
 absl::Status IoLoop::RunAsync(E& e) {
   const uint32_t depth = static_cast<uint32_t>(slots_.size());
   const uint32_t batch_submit = std::clamp<uint32_t>(job_.iodepth_batch_submit, 1, depth);
@@ -471,13 +588,55 @@ absl::Status IoLoop::RunAsync(E& e) {
     while (!stop_issuing_ && (held != nullptr || !free_.empty())) {
       IoRequest& r = held != nullptr ? *held : *free_.back();
       if (held == nullptr) {
+        if constexpr (kPaced) {
+          if (inflight >= pacer_.qd()) break;  // latency target's depth cap
+          if (pacer_.has_flow() && pacer_.FlowHeld()) {
+            if (!batch_.empty() && !commit()) return absl::OkStatus();
+            if (inflight > 0 && pacer_.flow_sleep_us() != 0) Quiesce<E, kLog>(e, inflight);
+            if (inflight > 0) break;  // reap some, then ask again
+            if (pacer_.flow_sleep_us() != 0) SleepUntil(Clock::NowNs() + pacer_.flow_sleep_us() * 1000);
+            now_ = Clock::NowNs();
+            Tick(now_);
+            if (ShouldStop(now_)) stop_issuing_ = true;
+            continue;
+          }
+        }
         if (FsyncDue()) {
           PrepareFsync(r);
+          if constexpr (kPaced) r.sched_ns = 0;
+        } else if constexpr (kPaced) {
+          jobspec::Ddir d = gen_.NextDir();
+          if (pacer_.any_rated() && pacer_.due(d) > now_ && !batch_.empty() && !commit()) {
+            return absl::OkStatus();  // submit what is queued before any wait
+          }
+          if (!PaceDir<E, kLog>(e, inflight, r, &d)) break;
+          if (!gen_.NextIn(r, d)) {
+            if (!NextPass(now_)) break;
+            continue;
+          }
+          if (pacer_.serialize()) {
+            while (Overlaps(r) && inflight > 0) {
+              if (!batch_.empty() && !commit()) return absl::OkStatus();
+              const int n = ReapAndAccount<E, kPaced, kLog>(e, 1, static_cast<int>(inflight));
+              if (n < 0) {
+                error_ = -n;
+                error_text_ = absl::StrCat("reap: ", std::strerror(-n));
+                return absl::OkStatus();
+              }
+              inflight -= static_cast<uint32_t>(n);
+            }
+          }
         } else if (!gen_.Next(r)) {
           if (!NextPass(now_)) break;
           continue;
         }
         r.start_ns = now_;
+        if constexpr (kPaced) {
+          // A rate or overlap wait reaps, which pushes completed slots onto
+          // free_: take r itself off the list (a search of at most iodepth
+          // entries, only after such a wait).
+          if (free_.back() != &r) std::iter_swap(std::find(free_.begin(), free_.end(), &r), free_.end() - 1);
+        }
         free_.pop_back();
       }
       const QueueResult q = e.Queue(r);
@@ -488,13 +647,17 @@ absl::Status IoLoop::RunAsync(E& e) {
       }
       held = nullptr;
       CountIssued(r);
+      if constexpr (kPaced) {
+        if (r.op != IoOp::kFsync) pacer_.OnIssue(static_cast<int>(r.op), r.len);
+        if (pacer_.serialize()) inflight_mark_[r.index] = true;
+      }
       if (q == QueueResult::kCompleted) {
         // Done inside Queue() (libaio's fsync): marked at the depth in flight,
         // with no submit or complete batch, as fio does.
         ++stats_.depth_level[stats::DepthLevelBin(inflight + 1)];
         r.issue_ns = r.start_ns;
         now_ = Clock::NowNs();
-        Complete<kLog>(r, r.res, now_);
+        Complete<kPaced, kLog>(r, r.res, now_);
         free_.push_back(&r);
         if (error_ != 0) stop_issuing_ = true;
         continue;
@@ -503,6 +666,14 @@ absl::Status IoLoop::RunAsync(E& e) {
       batch_.push_back(&r);
       batch_ops_ |= 1u << static_cast<int>(r.op);
       if (batch_.size() >= batch_submit && !commit()) return absl::OkStatus();
+      if constexpr (kPaced) {
+        if (pacer_.thinks() && r.op != IoOp::kFsync) {
+          if (pacer_.ThinkDue(ThinkBlocks(), now_)) {
+            if (!batch_.empty() && !commit()) return absl::OkStatus();
+            MaybeThink<E, kLog>(e, inflight);
+          }
+        }
+      }
     }
     if (!batch_.empty() && !commit()) return absl::OkStatus();
     if (inflight == 0) {
@@ -513,8 +684,8 @@ absl::Status IoLoop::RunAsync(E& e) {
     // time, until the depth is down to iodepth_low.
     do {
       const uint32_t want = std::min(std::max<uint32_t>(complete_min, 1), inflight);
-      const int n = ReapAndAccount<E, kLog>(e, static_cast<int>(want),
-                                   static_cast<int>(std::min(complete_max, inflight)));
+      const int n = ReapAndAccount<E, kPaced, kLog>(e, static_cast<int>(want),
+                                              static_cast<int>(std::min(complete_max, inflight)));
       if (n < 0) {
         error_ = -n;
         error_text_ = absl::StrCat("reap: ", std::strerror(-n));
@@ -525,14 +696,17 @@ absl::Status IoLoop::RunAsync(E& e) {
         requeued_ = false;
         e.Commit();
       }
-    } while (inflight > depth_low && !stop_issuing_);
+    } while (inflight > depth_low && !stop_issuing_ && (!kPaced || !pacer_.lat_target() || inflight >= pacer_.qd()));
     if (error_ != 0) stop_issuing_ = true;
     Tick(now_);
     if (ShouldStop(now_)) stop_issuing_ = true;
+    if constexpr (kPaced) {
+      if (!stop_issuing_) LatencyTargetTurn<E, kLog>(e, inflight);
+      if (error_ != 0) stop_issuing_ = true;
+    }
     if (stop_issuing_) {
       while (inflight > 0) {
-        const int n =
-            ReapAndAccount<E, kLog>(e, static_cast<int>(inflight), static_cast<int>(inflight));
+        const int n = ReapAndAccount<E, kPaced, kLog>(e, static_cast<int>(inflight), static_cast<int>(inflight));
         if (n < 0) break;
         inflight -= static_cast<uint32_t>(n);
         if (requeued_) {
@@ -544,6 +718,138 @@ absl::Status IoLoop::RunAsync(E& e) {
     }
   }
   return absl::OkStatus();
+}
+
+template <class E, bool kLog>
+void IoLoop::Quiesce(E& e, uint32_t& inflight) {
+  while (inflight > 0) {
+    const int n = ReapAndAccount<E, true, kLog>(e, static_cast<int>(inflight), static_cast<int>(inflight));
+    if (n < 0) {
+      if (error_ == 0) {
+        error_ = -n;
+        error_text_ = absl::StrCat("reap: ", std::strerror(-n));
+      }
+      stop_issuing_ = true;
+      return;
+    }
+    inflight -= static_cast<uint32_t>(n);
+    if (requeued_) {
+      requeued_ = false;
+      e.Commit();
+    }
+  }
+}
+
+template <class E, bool kLog>
+bool IoLoop::WaitUntil(E& e, uint32_t& inflight, uint64_t until) {
+  if (inflight > 0 && !pacer_.offload()) Quiesce<E, kLog>(e, inflight);  // fio's inline mode
+  while (true) {
+    const uint64_t now = Clock::NowNs();
+    now_ = now;
+    Tick(now);
+    if (ShouldStop(now) || stop_issuing_ || error_ != 0) {
+      stop_issuing_ = true;  // the async loop must not take the next turn
+      return false;
+    }
+    if (now >= until) return true;
+    uint64_t wake = std::min(until, next_tick_ns_);
+    if (runtime_end_ns_ != 0) wake = std::min(wake, runtime_end_ns_);
+    wake = std::min<uint64_t>(wake, now + 100000000ull);  // a cancel is seen within 100 ms
+    if (inflight > 0) {
+      // offload: completions are reaped as they come while waiting, so their
+      // times are right; poll at most every 20 us.
+      const int n = ReapAndAccount<E, true, kLog>(e, 0, static_cast<int>(inflight));
+      if (n > 0) {
+        inflight -= static_cast<uint32_t>(n);
+        if (requeued_) {
+          requeued_ = false;
+          e.Commit();
+        }
+        continue;
+      }
+      wake = std::min<uint64_t>(wake, now + 20000);
+    }
+    SleepUntil(wake);
+  }
+}
+
+template <class E, bool kLog>
+bool IoLoop::PaceDir(E& e, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d) {
+  r.sched_ns = 0;
+  if (!pacer_.any_rated()) return true;
+  const uint32_t other = gen_.OtherShare(*d);
+  uint64_t wait = 0;
+  int chosen = pacer_.ChooseDir(*d, other, now_, &wait);
+  if (wait != 0) {
+    // Not due by the last reading: read the clock once more before waiting.
+    now_ = Clock::NowNs();
+    chosen = pacer_.ChooseDir(*d, other, now_, &wait);
+    if (wait != 0 && !WaitUntil<E, kLog>(e, inflight, wait)) return false;
+  }
+  if (chosen != *d) {
+    gen_.SwitchDir(static_cast<jobspec::Ddir>(chosen));
+    *d = static_cast<jobspec::Ddir>(chosen);
+  }
+  if (pacer_.rated(chosen)) r.sched_ns = pacer_.due(chosen);
+  return true;
+}
+
+template <class E, bool kLog>
+void IoLoop::MaybeThink(E& e, uint32_t& inflight) {
+  if (!pacer_.thinks()) return;
+  const uint64_t now = now_;
+  if (!pacer_.ThinkDue(ThinkBlocks(), now)) return;
+  Quiesce<E, kLog>(e, inflight);
+  const uint64_t t0 = Clock::NowNs();
+  uint64_t spun = 0;
+  if (pacer_.spin_us() != 0) {
+    const uint64_t spin_end = t0 + pacer_.spin_us() * 1000;
+    while (Clock::NowNs() < spin_end) {
+    }
+    spun = pacer_.spin_us() * 1000;
+  }
+  if (pacer_.thinktime_us() * 1000 > spun) {
+    const uint64_t until = t0 + pacer_.thinktime_us() * 1000;
+    while (true) {
+      const uint64_t n = Clock::NowNs();
+      if (n >= until || ShouldStop(n)) break;
+      SleepUntil(std::min<uint64_t>({until, n + 100000000ull, next_tick_ns_ > n ? next_tick_ns_ : until}));
+      Tick(Clock::NowNs());
+    }
+  }
+  now_ = Clock::NowNs();
+  if (pacer_.ignore_thinktime()) pacer_.ShiftSchedules(now_ - t0);
+  pacer_.ThinkDone(ThinkBlocks(), now);
+}
+
+template <class E, bool kLog>
+void IoLoop::LatencyTargetTurn(E& e, uint32_t& inflight) {
+  if (!pacer_.lat_target()) return;
+  if (pacer_.lat_ramped_down()) {  // a completion missed the target: quiesce, new cycle
+    Quiesce<E, kLog>(e, inflight);
+    now_ = Clock::NowNs();
+    pacer_.LatCycle(now_, DoneIos());
+    return;
+  }
+  switch (pacer_.LatCheck(now_, DoneIos())) {
+    case Pacer::LatAction::kNone:
+      return;
+    case Pacer::LatAction::kQuiesce:
+      Quiesce<E, kLog>(e, inflight);
+      now_ = Clock::NowNs();
+      pacer_.LatCycle(now_, DoneIos());
+      return;
+    case Pacer::LatAction::kFinalRun:
+      // The depth settled: measure one more window at it, from a clean slate.
+      Quiesce<E, kLog>(e, inflight);
+      now_ = Clock::NowNs();
+      ResetStats(now_);
+      pacer_.LatCycle(now_, DoneIos());
+      return;
+    case Pacer::LatAction::kDone:
+      stop_issuing_ = true;
+      return;
+  }
 }
 
 }  // namespace iofleet::agent
