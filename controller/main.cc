@@ -11,23 +11,30 @@
 #include "absl/time/time.h"
 #include "common/config/config.h"
 #include "common/secrets/secrets.h"
+#include "controller/migrate_command.h"
 #include "controller/server.h"
 
 namespace {
 
 constexpr char kUsage[] =
-    "usage: iofleet-controller --data-dir=DIR [--init] [--grpc-listen=HOST:PORT]\n"
+    "usage: iofleet-controller --data-dir=DIR | --store=URI [--init] [--grpc-listen=HOST:PORT]\n"
     "                          [--http-listen=HOST:PORT] [--heartbeat-timeout=DURATION]\n"
     "                          [--dashboard-dir=DIR] [--config=FILE]\n"
     "                          [--api-token-file=FILE] [--agent-token-file=FILE]\n"
     "                          [--metrics-auth=none|token] [--tls-cert=PEM --tls-key=PEM]\n"
     "                          [--tls-client-ca=PEM] [--max-body-bytes=N ...]\n"
+    "       iofleet-controller migrate ...  (an SQLite store into PostgreSQL; migrate --help)\n"
     "  --config             read flags from FILE (key = value lines); the command\n"
     "                       line overrides it (deploy/config/controller.conf.example)\n"
     "  --data-dir           where the store (iofleet.db, SQLite) lives; locked while\n"
     "                       the controller runs (a second controller on it exits)\n"
-    "  --init               create the data dir and a new, empty store when it has\n"
-    "                       none; without it a missing or empty data dir is an error\n"
+    "  --store              postgresql://USER@HOST[:PORT]/DB: the store in PostgreSQL\n"
+    "                       instead (password from a passfile or PGPASSFILE; a second\n"
+    "                       controller on it exits; docs/postgresql.md); sqlite:DIR is\n"
+    "                       --data-dir=DIR. Default: SQLite in --data-dir\n"
+    "  --init               create the data dir (or the schema in the PostgreSQL\n"
+    "                       database) and a new, empty store when there is none;\n"
+    "                       without it a missing or empty data dir/database is an error\n"
     "                       (an existing store is opened either way)\n"
     "  --grpc-listen        agents and gRPC API (default 127.0.0.1:7070; port 0 = any)\n"
     "  --http-listen        REST API (default 127.0.0.1:7080; port 0 = any)\n"
@@ -87,6 +94,9 @@ bool IsLoopback(const std::string& listen) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "migrate") == 0) {
+    return iofleet::controller::RunMigrateCommand(std::vector<std::string>(argv + 2, argv + argc));
+  }
   iofleet::controller::ServerOptions opts;
   // --config=FILE: the file's keys are flags, placed before the command line's.
   auto expanded = iofleet::config::ExpandConfigArgs(std::vector<std::string>(argv, argv + argc), 1);
@@ -111,6 +121,13 @@ int main(int argc, char** argv) {
       return 0;
     } else if (key == "--data-dir") {
       opts.data_dir = value;
+    } else if (key == "--store") {
+      // sqlite:DIR is --data-dir=DIR; "" (a config file's "store =") is none.
+      if (absl::StartsWith(value, "sqlite:")) {
+        opts.data_dir = value.substr(7);
+      } else {
+        opts.store = value;
+      }
     } else if (key == "--init") {
       // A bare --init, or --init=true|false (config files: "init = true").
       if (eq == std::string::npos) {
@@ -201,8 +218,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (opts.data_dir.empty()) {
-    std::fprintf(stderr, "iofleet-controller: --data-dir is required\n%s", kUsage);
+  if (opts.data_dir.empty() && opts.store.empty()) {
+    std::fprintf(stderr, "iofleet-controller: --data-dir (or --store) is required\n%s", kUsage);
     return 2;
   }
 
@@ -226,7 +243,8 @@ int main(int argc, char** argv) {
                  std::string(server.status().message()).c_str());
     return 1;
   }
-  std::printf("store %s in %s\n", (*server)->store_id().c_str(), opts.data_dir.c_str());
+  std::printf("store %s in %s\n", (*server)->store_id().c_str(),
+              (*server)->store_location().c_str());
   std::printf("grpc listening on %s\n", (*server)->grpc_address().c_str());
   std::printf("http listening on %s\n", (*server)->http_address().c_str());
   std::fflush(stdout);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 #include <chrono>
 #include <filesystem>
@@ -23,6 +24,9 @@
 #include "controller/scheduler/field_error.h"
 #include "controller/scheduler/scheduler.h"
 #include "controller/store/sqlite_store.h"
+#ifdef IOFLEET_WITH_POSTGRESQL
+#include "controller/store/postgres_store.h"
+#endif
 
 namespace iofleet::controller {
 
@@ -73,17 +77,60 @@ absl::StatusOr<int> LockDataDir(const std::string& data_dir) {
   return fd;
 }
 
+namespace {
+
+// --store=postgresql://...: the PostgreSQL store, with --init's rules.
+absl::StatusOr<std::unique_ptr<Store>> OpenPostgres(const ServerOptions& options) {
+#ifdef IOFLEET_WITH_POSTGRESQL
+  if (!IsPostgresUri(options.store)) {
+    return FieldError("store", absl::StrCat("\"", RedactPostgresUri(options.store),
+                                            "\" is not a postgresql:// URI (or sqlite:DIR)"));
+  }
+  if (PostgresUriHasPassword(options.store)) {
+    std::fprintf(stderr,
+                 "iofleet-controller: warning: the --store URI holds a password, which other "
+                 "users can read in the process list; use a passfile (docs/postgresql.md)\n");
+  }
+  PostgresStoreOptions po;
+  po.init = options.init;
+  absl::StatusOr<std::unique_ptr<Store>> db = OpenPostgresStore(options.store, po);
+  if (!db.ok()) {
+    return absl::Status(db.status().code(), absl::StrCat("store: ", db.status().message()));
+  }
+  return db;
+#else
+  return FieldError("store", "this build has no PostgreSQL support (libpq-dev was missing when "
+                             "it was built)");
+#endif
+}
+
+std::string RedactedStore(const std::string& uri) {
+#ifdef IOFLEET_WITH_POSTGRESQL
+  return RedactPostgresUri(uri);
+#else
+  return "postgresql://";
+#endif
+}
+
+}  // namespace
+
 ControllerServer::ControllerServer() = default;
 
 ControllerServer::~ControllerServer() { Shutdown(); }
 
 absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
     const ServerOptions& options) {
-  if (options.data_dir.empty()) return FieldError("data-dir", "is required");
+  if (!options.store.empty() && !options.data_dir.empty()) {
+    return FieldError("store", "--store and --data-dir name two stores; give one (--data-dir "
+                               "is the SQLite store, the default)");
+  }
+  if (options.data_dir.empty() && options.store.empty()) {
+    return FieldError("data-dir", "is required (or --store=postgresql://...)");
+  }
   IOFLEET_ASSIGN_OR_RETURN(auto grpc_hp, ParseHostPort(options.grpc_listen, "grpc-listen"));
   IOFLEET_ASSIGN_OR_RETURN(auto http_hp, ParseHostPort(options.http_listen, "http-listen"));
   std::error_code ec;
-  if (!std::filesystem::is_directory(options.data_dir, ec)) {
+  if (options.store.empty() && !std::filesystem::is_directory(options.data_dir, ec)) {
     if (std::filesystem::exists(options.data_dir, ec)) {
       return FieldError("data-dir", absl::StrCat(options.data_dir, " is not a directory"));
     }
@@ -135,26 +182,33 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
 
   // A store is opened only where one was made: an empty or mistyped data dir is
   // an error unless --init asks for a new store (refused before anything is
-  // written there).
-  const std::string db_path = (std::filesystem::path(options.data_dir) / "iofleet.db").string();
-  if (!options.init && !std::filesystem::exists(db_path, ec)) {
-    return FieldError("data-dir",
-                      absl::StrCat(options.data_dir, " holds no store (no iofleet.db). To "
-                                   "create a new, empty store there, start with --init; to use "
-                                   "an existing store, check the path"));
-  }
+  // written there). PostgreSQL: the same rules, in OpenPostgresStore.
   std::unique_ptr<ControllerServer> s(new ControllerServer());
-  IOFLEET_ASSIGN_OR_RETURN(s->lock_fd_, LockDataDir(options.data_dir));
-  if (!options.init) {
-    IOFLEET_ASSIGN_OR_RETURN(int version, ReadSchemaVersion(db_path));
-    if (version == 0) {
-      return FieldError("data-dir", absl::StrCat(db_path, " holds no iofleet store (no schema). "
-                                                 "To create a new, empty store there, start "
-                                                 "with --init"));
-    }
-  }
   s->metrics_ = std::make_unique<metrics::ControllerMetrics>();
-  IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<Store> db, OpenSqliteStore(db_path));
+  std::unique_ptr<Store> db;
+  if (!options.store.empty()) {
+    IOFLEET_ASSIGN_OR_RETURN(db, OpenPostgres(options));
+    s->store_location_ = RedactedStore(options.store);
+  } else {
+    const std::string db_path = (std::filesystem::path(options.data_dir) / "iofleet.db").string();
+    if (!options.init && !std::filesystem::exists(db_path, ec)) {
+      return FieldError("data-dir",
+                        absl::StrCat(options.data_dir, " holds no store (no iofleet.db). To "
+                                     "create a new, empty store there, start with --init; to use "
+                                     "an existing store, check the path"));
+    }
+    IOFLEET_ASSIGN_OR_RETURN(s->lock_fd_, LockDataDir(options.data_dir));
+    if (!options.init) {
+      IOFLEET_ASSIGN_OR_RETURN(int version, ReadSchemaVersion(db_path));
+      if (version == 0) {
+        return FieldError("data-dir", absl::StrCat(db_path, " holds no iofleet store (no schema). "
+                                                   "To create a new, empty store there, start "
+                                                   "with --init"));
+      }
+    }
+    IOFLEET_ASSIGN_OR_RETURN(db, OpenSqliteStore(db_path));
+    s->store_location_ = options.data_dir;
+  }
   IOFLEET_ASSIGN_OR_RETURN(s->store_id_, db->StoreId());
   s->store_ = metrics::NewMeteredStore(std::move(db), s->metrics_.get());
   SchedulerOptions so;

@@ -38,6 +38,9 @@ struct ServerOptions {
   // Required. Locked (flock on DATA_DIR/iofleet.lock) for the server's lifetime:
   // a second controller on the same dir fails at once naming the holder's pid.
   std::string data_dir;
+  // --store: a PostgreSQL store (libpq URI, postgresql://...) instead of
+  // SQLite in data_dir; then data_dir stays empty (docs/postgresql.md).
+  std::string store;
   // Create the data dir and a new, empty store when it has none (--init).
   // Default: false, so a missing or mistyped data dir is an error instead of a
   // fresh store (docs/state-safety.md). An existing store is opened either way.
@@ -90,6 +93,9 @@ class ControllerServer {
   const std::string& http_address() const { return http_address_; }
   Scheduler* scheduler() { return scheduler_.get(); }
   const std::string& store_id() const { return store_id_; }
+  // Where the store is, for logs: the data dir, or the PostgreSQL URI without
+  // its password.
+  const std::string& store_location() const { return store_location_; }
 
  private:
   ControllerServer();
@@ -104,6 +110,7 @@ class ControllerServer {
   std::string grpc_address_;
   std::string http_address_;
   std::string store_id_;
+  std::string store_location_;
   int lock_fd_ = -1;  // flock'ed DATA_DIR/iofleet.lock; closed last
 };
 

@@ -12,6 +12,8 @@ pkgs=(
   libbenchmark-dev                 # micro-benchmarks under bench/
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler  # agent <-> controller, API
   libsqlite3-dev sqlite3           # controller store
+  libpq-dev                        # the PostgreSQL store (--store=postgresql://...), libpq
+  postgresql                       # a real PostgreSQL 15 server for the store tests (ctest -L postgres)
   libcpp-httplib-dev               # REST API and CLI client
   libssl-dev openssl               # TLS (httplib SSLServer/SSLClient, PEM checks); test certificates
   clang libclang-rt-dev            # libFuzzer + ASan/UBSan for fuzz/run.sh (ctest -L fuzz)

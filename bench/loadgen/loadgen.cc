@@ -20,6 +20,8 @@
 //                   [--data-dir=DIR]          (spawns a controller; default)
 //   iofleet-loadgen --grpc=H:P --http=H:P --pid=PID --db=DIR/iofleet.db ...
 //                                             (uses a running controller)
+//   iofleet-loadgen --store=postgresql://... ...  (spawns a controller on that
+//                                             PostgreSQL store, --init; counts there)
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -49,6 +51,9 @@
 #include "iofleet/v1/agent.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "sqlite3.h"
+#ifdef IOFLEET_WITH_POSTGRESQL
+#include "libpq-fe.h"
+#endif
 
 namespace {
 
@@ -68,6 +73,7 @@ struct Options {
   int probe_per_s = 5;      // REST latency probes per second (each of GET and POST)
   std::string controller_bin;
   std::string data_dir;
+  std::string store;  // postgresql:// URI: the controller's --store, counted there
   std::string grpc, http, db;
   int pid = 0;
 };
@@ -409,7 +415,7 @@ ProcSample ReadProc(int pid) {
 int SpawnController(Options& opt) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
-  const std::string a1 = "--data-dir=" + opt.data_dir;
+  const std::string a1 = opt.store.empty() ? "--data-dir=" + opt.data_dir : "--store=" + opt.store;
   // A fresh store in the load generator's data dir (--init).
   std::vector<std::string> args = {opt.controller_bin, a1, "--init", "--grpc-listen=127.0.0.1:0",
                                    "--http-listen=127.0.0.1:0"};
@@ -448,8 +454,37 @@ int SpawnController(Options& opt) {
   return pid;
 }
 
+#ifdef IOFLEET_WITH_POSTGRESQL
+// The same counts from a PostgreSQL store.
+int64_t CountStoredPg(const std::string& uri, const std::string& host_like, int64_t* results) {
+  PGconn* c = PQconnectdb(uri.c_str());
+  int64_t n = -1;
+  if (PQstatus(c) == CONNECTION_OK) {
+    const char* params[] = {host_like.c_str()};
+    for (int q = 0; q < 2; ++q) {
+      if (q == 1 && results == nullptr) break;
+      PGresult* r = PQexecParams(c,
+                                 q == 0 ? "SELECT count(*) FROM intervals WHERE run_id IN "
+                                          "(SELECT id FROM runs WHERE host LIKE $1)"
+                                        : "SELECT count(*) FROM results WHERE run_id IN "
+                                          "(SELECT id FROM runs WHERE host LIKE $1)",
+                                 1, nullptr, params, nullptr, nullptr, 0);
+      if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+        (q == 0 ? n : *results) = std::stoll(PQgetvalue(r, 0, 0));
+      }
+      PQclear(r);
+    }
+  }
+  PQfinish(c);
+  return n;
+}
+#endif
+
 // Counts what the controller stored for this session's runs (hosts lg-<session>-*).
 int64_t CountStored(const std::string& db_path, const std::string& host_like, int64_t* results) {
+#ifdef IOFLEET_WITH_POSTGRESQL
+  if (db_path.rfind("postgres", 0) == 0) return CountStoredPg(db_path, host_like, results);
+#endif
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     if (db) sqlite3_close(db);
@@ -508,6 +543,7 @@ int main(int argc, char** argv) {
       else if (Flag(a, "probe-per-s", &v)) opt.probe_per_s = std::stoi(v);
       else if (Flag(a, "controller-bin", &v)) opt.controller_bin = v;
       else if (Flag(a, "data-dir", &v)) opt.data_dir = v;
+      else if (Flag(a, "store", &v)) opt.store = v;
       else if (Flag(a, "grpc", &v)) opt.grpc = v;
       else if (Flag(a, "http", &v)) opt.http = v;
       else if (Flag(a, "db", &v)) opt.db = v;
@@ -527,10 +563,16 @@ int main(int argc, char** argv) {
                     "--agents-per-conn must be >= 1\n");
     return 2;
   }
+#ifndef IOFLEET_WITH_POSTGRESQL
+  if (!opt.store.empty()) {
+    fprintf(stderr, "iofleet-loadgen: --store: built without libpq (no PostgreSQL support)\n");
+    return 2;
+  }
+#endif
   signal(SIGPIPE, SIG_IGN);
   pid_t spawned = 0;
   if (opt.grpc.empty()) {
-    if (opt.data_dir.empty()) {
+    if (opt.data_dir.empty() && opt.store.empty()) {
       char tmpl[] = "/tmp/iofleet-loadgen.XXXXXX";
       if (mkdtemp(tmpl) == nullptr) return 1;
       opt.data_dir = tmpl;
@@ -541,7 +583,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     opt.pid = spawned;
-    opt.db = opt.data_dir + "/iofleet.db";
+    opt.db = opt.store.empty() ? opt.data_dir + "/iofleet.db" : opt.store;
   }
   fprintf(stderr, "controller pid %d grpc %s http %s db %s\n", opt.pid, opt.grpc.c_str(),
           opt.http.c_str(), opt.db.c_str());

@@ -2,24 +2,31 @@
 
 #include <sqlite3.h>
 
-#include <algorithm>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
-#include <deque>
-#include <future>
+#include <memory>
 #include <mutex>
-#include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#include "nlohmann/json.hpp"
+#include "controller/store/batch_writer.h"
+#include "controller/store/row_codec.h"
 
 namespace iofleet::controller {
 namespace {
 
-using nlohmann::json;
+using internal::HistFromJson;
+using internal::HistToJson;
+using internal::I;
+using internal::ListFromJson;
+using internal::ListToJson;
+using internal::MapFromJson;
+using internal::MapToJson;
+using internal::SeqRangesFromJson;
+using internal::SeqRangesToJson;
+using internal::TargetIdsFromJson;
+using internal::TargetIdsToJson;
 
 // Migration i (0-based) takes the schema from version i to i + 1. Never edit a
 // released migration; append a new one and bump kSchemaVersion.
@@ -181,9 +188,6 @@ absl::Status Exec(sqlite3* db, const char* sql) {
   return absl::OkStatus();
 }
 
-// Errors after which a write is worth retrying (the database itself is fine).
-bool Retryable(const absl::Status& s) { return absl::IsUnavailable(s); }
-
 // A prepared statement; binds by 1-based index.
 class Stmt {
  public:
@@ -232,93 +236,6 @@ class Stmt {
   sqlite3_stmt* stmt_ = nullptr;
   absl::Status status_;
 };
-
-json ParseJsonOr(const std::string& text, json fallback) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return j.is_discarded() ? fallback : j;
-}
-
-std::string MapToJson(const std::map<std::string, std::string>& m) { return json(m).dump(); }
-std::map<std::string, std::string> MapFromJson(const std::string& text) {
-  std::map<std::string, std::string> out;
-  json j = ParseJsonOr(text, json::object());
-  if (!j.is_object()) return out;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.value().is_string()) out[it.key()] = it.value().get<std::string>();
-  }
-  return out;
-}
-std::string ListToJson(const std::vector<std::string>& v) { return json(v).dump(); }
-std::vector<std::string> ListFromJson(const std::string& text) {
-  std::vector<std::string> out;
-  json j = ParseJsonOr(text, json::array());
-  if (!j.is_array()) return out;
-  for (const auto& e : j) {
-    if (e.is_string()) out.push_back(e.get<std::string>());
-  }
-  return out;
-}
-std::string HistToJson(const std::vector<std::pair<uint32_t, uint64_t>>& h) {
-  json j = json::array();
-  for (const auto& [b, c] : h) j.push_back(json::array({b, c}));
-  return j.dump();
-}
-std::vector<std::pair<uint32_t, uint64_t>> HistFromJson(const std::string& text) {
-  std::vector<std::pair<uint32_t, uint64_t>> out;
-  json j = ParseJsonOr(text, json::array());
-  if (!j.is_array()) return out;
-  for (const auto& e : j) {
-    if (e.is_array() && e.size() == 2 && e[0].is_number_unsigned() && e[1].is_number_unsigned()) {
-      out.emplace_back(e[0].get<uint32_t>(), e[1].get<uint64_t>());
-    }
-  }
-  return out;
-}
-
-int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
-
-std::string TargetIdsToJson(const std::vector<TargetIdentityRow>& ids) {
-  json j = json::array();
-  for (const TargetIdentityRow& t : ids) {
-    j.push_back({{"path", t.path}, {"real_path", t.real_path}, {"keys", t.keys}});
-  }
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-std::vector<TargetIdentityRow> TargetIdsFromJson(const std::string& text) {
-  std::vector<TargetIdentityRow> out;
-  json j = ParseJsonOr(text, json::array());
-  if (!j.is_array()) return out;
-  for (const auto& e : j) {
-    if (!e.is_object()) continue;
-    TargetIdentityRow t;
-    t.path = e.value("path", "");
-    t.real_path = e.value("real_path", "");
-    if (auto it = e.find("keys"); it != e.end() && it->is_array()) {
-      for (const auto& k : *it) {
-        if (k.is_string()) t.keys.push_back(k.get<std::string>());
-      }
-    }
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-std::string SeqRangesToJson(const std::vector<SeqRangeRow>& v) {
-  json j = json::array();
-  for (const SeqRangeRow& r : v) j.push_back(json::array({r.job_index, r.first, r.last}));
-  return j.dump();
-}
-std::vector<SeqRangeRow> SeqRangesFromJson(const std::string& text) {
-  std::vector<SeqRangeRow> out;
-  json j = ParseJsonOr(text, json::array());
-  if (!j.is_array()) return out;
-  for (const auto& e : j) {
-    if (e.is_array() && e.size() == 3 && e[0].is_number_unsigned() && e[1].is_number_unsigned() &&
-        e[2].is_number_unsigned()) {
-      out.push_back(SeqRangeRow{e[0].get<uint32_t>(), e[1].get<uint64_t>(), e[2].get<uint64_t>()});
-    }
-  }
-  return out;
-}
 
 constexpr const char* kRunColumns =
     "seq, id, job_id, queue_pos, host, targets_json, state, variant, cell, repetition, attempt, "
@@ -436,48 +353,25 @@ absl::Status Migrate(sqlite3* db, const std::string& path) {
 class SqliteStore final : public Store {
  public:
   SqliteStore(sqlite3* wdb, sqlite3* rdb, SqliteStoreOptions options)
-      : wdb_(wdb), rdb_(rdb), options_(options) {
-    if (options_.max_batch < 1) options_.max_batch = 1;
-    writer_ = std::thread([this] { WriterLoop(); });
-  }
+      : wdb_(wdb),
+        rdb_(rdb),
+        writer_(options.max_batch, [this](std::vector<std::unique_ptr<internal::WriterItem>>& items) {
+          return Commit(items);
+        }) {}
 
   ~SqliteStore() override {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    writer_.join();
+    writer_.Stop();  // drains the queue while the connections are open
     sqlite3_close(rdb_);
     sqlite3_close(wdb_);
   }
 
-  absl::Status Write(WriteBatch batch) override {
-    if (batch.empty()) return absl::OkStatus();
-    auto item = std::make_unique<Item>();
-    item->kind = Item::kBatch;
-    item->batch = std::move(batch);
-    std::future<absl::Status> f = item->promise.get_future();
-    if (!Enqueue(std::move(item))) return absl::UnavailableError("store is closed");
-    return f.get();
-  }
+  absl::Status Write(WriteBatch batch) override { return writer_.Write(std::move(batch)); }
 
   void AppendInterval(IntervalRow row, std::function<void(bool)> done) override {
-    auto item = std::make_unique<Item>();
-    item->kind = Item::kInterval;
-    item->interval = std::move(row);
-    item->done = std::move(done);
-    std::function<void(bool)> cb = item->done;
-    if (!Enqueue(std::move(item)) && cb) cb(false);
+    writer_.AppendInterval(std::move(row), std::move(done));
   }
 
-  absl::Status Flush() override {
-    auto item = std::make_unique<Item>();
-    item->kind = Item::kFlush;
-    std::future<absl::Status> f = item->promise.get_future();
-    if (!Enqueue(std::move(item))) return absl::UnavailableError("store is closed");
-    return f.get();
-  }
+  absl::Status Flush() override { return writer_.Flush(); }
 
   absl::StatusOr<std::vector<AgentRow>> ListAgents() override {
     std::lock_guard<std::mutex> l(rmu_);
@@ -663,123 +557,27 @@ class SqliteStore final : public Store {
     return absl::DataLossError("sqlite: table store_identity is empty (the store has no identity)");
   }
 
-  StoreStats Stats() override {
-    std::lock_guard<std::mutex> l(mu_);
-    return stats_;
-  }
+  StoreStats Stats() override { return writer_.Stats(); }
 
  private:
-  struct Item {
-    enum Kind { kBatch, kInterval, kFlush } kind = kBatch;
-    WriteBatch batch;
-    IntervalRow interval;
-    std::function<void(bool)> done;
-    std::promise<absl::Status> promise;
-    absl::Status status;
-    bool inserted = false;
-  };
+  using Item = internal::WriterItem;
 
-  bool Enqueue(std::unique_ptr<Item> item) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (stop_) return false;
-      queue_.push_back(std::move(item));
-    }
-    cv_.notify_one();
-    return true;
-  }
-
-  // Interval records whose transaction failed with a retryable error (disk full)
-  // go back to the head of the queue and are retried with backoff instead of
-  // being dropped: agents do not resend a record the controller did not refuse.
-  // Batches (Write) fail at once with the error, so their callers (and the API,
-  // 503) see it. On shutdown a failing retry is given up after one more try.
-  void WriterLoop() {
-    uint32_t backoff_ms = 0;
-    for (;;) {
-      std::vector<std::unique_ptr<Item>> items;
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        if (backoff_ms > 0) {
-          // Only retries queued: back off. Anything new (a Write waiting for its
-          // answer, a fresh record) is tried at once, so a 503 comes back fast.
-          cv_.wait_for(l, std::chrono::milliseconds(backoff_ms),
-                       [this] { return stop_ || queue_.size() > retrying_; });
-        }
-        cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stop_ and drained
-        while (!queue_.empty() && static_cast<int>(items.size()) < options_.max_batch) {
-          items.push_back(std::move(queue_.front()));
-          queue_.pop_front();
-        }
-        retrying_ -= std::min(retrying_, items.size());
-      }
-      absl::Status txn = Exec(wdb_, "BEGIN IMMEDIATE");
-      if (txn.ok()) {
-        for (auto& item : items) {
-          Apply(*item);
-          // A full disk can make SQLite roll the whole transaction back; the
-          // items after it would then run in autocommit mode. Stop instead.
-          if (sqlite3_get_autocommit(wdb_)) {
-            txn = !item->status.ok() ? item->status
-                                     : absl::UnavailableError("sqlite: transaction rolled back");
-            break;
-          }
-        }
-        if (txn.ok()) txn = Exec(wdb_, "COMMIT");
-        if (!txn.ok() && !sqlite3_get_autocommit(wdb_)) (void)Exec(wdb_, "ROLLBACK");
-      }
-      std::vector<std::unique_ptr<Item>> retry;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        if (txn.ok()) {
-          ++stats_.transactions;
-          stats_.items += items.size();
-        }
-        const bool keep = !stop_ || backoff_ms == 0;  // on shutdown: one more try, then drop
-        for (auto& item : items) {
-          const bool failed = !txn.ok() || !item->status.ok();
-          const absl::Status& why = txn.ok() ? item->status : txn;
-          if (item->kind == Item::kInterval && failed && keep && Retryable(why)) {
-            item->status = absl::OkStatus();
-            item->inserted = false;
-            retry.push_back(std::move(item));
-          }
-        }
-        retrying_ += retry.size();
-        for (auto it = retry.rbegin(); it != retry.rend(); ++it) queue_.push_front(std::move(*it));
-      }
-      if (!retry.empty()) {
-        if (backoff_ms == 0 || !stop_) {
-          backoff_ms = std::clamp<uint32_t>(backoff_ms * 2, 100, 2000);
-        }
-        if (!logged_retry_) {
-          std::fprintf(stderr, "iofleet-controller: store: %s; retrying queued interval records\n",
-                       txn.ok() ? "interval write failed" : txn.ToString().c_str());
-          logged_retry_ = true;
-        }
-      } else {
-        if (logged_retry_ && txn.ok()) {
-          std::fprintf(stderr, "iofleet-controller: store: writes succeed again\n");
-          logged_retry_ = false;
-        }
-        backoff_ms = 0;
-      }
-      for (auto& item : items) {
-        if (!item) continue;  // moved back to the queue for a retry
-        switch (item->kind) {
-          case Item::kBatch:
-            item->promise.set_value(txn.ok() ? item->status : txn);
-            break;
-          case Item::kFlush:
-            item->promise.set_value(txn);
-            break;
-          case Item::kInterval:
-            if (item->done) item->done(txn.ok() && item->inserted);
-            break;
-        }
+  // One writer transaction (BatchWriter::Commit).
+  absl::Status Commit(std::vector<std::unique_ptr<Item>>& items) {
+    absl::Status txn = Exec(wdb_, "BEGIN IMMEDIATE");
+    if (!txn.ok()) return txn;
+    for (auto& item : items) {
+      Apply(*item);
+      // A full disk can make SQLite roll the whole transaction back; the
+      // items after it would then run in autocommit mode. Stop instead.
+      if (sqlite3_get_autocommit(wdb_)) {
+        return !item->status.ok() ? item->status
+                                  : absl::UnavailableError("sqlite: transaction rolled back");
       }
     }
+    txn = Exec(wdb_, "COMMIT");
+    if (!txn.ok() && !sqlite3_get_autocommit(wdb_)) (void)Exec(wdb_, "ROLLBACK");
+    return txn;
   }
 
   void Apply(Item& item) {
@@ -897,19 +695,10 @@ class SqliteStore final : public Store {
     return absl::OkStatus();
   }
 
-  sqlite3* const wdb_;  // owned by the writer thread after construction
+  sqlite3* const wdb_;  // used by the writer thread only (Commit)
   sqlite3* const rdb_;  // guarded by rmu_
-  SqliteStoreOptions options_;
-
   std::mutex rmu_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::unique_ptr<Item>> queue_;
-  bool stop_ = false;
-  size_t retrying_ = 0;        // retried interval records at the head of queue_
-  bool logged_retry_ = false;  // writer thread only
-  StoreStats stats_;
-  std::thread writer_;
+  internal::BatchWriter writer_;  // last: stopped before the connections close
 };
 
 }  // namespace
@@ -941,6 +730,23 @@ absl::StatusOr<int> ReadSchemaVersion(const std::string& path) {
   absl::StatusOr<int> v = SchemaVersionOf(db);
   sqlite3_close(db);
   return v;
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> SqliteTableCounts(const std::string& path) {
+  IOFLEET_ASSIGN_OR_RETURN(sqlite3 * db, OpenDb(path));
+  std::map<std::string, int64_t> out;
+  for (const char* t : {"agents", "jobs", "runs", "leases", "intervals", "results"}) {
+    Stmt s(db, absl::StrCat("SELECT count(*) FROM ", t).c_str());
+    if (!s.Step()) {
+      absl::Status st = s.status().ok() ? absl::InternalError("sqlite: no row from count(*)")
+                                        : s.status();
+      sqlite3_close(db);
+      return st;
+    }
+    out[t] = s.Int(0);
+  }
+  sqlite3_close(db);
+  return out;
 }
 
 }  // namespace iofleet::controller

@@ -4,6 +4,8 @@
 // can read the file.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -27,5 +29,9 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
 
 // The schema_version of an open database file (tests, tooling).
 absl::StatusOr<int> ReadSchemaVersion(const std::string& path);
+
+// Rows per table ("agents", "jobs", "runs", "leases", "intervals", "results"),
+// counted by SQLite (migrate's verification).
+absl::StatusOr<std::map<std::string, int64_t>> SqliteTableCounts(const std::string& path);
 
 }  // namespace iofleet::controller

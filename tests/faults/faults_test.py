@@ -134,8 +134,9 @@ class Controller:
     (a new store in the case's data dir); restarts must find that store."""
 
     def __init__(self, env, ip="127.0.0.1", grpc_port=None, http_port=None,
-                 heartbeat_timeout="3s", extra_args=(), proc_env=None):
+                 heartbeat_timeout="3s", extra_args=(), proc_env=None, store=None):
         self.env = env
+        self.store = store  # --store=URI (PostgreSQL) instead of --data-dir
         self.ip = ip
         self.grpc_port = grpc_port or 0
         self.http_port = http_port or 0
@@ -164,7 +165,8 @@ class Controller:
         logf = open(path, "w")
         self.proc = subprocess.Popen(
             [os.path.join(BUILD, "bin", "iofleet-controller"),
-             f"--data-dir={data_dir or self.env.data_dir}", f"--grpc-listen={self.grpc}",
+             f"--store={self.store}" if self.store else f"--data-dir={data_dir or self.env.data_dir}",
+             f"--grpc-listen={self.grpc}",
              f"--http-listen={self.http}", f"--heartbeat-timeout={self.hb}"]
             + (["--init"] if init else []) + self.extra_args,
             stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,

@@ -1,0 +1,247 @@
+// migrate (SQLite -> PostgreSQL) against a real PostgreSQL server: the copy is
+// whole and exact (seqs, identity, every row), a non-empty target is refused
+// unless replaced, and the verification catches a copy that differs.
+#include "controller/store/migrate.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "controller/store/pg_test_server.h"
+#include "controller/store/postgres_store.h"
+#include "controller/store/row_codec.h"
+#include "controller/store/sqlite_store.h"
+#include "controller/store/store_conformance.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace iofleet::controller {
+namespace {
+
+using conformance::Interval;
+using conformance::Job;
+using conformance::MakeRun;
+using ::testing::HasSubstr;
+
+// Forwards to a real store; once `tamper` is set, reads of run `run` come back
+// changed (a copy that differs from its source: a fault a real store does not
+// produce on demand).
+class TamperingStore final : public Store {
+ public:
+  TamperingStore(Store* inner, std::string run) : inner_(inner), run_(std::move(run)) {}
+  bool tamper = false;
+
+  absl::Status Write(WriteBatch b) override { return inner_->Write(std::move(b)); }
+  void AppendInterval(IntervalRow r, std::function<void(bool)> d) override {
+    inner_->AppendInterval(std::move(r), std::move(d));
+  }
+  absl::Status Flush() override { return inner_->Flush(); }
+  absl::StatusOr<std::vector<AgentRow>> ListAgents() override { return inner_->ListAgents(); }
+  absl::StatusOr<JobRow> GetJob(const std::string& id) override { return inner_->GetJob(id); }
+  absl::StatusOr<std::vector<JobRow>> ListJobs(int64_t a, int l) override {
+    return inner_->ListJobs(a, l);
+  }
+  absl::StatusOr<RunRow> GetRun(const std::string& id) override { return inner_->GetRun(id); }
+  absl::StatusOr<std::vector<RunRow>> ListRuns(const std::string& j, int64_t a, int l) override {
+    auto rows = inner_->ListRuns(j, a, l);
+    if (rows.ok() && tamper) {
+      for (RunRow& r : *rows) {
+        if (r.id == run_) r.error = "changed after the copy";
+      }
+    }
+    return rows;
+  }
+  absl::StatusOr<std::vector<RunRow>> ListActiveRuns() override { return inner_->ListActiveRuns(); }
+  absl::StatusOr<std::vector<LeaseRow>> ListLeases() override { return inner_->ListLeases(); }
+  absl::StatusOr<std::vector<IntervalRow>> ListIntervals(const std::string& id) override {
+    auto rows = inner_->ListIntervals(id);
+    if (rows.ok() && tamper && id == run_ && !rows->empty()) rows->back().dir[0].ios += 1;
+    return rows;
+  }
+  absl::StatusOr<std::map<uint32_t, uint64_t>> NextSeqs(const std::string& id) override {
+    return inner_->NextSeqs(id);
+  }
+  absl::StatusOr<std::map<uint32_t, std::pair<uint64_t, uint64_t>>> IntervalCounts(
+      const std::string& id) override {
+    return inner_->IntervalCounts(id);
+  }
+  absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> IntervalSeqs(
+      const std::string& id) override {
+    return inner_->IntervalSeqs(id);
+  }
+  absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& id) override {
+    return inner_->GetResult(id);
+  }
+  absl::StatusOr<std::string> StoreId() override { return inner_->StoreId(); }
+  StoreStats Stats() override { return inner_->Stats(); }
+
+ private:
+  Store* inner_;
+  std::string run_;
+};
+
+class MigrateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = pgtest::PgTestServer::Shared();
+    if (absl::IsNotFound(s.status())) GTEST_SKIP() << s.status();
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = *s;
+    auto db = server_->CreateDatabase();
+    ASSERT_TRUE(db.ok()) << db.status();
+    uri_ = *db;
+    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_migrate_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/iofleet.db";
+    auto src = OpenSqliteStore(path_);
+    ASSERT_TRUE(src.ok()) << src.status();
+    source_ = std::move(*src);
+    Fill();
+  }
+  void TearDown() override {
+    source_.reset();
+    if (server_ != nullptr) (void)server_->DropDatabase(uri_);
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  // A store with a bit of everything; a failed batch leaves no seq gap in
+  // SQLite, and updates after inserts, so seqs are worth keeping.
+  void Fill() {
+    for (int j = 0; j < 7; ++j) {
+      const std::string job = "j" + std::to_string(j);
+      WriteBatch b;
+      AgentRow a;
+      a.name = "agent-" + std::to_string(j % 3);
+      a.state = "up";
+      a.labels = {{"rack", std::to_string(j)}};
+      b.upsert_agents = {a};
+      b.upsert_jobs = {Job(job)};
+      for (int r = 0; r < 4; ++r) {
+        RunRow run = MakeRun(job + "-" + std::to_string(r), job, j * 10 + r);
+        run.fio_text = conformance::Awkward(job);
+        run.state = r < 2 ? RunState::kSucceeded : RunState::kQueued;
+        b.upsert_runs.push_back(run);
+        if (r < 2) {
+          b.results.push_back(ResultRow{run.id, true, "", "{\"jobs\":[{\"r\":" +
+                                        std::to_string(r) + "}]}", 3, 5000, "fp"});
+        }
+      }
+      b.acquire_leases = {LeaseRow{"agent-0", "blk:" + std::to_string(j), job + "-2", 1, "/p"}};
+      ASSERT_TRUE(source_->Write(std::move(b)).ok());
+      for (int r = 0; r < 2; ++r) {
+        for (uint64_t s = 0; s < 3; ++s) {
+          source_->AppendInterval(Interval(job + "-" + std::to_string(r), 0, s), nullptr);
+        }
+      }
+    }
+    ASSERT_TRUE(source_->Flush().ok());
+  }
+
+  absl::StatusOr<MigrateReport> Migrate(Store& src, MigrateOptions o = {}) {
+    auto counts = SqliteTableCounts(path_);
+    if (!counts.ok()) return counts.status();
+    return MigrateToPostgres(src, *counts, uri_, o);
+  }
+
+  pgtest::PgTestServer* server_ = nullptr;
+  std::string uri_, dir_, path_;
+  std::unique_ptr<Store> source_;
+};
+
+TEST_F(MigrateTest, CopiesEverythingAndVerifiesIt) {
+  auto report = Migrate(*source_);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok()) << FormatMigrateReport(*report);
+  EXPECT_EQ(report->runs, 28);
+  EXPECT_EQ(report->jobs, 7);
+  EXPECT_EQ(report->agents, 3);
+  EXPECT_EQ(report->leases, 7);
+  EXPECT_EQ(report->sampled_runs, 28);  // fewer runs than the default sample
+  EXPECT_EQ(report->results, 14);
+  EXPECT_EQ(report->intervals, 42);
+  for (const MigrateTableCount& c : report->counts) EXPECT_TRUE(c.ok()) << c.table;
+  const std::string text = FormatMigrateReport(*report);
+  EXPECT_THAT(text, HasSubstr("(kept)"));
+
+  PostgresStoreOptions po;
+  auto target = OpenPostgresStore(uri_, po);
+  ASSERT_TRUE(target.ok()) << target.status();
+  EXPECT_EQ(*(*target)->StoreId(), *source_->StoreId());
+  auto a = source_->ListRuns("", 0, 0);
+  auto b = (*target)->ListRuns("", 0, 0);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(conformance::Rows(*a), conformance::Rows(*b));  // seqs included
+  // New rows continue after the copied seqs.
+  WriteBatch w;
+  w.upsert_jobs = {Job("new")};
+  w.upsert_runs = {MakeRun("new-0", "new", 99)};
+  ASSERT_TRUE((*target)->Write(std::move(w)).ok());
+  EXPECT_GT((*target)->GetRun("new-0")->seq, a->back().seq);
+  auto jobs = (*target)->ListJobs(0, 0);
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->back().id, "new");
+}
+
+TEST_F(MigrateTest, RefusesANonEmptyTargetUnlessToldToReplaceIt) {
+  ASSERT_TRUE(Migrate(*source_).ok());
+  const std::string before = internal::RowJson(*OpenPostgresStore(uri_).value()->GetRun("j0-0"));
+  auto again = Migrate(*source_);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(again.status().message()), HasSubstr("not empty"));
+  EXPECT_THAT(std::string(again.status().message()), HasSubstr("--replace"));
+  // The source changed since: --replace copies it afresh.
+  RunRow changed = MakeRun("j0-0", "j0", 0);
+  changed.state = RunState::kFailed;
+  changed.error = "changed";
+  WriteBatch w;
+  w.upsert_runs = {changed};
+  ASSERT_TRUE(source_->Write(std::move(w)).ok());
+  MigrateOptions o;
+  o.replace = true;
+  auto replaced = Migrate(*source_, o);
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  EXPECT_TRUE(replaced->ok()) << FormatMigrateReport(*replaced);
+  auto run = OpenPostgresStore(uri_).value()->GetRun("j0-0");
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->error, "changed");
+  EXPECT_NE(internal::RowJson(*run), before);
+}
+
+TEST_F(MigrateTest, RefusesATargetAControllerHolds) {
+  PostgresStoreOptions po;
+  po.init = true;
+  auto controller = OpenPostgresStore(uri_, po);
+  ASSERT_TRUE(controller.ok());
+  auto r = Migrate(*source_);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("in use by another controller"));
+}
+
+TEST_F(MigrateTest, ReportsACopyThatDiffers) {
+  TamperingStore src(source_.get(), "j3-1");
+  MigrateOptions o;
+  o.progress = [&src](const std::string& line) {
+    if (line.find("verifying") != std::string::npos) src.tamper = true;
+  };
+  auto report = Migrate(src, o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->ok());
+  const std::string text = FormatMigrateReport(*report);
+  EXPECT_THAT(text, HasSubstr("MISMATCH: run j3-1 differs"));
+  EXPECT_THAT(text, HasSubstr("MISMATCH: interval record j3-1/0/2 differs"));
+}
+
+TEST_F(MigrateTest, ReportsRowCountsThatDiffer) {
+  auto counts = SqliteTableCounts(path_);
+  ASSERT_TRUE(counts.ok());
+  (*counts)["intervals"] += 1;  // a row the copy could not have read
+  auto report = MigrateToPostgres(*source_, *counts, uri_);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->ok());
+  EXPECT_THAT(FormatMigrateReport(*report), HasSubstr("intervals: 43 rows in the source, 42 copied"));
+}
+
+}  // namespace
+}  // namespace iofleet::controller
