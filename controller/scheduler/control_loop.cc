@@ -130,6 +130,21 @@ void ControlLoop::Run() {
 }
 
 void ControlLoop::Iterate(std::vector<Item> items) {
+  if (stale_) {
+    // A failed commit left the core ahead of the store and the store could not
+    // be read then: nothing is decided on that state. Until the store answers,
+    // every event fails with its error (agents resend what matters: a finished
+    // run's result until it is stored; a refused Hello reconnects).
+    absl::Status st = Reload({});
+    if (!st.ok()) {
+      for (Item& it : items) {
+        if (const auto* g = std::get_if<AgentGoneEvent>(&it.ev)) sessions_.erase(g->session);
+        if (it.done) it.done(st);
+      }
+      return;
+    }
+    Publish(Now().mono_ms);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const FleetTime now = Now();
   std::vector<Event> events;
@@ -176,7 +191,7 @@ void ControlLoop::Iterate(std::vector<Item> items) {
                      f->result.run_id.c_str(), commit.ToString().c_str());
       }
     }
-    Reload(hello_sessions);
+    Reload(hello_sessions).IgnoreError();  // on failure stale_ is set: see Iterate
     for (uint64_t s : hello_sessions) sessions_.erase(s);
     for (Item& it : items) {
       if (it.done) it.done(commit);
@@ -255,15 +270,22 @@ void ControlLoop::Publish(uint64_t mono_ms) {
   }
 }
 
-void ControlLoop::Reload(const std::set<uint64_t>& refused_sessions) {
+absl::Status ControlLoop::Reload(const std::set<uint64_t>& refused_sessions) {
   absl::StatusOr<CoreInput> in = LoadCoreInput(*store_);
   if (!in.ok()) {
-    // Reads fail too: keep the state as it is (ahead of the store); the next
-    // commit writes it or fails again.
-    std::fprintf(stderr, "iofleet-controller: reloading the scheduler state: %s\n",
-                 in.status().ToString().c_str());
-    return;
+    // Reads fail too: the core stays as it is, marked stale; the next iteration
+    // tries again before it decides anything.
+    if (!stale_) {
+      std::fprintf(stderr,
+                   "iofleet-controller: reloading the scheduler state: %s; events fail until "
+                   "the store answers\n",
+                   in.status().ToString().c_str());
+    }
+    stale_ = true;
+    return in.status();
   }
+  if (stale_) std::fprintf(stderr, "iofleet-controller: scheduler state reloaded from the store\n");
+  stale_ = false;
   auto fresh = std::make_unique<SchedulerCore>(options_.core);
   const FleetTime now = Now();
   fresh->Load(std::move(*in), now);
@@ -273,6 +295,7 @@ void ControlLoop::Reload(const std::set<uint64_t>& refused_sessions) {
     if (fresh->FindRun(id) == nullptr) view_->EraseRun(id);
   }
   core_ = std::move(fresh);
+  return absl::OkStatus();
 }
 
 }  // namespace iofleet::controller

@@ -137,12 +137,15 @@ class ControlLoop {
   void Enqueue(Item item);
   void Run();
   void Iterate(std::vector<Item> items);
-  // Rebuilds the core from the store after a failed commit (see above).
-  void Reload(const std::set<uint64_t>& refused_sessions);
+  // Rebuilds the core from the store after a failed commit (see above). When the
+  // store cannot be read either, the core is stale (ahead of the store) and
+  // every later iteration reloads it before deciding anything.
+  absl::Status Reload(const std::set<uint64_t>& refused_sessions);
   void Publish(uint64_t mono_ms);
   size_t Execute(const Decisions& d);
 
   Store* const store_;
+  bool stale_ = false;  // loop thread only
   LiveView* const view_;
   WatchHub* const watches_;
   const ControlLoopOptions options_;

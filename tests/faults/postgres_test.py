@@ -223,6 +223,10 @@ def case_pg_outage():
         pg.start()
         t_up = time.time()
         log(f"PostgreSQL back after {t_up - t_down:.1f}s")
+        # Reads reconnect at most every 500 ms while the server is away, so one
+        # may still answer 503 just after it is back; then they answer again.
+        wait_for(lambda: env.api("GET", f"/jobs/{j}", ok=False)[0] == 200, 10,
+                 "reads answering after PostgreSQL is back")
         job = env.wait_job(j, runtime + 60)
         check(job["state"] == "succeeded", f"job through the outage: {job}")
         n = check_records(env, r, 2, runtime - 1)
