@@ -766,6 +766,17 @@ std::string RenderJobs(const JobList& list, const Options& globals, const Builde
 // The jobs as written: the [global] options and each job's own options as the
 // user gave them (JobSpec::raw_options), so that the agent's JSON "job options"
 // echo what was written (bs=4k, runtime=1), as fio's do.
+// A job section's bare flags (`time_based`) as `time_based=1`: fio's JSON "job
+// options" list no job-section bare flag (its "global options" do), and the arm
+// audit reads what the agent ran from that echo.
+Options WithFlagsSet(Options opts) {
+  for (auto& [k, v] : opts) {
+    const OptionRow* row = FindOptionRow(k);
+    if (v.empty() && row != nullptr && row->type == OptionType::kBool) v = "1";
+  }
+  return opts;
+}
+
 // [global] options in the order one section applies them (several [global]
 // sections become one).
 Options InApplyOrder(Options globals) {
@@ -782,12 +793,12 @@ std::string RenderAsWritten(const JobList& list, const Options& globals) {
   std::string out;
   if (!globals.empty()) {
     out += "[global]\n";
-    AppendOptions(&out, globals);
+    AppendOptions(&out, globals);  // fio echoes [global] bare flags (as "")
   }
   for (const JobSpec& j : list.jobs) {
     if (!out.empty()) out += "\n";
     absl::StrAppend(&out, "[", j.name, "]\n");
-    AppendOptions(&out, j.raw_options);
+    AppendOptions(&out, WithFlagsSet(j.raw_options));
   }
   return out;
 }

@@ -198,6 +198,23 @@ TEST(ArmAuditTest, GlobalBareFlagsAndOptionOrderReadBack) {
   EXPECT_EQ(a.text, "ok");
 }
 
+// A bare flag in a job section (the demo's `time_based`): fio's JSON echo lists
+// no job-section bare flag, so the rendered job text sets it (time_based=1) and
+// the echo shows it; rendered bare, every run failed "ran 0, baseline has 1".
+TEST(ArmAuditTest, JobSectionBareFlagsReadBack) {
+  v1::JobSpec spec;
+  spec.set_fio_text("[global]\nioengine=null\nsize=64k\n[j]\nrw=randread\ntime_based\n"
+                    "runtime=50ms\n");
+  spec.add_hosts("h");
+  spec.set_wait_for_hosts(true);
+  auto runs = ExpandJob(spec, FleetSnapshot());
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_THAT(runs->at(0).fio_text, HasSubstr("time_based=1\n"));
+  const std::string result = AgentResultJson(runs->at(0).fio_text);
+  AuditResult a = AuditRun(spec, runs->at(0).overrides, result);
+  EXPECT_EQ(a.text, "ok");
+}
+
 TEST(ArmAuditTest, ResultsThatCannotBeCheckedFail) {
   v1::JobSpec spec = BatchSpec({"8"});
   EXPECT_EQ(AuditRun(spec, {}, "not json").text, "arm audit: the result is not fio JSON");
