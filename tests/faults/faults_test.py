@@ -1029,6 +1029,41 @@ def case_soak():
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
+def run_cases(cases, names, binaries=("bin/iofleet-controller", "bin/iofleet-agent")):
+    """Runs the named cases (or "all") of `cases` in order, each printing PASS,
+    SKIP or FAIL; returns the exit status (1 on any failure, 77 when every case
+    was skipped, 2 for an unknown name). Shared by the fault suites
+    (faults_test.py, safety_test.py, postgres_test.py)."""
+    for b in binaries:
+        if not os.path.exists(os.path.join(BUILD, b)):
+            print(f"missing {b} in {BUILD}: build it first", file=sys.stderr)
+            return 1
+    # ctest's timeout kills us with SIGKILL (children follow via PDEATHSIG); a
+    # SIGTERM/SIGINT unwinds through the cases' cleanup.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    names = list(cases) if names == ["all"] else names
+    failed, skipped = [], []
+    for n in names:
+        if n not in cases:
+            print(f"unknown case {n}; known: {', '.join(cases)}", file=sys.stderr)
+            return 2
+        t0 = time.time()
+        try:
+            cases[n]()
+            print(f"PASS {n} ({time.time() - t0:.1f}s)")
+        except TestSkip as e:
+            skipped.append(n)
+            print(f"SKIP {n}: {e}")
+        except Exception as e:  # noqa: BLE001
+            failed.append(n)
+            print(f"FAIL {n} ({time.time() - t0:.1f}s): {e}", file=sys.stderr)
+            if not isinstance(e, TestFailure):
+                traceback.print_exc()
+    if failed:
+        return 1
+    return 77 if skipped and len(skipped) == len(names) else 0
+
+
 def main():
     global BUILD, SOAK_SECONDS, SOAK_AGENTS
     ap = argparse.ArgumentParser()
@@ -1039,34 +1074,7 @@ def main():
     args = ap.parse_args()
     BUILD = os.path.abspath(args.build_dir)
     SOAK_SECONDS, SOAK_AGENTS = args.soak_seconds, args.soak_agents
-    for b in ("bin/iofleet-controller", "bin/iofleet-agent"):
-        if not os.path.exists(os.path.join(BUILD, b)):
-            print(f"missing {b} in {BUILD}: build it first", file=sys.stderr)
-            return 1
-    # ctest's timeout kills us with SIGKILL (children follow via PDEATHSIG); a
-    # SIGTERM/SIGINT unwinds through the cases' cleanup.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    names = list(CASES) if args.cases == ["all"] else args.cases
-    failed, skipped = [], []
-    for n in names:
-        if n not in CASES:
-            print(f"unknown case {n}; known: {', '.join(CASES)}", file=sys.stderr)
-            return 2
-        t0 = time.time()
-        try:
-            CASES[n]()
-            print(f"PASS {n} ({time.time() - t0:.1f}s)")
-        except TestSkip as e:
-            skipped.append(n)
-            print(f"SKIP {n}: {e}")
-        except Exception as e:
-            failed.append(n)
-            print(f"FAIL {n} ({time.time() - t0:.1f}s): {e}", file=sys.stderr)
-            if not isinstance(e, TestFailure):
-                traceback.print_exc()
-    if failed:
-        return 1
-    return 77 if skipped and len(skipped) == len(names) else 0
+    return run_cases(CASES, args.cases)
 
 
 if __name__ == "__main__":

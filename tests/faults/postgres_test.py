@@ -25,17 +25,15 @@ Uses faults_test.py's process harness and tests/fixtures/postgres.py.
 import argparse
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "fixtures"))
 import faults_test as ft  # noqa: E402
-from faults_test import Env, TestFailure, TestSkip, check, check_records, fio_job, log, wait_for  # noqa: E402
+from faults_test import Env, TestSkip, check, check_records, fio_job, log, wait_for  # noqa: E402
 from postgres import PostgresServer, PostgresUnavailable  # noqa: E402
 
 
@@ -250,30 +248,7 @@ def main():
     ap.add_argument("cases", nargs="+")
     args = ap.parse_args()
     ft.BUILD = os.path.abspath(args.build_dir)
-    # ctest's timeout kills us with SIGKILL (children follow via PDEATHSIG); a
-    # SIGTERM/SIGINT unwinds through the cases' cleanup.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    names = list(CASES) if args.cases == ["all"] else args.cases
-    failed, skipped = [], []
-    for n in names:
-        if n not in CASES:
-            print(f"unknown case {n}; known: {', '.join(CASES)}", file=sys.stderr)
-            return 2
-        t0 = time.time()
-        try:
-            CASES[n]()
-            print(f"PASS {n} ({time.time() - t0:.1f}s)")
-        except TestSkip as e:
-            skipped.append(n)
-            print(f"SKIP {n}: {e}")
-        except Exception as e:
-            failed.append(n)
-            print(f"FAIL {n} ({time.time() - t0:.1f}s): {e}", file=sys.stderr)
-            if not isinstance(e, TestFailure):
-                traceback.print_exc()
-    if failed:
-        return 1
-    return 77 if skipped and len(skipped) == len(names) else 0
+    return ft.run_cases(CASES, args.cases)
 
 
 if __name__ == "__main__":

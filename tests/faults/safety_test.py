@@ -39,13 +39,12 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faults_test as ft  # noqa: E402
-from faults_test import (Env, TestFailure, TestSkip, check, check_records, fio_job, log,  # noqa: E402
+from faults_test import (Env, TestSkip, check, check_records, fio_job, log,  # noqa: E402
                          wait_for)
 
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
@@ -529,33 +528,7 @@ def main():
     ap.add_argument("cases", nargs="+")
     args = ap.parse_args()
     ft.BUILD = os.path.abspath(args.build_dir)
-    for b in ("bin/iofleet-controller", "bin/iofleet-agent", "bin/iofleet"):
-        if not os.path.exists(os.path.join(ft.BUILD, b)):
-            print(f"missing {b} in {ft.BUILD}: build it first", file=sys.stderr)
-            return 1
-    import signal
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    names = list(CASES) if args.cases == ["all"] else args.cases
-    failed, skipped = [], []
-    for n in names:
-        if n not in CASES:
-            print(f"unknown case {n}; known: {', '.join(CASES)}", file=sys.stderr)
-            return 2
-        t0 = time.time()
-        try:
-            CASES[n]()
-            print(f"PASS {n} ({time.time() - t0:.1f}s)")
-        except TestSkip as e:
-            skipped.append(n)
-            print(f"SKIP {n}: {e}")
-        except Exception as e:  # noqa: BLE001
-            failed.append(n)
-            print(f"FAIL {n} ({time.time() - t0:.1f}s): {e}", file=sys.stderr)
-            if not isinstance(e, TestFailure):
-                traceback.print_exc()
-    if failed:
-        return 1
-    return 77 if skipped and len(skipped) == len(names) else 0
+    return ft.run_cases(CASES, args.cases, binaries=("bin/iofleet-controller", "bin/iofleet-agent", "bin/iofleet"))
 
 
 if __name__ == "__main__":
