@@ -20,22 +20,22 @@ absl::Status IoUringCmdEngine::Init(const EngineOptions& options) {
   options_ = options;
   unsigned entries = 1;
   while (entries < options.iodepth) entries <<= 1;
-  const int r0 = SetUpRing(&ring_, entries, options, IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
+  const int r0 = SetUpRing(&rc_.ring, entries, options, IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
                            &setup_flags_);
   if (r0 < 0) {
     return IoError("io_uring_setup (SQE128 | CQE32, for NVMe passthrough)",
                    absl::StrCat("entries=", entries), -r0);
   }
   ring_ready_ = true;
-  enter_to_poll_ = (setup_flags_ & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_IOPOLL)) != 0;
-  (void)io_uring_register_ring_fd(&ring_);
+  rc_.enter_to_poll = (setup_flags_ & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_IOPOLL)) != 0;
+  (void)io_uring_register_ring_fd(&rc_.ring);
   if (options.fixedbufs) {
     std::vector<iovec> iov(options.iodepth);
     for (uint32_t i = 0; i < options.iodepth; ++i) {
       iov[i].iov_base = static_cast<char*>(options.buffer_base) + i * options.slot_size;
       iov[i].iov_len = options.slot_size;
     }
-    const int r = io_uring_register_buffers(&ring_, iov.data(), static_cast<unsigned>(iov.size()));
+    const int r = io_uring_register_buffers(&rc_.ring, iov.data(), static_cast<unsigned>(iov.size()));
     if (r < 0) {
       return IoError("io_uring register buffers (fixedbufs; check RLIMIT_MEMLOCK)",
                      absl::StrCat(options.iodepth, " x ", options.slot_size, " bytes"), -r);
@@ -71,7 +71,7 @@ absl::Status IoUringCmdEngine::Open(std::span<const int> fds) {
     ns_.push_back(ns);
   }
   if (!(options_.registerfiles || options_.sqthread_poll) || fds.empty()) return absl::OkStatus();
-  const int r = io_uring_register_files(&ring_, fds.data(), static_cast<unsigned>(fds.size()));
+  const int r = io_uring_register_files(&rc_.ring, fds.data(), static_cast<unsigned>(fds.size()));
   if (r < 0) return IoError("io_uring register files", absl::StrCat(fds.size(), " files"), -r);
   registered_files_ = true;
   return absl::OkStatus();
@@ -79,7 +79,7 @@ absl::Status IoUringCmdEngine::Open(std::span<const int> fds) {
 
 void IoUringCmdEngine::Close() noexcept {
   if (!ring_ready_) return;
-  io_uring_queue_exit(&ring_);
+  io_uring_queue_exit(&rc_.ring);
   ring_ready_ = false;
   fixed_buffers_ = registered_files_ = false;
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "agent/engines/engine.h"
+#include "agent/engines/io_uring/ring_core.h"
 
 namespace iofleet::agent {
 
@@ -44,7 +45,7 @@ class IoUringCmdEngine final : public IoEngine {
   absl::Status Open(std::span<const int> fds) override;
 
   inline QueueResult Queue(IoRequest& req) override {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    io_uring_sqe* sqe = io_uring_get_sqe(&rc_.ring);
     if (sqe == nullptr) return QueueResult::kBusy;
     const Namespace& ns = ns_[static_cast<size_t>(req.file_index)];
     // The first 64 bytes are the SQE proper, the next 64 hold the NVMe command.
@@ -89,31 +90,13 @@ class IoUringCmdEngine final : public IoEngine {
         cmd->opcode = 0x00;  // Flush
         break;
     }
-    ++pending_;
+    ++rc_.pending;
     return QueueResult::kQueued;
   }
 
-  inline int Commit() override {
-    if (pending_ == 0) return 0;
-    const int n = io_uring_submit(&ring_);
-    if (n >= 0) pending_ -= static_cast<unsigned>(n) < pending_ ? static_cast<unsigned>(n) : pending_;
-    return n;
-  }
+  inline int Commit() override { return rc_.Commit(); }
 
-  inline int Reap(int min, int max, Completion* out) override {
-    int got = Drain(max, out);
-    while (got < min) {
-      io_uring_cqe* cqe = nullptr;
-      const int r = io_uring_wait_cqe_nr(&ring_, &cqe, static_cast<unsigned>(min - got));
-      if (r < 0 && r != -EINTR && r != -EAGAIN && r != -ETIME) return r;
-      got += Drain(max - got, out + got);
-    }
-    if (got == 0 && min == 0 && enter_to_poll_) {
-      io_uring_get_events(&ring_);
-      got = Drain(max, out);
-    }
-    return got;
-  }
+  inline int Reap(int min, int max, Completion* out) override { return rc_.Reap(min, max, out); }
 
   void Close() noexcept override;
   absl::Status Drive(IoLoop& loop) override;
@@ -126,29 +109,18 @@ class IoUringCmdEngine final : public IoEngine {
     uint32_t lba_shift = 9;
   };
 
-  inline int Drain(int max, Completion* out) {
-    unsigned head;
-    io_uring_cqe* cqe;
-    int n = 0;
-    io_uring_for_each_cqe(&ring_, head, cqe) {
-      if (n == max) break;
-      IoRequest* req = reinterpret_cast<IoRequest*>(io_uring_cqe_get_data(cqe));
-      out[n].req = req;
-      // 0 = NVMe success; > 0 an NVMe status (no errno for it); < 0 an errno.
-      out[n].res = cqe->res == 0 ? (req->op == IoOp::kFsync ? 0 : static_cast<int32_t>(req->len))
-                                 : (cqe->res > 0 ? -EIO : cqe->res);
-      ++n;
+  // 0 = NVMe success (the command's length, or 0 for a flush); > 0 an NVMe
+  // status (no errno for it: EIO); < 0 an errno.
+  struct NvmeCqeRes {
+    static inline int32_t Of(const IoRequest& req, int32_t res) {
+      return res == 0 ? (req.op == IoOp::kFsync ? 0 : static_cast<int32_t>(req.len))
+                      : (res > 0 ? -EIO : res);
     }
-    if (n) io_uring_cq_advance(&ring_, static_cast<unsigned>(n));
-    return n;
-  }
-
-  io_uring ring_{};
+  };
+  RingCore<NvmeCqeRes> rc_;
   bool ring_ready_ = false;
   bool fixed_buffers_ = false;
   bool registered_files_ = false;
-  bool enter_to_poll_ = false;
-  unsigned pending_ = 0;
   unsigned setup_flags_ = 0;
   EngineOptions options_;
   std::vector<Namespace> ns_;  // per file-table index

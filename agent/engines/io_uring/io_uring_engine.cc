@@ -58,13 +58,13 @@ int SetUpRing(io_uring* ring, unsigned entries, const EngineOptions& options, un
 absl::Status IoUringEngine::Init(const EngineOptions& options) {
   options_ = options;
   const unsigned entries = RoundUpPow2(options.iodepth < 1 ? 1 : options.iodepth);
-  const int r0 = SetUpRing(&ring_, entries, options, 0, &setup_flags_);
+  const int r0 = SetUpRing(&rc_.ring, entries, options, 0, &setup_flags_);
   if (r0 < 0) return IoError("io_uring_setup", absl::StrCat("entries=", entries), -r0);
   int r = 0;
   ring_ready_ = true;
-  enter_to_poll_ = (setup_flags_ & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_IOPOLL)) != 0;
+  rc_.enter_to_poll = (setup_flags_ & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_IOPOLL)) != 0;
   // A registered ring fd saves an fdget/fdput per io_uring_enter (5.18+); optional.
-  (void)io_uring_register_ring_fd(&ring_);
+  (void)io_uring_register_ring_fd(&rc_.ring);
 
   if (options.fixedbufs) {
     std::vector<iovec> iov(options.iodepth);
@@ -72,7 +72,7 @@ absl::Status IoUringEngine::Init(const EngineOptions& options) {
       iov[i].iov_base = static_cast<char*>(options.buffer_base) + i * options.slot_size;
       iov[i].iov_len = options.slot_size;
     }
-    r = io_uring_register_buffers(&ring_, iov.data(), static_cast<unsigned>(iov.size()));
+    r = io_uring_register_buffers(&rc_.ring, iov.data(), static_cast<unsigned>(iov.size()));
     if (r < 0) {
       return IoError("io_uring register buffers (fixedbufs; check RLIMIT_MEMLOCK)",
                      absl::StrCat(options.iodepth, " x ", options.slot_size, " bytes"), -r);
@@ -84,7 +84,7 @@ absl::Status IoUringEngine::Init(const EngineOptions& options) {
 
 absl::Status IoUringEngine::Open(std::span<const int> fds) {
   if (!(options_.registerfiles || options_.sqthread_poll) || fds.empty()) return absl::OkStatus();
-  const int r = io_uring_register_files(&ring_, fds.data(), static_cast<unsigned>(fds.size()));
+  const int r = io_uring_register_files(&rc_.ring, fds.data(), static_cast<unsigned>(fds.size()));
   if (r < 0) return IoError("io_uring register files", absl::StrCat(fds.size(), " files"), -r);
   registered_files_ = true;
   return absl::OkStatus();
@@ -92,7 +92,7 @@ absl::Status IoUringEngine::Open(std::span<const int> fds) {
 
 void IoUringEngine::Close() noexcept {
   if (!ring_ready_) return;
-  io_uring_queue_exit(&ring_);
+  io_uring_queue_exit(&rc_.ring);
   ring_ready_ = false;
   fixed_buffers_ = registered_files_ = false;
 }

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "agent/engines/engine.h"
+#include "agent/engines/io_uring/ring_core.h"
 
 namespace iofleet::agent {
 
@@ -32,7 +33,7 @@ class IoUringEngine final : public IoEngine {
   absl::Status Open(std::span<const int> fds) override;
 
   inline QueueResult Queue(IoRequest& req) override {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    io_uring_sqe* sqe = io_uring_get_sqe(&rc_.ring);
     if (sqe == nullptr) return QueueResult::kBusy;
     const int fd = registered_files_ ? req.file_index : req.fd;
     switch (req.op) {
@@ -60,34 +61,13 @@ class IoUringEngine final : public IoEngine {
     }
     if (registered_files_) sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data(sqe, &req);
-    ++pending_;
+    ++rc_.pending;
     return QueueResult::kQueued;
   }
 
-  inline int Commit() override {
-    if (pending_ == 0) return 0;
-    const int n = io_uring_submit(&ring_);
-    if (n >= 0) pending_ -= static_cast<unsigned>(n) < pending_ ? static_cast<unsigned>(n) : pending_;
-    return n;
-  }
+  inline int Commit() override { return rc_.Commit(); }
 
-  inline int Reap(int min, int max, Completion* out) override {
-    int got = Drain(max, out);
-    while (got < min) {
-      // Too few in the ring: enter the kernel (this also runs deferred task work).
-      io_uring_cqe* cqe = nullptr;
-      const int r = io_uring_wait_cqe_nr(&ring_, &cqe, static_cast<unsigned>(min - got));
-      if (r < 0 && r != -EINTR && r != -EAGAIN && r != -ETIME) return r;
-      got += Drain(max - got, out + got);
-    }
-    if (got == 0 && min == 0 && enter_to_poll_) {
-      // Non-blocking reap under DEFER_TASKRUN: completions only appear after we
-      // enter with GETEVENTS.
-      io_uring_get_events(&ring_);
-      got = Drain(max, out);
-    }
-    return got;
-  }
+  inline int Reap(int min, int max, Completion* out) override { return rc_.Reap(min, max, out); }
 
   void Close() noexcept override;
   absl::Status Drive(IoLoop& loop) override;
@@ -95,26 +75,10 @@ class IoUringEngine final : public IoEngine {
   unsigned setup_flags() const { return setup_flags_; }
 
  private:
-  inline int Drain(int max, Completion* out) {
-    unsigned head;
-    io_uring_cqe* cqe;
-    int n = 0;
-    io_uring_for_each_cqe(&ring_, head, cqe) {
-      if (n == max) break;
-      out[n].req = static_cast<IoRequest*>(io_uring_cqe_get_data(cqe));
-      out[n].res = cqe->res;
-      ++n;
-    }
-    if (n) io_uring_cq_advance(&ring_, static_cast<unsigned>(n));
-    return n;
-  }
-
-  io_uring ring_{};
+  RingCore<> rc_;
   bool ring_ready_ = false;
   bool fixed_buffers_ = false;
   bool registered_files_ = false;
-  bool enter_to_poll_ = false;  // DEFER_TASKRUN or IOPOLL: completions need an enter
-  unsigned pending_ = 0;
   unsigned setup_flags_ = 0;
   EngineOptions options_;
 };
