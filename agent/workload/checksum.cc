@@ -173,26 +173,7 @@ uint32_t XxHash32(const void* data, size_t len, uint32_t seed) {
   return h;
 }
 
-size_t ChecksumBytes(VerifyType type) {
-  switch (type) {
-    case VerifyType::kMd5: return 16;
-    case VerifyType::kCrc64: return 8;
-    case VerifyType::kCrc32:
-    case VerifyType::kCrc32c:
-    case VerifyType::kCrc32cIntel: return 4;
-    case VerifyType::kCrc16: return 2;
-    case VerifyType::kCrc7: return 1;
-    case VerifyType::kSha256: return 32;
-    case VerifyType::kSha512: return 64;
-    case VerifyType::kSha3_224: return 28;
-    case VerifyType::kSha3_256: return 32;
-    case VerifyType::kSha3_384: return 48;
-    case VerifyType::kSha3_512: return 64;
-    case VerifyType::kXxhash: return 4;
-    case VerifyType::kSha1: return 20;
-    default: return 0;
-  }
-}
+size_t ChecksumBytes(VerifyType type) { return jobspec::VerifyChecksumBytes(type); }
 
 absl::StatusOr<std::unique_ptr<Digester>> Digester::Create(VerifyType type) {
   std::unique_ptr<Digester> d(new Digester());

@@ -57,9 +57,7 @@ const char* CheckName(VerifyType t) {
 absl::StatusOr<std::unique_ptr<BlockVerifier>> BlockVerifier::Create(VerifyOptions options) {
   std::unique_ptr<BlockVerifier> v(new BlockVerifier(std::move(options)));
   const VerifyType t = v->o_.type;
-  v->header_bytes_ = t == VerifyType::kPatternNoHdr || t == VerifyType::kNull || t == VerifyType::kNone
-                         ? 0
-                         : kVerifyHeaderBytes + ChecksumBytes(t);
+  v->header_bytes_ = jobspec::VerifyHeaderBytes(t);
   if (ChecksumBytes(t) != 0) {
     auto d = Digester::Create(t);
     if (!d.ok()) return d.status();

@@ -83,4 +83,30 @@ const char* VerifyTypeName(VerifyType t) {
   return "0";
 }
 
+uint32_t VerifyChecksumBytes(VerifyType t) {
+  switch (t) {
+    case VerifyType::kMd5: return 16;
+    case VerifyType::kCrc64: return 8;
+    case VerifyType::kCrc32:
+    case VerifyType::kCrc32c:
+    case VerifyType::kCrc32cIntel: return 4;
+    case VerifyType::kCrc16: return 2;
+    case VerifyType::kCrc7: return 1;
+    case VerifyType::kSha256: return 32;
+    case VerifyType::kSha512: return 64;
+    case VerifyType::kSha3_224: return 28;
+    case VerifyType::kSha3_256: return 32;
+    case VerifyType::kSha3_384: return 48;
+    case VerifyType::kSha3_512: return 64;
+    case VerifyType::kXxhash: return 4;
+    case VerifyType::kSha1: return 20;
+    default: return 0;
+  }
+}
+
+uint32_t VerifyHeaderBytes(VerifyType t) {
+  if (t == VerifyType::kNone || t == VerifyType::kNull || t == VerifyType::kPatternNoHdr) return 0;
+  return 40 + VerifyChecksumBytes(t);
+}
+
 }  // namespace iofleet::jobspec

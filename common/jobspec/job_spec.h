@@ -56,6 +56,11 @@ enum class VerifyType : uint16_t {
   kNull = 19,          // pretend to verify
 };
 const char* VerifyTypeName(VerifyType t);  // fio's verify= word ("md5", ...)
+// Bytes of checksum `t` stores after its 40-byte verify header (0 for meta,
+// pattern, null), and the header plus checksum at the start of every verify
+// interval (0 for verify=pattern and null, which write no header).
+uint32_t VerifyChecksumBytes(VerifyType t);
+uint32_t VerifyHeaderBytes(VerifyType t);
 
 enum class FallocateMode { kNone, kPosix, kKeep, kNative, kTruncate };
 enum class SyncMode { kNone, kSync, kDsync };

@@ -332,6 +332,7 @@ void Fixup(Builder& b) {
     s.time_based = false;
   }
   if (s.loops == 0) s.loops = 1;  // fio runs a loops=0 job once
+  internal::FixupData(b);
 }
 
 // An engine option set (in the job or its [global]) for a job whose ioengine
