@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "agent/engines/engine.h"
+#include "agent/run/data_path.h"
 #include "agent/run/io_generator.h"
 #include "common/clock.h"
 #include "common/jobspec/job_spec.h"
@@ -78,12 +79,15 @@ struct LoopConfig {
   uint64_t sample_ns = 500000000ull;  // bwavgtime / iopsavgtime
   std::atomic<bool>* cancel = nullptr;
   WorkerMailbox* mailbox = nullptr;
+  // Buffer contents and verification (data_path.h); null = the bare generator,
+  // which is what a job without verify or per-write buffer work runs.
+  DataPath* data = nullptr;
 };
 
 class IoLoop {
  public:
   IoLoop(const LoopConfig& cfg, IoGenerator& gen, std::vector<IoRequest>& slots)
-      : cfg_(cfg), job_(*cfg.job), gen_(gen), slots_(slots) {
+      : cfg_(cfg), job_(*cfg.job), gen_(gen), slots_(slots), data_(cfg.data) {
     track_hist_[stats::kSlat] = job_.slat_percentiles;
     track_hist_[stats::kClat] = job_.clat_percentiles || cfg.mailbox != nullptr;
     track_hist_[stats::kLat] = job_.lat_percentiles;
@@ -99,6 +103,7 @@ class IoLoop {
   uint64_t epoch_realtime_ms() const { return epoch_realtime_ms_; }
   int error() const { return error_; }
   const std::string& error_text() const { return error_text_; }
+  uint64_t total_err() const { return total_err_; }
   // CPUs (ids < 64) this loop was seen running on, sampled once per interval.
   uint64_t cpus_seen_mask() const { return cpus_seen_mask_; }
   uint64_t ios_since_epoch() const {
@@ -110,7 +115,8 @@ class IoLoop {
 
  private:
   // Completion accounting for one I/O, with the batch's completion time.
-  inline void Complete(IoRequest& r, int32_t res, uint64_t now) {
+  template <class Src>
+  inline void Complete(Src& src, IoRequest& r, int32_t res, uint64_t now) {
     const int d = static_cast<int>(r.op);
     if (r.op == IoOp::kFsync) {
       last_was_sync_ = true;
@@ -127,11 +133,8 @@ class IoLoop {
     HotDir& hd = stats_.dir[d];
     if (res < 0) {
       ++hd.errors;
-      if (error_ == 0) {
-        error_ = -res;
-        error_text_ = absl::StrCat(r.op == IoOp::kRead ? "read" : "write", " offset=", r.offset,
-                                   " len=", r.len, ": ", std::strerror(-res));
-      }
+      if constexpr (Src::kHooks) src.OnFailed(r);
+      IoFailed(r, -res);
       return;
     }
     const uint64_t clat = now - r.issue_ns;
@@ -143,7 +146,13 @@ class IoLoop {
     if (track_hist_[stats::kClat]) hd.hist[stats::kClat].Add(clat);
     if (track_hist_[stats::kLat]) hd.hist[stats::kLat].Add(lat);
     ++stats_.lat_buckets[stats::LatencyBucketIndex(clat)];
+    if constexpr (Src::kHooks) {
+      if (const int err = src.OnComplete(r); err != 0) DataFailed(r, err);
+    }
   }
+  // An I/O (or verify) error: fatal, or counted when continue_on_error covers it.
+  void IoFailed(const IoRequest& r, int err);
+  void DataFailed(const IoRequest& r, int err);
 
   inline void AddSlat(int d, uint64_t slat, uint64_t n) {
     stats_.dir[d].lat[stats::kSlat].AddN(slat, n);
@@ -163,6 +172,8 @@ class IoLoop {
   }
   // Starts the next pass (loops / time_based); false when the job is done.
   bool NextPass(uint64_t now);
+  // The verify phase of a DataPath job: begins after a drained write pass.
+  void BeginVerifyPhase();
   // fio's fsync=N rule (get_rw_ddir): the next I/O is an fsync whenever the
   // writes issued so far are a non-zero multiple of N and the last I/O to
   // complete was not an fsync. Like fio, with I/O still in flight this can
@@ -194,17 +205,20 @@ class IoLoop {
   // The synchronous shape: one I/O at a time, completed inside Queue().
   // `mark_batches`: count each I/O as a submit and a complete batch of 1, as fio
   // does for engines without a commit hook (psync & co, not the null engine).
-  template <class E>
-  absl::Status RunSync(E& e, bool mark_batches);
-  template <class E>
-  absl::Status RunAsync(E& e);
-  template <class E>
-  int ReapAndAccount(E& e, int min, int max);
+  template <class E, class Src>
+  absl::Status RunPhases(E& e, Src& src);
+  template <class E, class Src>
+  absl::Status RunSync(E& e, Src& src, bool mark_batches);
+  template <class E, class Src>
+  absl::Status RunAsync(E& e, Src& src);
+  template <class E, class Src>
+  int ReapAndAccount(E& e, Src& src, int min, int max);
 
   LoopConfig cfg_;
   const jobspec::JobSpec& job_;
   IoGenerator& gen_;
   std::vector<IoRequest>& slots_;
+  DataPath* data_ = nullptr;
   std::vector<IoRequest*> free_;
   std::vector<Completion> comps_;
   std::vector<IoRequest*> batch_;
@@ -231,6 +245,18 @@ class IoLoop {
   uint32_t batch_ops_ = 0;       // bit per IoOp present in batch_
   int error_ = 0;
   std::string error_text_;
+  // continue_on_error: errors that did not stop the job.
+  uint64_t total_err_ = 0;
+  int first_error_ = 0;
+  std::string first_error_text_;
+  // DataPath jobs: a write pass is over and the verify phase is due (the
+  // loop drains, then RunPhases switches); time spent in each phase (fio
+  // keeps a runtime per direction: writes in the write passes, reads in the
+  // verify phases too).
+  bool phase_switch_ = false;
+  uint64_t phase_start_ns_ = 0;
+  uint64_t write_phase_ns_ = 0;
+  uint64_t verify_phase_ns_ = 0;
 
   // Window state for bw/iops samples and interval records.
   std::array<uint64_t, stats::kNumDdirs> sample_bytes_{};
@@ -258,27 +284,44 @@ absl::Status IoLoop::Run(E& e) {
   for (auto& s : slots_) free_.push_back(&s);
   comps_.resize(slots_.size());
   batch_.reserve(slots_.size());
-  absl::Status st;
-  if constexpr ((E::kStaticCaps & kCapAsync) == 0) {
-    st = RunSync(e, /*mark_batches=*/true);
-  } else if constexpr (requires(const E& x) { x.sync_shape(); }) {
-    st = e.sync_shape() ? RunSync(e, /*mark_batches=*/false) : RunAsync(e);
-  } else {
-    st = RunAsync(e);
-  }
+  absl::Status st = data_ == nullptr ? RunPhases(e, gen_) : RunPhases(e, *data_);
   end_ns_ = now_;
   if (job_.end_fsync && error_ == 0) EndFsync();
   PublishInterval(now_);
   return st;
 }
 
-template <class E>
-absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
+template <class E, class Src>
+absl::Status IoLoop::RunPhases(E& e, Src& src) {
+  phase_start_ns_ = now_;
+  while (true) {
+    absl::Status st;
+    if constexpr ((E::kStaticCaps & kCapAsync) == 0) {
+      st = RunSync(e, src, /*mark_batches=*/true);
+    } else if constexpr (requires(const E& x) { x.sync_shape(); }) {
+      st = e.sync_shape() ? RunSync(e, src, /*mark_batches=*/false) : RunAsync(e, src);
+    } else {
+      st = RunAsync(e, src);
+    }
+    if constexpr (!Src::kHooks) {
+      return st;
+    } else {
+      if (!st.ok() || !phase_switch_) return st;
+      phase_switch_ = false;
+      if (error_ != 0 || ShouldStop(now_) || data_->stop_requested()) return st;
+      stop_issuing_ = false;
+      BeginVerifyPhase();
+    }
+  }
+}
+
+template <class E, class Src>
+absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
   IoRequest& r = slots_[0];
   while (!stop_issuing_) {
     if (FsyncDue()) {
       PrepareFsync(r);
-    } else if (!gen_.Next(r)) {
+    } else if (!src.Next(r)) {
       if (!NextPass(now_)) break;
       continue;
     }
@@ -286,6 +329,14 @@ absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
     r.start_ns = issue;
     r.issue_ns = issue;
     CountIssued(r);
+    if constexpr (Src::kHooks) {
+      if (src.Skip(r)) {  // verify_only: accounted, not issued
+        ++stats_.depth_level[0];
+        now_ = issue;
+        Complete(src, r, static_cast<int32_t>(r.len), issue);
+        continue;
+      }
+    }
     // fio marks every I/O of a sync engine at depth 1 (fsyncs too, so the map
     // can pass 100 % of the reads and writes), and, for engines without a
     // commit hook, a submit and a complete batch of 1.
@@ -318,16 +369,19 @@ absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
       now_ = Clock::NowNs();
       if (done == r.len) res = static_cast<int32_t>(r.len);
     }
-    Complete(r, res, now_);
+    Complete(src, r, res, now_);
     if (error_ != 0) break;
+    if constexpr (Src::kHooks) {
+      if (src.stop_requested()) break;
+    }
     Tick(now_);
     if (ShouldStop(now_)) break;
   }
   return absl::OkStatus();
 }
 
-template <class E>
-int IoLoop::ReapAndAccount(E& e, int min, int max) {
+template <class E, class Src>
+int IoLoop::ReapAndAccount(E& e, Src& src, int min, int max) {
   const int n = e.Reap(min, max, comps_.data());
   if (n <= 0) return n;
   const uint64_t now = Clock::NowNs();
@@ -354,14 +408,14 @@ int IoLoop::ReapAndAccount(E& e, int min, int max) {
       }
       res = -EAGAIN;
     }
-    Complete(r, res, now);
+    Complete(src, r, res, now);
     free_.push_back(&r);
   }
   return n;
 }
 
-template <class E>
-absl::Status IoLoop::RunAsync(E& e) {
+template <class E, class Src>
+absl::Status IoLoop::RunAsync(E& e, Src& src) {
   const uint32_t depth = static_cast<uint32_t>(slots_.size());
   const uint32_t batch_submit = std::clamp<uint32_t>(job_.iodepth_batch_submit, 1, depth);
   const uint32_t complete_min = std::min(job_.iodepth_batch_complete_min, depth);
@@ -414,12 +468,22 @@ absl::Status IoLoop::RunAsync(E& e) {
       if (held == nullptr) {
         if (FsyncDue()) {
           PrepareFsync(r);
-        } else if (!gen_.Next(r)) {
+        } else if (!src.Next(r)) {
           if (!NextPass(now_)) break;
           continue;
         }
         r.start_ns = now_;
         free_.pop_back();
+        if constexpr (Src::kHooks) {
+          if (src.Skip(r)) {  // verify_only: accounted, not issued
+            CountIssued(r);
+            ++stats_.depth_level[0];
+            r.issue_ns = r.start_ns;
+            Complete(src, r, static_cast<int32_t>(r.len), now_);
+            free_.push_back(&r);
+            continue;
+          }
+        }
       }
       const QueueResult q = e.Queue(r);
       if (q == QueueResult::kBusy) {
@@ -435,7 +499,7 @@ absl::Status IoLoop::RunAsync(E& e) {
         ++stats_.depth_level[stats::DepthLevelBin(inflight + 1)];
         r.issue_ns = r.start_ns;
         now_ = Clock::NowNs();
-        Complete(r, r.res, now_);
+        Complete(src, r, r.res, now_);
         free_.push_back(&r);
         if (error_ != 0) stop_issuing_ = true;
         continue;
@@ -454,7 +518,7 @@ absl::Status IoLoop::RunAsync(E& e) {
     // time, until the depth is down to iodepth_low.
     do {
       const uint32_t want = std::min(std::max<uint32_t>(complete_min, 1), inflight);
-      const int n = ReapAndAccount(e, static_cast<int>(want),
+      const int n = ReapAndAccount(e, src, static_cast<int>(want),
                                    static_cast<int>(std::min(complete_max, inflight)));
       if (n < 0) {
         error_ = -n;
@@ -468,11 +532,14 @@ absl::Status IoLoop::RunAsync(E& e) {
       }
     } while (inflight > depth_low && !stop_issuing_);
     if (error_ != 0) stop_issuing_ = true;
+    if constexpr (Src::kHooks) {
+      if (src.stop_requested()) stop_issuing_ = true;
+    }
     Tick(now_);
     if (ShouldStop(now_)) stop_issuing_ = true;
     if (stop_issuing_) {
       while (inflight > 0) {
-        const int n = ReapAndAccount(e, static_cast<int>(inflight), static_cast<int>(inflight));
+        const int n = ReapAndAccount(e, src, static_cast<int>(inflight), static_cast<int>(inflight));
         if (n < 0) break;
         inflight -= static_cast<uint32_t>(n);
         if (requeued_) {

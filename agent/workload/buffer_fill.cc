@@ -111,17 +111,5 @@ void BufferFiller::Fill(char* buf, size_t len) {
 
 void BufferFiller::FillInitial(char* buf, size_t len) { Fill(buf, len); }
 
-void BufferFiller::Scramble(char* buf, uint32_t len, uint64_t offset) {
-  // As fio's small_content_scramble: in every 512-byte sector, the sector's
-  // offset in one of its eight 64-byte lines and a per-write stamp at byte 48.
-  const uint64_t stamp = ++writes_;
-  const uint32_t line = static_cast<uint32_t>((stamp ^ (offset >> 9)) & 7) << 6;
-  for (uint32_t s = 0; s + 512 <= len; s += 512) {
-    const uint64_t boff = offset + s;
-    std::memcpy(buf + s + line, &boff, 8);
-    std::memcpy(buf + s + 48, &stamp, 8);
-    std::memcpy(buf + s + 56, &offset, 8);
-  }
-}
 
 }  // namespace iofleet::agent::workload

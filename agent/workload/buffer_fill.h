@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "absl/status/statusor.h"
 #include "agent/workload/random.h"
@@ -57,7 +58,18 @@ class BufferFiller {
 
  private:
   BufferFiller() = default;
-  void Scramble(char* buf, uint32_t len, uint64_t offset);
+  // As fio's small_content_scramble: every 512-byte sector gets its file
+  // offset in one of its eight 64-byte lines and a per-write stamp in its
+  // first line's last 8 bytes.
+  void Scramble(char* buf, uint32_t len, uint64_t offset) {
+    const uint64_t stamp = ++writes_;
+    const uint32_t line = static_cast<uint32_t>((stamp ^ (offset >> 9)) & 7) << 6;
+    for (uint32_t s = 0; s + 512 <= len; s += 512) {
+      const uint64_t boff = offset + s;
+      std::memcpy(buf + s + line, &boff, 8);
+      std::memcpy(buf + s + 56, &stamp, 8);
+    }
+  }
   uint64_t NextSeed();
 
   jobspec::Pattern pattern_;

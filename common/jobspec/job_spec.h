@@ -183,10 +183,6 @@ struct JobSpec {
   bool verify_only = false;
   bool verify_state_save = true;
   bool verify_state_load = false;
-  uint32_t verify_async = 0;         // verifier threads; 0 = inline
-  uint32_t trim_percentage = 0;      // percent of written verify blocks trimmed again
-  uint32_t trim_backlog = 0;         // trim after every N writes (with trim_percentage)
-  bool trim_verify_zero = true;      // trimmed blocks must read back as zeroes
 
   // Buffer contents (agent/workload/buffer_fill.h), after fio's fixup:
   // refill_buffers is on with verify or dedupe unless written; scramble_buffers

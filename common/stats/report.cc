@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -98,6 +99,9 @@ void MergeJob(JobStats& dst, const JobStats& src) {
     dst.error = src.error;
     dst.error_text = src.error_text;
   }
+  dst.continue_on_error = src.continue_on_error;
+  dst.total_err += src.total_err;
+  if (src.first_error != 0) dst.first_error = src.first_error;  // fio keeps the last member's
   dst.elapsed_s = std::max(dst.elapsed_s, src.elapsed_s);
   dst.job_options = src.job_options;  // fio reports the last member's options
   dst.members += src.members;
@@ -506,6 +510,10 @@ void WriteJobJson(JsonWriter& w, const JobStats& js, bool json_plus) {
   w.BeginObject("latency_ms");
   for (int i = 0; i < kLatBucketsMs; ++i) w.Float(kLatKeys[i], ms[i]);
   w.EndObject();
+  if (js.continue_on_error != 0) {  // fio adds these only with continue_on_error
+    w.Uint("total_err", js.total_err);
+    w.Int("first_error", js.first_error);
+  }
   // fio prints its latency_target settings for every job (no latency target here).
   w.Uint("latency_depth", js.iodepth);
   w.Uint("latency_target", 0);
@@ -767,6 +775,11 @@ void ShowJobNormal(std::string& out, const JobStats& js, const std::string& time
           static_cast<unsigned long long>(js.dir[0].drop_ios),
           static_cast<unsigned long long>(js.dir[1].drop_ios),
           static_cast<unsigned long long>(js.dir[2].drop_ios));
+  if (js.continue_on_error != 0) {
+    Appendf(out, "     errors    : total=%llu, first_error=%d/<%s>\n",
+            static_cast<unsigned long long>(js.total_err), js.first_error,
+            std::strerror(js.first_error));
+  }
   Appendf(out, "     latency   : target=0, window=0, percentile=100.00%%, depth=%u\n", js.iodepth);
 }
 
