@@ -1,6 +1,7 @@
 #include "agent/workload/checksum.h"
 
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <nmmintrin.h>
 
 #include <array>
@@ -90,14 +91,57 @@ const EVP_MD* EvpFor(VerifyType t) {
   switch (t) {
     case VerifyType::kMd5: return EVP_md5();
     case VerifyType::kSha1: return EVP_sha1();
-    case VerifyType::kSha256: return EVP_sha256();
-    case VerifyType::kSha512: return EVP_sha512();
     case VerifyType::kSha3_224: return EVP_sha3_224();
     case VerifyType::kSha3_256: return EVP_sha3_256();
     case VerifyType::kSha3_384: return EVP_sha3_384();
     case VerifyType::kSha3_512: return EVP_sha3_512();
     default: return nullptr;
   }
+}
+
+// fio 3.33's "sha256" (crc/sha256.c): SHA-256's compression over the data,
+// padded with the bit count as a little-endian 64-bit value (the standard
+// pads big-endian), and stored as fio's 64-byte context buffer after
+// finalisation: the low byte of each of the eight state words, then bytes
+// 8..55 of the last block processed, then the bit count. Deterministic, so
+// blocks either side wrote check either way.
+void FioSha256(const uint8_t* data, size_t len, uint8_t* out) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  SHA256_CTX c;
+  SHA256_Init(&c);
+  const size_t full = len & ~static_cast<size_t>(63);
+  if (full != 0) SHA256_Update(&c, data, full);  // whole blocks: compressed at once
+  const size_t rest = len - full;
+  const uint64_t bits = static_cast<uint64_t>(static_cast<uint32_t>(len)) << 3;  // fio's count is 32-bit
+  uint8_t block[64] = {};
+  std::memcpy(block, data + full, rest);
+  block[rest] = 0x80;
+  if (rest >= 56) {
+    SHA256_Transform(&c, block);
+    std::memset(block, 0, sizeof(block));
+  }
+  std::memcpy(block + 56, &bits, 8);
+  SHA256_Transform(&c, block);
+#pragma GCC diagnostic pop
+  std::memcpy(out, block, 64);
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(c.h[i]);
+}
+
+// fio 3.33's "sha512" (crc/sha512.c, no finalisation): the 128-byte context
+// buffer after one update, i.e. the data's first 128 bytes overwritten from
+// the start by the bytes after the last whole 128-byte block (past the first).
+// Shorter data leaves part of fio's buffer undefined; iofleet zeroes it.
+void FioSha512(const uint8_t* data, size_t len, uint8_t* out) {
+  std::memset(out, 0, 128);
+  if (len < 128) {
+    std::memcpy(out, data, len);
+    return;
+  }
+  std::memcpy(out, data, 128);
+  size_t i = 128;
+  while (i + 127 < len) i += 128;
+  std::memcpy(out, data + i, len - i);
 }
 
 }  // namespace
@@ -227,6 +271,12 @@ void Digester::Compute(const void* data, size_t len, uint8_t* out) {
       std::memcpy(out, &v, 4);
       return;
     }
+    case VerifyType::kSha256:
+      FioSha256(static_cast<const uint8_t*>(data), len, out);
+      return;
+    case VerifyType::kSha512:
+      FioSha512(static_cast<const uint8_t*>(data), len, out);
+      return;
     default:
       break;
   }

@@ -43,9 +43,10 @@ size_t ChecksumBytes(jobspec::VerifyType type);
 // Computes the checksum of `type` over `data` into `out` (ChecksumBytes(type)
 // bytes), in the byte order fio stores it: integers little-endian, md5 and the
 // sha3 digests as the standard digest bytes, sha1 as its five 32-bit words in
-// little-endian order (fio keeps them in host order). sha256 and sha512 store
-// the standard digests (fio 3.33 stores a truncated sha256 state and an
-// unfinalised sha512 block, which no other tool can check; see verify.h).
+// little-endian order (fio keeps them in host order). sha256 and sha512 are
+// fio 3.33's own functions, byte for byte (not the standard digests: fio
+// stores a 64-byte sha256 context buffer and an unfinalised 128-byte sha512
+// buffer; see checksum.cc), so fio and iofleet check each other's blocks.
 class Digester {
  public:
   static absl::StatusOr<std::unique_ptr<Digester>> Create(jobspec::VerifyType type);

@@ -87,6 +87,44 @@ TEST(ChecksumTest, DigestsAreStandardExceptSha1WordOrder) {
   EXPECT_EQ(hex(out, 16), "900150983cd24fb0d6963f7d28e17f72");
 }
 
+// fio 3.33's sha256 and sha512 are not the standard digests; these values are
+// what fio's own crc/sha256.c and crc/sha512.c give for the same bytes (built
+// from fio's source, little-endian, for the figures only), so blocks check
+// either way.
+TEST(ChecksumTest, Sha256AndSha512AreFiosValues) {
+  auto hex = [](const uint8_t* p, size_t n) {
+    std::string s;
+    char buf[3];
+    for (size_t i = 0; i < n; ++i) {
+      snprintf(buf, sizeof(buf), "%02x", p[i]);
+      s += buf;
+    }
+    return s;
+  };
+  uint8_t data[1000];
+  for (int i = 0; i < 1000; ++i) data[i] = static_cast<uint8_t>(i * 7 + 3);
+  uint8_t out[128];
+  auto sha256 = Digester::Create(VerifyType::kSha256);
+  ASSERT_TRUE(sha256.ok());
+  ASSERT_EQ((*sha256)->size(), 64u);
+  (*sha256)->Compute("abc", 3, out);
+  EXPECT_EQ(hex(out, 64), "ecd746f40a9bf568" + std::string(96, '0') + "1800000000000000");
+  (*sha256)->Compute(data, 1000, out);
+  EXPECT_EQ(hex(out, 64),
+            "d394d3355c11e8cb7b828990979ea5acb3bac1c8cfd6dde4ebf2f900070e151c232a31383f464d5480000000000000"
+            "000000000000000000401f000000000000");
+  (*sha256)->Compute(data, 440, out);  // 56 bytes past the last block: two padding blocks
+  EXPECT_EQ(hex(out, 64), "9b50b3e122abd6e7" + std::string(96, '0') + "c00d000000000000");
+  auto sha512 = Digester::Create(VerifyType::kSha512);
+  ASSERT_TRUE(sha512.ok());
+  ASSERT_EQ((*sha512)->size(), 128u);
+  (*sha512)->Compute(data, 1000, out);
+  EXPECT_EQ(hex(out, 128),
+            "838a91989fa6adb4bbc2c9d0d7dee5ecf3fa01080f161d242b323940474e555c636a71787f868d949ba2a9b0b7bec5"
+            "ccd3dae1e8eff6fd040b121920272e353c434a51585f666d747b828990979ea5acb3bac1c8cfd6dde4ebf2f900070e"
+            "151c232a31383f464d54dbe2e9f0f7fe050c131a21282f363d444b525960676e757c");
+}
+
 TEST(ChecksumTest, StoredSizesFollowTheType) {
   EXPECT_EQ(ChecksumBytes(VerifyType::kMd5), 16u);
   EXPECT_EQ(ChecksumBytes(VerifyType::kCrc7), 1u);

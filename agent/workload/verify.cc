@@ -214,7 +214,7 @@ int BlockVerifier::CheckPiece(char* piece, uint32_t piece_len, uint32_t piece_nu
       break;
   }
   if (digester_ == nullptr) return 0;
-  uint8_t got[64];
+  uint8_t got[128];  // the largest: fio's sha512 slot
   digester_->Compute(piece + header_bytes_, piece_len - header_bytes_, got);
   const uint8_t* stored = reinterpret_cast<const uint8_t*>(piece + kVerifyHeaderBytes);
   if (std::memcmp(got, stored, digester_->size()) == 0) return 0;

@@ -19,10 +19,11 @@
 //       40     n  checksum of bytes 40+n..interval (n = ChecksumBytes(type))
 //
 // all little-endian. That is fio 3.33's layout, field for field, so fio checks
-// blocks iofleet wrote and iofleet checks blocks fio wrote, for every type but
-// sha256 and sha512: fio 3.33 stores for those a truncated sha256 state in a
-// 64-byte slot and an unfinalised sha512 block in a 128-byte slot, which iofleet
-// does not reproduce (it stores the standard 32- and 64-byte digests there).
+// blocks iofleet wrote and iofleet checks blocks fio wrote, for every type
+// (sha256 and sha512 included: iofleet reproduces fio 3.33's non-standard
+// 64- and 128-byte values, checksum.h; fio's sha512 value depends only on the
+// first 128 bytes and the bytes after the last whole 128-byte block, so it
+// misses most corruption: use another type to catch it).
 // verify=pattern writes no header (the pattern alone); verify_pattern with a
 // checksum type or meta writes the header and then the pattern; verify_offset
 // swaps the header (and checksum) with the bytes that many bytes into the piece.

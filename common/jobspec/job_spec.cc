@@ -92,8 +92,8 @@ uint32_t VerifyChecksumBytes(VerifyType t) {
     case VerifyType::kCrc32cIntel: return 4;
     case VerifyType::kCrc16: return 2;
     case VerifyType::kCrc7: return 1;
-    case VerifyType::kSha256: return 32;
-    case VerifyType::kSha512: return 64;
+    case VerifyType::kSha256: return 64;   // fio's vhdr_sha256 slot
+    case VerifyType::kSha512: return 128;  // fio's vhdr_sha512 slot
     case VerifyType::kSha3_224: return 28;
     case VerifyType::kSha3_256: return 32;
     case VerifyType::kSha3_384: return 48;
