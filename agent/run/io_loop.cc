@@ -228,7 +228,9 @@ void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
     const uint64_t w = write_phase_ns_ + (in_verify ? 0 : open_ns);
     const uint64_t v = verify_phase_ns_ + (in_verify ? open_ns : 0);
     auto ms = [](uint64_t ns) { return (ns / 1000 + 999) / 1000; };
-    dir_ms[0] = ms((jobspec::HasRead(job_.rw) ? w : 0) + v);
+    // verify_backlog reads inside the write passes too.
+    const bool reads_in_w = jobspec::HasRead(job_.rw) || job_.verify_backlog != 0;
+    dir_ms[0] = ms((reads_in_w ? w : 0) + v);
     dir_ms[1] = ms(w);
     dir_ms[2] = ms(w);
   }

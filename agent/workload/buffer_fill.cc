@@ -79,7 +79,12 @@ absl::StatusOr<BufferFiller> BufferFiller::Create(const jobspec::JobSpec& job,
                  : std::min<uint64_t>(min_write, job.buffer_compress_chunk);
   f.zero_ = job.zero_buffers;
   f.refill_ = job.refill_buffers;
-  f.scramble_ = job.scramble_buffers && !job.refill_buffers;
+  // fio scrambles only plain buffers: not with zero_buffers, buffer_pattern
+  // (its parser turns scrambling off), compression or dedupe (TD_F_COMPRESS),
+  // verify (TD_F_DO_VERIFY) or refill_buffers (init.c, io_u.c get_io_u).
+  f.scramble_ = job.scramble_buffers && !job.refill_buffers && !job.zero_buffers &&
+                f.pattern_.bytes.empty() && job.buffer_compress_percentage == 0 &&
+                job.dedupe_percentage == 0 && job.verify == jobspec::VerifyType::kNone;
   f.buf_rng_.Seed(seeds.seeds[kSeedBuffer], /*use64=*/true);
   f.dedupe_rng_.Seed(seeds.seeds[kSeedDedupe], /*use64=*/false);
   return f;

@@ -1091,6 +1091,9 @@ void RenderVerifyInterval(const JobSpec& j, const Builder& t, Options* out) {
 
 bool DefaultRefill(const JobSpec& j) {
   if (j.verify != VerifyType::kNone || j.dedupe_percentage != 0) return true;
+  // fio's fixup_options: compression (short of 100 %, which is zero_buffers)
+  // refills every write.
+  if (j.buffer_compress_percentage != 0 && j.buffer_compress_percentage != 100) return true;
   if (!j.buffer_pattern.empty()) return j.buffer_compress_percentage != 0 || HasRead(j.rw);
   return false;
 }
