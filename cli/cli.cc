@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,21 +30,33 @@ constexpr char kUsage[] =
     "\n"
     "commands:\n"
     "  submit JOBFILE [--hosts h1,h2 | --selector k=v,...] [--repeat N] [--tag k=v]...\n"
-    "                 [--name NAME] [--wait] [--timeout SECONDS]\n"
+    "                 [--name NAME] [--wait [--fail-on=WHAT] [--allow-unaudited]]\n"
+    "                 [--timeout SECONDS]\n"
     "  status [JOB]            jobs, or one job with its runs\n"
     "  watch JOB               live IOPS, bandwidth and p99 per run, with ETA\n"
     "  agents                  registered agents\n"
     "  runs [--job JOB]        runs (of one job)\n"
     "  result RUN [--format=json|normal]\n"
     "  cancel JOB\n"
-    "  compare JOB [--format=markdown|json|junit]\n"
+    "  compare JOB [--format=markdown|json|junit] [--fail-on=WHAT] [--allow-unaudited]\n"
     "\n"
     "--controller defaults to $IOFLEET_CONTROLLER or http://127.0.0.1:7080;\n"
     "--token to $IOFLEET_TOKEN (sent as Authorization: Bearer); --ca (CA bundle that\n"
     "signed an https:// controller's certificate) to $IOFLEET_CA, else the system's.\n"
     "JOBFILE is fio job text; a .json file holds fio options as JSON, or a whole\n"
     "POST /jobs body (with \"fio\" or \"options\", plus \"variants\", \"sweep\", ...);\n"
-    "'-' reads stdin. Exit: 0 ok, 1 failed, 2 usage, 3 regression verdict.\n";
+    "'-' reads stdin.\n"
+    "\n"
+    "A/B verdicts (compare, submit --wait of a job with variants): every answer opens\n"
+    "with \"N of M runs usable\" and why the others are not. --fail-on=WHAT picks what\n"
+    "exits non-zero: regression (default), inconclusive (any row without a decided\n"
+    "verdict: inconclusive, noisy, no usable data), both as regression,inconclusive,\n"
+    "or none. --allow-unaudited admits runs with no arm audit on record (older runs).\n"
+    "\n"
+    "Exit status: 0 ok; 1 the operation failed (HTTP error, a run did not succeed,\n"
+    "timeout, no comparison could be made); 2 bad usage; 3 a regression (compare\n"
+    "outcome fail) with --fail-on regression; 4 an inconclusive comparison (outcome\n"
+    "warn) with --fail-on inconclusive.\n";
 
 struct FlagDef {
   const char* name;
@@ -295,21 +308,65 @@ absl::StatusOr<json> PollUntilDone(const ApiClient& api, const std::string& id,
   }
 }
 
-int RegressionCheck(const ApiClient& api, const std::string& id) {
-  auto cmp = api.Get("/jobs/" + id + "/compare");
-  if (!cmp.ok()) return kExitOk;  // no variants / not available: nothing to gate on
-  if (!HasRegression(*cmp)) return kExitOk;
-  std::string what;
-  for (const json& row : CompareRows(*cmp)) {
-    if (NormState(JStr(row, {"verdict"})) != "regression") continue;
-    what = absl::StrCat(": ", JStr(row, {"metric"}), " in cell ", JStr(row, {"cell"}));
-    const std::string d = JStr(row, {"delta_pct"});
-    if (!d.empty()) absl::StrAppend(&what, ", delta ", d, "%");
-    break;
+std::string CompareQuery(bool allow_unaudited, const std::string& format = "") {
+  std::vector<std::string> q;
+  if (!format.empty()) q.push_back("format=" + format);
+  if (allow_unaudited) q.push_back("unaudited=allow");
+  return q.empty() ? "" : "?" + absl::StrJoin(q, "&");
+}
+
+// The exit status a compare answer calls for under --fail-on; says why on stderr.
+int GateExit(const std::string& id, const json& cmp, const FailOn& fail_on) {
+  const VerdictGate gate = GateCompare(cmp, fail_on);
+  if (gate == VerdictGate::kPass) return kExitOk;
+  std::string why;
+  for (const json& r : JArray(cmp, "outcome_reasons")) {
+    if (!r.is_string()) continue;
+    const std::string s = r.get<std::string>();
+    const bool reg = s.rfind("regression", 0) == 0;
+    if (reg == (gate == VerdictGate::kRegression)) {
+      why = s;
+      break;
+    }
   }
-  fprintf(stderr, "iofleet: job %s: compare verdict is a regression%s\n", id.c_str(),
-          TerminalSafe(what).c_str());
-  return kExitRegression;
+  if (why.empty() && gate == VerdictGate::kRegression) {
+    for (const json& row : CompareRows(cmp)) {
+      if (NormState(JStr(row, {"verdict"})) != "regression") continue;
+      why = absl::StrCat(JStr(row, {"metric"}), " in cell ", JStr(row, {"cell"}));
+      const std::string d = JStr(row, {"delta_pct"});
+      if (!d.empty()) absl::StrAppend(&why, ", delta ", d, "%");
+      break;
+    }
+  }
+  const std::string headline = CompareHeadline(cmp);
+  if (gate == VerdictGate::kRegression) {
+    fprintf(stderr, "iofleet: job %s: compare verdict is a regression%s%s\n", id.c_str(),
+            why.empty() ? "" : ": ", TerminalSafe(why).c_str());
+    return kExitRegression;
+  }
+  fprintf(stderr, "iofleet: job %s: compare is inconclusive (--fail-on inconclusive)%s%s%s%s\n",
+          id.c_str(), why.empty() ? "" : ": ", TerminalSafe(why).c_str(),
+          headline.empty() ? "" : "; ", TerminalSafe(headline).c_str());
+  return kExitInconclusive;
+}
+
+// After `submit --wait`: the job's comparison, when it has one, gated by --fail-on.
+int VerdictCheck(const ApiClient& api, const std::string& id, const FailOn& fail_on,
+                 bool allow_unaudited) {
+  auto cmp = api.Get("/jobs/" + id + "/compare" + CompareQuery(allow_unaudited));
+  if (!cmp.ok()) {
+    // A job without two variants has nothing to compare: nothing to gate on.
+    if (cmp.status().code() == absl::StatusCode::kInvalidArgument &&
+        absl::StrContains(cmp.status().message(), "(field variants)")) {
+      return kExitOk;
+    }
+    return Fail(absl::StrCat("job ", id, ": no verdict: ", cmp.status().message()));
+  }
+  const std::string headline = CompareHeadline(*cmp);
+  fprintf(stderr, "iofleet: job %s: %s%scompare outcome %s\n", id.c_str(),
+          TerminalSafe(headline).c_str(), headline.empty() ? "" : "; ",
+          TerminalSafe(JStr(*cmp, {"outcome"})).c_str());
+  return GateExit(id, *cmp, fail_on);
 }
 
 // GET of a paged list ({"KEY": [...], "next_page_token": "..."}), all pages.
@@ -347,11 +404,25 @@ std::string RunCounts(const json& job) {
 int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   Args a;
   if (auto e = ParseFlags("submit", rest,
-                          {{"hosts", true}, {"selector", true}, {"repeat", true}, {"tag", true},
-                           {"name", true}, {"wait", false}, {"timeout", true},
-                           {"poll-ms", true}},
+                          {{"hosts", true},
+                           {"selector", true},
+                           {"repeat", true},
+                           {"tag", true},
+                           {"name", true},
+                           {"wait", false},
+                           {"timeout", true},
+                           {"poll-ms", true},
+                           {"fail-on", true},
+                           {"allow-unaudited", false}},
                           &a)) {
     return Usage(*e);
+  }
+  FailOn fail_on;
+  if (a.Has("fail-on")) {
+    if (auto e = ParseFailOn(a.Get("fail-on"), &fail_on)) return Usage(*e);
+  }
+  if ((a.Has("fail-on") || a.Has("allow-unaudited")) && !a.Has("wait")) {
+    return Usage("flags --fail-on and --allow-unaudited need --wait");
   }
   if (a.positional.size() != 1) return Usage("submit: exactly one JOBFILE expected");
   if (a.Has("hosts") && a.Has("selector")) {
@@ -442,7 +513,7 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   const Outcome o = JudgeRuns(id, *job);
   fputs(SampleNotes(JArray(*job, "runs"), "iofleet: warning: ").c_str(), stderr);
   if (o.code != kExitOk) return Fail(o.reason);
-  return RegressionCheck(api, id);
+  return VerdictCheck(api, id, fail_on, a.Has("allow-unaudited"));
 }
 
 int CmdStatus(const ApiClient& api, const std::vector<std::string>& rest) {
@@ -594,33 +665,54 @@ int CmdCancel(const ApiClient& api, const std::vector<std::string>& rest) {
 
 int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
   Args a;
-  if (auto e = ParseFlags("compare", rest, {{"format", true}}, &a)) return Usage(*e);
+  if (auto e = ParseFlags("compare", rest,
+                          {{"format", true}, {"fail-on", true}, {"allow-unaudited", false}}, &a)) {
+    return Usage(*e);
+  }
   if (a.positional.size() != 1) return Usage("compare: exactly one JOB expected");
   const std::string fmt = a.Get("format", "markdown");
   if (fmt != "markdown" && fmt != "json" && fmt != "junit") {
     return Usage(absl::StrCat("flag --format: \"", fmt, "\" is not markdown, json or junit"));
   }
+  FailOn fail_on;
+  if (a.Has("fail-on")) {
+    if (auto e = ParseFailOn(a.Get("fail-on"), &fail_on)) return Usage(*e);
+  }
+  const bool allow = a.Has("allow-unaudited");
   const std::string& id = a.positional[0];
-  // The controller renders all three formats (?format=); a JSON answer to a
-  // markdown/junit request (older controller) is rendered here instead.
+  // The controller renders all three formats (?format=), each opening with the
+  // usable-runs headline; the exit status needs the JSON's outcome.
   std::string content_type;
-  auto body = api.GetRaw("/jobs/" + id + "/compare?format=" + fmt, &content_type);
+  auto body = api.GetRaw("/jobs/" + id + "/compare" + CompareQuery(allow, fmt), &content_type);
   if (!body.ok()) return Fail(body.status());
-  if (fmt != "json" && content_type.find("json") == std::string::npos) {
+  json cmp;
+  if (content_type.find("json") != std::string::npos) {
+    cmp = json::parse(*body, nullptr, /*allow_exceptions=*/false);
+    if (cmp.is_discarded()) return Fail("compare: response is not JSON");
+  }
+  if (fmt == "json") {
+    // As served: "headline" and "usable" first.
+    printf("%s", body->c_str());
+    if (!body->empty() && body->back() != '\n') printf("\n");
+  } else if (cmp.is_null()) {
     printf("%s", TerminalSafe(*body, /*keep_layout=*/true).c_str());
     if (!body->empty() && body->back() != '\n') printf("\n");
-    return kExitOk;
-  }
-  json cmp = json::parse(*body, nullptr, /*allow_exceptions=*/false);
-  if (cmp.is_discarded()) return Fail("compare: response is not JSON");
-  if (fmt == "json") {
-    printf("%s\n", Pretty(cmp).c_str());
-  } else if (fmt == "junit") {
-    printf("%s", RenderCompareJunit(cmp, id).c_str());
+    auto j = api.Get("/jobs/" + id + "/compare" + CompareQuery(allow));
+    if (!j.ok()) return Fail(j.status());
+    cmp = *j;
   } else {
-    printf("%s", RenderCompareMarkdown(cmp).c_str());
+    // An older controller answered JSON to a markdown/junit request: render here.
+    const std::string headline = CompareHeadline(cmp);
+    if (!headline.empty() && fmt == "markdown") {
+      printf("%s\n\n", TerminalSafe(headline).c_str());
+    }
+    printf("%s", TerminalSafe(fmt == "junit" ? RenderCompareJunit(cmp, id)
+                                             : RenderCompareMarkdown(cmp),
+                              /*keep_layout=*/true)
+                     .c_str());
   }
-  return kExitOk;
+  fflush(stdout);
+  return GateExit(id, cmp, fail_on);
 }
 
 int CmdWatch(const ApiClient& api, const std::vector<std::string>& rest) {

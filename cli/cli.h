@@ -2,12 +2,15 @@
 //
 //   iofleet [--controller=URL] [--token=T] COMMAND [ARGS]
 //   submit JOBFILE [--hosts h1,h2 | --selector k=v,...] [--repeat N] [--tag k=v]...
-//          [--name NAME] [--wait] [--timeout SECONDS]
+//          [--name NAME] [--wait [--fail-on=WHAT] [--allow-unaudited]] [--timeout SECONDS]
 //   status [JOB] | watch JOB | agents | runs [--job JOB] | result RUN [--format=json|normal]
-//   cancel JOB | compare JOB [--format=markdown|json|junit]
+//   cancel JOB | compare JOB [--format=markdown|json|junit] [--fail-on=WHAT] [--allow-unaudited]
 //
+// --fail-on: regression (default), inconclusive, regression,inconclusive, none.
 // Exit codes: 0 ok; 1 the operation failed (HTTP error, a run did not succeed,
-// timeout); 2 bad usage (the message names the flag); 3 a regression verdict.
+// timeout, no comparison could be made); 2 bad usage (the message names the flag);
+// 3 a regression (compare outcome fail) under --fail-on regression; 4 an
+// inconclusive comparison (outcome warn) under --fail-on inconclusive.
 #pragma once
 
 #include <string>
@@ -19,6 +22,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitRegression = 3;
+inline constexpr int kExitInconclusive = 4;
 
 int CliMain(int argc, char** argv);
 

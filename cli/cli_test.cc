@@ -32,6 +32,12 @@ TEST(CliTest, UsageErrorsExit2) {
   EXPECT_EQ(RunCli({"submit", "/dev/null", "--wait=yes"}), kExitUsage);
   EXPECT_EQ(RunCli({"result", "r1", "--format=xml"}), kExitUsage);
   EXPECT_EQ(RunCli({"compare", "j1", "--format=csv"}), kExitUsage);
+  EXPECT_EQ(RunCli({"compare", "j1", "--fail-on=slower"}), kExitUsage);
+  EXPECT_EQ(RunCli({"compare", "j1", "--fail-on="}), kExitUsage);
+  EXPECT_EQ(RunCli({"submit", "/dev/null", "--wait", "--fail-on=maybe"}), kExitUsage);
+  // --fail-on and --allow-unaudited only mean something with --wait.
+  EXPECT_EQ(RunCli({"submit", "/dev/null", "--fail-on=inconclusive"}), kExitUsage);
+  EXPECT_EQ(RunCli({"submit", "/dev/null", "--allow-unaudited"}), kExitUsage);
   EXPECT_EQ(RunCli({"watch"}), kExitUsage);
   EXPECT_EQ(RunCli({"cancel"}), kExitUsage);
   EXPECT_EQ(RunCli({"--controller=ftp://x", "agents"}), kExitUsage);

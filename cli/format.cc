@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/printable.h"
+#include "absl/strings/strip.h"
 #include "common/stats/histogram.h"
 
 namespace iofleet::cli {
@@ -535,6 +536,61 @@ bool HasRegression(const json& compare) {
     }
   }
   return false;
+}
+
+std::optional<std::string> ParseFailOn(const std::string& value, FailOn* out) {
+  FailOn f{false, false};
+  if (absl::AsciiStrToLower(value) == "none") {
+    *out = f;
+    return std::nullopt;
+  }
+  bool any = false;
+  for (absl::string_view w : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+    const std::string word = absl::AsciiStrToLower(absl::StripAsciiWhitespace(w));
+    if (word == "regression") {
+      f.regression = true;
+    } else if (word == "inconclusive") {
+      f.inconclusive = true;
+    } else {
+      return absl::StrCat("flag --fail-on: \"", std::string(w),
+                          "\" is not regression, inconclusive or none");
+    }
+    any = true;
+  }
+  if (!any) return std::string("flag --fail-on: empty (use regression, inconclusive or none)");
+  *out = f;
+  return std::nullopt;
+}
+
+VerdictGate GateCompare(const json& compare, const FailOn& fail_on) {
+  bool regression = false, undecided = false;
+  const json* outcome = compare.is_object() ? Find(compare, "outcome") : nullptr;
+  if (outcome != nullptr && outcome->is_string()) {
+    const std::string o = absl::AsciiStrToLower(outcome->get<std::string>());
+    regression = o == "fail";
+    undecided = o == "warn";
+  } else {
+    regression = HasRegression(compare);
+  }
+  // "fail" outranks "warn" in the outcome: undecided rows are read from the rows.
+  for (const json& r : CompareRows(compare)) {
+    const std::string v = absl::AsciiStrToLower(RowVerdict(r));
+    if (v == "inconclusive" || v == "noisy") undecided = true;
+  }
+  if (regression && fail_on.regression) return VerdictGate::kRegression;
+  if (undecided && fail_on.inconclusive) return VerdictGate::kInconclusive;
+  return VerdictGate::kPass;
+}
+
+std::string CompareHeadline(const json& compare) {
+  if (!compare.is_object()) return "";
+  std::string h = JStr(compare, {"headline"});
+  if (h.empty()) {
+    if (const json* u = Find(compare, "usable"); u != nullptr && u->is_object()) {
+      h = JStr(*u, {"headline"});
+    }
+  }
+  return h;
 }
 
 std::string RenderResultNormal(const json& fio) {

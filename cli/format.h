@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +80,25 @@ std::string RenderCompareJunit(const json& compare, const std::string& job_id);
 // True when any verdict in the compare output says regression (verdict values
 // "regression", "slower", "worse", or a boolean "regression": true).
 bool HasRegression(const json& compare);
+
+// What `--fail-on` turns into a non-zero exit: a regression (the controller's
+// outcome "fail") and/or an undecided comparison (outcome "warn": inconclusive or
+// noisy rows, rows without usable data).
+struct FailOn {
+  bool regression = true;
+  bool inconclusive = false;
+};
+// "regression", "inconclusive", "regression,inconclusive" (any order), "none".
+// Returns an error message naming the bad word, or nullopt.
+std::optional<std::string> ParseFailOn(const std::string& value, FailOn* out);
+
+enum class VerdictGate { kPass, kRegression, kInconclusive };
+// The gate for a compare answer under `fail_on`. The controller's "outcome"
+// decides when present; without it (older controllers) the rows' verdicts do.
+VerdictGate GateCompare(const json& compare, const FailOn& fail_on);
+
+// The compare answer's "N of M runs usable ..." headline ("" when absent).
+std::string CompareHeadline(const json& compare);
 
 // fio-style summary of a fio JSON result ("normal" output).
 std::string RenderResultNormal(const json& fio);

@@ -122,6 +122,48 @@ TEST(FormatTest, ResultNormal) {
 namespace iofleet::cli {
 namespace {
 
+TEST(FormatTest, ParseFailOn) {
+  FailOn f;
+  EXPECT_FALSE(ParseFailOn("regression", &f).has_value());
+  EXPECT_TRUE(f.regression);
+  EXPECT_FALSE(f.inconclusive);
+  EXPECT_FALSE(ParseFailOn("inconclusive, regression", &f).has_value());
+  EXPECT_TRUE(f.regression && f.inconclusive);
+  EXPECT_FALSE(ParseFailOn("inconclusive", &f).has_value());
+  EXPECT_FALSE(f.regression);
+  EXPECT_TRUE(f.inconclusive);
+  EXPECT_FALSE(ParseFailOn("none", &f).has_value());
+  EXPECT_FALSE(f.regression || f.inconclusive);
+  auto e = ParseFailOn("regression,slower", &f);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NE(e->find("--fail-on: \"slower\""), std::string::npos) << *e;
+  EXPECT_TRUE(ParseFailOn("", &f).has_value());
+}
+
+// Issue 10 item 9: the outcome decides the exit; inconclusive only when asked for.
+TEST(FormatTest, GateCompareByOutcomeAndFailOn) {
+  const FailOn def;               // regression
+  const FailOn both{true, true};  // regression,inconclusive
+  const FailOn none{false, false};
+  const json fail = json::parse(R"({"outcome":"fail","rows":[{"verdict":"regression"},
+                                    {"verdict":"inconclusive"}]})");
+  const json warn = json::parse(R"({"outcome":"warn","headline":"0 of 20 runs usable",
+                                    "rows":[{"verdict":"inconclusive"}]})");
+  const json pass = json::parse(R"({"outcome":"pass","rows":[{"verdict":"no_change"}]})");
+  EXPECT_EQ(GateCompare(fail, def), VerdictGate::kRegression);
+  EXPECT_EQ(GateCompare(warn, def), VerdictGate::kPass);
+  EXPECT_EQ(GateCompare(warn, both), VerdictGate::kInconclusive);
+  EXPECT_EQ(GateCompare(pass, both), VerdictGate::kPass);
+  EXPECT_EQ(GateCompare(fail, none), VerdictGate::kPass);
+  // Only inconclusive asked for: a table with a regression and an undecided row.
+  EXPECT_EQ(GateCompare(fail, FailOn{false, true}), VerdictGate::kInconclusive);
+  // Older controllers without an outcome: the rows decide.
+  EXPECT_EQ(GateCompare(json::parse(R"({"rows":[{"verdict":"noisy"}]})"), both),
+            VerdictGate::kInconclusive);
+  EXPECT_EQ(CompareHeadline(warn), "0 of 20 runs usable");
+  EXPECT_EQ(CompareHeadline(json::parse(R"({"usable":{"headline":"x"}})")), "x");
+}
+
 TEST(FormatTest, OutcomeDecidesRegressionOverGeomeanRows) {
   const json pass = json::parse(R"({"outcome":"pass","geomean":[{"verdict":"regression"}],
                                     "rows":[{"verdict":"no_change"}]})");

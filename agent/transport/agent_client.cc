@@ -4,14 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iterator>
+#include <optional>
 #include <random>
-#include <set>
 #include <system_error>
 
 #include "absl/strings/match.h"
@@ -22,42 +23,36 @@
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
 #include "grpcpp/grpcpp.h"
+#include "iofleet/v1/agent.grpc.pb.h"
 
 namespace iofleet::agent {
 namespace {
 
 using iofleet::v1::AgentMessage;
 using iofleet::v1::ControllerMessage;
-
-constexpr uint32_t kProtocolVersion = 1;
-constexpr uint32_t kMinProtocolVersion = 1;
-constexpr auto kWelcomeTimeout = std::chrono::seconds(15);
-constexpr uint64_t kDefaultHeartbeatMs = 5000;
-// A finished run's spool is kept until the controller has surely stored it: the
-// next Welcome no longer lists it, or it was sent this long ago on a stream that
-// is still up.
-constexpr uint64_t kSpoolKeepMs = 120000;
-// A session that lasted this long resets the reconnect backoff.
-constexpr auto kStableSession = std::chrono::seconds(10);
-constexpr auto kShutdownDrain = std::chrono::seconds(5);
+using Stream = grpc::ClientReaderWriter<AgentMessage, ControllerMessage>;
 
 // Wall clock: for timestamps sent to the controller and shown, never for durations.
-uint64_t NowMs() {
+uint64_t WallMs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
 
-// Monotonic clock: every duration the agent measures.
+// Monotonic clock (steady_clock is CLOCK_MONOTONIC): every duration and deadline.
 uint64_t MonoMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+uint64_t RandomSeed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(getpid());
 }
 
 std::string RandomInstanceId() {
-  std::random_device rd;
-  std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(getpid()));
+  std::mt19937_64 rng(RandomSeed());
   char buf[33];
   snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(rng()),
            static_cast<unsigned long long>(rng()));
@@ -74,62 +69,317 @@ void Log(const std::string& msg) {
   fprintf(stderr, "iofleet-agent %s.%03ld %s\n", when, ts.tv_nsec / 1000000, msg.c_str());
 }
 
-// Adds `seq` of job `job` to `ranges`, extending that job's last range when contiguous.
-void AddSeqRange(std::vector<iofleet::v1::SeqRange>* ranges, uint32_t job, uint64_t seq) {
-  for (auto it = ranges->rbegin(); it != ranges->rend(); ++it) {
-    if (it->job_index() != job) continue;
-    if (it->last() + 1 == seq) {
-      it->set_last(seq);
-      return;
-    }
-    break;
-  }
-  iofleet::v1::SeqRange r;
-  r.set_job_index(job);
-  r.set_first(seq);
-  r.set_last(seq);
-  ranges->push_back(std::move(r));
-}
-
-std::string FormatRanges(const std::vector<iofleet::v1::SeqRange>& ranges) {
-  std::string out;
-  for (const auto& r : ranges) {
-    absl::StrAppend(&out, out.empty() ? "" : ", ", "job ", r.job_index(), " seq ", r.first());
-    if (r.last() != r.first()) absl::StrAppend(&out, "-", r.last());
-  }
-  return out;
-}
-
 std::string StatusText(const grpc::Status& s) {
   return absl::StrCat("code ", static_cast<int>(s.error_code()), ": ", s.error_message());
 }
 
+std::shared_ptr<grpc::Channel> MakeChannel(const ServeOptions& opt) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(opt.backoff_initial_ms));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(opt.backoff_initial_ms));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(opt.backoff_max_ms));
+  // Servers refuse pings more often than every 5 minutes by default.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 300000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
+  args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (opt.tls) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = opt.tls_ca_pem;
+    ssl.pem_private_key = opt.tls_key_pem;
+    ssl.pem_cert_chain = opt.tls_cert_pem;
+    creds = grpc::SslCredentials(ssl);
+    if (!opt.tls_server_name.empty()) args.SetSslTargetNameOverride(opt.tls_server_name);
+  }
+  return grpc::CreateCustomChannel(opt.controller, creds, args);
+}
+
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// One stream: its writer (this thread) and its reader.
+class AgentClient::Session {
+ public:
+  struct CloseItem {
+    bool graceful = false;
+  };
+  using Item = std::variant<act::Send, act::Replay, CloseItem>;
+
+  Session(AgentClient* owner, uint64_t conn, AgentMessage hello)
+      : owner_(owner), conn_(conn), hello_(std::move(hello)) {}
+
+  uint64_t conn() const { return conn_; }
+  void Start() {
+    thread_ = std::thread([this] { Main(); });
+  }
+  void Push(Item item) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      items_.push_back(std::move(item));
+    }
+    cv_.notify_all();
+  }
+  // Ends the stream now: a blocked Write or Read returns.
+  void Cancel() {
+    std::lock_guard<std::mutex> lk(mu_);
+    cancelled_ = true;
+    if (ctx_ != nullptr) ctx_->TryCancel();
+    cv_.notify_all();
+  }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Main();
+  void ReaderMain(Stream* stream);
+  // Writes the run's spool records as the Replay says; false when a Write failed.
+  bool Replay(Stream* stream, const act::Replay& r);
+  bool Write(Stream* stream, const AgentMessage& msg, bool more) {
+    grpc::WriteOptions wo;
+    if (more) wo.set_buffer_hint();
+    return stream->Write(msg, wo);
+  }
+
+  AgentClient* const owner_;
+  const uint64_t conn_;
+  const AgentMessage hello_;
+  std::thread thread_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> items_;
+  bool reader_done_ = false;
+  bool cancelled_ = false;
+  grpc::ClientContext* ctx_ = nullptr;
+};
+
+void AgentClient::Session::Main() {
+  const ServeOptions& opt = owner_->opt_;
+  auto stub = iofleet::v1::AgentService::NewStub(MakeChannel(opt));
+  grpc::ClientContext ctx;
+  if (!opt.token.empty()) ctx.AddMetadata("authorization", "Bearer " + opt.token);
+  ctx.set_wait_for_ready(false);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    ctx_ = &ctx;
+    if (cancelled_) ctx.TryCancel();
+  }
+  std::unique_ptr<Stream> stream = stub->Connect(&ctx);
+  const bool hello_ok = stream->Write(hello_);
+  std::thread reader;
+  bool graceful = false;
+  if (hello_ok) {
+    reader = std::thread([this, s = stream.get()] { ReaderMain(s); });
+    bool ok = true;
+    bool closing = false;
+    while (ok && !closing) {
+      std::deque<Item> batch;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return !items_.empty() || reader_done_ || cancelled_; });
+        if (reader_done_ || cancelled_) break;
+        batch.swap(items_);
+      }
+      for (size_t i = 0; ok && i < batch.size(); ++i) {
+        const bool more = i + 1 < batch.size();
+        if (auto* send = std::get_if<act::Send>(&batch[i])) {
+          ok = Write(stream.get(), send->msg, more);
+          if (ok && !send->finished_run.empty()) {
+            owner_->Post(ev::FinishSent{conn_, send->finished_run});
+          }
+        } else if (auto* replay = std::get_if<act::Replay>(&batch[i])) {
+          ok = Replay(stream.get(), *replay);
+        } else {
+          graceful = std::get<CloseItem>(batch[i]).graceful;
+          closing = true;
+          break;
+        }
+      }
+    }
+  }
+  if (graceful && stream->WritesDone()) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait_for(lk, std::chrono::seconds(2), [&] { return reader_done_ || cancelled_; });
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    ctx.TryCancel();
+  }
+  if (reader.joinable()) reader.join();
+  const grpc::Status st = stream->Finish();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    ctx_ = nullptr;
+  }
+  owner_->Post(ev::StreamEnded{conn_, hello_ok, StatusText(st)});
+}
+
+void AgentClient::Session::ReaderMain(Stream* stream) {
+  ControllerMessage m;
+  while (stream->Read(&m)) {
+    owner_->Post(ev::FromController{conn_, std::move(m)});
+    m.Clear();
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  reader_done_ = true;
+  cv_.notify_all();
+}
+
+bool AgentClient::Session::Replay(Stream* stream, const act::Replay& r) {
+  const std::string path = owner_->opt_.spool_dir + "/" + SpoolFileName(r.run_id);
+  auto msgs = ReadSpoolFile(path);
+  if (!msgs.ok()) {
+    Log(absl::StrCat("run ", r.run_id, ": cannot replay: ", msgs.status().ToString()));
+    return true;
+  }
+  // Records past `records` were appended after the Welcome: they go live.
+  const size_t n = std::min<uint64_t>(r.records, msgs->size());
+  for (size_t i = 0; i < n; ++i) {
+    const AgentMessage& m = (*msgs)[i];
+    if (m.has_origin()) continue;  // spool-only
+    if (m.has_interval() && m.interval().seq() < r.from_seq) continue;
+    if (!Write(stream, m, i + 1 < n)) return false;
+    if (m.has_run_finished()) owner_->Post(ev::FinishSent{conn_, r.run_id});
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// fdatasync of spool files in batches: every sync_interval_ms, or when a run has
+// sync_batch records unsynced (Wake()).
+class AgentClient::Syncer {
+ public:
+  explicit Syncer(uint32_t interval_ms) : interval_ms_(interval_ms) {
+    thread_ = std::thread([this] { Main(); });
+  }
+  ~Syncer() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Add(std::shared_ptr<SpoolWriter> w) {
+    std::lock_guard<std::mutex> lk(mu_);
+    spools_.push_back(std::move(w));
+  }
+  void Remove(const SpoolWriter* w) {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::erase_if(spools_, [w](const auto& s) { return s.get() == w; });
+  }
+  void Wake() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      woken_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void Main() {
+    for (;;) {
+      std::vector<std::shared_ptr<SpoolWriter>> all;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait_for(lk, std::chrono::milliseconds(interval_ms_),
+                     [&] { return stop_ || woken_; });
+        if (stop_) return;
+        woken_ = false;
+        all = spools_;
+      }
+      for (auto& w : all) {
+        if (w->ClaimUnsynced() == 0) continue;
+        if (absl::Status s = w->SyncFd(); !s.ok()) Log(s.ToString());
+      }
+    }
+  }
+
+  const uint32_t interval_ms_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool woken_ = false;
+  std::vector<std::shared_ptr<SpoolWriter>> spools_;
+};
+
+// ---------------------------------------------------------------------------
+// File and host work the loop must not wait for, in order.
+class AgentClient::IoWorker {
+ public:
+  IoWorker() {
+    thread_ = std::thread([this] { Main(); });
+  }
+  ~IoWorker() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Push(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void Main() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return stop_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;  // stop_, and everything done
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::deque<std::function<void()>> tasks_;
+};
+
+// ---------------------------------------------------------------------------
+// One run's thread and its mailbox from the loop.
+struct AgentClient::RunHandle {
+  std::string run_id;
+  std::atomic<bool> cancel{false};
+  std::thread thread;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<bool> keys_granted;
+  std::optional<AgentMessage> finish;
+};
 
 AgentClient::AgentClient(ServeOptions options)
     : opt_(std::move(options)), instance_id_(RandomInstanceId()) {}
 
 AgentClient::~AgentClient() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    shutdown_ = true;
+  // Run() joins everything it started; a client destroyed without Run() (Init
+  // failed) started nothing.
+  for (auto& [id, h] : runs_) {
+    h->cancel = true;
+    if (h->thread.joinable()) h->thread.join();
   }
-  cv_.notify_all();
-  for (auto& [id, e] : runs_) {
-    e->cancel = true;
-    if (e->thread.joinable()) e->thread.join();
+  if (session_) {
+    session_->Cancel();
+    session_->Join();
   }
-  for (auto& e : graveyard_) {
-    if (e->thread.joinable()) e->thread.join();
-  }
-  {
-    std::lock_guard<std::mutex> lk(sync_mu_);
-    sync_stop_ = true;
-  }
-  sync_cv_.notify_all();
-  if (syncer_.joinable()) syncer_.join();
-  if (killer_.joinable()) killer_.join();
 }
+
+CoreTime AgentClient::Now() const { return CoreTime{MonoMs(), WallMs()}; }
 
 absl::Status AgentClient::Init() {
   std::error_code ec;
@@ -142,9 +392,28 @@ absl::Status AgentClient::Init() {
     return absl::FailedPreconditionError(
         absl::StrCat("--spool-dir ", opt_.spool_dir, ": not writable: ", strerror(errno)));
   }
-  CollectInventory(&inventory_);
+  CoreConfig cfg;
+  cfg.controller = opt_.controller;
+  cfg.spool_dir = opt_.spool_dir;
+  cfg.agent_name = opt_.name;
+  cfg.labels = opt_.labels;
+  cfg.allow_paths = opt_.allow_paths;
+  cfg.token = opt_.token;
+  cfg.instance_id = instance_id_;
+  cfg.backoff_initial_ms = opt_.backoff_initial_ms;
+  cfg.backoff_max_ms = opt_.backoff_max_ms;
+  cfg.seed = RandomSeed();
+  cfg.inventory_check_ms = inventory_check_ms_;
+  core_ = std::make_unique<AgentCore>(std::move(cfg));
+  {
+    iofleet::v1::Inventory inv;
+    CollectInventory(&inv);
+    std::string hash = InventoryHash(inv);
+    core_->SetInventory(std::move(inv), std::move(hash));
+  }
 
   // Re-adopt what an earlier agent process left behind.
+  std::vector<Action> logs;
   for (const auto& de : std::filesystem::directory_iterator(opt_.spool_dir, ec)) {
     const std::string path = de.path().string();
     if (de.path().extension() != ".spool") continue;
@@ -153,780 +422,318 @@ absl::Status AgentClient::Init() {
       Log(absl::StrCat("spool ", path, ": ", msgs.status().ToString(), " (skipped)"));
       continue;
     }
-    std::string run_id, job_id, store_id;
-    uint64_t records = 0;
-    bool finished = false;
-    std::vector<uint64_t> next_seq;
-    for (const AgentMessage& m : *msgs) {
-      if (m.has_origin()) {
-        run_id = m.origin().run_id();
-        job_id = m.origin().job_id();
-        store_id = m.origin().store_id();
-      }
-      if (m.has_run_started()) run_id = m.run_started().run_id();
-      if (m.has_interval()) {
-        run_id = m.interval().run_id();
-        ++records;
-        const uint32_t j = m.interval().job_index();
-        if (j < 65536) {
-          if (next_seq.size() <= j) next_seq.resize(j + 1, 0);
-          next_seq[j] = std::max(next_seq[j], m.interval().seq() + 1);
-        }
-      }
-      if (m.has_run_finished()) {
-        run_id = m.run_finished().run_id();
-        finished = true;
-      }
-    }
-    if (run_id.empty() || SpoolFileName(run_id) != de.path().filename().string()) {
+    AdoptedRun run = ScanSpool(*msgs);
+    if (run.run_id.empty() || SpoolFileName(run.run_id) != de.path().filename().string()) {
       Log(absl::StrCat("spool ", path, ": no usable records, removing"));
       std::filesystem::remove(path, ec);
       continue;
     }
-    auto entry = std::make_shared<RunEntry>();
-    entry->run_id = run_id;
-    entry->job_id = job_id;
-    entry->store_id = store_id;
-    entry->records = records;
-    entry->finished = finished;
-    auto writer = SpoolWriter::Open(opt_.spool_dir, run_id);
-    if (!writer.ok()) {
-      Log(absl::StrCat("spool ", path, ": ", writer.status().ToString(), " (skipped)"));
-      continue;
+    run.finish_sent =
+        run.finished &&
+        access((opt_.spool_dir + "/" + SentMarkerName(run.run_id)).c_str(), F_OK) == 0;
+    if (!run.finished) {
+      ReleaseReserve(opt_.spool_dir, run.run_id);  // the room kept for this record
+      AgentMessage fin = RestartFinish(run, WallMs());
+      auto writer = SpoolWriter::Open(opt_.spool_dir, run.run_id);
+      absl::Status s = writer.ok() ? (*writer)->Append(fin) : writer.status();
+      if (s.ok()) s = (*writer)->Sync();
+      if (s.ok()) {
+        ++run.spool_records;
+      } else {
+        Log(absl::StrCat("run ", run.run_id, ": cannot spool its RunFinished (kept in memory "
+                         "until delivered): ", s.ToString()));
+        run.unspooled_finish = std::move(fin);
+      }
+      run.finished = true;
     }
-    entry->spool = std::move(*writer);
-    entry->finish_sent = finished && access((opt_.spool_dir + "/" + SentMarkerName(run_id)).c_str(),
-                                            F_OK) == 0;
-    if (!finished) {
-      ReleaseReserve(opt_.spool_dir, run_id);  // the room kept for this record
-      AgentMessage m;
-      auto* f = m.mutable_run_finished();
-      f->set_run_id(run_id);
-      f->set_ok(false);
-      f->set_error("the agent restarted while the run was in progress");
-      f->set_last_seq_total(records);
-      // What the spool holds; records it never took before the restart are
-      // unknown here, and the controller reports them as unexplained gaps.
-      for (uint64_t n : next_seq) f->add_next_seq(n);
-      f->set_unix_ms(NowMs());
-      if (absl::Status s = entry->spool->Append(m); !s.ok()) Log(s.ToString());
-      (void)entry->spool->Sync();
-      entry->finished = true;
-    }
-    Log(absl::StrCat("re-adopted spooled run ", run_id, " (", records, " interval records",
-                     entry->finish_sent ? ", already reported" : "",
-                     store_id.empty() ? std::string() : absl::StrCat(", store ", store_id), ")"));
-    runs_[run_id] = std::move(entry);
+    core_->Adopt(run, &logs);
   }
+  for (const Action& a : logs) Log(std::get<act::Log>(a).text);
   // Reserves left behind belong to runs that are over (or were just closed above).
   for (const auto& de : std::filesystem::directory_iterator(opt_.spool_dir, ec)) {
     if (de.path().extension() == ".reserve") std::filesystem::remove(de.path(), ec);
   }
-  syncer_ = std::thread([this] { SyncerLoop(); });
   return absl::OkStatus();
 }
 
-void AgentClient::Shutdown() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (shutdown_) return;
-    shutdown_ = true;
-    for (auto& [id, e] : runs_) e->cancel = true;
-    // A Write() blocked on a dead peer would hold up the drain: cancel the stream
-    // if the drain has not finished in time.
-    killer_ = std::thread([this] {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait_for(lk, kShutdownDrain + std::chrono::seconds(3), [&] { return run_done_; });
-      if (ctx_ != nullptr) ctx_->TryCancel();
-    });
-  }
-  cv_.notify_all();
-}
+void AgentClient::Shutdown() { Post(ev::Shutdown{}); }
 
-uint64_t AgentClient::NextBackoffMs(uint32_t attempt) {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  double d = opt_.backoff_initial_ms;
-  for (uint32_t i = 0; i < attempt && d < opt_.backoff_max_ms; ++i) d *= 2;
-  if (d > opt_.backoff_max_ms) d = opt_.backoff_max_ms;
-  std::uniform_real_distribution<double> jitter(0.5, 1.0);
-  return static_cast<uint64_t>(d * jitter(rng));
+void AgentClient::Post(Event event) {
+  {
+    std::lock_guard<std::mutex> lk(q_mu_);
+    queue_.push_back(std::move(event));
+  }
+  q_cv_.notify_one();
 }
 
 void AgentClient::Run() {
-  uint32_t attempt = 0;
-  uint64_t conn_id = 0;
-  for (;;) {
+  syncer_ = std::make_unique<Syncer>(opt_.sync_interval_ms);
+  io_ = std::make_unique<IoWorker>();
+  Apply(ev::Start{});
+  while (!exit_) {
+    std::optional<Event> next;
     {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (shutdown_) break;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    const bool welcomed = Session(++conn_id);
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (shutdown_) break;
-    }
-    if (welcomed && std::chrono::steady_clock::now() - start > kStableSession) attempt = 0;
-    const uint64_t delay = NextBackoffMs(attempt);
-    if (attempt < 64) ++attempt;
-    Log(absl::StrCat("reconnecting to ", opt_.controller, " in ", delay, " ms"));
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait_for(lk, std::chrono::milliseconds(delay), [&] { return shutdown_; });
-  }
-  // Shutdown: runs were cancelled; wait for their threads.
-  std::vector<std::shared_ptr<RunEntry>> all;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    for (auto& [id, e] : runs_) {
-      e->cancel = true;
-      all.push_back(e);
-    }
-    for (auto& e : graveyard_) all.push_back(e);
-    graveyard_.clear();
-  }
-  for (auto& e : all) {
-    if (e->thread.joinable()) e->thread.join();
-  }
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    for (auto& e : all) {
-      if (e->spool) (void)e->spool->Sync();
-    }
-    run_done_ = true;
-  }
-  cv_.notify_all();
-  std::thread killer;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    killer = std::move(killer_);
-  }
-  if (killer.joinable()) killer.join();
-}
-
-bool AgentClient::Session(uint64_t conn_id) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(opt_.backoff_initial_ms));
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(opt_.backoff_initial_ms));
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(opt_.backoff_max_ms));
-  // Servers refuse pings more often than every 5 minutes by default.
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 300000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
-  args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  if (opt_.tls) {
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = opt_.tls_ca_pem;
-    ssl.pem_private_key = opt_.tls_key_pem;
-    ssl.pem_cert_chain = opt_.tls_cert_pem;
-    creds = grpc::SslCredentials(ssl);
-    if (!opt_.tls_server_name.empty()) {
-      args.SetSslTargetNameOverride(opt_.tls_server_name);
-    }
-  }
-  auto channel = grpc::CreateCustomChannel(opt_.controller, creds, args);
-  auto stub = iofleet::v1::AgentService::NewStub(channel);
-
-  grpc::ClientContext ctx;
-  if (!opt_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + opt_.token);
-  ctx.set_wait_for_ready(false);
-
-  AgentMessage hello_msg;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (shutdown_) return false;
-    ctx_ = &ctx;
-    stream_dead_ = false;
-    welcomed_ = false;
-    rejected_ = false;
-    reject_reason_.clear();
-    auto* hello = hello_msg.mutable_hello();
-    hello->set_agent_name(opt_.name);
-    hello->set_protocol_version(kProtocolVersion);
-    hello->set_min_protocol_version(kMinProtocolVersion);
-    *hello->mutable_inventory() = inventory_;
-    for (const auto& [k, v] : opt_.labels) (*hello->mutable_labels())[k] = v;
-    for (const std::string& p : opt_.allow_paths) hello->add_allow_paths(p);
-    hello->set_enrolment_token(opt_.token);
-    hello->set_instance_id(instance_id_);
-    hello->set_resolves_targets(true);
-    for (const std::string& id : RunningRunsLocked()) {
-      hello->add_running_runs(id);
-      const std::string& store = runs_.at(id)->store_id;
-      if (!store.empty()) (*hello->mutable_run_store_ids())[id] = store;
-    }
-  }
-
-  auto stream = stub->Connect(&ctx);
-  auto end_session = [&](std::thread* reader, bool graceful) {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      connected_ = false;
-      queue_.clear();
-    }
-    if (graceful && stream->WritesDone()) {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait_for(lk, std::chrono::seconds(2), [&] { return stream_dead_; });
-    }
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      ctx.TryCancel();
-    }
-    if (reader != nullptr && reader->joinable()) reader->join();
-    const grpc::Status st = stream->Finish();
-    std::lock_guard<std::mutex> lk(mu_);
-    ctx_ = nullptr;
-    return st;
-  };
-
-  if (!stream->Write(hello_msg)) {
-    const grpc::Status st = end_session(nullptr, false);
-    Log(absl::StrCat("connect to ", opt_.controller, " failed: ", StatusText(st)));
-    return false;
-  }
-  std::thread reader([this, s = stream.get()] { ReaderLoop(s); });
-  uint64_t hb_ms = kDefaultHeartbeatMs;
-
-  {
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait_for(lk, kWelcomeTimeout,
-                 [&] { return welcomed_ || rejected_ || stream_dead_ || shutdown_; });
-    if (!welcomed_) {
-      const bool rejected = rejected_;
-      const std::string reason = reject_reason_;
-      const bool timed_out = !rejected_ && !stream_dead_ && !shutdown_;
-      lk.unlock();
-      const grpc::Status st = end_session(&reader, false);
-      if (rejected) {
-        Log(absl::StrCat("controller rejected this agent: ", reason));
-      } else if (timed_out) {
-        Log("no Welcome from the controller within 15 s");
+      std::unique_lock<std::mutex> lk(q_mu_);
+      const uint64_t deadline = core_->NextTickMs();
+      if (deadline == UINT64_MAX) {
+        q_cv_.wait(lk, [&] { return !queue_.empty(); });
       } else {
-        Log(absl::StrCat("stream to ", opt_.controller, " ended before Welcome: ", StatusText(st)));
+        q_cv_.wait_until(lk,
+                         std::chrono::steady_clock::time_point(std::chrono::milliseconds(deadline)),
+                         [&] { return !queue_.empty(); });
       }
-      return false;
-    }
-    if (welcome_.protocol_version() != kProtocolVersion) {
-      Log(absl::StrCat("controller negotiated protocol ", welcome_.protocol_version(),
-                       "; this agent speaks ", kProtocolVersion));
-    }
-    hb_ms = welcome_.heartbeat_interval_ms() > 0 ? welcome_.heartbeat_interval_ms()
-                                                 : kDefaultHeartbeatMs;
-    store_id_ = welcome_.store_id();
-    ReplayLocked(welcome_, conn_id);
-    connected_ = true;
-    conn_id_ = conn_id;
-    Log(absl::StrCat("connected to ", opt_.controller, " as ", opt_.name, "; replaying ",
-                     queue_.size(), " spooled messages"));
-  }
-
-  auto next_hb = std::chrono::steady_clock::now() + std::chrono::milliseconds(hb_ms);
-  auto next_gc = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  std::chrono::steady_clock::time_point drain_deadline{};
-  bool graceful = false;
-  for (;;) {
-    std::vector<Outgoing> batch;
-    std::vector<std::shared_ptr<RunEntry>> to_join;
-    bool send_hb = false;
-    AgentMessage hb;
-    {
-      std::unique_lock<std::mutex> lk(mu_);
-      const auto wake = std::min(next_hb, next_gc);
-      cv_.wait_until(lk, wake, [&] { return !queue_.empty() || stream_dead_ || shutdown_; });
-      if (stream_dead_) break;
-      const auto now = std::chrono::steady_clock::now();
-      if (shutdown_) {
-        if (drain_deadline == std::chrono::steady_clock::time_point{}) {
-          drain_deadline = now + kShutdownDrain;
-        }
-        if ((queue_.empty() && RunningRunsLocked().empty()) || now >= drain_deadline) {
-          graceful = true;
-          break;
-        }
-        if (queue_.empty()) {
-          lk.unlock();
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
-          continue;
-        }
-      }
-      while (!queue_.empty() && batch.size() < 256) {
-        batch.push_back(std::move(queue_.front()));
+      if (!queue_.empty()) {
+        next.emplace(std::move(queue_.front()));
         queue_.pop_front();
       }
-      if (now >= next_hb) {
-        send_hb = true;
-        hb.mutable_heartbeat()->set_unix_ms(NowMs());
-        for (const std::string& id : RunningRunsLocked()) hb.mutable_heartbeat()->add_running_runs(id);
-        next_hb = now + std::chrono::milliseconds(hb_ms);
-      }
-      if (now >= next_gc) {
-        CollectGarbageLocked(conn_id);
-        next_gc = now + std::chrono::seconds(10);
-      }
-      to_join.swap(graveyard_);
     }
-    for (auto& e : to_join) {
-      if (e->thread.joinable()) e->thread.join();
+    Apply(next ? std::move(*next) : Event(ev::Tick{}));
+  }
+  // The core exits once the stream is closed and every run thread has exited.
+  if (session_) session_->Join();
+  session_.reset();
+  for (auto& [id, h] : runs_) {
+    if (h->thread.joinable()) h->thread.join();
+  }
+  runs_.clear();
+  io_.reset();  // finishes its queued removals and markers
+  syncer_.reset();
+}
+
+void AgentClient::Apply(Event event) {
+  // The driver's own bookkeeping first: the thread that sent these is done.
+  if (auto* e = std::get_if<ev::StreamEnded>(&event)) {
+    if (session_ && session_->conn() == e->conn) {
+      session_->Join();
+      session_.reset();
     }
-    bool ok = true;
-    if (send_hb) ok = stream->Write(hb);
-    for (size_t i = 0; ok && i < batch.size(); ++i) {
-      grpc::WriteOptions wo;
-      if (i + 1 < batch.size()) wo.set_buffer_hint();
-      ok = stream->Write(batch[i].msg, wo);
-      if (ok && !batch[i].finished_run.empty()) {
-        std::lock_guard<std::mutex> lk(mu_);
-        auto it = runs_.find(batch[i].finished_run);
-        if (it != runs_.end()) {
-          RunEntry& e = *it->second;
-          e.finish_sent = true;
-          e.finish_sent_conn = conn_id;
-          e.finish_sent_mono_ms = MonoMs();
-          const std::string marker = opt_.spool_dir + "/" + SentMarkerName(e.run_id);
-          const int fd = open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-          if (fd >= 0) close(fd);
+  } else if (auto* e = std::get_if<ev::RunExited>(&event)) {
+    auto it = runs_.find(e->run_id);
+    if (it != runs_.end()) {
+      if (it->second->thread.joinable()) it->second->thread.join();
+      runs_.erase(it);
+    }
+  }
+  actions_.clear();
+  core_->Handle(Now(), std::move(event), &actions_);
+  for (Action& a : actions_) Execute(std::move(a));
+  actions_.clear();
+}
+
+void AgentClient::Execute(Action action) {
+  std::visit(
+      [&](auto&& a) {
+        using T = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<T, act::Log>) {
+          Log(a.text);
+        } else if constexpr (std::is_same_v<T, act::Connect>) {
+          session_ = std::make_shared<Session>(this, a.conn, std::move(a.hello));
+          session_->Start();
+        } else if constexpr (std::is_same_v<T, act::Send> || std::is_same_v<T, act::Replay>) {
+          if (session_ && session_->conn() == a.conn) session_->Push(std::move(a));
+        } else if constexpr (std::is_same_v<T, act::CloseStream>) {
+          if (session_ && session_->conn() == a.conn) {
+            if (a.graceful) {
+              session_->Push(Session::CloseItem{true});
+            } else {
+              session_->Cancel();
+            }
+          }
+        } else if constexpr (std::is_same_v<T, act::StartRun>) {
+          auto h = std::make_shared<RunHandle>();
+          h->run_id = a.run_id;
+          runs_[a.run_id] = h;
+          h->thread = std::thread(
+              [this, h, start = std::move(a)]() mutable { RunThread(h, std::move(start)); });
+        } else if constexpr (std::is_same_v<T, act::CancelRun>) {
+          auto it = runs_.find(a.run_id);
+          if (it != runs_.end()) it->second->cancel = true;
+        } else if constexpr (std::is_same_v<T, act::KeysDecided>) {
+          auto it = runs_.find(a.run_id);
+          if (it != runs_.end()) {
+            std::lock_guard<std::mutex> lk(it->second->mu);
+            it->second->keys_granted = a.granted;
+            it->second->cv.notify_all();
+          }
+        } else if constexpr (std::is_same_v<T, act::WriteFinish>) {
+          auto it = runs_.find(a.run_id);
+          if (it != runs_.end()) {
+            std::lock_guard<std::mutex> lk(it->second->mu);
+            it->second->finish = std::move(a.msg);
+            it->second->cv.notify_all();
+          }
+        } else if constexpr (std::is_same_v<T, act::MarkSent>) {
+          io_->Push([dir = opt_.spool_dir, id = std::move(a.run_id)] {
+            const std::string marker = dir + "/" + SentMarkerName(id);
+            const int fd = open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+            if (fd >= 0) close(fd);
+          });
+        } else if constexpr (std::is_same_v<T, act::RemoveSpool>) {
+          io_->Push([dir = opt_.spool_dir, id = std::move(a.run_id)] {
+            std::error_code ec;
+            std::filesystem::remove(dir + "/" + SpoolFileName(id), ec);
+            std::filesystem::remove(dir + "/" + SentMarkerName(id), ec);
+            ReleaseReserve(dir, id);
+          });
+        } else if constexpr (std::is_same_v<T, act::Resolve>) {
+          io_->Push([this, conn = a.conn, req = std::move(a.req)] {
+            AgentMessage m;
+            AnswerResolveTargets(req, opt_.allow_paths, m.mutable_targets_resolved());
+            Post(ev::Resolved{conn, std::move(m)});
+          });
+        } else if constexpr (std::is_same_v<T, act::CollectInventory>) {
+          io_->Push([this] {
+            ev::InventoryCollected e;
+            CollectInventory(&e.inventory);
+            e.hash = InventoryHash(e.inventory);
+            Post(std::move(e));
+          });
+        } else if constexpr (std::is_same_v<T, act::Exit>) {
+          exit_ = true;
         }
-      }
-    }
-    if (!ok) break;
-  }
-  const grpc::Status st = end_session(&reader, graceful);
-  Log(absl::StrCat("stream to ", opt_.controller, " closed: ", StatusText(st)));
-  return true;
+      },
+      std::move(action));
 }
 
-void AgentClient::ReaderLoop(
-    grpc::ClientReaderWriter<AgentMessage, ControllerMessage>* stream) {
-  ControllerMessage m;
-  while (stream->Read(&m)) {
-    switch (m.msg_case()) {
-      case ControllerMessage::kWelcome: {
-        std::lock_guard<std::mutex> lk(mu_);
-        welcome_ = m.welcome();
-        // Set here, before any AssignRun or CancelRun of this stream is read.
-        store_id_ = welcome_.store_id();
-        welcomed_ = true;
-        cv_.notify_all();
-        break;
-      }
-      case ControllerMessage::kReject: {
-        std::lock_guard<std::mutex> lk(mu_);
-        rejected_ = true;
-        reject_reason_ = m.reject().reason();
-        cv_.notify_all();
-        break;
-      }
-      case ControllerMessage::kAssign:
-        HandleAssign(m.assign());
-        break;
-      case ControllerMessage::kCancel:
-        HandleCancel(m.cancel());
-        break;
-      case ControllerMessage::kResolveTargets:
-        HandleResolve(m.resolve_targets());
-        break;
-      default:
-        break;
+void AgentClient::RunThread(std::shared_ptr<RunHandle> h, act::StartRun start) {
+  const std::string& id = start.run_id;
+  std::shared_ptr<SpoolWriter> spool;
+  bool reserved = false;
+  auto emit = [&](AgentMessage m, bool sync) {
+    absl::Status st = spool ? spool->Append(m)
+                            : absl::FailedPreconditionError("the run has no spool");
+    if (spool && sync && st.ok()) {
+      if (absl::Status s = spool->Sync(); !s.ok()) Log(s.ToString());
+    } else if (spool && spool->unsynced() >= opt_.sync_batch) {
+      syncer_->Wake();
     }
-  }
-  std::lock_guard<std::mutex> lk(mu_);
-  stream_dead_ = true;
-  cv_.notify_all();
-}
+    Post(ev::RunMessage{id, std::move(m), st.ok(), st.ok() ? "" : std::string(st.message())});
+  };
 
-void AgentClient::HandleAssign(const iofleet::v1::AssignRun& assign) {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (shutdown_) return;
-  if (assign.run_id().empty()) {
-    Log("AssignRun without run_id ignored");
-    return;
-  }
-  if (runs_.count(assign.run_id()) != 0) {
-    Log(absl::StrCat("run ", assign.run_id(), " assigned again; already known, ignored"));
-    return;
-  }
-  auto entry = std::make_shared<RunEntry>();
-  entry->run_id = assign.run_id();
-  entry->job_id = assign.job_id();
-  entry->store_id = store_id_;
-  // A run needs its spool and room in it for its result before it starts: a
-  // full spool disk must not lose what the run measured without a word.
-  std::string setup_error;
-  auto writer = SpoolWriter::Open(opt_.spool_dir, assign.run_id());
+  // A run needs its spool and room in it for its result before it starts: a full
+  // spool disk must not lose what the run measured without a word.
+  ev::RunEnded end{id, false, "", "", ""};
+  auto writer = SpoolWriter::Open(opt_.spool_dir, id);
   if (writer.ok()) {
-    entry->spool = std::move(*writer);
+    spool = std::shared_ptr<SpoolWriter>(std::move(*writer));
+    syncer_->Add(spool);
     // The run's first record says which store it belongs to, so that no other
     // store's controller can cancel or drop it, even after an agent restart.
     AgentMessage origin;
-    origin.mutable_origin()->set_run_id(entry->run_id);
-    origin.mutable_origin()->set_job_id(entry->job_id);
-    origin.mutable_origin()->set_store_id(entry->store_id);
-    absl::Status reserved = entry->spool->Append(origin);
-    if (reserved.ok()) {
-      reserved = ReserveSpace(opt_.spool_dir, assign.run_id(), opt_.spool_reserve_bytes);
+    origin.mutable_origin()->set_run_id(id);
+    origin.mutable_origin()->set_job_id(start.job_id);
+    origin.mutable_origin()->set_store_id(start.store_id);
+    absl::Status st = spool->Append(origin);
+    if (st.ok()) {
+      Post(ev::RunMessage{id, std::move(origin), true, ""});
+      st = ReserveSpace(opt_.spool_dir, id, opt_.spool_reserve_bytes);
     }
-    entry->reserved = reserved.ok();
-    if (!reserved.ok()) {
-      setup_error = absl::StrCat("cannot keep room for the run's result in --spool-dir: ",
-                                 reserved.message());
+    reserved = st.ok();
+    if (!st.ok()) {
+      end.error =
+          absl::StrCat("cannot keep room for the run's result in --spool-dir: ", st.message());
     }
   } else {
-    setup_error = absl::StrCat("no spool for the run: ", writer.status().message());
+    end.error = absl::StrCat("no spool for the run: ", writer.status().message());
   }
-  runs_[entry->run_id] = entry;
-  Log(absl::StrCat("run ", entry->run_id, " (job ", entry->job_id, ") assigned"));
-  std::vector<std::string> leased(assign.target_keys().begin(), assign.target_keys().end());
-  entry->thread = std::thread([this, entry, text = assign.fio_text(), leased = std::move(leased),
-                               setup_error = std::move(setup_error)]() mutable {
-    if (!setup_error.empty()) {
-      FinishRun(*entry, false, setup_error, "");
-      return;
-    }
-    RunMain(entry, std::move(text), std::move(leased));
-  });
-}
 
-void AgentClient::HandleCancel(const iofleet::v1::CancelRun& cancel) {
-  std::lock_guard<std::mutex> lk(mu_);
-  auto it = runs_.find(cancel.run_id());
-  if (it == runs_.end()) {
-    Log(absl::StrCat("CancelRun for unknown run ", cancel.run_id(), " ignored"));
-    return;
-  }
-  if (!OfCurrentStoreLocked(*it->second)) {
-    Log(absl::StrCat("WARNING: CancelRun for run ", cancel.run_id(), " ignored: the run belongs "
-                     "to store ", it->second->store_id, ", this controller serves store ",
-                     store_id_.empty() ? std::string("(none)") : store_id_));
-    return;
-  }
-  it->second->cancel = true;
-  cv_.notify_all();  // a run waiting for its targets (AcquireKeys) gives up
-  Log(absl::StrCat("run ", cancel.run_id(), " cancel requested"));
-}
-
-void AgentClient::HandleResolve(const iofleet::v1::ResolveTargets& req) {
-  AgentMessage m;
-  AnswerResolveTargets(req, opt_.allow_paths, m.mutable_targets_resolved());
-  const auto& tr = m.targets_resolved();
-  if (!tr.error().empty()) {
-    Log(absl::StrCat("run ", req.run_id(), ": cannot run here: ", tr.error()));
-  } else {
-    std::string line;
-    for (const auto& t : tr.targets()) {
-      absl::StrAppend(&line, line.empty() ? "" : "; ", t.path(), " -> ");
-      for (int i = 0; i < t.keys_size(); ++i) absl::StrAppend(&line, i ? "," : "", t.keys(i));
+  std::optional<jobspec::JobList> list;
+  std::vector<std::string> keys;
+  if (end.error.empty()) {
+    // Text from the network: no include (no reading local files), no ${VAR} from
+    // this agent's environment (the controller already substituted).
+    static const std::map<std::string, std::string> kNoEnv;
+    jobspec::ParseOptions popts;
+    popts.env = &kNoEnv;
+    popts.allow_include = false;
+    auto parsed = jobspec::ParseJobText(start.fio_text, absl::StrCat("run ", id), popts);
+    if (!parsed.ok()) {
+      end.error = absl::StrCat("invalid job: ", parsed.status().message());
+    } else {
+      list = std::move(*parsed);
     }
-    Log(absl::StrCat("run ", req.run_id(), " targets: ", line));
   }
-  std::unique_lock<std::mutex> lk(mu_);
-  // The Welcome before this question may not have been acted on yet.
-  cv_.wait_for(lk, kWelcomeTimeout, [&] { return connected_ || shutdown_; });
-  if (!connected_) return;  // the controller asks again on the next stream
-  queue_.push_back(Outgoing{std::move(m), std::string()});
-  cv_.notify_all();
-}
-
-bool AgentClient::AcquireKeys(RunEntry& entry, std::vector<std::string> keys) {
-  std::unique_lock<std::mutex> lk(mu_);
-  std::string logged;
-  for (;;) {
-    if (shutdown_ || entry.cancel.load()) return false;
-    std::string holder, key;
-    for (const std::string& k : keys) {
-      auto it = held_keys_.find(k);
-      if (it != held_keys_.end() && it->second != entry.run_id) {
-        holder = it->second;
-        key = k;
-        break;
-      }
+  if (end.error.empty()) {
+    // What the targets are now (their identity may have changed since the
+    // controller leased them), checked against --allow-path on the real paths.
+    absl::StatusOr<std::vector<std::string>> resolved = ResolveTargetKeys(*list, opt_.allow_paths);
+    if (!resolved.ok()) {
+      end.error = std::string(resolved.status().message());
+    } else {
+      keys = std::move(*resolved);
     }
-    if (holder.empty()) break;
-    if (logged != holder) {
-      Log(absl::StrCat("run ", entry.run_id, " waits: target ", key, " is in use by run ", holder,
-                       " on this agent"));
-      logged = holder;
-    }
-    cv_.wait_for(lk, std::chrono::seconds(1));
   }
-  for (const std::string& k : keys) held_keys_[k] = entry.run_id;
-  entry.keys = std::move(keys);
-  return true;
-}
-
-void AgentClient::RunMain(std::shared_ptr<RunEntry> entry, std::string fio_text,
-                          std::vector<std::string> leased_keys) {
-  // Text from the network: no include (no reading local files), no ${VAR} from
-  // this agent's environment (the controller already substituted).
-  static const std::map<std::string, std::string> kNoEnv;
-  jobspec::ParseOptions popts;
-  popts.env = &kNoEnv;
-  popts.allow_include = false;
-  auto list = jobspec::ParseJobText(fio_text, absl::StrCat("run ", entry->run_id), popts);
-  if (!list.ok()) {
-    FinishRun(*entry, false, absl::StrCat("invalid job: ", list.status().message()), "");
-    return;
-  }
-  // What the targets are now (their identity may have changed since the
-  // controller leased them), checked against --allow-path on the real paths.
-  absl::StatusOr<std::vector<std::string>> keys = ResolveTargetKeys(*list, opt_.allow_paths);
-  if (!keys.ok()) {
-    FinishRun(*entry, false, std::string(keys.status().message()), "");
-    return;
-  }
-  if (!leased_keys.empty()) {
-    std::sort(leased_keys.begin(), leased_keys.end());
+  if (end.error.empty() && !start.leased_keys.empty()) {
+    std::vector<std::string> leased = start.leased_keys;
+    std::sort(leased.begin(), leased.end());
     std::vector<std::string> unleased;
-    std::set_difference(keys->begin(), keys->end(), leased_keys.begin(), leased_keys.end(),
+    std::set_difference(keys.begin(), keys.end(), leased.begin(), leased.end(),
                         std::back_inserter(unleased));
     if (!unleased.empty()) {
-      std::string list_text;
-      for (const auto& k : unleased) absl::StrAppend(&list_text, list_text.empty() ? "" : ",", k);
-      Log(absl::StrCat("run ", entry->run_id, ": targets changed identity since leased (now also ",
-                       list_text, "); this agent keeps its own runs off them"));
+      Log(absl::StrCat("run ", id, ": targets changed identity since leased (now also ",
+                       absl::StrJoin(unleased, ","), "); this agent keeps its own runs off them"));
     }
   }
-  if (!AcquireKeys(*entry, *keys)) {
-    FinishRun(*entry, false, "cancelled", "");
-    return;
+  if (end.error.empty()) {
+    Post(ev::KeysWanted{id, keys});
+    std::unique_lock<std::mutex> lk(h->mu);
+    h->cv.wait(lk, [&] { return h->keys_granted.has_value(); });
+    if (!*h->keys_granted) end.error = "cancelled";
   }
-  {
+  if (end.error.empty()) {
     AgentMessage m;
-    m.mutable_run_started()->set_run_id(entry->run_id);
-    m.mutable_run_started()->set_unix_ms(NowMs());
-    Emit(*entry, std::move(m));
-  }
-  RunOptions ro;
-  ro.cancel = &entry->cancel;
-  ro.allow_paths = opt_.allow_paths;
-  ro.interval_ms = opt_.interval_ms;
-  ro.on_interval = [this, e = entry.get()](const stats::IntervalRecord& rec) {
-    AgentMessage m;
-    IntervalToProto(rec, e->run_id, m.mutable_interval());
-    Emit(*e, std::move(m));
-  };
-  auto result = RunJobs(*list, ro);
-  if (!result.ok()) {
-    // A cancel that stopped the set-up (file layout, buffers) reports as one.
-    std::string why(result.status().message());
-    if (entry->cancel.load() && !absl::StartsWith(why, "cancelled")) why = "cancelled: " + why;
-    FinishRun(*entry, false, why, "");
-    return;
-  }
-  std::string json = stats::FioJson(result->header, result->reported, /*json_plus=*/true);
-  if (entry->cancel.load()) {
-    FinishRun(*entry, false, "cancelled", std::move(json), result->device_fingerprint);
-  } else if (result->error != 0) {
-    std::string why = absl::StrCat("I/O error: ", strerror(result->error));
-    for (const stats::JobStats& js : result->jobs) {
-      if (js.error != 0 && !js.error_text.empty()) {
-        absl::StrAppend(&why, " (job \"", js.jobname, "\": ", js.error_text, ")");
-        break;
-      }
-    }
-    FinishRun(*entry, false, why, std::move(json), result->device_fingerprint);
-  } else {
-    FinishRun(*entry, true, "", std::move(json), result->device_fingerprint);
-  }
-}
+    m.mutable_run_started()->set_run_id(id);
+    m.mutable_run_started()->set_unix_ms(WallMs());
+    emit(std::move(m), false);
 
-void AgentClient::FinishRun(RunEntry& entry, bool ok, const std::string& error,
-                            std::string result_json, const std::string& device_fingerprint) {
-  AgentMessage m;
-  auto* f = m.mutable_run_finished();
-  f->set_device_fingerprint(device_fingerprint);
-  f->set_run_id(entry.run_id);
-  f->set_ok(ok);
-  f->set_error(error);
-  f->set_result_json(std::move(result_json));
-  f->set_unix_ms(NowMs());
-  std::string unspooled;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    f->set_last_seq_total(entry.records);
-    for (uint64_t n : entry.next_seq) f->add_next_seq(n);
-    for (const auto& r : entry.unspooled) *f->add_unspooled() = r;
-    unspooled = FormatRanges(entry.unspooled);
-    for (const std::string& k : entry.keys) {
-      auto it = held_keys_.find(k);
-      if (it != held_keys_.end() && it->second == entry.run_id) held_keys_.erase(it);
-    }
-    entry.keys.clear();
-    // The room kept for this record is given back just before it is written.
-    if (entry.reserved) {
-      ReleaseReserve(opt_.spool_dir, entry.run_id);
-      entry.reserved = false;
-    }
-  }
-  cv_.notify_all();
-  if (!unspooled.empty()) {
-    Log(absl::StrCat("run ", entry.run_id, ": interval records not spooled: ", unspooled,
-                     " (named in RunFinished)"));
-  }
-  Log(absl::StrCat("run ", entry.run_id, ok ? " succeeded" : " failed: ", error));
-  Emit(entry, std::move(m));
-  std::lock_guard<std::mutex> lk(mu_);
-  if (entry.spool) {
-    if (absl::Status s = entry.spool->Sync(); !s.ok()) Log(s.ToString());
-  }
-}
-
-void AgentClient::Emit(RunEntry& entry, AgentMessage msg) {
-  bool wake_syncer = false;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    absl::Status spooled = absl::FailedPreconditionError("the run has no spool");
-    if (entry.spool) {
-      spooled = entry.spool->Append(msg);
-      wake_syncer = entry.spool->unsynced() >= opt_.sync_batch;
-    }
-    const bool finished = msg.has_run_finished();
-    if (msg.has_interval()) {
-      // Every record produced counts, spooled or not: the controller compares
-      // what it stored with next_seq and names the gaps.
-      const uint32_t j = msg.interval().job_index();
-      const uint64_t seq = msg.interval().seq();
-      ++entry.records;
-      if (j < 65536) {
-        if (entry.next_seq.size() <= j) entry.next_seq.resize(j + 1, 0);
-        entry.next_seq[j] = std::max(entry.next_seq[j], seq + 1);
+    RunOptions ro;
+    ro.cancel = &h->cancel;
+    ro.allow_paths = opt_.allow_paths;
+    ro.interval_ms = opt_.interval_ms;
+    ro.on_interval = [&](const stats::IntervalRecord& rec) {
+      AgentMessage im;
+      IntervalToProto(rec, id, im.mutable_interval());
+      emit(std::move(im), false);
+    };
+    auto result = RunJobs(*list, ro);
+    if (!result.ok()) {
+      // A cancel that stopped the set-up (file layout, buffers) reports as one.
+      end.error = std::string(result.status().message());
+      if (h->cancel.load() && !absl::StartsWith(end.error, "cancelled")) {
+        end.error = "cancelled: " + end.error;
       }
-      if (!spooled.ok()) {
-        AddSeqRange(&entry.unspooled, j, seq);
-        if (!entry.spool_failing) {
-          Log(absl::StrCat("run ", entry.run_id, ": cannot spool interval records from job ", j,
-                           " seq ", seq, " on (", spooled.message(),
-                           "); they reach the controller only while it is connected, and "
-                           "RunFinished names each one"));
+    } else {
+      end.result_json = stats::FioJson(result->header, result->reported, /*json_plus=*/true);
+      end.device_fingerprint = result->device_fingerprint;
+      if (h->cancel.load()) {
+        end.error = "cancelled";
+      } else if (result->error != 0) {
+        end.error = absl::StrCat("I/O error: ", strerror(result->error));
+        for (const stats::JobStats& js : result->jobs) {
+          if (js.error != 0 && !js.error_text.empty()) {
+            absl::StrAppend(&end.error, " (job \"", js.jobname, "\": ", js.error_text, ")");
+            break;
+          }
         }
-        entry.spool_failing = true;
-      } else if (entry.spool_failing) {
-        Log(absl::StrCat("run ", entry.run_id, ": spooling interval records again from job ", j,
-                         " seq ", seq));
-        entry.spool_failing = false;
-      }
-    } else if (!spooled.ok() && entry.spool) {
-      Log(absl::StrCat("run ", entry.run_id, ": cannot spool its ",
-                       finished ? "RunFinished (kept in memory until delivered)" : "RunStarted",
-                       ": ", spooled.message()));
-    }
-    if (finished) {
-      entry.finished = true;
-      if (!spooled.ok()) entry.unspooled_finish = std::make_unique<AgentMessage>(msg);
-    }
-    // A run of another store is spooled only: its controller gets it on replay.
-    if (connected_ && OfCurrentStoreLocked(entry)) {
-      queue_.push_back(Outgoing{std::move(msg), finished ? entry.run_id : std::string()});
-      cv_.notify_all();
-    }
-  }
-  if (wake_syncer) sync_cv_.notify_all();
-}
-
-void AgentClient::ReplayLocked(const iofleet::v1::Welcome& welcome, uint64_t conn_id) {
-  queue_.clear();
-  std::vector<std::string> drop;
-  std::map<std::string, std::vector<std::string>> foreign;  // store -> runs
-  for (auto& [id, e] : runs_) {
-    if (!OfCurrentStoreLocked(*e)) {
-      // Not this controller's run: never replayed to it, never dropped on its
-      // word. The spool keeps it for a controller of its own store.
-      foreign[e->store_id].push_back(absl::StrCat(id, e->finished ? "" : " (running)"));
-      continue;
-    }
-    const auto it = welcome.next_seq().find(id);
-    if (it == welcome.next_seq().end() && e->finished && e->finish_sent) {
-      drop.push_back(id);  // reported, and the controller no longer asks for it
-      continue;
-    }
-    bool finish_queued = false;
-    if (e->spool) {
-      const uint64_t from = it == welcome.next_seq().end() ? 0 : it->second;
-      auto msgs = ReadSpoolFile(e->spool->path());
-      if (!msgs.ok()) {
-        Log(absl::StrCat("run ", id, ": cannot replay: ", msgs.status().ToString()));
       } else {
-        for (AgentMessage& m : *msgs) {
-          if (m.has_origin()) continue;  // spool-only
-          if (m.has_interval() && m.interval().seq() < from) continue;
-          const bool finished = m.has_run_finished();
-          finish_queued = finish_queued || finished;
-          queue_.push_back(Outgoing{std::move(m), finished ? id : std::string()});
-        }
+        end.ok = true;
       }
     }
-    if (!finish_queued && e->unspooled_finish) {
-      queue_.push_back(Outgoing{*e->unspooled_finish, id});  // the spool could not take it
-    }
   }
-  for (const std::string& id : drop) RemoveSpoolLocked(id);
-  for (const auto& [store, ids] : foreign) {
-    Log(absl::StrCat(
-        "WARNING: the controller at ", opt_.controller, " serves store ",
-        welcome.store_id().empty() ? std::string("(none: an older controller)") : welcome.store_id(),
-        ", but ", ids.size(), " run(s) of this agent belong to store ", store, ": ",
-        absl::StrJoin(ids, ", "), ". They are not sent to this controller and not dropped: running "
-        "ones run to completion, and their data stays in ", opt_.spool_dir,
-        " until a controller of store ", store, " connects (docs/state-safety.md)"));
+
+  // The core composes RunFinished (it counted the records); this thread writes it.
+  Post(std::move(end));
+  AgentMessage fin;
+  {
+    std::unique_lock<std::mutex> lk(h->mu);
+    h->cv.wait(lk, [&] { return h->finish.has_value(); });
+    fin = std::move(*h->finish);
   }
-}
-
-bool AgentClient::OfCurrentStoreLocked(const RunEntry& e) const {
-  return e.store_id.empty() || e.store_id == store_id_;
-}
-
-void AgentClient::CollectGarbageLocked(uint64_t conn_id) {
-  const uint64_t now = MonoMs();
-  std::vector<std::string> drop;
-  for (auto& [id, e] : runs_) {
-    if (e->finished && e->finish_sent && e->finish_sent_conn == conn_id &&
-        now - e->finish_sent_mono_ms > kSpoolKeepMs) {
-      drop.push_back(id);
-    }
-  }
-  for (const std::string& id : drop) RemoveSpoolLocked(id);
-}
-
-void AgentClient::RemoveSpoolLocked(const std::string& run_id) {
-  auto it = runs_.find(run_id);
-  if (it == runs_.end()) return;
-  std::error_code ec;
-  std::filesystem::remove(opt_.spool_dir + "/" + SpoolFileName(run_id), ec);
-  std::filesystem::remove(opt_.spool_dir + "/" + SentMarkerName(run_id), ec);
-  ReleaseReserve(opt_.spool_dir, run_id);
-  graveyard_.push_back(it->second);
-  runs_.erase(it);
-}
-
-std::vector<std::string> AgentClient::RunningRunsLocked() const {
-  std::vector<std::string> out;
-  for (const auto& [id, e] : runs_) {
-    if (!e->finished) out.push_back(id);
-  }
-  return out;
-}
-
-void AgentClient::SyncerLoop() {
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lk(sync_mu_);
-      sync_cv_.wait_for(lk, std::chrono::milliseconds(opt_.sync_interval_ms),
-                        [&] { return sync_stop_; });
-      if (sync_stop_) return;
-    }
-    std::vector<std::shared_ptr<RunEntry>> dirty;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      for (auto& [id, e] : runs_) {
-        if (e->spool && e->spool->unsynced() > 0) dirty.push_back(e);
-      }
-      // fdatasync under mu_ would stall the runners' interval callbacks; sync each
-      // file through its own descriptor outside the lock instead.
-      for (auto& e : dirty) e->spool->BeginSync();
-    }
-    for (auto& e : dirty) {
-      if (absl::Status s = e->spool->SyncFd(); !s.ok()) Log(s.ToString());
-    }
-  }
+  // The room kept for this record is given back just before it is written.
+  if (reserved) ReleaseReserve(opt_.spool_dir, id);
+  emit(std::move(fin), /*sync=*/true);
+  if (spool) syncer_->Remove(spool.get());
+  Post(ev::RunExited{id});
 }
 
 }  // namespace iofleet::agent

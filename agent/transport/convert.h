@@ -33,4 +33,9 @@ void AnswerResolveTargets(const iofleet::v1::ResolveTargets& req,
 // engines this kernel supports, agent version).
 void CollectInventory(iofleet::v1::Inventory* out);
 
+// Hello.inventory_hash of `inv`: "sha256:" and the lower-case hex SHA-256 of its
+// deterministic protobuf serialization. Equal inventories hash equal across
+// processes and hosts; any change (a device added, a firmware update) changes it.
+std::string InventoryHash(const iofleet::v1::Inventory& inv);
+
 }  // namespace iofleet::agent

@@ -3,7 +3,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "agent/affinity/inventory.h"
 #include "agent/engines/engine.h"
 #include "agent/transport/convert.h"
@@ -72,6 +76,28 @@ void CollectInventory(iofleet::v1::Inventory* out) {
     if (e.available) out->add_engines(e.name);
   }
   out->set_agent_version(IOFLEET_AGENT_VERSION);
+}
+
+std::string InventoryHash(const iofleet::v1::Inventory& inv) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream zero_copy(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&zero_copy);
+    coded.SetSerializationDeterministic(true);
+    inv.SerializeToCodedStream(&coded);
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
+    return "";  // never seen; an empty hash makes every Hello carry the inventory
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "sha256:";
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 15]);
+  }
+  return out;
 }
 
 }  // namespace iofleet::agent

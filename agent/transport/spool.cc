@@ -147,7 +147,7 @@ absl::StatusOr<std::unique_ptr<SpoolWriter>> SpoolWriter::Open(const std::string
 
 SpoolWriter::~SpoolWriter() {
   if (fd_ >= 0) {
-    if (unsynced_ > 0) fdatasync(fd_);
+    if (unsynced_.load() > 0) fdatasync(fd_);
     close(fd_);
   }
 }
@@ -178,9 +178,12 @@ absl::Status SpoolWriter::Append(const iofleet::v1::AgentMessage& msg) {
 }
 
 absl::Status SpoolWriter::Sync() {
-  if (unsynced_ == 0) return absl::OkStatus();
-  if (fdatasync(fd_) != 0) return IoError("fdatasync spool", path_, errno);
-  unsynced_ = 0;
+  const uint32_t claimed = unsynced_.exchange(0);
+  if (claimed == 0) return absl::OkStatus();
+  if (fdatasync(fd_) != 0) {
+    unsynced_ += claimed;  // still not durable: the next Sync() tries again
+    return IoError("fdatasync spool", path_, errno);
+  }
   return absl::OkStatus();
 }
 

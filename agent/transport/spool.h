@@ -10,9 +10,12 @@
 // File layout: records of [u32 little-endian length][u32 FNV-1a of payload][payload].
 // A torn tail (crash mid-write) is detected and ignored by the reader.
 //
-// Thread-safety: a SpoolWriter is not thread-safe; callers serialise access.
+// Thread-safety: Append() and Sync() from one thread at a time (the run's own);
+// unsynced(), ClaimUnsynced() and SyncFd() from any thread, concurrently with
+// them (the agent's syncer makes spools durable off the run's thread).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,13 +55,13 @@ class SpoolWriter {
   absl::Status Append(const iofleet::v1::AgentMessage& msg);
   // fdatasync when records were appended since the last Sync(). Cheap otherwise.
   absl::Status Sync();
-  // Split Sync() for callers that serialise Append() under a lock but do not want
-  // to hold it across fdatasync: BeginSync() (under the lock) claims the records
-  // appended so far; SyncFd() (without the lock) makes them durable.
-  void BeginSync() { unsynced_ = 0; }
+  // Sync() split for another thread: ClaimUnsynced() takes the count of records
+  // appended since the last sync (0: nothing to do); SyncFd() then makes them (and
+  // any appended meanwhile) durable.
+  uint32_t ClaimUnsynced() { return unsynced_.exchange(0); }
   absl::Status SyncFd() const;
-  // Records appended since the last Sync().
-  uint32_t unsynced() const { return unsynced_; }
+  // Records appended since the last Sync() or ClaimUnsynced().
+  uint32_t unsynced() const { return unsynced_.load(); }
   const std::string& path() const { return path_; }
 
  private:
@@ -67,7 +70,7 @@ class SpoolWriter {
   int fd_;
   std::string path_;
   uint64_t size_;  // bytes of whole records in the file
-  uint32_t unsynced_ = 0;
+  std::atomic<uint32_t> unsynced_{0};
 };
 
 // Reads every complete record of a spool file, in append order. A torn or corrupt

@@ -24,18 +24,21 @@ struct Obs {
   double value;
   const std::string* host;
   const std::string* run_id;
+  int64_t pair;
+  std::optional<double> within_run_cv;
 };
 
-struct ValidRun {
+struct UsableRun {
   const Run* run;
   std::string id;
   bool is_b;
 };
 
 struct CellRuns {
-  std::vector<ValidRun> valid;
+  std::vector<UsableRun> usable;
+  // Unusable runs per arm (0 = A, 1 = B): first excluded kind -> count.
+  std::array<std::map<std::string, int>, 2> unusable;
 };
-
 double MedianInPlace(std::vector<double>& v) {
   if (v.empty()) return kNaN;
   const size_t h = v.size() / 2;
@@ -141,6 +144,19 @@ double Cv(const std::vector<double>& v) {
   return (std::isfinite(sd) && m > 0) ? sd / m : kNaN;
 }
 
+// Per-run within-host residuals on the log scale: log x minus the median log of
+// the arm's runs on the same host (host speed differences are not outliers).
+std::vector<double> HostResiduals(const std::vector<Obs>& obs) {
+  std::map<std::string, std::vector<double>> logs;
+  for (const Obs& o : obs) logs[*o.host].push_back(std::log(o.value));
+  std::map<std::string, double> med;
+  for (auto& [h, v] : logs) med[h] = Median(v);
+  std::vector<double> r;
+  r.reserve(obs.size());
+  for (const Obs& o : obs) r.push_back(std::log(o.value) - med[*o.host]);
+  return r;
+}
+
 ArmSummary Summarise(const std::vector<Obs>& obs, const CompareOptions& opt) {
   ArmSummary s;
   const std::vector<double> v = Values(obs);
@@ -149,11 +165,18 @@ ArmSummary Summarise(const std::vector<Obs>& obs, const CompareOptions& opt) {
   s.median = Median(v);
   s.median_ci = {kNaN, kNaN};
   s.cv = Cv(v);
-  const double mad = Mad(v);
+  std::vector<double> wcv;
+  for (const Obs& o : obs) {
+    if (o.within_run_cv && std::isfinite(*o.within_run_cv)) wcv.push_back(*o.within_run_cv);
+  }
+  s.within_run_cv = Median(wcv);
+  const std::vector<double> r = HostResiduals(obs);
+  const double center = Median(r);
+  const double mad = Mad(r);
   if (mad > 0) {
     const double limit = opt.outlier_mad_factor * kMadScale * mad;
-    for (const Obs& o : obs) {
-      if (std::fabs(o.value - s.median) > limit) s.outliers.push_back({*o.run_id, o.value});
+    for (size_t i = 0; i < obs.size(); ++i) {
+      if (std::fabs(r[i] - center) > limit) s.outliers.push_back({*obs[i].run_id, obs[i].value});
     }
   }
   return s;
@@ -221,7 +244,192 @@ std::vector<std::string> FindConfounders(
   return out;
 }
 
-// Fills the arm summaries' CIs, Δ, its CI, p-value and test for one cell x metric.
+// An effect on the log scale and how it was estimated (Row's design fields).
+struct Effect {
+  std::string design = "none";
+  std::string method = "none";
+  double est = kNaN;  // log(B/A)
+  double se = kNaN;
+  double df = kNaN;
+  int n_eff = 0;  // pairs, or the smaller arm's runs: what min_runs_per_arm applies to
+  int pairs = 0;
+  int hosts_used = 0;
+  int runs_unused = 0;
+  std::vector<HostDelta> per_host;
+  double het_p = kNaN;
+  double residual_sd = kNaN;     // sd of a pair's d (paired) or of a run (stratified)
+  bool host_confounded = false;  // one host per arm, different hosts
+};
+
+std::map<std::string, std::vector<double>> LogsByHost(const std::vector<Obs>& obs) {
+  std::map<std::string, std::vector<double>> out;
+  for (const Obs& o : obs) out[*o.host].push_back(std::log(o.value));
+  return out;
+}
+
+double SumSq(const std::vector<double>& v, double m) {
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return s;
+}
+
+// The paired design: one d = log(B/A) per ABBA pair (same host, same pair key,
+// exactly one usable run of each arm); hosts are strata.
+Effect PairedEffect(const std::vector<Obs>& obs_a, const std::vector<Obs>& obs_b) {
+  Effect e;
+  e.design = "paired";
+  e.method = "t-paired";
+  std::map<std::string, std::map<int64_t, std::array<std::vector<double>, 2>>> slots;
+  for (const Obs& o : obs_a) {
+    if (o.pair >= 0) slots[*o.host][o.pair][0].push_back(std::log(o.value));
+  }
+  for (const Obs& o : obs_b) {
+    if (o.pair >= 0) slots[*o.host][o.pair][1].push_back(std::log(o.value));
+  }
+  std::map<std::string, std::vector<double>> d;
+  std::vector<double> all;
+  for (const auto& [host, pairs] : slots) {
+    for (const auto& [key, arms] : pairs) {
+      if (arms[0].size() != 1 || arms[1].size() != 1) continue;
+      d[host].push_back(arms[1][0] - arms[0][0]);
+      all.push_back(arms[1][0] - arms[0][0]);
+    }
+  }
+  const int n = static_cast<int>(all.size());
+  const int hosts = static_cast<int>(d.size());
+  e.pairs = e.n_eff = n;
+  e.hosts_used = hosts;
+  e.runs_unused = static_cast<int>(obs_a.size() + obs_b.size()) - 2 * n;
+  if (n < 2) return e;
+  e.est = Mean(all);
+  double ssw = 0, ssb = 0;
+  for (const auto& [host, v] : d) {
+    const double m = Mean(v);
+    ssw += SumSq(v, m);
+    ssb += static_cast<double>(v.size()) * (m - e.est) * (m - e.est);
+    e.per_host.push_back({host, static_cast<int>(v.size()), PctFromLog(m)});
+  }
+  const int dfw = n - hosts;
+  double s2;
+  if (dfw >= 2) {
+    // Hosts as fixed strata: the error is the pairs' scatter within their host.
+    s2 = ssw / dfw;
+    e.df = dfw;
+  } else {
+    // One pair per host (or nearly): the scatter over all pairs, host-to-host
+    // differences in the effect included.
+    s2 = SumSq(all, e.est) / (n - 1);
+    e.df = n - 1;
+  }
+  e.se = std::sqrt(s2 / n);
+  e.residual_sd = std::sqrt(s2);
+  if (hosts >= 2 && dfw >= 2 && ssw > 0) {
+    e.het_p = FUpperP((ssb / (hosts - 1)) / (ssw / dfw), hosts - 1, dfw);
+  }
+  return e;
+}
+
+// The stratified design: per host that ran both arms, mean log B - mean log A;
+// combined with weights nA*nB/(nA+nB); variance pooled within (host, arm).
+Effect StratifiedEffect(const std::vector<Obs>& obs_a, const std::vector<Obs>& obs_b) {
+  Effect e;
+  e.design = "stratified";
+  e.method = "t-stratified";
+  const auto la = LogsByHost(obs_a), lb = LogsByHost(obs_b);
+  double sw = 0, swd = 0, ss = 0;
+  int n_tot = 0, na = 0, nb = 0;
+  struct HostDiff {
+    double diff, w;
+  };
+  std::vector<HostDiff> diffs;
+  for (const auto& [host, xa] : la) {
+    auto it = lb.find(host);
+    if (it == lb.end()) {
+      e.runs_unused += static_cast<int>(xa.size());
+      continue;
+    }
+    const std::vector<double>& xb = it->second;
+    const double ma = Mean(xa), mb = Mean(xb);
+    const double w =
+        static_cast<double>(xa.size() * xb.size()) / static_cast<double>(xa.size() + xb.size());
+    diffs.push_back({mb - ma, w});
+    sw += w;
+    swd += w * (mb - ma);
+    ss += SumSq(xa, ma) + SumSq(xb, mb);
+    n_tot += static_cast<int>(xa.size() + xb.size());
+    na += static_cast<int>(xa.size());
+    nb += static_cast<int>(xb.size());
+    e.per_host.push_back({host, static_cast<int>(xa.size() + xb.size()), PctFromLog(mb - ma)});
+  }
+  for (const auto& [host, xb] : lb) {
+    if (!la.count(host)) e.runs_unused += static_cast<int>(xb.size());
+  }
+  const int hosts = static_cast<int>(diffs.size());
+  e.hosts_used = hosts;
+  e.n_eff = std::min(na, nb);
+  if (hosts == 0) return e;
+  e.est = swd / sw;
+  const int df = n_tot - 2 * hosts;
+  if (df < 1) return e;
+  const double s2 = ss / df;
+  e.df = df;
+  e.se = std::sqrt(s2 / sw);
+  e.residual_sd = std::sqrt(s2);
+  if (hosts >= 2 && s2 > 0) {
+    double q = 0;
+    for (const HostDiff& h : diffs) q += h.w * (h.diff - e.est) * (h.diff - e.est);
+    e.het_p = FUpperP(q / (hosts - 1) / s2, hosts - 1, df);
+  }
+  return e;
+}
+
+// Welch's t for mean(y) - mean(x) into `e`.
+void Welch(const std::vector<double>& x, const std::vector<double>& y, Effect& e) {
+  const WelchStatistic w = WelchT(x, y);
+  e.est = w.estimate;
+  e.se = w.se;
+  e.df = w.df;
+}
+
+// No host ran both arms.
+Effect AcrossHostsEffect(const std::vector<Obs>& obs_a, const std::vector<Obs>& obs_b) {
+  Effect e;
+  e.design = "across-hosts";
+  const auto la = LogsByHost(obs_a), lb = LogsByHost(obs_b);
+  e.n_eff = static_cast<int>(std::min(obs_a.size(), obs_b.size()));
+  e.hosts_used = static_cast<int>(la.size() + lb.size());
+  if (la.size() >= 2 && lb.size() >= 2) {
+    // Hosts are the units: a host's own speed is noise between hosts, not effect.
+    e.method = "welch-hosts";
+    std::vector<double> ma, mb;
+    for (const auto& [h, v] : la) ma.push_back(Mean(v));
+    for (const auto& [h, v] : lb) mb.push_back(Mean(v));
+    Welch(ma, mb, e);
+  } else {
+    e.method = "welch-runs";
+    e.host_confounded = true;
+    Welch(Logs(Values(obs_a)), Logs(Values(obs_b)), e);
+  }
+  return e;
+}
+
+// Picks the design (docs/ab-method.md, "Design"): paired when enough ABBA pairs
+// survive; else stratified by host when some host ran both arms; else across hosts.
+Effect EstimateEffect(const std::vector<Obs>& obs_a, const std::vector<Obs>& obs_b,
+                      const CompareOptions& opt) {
+  Effect paired = PairedEffect(obs_a, obs_b);
+  if (paired.pairs >= opt.min_runs_per_arm) return paired;
+  Effect strat = StratifiedEffect(obs_a, obs_b);
+  if (strat.hosts_used > 0) {
+    if ((strat.n_eff >= opt.min_runs_per_arm && std::isfinite(strat.se)) || paired.pairs < 2) {
+      return strat;
+    }
+    return paired;
+  }
+  return AcrossHostsEffect(obs_a, obs_b);
+}
+
+// Fills the arm summaries' CIs, Δ, its CI, p-value and design for one cell x metric.
 void Analyse(const std::vector<Obs>& obs_a, const std::vector<Obs>& obs_b,
              const CompareOptions& opt, uint64_t row_seed, Row& row) {
   const double alpha = opt.alpha;
@@ -229,124 +437,70 @@ void Analyse(const std::vector<Obs>& obs_a, const std::vector<Obs>& obs_b,
   row.delta_pct = kNaN;
   row.delta_ci = {kNaN, kNaN};
   row.p = kNaN;
+  row.df = kNaN;
+  row.residual_sd = kNaN;
+  row.heterogeneity_p = kNaN;
   row.ci_method = "none";
   row.test = "none";
+  row.design = "none";
   if (obs_a.empty() || obs_b.empty()) return;
 
-  const std::vector<double> va = Values(obs_a), vb = Values(obs_b);
-  const std::map<std::string, std::vector<double>> ha = ByHost(obs_a), hb = ByHost(obs_b);
-  const auto ca = Clusters(obs_a), cb = Clusters(obs_b);
-  std::set<std::string> all_hosts;
-  for (const auto& [h, v] : ha) all_hosts.insert(h);
-  for (const auto& [h, v] : hb) all_hosts.insert(h);
-  bool same_hosts = ha.size() == hb.size();
-  for (const auto& [h, v] : ha) same_hosts = same_hosts && hb.count(h);
-  row.paired = all_hosts.size() >= 2 && same_hosts;
+  const Effect e = EstimateEffect(obs_a, obs_b, opt);
+  row.design = e.design;
+  row.paired = e.design == "paired";
+  row.pairs = e.pairs;
+  row.hosts_used = e.hosts_used;
+  row.runs_unused = e.runs_unused;
+  row.n_effective = e.n_eff;
+  row.residual_sd = e.residual_sd;
+  row.df = e.df;
+  row.per_host = e.per_host;
+  row.heterogeneity_p = e.het_p;
+  row.ci_method = row.test = e.method;
+  if (std::isfinite(e.est)) row.delta_pct = PctFromLog(e.est);
+  if (std::isfinite(e.est) && e.se >= 0 && e.df > 0) {
+    if (e.se == 0) {
+      row.p = e.est == 0 ? 1 : 0;
+      row.delta_ci = {row.delta_pct, row.delta_pct};
+    } else {
+      row.p = StudentTTwoSidedP(e.est / e.se, e.df);
+      const double t = std::isinf(e.df) ? NormalQuantile(0.5 + level / 2)
+                                        : StudentTQuantile(0.5 + level / 2, e.df);
+      row.delta_ci = {PctFromLog(e.est - t * e.se), PctFromLog(e.est + t * e.se)};
+    }
+  }
+  if (e.host_confounded) {
+    std::set<std::string> ha, hb;
+    for (const Obs& o : obs_a) ha.insert(*o.host);
+    for (const Obs& o : obs_b) hb.insert(*o.host);
+    row.confounded = true;
+    row.confounders.push_back(absl::StrCat(
+        "host: ", opt.arm_a, "=", FormatSet(ha), " ", opt.arm_b, "=", FormatSet(hb),
+        " (no host ran both arms and an arm has one host: that host's own speed cannot be "
+        "told from the arm's)"));
+  }
 
+  // Arm median CIs (informational): cluster bootstrap by host, or order statistics.
   Rng rng(row_seed);
-  const int resamples = opt.bootstrap_resamples;
-  const int min_n = std::min(row.a.n, row.b.n);
-  bool arm_cis_done = false;
-  std::vector<double> buf_a, buf_b;
-
-  if (!row.paired) {
-    row.delta_pct = (row.b.median / row.a.median - 1) * 100;
-    const RankTestResult t = MannWhitneyU(va, vb);
-    row.p = t.p_value;
-    row.test = t.exact ? "mann-whitney-exact" : "mann-whitney-normal";
-    if (min_n >= opt.bootstrap_min_n) {
-      std::vector<double> ma, mb, lr;
-      ma.reserve(resamples);
-      mb.reserve(resamples);
-      lr.reserve(resamples);
-      for (int i = 0; i < resamples; ++i) {
-        ResampleArm(va, ca, rng, buf_a);
-        ResampleArm(vb, cb, rng, buf_b);
-        const double a = MedianInPlace(buf_a), b = MedianInPlace(buf_b);
-        ma.push_back(a);
-        mb.push_back(b);
-        lr.push_back(std::log(b / a));
+  const std::vector<double> va = Values(obs_a), vb = Values(obs_b);
+  const auto ca = Clusters(obs_a), cb = Clusters(obs_b);
+  std::vector<double> buf;
+  auto arm_ci = [&](const std::vector<double>& v, const std::vector<std::vector<double>>& c,
+                    ArmSummary& s) {
+    if (s.n >= opt.bootstrap_min_n) {
+      std::vector<double> m;
+      m.reserve(opt.bootstrap_resamples);
+      for (int i = 0; i < opt.bootstrap_resamples; ++i) {
+        ResampleArm(v, c, rng, buf);
+        m.push_back(MedianInPlace(buf));
       }
-      const Interval l = PercentileInterval(lr, alpha);
-      row.delta_ci = {PctFromLog(l.lo), PctFromLog(l.hi)};
-      row.a.median_ci = PercentileInterval(ma, alpha);
-      row.b.median_ci = PercentileInterval(mb, alpha);
-      row.ci_method = "bootstrap";
-      arm_cis_done = true;
+      s.median_ci = PercentileInterval(m, alpha);
     } else {
-      const Interval l = WelchInterval(Logs(va), Logs(vb), level);
-      row.delta_ci = {PctFromLog(l.lo), PctFromLog(l.hi)};
-      row.ci_method = "welch-log";
+      s.median_ci = MedianOrderStatisticInterval(v, level);
     }
-  } else {
-    // Several hosts, each ran both arms: the observation is the (host, arm) median;
-    // analyse per-host log-ratios.
-    std::vector<double> d;
-    std::vector<const std::vector<double>*> runs_a, runs_b;
-    for (const auto& [h, a_runs] : ha) {
-      const auto& b_runs = hb.at(h);
-      d.push_back(std::log(Median(b_runs) / Median(a_runs)));
-      runs_a.push_back(&a_runs);
-      runs_b.push_back(&b_runs);
-    }
-    row.pairs = static_cast<int>(d.size());
-    row.delta_pct = PctFromLog(Median(d));
-    const RankTestResult t = WilcoxonSignedRank(d);
-    row.p = t.p_value;
-    row.test =
-        t.n == 0 ? "wilcoxon-no-nonzero-pairs" : (t.exact ? "wilcoxon-exact" : "wilcoxon-normal");
-    if (t.n == 0) row.p = 1;  // every host saw exactly the same median: no evidence
-    if (row.pairs >= opt.bootstrap_min_n) {
-      std::vector<double> ma, mb, lr, dbuf;
-      ma.reserve(resamples);
-      mb.reserve(resamples);
-      lr.reserve(resamples);
-      const size_t k = d.size();
-      for (int i = 0; i < resamples; ++i) {
-        dbuf.clear();
-        buf_a.clear();
-        buf_b.clear();
-        for (size_t j = 0; j < k; ++j) {
-          const size_t pick = rng.Below(k);
-          dbuf.push_back(d[pick]);
-          buf_a.insert(buf_a.end(), runs_a[pick]->begin(), runs_a[pick]->end());
-          buf_b.insert(buf_b.end(), runs_b[pick]->begin(), runs_b[pick]->end());
-        }
-        lr.push_back(MedianInPlace(dbuf));
-        ma.push_back(MedianInPlace(buf_a));
-        mb.push_back(MedianInPlace(buf_b));
-      }
-      const Interval l = PercentileInterval(lr, alpha);
-      row.delta_ci = {PctFromLog(l.lo), PctFromLog(l.hi)};
-      row.a.median_ci = PercentileInterval(ma, alpha);
-      row.b.median_ci = PercentileInterval(mb, alpha);
-      row.ci_method = "bootstrap-paired";
-      arm_cis_done = true;
-    } else {
-      const Interval l = TInterval(d, level);
-      row.delta_ci = {PctFromLog(l.lo), PctFromLog(l.hi)};
-      row.ci_method = "t-log-ratio";
-    }
-  }
-
-  if (!arm_cis_done) {
-    auto arm_ci = [&](const std::vector<double>& v, const std::vector<std::vector<double>>& c,
-                      ArmSummary& s, std::vector<double>& buf) {
-      if (s.n >= opt.bootstrap_min_n) {
-        std::vector<double> m;
-        m.reserve(resamples);
-        for (int i = 0; i < resamples; ++i) {
-          ResampleArm(v, c, rng, buf);
-          m.push_back(MedianInPlace(buf));
-        }
-        s.median_ci = PercentileInterval(m, alpha);
-      } else {
-        s.median_ci = MedianOrderStatisticInterval(v, level);
-      }
-    };
-    arm_ci(va, ca, row.a, buf_a);
-    arm_ci(vb, cb, row.b, buf_b);
-  }
+  };
+  arm_ci(va, ca, row.a);
+  arm_ci(vb, cb, row.b);
 }
 
 // Statistical verdict of a row with enough runs, given its q.
@@ -403,7 +557,9 @@ absl::Status Validate(const CompareOptions& o) {
   if (!(o.min_runtime_fraction >= 0 && o.min_runtime_fraction <= 1)) {
     return bad("min_runtime_fraction", "must be in [0, 1]");
   }
-  if (!(o.max_within_run_cv > 0)) return bad("max_within_run_cv", "must be > 0");
+  if (!(o.max_within_run_cv >= 0)) {
+    return bad("max_within_run_cv", "must be >= 0 (0 = no gate)");
+  }
   if (!(o.outlier_mad_factor > 0)) return bad("outlier_mad_factor", "must be > 0");
   if (!(o.noisy_outlier_fraction >= 0 && o.noisy_outlier_fraction <= 1)) {
     return bad("noisy_outlier_fraction", "must be in [0, 1]");
@@ -538,20 +694,173 @@ std::optional<double> RunMetrics::Get(Metric m) const {
   return v;
 }
 
-std::vector<std::string> GateReasons(const RunMetrics& m, const CompareOptions& o) {
-  std::vector<std::string> r;
-  if (m.error != 0) r.push_back(absl::StrCat("error=", m.error));
-  if (m.io_errors > 0) r.push_back(absl::StrCat("io_errors=", m.io_errors));
+std::string_view UnusableKindLabel(std::string_view kind) {
+  static const std::map<std::string_view, std::string_view> kLabels = {
+      {"pending", "still queued or running"},
+      {"failed", "failed"},
+      {"lost", "lost (the agent went away mid-run)"},
+      {"cancelled", "cancelled"},
+      {"no_result", "no result stored"},
+      {"bad_result", "stored result unreadable"},
+      {"unaudited", "unaudited (no arm audit on record)"},
+      {"audit_failed", "arm audit failed (the run's options differ from its arm's)"},
+      {"samples_incomplete", "interval records incomplete"},
+      {"error", "fio error"},
+      {"io_errors", "I/O errors"},
+      {"short_runtime", "ran shorter than asked"},
+      {"within_run_cv", "within-run CV over the gate"},
+  };
+  auto it = kLabels.find(kind);
+  return it == kLabels.end() ? kind : it->second;
+}
+
+std::string_view UnusableKindAdvice(std::string_view kind) {
+  static const std::map<std::string_view, std::string_view> kAdvice = {
+      {"pending", "wait for the job to finish"},
+      {"failed", "see each run's error (iofleet runs --job JOB)"},
+      {"lost", "keep the agents up for the whole job; `retries` re-places lost runs"},
+      {"cancelled", "rerun the job"},
+      {"no_result", "rerun the job"},
+      {"bad_result", "rerun the job, and report the agent version"},
+      {"unaudited",
+       "rerun the job on a controller that audits arms, or compare with unaudited=allow "
+       "(CLI --allow-unaudited) to admit them"},
+      {"audit_failed", "the detail names the option that differs; fix the job or the agent"},
+      {"samples_incomplete", "records were lost between agent and controller; rerun the job"},
+      {"error", "see the run's result (iofleet result RUN)"},
+      {"io_errors", "check the device and the kernel log"},
+      {"short_runtime", "the run stopped early: check size/io_size and the agent's log"},
+      {"within_run_cv", "use a longer runtime or ramp_time, or a quieter host"},
+  };
+  auto it = kAdvice.find(kind);
+  return it == kAdvice.end() ? std::string_view("rerun the job") : it->second;
+}
+
+std::vector<UnusableReason> GateReasons(const RunMetrics& m, const CompareOptions& o) {
+  std::vector<UnusableReason> r;
+  if (m.error != 0) r.push_back({"error", absl::StrCat("error=", m.error)});
+  if (m.io_errors > 0) r.push_back({"io_errors", absl::StrCat("io_errors=", m.io_errors)});
   if (m.asked_runtime_s > 0 && !(m.runtime_s >= o.min_runtime_fraction * m.asked_runtime_s)) {
-    r.push_back(absl::StrFormat("runtime %.3g s < %.0f%% of asked %.3g s", m.runtime_s,
-                                o.min_runtime_fraction * 100, m.asked_runtime_s));
+    r.push_back(
+        {"short_runtime", absl::StrFormat("runtime %.3g s < %.0f%% of asked %.3g s", m.runtime_s,
+                                          o.min_runtime_fraction * 100, m.asked_runtime_s)});
   }
-  if (m.within_run_cv.has_value() && !(*m.within_run_cv <= o.max_within_run_cv)) {
-    r.push_back(absl::StrFormat("within-run CV %.1f%% > %.0f%%", *m.within_run_cv * 100,
-                                o.max_within_run_cv * 100));
+  if (o.max_within_run_cv > 0 && m.within_run_cv.has_value() &&
+      !(*m.within_run_cv <= o.max_within_run_cv)) {
+    r.push_back(
+        {"within_run_cv", absl::StrFormat("within-run CV %.1f%% > %.0f%%", *m.within_run_cv * 100,
+                                          o.max_within_run_cv * 100)});
   }
   return r;
 }
+
+std::vector<UnusableReason> UnusableReasons(const Run& run, const CompareOptions& options) {
+  std::vector<UnusableReason> r = run.unusable;
+  if (run.has_metrics) {
+    std::vector<UnusableReason> g = GateReasons(run.metrics, options);
+    r.insert(r.end(), g.begin(), g.end());
+  }
+  return r;
+}
+
+namespace {
+
+bool Admitted(const CompareOptions& o, const std::string& kind) {
+  return std::find(o.admitted_kinds.begin(), o.admitted_kinds.end(), kind) !=
+         o.admitted_kinds.end();
+}
+
+std::string KindLabel(const std::string& kind, const CompareOptions& o) {
+  if (kind == "within_run_cv") {
+    return absl::StrFormat("within-run CV > %.0f %%", o.max_within_run_cv * 100);
+  }
+  return std::string(UnusableKindLabel(kind));
+}
+
+std::string Runs(int n) { return absl::StrCat(n, n == 1 ? " run" : " runs"); }
+
+// "5 runs: 3 failed, 2 within-run CV > 15 %" for one arm of one cell.
+std::string ArmUnusableText(const std::map<std::string, int>& kinds, const CompareOptions& o) {
+  std::vector<std::string> parts;
+  for (const auto& [k, n] : kinds) parts.push_back(absl::StrCat(n, " ", KindLabel(k, o)));
+  return absl::StrJoin(parts, ", ");
+}
+
+void FillUsableSummary(const CompareOptions& opt, const std::vector<ExcludedRun>& excluded,
+                       const std::map<std::string, std::pair<int, std::set<std::string>>>& admitted,
+                       const std::vector<Row>& rows, UsableSummary& u) {
+  std::map<std::string, UsableGroup> groups;
+  for (const ExcludedRun& e : excluded) {
+    // A run counts once, under its first excluded kind; all details are kept.
+    std::string first;
+    for (const std::string& k : e.kinds) {
+      if (!Admitted(opt, k)) {
+        first = k;
+        break;
+      }
+    }
+    UsableGroup& g = groups[first];
+    g.kind = first;
+    ++g.runs;
+    for (size_t i = 0; i < e.kinds.size(); ++i) {
+      if (e.kinds[i] != first || g.details.size() >= 5) continue;
+      if (std::find(g.details.begin(), g.details.end(), e.reasons[i]) == g.details.end()) {
+        g.details.push_back(e.reasons[i]);
+      }
+    }
+  }
+  std::vector<UsableGroup> ordered;
+  for (auto& [k, g] : groups) {
+    g.label = KindLabel(k, opt);
+    g.advice = std::string(UnusableKindAdvice(k));
+    ordered.push_back(std::move(g));
+  }
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const UsableGroup& x, const UsableGroup& y) { return x.runs > y.runs; });
+  for (const auto& [k, v] : admitted) {
+    UsableGroup g;
+    g.kind = k;
+    g.label = KindLabel(k, opt);
+    g.advice = std::string(UnusableKindAdvice(k));
+    g.runs = v.first;
+    g.admitted = true;
+    for (const std::string& d : v.second) {
+      if (g.details.size() < 5) g.details.push_back(d);
+    }
+    ordered.push_back(std::move(g));
+  }
+  u.groups = std::move(ordered);
+
+  // Unsteady runs are advised on, not excluded (docs/ab-method.md, "Unsteady runs").
+  std::map<std::string, double> worst;  // arm -> highest median within-run CV of a cell
+  for (const Row& r : rows) {
+    if (std::isfinite(r.a.within_run_cv))
+      worst[opt.arm_a] = std::max(worst[opt.arm_a], r.a.within_run_cv);
+    if (std::isfinite(r.b.within_run_cv))
+      worst[opt.arm_b] = std::max(worst[opt.arm_b], r.b.within_run_cv);
+  }
+  for (const auto& [arm, cv] : worst) {
+    if (cv > opt.advise_within_run_cv) {
+      u.advice.push_back(absl::StrFormat(
+          "runs of %s are unsteady (median within-run CV up to %.0f %%): a longer runtime or "
+          "ramp_time gives steadier runs; they are used, and their scatter widens the CIs",
+          arm, cv * 100));
+    }
+  }
+
+  std::string h = absl::StrCat(u.runs_usable, " of ", u.runs_total, " runs usable");
+  for (const UsableGroup& g : u.groups) {
+    if (g.admitted) {
+      absl::StrAppend(&h, "; ", Runs(g.runs), " ", g.label, ", admitted by request");
+    } else {
+      absl::StrAppend(&h, "; ", Runs(g.runs), ": ", g.label, ": ", g.advice);
+    }
+  }
+  for (const std::string& a : u.advice) absl::StrAppend(&h, "; ", a);
+  u.headline = std::move(h);
+}
+
+}  // namespace
 
 absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
   const CompareOptions& opt = input.options;
@@ -565,8 +874,9 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
   result.bootstrap_resamples = opt.bootstrap_resamples;
   result.alpha = opt.alpha;
 
-  // Gates.
+  // Usability of every run of the two arms.
   std::map<std::string, CellRuns, NaturalLess> cells;
+  std::map<std::string, std::pair<int, std::set<std::string>>> admitted;
   int seen_a = 0, seen_b = 0;
   for (const Run& run : input.runs) {
     const bool is_a = run.arm == opt.arm_a, is_b = run.arm == opt.arm_b;
@@ -575,17 +885,32 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
       continue;
     }
     (is_a ? seen_a : seen_b)++;
+    ++result.usable.runs_total;
     std::string id = run.id.empty()
                          ? absl::StrCat(run.arm, "/", run.host, "/", run.cell, "#", run.order)
                          : run.id;
     CellRuns& cell = cells[run.cell];
-    std::vector<std::string> reasons = GateReasons(run.metrics, opt);
-    if (!reasons.empty()) {
-      result.excluded.push_back(
-          {std::move(id), run.arm, run.host, run.cell, run.order, std::move(reasons)});
+    const std::vector<UnusableReason> reasons = UnusableReasons(run, opt);
+    ExcludedRun ex{id, run.arm, run.host, run.cell, run.order, {}, {}};
+    std::string first_excluded;
+    for (const UnusableReason& r : reasons) {
+      ex.reasons.push_back(r.detail);
+      ex.kinds.push_back(r.kind);
+      if (Admitted(opt, r.kind)) continue;
+      if (first_excluded.empty()) first_excluded = r.kind;
+    }
+    if (!first_excluded.empty()) {
+      ++cell.unusable[is_b ? 1 : 0][first_excluded];
+      result.excluded.push_back(std::move(ex));
       continue;
     }
-    cell.valid.push_back({&run, std::move(id), is_b});
+    for (const UnusableReason& r : reasons) {  // admitted only
+      auto& [n, details] = admitted[r.kind];
+      ++n;
+      if (details.size() < 5) details.insert(r.detail);
+    }
+    ++result.usable.runs_usable;
+    cell.usable.push_back({&run, std::move(id), is_b});
   }
   if (seen_a == 0) {
     return absl::InvalidArgumentError(absl::StrCat("runs: no run of arm '", opt.arm_a, "'"));
@@ -601,18 +926,41 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
   std::sort(metrics.begin(), metrics.end());
   metrics.erase(std::unique(metrics.begin(), metrics.end()), metrics.end());
 
+  // Why a row has no data in an arm, for its reason.
+  auto no_data_reason = [&](const CellRuns& cell, Metric m, bool arm_b) -> std::string {
+    const std::string& arm = arm_b ? opt.arm_b : opt.arm_a;
+    int usable = 0;
+    for (const UsableRun& u : cell.usable) usable += u.is_b == arm_b;
+    const auto& unusable = cell.unusable[arm_b ? 1 : 0];
+    if (usable == 0) {
+      int total = 0;
+      for (const auto& [k, n] : unusable) total += n;
+      if (total == 0) return absl::StrCat("arm ", arm, " has no run in this cell");
+      return absl::StrCat("no usable run of ", arm, " in this cell (", Runs(total), ": ",
+                          ArmUnusableText(unusable, opt), ")");
+    }
+    std::string why = absl::StrCat(std::string(MetricName(m)), " is not reported by any of the ",
+                                   Runs(usable), " of ", arm, " in this cell");
+    if (m == Metric::kP50 || m == Metric::kP99 || m == Metric::kP999) {
+      absl::StrAppend(&why,
+                      " (a quantile q needs N·(1−q) ≥ 100 I/Os per run: use a longer "
+                      "runtime)");
+    }
+    return why;
+  };
+
   for (const auto& [cell_key, cell] : cells) {
     std::set<std::string> hosts_a, hosts_b;
-    for (const ValidRun& v : cell.valid) (v.is_b ? hosts_b : hosts_a).insert(v.run->host);
+    for (const UsableRun& v : cell.usable) (v.is_b ? hosts_b : hosts_a).insert(v.run->host);
     const std::vector<std::string> confounders = FindConfounders(hosts_a, hosts_b, attrs, opt);
     for (Metric m : metrics) {
       std::vector<Obs> obs_a, obs_b;
-      for (const ValidRun& v : cell.valid) {
+      for (const UsableRun& v : cell.usable) {
         if (std::optional<double> x = v.run->metrics.Get(m)) {
-          (v.is_b ? obs_b : obs_a).push_back({*x, &v.run->host, &v.id});
+          (v.is_b ? obs_b : obs_a)
+              .push_back({*x, &v.run->host, &v.id, v.run->pair, v.run->metrics.within_run_cv});
         }
       }
-      if (obs_a.empty() && obs_b.empty()) continue;  // metric not reported in this cell
       Row row;
       row.cell = cell_key;
       row.metric = m;
@@ -620,19 +968,48 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
       row.a = Summarise(obs_a, opt);
       row.b = Summarise(obs_b, opt);
       row.confounders = confounders;
-      row.confounded = !confounders.empty();
       const uint64_t row_seed = MixSeed(opt.seed ^ Fnv1a(MetricName(m), Fnv1a(cell_key) * 31));
       Analyse(obs_a, obs_b, opt, row_seed, row);
+      row.confounded = !row.confounders.empty();
+      if (obs_a.empty() || obs_b.empty()) {
+        std::vector<std::string> why;
+        if (obs_a.empty()) why.push_back(no_data_reason(cell, m, false));
+        if (obs_b.empty()) why.push_back(no_data_reason(cell, m, true));
+        row.reason = absl::StrCat("no data: ", absl::StrJoin(why, "; "));
+      }
       auto noisy = [&](const ArmSummary& s) {
         return s.n > 0 && static_cast<double>(s.outliers.size()) >
                               opt.noisy_outlier_fraction * static_cast<double>(s.n);
       };
-      row.noisy = noisy(row.a) || noisy(row.b);
+      // A row without data in an arm stays inconclusive for that reason alone.
+      row.noisy = !obs_a.empty() && !obs_b.empty() && (noisy(row.a) || noisy(row.b));
+      if (row.noisy) {
+        // Sensitivity: the same analysis without the flagged runs.
+        std::set<std::string> flagged;
+        for (const ArmSummary* s : {&row.a, &row.b}) {
+          for (const Outlier& o : s->outliers) flagged.insert(o.run_id);
+        }
+        std::vector<Obs> ka, kb;
+        for (const Obs& o : obs_a) {
+          if (!flagged.count(*o.run_id)) ka.push_back(o);
+        }
+        for (const Obs& o : obs_b) {
+          if (!flagged.count(*o.run_id)) kb.push_back(o);
+        }
+        Row kept;
+        kept.metric = m;
+        kept.threshold = row.threshold;
+        kept.a = Summarise(ka, opt);
+        kept.b = Summarise(kb, opt);
+        Analyse(ka, kb, opt, row_seed, kept);
+        row.without_outliers =
+            Row::WithoutOutliers{kept.delta_pct, kept.delta_ci, kept.p, kept.n_effective};
+      }
       result.rows.push_back(std::move(row));
     }
   }
 
-  // Benjamini-Hochberg over the whole table.
+  // Benjamini-Hochberg over the whole table (rows without a p do not count).
   std::vector<double> p;
   p.reserve(result.rows.size());
   for (const Row& r : result.rows) p.push_back(r.p);
@@ -641,12 +1018,32 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
 
   // Verdicts.
   for (Row& r : result.rows) {
-    const double cv = std::sqrt((std::pow(r.a.cv, 2) + std::pow(r.b.cv, 2)) / 2);
+    // The scatter that limits the design: per run of an arm, on the log scale
+    // (≈ CV). Paired: a pair difference has twice a run's variance.
+    double cv = std::sqrt((std::pow(r.a.cv, 2) + std::pow(r.b.cv, 2)) / 2);
+    if (std::isfinite(r.residual_sd) && r.residual_sd > 0) {
+      cv = r.design == "paired" ? r.residual_sd / std::sqrt(2.0) : r.residual_sd;
+    }
     const int needed = RunsNeeded(cv, r.threshold);
-    if (r.a.n < opt.min_runs_per_arm || r.b.n < opt.min_runs_per_arm) {
+    if (r.a.n == 0 || r.b.n == 0) {
+      r.verdict = r.statistical_verdict = Verdict::kInconclusive;  // reason set above
+    } else if (r.n_effective < opt.min_runs_per_arm) {
       r.verdict = r.statistical_verdict = Verdict::kInconclusive;
-      r.reason = absl::StrFormat("too few valid runs: %s n=%d, %s n=%d (need >= %d per arm)",
-                                 opt.arm_a, r.a.n, opt.arm_b, r.b.n, opt.min_runs_per_arm);
+      if (r.design == "paired") {
+        r.reason = absl::StrFormat(
+            "too few usable pairs: %d ABBA pairs (%s and %s back to back on one host; need >= "
+            "%d)",
+            r.pairs, opt.arm_a, opt.arm_b, opt.min_runs_per_arm);
+      } else {
+        r.reason = absl::StrFormat(
+            "too few usable runs: %s n=%d, %s n=%d, %d in Δ for the smaller arm (need >= %d per "
+            "arm)",
+            opt.arm_a, r.a.n, opt.arm_b, r.b.n, r.n_effective, opt.min_runs_per_arm);
+      }
+      if (r.runs_unused > 0) {
+        absl::StrAppend(&r.reason, "; ", Runs(r.runs_unused),
+                        " had no partner of the other arm on their host");
+      }
       r.n_needed = std::max(opt.min_runs_per_arm, needed);
     } else if (!std::isfinite(r.delta_pct) || !std::isfinite(r.delta_ci.lo) ||
                !std::isfinite(r.delta_ci.hi) || !std::isfinite(r.q)) {
@@ -655,21 +1052,67 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
     } else {
       r.statistical_verdict = Decide(r, opt, r.reason);
       r.verdict = r.statistical_verdict;
+      absl::StrAppend(&r.reason, absl::StrFormat(" (%s, %s", r.design, r.test));
+      if (std::isfinite(r.df)) absl::StrAppend(&r.reason, absl::StrFormat(", df %.3g", r.df));
+      if (r.design == "paired") absl::StrAppend(&r.reason, ", ", r.pairs, " pairs");
+      if (r.hosts_used > 1) absl::StrAppend(&r.reason, ", ", r.hosts_used, " hosts");
+      absl::StrAppend(&r.reason, ")");
       if (r.verdict == Verdict::kInconclusive && needed > 0) {
         r.n_needed = std::max(opt.min_runs_per_arm, needed);
+        absl::StrAppend(
+            &r.reason,
+            r.design == "paired"
+                ? absl::StrFormat("; ~%d pairs needed to detect τ at a pair scatter of %.2f%% "
+                                  "(have %d)",
+                                  *r.n_needed, r.residual_sd * 100, r.pairs)
+                : absl::StrFormat("; ~%d runs per arm needed to detect τ at CV %.2f%% "
+                                  "(have %d/%d)",
+                                  *r.n_needed, cv * 100, r.a.n, r.b.n));
+      }
+      if (r.runs_unused > 0) {
+        absl::StrAppend(&r.reason, "; ", Runs(r.runs_unused),
+                        " not in Δ (no partner of the other arm on their host)");
+      }
+      if (std::isfinite(r.heterogeneity_p) && r.heterogeneity_p < opt.alpha) {
+        std::vector<std::string> ph;
+        for (const HostDelta& h : r.per_host)
+          ph.push_back(absl::StrCat(h.host, " ", Pct(h.delta_pct)));
         absl::StrAppend(&r.reason,
-                        absl::StrFormat("; ~%d runs per arm needed to detect τ at CV %.2f%% "
-                                        "(have %d/%d)",
-                                        *r.n_needed, cv * 100, r.a.n, r.b.n));
+                        absl::StrFormat("; Δ differs between hosts (p %.2g): ", r.heterogeneity_p),
+                        absl::StrJoin(ph, ", "));
       }
     }
-    if (r.noisy) {
-      r.verdict = Verdict::kNoisy;
-      r.reason = absl::StrFormat(
-          "more than %.0f%% of an arm's runs are outliers (%s %zu/%d, %s %zu/%d); statistics "
-          "alone: %s (%s)",
-          opt.noisy_outlier_fraction * 100, opt.arm_a, r.a.outliers.size(), r.a.n, opt.arm_b,
-          r.b.outliers.size(), r.b.n, VerdictName(r.statistical_verdict), r.reason);
+    if (r.noisy && r.without_outliers) {
+      Row::WithoutOutliers& w = *r.without_outliers;
+      w.verdict = Verdict::kInconclusive;
+      std::string why;
+      // A check of the verdict, not a verdict: the min-runs rule does not apply.
+      if (w.n_effective >= 2 && std::isfinite(w.delta_pct) && std::isfinite(w.delta_ci.lo) &&
+          std::isfinite(w.delta_ci.hi) && std::isfinite(w.p)) {
+        Row tmp = r;
+        tmp.delta_pct = w.delta_pct;
+        tmp.delta_ci = w.delta_ci;
+        // The row's Benjamini-Hochberg factor, applied to the new p.
+        tmp.q = std::min(1.0, w.p * ((r.p > 0 && std::isfinite(r.q)) ? r.q / r.p : 1.0));
+        w.verdict = Decide(tmp, opt, why);
+      }
+      const std::string counts =
+          absl::StrFormat("%s %zu/%d, %s %zu/%d", opt.arm_a, r.a.outliers.size(), r.a.n, opt.arm_b,
+                          r.b.outliers.size(), r.b.n);
+      const bool decided = r.a.n > 0 && r.b.n > 0 && r.verdict != Verdict::kInconclusive;
+      if (decided && w.verdict == r.statistical_verdict) {
+        absl::StrAppend(&r.reason,
+                        absl::StrFormat("; outliers flagged (%s), the verdict holds without them "
+                                        "(Δ %s)",
+                                        counts, Pct(w.delta_pct)));
+      } else {
+        r.verdict = Verdict::kNoisy;
+        r.reason = absl::StrFormat(
+            "more than %.0f%% of an arm's runs are outliers (%s); with them: %s (%s); without "
+            "them: %s",
+            opt.noisy_outlier_fraction * 100, counts, VerdictName(r.statistical_verdict), r.reason,
+            VerdictName(w.verdict));
+      }
     }
     if (r.confounded) {
       absl::StrAppend(&r.reason, "; confounded: ", absl::StrJoin(r.confounders, "; "));
@@ -677,8 +1120,9 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
   }
 
   FillGeoMean(opt, result);
+  FillUsableSummary(opt, result.excluded, admitted, result.rows, result.usable);
 
-  // Outcome for CI.
+  // Outcome for CI: never pass when a row is undecided or has no data.
   bool fail = false, warn = false;
   for (const Row& r : result.rows) {
     const std::string where = absl::StrCat(std::string(MetricName(r.metric)), " @ ", r.cell);
@@ -688,9 +1132,14 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
           absl::StrFormat("regression: %s (Δ %s)", where, Pct(r.delta_pct)));
     } else if (r.verdict == Verdict::kInconclusive || r.verdict == Verdict::kNoisy) {
       warn = true;
-      result.outcome_reasons.push_back(
-          absl::StrCat(std::string(VerdictName(r.verdict)), ": ", where));
+      std::string why = absl::StrCat(std::string(VerdictName(r.verdict)), ": ", where);
+      if (r.a.n == 0 || r.b.n == 0) absl::StrAppend(&why, " (", r.reason, ")");
+      result.outcome_reasons.push_back(std::move(why));
     }
+  }
+  if (result.rows.empty()) {
+    warn = true;
+    result.outcome_reasons.push_back("no rows: no cell has runs of both arms");
   }
   result.outcome = fail ? Outcome::kFail : (warn ? Outcome::kWarn : Outcome::kPass);
   return result;

@@ -1,11 +1,14 @@
 // A/B comparison of benchmark runs: per cell x metric, arm medians with 95 % CIs,
-// the change Δ% with its CI, a rank-test p-value, Benjamini-Hochberg q across the
-// table, gates, outliers, confounding, and a verdict; plus a geometric-mean row per
-// metric and an overall outcome for CI. The method is
-// shared/reference/ab-method.md; this header states how it is applied.
+// the change Δ% with its CI and p-value from a design that pairs A and B where
+// they ran back to back on one host, Benjamini-Hochberg q across the table,
+// usability of every run (with reasons grouped and advice), outliers,
+// confounding, and a verdict; plus a geometric-mean row per metric and an
+// overall outcome for CI. The method, its reasons and its measured error rates
+// are in docs/ab-method.md; this header states how it is applied.
 //
-// Thread-safety: Compare() is a pure function of its input (the bootstrap is seeded
-// by CompareOptions::seed), safe to call concurrently. No exceptions escape.
+// Thread-safety: Compare() is a pure function of its input (the bootstrap of the
+// arm CIs is seeded by CompareOptions::seed), safe to call concurrently. No
+// exceptions escape.
 #pragma once
 
 #include <array>
@@ -52,7 +55,8 @@ struct RunMetrics {
   uint64_t io_errors = 0;      // I/O errors of any kind; > 0 fails the gate
   double runtime_s = 0;        // measured runtime
   double asked_runtime_s = 0;  // asked runtime; 0 = not time-based (gate skipped)
-  // stddev/mean of the run's 1 s IOPS samples; absent = unknown (gate skipped).
+  // stddev/mean of the run's 1 s IOPS samples; absent = unknown. Reported, and a
+  // gate only when CompareOptions::max_within_run_cv > 0.
   std::optional<double> within_run_cv;
 
   // The value of `m`, or nullopt when absent. Values that are not finite and
@@ -60,12 +64,36 @@ struct RunMetrics {
   std::optional<double> Get(Metric m) const;
 };
 
+// Why a run is not used. `kind` groups runs in reports (see UnusableKindLabel
+// and UnusableKindAdvice); `detail` is this run's specifics.
+//   kinds: "pending", "failed", "lost", "cancelled", "no_result", "bad_result",
+//          "unaudited", "audit_failed", "samples_incomplete", "error", "io_errors",
+//          "short_runtime", "within_run_cv"
+struct UnusableReason {
+  std::string kind;
+  std::string detail;  // "error=5", "audit: iodepth=8, the arm says 32", ...
+};
+
+// "failed", ... -> "failed", "within-run CV over the gate", ...; advice: what to
+// change so that the next runs are usable ("use a longer runtime or ramp_time").
+std::string_view UnusableKindLabel(std::string_view kind);
+std::string_view UnusableKindAdvice(std::string_view kind);
+
 struct Run {
   std::string id;   // for reports; default "<arm>/<host>/<cell>#<order>"
   std::string arm;  // must equal CompareOptions::arm_a or arm_b, else ignored
   std::string host;
   std::string cell;   // sweep cell key, e.g. "iodepth=32,rw=randread"
   int64_t order = 0;  // position in the job's run order (interleaving A B B A ...)
+  // Pairing key: runs of A and B with the same host, cell and `pair` (>= 0) ran
+  // back to back in one ABBA block (the repetition index of a one-job compare).
+  // -1: not paired by design (two jobs run at different times).
+  int64_t pair = -1;
+  // Reasons found outside the metrics (run state, arm audit, interval records),
+  // filled by the caller; Compare() adds the metric gates (UnusableReasons).
+  // Non-empty: the run is not used; its metrics are ignored.
+  std::vector<UnusableReason> unusable;
+  bool has_metrics = true;  // false: no result to read metrics from (metrics ignored)
   RunMetrics metrics;
 };
 
@@ -92,11 +120,21 @@ struct CompareOptions {
   int bootstrap_resamples = 10000;       // Default: 10,000. Bounds: [100, 1,000,000].
   int bootstrap_min_n = 8;               // bootstrap when min(n_A, n_B) >= this, else Welch
   double alpha = 0.05;                   // q threshold; CIs are at level 1 - alpha
-  int min_runs_per_arm = 5;              // fewer valid runs in an arm -> inconclusive
-  double min_runtime_fraction = 0.95;    // gate: runtime >= this * asked runtime
-  double max_within_run_cv = 0.15;       // gate: within-run CV <= this
-  double outlier_mad_factor = 3.5;       // outlier: |x - median| > f * 1.4826 * MAD
+  // Fewer usable observations (pairs in the paired design, runs per arm
+  // otherwise) -> inconclusive.
+  int min_runs_per_arm = 5;
+  double min_runtime_fraction = 0.95;  // gate: runtime >= this * asked runtime
+  // Gate on the within-run CV: runs above it are excluded. 0 = no gate (the
+  // default: docs/ab-method.md, "Unsteady runs", has the measurements).
+  double max_within_run_cv = 0;
+  // Above this median within-run CV of an arm, the summary advises longer runs.
+  double advise_within_run_cv = 0.15;
+  double outlier_mad_factor = 3.5;       // outlier: |r - median r| > f * 1.4826 * MAD(r),
+                                         // r = log value minus its host's arm median
   double noisy_outlier_fraction = 0.20;  // noisy: outliers > this fraction of an arm
+  // Unusable kinds that are reported but admitted (e.g. {"unaudited"} when the
+  // caller asked to compare runs stored before the arm audit existed).
+  std::vector<std::string> admitted_kinds;
 };
 
 struct CompareInput {
@@ -127,38 +165,80 @@ struct ArmSummary {
   double median = 0;
   Interval median_ci{0, 0};  // 95 %: bootstrap (n >= bootstrap_min_n) or order statistics
   double cv = 0;             // across-run stddev/mean (NaN when n < 2)
-  // |x - median| > outlier_mad_factor * 1.4826 * MAD; flagged, never dropped. None when
-  // MAD is 0 (over half the runs identical).
+  double within_run_cv = 0;  // median within-run CV of these runs (NaN: unknown)
+  // Runs whose log value is far from their host's median for this arm:
+  // |r - median r| > outlier_mad_factor * 1.4826 * MAD(r); flagged, never dropped.
+  // None when MAD is 0 (over half the runs identical).
   std::vector<Outlier> outliers;
 };
 
-// How the Δ CI and p were obtained.
-//   unpaired: runs are the observations; bootstrap resamples hosts as clusters
-//             (runs when an arm has one host), Mann-Whitney U on runs.
-//   paired:   several hosts, every one ran both arms: per-host medians, log-ratios
-//             per host, Wilcoxon signed-rank; Δ = exp(median log-ratio) - 1;
-//             bootstrap over hosts (>= bootstrap_min_n hosts) else t on log-ratios.
+// Δ of one host (paired and stratified designs).
+struct HostDelta {
+  std::string host;
+  int n = 0;  // pairs (paired) or runs of both arms (stratified) used
+  double delta_pct = 0;
+};
+
+// How Δ, its CI and p were obtained (docs/ab-method.md, "Design"). All work on
+// log values, so Δ = exp(estimate) - 1.
+//   "paired":       the unit is an ABBA pair (A and B back to back on one host,
+//                   Run::pair); d = log(B/A) per pair; estimate = mean d; hosts are
+//                   strata: the variance is pooled within hosts (df = pairs -
+//                   hosts), or over all pairs when that leaves < 2 df; t test.
+//   "stratified":   no pairs (two jobs) or too few: per host that ran both arms,
+//                   mean log B - mean log A, combined over hosts with weights
+//                   nA*nB/(nA+nB); variance pooled within (host, arm); t test.
+//   "across-hosts": no host ran both arms: Welch t on the hosts' mean logs when
+//                   both arms have >= 2 hosts, else on run logs (host identity is
+//                   then confounded with the arm, and the row says so).
+//   "none":         no usable data in an arm.
 struct Row {
   std::string cell;
   Metric metric = Metric::kIops;
   double threshold = 0;  // τ, fraction
   ArmSummary a, b;
-  bool paired = false;
-  int pairs = 0;            // hosts with both arms (paired mode)
+  std::string design = "none";
+  bool paired = false;  // design == "paired"
+  int pairs = 0;        // pairs used (paired design)
+  int hosts_used = 0;   // hosts that contributed to Δ
+  int runs_unused = 0;  // usable runs that could not enter Δ (no partner, one-arm host)
+  // What min_runs_per_arm applies to: pairs (paired), else the smaller arm's runs
+  // that enter Δ.
+  int n_effective = 0;
+  double df = 0;  // degrees of freedom of the t statistic (NaN: none)
+  // Scatter on the log scale behind the CI: sd of a pair's log(B/A) (paired) or of
+  // a run around its (host, arm) mean (stratified); NaN otherwise. n_needed uses it.
+  double residual_sd = 0;
+  std::vector<HostDelta> per_host;
+  // p of "Δ is the same on every host" (F test; NaN with < 2 hosts or no df).
+  double heterogeneity_p = 0;
   double delta_pct = 0;     // NaN when not computable
   Interval delta_ci{0, 0};  // percent; NaN bounds when not computable
-  std::string ci_method;    // "bootstrap", "bootstrap-paired", "welch-log", "t-log-ratio", "none"
-  std::string test;         // "mann-whitney-exact", "mann-whitney-normal", "wilcoxon-exact", ...
+  std::string ci_method;    // "t-paired", "t-stratified", "welch-hosts", "welch-runs", "none"
+  std::string test;         // same names as ci_method: the CI and the test are one t statistic
   double p = 0;             // two-sided; NaN when the test could not be run
   double q = 0;             // BH over all rows of the comparison
+  // noisy: more than noisy_outlier_fraction of an arm's runs are outliers. The row
+  // is then analysed again without the outliers; when that gives the same verdict
+  // the verdict stands (and says so), otherwise the verdict is kNoisy.
   bool noisy = false;
+  struct WithoutOutliers {
+    double delta_pct = 0;
+    Interval delta_ci{0, 0};
+    double p = 0;
+    int n_effective = 0;
+    Verdict verdict = Verdict::kInconclusive;
+  };
+  std::optional<WithoutOutliers> without_outliers;  // set for noisy rows
   bool confounded = false;
   std::vector<std::string> confounders;  // "cpu_model: A={x} B={y}"
   Verdict verdict = Verdict::kInconclusive;
-  // With noisy rows, what the statistics alone would have said.
+  // What the statistics on all usable runs say (differs from `verdict` when noisy).
   Verdict statistical_verdict = Verdict::kInconclusive;
   std::string reason;           // human-readable why
-  std::optional<int> n_needed;  // runs per arm suggested (inconclusive rows)
+  // Inconclusive rows: pairs (paired) or runs per arm that would detect a change of
+  // τ at α 0.05 with power 0.8, from the scatter seen (RunsNeeded).
+  std::optional<int> n_needed;
 };
 
 // Geometric mean over the cells of one metric of median_B / median_A. Its CI treats
@@ -176,7 +256,29 @@ struct ExcludedRun {
   std::string run_id;
   std::string arm, host, cell;
   int64_t order = 0;
-  std::vector<std::string> reasons;  // "error=5", "io_errors=2", ...
+  std::vector<std::string> reasons;  // details: "error=5", "io_errors=2", ...
+  std::vector<std::string> kinds;    // UnusableReason::kind, parallel to reasons
+};
+
+// Runs of one unusable kind.
+struct UsableGroup {
+  std::string kind;
+  std::string label;   // UnusableKindLabel
+  std::string advice;  // UnusableKindAdvice
+  int runs = 0;
+  bool admitted = false;             // counted usable (CompareOptions::admitted_kinds)
+  std::vector<std::string> details;  // distinct details, at most 5
+};
+
+// How many of the compared arms' runs are usable, and why the others are not.
+struct UsableSummary {
+  int runs_total = 0;               // runs of arm A and arm B
+  int runs_usable = 0;              // runs whose data enter the rows
+  std::vector<UsableGroup> groups;  // excluded kinds by run count, then admitted ones
+  std::vector<std::string> advice;  // not exclusions: e.g. unsteady runs
+  // "18 of 20 runs usable; 2 runs: failed: see each run's error ...". Every
+  // rendering of the result opens with it.
+  std::string headline;
 };
 
 struct CompareResult {
@@ -187,17 +289,27 @@ struct CompareResult {
   double alpha = 0.05;
   std::vector<Row> rows;  // cells in natural order (iodepth=8 before 32), metrics in enum order
   std::vector<GeoMeanRow> geomean;    // one per metric with at least one Δ
-  std::vector<ExcludedRun> excluded;  // gate failures, in input order
+  UsableSummary usable;
+  std::vector<ExcludedRun> excluded;  // unusable runs, in input order
   int ignored_runs = 0;               // runs of arms other than arm_a / arm_b
   Outcome outcome = Outcome::kPass;
   std::vector<std::string> outcome_reasons;  // "iops iodepth=32: regression", ...
 };
 
-// Runs the comparison. Errors (InvalidArgument, naming the field): identical or
-// empty arm names, options out of bounds, no run of either arm.
+// Runs the comparison. Every cell that has a run of either arm gets a row per
+// requested metric; a row without usable data in an arm is inconclusive with the
+// reason (never omitted), so the outcome is never pass on missing data.
+// Errors (InvalidArgument, naming the field): identical or empty arm names,
+// options out of bounds, no run at all of either arm.
 absl::StatusOr<CompareResult> Compare(const CompareInput& input);
 
-// The gate reasons for one run (empty = valid).
-std::vector<std::string> GateReasons(const RunMetrics& m, const CompareOptions& options);
+// The gates on a run's metrics: error, I/O errors, short runtime, and the
+// within-run CV when its gate is on (empty = passes).
+std::vector<UnusableReason> GateReasons(const RunMetrics& m, const CompareOptions& options);
+
+// Every reason `run` is not used: run.unusable (found by the caller), then the
+// metric gates when the run has metrics to judge. Empty = usable. The one place
+// usability is decided; admitted kinds are still listed here.
+std::vector<UnusableReason> UnusableReasons(const Run& run, const CompareOptions& options);
 
 }  // namespace iofleet::controller::compare

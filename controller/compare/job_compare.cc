@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/status.h"
 #include "controller/compare/render.h"
 #include "controller/compare/run_metrics.h"
@@ -44,14 +45,9 @@ std::string OptionBase(const std::string& key) {
   return colon == std::string::npos ? key : key.substr(colon + 1);
 }
 
-// Host facts from agent inventories, by agent name.
-struct HostFacts {
-  std::map<std::string, std::string> values;  // cpu_model, kernel_release, agent_version
-  std::map<std::string, std::string> device_models;  // device name -> model
-};
-
-std::map<std::string, HostFacts> LoadHostFacts(Scheduler& scheduler) {
-  std::map<std::string, HostFacts> out;
+// Agent inventories, by agent name.
+std::map<std::string, v1::Inventory> LoadInventories(Scheduler& scheduler) {
+  std::map<std::string, v1::Inventory> out;
   absl::StatusOr<v1::ListAgentsResponse> agents = scheduler.ListAgents(v1::ListRequest());
   if (!agents.ok()) return out;
   google::protobuf::util::JsonParseOptions opts;
@@ -59,37 +55,9 @@ std::map<std::string, HostFacts> LoadHostFacts(Scheduler& scheduler) {
   for (const v1::Agent& a : agents->agents()) {
     v1::Inventory inv;
     if (!google::protobuf::util::JsonStringToMessage(a.inventory_json(), &inv, opts).ok()) continue;
-    HostFacts& f = out[a.name()];
-    f.values["cpu_model"] = inv.cpu_model();
-    f.values["kernel_release"] = inv.kernel_release();
-    f.values["agent_version"] = inv.agent_version();
-    for (const v1::BlockDevice& d : inv.block_devices()) f.device_models[d.name()] = d.model();
+    out[a.name()] = std::move(inv);
   }
   return out;
-}
-
-// The device model(s) behind a run's targets ("a:b" joined): /dev/NAME (or a
-// partition of it) -> the inventory's model. Empty when no target is a device.
-std::string DeviceModelOf(const std::string& targets, const HostFacts& facts) {
-  std::set<std::string> models;
-  for (absl::string_view t : absl::StrSplit(targets, ':', absl::SkipEmpty())) {
-    if (!absl::StartsWith(t, "/dev/")) continue;
-    std::string name(t.substr(5));
-    std::string best;
-    for (const auto& [dev, model] : facts.device_models) {
-      if (absl::StartsWith(name, dev) && dev.size() > best.size()) best = dev;
-    }
-    if (!best.empty()) models.insert(facts.device_models.at(best));
-  }
-  return absl::StrJoin(models, ",");
-}
-
-std::string AllDeviceModels(const HostFacts& facts) {
-  std::set<std::string> models;
-  for (const auto& [dev, model] : facts.device_models) {
-    if (!model.empty()) models.insert(model);
-  }
-  return absl::StrJoin(models, ",");
 }
 
 std::string PlacementOf(const v1::Variant& v) {
@@ -108,6 +76,7 @@ struct RunRef {
   std::string arm;
   std::string cell;
   int64_t order = 0;
+  int64_t pair = -1;  // Run::pair
 };
 
 // Everything collected for a comparison.
@@ -140,12 +109,17 @@ absl::StatusOr<std::vector<IntervalWindow>> Windows(Scheduler& scheduler, const 
 }
 
 // Reads results and samples of `refs` (arms in `arms` only; the rest are passed
-// through as ignored runs) and fills runs, attributes and options.
+// through as ignored runs) and fills runs (usable or not, with their reasons),
+// attributes and options.
 absl::Status Collect(Scheduler& scheduler, const std::vector<RunRef>& refs,
                      const std::set<std::string>& arms, const std::set<std::string>& sweep_keys,
                      const std::map<std::string, std::string>& placement_by_arm,
                      Collected& out) {
-  const std::map<std::string, HostFacts> facts = LoadHostFacts(scheduler);
+  const std::map<std::string, v1::Inventory> inventories = LoadInventories(scheduler);
+  std::map<std::string, std::string> retried_as;  // lost run -> its retry
+  for (const RunRef& ref : refs) {
+    if (!ref.run.retry_of().empty()) retried_as[ref.run.retry_of()] = ref.run.id();
+  }
   for (const RunRef& ref : refs) {
     const v1::Run& r = ref.run;
     Run run;
@@ -154,47 +128,54 @@ absl::Status Collect(Scheduler& scheduler, const std::vector<RunRef>& refs,
     run.host = r.host();
     run.cell = ref.cell;
     run.order = ref.order;
+    run.pair = ref.pair;
     if (!arms.count(ref.arm)) {
       out.runs.push_back(std::move(run));  // counted as ignored by Compare()
       continue;
     }
-    if (r.state() != v1::RUN_STATE_SUCCEEDED && r.state() != v1::RUN_STATE_FAILED) continue;
-
-    IOFLEET_ASSIGN_OR_RETURN(v1::Run full, scheduler.GetRun(r.id()));
-    if (full.result_json().empty()) {
-      out.notes.push_back(absl::StrCat("run ", r.id(), " (", ref.arm, ", ", r.host(), ", ",
-                                       ref.cell, "): no result stored",
-                                       r.error().empty() ? "" : absl::StrCat(": ", r.error())));
+    StoredRun stored;
+    stored.run = &r;
+    if (auto it = retried_as.find(r.id()); it != retried_as.end()) stored.retried_as = it->second;
+    v1::Run full;
+    json result;
+    std::vector<IntervalWindow> windows;
+    if (r.state() == v1::RUN_STATE_SUCCEEDED || r.state() == v1::RUN_STATE_FAILED) {
+      IOFLEET_ASSIGN_OR_RETURN(full, scheduler.GetRun(r.id()));
+      stored.run = &full;
+      if (!full.result_json().empty()) {
+        result = json::parse(full.result_json(), nullptr, /*allow_exceptions=*/false);
+        stored.result = &result;
+        IOFLEET_ASSIGN_OR_RETURN(windows, Windows(scheduler, r.id()));
+        stored.windows = &windows;
+        if (!result.is_discarded()) {
+          absl::StatusOr<RunMetrics> m = ExtractRunMetrics(result, windows);
+          if (m.ok()) {
+            stored.metrics = *m;
+          } else {
+            stored.metrics_error = std::string(m.status().message());
+          }
+        }
+      }
+    }
+    run.unusable = StoredRunReasons(stored);
+    run.has_metrics = stored.metrics.has_value();
+    if (!run.has_metrics) {
+      out.runs.push_back(std::move(run));
       continue;
     }
-    json result = json::parse(full.result_json(), nullptr, /*allow_exceptions=*/false);
-    if (result.is_discarded()) {
-      out.notes.push_back(absl::StrCat("run ", r.id(), ": stored result is not JSON"));
-      continue;
-    }
-    absl::StatusOr<std::vector<IntervalWindow>> windows = Windows(scheduler, r.id());
-    if (!windows.ok()) return windows.status();
-    absl::StatusOr<RunMetrics> m = ExtractRunMetrics(result, *windows);
-    if (!m.ok()) {
-      out.notes.push_back(absl::StrCat("run ", r.id(), ": ", m.status().message()));
-      continue;
-    }
-    run.metrics = *m;
-    // A run the agent reported as failed never counts, whatever its result says.
-    if (r.state() == v1::RUN_STATE_FAILED && run.metrics.error == 0) run.metrics.error = -1;
+    run.metrics = *stored.metrics;
 
     auto key = std::make_pair(ref.arm, r.host());
     if (!out.attrs.count(key)) {
       std::map<std::string, std::string>& a = out.attrs[key];
-      auto hf = facts.find(r.host());
-      if (hf != facts.end()) {
-        for (const auto& [k, v] : hf->second.values) a[k] = v;
-        const std::string dev = DeviceModelOf(r.target(), hf->second);
-        if (!dev.empty()) {
-          a["device_model"] = dev;
-        } else {
-          a["block_devices"] = AllDeviceModels(hf->second);
-        }
+      auto inv = inventories.find(r.host());
+      if (inv != inventories.end()) {
+        a["cpu_model"] = inv->second.cpu_model();
+        a["kernel_release"] = inv->second.kernel_release();
+        a["kernel_cmdline"] = inv->second.kernel_cmdline();
+        a["agent_version"] = inv->second.agent_version();
+        a["device"] =
+            DeviceFingerprint(absl::StrSplit(r.target(), ':', absl::SkipEmpty()), inv->second);
       }
       std::map<std::string, std::string> opts = ResultOptions(result);
       for (auto it = opts.begin(); it != opts.end();) {
@@ -216,7 +197,8 @@ absl::Status Collect(Scheduler& scheduler, const std::vector<RunRef>& refs,
 }
 
 CompareInput MakeInput(Collected& c, const std::string& arm_a, const std::string& arm_b,
-                       std::vector<std::string> compared, uint64_t seed) {
+                       std::vector<std::string> compared, uint64_t seed,
+                       const JobCompareParams& params) {
   CompareInput in;
   in.runs = std::move(c.runs);
   for (auto& [key, values] : c.attrs) {
@@ -232,6 +214,8 @@ CompareInput MakeInput(Collected& c, const std::string& arm_a, const std::string
   compared.erase(std::unique(compared.begin(), compared.end()), compared.end());
   in.options.compared_attributes = std::move(compared);
   in.options.seed = seed;
+  in.options.max_within_run_cv = params.max_within_run_cv;
+  if (params.allow_unaudited) in.options.admitted_kinds.push_back("unaudited");
   return in;
 }
 
@@ -284,6 +268,103 @@ bool ParseBool(const std::string& v, bool* out) {
 
 }  // namespace
 
+std::vector<UnusableReason> StoredRunReasons(const StoredRun& s) {
+  std::vector<UnusableReason> out;
+  const v1::Run& r = *s.run;
+  switch (r.state()) {
+    case v1::RUN_STATE_QUEUED:
+    case v1::RUN_STATE_ASSIGNED:
+    case v1::RUN_STATE_RUNNING:
+      out.push_back(
+          {"pending", absl::StrCat("run ", r.id(), " is ",
+                                   absl::AsciiStrToLower(RunState_Name(r.state()).substr(10)))});
+      return out;
+    case v1::RUN_STATE_CANCELLED:
+      out.push_back({"cancelled", absl::StrCat("run ", r.id())});
+      return out;
+    case v1::RUN_STATE_LOST:
+      out.push_back({"lost", s.retried_as.empty()
+                                 ? absl::StrCat("run ", r.id(), " was not retried")
+                                 : absl::StrCat("run ", r.id(), " retried as ", s.retried_as)});
+      return out;
+    case v1::RUN_STATE_FAILED:
+      out.push_back({"failed", r.error().empty() ? absl::StrCat("run ", r.id())
+                                                 : absl::StrCat("run ", r.id(), ": ", r.error())});
+      break;
+    case v1::RUN_STATE_SUCCEEDED:
+      break;
+    default:
+      out.push_back({"failed", absl::StrCat("run ", r.id(), " in state ", r.state())});
+      return out;
+  }
+  if (s.result == nullptr) {
+    out.push_back({"no_result", absl::StrCat("run ", r.id())});
+    return out;
+  }
+  if (s.result->is_discarded() || !s.metrics.has_value()) {
+    out.push_back(
+        {"bad_result", absl::StrCat("run ", r.id(), ": ",
+                                    s.result->is_discarded() ? "not JSON" : s.metrics_error)});
+    return out;
+  }
+  if (r.audit().empty()) {
+    out.push_back({"unaudited", absl::StrCat("run ", r.id())});
+  } else if (r.audit() != "ok" && !absl::StartsWith(r.audit(), "ok; ")) {
+    // "ok; normalised: ..." passed: a declared value ran as the job's own rules
+    // make it run (Run.audit), which is what the arm declares.
+    out.push_back({"audit_failed", absl::StrCat("run ", r.id(), ": ", r.audit())});
+  }
+  if (s.windows != nullptr) {
+    if (std::optional<std::string> gap = IntervalRecordsGap(*s.result, *s.windows)) {
+      out.push_back({"samples_incomplete", absl::StrCat("run ", r.id(), ": ", *gap)});
+    }
+  }
+  return out;
+}
+
+std::string BlockDeviceFingerprint(const v1::BlockDevice& d) {
+  return absl::StrCat("model=", d.model(), ",size=", d.size_bytes(),
+                      ",lbs=", d.logical_block_size(), ",rotational=", d.rotational() ? 1 : 0,
+                      ",numa=", d.numa_node());
+}
+
+std::string DeviceFingerprint(const std::vector<std::string>& targets,
+                              const v1::Inventory& inventory) {
+  std::set<std::string> parts;
+  bool files = false;
+  for (const std::string& t : targets) {
+    if (!absl::StartsWith(t, "/dev/")) {
+      files = true;
+      continue;
+    }
+    const std::string name = t.substr(5);
+    const v1::BlockDevice* best = nullptr;
+    for (const v1::BlockDevice& d : inventory.block_devices()) {
+      if (d.name().empty() || !absl::StartsWith(name, d.name())) continue;
+      // The disk itself, or a partition of it: the kernel names partitions of a disk
+      // whose name ends in a digit "<disk>p<N>" (nvme0n1p2), others "<disk><N>" (sda1).
+      absl::string_view rest = absl::string_view(name).substr(d.name().size());
+      if (!rest.empty()) {
+        if (absl::ascii_isdigit(d.name().back()) && !absl::ConsumePrefix(&rest, "p")) continue;
+        if (rest.empty() || !std::all_of(rest.begin(), rest.end(), absl::ascii_isdigit)) {
+          continue;
+        }
+      }
+      if (best == nullptr || d.name().size() > best->name().size()) best = &d;
+    }
+    parts.insert(best == nullptr ? std::string("device not in the inventory")
+                                 : BlockDeviceFingerprint(*best));
+  }
+  if (files) {
+    std::set<std::string> all;
+    for (const v1::BlockDevice& d : inventory.block_devices()) {
+      all.insert(BlockDeviceFingerprint(d));
+    }
+    parts.insert(absl::StrCat("files on {", absl::StrJoin(all, "; "), "}"));
+  }
+  return absl::StrJoin(parts, " | ");
+}
+
 uint64_t SeedFor(std::string_view key) {
   uint64_t h = 14695981039346656037ull;
   for (unsigned char ch : key) {
@@ -327,6 +408,22 @@ absl::StatusOr<JobCompareParams> ParseCompareParams(
       p.compared.emplace_back(absl::StripAsciiWhitespace(k));
     }
     if (p.compared.empty()) return FieldError("compared", "is empty");
+  }
+  if (auto v = get("unaudited")) {
+    const std::string l = absl::AsciiStrToLower(*v);
+    if (l == "allow") {
+      p.allow_unaudited = true;
+    } else if (l != "exclude" && !l.empty()) {
+      return FieldError("unaudited", absl::StrCat("\"", *v, "\" is not exclude or allow"));
+    }
+  }
+  if (auto v = get("max_cv")) {
+    double cv = 0;
+    if (!absl::SimpleAtod(*v, &cv) || !(cv >= 0 && cv <= 10)) {
+      return FieldError("max_cv",
+                        absl::StrCat("\"", *v, "\" is not a fraction in [0, 10] (0 = no gate)"));
+    }
+    p.max_within_run_cv = cv;
   }
   return p;
 }
@@ -402,6 +499,9 @@ absl::StatusOr<JobComparison> CompareJob(Scheduler& scheduler, const std::string
     ref.arm = r.variant();
     ref.cell = CellOf(r);
     ref.order = order++;
+    // One job lays its arms out A B, B A ... per host and repetition
+    // (scheduler/expand.cc): the repetition names the ABBA pair.
+    ref.pair = r.repetition();
     refs.push_back(std::move(ref));
   }
   Collected c;
@@ -432,7 +532,7 @@ absl::StatusOr<JobComparison> CompareJob(Scheduler& scheduler, const std::string
   }
 
   CompareInput in = MakeInput(c, arm_a, arm_b, std::move(compared),
-                              params.seed.value_or(SeedFor(job_id)));
+                              params.seed.value_or(SeedFor(job_id)), params);
   absl::StatusOr<CompareResult> result = Compare(in);
   if (!result.ok()) return NoDataError(result.status(), absl::StrCat("job ", job_id), pending);
   JobComparison out;
@@ -492,8 +592,9 @@ absl::StatusOr<JobComparison> CompareJobs(Scheduler& scheduler, const std::strin
     if (compared.empty()) compared.push_back("kernel_release");
   }
 
-  CompareInput in = MakeInput(c, job_a, job_b, std::move(compared),
-                              params.seed.value_or(SeedFor(absl::StrCat(job_a, "|", job_b))));
+  CompareInput in =
+      MakeInput(c, job_a, job_b, std::move(compared),
+                params.seed.value_or(SeedFor(absl::StrCat(job_a, "|", job_b))), params);
   absl::StatusOr<CompareResult> result = Compare(in);
   if (!result.ok()) {
     return NoDataError(result.status(), absl::StrCat("jobs ", job_a, " and ", job_b),
@@ -546,7 +647,7 @@ RenderedComparison RenderComparison(const JobComparison& c, CompareFormat format
     case CompareFormat::kJson:
     default:
       r.content_type = "application/json";
-      r.body = ComparisonJson(c).dump(2, ' ', false, json::error_handler_t::replace);
+      r.body = DumpHeadlineFirst(ComparisonJson(c));
       break;
   }
   return r;

@@ -14,14 +14,19 @@
 //             whose values differ between the jobs, else "kernel_release" (the
 //             same job run on two kernels).
 //
-// Attributes per (arm, host), for the confounding check: cpu_model,
-// kernel_release, agent_version (agent inventory), device_model (the block
-// devices named by /dev/ targets; else "block_devices": every device model of the
-// host), and the options the run's result reports (minus paths and sweep keys).
+// One job's runs are paired by repetition (Run::pair): the scheduler lays the arms
+// out A B, B A ... per host and repetition. Two jobs ran at different times and
+// are not paired.
 //
-// Runs that are succeeded (or failed with a result) are analysed; failed runs are
-// excluded by the error gate, cancelled and lost runs are skipped. Runs of other
-// arms are counted in `ignored_runs`.
+// Attributes per (arm, host), for the confounding check: cpu_model,
+// kernel_release, kernel_cmdline, agent_version (agent inventory), device
+// (DeviceFingerprint of the run's targets), and the options the run's result
+// reports (minus paths and sweep keys). Host identity is judged by Compare()'s
+// design (compare.h).
+//
+// Every run of the two arms is counted: usable, or not with its reasons
+// (StoredRunReasons, then the metric gates). Runs of other arms are counted in
+// `ignored_runs`.
 //
 // Errors: NotFound (job), InvalidArgument naming the field ("variants" when the
 // job has fewer than 2 arms, "arm_a"/"arm_b", "seed", "format", "compared", "a",
@@ -32,15 +37,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/status/statusor.h"
 #include "controller/compare/compare.h"
+#include "controller/compare/run_metrics.h"
 #include "controller/scheduler/scheduler.h"
 
 namespace iofleet::controller::compare {
@@ -53,10 +58,13 @@ struct JobCompareParams {
   std::optional<uint64_t> seed;  // default: SeedFor(job id(s))
   std::string arm_a, arm_b;      // one-job mode: variant names; "" = first two variants
   std::vector<std::string> compared;  // override of the compared attributes
+  bool allow_unaudited = false;       // admit runs without an arm audit (said in the headline)
+  double max_within_run_cv = 0;       // within-run CV gate (fraction); 0 = none (default)
 };
 
 // Reads query parameters: format=json|markdown|junit, partial=0|1|true|false,
-// seed=<uint64>, arm_a=, arm_b=, compared=k1,k2. `get` returns a parameter's value
+// seed=<uint64>, arm_a=, arm_b=, compared=k1,k2, unaudited=exclude|allow,
+// max_cv=<fraction in [0, 10]> (0 = no gate). `get` returns a parameter's value
 // or nullopt when absent. InvalidArgument naming the parameter.
 absl::StatusOr<JobCompareParams> ParseCompareParams(
     const std::function<std::optional<std::string>(const std::string&)>& get);
@@ -68,6 +76,34 @@ struct JobComparison {
   int runs_pending = 0;              // queued/assigned/running (partial mode)
   std::vector<std::string> notes;    // skipped runs, arms not compared, ...
 };
+
+// What the controller stored for one run, as read for a comparison.
+struct StoredRun {
+  const v1::Run* run = nullptr;                          // state, error, audit
+  const nlohmann::json* result = nullptr;                // parsed result; null: none stored
+  const std::vector<IntervalWindow>* windows = nullptr;  // its interval records
+  std::optional<RunMetrics> metrics;                     // when the result could be read
+  std::string metrics_error;                             // why not
+  std::string retried_as;                                // a lost run's replacement, if any
+};
+
+// Why a stored run cannot be used, from what the controller knows besides its
+// metrics: its state, its result, its arm audit (Run.audit: "ok", "" =
+// unaudited, else the failure) and its interval records (IntervalRecordsGap).
+// Compare() adds the metric gates (compare.h UnusableReasons). A new per-run fact
+// (say, the agent's count of records it could not deliver) is one more check here.
+std::vector<UnusableReason> StoredRunReasons(const StoredRun& run);
+
+// What storage a run measured, for the confounding check: for each /dev/ target,
+// the inventory's block device (a partition maps to its disk) described by
+// BlockDeviceFingerprint; for file targets (the file's device is not known here),
+// "files on {...}" over every block device of the host; "" without targets (null
+// engine). Parts are sorted and joined with " | ".
+std::string DeviceFingerprint(const std::vector<std::string>& targets,
+                              const v1::Inventory& inventory);
+// What a device is, not which one: model, size, logical block size, rotational,
+// NUMA node. New BlockDevice fields (firmware, transport, kind) are added here.
+std::string BlockDeviceFingerprint(const v1::BlockDevice& device);
 
 // The default bootstrap seed: FNV-1a 64 of the job id ("A|B" for two jobs), never 0.
 uint64_t SeedFor(std::string_view key);

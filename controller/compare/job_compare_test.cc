@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 
 #include <cmath>
@@ -111,11 +112,13 @@ class CompareApiTest : public ::testing::Test {
     v1::Inventory* inv = hello.mutable_inventory();
     inv->set_hostname(name);
     inv->set_kernel_release("6.1.0-13-amd64");
+    inv->set_kernel_cmdline(
+        absl::StrCat("root=/dev/vda1 mitigations=", name == "h1" ? "auto" : "off"));
     inv->set_cpu_model(cpu);
     inv->set_agent_version("0.1.0");
     v1::BlockDevice* d = inv->add_block_devices();
     d->set_name("nvme0n1");
-    d->set_model("Samsung PM9A3");
+    d->set_model(name == "h2" ? "Intel D7-P5510" : "Samsung PM9A3");
     auto s = std::make_shared<Sender>();
     EXPECT_TRUE(sched_->AgentHello(hello, s).ok());
     agents_[name] = s;
@@ -183,9 +186,10 @@ class CompareApiTest : public ::testing::Test {
     const double iops = p.iops * (1 + noise(rng_));
     const double clat = p.clat_ns * (1 + noise(rng_));
     const uint64_t runtime_ms = 2000;
-    const uint64_t n = static_cast<uint64_t>(iops * 2);
+    const uint64_t n = static_cast<uint64_t>(iops * 2);  // 2 s
 
     const uint64_t t0 = 1700000000000ull + seq_++ * 10000;
+    uint64_t recorded = 0;
     for (uint64_t i = 0; i < 4; ++i) {
       v1::AgentMessage im;
       v1::IntervalRecord* r = im.mutable_interval();
@@ -195,7 +199,11 @@ class CompareApiTest : public ::testing::Test {
       r->set_seq(i);
       r->set_t_start_ms(t0 + 1000 * i);
       r->set_t_end_ms(t0 + 1000 * (i + 1));
-      r->mutable_read()->set_ios(static_cast<uint64_t>(iops * (1 + noise(rng_))));
+      // Records add up to the result's total_ios, as the agent's do.
+      const uint64_t ios =
+          i < 3 ? static_cast<uint64_t>(iops / 2 * (1 + noise(rng_))) : n - recorded;
+      recorded += ios;
+      r->mutable_read()->set_ios(ios);
       sched_->AgentMessage(agent, s, im);
     }
 
@@ -247,11 +255,12 @@ class CompareApiTest : public ::testing::Test {
             {"sweep", {{"iodepth", {"1", "32"}}}}};
   }
 
-  // B is 10 % faster than A, with 10 % lower latency.
+  // B has 10 % more IOPS than A and 20 % lower latency (clear of every metric's τ,
+  // p99.9's 10 % included, so that every row has a decided verdict).
   static Perf TenPercentFaster(const v1::Run& r) {
     const double base = absl::StrContains(r.cell(), "iodepth=32") ? 200000 : 60000;
     const double f = r.variant() == "B" ? 1.10 : 1.0;
-    return {base * f, 100000.0 / f};
+    return {base * f, r.variant() == "B" ? 80000.0 : 100000.0};
   }
 
   static const json* FindRow(const json& j, const std::string& cell, const std::string& metric) {
@@ -334,7 +343,7 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
       EXPECT_EQ((*p)["a"]["n"], 6) << m << " " << p->dump();  // N*(1-q) >= 100 everywhere
     }
   }
-  EXPECT_EQ(j["outcome"], "pass");
+  EXPECT_EQ(j["outcome"], "pass") << j["outcome_reasons"].dump();
   EXPECT_TRUE(j["excluded"].empty()) << j["excluded"].dump();
   EXPECT_THAT(j["markdown"].get<std::string>(), HasSubstr("improvement"));
 
@@ -359,7 +368,7 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
        p = r.body.find("<testcase", p + 1)) {
     ++cases;
   }
-  EXPECT_EQ(cases, 2u * kNumMetrics);
+  EXPECT_EQ(cases, 2u * kNumMetrics + 1);  // + "usable runs"
   EXPECT_THAT(r.body, ::testing::Not(HasSubstr("<failure")));
 
   // Arms swapped: B is the baseline, A 9 % slower -> regression, outcome fail.
@@ -380,7 +389,123 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
   json table = json::parse(resp.table_json(), nullptr, false);
   ASSERT_TRUE(table.is_object());
   EXPECT_EQ(table["rows"].size(), 2u * kNumMetrics);
+  // Every run passed its arm audit, so all are usable.
+  EXPECT_EQ(table["headline"], "24 of 24 runs usable");
   EXPECT_EQ(table["outcome"], "pass");
+}
+
+// Every run failed: 200 with a row per cell x metric, each inconclusive with the
+// reason, outcome warn (never pass), and the grouped reasons first in every format.
+TEST_F(CompareApiTest, NoUsableRunIsInconclusiveWithReasonsNeverPass) {
+  Connect("h1", "AMD EPYC 7763");
+  const std::string id = Submit(AbSpec(3));
+  ASSERT_FALSE(id.empty());
+  int failed = 0;
+  for (;;) {
+    sched_->Tick();
+    std::vector<v1::AssignRun> as = agents_["h1"]->Take();
+    if (as.empty()) break;
+    for (const v1::AssignRun& a : as) {
+      v1::AgentMessage m;
+      m.mutable_run_started()->set_run_id(a.run_id());
+      sched_->AgentMessage("h1", agents_["h1"].get(), m);
+      v1::AgentMessage fm;
+      fm.mutable_run_finished()->set_run_id(a.run_id());
+      fm.mutable_run_finished()->set_ok(false);
+      fm.mutable_run_finished()->set_error("open /dev/nvme0n1: Permission denied");
+      sched_->AgentMessage("h1", agents_["h1"].get(), fm);
+      ++failed;
+    }
+  }
+  ASSERT_EQ(failed, 12);
+  Reply r = Get("/api/v1/jobs/" + id + "/compare");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body.rfind("{\n  \"headline\": \"0 of 12 runs usable; 12 runs: failed: see each "
+                         "run's error",
+                         0),
+            0u)
+      << r.body.substr(0, 300);
+  EXPECT_EQ(r.j["outcome"], "warn");
+  EXPECT_EQ(r.j["usable"]["runs_usable"], 0);
+  EXPECT_EQ(r.j["usable"]["groups"][0]["details"][0].get<std::string>().find("Permission denied") !=
+                std::string::npos,
+            true);
+  ASSERT_EQ(r.j["rows"].size(), 2u * kNumMetrics);
+  for (const json& row : r.j["rows"]) {
+    EXPECT_EQ(row["verdict"], "inconclusive");
+    EXPECT_THAT(row["reason"].get<std::string>(),
+                HasSubstr("no usable run of A in this cell (3 runs: 3 failed)"));
+  }
+  r = Get("/api/v1/jobs/" + id + "/compare?format=markdown");
+  EXPECT_EQ(r.body.rfind("**0 of 12 runs usable.**", 0), 0u) << r.body.substr(0, 200);
+  r = Get("/api/v1/jobs/" + id + "/compare?format=junit");
+  EXPECT_THAT(r.body, HasSubstr("<!-- 0 of 12 runs usable; 12 runs: failed"));
+  EXPECT_THAT(r.body, HasSubstr("skipped=\"12\""));
+}
+
+// Runs without an arm audit on record are not used unless asked for, and the
+// headline says which and why.
+TEST_F(CompareApiTest, UnauditedRunsAreExcludedUnlessAdmitted) {
+  Connect("h1", "AMD EPYC 7763");
+  const std::string id = Submit(AbSpec(5));
+  EXPECT_EQ(Drive(TenPercentFaster), 20);
+  // Runs stored before the arm audit existed (schema 6) carry no audit: make
+  // every run one, as an older store's rows are.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/ctl.db").c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    EXPECT_EQ(sqlite3_exec(db, "UPDATE runs SET audit=''", nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  Reply r = Get("/api/v1/jobs/" + id + "/compare");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_THAT(r.j["headline"].get<std::string>(),
+              HasSubstr("0 of 20 runs usable; 20 runs: unaudited"));
+  EXPECT_EQ(r.j["outcome"], "warn");
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow");
+  EXPECT_EQ(r.j["headline"],
+            "20 of 20 runs usable; 20 runs unaudited (no arm audit on record), admitted by "
+            "request");
+  EXPECT_EQ((*FindRow(r.j, "iodepth=32", "iops"))["verdict"], "improvement");
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=maybe");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j["error"]["field"], "unaudited");
+  r = Get("/api/v1/jobs/" + id + "/compare?max_cv=abc");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j["error"]["field"], "max_cv");
+  // The within-run CV gate on request: the fake runs' CV is ~1 %, a 0.001 gate cuts all.
+  r = Get("/api/v1/jobs/" + id + "/compare?unaudited=allow&max_cv=0.001");
+  EXPECT_THAT(r.j["headline"].get<std::string>(),
+              HasSubstr("0 of 20 runs usable; 20 runs: within-run CV > 0 %"));
+}
+
+TEST(DeviceFingerprint, TargetsMapToTheirDisksClass) {
+  v1::Inventory inv;
+  auto add = [&](const std::string& name, const std::string& model, uint64_t size) {
+    v1::BlockDevice* d = inv.add_block_devices();
+    d->set_name(name);
+    d->set_model(model);
+    d->set_size_bytes(size);
+    d->set_logical_block_size(512);
+    d->set_numa_node(0);
+  };
+  add("nvme0n1", "Samsung PM9A3", 3840755982336);
+  add("nvme0n10", "Other", 1000);
+  add("sda", "QEMU HARDDISK", 1 << 30);
+  EXPECT_EQ(DeviceFingerprint({"/dev/nvme0n1p2"}, inv),
+            "model=Samsung PM9A3,size=3840755982336,lbs=512,rotational=0,numa=0");
+  EXPECT_EQ(DeviceFingerprint({"/dev/nvme0n10"}, inv),
+            "model=Other,size=1000,lbs=512,rotational=0,numa=0");
+  EXPECT_EQ(DeviceFingerprint({"/dev/sda1"}, inv), DeviceFingerprint({"/dev/sda"}, inv));
+  EXPECT_EQ(DeviceFingerprint({"/dev/sdaa"}, inv), "device not in the inventory");
+  EXPECT_EQ(DeviceFingerprint({}, inv), "");
+  EXPECT_THAT(DeviceFingerprint({"/srv/f.dat"}, inv), HasSubstr("files on {model=Other"));
+  // Two disks: both, sorted, joined.
+  EXPECT_THAT(DeviceFingerprint({"/dev/sda", "/dev/nvme0n1"}, inv),
+              HasSubstr("model=QEMU HARDDISK,size=1073741824,lbs=512,rotational=0,numa=0 | "
+                        "model=Samsung"));
 }
 
 TEST_F(CompareApiTest, BadRequests) {
@@ -461,6 +586,10 @@ TEST_F(CompareApiTest, ArmsOnDifferentHostsAreComparedByPlacementAndFlagConfound
   ASSERT_NE(iops, nullptr) << r.body;
   EXPECT_EQ((*iops)["confounded"], true);
   EXPECT_THAT((*iops)["confounders"].dump(), HasSubstr("cpu_model"));
+  EXPECT_THAT((*iops)["confounders"].dump(), HasSubstr("kernel_cmdline"));
+  EXPECT_THAT((*iops)["confounders"].dump(), HasSubstr("device: A={model=Samsung PM9A3,"));
+  // One host per arm: host identity cannot be told from the arm.
+  EXPECT_THAT((*iops)["confounders"].dump(), HasSubstr("host: A={h1} B={h2}"));
   EXPECT_THAT((*iops)["confounders"].dump(), ::testing::Not(HasSubstr("hosts/selector")));
 }
 

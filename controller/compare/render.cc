@@ -26,6 +26,7 @@ nlohmann::json ArmJson(const ArmSummary& s) {
           {"median", Num(s.median)},
           {"ci", Ci(s.median_ci)},
           {"cv", Num(s.cv)},
+          {"within_run_cv", Num(s.within_run_cv)},
           {"outliers", std::move(outliers)}};
 }
 
@@ -76,6 +77,31 @@ std::string XmlEscape(const std::string& in) {
       s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}, {"'", "&apos;"}});
 }
 
+nlohmann::json PerHost(const std::vector<HostDelta>& v) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const HostDelta& h : v) {
+    out.push_back({{"host", h.host}, {"n", h.n}, {"delta_pct", Num(h.delta_pct)}});
+  }
+  return out;
+}
+
+nlohmann::json UsableJson(const UsableSummary& u) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const UsableGroup& g : u.groups) {
+    groups.push_back({{"kind", g.kind},
+                      {"label", g.label},
+                      {"advice", g.advice},
+                      {"runs", g.runs},
+                      {"admitted", g.admitted},
+                      {"details", g.details}});
+  }
+  return {{"runs_total", u.runs_total},
+          {"runs_usable", u.runs_usable},
+          {"groups", std::move(groups)},
+          {"advice", u.advice},
+          {"headline", u.headline}};
+}
+
 std::string VerdictCell(const Row& r) {
   std::string v(VerdictName(r.verdict));
   if (r.confounded) absl::StrAppend(&v, " (confounded)");
@@ -84,6 +110,24 @@ std::string VerdictCell(const Row& r) {
 }
 
 }  // namespace
+
+std::string UsableMarkdown(const UsableSummary& u) {
+  std::string out = absl::StrFormat("**%d of %d runs usable.**", u.runs_usable, u.runs_total);
+  if (u.groups.empty() && u.advice.empty()) return out + "\n\n";
+  absl::StrAppend(&out, "\n\n");
+  for (const UsableGroup& g : u.groups) {
+    std::string line = g.admitted
+                           ? absl::StrFormat("- %d %s %s, admitted by request", g.runs,
+                                             g.runs == 1 ? "run" : "runs", g.label)
+                           : absl::StrFormat("- %d %s: %s: %s", g.runs,
+                                             g.runs == 1 ? "run" : "runs", g.label, g.advice);
+    if (!g.details.empty()) absl::StrAppend(&line, " (", absl::StrJoin(g.details, "; "), ")");
+    absl::StrAppend(&out, MdEscape(line), "\n");
+  }
+  for (const std::string& a : u.advice) absl::StrAppend(&out, "- ", MdEscape(a), "\n");
+  absl::StrAppend(&out, "\n");
+  return out;
+}
 
 nlohmann::json ToJson(const CompareResult& result) {
   nlohmann::json rows = nlohmann::json::array();
@@ -95,8 +139,16 @@ nlohmann::json ToJson(const CompareResult& result) {
         {"threshold", r.threshold},
         {"a", ArmJson(r.a)},
         {"b", ArmJson(r.b)},
+        {"design", r.design},
         {"paired", r.paired},
         {"pairs", r.pairs},
+        {"hosts_used", r.hosts_used},
+        {"runs_unused", r.runs_unused},
+        {"n_effective", r.n_effective},
+        {"df", Num(r.df)},
+        {"residual_sd", Num(r.residual_sd)},
+        {"per_host", PerHost(r.per_host)},
+        {"heterogeneity_p", Num(r.heterogeneity_p)},
         {"delta_pct", Num(r.delta_pct)},
         {"delta_ci_pct", Ci(r.delta_ci)},
         {"ci_method", r.ci_method},
@@ -104,6 +156,14 @@ nlohmann::json ToJson(const CompareResult& result) {
         {"p", Num(r.p)},
         {"q", Num(r.q)},
         {"noisy", r.noisy},
+        {"without_outliers",
+         r.without_outliers
+             ? nlohmann::json{{"delta_pct", Num(r.without_outliers->delta_pct)},
+                              {"delta_ci_pct", Ci(r.without_outliers->delta_ci)},
+                              {"p", Num(r.without_outliers->p)},
+                              {"n_effective", r.without_outliers->n_effective},
+                              {"verdict", std::string(VerdictName(r.without_outliers->verdict))}}
+             : nlohmann::json(nullptr)},
         {"confounded", r.confounded},
         {"confounders", r.confounders},
         {"verdict", std::string(VerdictName(r.verdict))},
@@ -127,9 +187,12 @@ nlohmann::json ToJson(const CompareResult& result) {
                         {"host", e.host},
                         {"cell", e.cell},
                         {"order", e.order},
-                        {"reasons", e.reasons}});
+                        {"reasons", e.reasons},
+                        {"kinds", e.kinds}});
   }
   return {
+      {"usable", UsableJson(result.usable)},
+      {"headline", result.usable.headline},
       {"arm_a", result.arm_a},
       {"arm_b", result.arm_b},
       {"compared_attributes", result.compared_attributes},
@@ -145,15 +208,32 @@ nlohmann::json ToJson(const CompareResult& result) {
   };
 }
 
+std::string DumpHeadlineFirst(const nlohmann::json& j, int indent) {
+  nlohmann::ordered_json out;
+  for (const char* first : {"headline", "usable"}) {
+    if (j.contains(first)) {
+      out[first] = nlohmann::ordered_json::parse(
+          j[first].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "headline" || it.key() == "usable") continue;
+    out[it.key()] = nlohmann::ordered_json::parse(
+        it.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  return out.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string RenderJson(const CompareResult& result, int indent) {
-  return ToJson(result).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  return DumpHeadlineFirst(ToJson(result), indent);
 }
 
 std::string RenderMarkdown(const CompareResult& result) {
   const std::string& a = result.arm_a;
   const std::string& b = result.arm_b;
-  std::string out =
-      absl::StrFormat("## %s vs %s: %s\n\n", MdEscape(a), MdEscape(b), OutcomeName(result.outcome));
+  std::string out = UsableMarkdown(result.usable);
+  absl::StrAppend(&out, absl::StrFormat("## %s vs %s: %s\n\n", MdEscape(a), MdEscape(b),
+                                        OutcomeName(result.outcome)));
   for (Metric m : kAllMetrics) {
     bool any = false;
     for (const Row& r : result.rows) any = any || r.metric == m;
@@ -227,14 +307,25 @@ std::string RenderMarkdown(const CompareResult& result) {
 }
 
 std::string RenderJUnitXml(const CompareResult& result) {
-  int failures = 0;
-  for (const Row& r : result.rows) failures += r.verdict == Verdict::kRegression;
+  int failures = 0, skipped = 0;
+  for (const Row& r : result.rows) {
+    failures += r.verdict == Verdict::kRegression;
+    skipped += r.verdict == Verdict::kInconclusive || r.verdict == Verdict::kNoisy;
+  }
+  const int tests = static_cast<int>(result.rows.size()) + 1;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  absl::StrAppend(&out, absl::StrFormat("<testsuites tests=\"%d\" failures=\"%d\">\n",
-                                        result.rows.size(), failures));
+  // "--" may not appear inside an XML comment.
+  absl::StrAppend(&out, "<!-- ",
+                  absl::StrReplaceAll(XmlEscape(result.usable.headline), {{"--", "- -"}}),
+                  " -->\n");
+  absl::StrAppend(&out,
+                  absl::StrFormat("<testsuites tests=\"%d\" failures=\"%d\">\n", tests, failures));
   absl::StrAppend(&out, absl::StrFormat("  <testsuite name=\"iofleet.compare\" tests=\"%d\" "
-                                        "failures=\"%d\" errors=\"0\" skipped=\"0\">\n",
-                                        result.rows.size(), failures));
+                                        "failures=\"%d\" errors=\"0\" skipped=\"%d\">\n",
+                                        tests, failures, skipped));
+  absl::StrAppend(&out, "    <testcase classname=\"iofleet.compare\" name=\"usable runs\">\n");
+  absl::StrAppend(&out, "      <system-out>", XmlEscape(UsableMarkdown(result.usable)),
+                  "</system-out>\n    </testcase>\n");
   for (const Row& r : result.rows) {
     absl::StrAppend(&out, absl::StrFormat("    <testcase classname=\"%s\" name=\"%s\">\n",
                                           XmlEscape(r.cell), MetricName(r.metric)));
@@ -246,6 +337,9 @@ std::string RenderJUnitXml(const CompareResult& result) {
       absl::StrAppend(
           &out, absl::StrFormat("      <failure message=\"%s\" type=\"regression\">%s</failure>\n",
                                 XmlEscape(summary), XmlEscape(r.reason)));
+    } else if (r.verdict == Verdict::kInconclusive || r.verdict == Verdict::kNoisy) {
+      absl::StrAppend(&out, absl::StrFormat("      <skipped message=\"%s\"/>\n",
+                                            XmlEscape(absl::StrCat(summary, "; ", r.reason))));
     }
     absl::StrAppend(&out, absl::StrFormat("      <system-out>%s; %s</system-out>\n",
                                           XmlEscape(summary), XmlEscape(r.reason)));

@@ -29,8 +29,8 @@ CompareResult Sample() {
   a.cell = "rw=randread|bs<4k>";
   a.metric = Metric::kIops;
   a.threshold = 0.02;
-  a.a = {10, 1, 512345, {510000, 515000}, 0.01, {}};
-  a.b = {10, 1, 480000, {478000, 482000}, 0.01, {{"run-7", 300000}}};
+  a.a = {10, 1, 512345, {510000, 515000}, 0.01, 0.02, {}};
+  a.b = {10, 1, 480000, {478000, 482000}, 0.01, 0.02, {{"run-7", 300000}}};
   a.delta_pct = -6.3;
   a.delta_ci = {-6.9, -5.8};
   a.ci_method = "bootstrap";
@@ -46,8 +46,8 @@ CompareResult Sample() {
   b.metric = Metric::kP99;
   b.threshold = 0.05;
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  b.a = {3, 1, 85200, {80000, 90000}, nan, {}};
-  b.b = {0, 0, nan, {nan, nan}, nan, {}};
+  b.a = {3, 1, 85200, {80000, 90000}, nan, nan, {}};
+  b.b = {0, 0, nan, {nan, nan}, nan, nan, {}};
   b.delta_pct = nan;
   b.delta_ci = {nan, nan};
   b.p = nan;
@@ -59,8 +59,19 @@ CompareResult Sample() {
   r.rows.push_back(b);
 
   r.geomean.push_back({Metric::kIops, 1, -6.3, {-6.9, -5.8}, Verdict::kRegression});
-  r.excluded.push_back(
-      {"run-3", "v6.9", "h1", "rw=randread|bs<4k>", 3, {"error=5", "io_errors=1"}});
+  r.excluded.push_back({"run-3",
+                        "v6.9",
+                        "h1",
+                        "rw=randread|bs<4k>",
+                        3,
+                        {"error=5", "io_errors=1"},
+                        {"error", "io_errors"}});
+  r.usable.runs_total = 21;
+  r.usable.runs_usable = 20;
+  r.usable.groups.push_back(
+      {"error", "fio error", "see the run's result (iofleet result RUN)", 1, false, {"error=5"}});
+  r.usable.headline =
+      "20 of 21 runs usable; 1 run: fio error: see the run's result (iofleet result RUN)";
   return r;
 }
 
@@ -80,12 +91,29 @@ TEST(Render, JsonHasEveryFieldAndNullsForNaN) {
   EXPECT_TRUE(j["rows"][0]["n_needed"].is_null());
   EXPECT_EQ(j["rows"][1]["confounded"], true);
   EXPECT_EQ(j["excluded"][0]["reasons"][1], "io_errors=1");
+  EXPECT_EQ(j["excluded"][0]["kinds"][1], "io_errors");
+  EXPECT_EQ(j["usable"]["runs_usable"], 20);
+  EXPECT_EQ(j["usable"]["groups"][0]["kind"], "error");
   EXPECT_EQ(j["geomean"][0]["verdict"], "regression");
   // Round-trips through text, and invalid UTF-8 does not throw.
   CompareResult bad = Sample();
   bad.rows[0].cell = "\xff\xfe";
   const std::string text = RenderJson(bad);
   EXPECT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded());
+}
+
+// Every rendering opens with how many runs are usable.
+TEST(Render, EveryFormatOpensWithUsableRuns) {
+  const std::string json = RenderJson(Sample());
+  EXPECT_EQ(json.rfind("{\n  \"headline\": \"20 of 21 runs usable; 1 run: fio error: see", 0), 0u)
+      << json.substr(0, 200);
+  const std::string md = RenderMarkdown(Sample());
+  EXPECT_EQ(md.rfind("**20 of 21 runs usable.**\n\n- 1 run: fio error: see the run's result", 0),
+            0u)
+      << md.substr(0, 200);
+  const std::string xml = RenderJUnitXml(Sample());
+  EXPECT_THAT(xml, HasSubstr("?>\n<!-- 20 of 21 runs usable; 1 run: fio error"));
+  EXPECT_THAT(xml, HasSubstr("name=\"usable runs\">\n      <system-out>**20 of 21 runs usable"));
 }
 
 TEST(Render, MarkdownTable) {
@@ -108,10 +136,11 @@ TEST(Render, MarkdownTable) {
 
 TEST(Render, JUnitOneTestcasePerRowFailureOnRegression) {
   const std::string xml = RenderJUnitXml(Sample());
-  EXPECT_THAT(xml, HasSubstr("<testsuite name=\"iofleet.compare\" tests=\"2\" failures=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("<testsuite name=\"iofleet.compare\" tests=\"3\" failures=\"1\" "
+                             "errors=\"0\" skipped=\"1\""));
   EXPECT_THAT(xml, HasSubstr("<testcase classname=\"rw=randread|bs&lt;4k&gt;\" name=\"iops\">"));
   EXPECT_THAT(xml, HasSubstr("<failure message=\"regression: delta -6.30% [-6.90, -5.80]"));
-  EXPECT_THAT(xml, HasSubstr("name=\"p99_ns\">\n      <system-out>inconclusive"));
+  EXPECT_THAT(xml, HasSubstr("name=\"p99_ns\">\n      <skipped message=\"inconclusive"));
   EXPECT_THAT(xml, Not(HasSubstr("<4k>")));
   size_t failures = 0;
   for (size_t pos = 0; (pos = xml.find("<failure", pos)) != std::string::npos; ++pos) ++failures;

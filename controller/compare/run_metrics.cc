@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/jobspec/parser.h"
 
 namespace iofleet::controller::compare {
@@ -233,6 +234,38 @@ absl::StatusOr<RunMetrics> ExtractRunMetrics(std::string_view result_json,
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("result: ", e.what()));
   }
+}
+
+std::optional<std::string> IntervalRecordsGap(const json& result,
+                                              std::span<const IntervalWindow> intervals) {
+  const json* jobs = Child(result, "jobs");
+  if (jobs == nullptr || !jobs->is_array()) return std::nullopt;
+  uint64_t want = 0;
+  for (const json& job : *jobs) {
+    for (const char* d : kDirs) {
+      if (const json* dir = Child(job, d)) want += U64(Child(*dir, "total_ios"));
+    }
+  }
+  uint64_t have = 0;
+  std::map<uint32_t, std::set<uint64_t>> seqs;
+  for (const IntervalWindow& w : intervals) {
+    have += w.ios;
+    seqs[w.job_index].insert(w.seq);
+  }
+  std::vector<std::string> gaps;
+  for (const auto& [job, s] : seqs) {
+    const uint64_t last = *s.rbegin();
+    if (s.size() == last + 1) continue;
+    std::vector<std::string> missing;
+    for (uint64_t q = 0; q <= last && missing.size() < 5; ++q) {
+      if (!s.count(q)) missing.push_back(absl::StrCat(q));
+    }
+    gaps.push_back(absl::StrCat("job ", job, ": seq ", absl::StrJoin(missing, ", "), " missing"));
+  }
+  if (have == want && gaps.empty()) return std::nullopt;
+  std::string out = absl::StrCat("records hold ", have, " of ", want, " I/Os");
+  if (!gaps.empty()) absl::StrAppend(&out, "; ", absl::StrJoin(gaps, "; "));
+  return out;
 }
 
 std::map<std::string, std::string> ResultOptions(const json& result) {

@@ -74,6 +74,14 @@ absl::StatusOr<RunMetrics> ExtractRunMetrics(const nlohmann::json& result,
 absl::StatusOr<RunMetrics> ExtractRunMetrics(std::string_view result_json,
                                              std::span<const IntervalWindow> intervals);
 
+// Whether a run's interval records are complete: every job_index's seqs run
+// 0, 1, 2 ... without a gap, and the records' I/Os add up to the result's
+// total_ios (read + write + trim of every job). nullopt when complete, else what is
+// missing ("records hold 9,000 of 10,000 I/Os; job 0: seq 3 missing"). A result
+// without "jobs" is not judged here (ExtractRunMetrics rejects it).
+std::optional<std::string> IntervalRecordsGap(const nlohmann::json& result,
+                                              std::span<const IntervalWindow> intervals);
+
 // The options a result says its jobs ran with: "global options" overlaid by each
 // job's "job options". With one job the keys are the option names; with several,
 // "<jobname>:<option>" (only for values that differ between jobs or are job-local;

@@ -130,8 +130,11 @@ TEST(RunMetricsTest, ErrorsRuntimeAndAskedRuntime) {
   EXPECT_DOUBLE_EQ(m->runtime_s, 1.5);
   EXPECT_DOUBLE_EQ(m->asked_runtime_s, 2.0);
   CompareOptions o;
-  const std::vector<std::string> reasons = GateReasons(*m, o);
-  EXPECT_EQ(reasons.size(), 3u);  // error, io errors, runtime
+  const std::vector<UnusableReason> reasons = GateReasons(*m, o);
+  ASSERT_EQ(reasons.size(), 3u);  // error, io errors, runtime
+  EXPECT_EQ(reasons[0].kind, "error");
+  EXPECT_EQ(reasons[1].kind, "io_errors");
+  EXPECT_EQ(reasons[2].kind, "short_runtime");
 
   // Not time based: runtime is only a cap, no asked runtime.
   stats::JobStats c = Job("c", 0, 1000, 1000, 300);
@@ -189,6 +192,23 @@ TEST(RunMetricsTest, WithinRunCvFromOneSecondWindowsDroppingPartialFirstAndLast)
   std::vector<IntervalWindow> one = {{0, 0, 0, 1000, 100, 0}, {0, 1, 1000, 1100, 5, 0}};
   EXPECT_FALSE(WithinRunCv(one).has_value());
   EXPECT_FALSE(WithinRunCv({}).has_value());
+}
+
+// A run's interval records are complete when every job's seqs are contiguous from 0
+// and their I/Os add up to the result's.
+TEST(RunMetricsTest, IntervalRecordsGapFindsMissingRecords) {
+  const json r = Render({Job("a", 0, 300, 1000, 3000), Job("b", 1, 100, 1000, 3000)});
+  std::vector<IntervalWindow> w = {{0, 0, 0, 1000, 100, 0}, {0, 1, 1000, 2000, 100, 0},
+                                   {0, 2, 2000, 3000, 100, 0}, {1, 0, 0, 3000, 100, 0}};
+  EXPECT_EQ(IntervalRecordsGap(r, w), std::nullopt);
+  std::vector<IntervalWindow> lost = w;
+  lost.erase(lost.begin() + 1);  // job 0's seq 1 never arrived
+  EXPECT_EQ(IntervalRecordsGap(r, lost), "records hold 300 of 400 I/Os; job 0: seq 1 missing");
+  std::vector<IntervalWindow> tail = w;
+  tail.pop_back();  // job 1's only record: the sum is short, no seq gap to see
+  EXPECT_EQ(IntervalRecordsGap(r, tail), "records hold 300 of 400 I/Os");
+  EXPECT_EQ(IntervalRecordsGap(r, {}), "records hold 0 of 400 I/Os");
+  EXPECT_EQ(IntervalRecordsGap(json::object(), {}), std::nullopt);  // not judged here
 }
 
 TEST(RunMetricsTest, BadResultsAreErrorsNotCrashes) {
@@ -282,7 +302,8 @@ TEST(RunMetricsTest, RealAgentJsonPlusAndIntervals) {
   for (const auto& j : result["jobs"]) {
     json_ios += j["read"]["total_ios"].get<uint64_t>() + j["write"]["total_ios"].get<uint64_t>();
   }
-  EXPECT_NEAR(static_cast<double>(rec_ios), static_cast<double>(json_ios), 0.01 * json_ios + 64);
+  EXPECT_EQ(rec_ios, json_ios);
+  EXPECT_EQ(IntervalRecordsGap(result, windows), std::nullopt);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }

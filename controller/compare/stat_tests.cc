@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/math/distributions/binomial.hpp>
+#include <boost/math/distributions/fisher_f.hpp>
 #include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
 #include <boost/math/policies/policy.hpp>
@@ -239,22 +240,43 @@ double StudentTQuantile(double p, double df) {
   return boost::math::quantile(boost::math::students_t_distribution<double, NoThrowPolicy>(df), p);
 }
 
-Interval WelchInterval(std::span<const double> x, std::span<const double> y, double level) {
-  if (x.size() < 2 || y.size() < 2 || !AllFinite(x) || !AllFinite(y) || !(level > 0 && level < 1)) {
-    return {kNaN, kNaN};
-  }
+double StudentTTwoSidedP(double t, double df) {
+  if (std::isnan(t) || !(df > 0) || std::isnan(df)) return kNaN;
+  if (std::isinf(t)) return 0;
+  if (df > 1e7) return TwoSidedNormalP(t);
+  const boost::math::students_t_distribution<double, NoThrowPolicy> dist(df);
+  return std::min(1.0, 2 * boost::math::cdf(boost::math::complement(dist, std::fabs(t))));
+}
+
+double FUpperP(double f, double d1, double d2) {
+  if (std::isnan(f) || !(d1 > 0) || !(d2 > 0)) return kNaN;
+  if (f <= 0) return 1;
+  if (std::isinf(f)) return 0;
+  const boost::math::fisher_f_distribution<double, NoThrowPolicy> dist(d1, d2);
+  return boost::math::cdf(boost::math::complement(dist, f));
+}
+
+WelchStatistic WelchT(std::span<const double> x, std::span<const double> y) {
+  if (x.size() < 2 || y.size() < 2 || !AllFinite(x) || !AllFinite(y)) return {kNaN, kNaN, kNaN};
   const double d = Mean(y) - Mean(x);
   const double vx = std::pow(StdDev(x), 2) / static_cast<double>(x.size());
   const double vy = std::pow(StdDev(y), 2) / static_cast<double>(y.size());
   const double se2 = vx + vy;
-  if (!(se2 > 0)) return {d, d};
+  if (!(se2 > 0)) return {d, 0, std::numeric_limits<double>::infinity()};
   const double df =
       se2 * se2 /
       (vx * vx / static_cast<double>(x.size() - 1) + vy * vy / static_cast<double>(y.size() - 1));
-  const double t = StudentTQuantile(0.5 + level / 2, df);
+  return {d, std::sqrt(se2), df};
+}
+
+Interval WelchInterval(std::span<const double> x, std::span<const double> y, double level) {
+  if (!(level > 0 && level < 1)) return {kNaN, kNaN};
+  const WelchStatistic w = WelchT(x, y);
+  if (!std::isfinite(w.estimate)) return {kNaN, kNaN};
+  if (w.se == 0) return {w.estimate, w.estimate};
+  const double t = StudentTQuantile(0.5 + level / 2, w.df);
   if (!std::isfinite(t)) return {kNaN, kNaN};
-  const double half = t * std::sqrt(se2);
-  return {d - half, d + half};
+  return {w.estimate - t * w.se, w.estimate + t * w.se};
 }
 
 TTestResult WelchTTest(std::span<const double> x, std::span<const double> y) {

@@ -71,6 +71,16 @@ struct Interval {
   double hi;
 };
 
+// Welch's t for mean(y) - mean(x): the estimate, its standard error and the
+// Welch-Satterthwaite df. NaN fields when either sample has fewer than 2 values or
+// a non-finite value; zero variance in both: se 0, df +inf.
+struct WelchStatistic {
+  double estimate;
+  double se;
+  double df;
+};
+WelchStatistic WelchT(std::span<const double> x, std::span<const double> y);
+
 // Welch interval at `level` (e.g. 0.95) for mean(y) - mean(x). NaN bounds when
 // either sample has fewer than 2 values. Zero variance in both: [d, d].
 Interval WelchInterval(std::span<const double> x, std::span<const double> y, double level);
@@ -85,6 +95,13 @@ Interval MedianOrderStatisticInterval(std::span<const double> x, double level);
 // Two-sided standard normal quantile and Student-t quantile (NaN on bad input).
 double NormalQuantile(double p);
 double StudentTQuantile(double p, double df);
+
+// Two-sided p-value of a Student-t statistic: P(|T_df| >= |t|). t = ±inf gives 0;
+// NaN on bad input (df <= 0, NaN t).
+double StudentTTwoSidedP(double t, double df);
+
+// Upper tail of the F distribution: P(F_{d1,d2} >= f). NaN on bad input.
+double FUpperP(double f, double d1, double d2);
 
 // Runs per arm needed to detect a relative change `tau` with the across-run
 // coefficient of variation `cv` (both fractions) at alpha 0.05 two-sided, power

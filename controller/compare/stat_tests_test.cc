@@ -150,6 +150,20 @@ TEST(Intervals, StudentTAndWelch) {
   EXPECT_NEAR(t.lo, 6 - 2.228139 * std::sqrt(11.0 / 11), 1e-5);
 }
 
+TEST(Distributions, TAndFTails) {
+  // t_{0.975, 10} = 2.228139. With 4 df the two-sided tail has a closed form:
+  // 1 - t (t^2 + 6) / (t^2 + 4)^1.5; at t = 4: 1 - 88 / 20^1.5.
+  EXPECT_NEAR(StudentTTwoSidedP(2.228139, 10), 0.05, 1e-6);
+  EXPECT_NEAR(StudentTTwoSidedP(-4, 4), 1 - 88 / std::pow(20.0, 1.5), 1e-12);
+  EXPECT_DOUBLE_EQ(StudentTTwoSidedP(0, 3), 1);
+  EXPECT_DOUBLE_EQ(StudentTTwoSidedP(INFINITY, 3), 0);
+  EXPECT_TRUE(std::isnan(StudentTTwoSidedP(1, 0)));
+  // F with 2 numerator df: P(F >= f) = (1 + 2 f / d2)^(-d2 / 2) = 1.7^-5 here.
+  EXPECT_NEAR(FUpperP(3.5, 2, 10), std::pow(1.7, -5), 1e-12);
+  EXPECT_DOUBLE_EQ(FUpperP(0, 2, 10), 1);
+  EXPECT_TRUE(std::isnan(FUpperP(1, 0, 10)));
+}
+
 TEST(Intervals, MedianOrderStatistics) {
   // n = 10: P(B <= 1) = 11/1024 <= 0.025 < P(B <= 2) -> [x(2), x(9)].
   const Interval i =

@@ -271,7 +271,16 @@ export function normCompare(resp) {
   if (!resp) return null;
   const wrapped = jsonDoc(pick(resp, 'table_json')) || jsonDoc(pick(resp, 'table'));
   const t = wrapped || resp;
+  const usable = t.usable || {};
   return {
+    // "N of M runs usable" and why the others are not (controller/compare/compare.h UsableSummary).
+    headline: t.headline || usable.headline || '',
+    usable: {
+      runs_total: usable.runs_total ?? null,
+      runs_usable: usable.runs_usable ?? null,
+      groups: usable.groups || [],
+      advice: usable.advice || [],
+    },
     arm_a: t.arm_a ?? 'A',
     arm_b: t.arm_b ?? 'B',
     compared_attributes: t.compared_attributes || [],
@@ -342,7 +351,11 @@ export async function listAgents({ pageSize = 100, pageToken = '', signal } = {}
 
 // partial: compare the finished runs while others still run (otherwise the
 // controller answers 409 until every run is done).
-export async function getCompare(id, { partial = false, signal } = {}) {
-  const params = partial ? { partial: 1 } : undefined;
-  return normCompare(await request('GET', `/jobs/${encodeURIComponent(id)}/compare`, { params, signal }));
+export async function getCompare(id, { partial = false, unaudited = false, signal } = {}) {
+  const params = {};
+  if (partial) params.partial = 1;
+  if (unaudited) params.unaudited = 'allow';
+  return normCompare(
+    await request('GET', `/jobs/${encodeURIComponent(id)}/compare`, { params: Object.keys(params).length ? params : undefined, signal }),
+  );
 }

@@ -240,7 +240,16 @@ describe('dashboard against the real controller and agent', { skip, timeout: 240
       return;
     }
     assert.equal(probe.status, 200, JSON.stringify(probe.body));
+    // Runs with no arm audit on record are excluded unless admitted; the page says
+    // so first and links to the comparison that admits them.
     await page.goto(`${base}#/jobs/${id}/compare`);
+    await page.getByTestId('usable').waitFor();
+    assert.match(await page.getByTestId('usable').innerText(), /\d+ of 8 runs usable/);
+    if (/unaudited/.test(probe.body.headline || '')) {
+      await page.getByText('Compare including unaudited runs').click();
+      await page.waitForFunction(() => /unaudited=allow/.test(location.hash));
+      await page.waitForFunction(() => /8 of 8 runs usable/.test(document.querySelector('[data-testid=usable]')?.innerText || ''));
+    }
     await page.locator('table.compare').first().waitFor();
     const cells = await page.$$eval('table.compare td.verdict', (tds) =>
       tds.map((td) => [td.dataset.verdict, getComputedStyle(td).backgroundColor]),

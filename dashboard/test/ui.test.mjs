@@ -209,6 +209,16 @@ describe('dashboard against a fake API', { skip: skip || false, timeout: 120000 
     assert.match(row, /-11\.11%/);
     assert.match(row, /regression/);
     assert.match(await page.getByTestId('outcome').innerText(), /fail/);
+    // The page opens with how many runs are usable and why the others are not.
+    const usable = page.getByTestId('usable');
+    assert.match(await usable.innerText(), /47 of 48 runs usable/);
+    assert.match(await usable.innerText(), /1 run: fio error: see the run's result \(iofleet result RUN\) \(error=5\)/);
+    const first = await page.$eval('main', (m) => {
+      const u = m.querySelector('[data-testid=usable]');
+      const t = m.querySelector('h1');
+      return !!(u.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING);
+    });
+    assert.ok(first, 'the usable-runs summary comes before the title and the tables');
     const sweep = page.locator('.sweep .chart');
     assert.equal(await sweep.count(), 1);
     assert.equal(await sweep.getAttribute('data-points'), '4');

@@ -188,6 +188,14 @@ function compareTable() {
     });
   });
   return {
+    headline: '47 of 48 runs usable; 1 run: fio error: see the run\'s result (iofleet result RUN)',
+    usable: {
+      runs_total: 48,
+      runs_usable: 47,
+      groups: [{ kind: 'error', label: 'fio error', advice: "see the run's result (iofleet result RUN)", runs: 1, admitted: false, details: ['error=5'] }],
+      advice: [],
+      headline: '47 of 48 runs usable; 1 run: fio error: see the run\'s result (iofleet result RUN)',
+    },
     arm_a: 'A',
     arm_b: 'B',
     compared_attributes: ['kernel'],

@@ -246,13 +246,18 @@ def case_engines(env):
     # Formats over REST and the CLI.
     status, ctype, md = env.request("GET", f"/jobs/{job_id}/compare?format=markdown")
     check(status == 200 and "markdown" in ctype and "| all" in md, f"markdown: {status} {ctype}")
+    check(md.startswith("**10 of 10 runs usable.**"), f"markdown opening: {md[:200]}")
     status, ctype, xml = env.request("GET", f"/jobs/{job_id}/compare?format=junit")
-    check(status == 200 and "<testsuites" in xml and xml.count("<testcase") == len(cmp["rows"]),
-          f"junit: {status} {xml[:200]}")
+    # One testcase per row, plus "usable runs".
+    check(status == 200 and "<testsuites" in xml and
+          xml.count("<testcase") == len(cmp["rows"]) + 1, f"junit: {status} {xml[:200]}")
+    # `iofleet compare` exits 3 exactly when the outcome is fail.
+    want_rc = 3 if cmp["outcome"] == "fail" else 0
     rc, out, err = env.cli("compare", job_id)
-    check(rc == 0 and "iops" in out and "libaio" in out, f"iofleet compare: rc {rc} {out} {err}")
+    check(rc == want_rc and "iops" in out and "libaio" in out,
+          f"iofleet compare: rc {rc} (outcome {cmp['outcome']}) {out} {err}")
     rc, out, err = env.cli("compare", job_id, "--format=junit")
-    check(rc == 0 and "<testsuite" in out, f"iofleet compare --format=junit: rc {rc} {err}")
+    check(rc == want_rc and "<testsuite" in out, f"iofleet compare --format=junit: rc {rc} {err}")
 
     report("io_uring vs libaio (4k randread QD32, direct=1, fallocated 256M file, 2 s, repeat 5)", [
         "```", *[fmt_row(r) for r in cmp["rows"]],

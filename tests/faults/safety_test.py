@@ -338,6 +338,10 @@ def case_unknown_host():
         j1 = env.submit(fio_job(a.target, runtime=4), ["agent-a"], name="holder")
         j2 = env.submit(fio_job(a.target, runtime=1), ["agent-a"], name="behind")
         r1 = env.wait_state(j1, ("assigned", "running"), 15)
+        # The agent resolves the second run's target first ("resolving targets
+        # on host agent-a"); then it waits for the lease.
+        wait_for(lambda: env.run(j2)["waiting_for"].startswith("lease on"), 15,
+                 "the second run waits for the lease")
         r2 = env.run(j2)
         check(r2["waiting_for"].startswith(f"lease on {a.target} (") and
               r2["waiting_for"].endswith(f") held by run {r1['id']}"),

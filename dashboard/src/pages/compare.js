@@ -27,8 +27,17 @@ function ci(metric, pair, fmt = fmtMetric.bind(null, metric)) {
   return h('span', { class: 'ci' }, `[${fmt(lo)}, ${fmt(hi)}]`);
 }
 
+function designText(row) {
+  if (!row || !row.design || row.design === 'none') return '';
+  const parts = [row.design];
+  if (row.design === 'paired') parts.push(`${row.pairs} pairs`);
+  if (row.hosts_used > 1) parts.push(`${row.hosts_used} hosts`);
+  if (row.runs_unused) parts.push(`${row.runs_unused} runs not in Δ`);
+  return parts.join(', ');
+}
+
 function verdictCell(verdict, row) {
-  const title = row ? [row.reason, row.noisy && row.statistical_verdict ? `statistics alone: ${row.statistical_verdict}` : ''].filter(Boolean).join('; ') : '';
+  const title = row ? [row.reason, designText(row) ? `design: ${designText(row)}` : ''].filter(Boolean).join('; ') : '';
   return h(
     'td',
     { class: `verdict verdict-${verdict}`, title: title || null, dataset: { verdict } },
@@ -130,9 +139,40 @@ function legend() {
   );
 }
 
+// "N of M runs usable" and the reasons grouped, with advice: the page opens with it.
+export function usableSummary(t) {
+  const u = t.usable || {};
+  if (!t.headline && u.runs_total == null) return null;
+  const all = u.runs_total != null && u.runs_usable === u.runs_total;
+  const count = u.runs_total != null ? `${u.runs_usable} of ${u.runs_total} runs usable` : t.headline;
+  return h(
+    'section',
+    { class: `usable${all ? '' : ' usable-missing'}`, 'data-testid': 'usable', role: all ? null : 'status' },
+    h('p', null, h('strong', null, count)),
+    (u.groups || []).length || (u.advice || []).length
+      ? h(
+          'ul',
+          null,
+          (u.groups || []).map((g) =>
+            h(
+              'li',
+              { dataset: { kind: g.kind } },
+              g.admitted
+                ? `${g.runs} ${g.runs === 1 ? 'run' : 'runs'} ${g.label}, admitted by request`
+                : `${g.runs} ${g.runs === 1 ? 'run' : 'runs'}: ${g.label}: ${g.advice}`,
+              (g.details || []).length ? h('span', { class: 'muted small' }, ` (${g.details.join('; ')})`) : null,
+            ),
+          ),
+          (u.advice || []).map((a) => h('li', { class: 'advice' }, a)),
+        )
+      : null,
+  );
+}
+
 export function comparePage(main, { args, params }) {
   const id = args[0];
   const partial = params.get('partial') === '1';
+  const unaudited = params.get('unaudited') === 'allow';
   document.title = `Compare ${id} · iofleet`;
   const head = h('div');
   const body = h('div');
@@ -156,7 +196,7 @@ export function comparePage(main, { args, params }) {
     );
     let t;
     try {
-      t = await getCompare(id, { partial, signal: ctl.signal });
+      t = await getCompare(id, { partial, unaudited, signal: ctl.signal });
     } catch (e) {
       if (e.name === 'AbortError') return;
       const pending = e.status === 409;
@@ -186,8 +226,25 @@ export function comparePage(main, { args, params }) {
       ),
     );
     const sweepBox = h('section', { class: 'sweep', 'aria-label': 'IOPS vs iodepth' });
+    const query = (extra) => {
+      const q = new URLSearchParams();
+      if (partial) q.set('partial', '1');
+      if (unaudited) q.set('unaudited', 'allow');
+      for (const [k, v] of Object.entries(extra || {})) q.set(k, v);
+      const s = q.toString();
+      return s ? `?${s}` : '';
+    };
+    const unauditedExcluded = !unaudited && (t.usable.groups || []).some((g) => g.kind === 'unaudited' && !g.admitted);
     replace(
       body,
+      usableSummary(t),
+      unauditedExcluded
+        ? h(
+            'p',
+            null,
+            h('a', { class: 'btn', href: `#/jobs/${encodeURIComponent(id)}/compare${query({ unaudited: 'allow' })}` }, 'Compare including unaudited runs'),
+          )
+        : null,
       h(
         'div',
         { class: 'title-row' },
@@ -200,7 +257,7 @@ export function comparePage(main, { args, params }) {
         : null,
       t.notes.length ? h('ul', { class: 'notes muted' }, t.notes.map((s) => h('li', null, s))) : null,
       legend(),
-      t.rows.length ? null : h('p', { class: 'muted' }, 'No rows: the job has no finished runs of both arms yet.'),
+      t.rows.length ? null : h('p', { class: 'muted' }, 'No rows: no cell has runs of both arms.'),
       sweepBox,
       tables,
       t.excluded.length
@@ -221,16 +278,16 @@ export function comparePage(main, { args, params }) {
         'p',
         { class: 'small' },
         'Export: ',
-        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare?format=markdown${partial ? '&partial=1' : ''}` }, 'Markdown'),
+        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query({ format: 'markdown' })}` }, 'Markdown'),
         ' · ',
-        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare?format=junit${partial ? '&partial=1' : ''}` }, 'JUnit XML'),
+        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query({ format: 'junit' })}` }, 'JUnit XML'),
         ' · ',
-        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare${partial ? '?partial=1' : ''}` }, 'JSON'),
+        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query()}` }, 'JSON'),
       ),
       h(
         'p',
         { class: 'muted small' },
-        `Bootstrap: ${t.bootstrap_resamples ?? '–'} resamples, seed ${t.seed ?? '–'}; α = ${t.alpha}; q: Benjamini–Hochberg over ${t.rows.length} rows.`,
+        `Δ and p: t on log ratios of A and B run back to back on one host (paired), stratified by host otherwise; α = ${t.alpha}; q: Benjamini–Hochberg over ${t.rows.length} rows. Arm median CIs: bootstrap, ${t.bootstrap_resamples ?? '–'} resamples, seed ${t.seed ?? '–'}.`,
         t.ignored_runs ? ` ${t.ignored_runs} runs of other arms ignored.` : '',
         t.compared_attributes.length ? ` Compared attributes: ${t.compared_attributes.join(', ')}.` : '',
       ),
