@@ -59,16 +59,23 @@ class IoGenerator {
 
   // Fills op, fd, file_index, offset, len and buf of `r` (r.index must be set).
   // False when this pass is over (bytes issued, or every file done).
+  // Files are served as file_service_type says (fio's get_next_file): the
+  // current file for file_service_nr I/Os (sequential: until it is done),
+  // then the next one in order (roundrobin, sequential) or a random one that
+  // is not done (random).
   inline bool Next(IoRequest& r) {
     while (pass_left_ != 0) {
-      const size_t fi = next_file_;
-      if (++next_file_ == files_.size()) next_file_ = 0;
+      const size_t fi = cur_file_;
       FileState& f = files_[fi];
       if (!f.done) {
-        if (Fill(f, fi, r)) return true;
+        if (Fill(f, fi, r)) {
+          if (--service_left_ == 0) NextFile();
+          return true;
+        }
         f.done = true;
         ++files_done_;
       }
+      NextFile();
       if (files_done_ == files_.size() && !Rewind()) pass_left_ = 0;
     }
     return false;
@@ -118,6 +125,17 @@ class IoGenerator {
     r.buf = buffers_ + static_cast<size_t>(r.index) * slot_size_;
     return true;
   }
+  inline void NextFile() {
+    service_left_ = service_nr_;
+    if (files_.size() == 1) return;
+    if (!random_files_ || files_done_ == files_.size()) {
+      if (++cur_file_ == files_.size()) cur_file_ = 0;
+      return;
+    }
+    do {
+      cur_file_ = static_cast<size_t>(file_rng_.Below(files_.size()));
+    } while (files_[cur_file_].done);
+  }
   // Every file is done: start them over when wrapping and something is left
   // (fio stops when less than the largest block is left).
   bool Rewind();
@@ -132,7 +150,11 @@ class IoGenerator {
   uint64_t max_bs_ = 4096;
   uint64_t pass_bytes_ = 0;
   uint64_t pass_left_ = 0;
-  size_t next_file_ = 0;
+  size_t cur_file_ = 0;
+  uint64_t service_nr_ = 1;    // I/Os per pick (file_service_type's :N; sequential: all)
+  uint64_t service_left_ = 1;
+  bool random_files_ = false;  // file_service_type=random
+  workload::Rng file_rng_;     // fio's next_file_state
   size_t files_done_ = 0;
   uint64_t filled_ = 0;              // I/Os produced (progress check for Rewind)
   uint64_t filled_at_rewind_ = 0;

@@ -286,7 +286,8 @@ absl::Status IoLoop::Run(E& e) {
   batch_.reserve(slots_.size());
   absl::Status st = data_ == nullptr ? RunPhases(e, gen_) : RunPhases(e, *data_);
   end_ns_ = now_;
-  if (job_.end_fsync && error_ == 0) EndFsync();
+  // fsync_on_close: fio fsyncs each file at the end of the I/O as end_fsync does.
+  if ((job_.end_fsync || (job_.fsync_on_close && jobspec::HasWrite(job_.rw))) && error_ == 0) EndFsync();
   PublishInterval(now_);
   return st;
 }

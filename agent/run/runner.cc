@@ -192,6 +192,10 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
       }
       for (const auto& name : names) {
         const FileFacts facts = EngineDoesNoIo(job) ? FileFacts{} : Inspect(name);
+        if (!job.allow_file_create && !facts.exists && !EngineDoesNoIo(job)) {
+          return JobError(job, "allow_file_create", "0",
+                          absl::StrCat("forbids creating ", name, ", which does not exist"));
+        }
         uint64_t per_file = job.filesize;
         if (size_rng.has_value()) {
           const bool in_range = facts.exists && facts.size >= job.filesize &&

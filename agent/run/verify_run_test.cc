@@ -282,5 +282,31 @@ TEST_F(VerifyRunTest, CompressPercentageIsTheZeroShareOfEveryChunk) {
   }
 }
 
+// Files: filename_format names them, unlink removes them after the job,
+// allow_file_create=0 refuses a missing one before any I/O, fsync_on_close
+// fsyncs each file once at the end (fio: one sync per file, like end_fsync).
+TEST_F(VerifyRunTest, FileOptions) {
+  stats::JobStats js = Run("[ff]\nioengine=psync\nrw=write\nbs=4k\nsize=96k\nnrfiles=3\ndirectory=" + dir_ +
+                           "\nfilename_format=data.$jobnum.$filenum\nfsync_on_close=1\n");
+  EXPECT_EQ(js.error, 0) << js.error_text;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(fs::exists(Path(absl::StrCat("data.0.", i)))) << i;
+  EXPECT_FALSE(fs::exists(Path("ff.0.0")));
+
+  js = Run("[u]\nioengine=psync\nrw=write\nbs=4k\nsize=64k\nunlink=1\nfilename=" + Path("u.dat") + "\n");
+  EXPECT_EQ(js.error, 0) << js.error_text;
+  EXPECT_EQ(js.dir[1].total_ios, 16u);
+  EXPECT_FALSE(fs::exists(Path("u.dat")));
+
+  auto list = jobspec::ParseJobText("[n]\nioengine=psync\nrw=read\nbs=4k\nsize=64k\nallow_file_create=0\nfilename=" +
+                                        Path("missing.dat") + "\n",
+                                    "t.fio");
+  ASSERT_TRUE(list.ok()) << list.status();
+  auto r = RunJobs(*list, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("allow_file_create"));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr(Path("missing.dat")));
+  EXPECT_FALSE(fs::exists(Path("missing.dat")));
+}
+
 }  // namespace
 }  // namespace iofleet::agent

@@ -45,6 +45,15 @@ Worker::~Worker() {
     if (fd >= 0) ::close(fd);
   }
   if (buffers_ != nullptr) munmap(buffers_, buffers_size_);
+  // unlink: the job's regular files go when it is done (fio's close_and_free_files).
+  if (spec_.job->unlink) {
+    for (const TargetFile& tf : spec_.files) {
+      if (!tf.is_block_device && ::unlink(tf.path.c_str()) != 0 && errno != ENOENT) {
+        std::fprintf(stderr, "iofleet-agent: job \"%s\": unlink %s: %s\n", spec_.job->name.c_str(),
+                     tf.path.c_str(), std::strerror(errno));
+      }
+    }
+  }
 }
 
 absl::Status Worker::Prepare() {
