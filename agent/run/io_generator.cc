@@ -92,6 +92,8 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   pass_bytes_ = io_bytes_per_pass;
   pass_left_ = pass_bytes_;
   cur_file_ = 0;
+  trimwrite_ = job.rw == jobspec::RwPattern::kTrimWrite || job.rw == jobspec::RwPattern::kRandTrimWrite;
+  trimmed_ = Trimmed{};
   random_files_ = job.file_service_type == jobspec::FileService::kRandom;
   service_nr_ = job.file_service_type == jobspec::FileService::kSequential
                     ? UINT64_MAX

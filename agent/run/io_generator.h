@@ -103,6 +103,20 @@ class IoGenerator {
 
   inline bool Fill(FileState& f, size_t fi, IoRequest& r) {
     const jobspec::Ddir d = rwmix_->Next();
+    if (trimwrite_ && d == jobspec::kWrite && trimmed_.len != 0) {
+      // trimwrite: each write goes where the trim before it went, and only
+      // the writes count toward the pass (fio's get_next_offset, io_bytes_exceeded).
+      pass_left_ -= trimmed_.len < pass_left_ ? trimmed_.len : pass_left_;
+      ++filled_;
+      r.op = IoOp::kWrite;
+      r.fd = trimmed_.fd;
+      r.file_index = trimmed_.file_index;
+      r.offset = trimmed_.offset;
+      r.len = trimmed_.len;
+      r.buf = buffers_ + static_cast<size_t>(r.index) * slot_size_;
+      trimmed_.len = 0;
+      return true;
+    }
     workload::OffsetGen& gen = *f.gen[d];
     uint64_t block;
     if (!gen.Next(&block)) return false;
@@ -115,7 +129,11 @@ class IoGenerator {
       const uint64_t units = gen.Commit(block, (len + unit - 1) / unit);
       if (units * unit < len) len = units * unit;
     }
-    pass_left_ -= len < pass_left_ ? len : pass_left_;
+    if (!trimwrite_) {
+      pass_left_ -= len < pass_left_ ? len : pass_left_;
+    } else {
+      trimmed_ = Trimmed{f.fd, static_cast<int>(fi), f.region_start + off, static_cast<uint32_t>(len)};
+    }
     ++filled_;
     r.op = static_cast<IoOp>(d);
     r.fd = f.fd;
@@ -150,6 +168,15 @@ class IoGenerator {
   uint64_t max_bs_ = 4096;
   uint64_t pass_bytes_ = 0;
   uint64_t pass_left_ = 0;
+  // trimwrite / randtrimwrite: the last trim, which the next write repeats.
+  struct Trimmed {
+    int fd = -1;
+    int file_index = 0;
+    uint64_t offset = 0;
+    uint32_t len = 0;
+  };
+  bool trimwrite_ = false;
+  Trimmed trimmed_;
   size_t cur_file_ = 0;
   uint64_t service_nr_ = 1;    // I/Os per pick (file_service_type's :N; sequential: all)
   uint64_t service_left_ = 1;
