@@ -744,6 +744,24 @@ std::string RenderJobs(const JobList& list, const Options& globals, const Builde
   return out;
 }
 
+// The jobs as written: the [global] options and each job's own options as the
+// user gave them (JobSpec::raw_options), so that the agent's JSON "job options"
+// echo what was written (bs=4k, runtime=1), as fio's do.
+// The [global] options go in the order one section applies them (see ToJobText).
+std::string RenderAsWritten(const JobList& list, const Options& globals) {
+  std::string out;
+  if (!globals.empty()) {
+    out += "[global]\n";
+    AppendOptions(&out, globals);
+  }
+  for (const JobSpec& j : list.jobs) {
+    if (!out.empty()) out += "\n";
+    absl::StrAppend(&out, "[", j.name, "]\n");
+    AppendOptions(&out, j.raw_options);
+  }
+  return out;
+}
+
 JobSpec Comparable(JobSpec s) {
   s.raw_options.clear();
   s.file_index = 1;
@@ -1050,11 +1068,20 @@ absl::StatusOr<JobList> ParseJobJson(std::string_view json_text, const ParseOpti
 }
 
 std::string ToJobText(const JobList& list) {
-  // First try: the list's own [global] section, with each job rendered as the
-  // difference from that template. If re-parsing that does not give back the same
-  // jobs (globals between jobs, several files), or it needs an option with an
-  // empty value (which fio's JSON echo drops), render each job against fio's
-  // defaults instead, which always reproduces the job settings.
+  static const std::map<std::string, std::string> kNoEnv;
+  ParseOptions po;
+  po.env = &kNoEnv;
+  po.allow_include = false;
+  auto same_jobs = [&list](const absl::StatusOr<JobList>& back) {
+    if (!back.ok() || back->jobs.size() != list.jobs.size()) return false;
+    for (size_t i = 0; i < list.jobs.size(); ++i) {
+      if (Comparable(back->jobs[i]) != Comparable(list.jobs[i])) return false;
+    }
+    return true;
+  };
+  // First try: the options as written. Kept when re-parsing it gives back the
+  // same jobs (not so for several files, globals between jobs, or options that
+  // were set in code rather than written).
   // The [global] options in the order one section applies them (several [global]
   // sections become one), so that rendering the re-parsed list gives the same text.
   Options globals = list.global_options;
@@ -1063,6 +1090,15 @@ std::string ToJobText(const JobList& list) {
     const OptionRow* ry = FindOptionRow(y.first);
     return (rx ? RowRank(*rx) : 1) < (ry ? RowRank(*ry) : 1);
   });
+  if (!list.jobs.empty()) {
+    std::string text = RenderAsWritten(list, globals);
+    if (same_jobs(ParseJobText(text, "ToJobText", po))) return text;
+  }
+  // Next: the list's own [global] section, with each job rendered as the
+  // difference from that template. If re-parsing that does not give back the same
+  // jobs (globals between jobs, several files), or it needs an option with an
+  // empty value (which fio's JSON echo drops), render each job against fio's
+  // defaults instead, which always reproduces the job settings.
   Builder tmpl;
   std::vector<OptEntry> entries;
   bool globals_ok = !globals.empty();
@@ -1079,19 +1115,7 @@ std::string ToJobText(const JobList& list) {
   if (globals_ok && ApplySection(tmpl, entries, "global", nullptr).ok()) {
     bool empty_value = false;
     std::string text = RenderJobs(list, globals, tmpl, &empty_value);
-    static const std::map<std::string, std::string> kNoEnv;
-    ParseOptions po;
-    po.env = &kNoEnv;
-    po.allow_include = false;
-    auto back = empty_value ? absl::StatusOr<JobList>(absl::InvalidArgumentError(""))
-                            : ParseJobText(text, "ToJobText", po);
-    if (back.ok() && back->jobs.size() == list.jobs.size()) {
-      bool same = true;
-      for (size_t i = 0; i < list.jobs.size() && same; ++i) {
-        same = Comparable(back->jobs[i]) == Comparable(list.jobs[i]);
-      }
-      if (same) return text;
-    }
+    if (!empty_value && same_jobs(ParseJobText(text, "ToJobText", po))) return text;
   }
   bool unused = false;
   return RenderJobs(list, {}, Builder(), &unused);

@@ -1236,10 +1236,18 @@ TEST(ToJobTextTest, FileNamesWithOuterWhiteSpaceRoundTrip) {
   EXPECT_EQ(ToJobText(*back), once);
 }
 
-TEST(ToJobTextTest, RendersOnlyWhatDiffersFromTheTemplate) {
-  EXPECT_EQ(ToJobText(MustParse("[a]\nbs=8k\nrw=randread:4\n")), "[a]\nrw=randread:4\nbs=8192\n");
-  EXPECT_EQ(ToJobText(MustParse("[global]\niodepth=8\n[a]\n[b]\nbs=8k,16k\n")),
-            "[global]\niodepth=8\n\n[a]\n\n[b]\nbs=8192,16384,16384\n");
+TEST(ToJobTextTest, RendersOptionsAsWrittenElseWhatDiffersFromTheTemplate) {
+  // As written, so the agent's JSON "job options" echo what the user wrote (as
+  // fio's do: bs=8k, not 8192; runtime=1, not 1000000us).
+  EXPECT_EQ(ToJobText(MustParse("[a]\nbs=8k\nrw=randread:4\n")), "[a]\nbs=8k\nrw=randread:4\n");
+  EXPECT_EQ(ToJobText(MustParse("[global]\niodepth=8\n[a]\n[b]\nbs=8k,16k\nruntime=1\n")),
+            "[global]\niodepth=8\n\n[a]\n\n[b]\nbs=8k,16k\nruntime=1\n");
+  // A job changed in code (its options as written no longer describe it): only
+  // what differs from the [global] template is rendered.
+  JobList changed = MustParse("[global]\niodepth=8\n[a]\nbs=8k\nrw=randread:4\n");
+  changed.jobs[0].numjobs = 3;
+  EXPECT_EQ(ToJobText(changed),
+            "[global]\niodepth=8\n\n[a]\nnumjobs=3\nrw=randread:4\nbs=8192\n");
   // A stonewall implied between job files is written out explicitly.
   TempDir dir;
   const std::string a = dir.Write("a.fio", "[a1]\n");
@@ -1341,7 +1349,7 @@ TEST(FioGrammarTest, SequentialRwOffsetModifiersMayBeNegativeOrSigned) {
   EXPECT_EQ(MustParseJob("rw=write:+4k").rw_seq_add, 4 * static_cast<int64_t>(KiB));
   EXPECT_EQ(MustParseJob("rw=read:1m").rw_seq_add, static_cast<int64_t>(MiB));
   // Renders and parses back.
-  EXPECT_EQ(ToJobText(MustParse("[a]\nrw=read:-8k\n")), "[a]\nrw=read:-8192\n");
+  EXPECT_EQ(ToJobText(MustParse("[a]\nrw=read:-8k\n")), "[a]\nrw=read:-8k\n");
   // It parses (as fio's --parse-only does), but the agent does not step backwards
   // yet: CheckRunnable refuses it before any I/O, naming the feature.
   absl::Status st = CheckRunnable(MustParse("[a]\nrw=read:-8k\n"));

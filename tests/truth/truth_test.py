@@ -319,6 +319,76 @@ def case_cv_gate(fleet):
     check(row(cmp, "iops")["a"]["within_run_cv"] is not None, "no within-run CV measured")
 
 
+@case(agents=1)
+def case_variants_sweep(fleet):
+    """Issue 10's first case with a real agent: variants b1 {iodepth_batch_submit: 1}
+    and b8 {iodepth_batch_submit: 8, iodepth_batch_complete_min: 8} with a sweep
+    over iodepth (none in the base job). Every run passes its arm audit, each run's
+    echoed fio `job options` carry its own arm's values (the arms differ), and the
+    comparison has a row per cell."""
+    body = fleet.body("truth-sweep",
+                      [("b1", {"iodepth_batch_submit": "1"}),
+                       ("b8", {"iodepth_batch_submit": "8", "iodepth_batch_complete_min": "8"})],
+                      repeat=2, options={"ioengine": "libaio", "direct": "0"})
+    body["sweep"] = {"iodepth": ["8", "32"]}
+    job = fleet.submit(body)
+    runs = fleet.wait(job)
+    check(len(runs) == 8 and all(r["state"] == "succeeded" for r in runs),
+          f"runs: {[(r['state'], r.get('error')) for r in runs]}")
+    seen = set()
+    for r in runs:
+        full = fleet.get(f"/runs/{r['id']}")
+        check(full.get("audit") == "ok", f"run {r['id']} audit {full.get('audit')!r}")
+        opts = full["result"]["jobs"][0]["job options"]
+        arm = r["variant"]
+        want = {"b1": {"iodepth_batch_submit": "1"},
+                "b8": {"iodepth_batch_submit": "8", "iodepth_batch_complete_min": "8"}}[arm]
+        # iodepth_batch_submit is an alias of iodepth_batch (echoed under that name);
+        # an option at fio's default (iodepth_batch=1) is not rendered.
+        opts = {("iodepth_batch_submit" if k == "iodepth_batch" else k): v for k, v in opts.items()}
+        for k, v in want.items():
+            check(opts.get(k, "1" if k == "iodepth_batch_submit" else None) == v, f"run {r['id']} ({arm}): job options {k}={opts.get(k)!r}, "
+                                    f"want {v}: {opts}")
+        check(opts.get("iodepth") in ("8", "32"), f"run {r['id']}: iodepth {opts.get('iodepth')}")
+        if arm == "b8":
+            check("iodepth_batch=8" in full["fio_text"].replace("_submit=", "=") and
+                  "iodepth_batch_complete_min=8" in full["fio_text"],
+                  f"run {r['id']}: effective job text lacks its arm's options:\n{full['fio_text']}")
+        seen.add((arm, opts["iodepth"]))
+    check(seen == {(a, d) for a in ("b1", "b8") for d in ("8", "32")}, f"cells ran: {seen}")
+    cmp = fleet.compare_json(job)
+    show(cmp)
+    check(cmp["headline"].startswith("8 of 8 runs usable"), cmp["headline"])
+    cells = {r["cell"] for r in cmp["rows"]}
+    check(cells == {"iodepth=8", "iodepth=32"}, f"cells {cells}")
+
+
+@case(agents=1)
+def case_path_alias(fleet):
+    """Two jobs on one file, one through a symlink to it: the leases serialize them
+    (they are keyed on the file's identity, not on the path string), so their runs
+    never overlap in time."""
+    agent = fleet.agents[0]
+    target = os.path.join(agent.allow, "data.dat")
+    alias = os.path.join(agent.allow, "alias.dat")
+    os.symlink(target, alias)
+    jobs = []
+    for name, path in (("direct", target), ("alias", alias)):
+        body = fleet.body(f"truth-alias-{name}", [("A", {})], repeat=2, runtime=2)
+        body["host_overrides"] = {agent.name: {"filename": path}}
+        jobs.append(fleet.submit(body))
+    spans = []
+    for job in jobs:
+        for r in fleet.wait(job):
+            check(r["state"] == "succeeded", f"run {r['id']}: {r['state']} {r.get('error')}")
+            full = fleet.get(f"/runs/{r['id']}")
+            spans.append((int(full["started_ms"]), int(full["finished_ms"]), r["id"]))
+    spans.sort()
+    for (s1, e1, r1), (s2, e2, r2) in zip(spans, spans[1:]):
+        check(s2 >= e1, f"runs {r1} [{s1}, {e1}] and {r2} [{s2}, {e2}] overlap on one file")
+    log(f"  {len(spans)} runs on one file under two names, one at a time")
+
+
 def main():
     global BUILD
     ap = argparse.ArgumentParser()
