@@ -285,6 +285,7 @@ bool DataPath::NextVerify(IoRequest& r) {
   s.exp.check_seed = check_seed_;
   s.exp.numberio = p->numberio;
   s.exp.check_numberio = check_numberio_;
+  s.exp.io_flags = 0x88;  // fio: in flight, from the verify list
   r.op = IoOp::kRead;
   r.file_index = static_cast<int>(p->file);
   r.fd = cfg_.fds[p->file];

@@ -131,9 +131,9 @@ void BlockVerifier::LogFailure(const char* name, const Expected& e, uint32_t pie
                                size_t n, const std::string& file, std::string* log) {
   absl::StrAppendFormat(log,
                         "%.8s: verify failed at file %s offset %u, length %u (requested block: "
-                        "offset=%u, length=%u, flags=0)\n",
+                        "offset=%u, length=%u, flags=%x)\n",
                         name, file, e.offset + static_cast<uint64_t>(piece_num) * piece_len,
-                        piece_len, e.offset, e.len);
+                        piece_len, e.offset, e.len, e.io_flags);
   if (good != nullptr && bad != nullptr) {
     absl::StrAppend(log, "       Expected CRC: ", Hex(good, n), "\n");
     absl::StrAppend(log, "       Received CRC: ", Hex(bad, n), "\n");

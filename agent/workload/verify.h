@@ -86,6 +86,10 @@ struct Expected {
   bool check_seed = false;
   uint16_t numberio = 0;
   bool check_numberio = false;
+  // What fio prints as the read's io_u flags in a failure line: in flight
+  // (IO_U_F_IN_CUR_DEPTH, 0x8), plus 0x80 (IO_U_F_VER_LIST) for the read-back
+  // of a logged write.
+  uint32_t io_flags = 0x8;
 };
 
 class BlockVerifier {
