@@ -25,7 +25,7 @@ void Usage(FILE* out) {
                "\n"
                "commands:\n"
                "  run [JOBFILE...] [--<fio option>=<value>...]   run jobs locally, like fio\n"
-               "      --output-format=normal|json|json+  --output=FILE  --parse-only\n"
+               "      --output-format=normal|json|json+|terse[,...]  --output=FILE  --parse-only\n"
                "      --status-interval=SECONDS\n"
                "  engines                                       list I/O engines this kernel supports\n"
                "  inventory                                     print what this agent reports (JSON)\n"

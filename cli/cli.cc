@@ -646,7 +646,12 @@ int CmdResult(const ApiClient& api, const std::vector<std::string>& rest) {
   if (fmt == "json") {
     printf("%s\n", Pretty(result).c_str());
   } else {
-    printf("%s", RenderResultNormal(result).c_str());
+    auto text = RenderResultNormal(result);
+    if (!text.ok()) return Fail(absl::StrCat("run ", a.positional[0], ": ", text.status().message()));
+    printf("%s", text->c_str());
+    // Where the run's fio logs are (they stay on the agent: docs/logs.md);
+    // on stderr, so stdout is what the agent would have printed.
+    fprintf(stderr, "%s", RenderLogFiles(result).c_str());
   }
   return kExitOk;
 }

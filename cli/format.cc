@@ -11,9 +11,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/printable.h"
 #include "absl/strings/strip.h"
+#include "common/printable.h"
 #include "common/stats/histogram.h"
+#include "common/stats/report.h"
 
 namespace iofleet::cli {
 namespace {
@@ -593,48 +594,18 @@ std::string CompareHeadline(const json& compare) {
   return h;
 }
 
-std::string RenderResultNormal(const json& fio) {
-  std::string out;
-  const json& jobs = JArray(fio, "jobs");
-  if (jobs.empty()) return "(no jobs in result)\n";
-  for (const json& job : jobs) {
-    out += absl::StrCat(TerminalSafe(JStr(job, {"jobname"})), ": (groupid=", JStr(job, {"groupid"}),
-                        ", jobs=1): err=", JStr(job, {"error"}), "\n");
-    for (const char* d : {"read", "write", "trim"}) {
-      const json* dir = Find(job, d);
-      if (dir == nullptr || JU64(*dir, {"total_ios"}) == 0) continue;
-      const double iops = JDouble(*dir, {"iops"});
-      const double bw = JDouble(*dir, {"bw_bytes"});
-      out += absl::StrCat("  ", d, ": IOPS=", FormatCount(iops), ", BW=", FormatBytesPerSec(bw),
-                          " (", JU64(*dir, {"io_bytes"}), " bytes/",
-                          JU64(*dir, {"runtime"}), "msec)\n");
-      if (const json* clat = Find(*dir, "clat_ns")) {
-        char buf[160];
-        snprintf(buf, sizeof(buf), "    clat (nsec): min=%llu, max=%llu, avg=%.2f, stdev=%.2f\n",
-                 static_cast<unsigned long long>(JU64(*clat, {"min"})),
-                 static_cast<unsigned long long>(JU64(*clat, {"max"})),
-                 JDouble(*clat, {"mean"}), JDouble(*clat, {"stddev"}));
-        out += buf;
-        if (const json* pct = Find(*clat, "percentile"); pct != nullptr && pct->is_object()) {
-          std::string line = "    clat percentiles (nsec):";
-          // JSON objects come back sorted as strings ("10.0" < "5.0"): order by value.
-          std::vector<std::pair<double, uint64_t>> points;
-          for (auto it = pct->begin(); it != pct->end(); ++it) {
-            double p = 0;
-            if (absl::SimpleAtod(it.key(), &p)) points.emplace_back(p, ToU64(it.value()));
-          }
-          std::sort(points.begin(), points.end());
-          int n = 0;
-          for (const auto& [p, v] : points) {
-            if (n++ % 4 == 0) line += "\n     |";
-            char kb[48];
-            snprintf(kb, sizeof(kb), " %.2fth=[%llu],", p, static_cast<unsigned long long>(v));
-            line += kb;
-          }
-          out += line + "\n";
-        }
-      }
-    }
+absl::StatusOr<std::string> RenderResultNormal(const json& fio) {
+  return stats::FioNormalFromJson(fio);
+}
+
+std::string RenderLogFiles(const json& fio) {
+  const json* logs = Find(fio, "iofleet") != nullptr ? Find(*Find(fio, "iofleet"), "logs") : nullptr;
+  if (logs == nullptr) return "";
+  const json& files = JArray(*logs, "files");
+  if (files.empty()) return "";
+  std::string out = absl::StrCat("fio logs on agent host ", TerminalSafe(JStr(*logs, {"host"})), ":\n");
+  for (const json& f : files) {
+    if (f.is_string()) absl::StrAppend(&out, "  ", TerminalSafe(f.get<std::string>()), "\n");
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
 namespace iofleet::cli {
@@ -100,7 +101,13 @@ VerdictGate GateCompare(const json& compare, const FailOn& fail_on);
 // The compare answer's "N of M runs usable ..." headline ("" when absent).
 std::string CompareHeadline(const json& compare);
 
-// fio-style summary of a fio JSON result ("normal" output).
-std::string RenderResultNormal(const json& fio);
+// fio's normal output of a stored result, exactly as the agent prints it
+// (rendered from the JSON document, common/stats/report.h). InvalidArgument
+// when the document is not a fio JSON result.
+absl::StatusOr<std::string> RenderResultNormal(const json& fio);
+
+// "fio logs on agent host H:" and the run's log files, one a line, from the
+// result's iofleet.logs ("" when the run wrote no log).
+std::string RenderLogFiles(const json& fio);
 
 }  // namespace iofleet::cli

@@ -107,13 +107,24 @@ TEST(FormatTest, TableAlignsColumns) {
   EXPECT_EQ(RenderTable({"A", "BB"}, {{"xxx", "y"}}), "A    BB\nxxx  y\n");
 }
 
-TEST(FormatTest, ResultNormal) {
+// The stored result prints as fio's normal output (the agent's renderer), and
+// the run's log files are listed from iofleet.logs.
+TEST(FormatTest, ResultNormalAndLogFiles) {
   const json fio = json::parse(R"({"jobs":[{"jobname":"j","groupid":0,"error":0,
-      "read":{"total_ios":10,"io_bytes":40960,"iops":10.0,"bw_bytes":40960,"runtime":1000,
-      "clat_ns":{"min":1,"max":9,"mean":5.0,"stddev":1.0,"percentile":{"99.000000":9}}}}]})");
-  const std::string out = RenderResultNormal(fio);
-  EXPECT_NE(out.find("read: IOPS=10, BW=40.0KiB/s"), std::string::npos) << out;
-  EXPECT_NE(out.find("99.00th=[9]"), std::string::npos) << out;
+      "job options":{},
+      "read":{"total_ios":10,"io_bytes":40960,"io_kbytes":40,"iops":10.0,"bw_bytes":40960,
+      "bw":40,"runtime":1000,
+      "clat_ns":{"min":1,"max":9,"mean":5.0,"stddev":1.0,"percentile":{"99.000000":9}}}}],
+      "iofleet":{"jobs":[{"pid":42,"members":1,"error_text":"","kb_base":1024}],
+                 "logs":{"host":"h1","files":["/l/j_bw.1.log","/l/j_iops.1.log"]}}})");
+  const auto out = RenderResultNormal(fio);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NE(out->find("j: (groupid=0, jobs=1): err= 0: pid=42"), std::string::npos) << *out;
+  EXPECT_NE(out->find("read: IOPS=10, BW=40.0KiB/s"), std::string::npos) << *out;
+  EXPECT_NE(out->find("Run status group 0"), std::string::npos) << *out;
+  EXPECT_EQ(RenderLogFiles(fio), "fio logs on agent host h1:\n  /l/j_bw.1.log\n  /l/j_iops.1.log\n");
+  EXPECT_EQ(RenderLogFiles(json::parse(R"({"jobs":[]})")), "");
+  EXPECT_FALSE(RenderResultNormal(json::parse(R"({"x":1})")).ok());
 }
 
 }  // namespace

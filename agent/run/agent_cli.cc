@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "agent/run/runner.h"
 #include "common/clock.h"
@@ -24,20 +25,48 @@ absl::Status FlagError(const std::string& flag, const std::string& value, const 
       absl::StrCat("flag --", flag, ": value \"", value, "\": ", why));
 }
 
-std::string Render(OutputFormat f, const stats::ReportHeader& header,
-                   const std::vector<stats::JobStats>& reported) {
-  switch (f) {
-    case OutputFormat::kJson:
-      return stats::FioJson(header, reported, false);
-    case OutputFormat::kJsonPlus:
-      return stats::FioJson(header, reported, true);
-    case OutputFormat::kNormal:
-      break;
+// fio's banner for normal output: a line per job (a "..." line for its clones),
+// the version, and how many threads/processes start.
+std::string Banner(const jobspec::JobList& list) {
+  std::string out;
+  uint32_t threads = 0;
+  uint32_t processes = 0;
+  int groupid = 0;
+  int prev_file_index = 1;
+  bool first = true;
+  for (const auto& j : list.jobs) {
+    // The runner's group rule (runner.cc MakePlan): stonewall, new_group or a new job file.
+    if (!first && (j.stonewall || j.new_group || j.file_index != prev_file_index)) ++groupid;
+    first = false;
+    prev_file_index = j.file_index;
+    (j.thread ? threads : processes) += j.numjobs;
+    if (j.numjobs == 0) continue;
+    auto bs = [&](int d) { return absl::StrCat(j.bs_min[d], "B-", j.bs_max[d], "B"); };
+    absl::StrAppendFormat(&out, "%s: (g=%d): rw=%s, bs=(R) %s, (W) %s, (T) %s, ioengine=%s, iodepth=%u\n",
+                          j.name, groupid, jobspec::RwPatternName(j.rw), bs(0), bs(1), bs(2),
+                          j.ioengine, j.iodepth);
+    if (j.numjobs > 1) out += "...\n";
   }
-  return stats::FioNormal(header, reported);
+  absl::StrAppend(&out, "iofleet-", kAgentVersion, "\nStarting ");
+  if (threads != 0) absl::StrAppend(&out, threads, " thread", threads > 1 ? "s" : "");
+  if (processes != 0) {
+    absl::StrAppend(&out, threads != 0 ? " and " : "", processes, " process",
+                    processes > 1 ? "es" : "");
+  }
+  out += "\n";
+  return out;
 }
 
 }  // namespace
+
+std::string RenderReport(uint32_t formats, int terse_version, const stats::ReportHeader& header,
+                         const std::vector<stats::JobStats>& reported) {
+  std::string out;
+  if (formats & kOutputTerse) out += stats::FioTerse(header, reported, terse_version);
+  if (formats & kOutputJson) out += stats::FioJson(header, reported, (formats & kOutputJsonPlus) != 0);
+  if (formats & kOutputNormal) out += stats::FioNormal(header, reported);
+  return out;
+}
 
 absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& args) {
   RunFlags flags;
@@ -66,31 +95,33 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& args) {
     };
     if (key == "output-format") {
       if (!take()) return FlagError(key, "", "needs normal, json, json+ or terse");
-      // fio takes a comma list ("json,normal") and prints each format.
-      std::vector<std::string> formats = absl::StrSplit(value, ',');
-      for (const std::string& f : formats) {
-        if (f != "normal" && f != "json" && f != "json+" && f != "terse") {
-          return FlagError(key, value, "must be normal, json, json+ or terse, or a comma list");
+      // fio takes a comma list ("json,normal") and prints each format; the list
+      // replaces any earlier choice.
+      uint32_t formats = 0;
+      for (absl::string_view f : absl::StrSplit(value, ',')) {
+        if (f == "normal") {
+          formats |= kOutputNormal;
+        } else if (f == "json") {
+          formats |= kOutputJson;
+        } else if (f == "json+") {
+          formats |= kOutputJson | kOutputJsonPlus;
+        } else if (f == "terse" || f == "minimal" || f == "csv") {
+          formats |= kOutputTerse;
+        } else {
+          return FlagError(key, value,
+                           "must be normal, json, json+ or terse (minimal, csv), or a comma list");
         }
       }
-      const std::string& f = formats[0];
-      flags.format = f == "json" ? OutputFormat::kJson
-                     : f == "json+" ? OutputFormat::kJsonPlus
-                                    : OutputFormat::kNormal;
-      flags.unsupported_output.clear();
-      if (formats.size() > 1) {
-        flags.unsupported_output = absl::StrCat("--output-format=", value,
-                                                ": several output formats at once are not "
-                                                "written yet (give one of normal, json, json+)");
-      } else if (f == "terse") {
-        flags.unsupported_output = "--output-format=terse: fio's terse output is not written yet";
-      }
-    } else if (key == "minimal" || key == "append-terse") {
-      flags.unsupported_output = absl::StrCat("--", key, ": fio's terse output is not written yet");
+      flags.formats = formats;
+    } else if (key == "minimal") {
+      flags.formats = kOutputTerse;
+    } else if (key == "append-terse") {
+      flags.formats |= kOutputTerse;
     } else if (key == "terse-version") {
       if (!take() || (value != "2" && value != "3" && value != "4" && value != "5")) {
         return FlagError(key, value, "must be 2, 3, 4 or 5");
       }
+      flags.terse_version = value[0] - '0';
     } else if (key == "output") {
       if (!take() || value.empty()) return FlagError(key, value, "needs a file name");
       flags.output_path = value;
@@ -133,10 +164,6 @@ int RunMain(int argc, char** argv) {
     return 1;
   }
   if (flags->parse_only) return 0;
-  if (!flags->unsupported_output.empty()) {
-    std::fprintf(stderr, "iofleet-agent run: %s\n", flags->unsupported_output.c_str());
-    return 1;
-  }
 
   FILE* out = stdout;
   if (!flags->output_path.empty()) {
@@ -152,29 +179,22 @@ int RunMain(int argc, char** argv) {
   RunOptions ro;
   ro.cancel = &g_cancel;
   ro.status_interval_s = flags->status_interval_s;
-  const OutputFormat fmt = flags->format;
+  const uint32_t formats = flags->formats;
+  const int terse_version = flags->terse_version;
   stats::ReportHeader status_header;
   status_header.global_options = list->global_options;
   if (ro.status_interval_s) {
     ro.on_status = [&](const std::vector<stats::JobStats>& snap) {
       status_header.timestamp_ms = Clock::RealtimeMs();
-      const std::string text = Render(fmt, status_header, stats::ApplyGroupReporting(snap));
+      const std::string text =
+          RenderReport(formats, terse_version, status_header, stats::ApplyGroupReporting(snap));
       std::fwrite(text.data(), 1, text.size(), out);
       std::fflush(out);
     };
   }
-  if (fmt == OutputFormat::kNormal) {
-    // fio's start banner: one line per job (clones folded), the version, the count.
-    uint32_t clones = 0;
-    for (const auto& j : list->jobs) {
-      clones += j.numjobs;
-      auto bs = [&](int d) { return absl::StrCat(j.bs_min[d], "B-", j.bs_max[d], "B"); };
-      std::fprintf(out, "%s: (g=0): rw=%s, bs=(R) %s, (W) %s, (T) %s, ioengine=%s, iodepth=%u\n",
-                   j.name.c_str(), jobspec::RwPatternName(j.rw), bs(0).c_str(), bs(1).c_str(),
-                   bs(2).c_str(), j.ioengine.c_str(), j.iodepth);
-    }
-    std::fprintf(out, "iofleet-%s\nStarting %u thread%s\n", kAgentVersion, clones,
-                 clones == 1 ? "" : "s");
+  if (formats & kOutputNormal) {
+    const std::string banner = Banner(*list);
+    std::fwrite(banner.data(), 1, banner.size(), out);
     std::fflush(out);
   }
   auto result = RunJobs(*list, ro);
@@ -183,7 +203,7 @@ int RunMain(int argc, char** argv) {
     if (out != stdout) std::fclose(out);
     return 1;
   }
-  const std::string text = Render(fmt, result->header, result->reported);
+  const std::string text = RenderReport(formats, terse_version, result->header, result->reported);
   std::fwrite(text.data(), 1, text.size(), out);
   if (out != stdout) std::fclose(out);
   for (const auto& js : result->jobs) {
@@ -192,7 +212,11 @@ int RunMain(int argc, char** argv) {
                    js.error, js.error_text.c_str());
     }
   }
-  return result->error == 0 ? 0 : 1;
+  // Logs the job asked for and did not get fail the command (the report stands).
+  if (!result->log_error.empty()) {
+    std::fprintf(stderr, "iofleet-agent run: %s\n", result->log_error.c_str());
+  }
+  return result->error == 0 && result->log_error.empty() ? 0 : 1;
 }
 
 }  // namespace iofleet::agent

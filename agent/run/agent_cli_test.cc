@@ -12,21 +12,29 @@ using ::testing::Pair;
 TEST(RunFlagsTest, OutputFormatsAsFioTakesThem) {
   auto f = ParseRunFlags({"--output-format=json", "j.fio"});
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(f->format, OutputFormat::kJson);
-  EXPECT_TRUE(f->unsupported_output.empty());
-  // fio accepts a comma list and terse: they parse (so --parse-only passes), and a
-  // run says they are not written yet instead of printing something else.
-  f = ParseRunFlags({"--output-format=json,normal", "j.fio"});
+  EXPECT_EQ(f->formats, kOutputJson);
+  // A comma list: each format, printed in fio's order whatever the order given.
+  f = ParseRunFlags({"--output-format=normal,json+,terse", "j.fio"});
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_THAT(f->unsupported_output, HasSubstr("several output formats"));
-  f = ParseRunFlags({"--output-format=terse", "j.fio"});
-  ASSERT_TRUE(f.ok());
-  EXPECT_THAT(f->unsupported_output, HasSubstr("terse output is not written yet"));
-  f = ParseRunFlags({"--minimal", "--terse-version=3", "j.fio"});
+  EXPECT_EQ(f->formats, kOutputNormal | kOutputJson | kOutputJsonPlus | kOutputTerse);
+  // --output-format replaces what came before; --append-terse adds terse;
+  // --minimal is terse alone.
+  f = ParseRunFlags({"--minimal", "--output-format=json", "--append-terse", "j.fio"});
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_THAT(f->unsupported_output, HasSubstr("--minimal"));
+  EXPECT_EQ(f->formats, kOutputJson | kOutputTerse);
+  f = ParseRunFlags({"--output-format=json", "--minimal", "--terse-version=5", "j.fio"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->formats, kOutputTerse);
+  EXPECT_EQ(f->terse_version, 5);
   EXPECT_TRUE(f->cmd.options.empty());  // not taken for job options
-  EXPECT_FALSE(ParseRunFlags({"--output-format=xml", "j.fio"}).ok());
+  f = ParseRunFlags({"--output-format=csv", "j.fio"});
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->formats, kOutputTerse);
+  EXPECT_EQ(ParseRunFlags({"j.fio"})->terse_version, 3);
+  auto bad = ParseRunFlags({"--output-format=json,xml", "j.fio"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("flag --output-format: value \"json,xml\""));
   EXPECT_FALSE(ParseRunFlags({"--terse-version=9", "j.fio"}).ok());
 }
 

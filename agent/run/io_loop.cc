@@ -41,18 +41,72 @@ void IoLoop::ResetStats(uint64_t now) {
   last_was_sync_ = false;  // fio's reset_all_stats at the end of the ramp
   epoch_ns_ = now;
   epoch_realtime_ms_ = Clock::RealtimeMs();
-  sample_start_ns_ = now;
-  sample_bytes_.fill(0);
-  sample_ios_.fill(0);
+  if (log_ != nullptr) log_->MarkEpoch();  // log_unix_epoch / log_alternate_epoch
+  for (Sampler* s : {&bw_, &iops_}) {
+    s->next_ns = now + s->period_ns;
+    s->last_ns = now;
+    s->last.fill(0);
+  }
   interval_bytes_.fill(0);
   interval_ios_.fill(0);
   interval_errors_.fill(0);
   for (auto& h : interval_hist_) h.Clear();
   interval_start_ms_ = epoch_realtime_ms_;
-  next_sample_ns_ = now + cfg_.sample_ns;
   next_interval_ns_ = now + cfg_.interval_ns;
-  next_tick_ns_ = std::min(next_sample_ns_, next_interval_ns_);
+  hist_done_.fill(0);
+  for (auto& h : hist_snap_) h.Clear();
+  next_hist_ns_ = hist_ns_ != 0 ? now + hist_ns_ : UINT64_MAX;
+  next_tick_ns_ = NextTick();
   if (ramp_end_ns_ != 0 && ramp_end_ns_ > now) next_tick_ns_ = std::min(next_tick_ns_, ramp_end_ns_);
+}
+
+uint64_t IoLoop::NextTick() const {
+  uint64_t t = std::min(next_interval_ns_, next_hist_ns_);
+  for (const Sampler* s : {&bw_, &iops_}) {
+    if (s->enabled) t = std::min(t, s->next_ns);
+  }
+  return t;
+}
+
+void IoLoop::TakeSample(Sampler& s, bool bytes, uint64_t now) {
+  const uint64_t spent_ms = (now - s.last_ns) / 1000000;
+  for (int d = 0; d < stats::kNumDdirs; ++d) {
+    HotDir& hd = stats_.dir[d];
+    const uint64_t cur = bytes ? hd.bytes : hd.done;
+    const uint64_t delta = cur - s.last[d];
+    // fio adds a sample only for directions that made progress in the window,
+    // as an integer rate: KiB/s for bandwidth, I/Os per second for IOPS.
+    if (delta == 0) continue;
+    uint64_t rate = 0;
+    if (spent_ms != 0) rate = bytes ? delta * 1000 / spent_ms / 1024 : delta * 1000 / spent_ms;
+    (bytes ? hd.bw : hd.iops).Add(static_cast<double>(rate));
+    if (s.log && ramp_end_ns_ == 0) {  // fio logs nothing during the ramp
+      log_->Push(LogEntry{now - epoch_ns_, rate, 0, 0, 0, static_cast<uint8_t>(d),
+                          bytes ? LogEntry::kBwSample : LogEntry::kIopsSample});
+    }
+    s.last[d] = cur;
+  }
+  s.last_ns = now;
+  s.next_ns += s.period_ns;
+  if (s.next_ns <= now) s.next_ns = now + s.period_ns;  // after a stall: no burst of samples
+}
+
+void IoLoop::HistLines(uint64_t now) {
+  for (int d = 0; d < stats::kNumDdirs; ++d) {
+    const HotDir& hd = stats_.dir[d];
+    if (hd.done == hist_done_[d]) continue;  // fio writes a line when a direction completed I/O
+    if (ramp_end_ns_ != 0) continue;         // ... and none during the ramp
+    HistLine line;
+    line.t_ms = (now - epoch_ns_) / 1000000;
+    line.ddir = d;
+    line.bs = job_.bs_min[d] == job_.bs_max[d] ? job_.bs_min[d] : 0;
+    line.bins = hd.hist[stats::kClat].SparseDelta(hist_snap_[d]);
+    hist_snap_[d] = hd.hist[stats::kClat];
+    hist_done_[d] = hd.done;
+    log_->PushHist(std::move(line));
+  }
+  next_hist_ns_ += hist_ns_;
+  if (next_hist_ns_ <= now) next_hist_ns_ = now + hist_ns_;
 }
 
 void IoLoop::SlowTick(uint64_t now) {
@@ -62,29 +116,20 @@ void IoLoop::SlowTick(uint64_t now) {
     ResetStats(now);
     return;
   }
-  if (now >= next_sample_ns_) {
-    const uint64_t span_ms = (now - sample_start_ns_) / 1000000;
-    if (span_ms > 0) {
-      for (int d = 0; d < stats::kNumDdirs; ++d) {
-        HotDir& hd = stats_.dir[d];
-        const uint64_t db = hd.bytes - sample_bytes_[d];
-        const uint64_t di = hd.done - sample_ios_[d];
-        // fio adds a sample only for directions that made progress in the window.
-        if (db == 0 && di == 0) continue;
-        hd.bw.Add(static_cast<double>(db) * 1000.0 / static_cast<double>(span_ms) / 1024.0);
-        hd.iops.Add(static_cast<double>(di) * 1000.0 / static_cast<double>(span_ms));
-        sample_bytes_[d] = hd.bytes;
-        sample_ios_[d] = hd.done;
-      }
-      sample_start_ns_ = now;
-    }
-    next_sample_ns_ = now + cfg_.sample_ns;
+  // A sample or histogram line due once the runtime is over is not taken: the
+  // job has ended (fio's helper thread samples running jobs only), so a 3 s run
+  // with 1 s windows has lines at 1 s and 2 s, and its last window goes out
+  // when the job ends (JobLog::End) for the logs fio finalizes then.
+  if (runtime_end_ns_ == 0 || now < runtime_end_ns_) {
+    if (bw_.enabled && now >= bw_.next_ns) TakeSample(bw_, true, now);
+    if (iops_.enabled && now >= iops_.next_ns) TakeSample(iops_, false, now);
+    if (now >= next_hist_ns_) HistLines(now);
   }
   if (now >= next_interval_ns_) {
     PublishInterval(now);
     next_interval_ns_ = now + cfg_.interval_ns;
   }
-  next_tick_ns_ = std::min(next_sample_ns_, next_interval_ns_);
+  next_tick_ns_ = NextTick();
 }
 
 void IoLoop::PublishInterval(uint64_t now) {

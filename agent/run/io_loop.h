@@ -23,6 +23,7 @@
 #include "agent/engines/engine.h"
 #include "agent/run/data_path.h"
 #include "agent/run/io_generator.h"
+#include "agent/run/job_log.h"
 #include "common/clock.h"
 #include "common/jobspec/job_spec.h"
 #include "common/stats/histogram.h"
@@ -76,21 +77,33 @@ struct LoopConfig {
   const jobspec::JobSpec* job = nullptr;
   int job_index = 0;             // clone index in the run (0-based)
   uint64_t interval_ns = 1000000000ull;
-  uint64_t sample_ns = 500000000ull;  // bwavgtime / iopsavgtime
   std::atomic<bool>* cancel = nullptr;
   WorkerMailbox* mailbox = nullptr;
   // Buffer contents and verification (data_path.h); null = the bare generator,
   // which is what a job without verify or per-write buffer work runs.
   DataPath* data = nullptr;
+  // The job's log stream (job_log.h); nullptr = the job writes no log, and
+  // its loop is the one compiled without log recording.
+  JobLog* log = nullptr;
 };
 
 class IoLoop {
  public:
   IoLoop(const LoopConfig& cfg, IoGenerator& gen, std::vector<IoRequest>& slots)
-      : cfg_(cfg), job_(*cfg.job), gen_(gen), slots_(slots), data_(cfg.data) {
+      : cfg_(cfg), job_(*cfg.job), gen_(gen), slots_(slots), data_(cfg.data), log_(cfg.log) {
     track_hist_[stats::kSlat] = job_.slat_percentiles;
-    track_hist_[stats::kClat] = job_.clat_percentiles || cfg.mailbox != nullptr;
+    track_hist_[stats::kClat] =
+        job_.clat_percentiles || cfg.mailbox != nullptr || (log_ && log_->plan().hist_msec != 0);
     track_hist_[stats::kLat] = job_.lat_percentiles;
+    bw_.period_ns = static_cast<uint64_t>(std::max<uint32_t>(job_.bwavgtime, 1)) * 1000000ull;
+    iops_.period_ns = static_cast<uint64_t>(std::max<uint32_t>(job_.iopsavgtime, 1)) * 1000000ull;
+    // fio: a log line per I/O takes the job's bw/iops statistics per I/O
+    // (the log writer computes them) instead of per window.
+    bw_.enabled = !(log_ && log_->plan().bw_per_io);
+    iops_.enabled = !(log_ && log_->plan().iops_per_io);
+    bw_.log = log_ && log_->plan().bw && !log_->plan().bw_per_io;
+    iops_.log = log_ && log_->plan().iops && !log_->plan().iops_per_io;
+    hist_ns_ = log_ ? static_cast<uint64_t>(log_->plan().hist_msec) * 1000000ull : 0;
   }
 
   template <class E>
@@ -115,7 +128,9 @@ class IoLoop {
 
  private:
   // Completion accounting for one I/O, with the batch's completion time.
-  template <class Src>
+  // kLog: the job's logs want an entry per I/O (LogPlan::completions); Src:
+  // the I/O source (IoGenerator, or DataPath with completion hooks).
+  template <bool kLog, class Src>
   inline void Complete(Src& src, IoRequest& r, int32_t res, uint64_t now) {
     const int d = static_cast<int>(r.op);
     if (r.op == IoOp::kFsync) {
@@ -149,6 +164,12 @@ class IoLoop {
     if constexpr (Src::kHooks) {
       if (const int err = src.OnComplete(r); err != 0) DataFailed(r, err);
     }
+    if constexpr (kLog) {
+      if (ramp_end_ns_ == 0) {  // fio logs nothing during the ramp
+        log_->Push(LogEntry{now - epoch_ns_, lat, clat, r.offset, static_cast<uint32_t>(res),
+                            static_cast<uint8_t>(d), LogEntry::kCompletion});
+      }
+    }
   }
   // An I/O (or verify) error: fatal, or counted when continue_on_error covers it.
   void IoFailed(const IoRequest& r, int err);
@@ -165,6 +186,20 @@ class IoLoop {
   }
   void SlowTick(uint64_t now);
   void ResetStats(uint64_t now);
+  // fio's bandwidth / IOPS samples (bwavgtime, iopsavgtime): every period,
+  // each direction that made progress gets its integer rate since the last
+  // sample, as fio's __add_samples computes it.
+  struct Sampler {
+    uint64_t period_ns = 500000000ull;
+    uint64_t next_ns = 0;  // the next sample's due time (aligned to the epoch)
+    uint64_t last_ns = 0;  // the last sample's time
+    std::array<uint64_t, stats::kNumDdirs> last{};
+    bool enabled = true;
+    bool log = false;  // also a windowed bw/iops log entry per sample
+  };
+  void TakeSample(Sampler& s, bool bytes, uint64_t now);
+  uint64_t NextTick() const;
+  void HistLines(uint64_t now);
   void PublishInterval(uint64_t now);
   bool ShouldStop(uint64_t now) const {
     return (runtime_end_ns_ != 0 && now >= runtime_end_ns_) ||
@@ -205,13 +240,13 @@ class IoLoop {
   // The synchronous shape: one I/O at a time, completed inside Queue().
   // `mark_batches`: count each I/O as a submit and a complete batch of 1, as fio
   // does for engines without a commit hook (psync & co, not the null engine).
-  template <class E, class Src>
+  template <class E, bool kLog, class Src>
   absl::Status RunPhases(E& e, Src& src);
-  template <class E, class Src>
+  template <class E, bool kLog, class Src>
   absl::Status RunSync(E& e, Src& src, bool mark_batches);
-  template <class E, class Src>
+  template <class E, bool kLog, class Src>
   absl::Status RunAsync(E& e, Src& src);
-  template <class E, class Src>
+  template <class E, bool kLog, class Src>
   int ReapAndAccount(E& e, Src& src, int min, int max);
 
   LoopConfig cfg_;
@@ -233,7 +268,6 @@ class IoLoop {
   uint64_t runtime_end_ns_ = 0;  // 0 = no limit
   uint64_t end_ns_ = 0;
   uint64_t next_tick_ns_ = 0;
-  uint64_t next_sample_ns_ = 0;
   uint64_t next_interval_ns_ = 0;
   uint64_t loops_done_ = 0;
   uint32_t fsync_every_ = 0;     // job's fsync=N
@@ -258,10 +292,14 @@ class IoLoop {
   uint64_t write_phase_ns_ = 0;
   uint64_t verify_phase_ns_ = 0;
 
-  // Window state for bw/iops samples and interval records.
-  std::array<uint64_t, stats::kNumDdirs> sample_bytes_{};
-  std::array<uint64_t, stats::kNumDdirs> sample_ios_{};
-  uint64_t sample_start_ns_ = 0;
+  // Window state for bw/iops samples, histogram log lines and interval records.
+  Sampler bw_;
+  Sampler iops_;
+  JobLog* log_ = nullptr;
+  uint64_t hist_ns_ = 0;  // histogram log period; 0 = none
+  uint64_t next_hist_ns_ = UINT64_MAX;
+  std::array<uint64_t, stats::kNumDdirs> hist_done_{};
+  std::array<stats::Histogram, stats::kNumDdirs> hist_snap_;
   std::array<uint64_t, stats::kNumDdirs> interval_bytes_{};
   std::array<uint64_t, stats::kNumDdirs> interval_ios_{};
   std::array<uint64_t, stats::kNumDdirs> interval_errors_{};
@@ -284,25 +322,31 @@ absl::Status IoLoop::Run(E& e) {
   for (auto& s : slots_) free_.push_back(&s);
   comps_.resize(slots_.size());
   batch_.reserve(slots_.size());
-  absl::Status st = data_ == nullptr ? RunPhases(e, gen_) : RunPhases(e, *data_);
+  absl::Status st;
+  if (log_ != nullptr && log_->plan().completions) {
+    st = data_ == nullptr ? RunPhases<E, true>(e, gen_) : RunPhases<E, true>(e, *data_);
+  } else {
+    st = data_ == nullptr ? RunPhases<E, false>(e, gen_) : RunPhases<E, false>(e, *data_);
+  }
   end_ns_ = now_;
   // fsync_on_close: fio fsyncs each file at the end of the I/O as end_fsync does.
   if ((job_.end_fsync || (job_.fsync_on_close && jobspec::HasWrite(job_.rw))) && error_ == 0) EndFsync();
   PublishInterval(now_);
+  if (log_ != nullptr) log_->End(end_ns_ - epoch_ns_);
   return st;
 }
 
-template <class E, class Src>
+template <class E, bool kLog, class Src>
 absl::Status IoLoop::RunPhases(E& e, Src& src) {
   phase_start_ns_ = now_;
   while (true) {
     absl::Status st;
     if constexpr ((E::kStaticCaps & kCapAsync) == 0) {
-      st = RunSync(e, src, /*mark_batches=*/true);
+      st = RunSync<E, kLog>(e, src, /*mark_batches=*/true);
     } else if constexpr (requires(const E& x) { x.sync_shape(); }) {
-      st = e.sync_shape() ? RunSync(e, src, /*mark_batches=*/false) : RunAsync(e, src);
+      st = e.sync_shape() ? RunSync<E, kLog>(e, src, /*mark_batches=*/false) : RunAsync<E, kLog>(e, src);
     } else {
-      st = RunAsync(e, src);
+      st = RunAsync<E, kLog>(e, src);
     }
     if constexpr (!Src::kHooks) {
       return st;
@@ -316,7 +360,7 @@ absl::Status IoLoop::RunPhases(E& e, Src& src) {
   }
 }
 
-template <class E, class Src>
+template <class E, bool kLog, class Src>
 absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
   IoRequest& r = slots_[0];
   while (!stop_issuing_) {
@@ -334,7 +378,7 @@ absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
       if (src.Skip(r)) {  // verify_only: accounted, not issued
         ++stats_.depth_level[0];
         now_ = issue;
-        Complete(src, r, static_cast<int32_t>(r.len), issue);
+        Complete<kLog>(src, r, static_cast<int32_t>(r.len), issue);
         continue;
       }
     }
@@ -370,7 +414,7 @@ absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
       now_ = Clock::NowNs();
       if (done == r.len) res = static_cast<int32_t>(r.len);
     }
-    Complete(src, r, res, now_);
+    Complete<kLog>(src, r, res, now_);
     if (error_ != 0) break;
     if constexpr (Src::kHooks) {
       if (src.stop_requested()) break;
@@ -381,7 +425,7 @@ absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
   return absl::OkStatus();
 }
 
-template <class E, class Src>
+template <class E, bool kLog, class Src>
 int IoLoop::ReapAndAccount(E& e, Src& src, int min, int max) {
   const int n = e.Reap(min, max, comps_.data());
   if (n <= 0) return n;
@@ -409,13 +453,13 @@ int IoLoop::ReapAndAccount(E& e, Src& src, int min, int max) {
       }
       res = -EAGAIN;
     }
-    Complete(src, r, res, now);
+    Complete<kLog>(src, r, res, now);
     free_.push_back(&r);
   }
   return n;
 }
 
-template <class E, class Src>
+template <class E, bool kLog, class Src>
 absl::Status IoLoop::RunAsync(E& e, Src& src) {
   const uint32_t depth = static_cast<uint32_t>(slots_.size());
   const uint32_t batch_submit = std::clamp<uint32_t>(job_.iodepth_batch_submit, 1, depth);
@@ -440,6 +484,15 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
     // batch shares one slat value.
     const uint64_t slat = t - batch_[0]->start_ns;
     for (IoRequest* q : batch_) q->issue_ns = t;
+    if constexpr (kLog) {
+      if (log_->plan().submits && ramp_end_ns_ == 0) {
+        for (IoRequest* q : batch_) {
+          if (q->op == IoOp::kFsync) continue;
+          log_->Push(LogEntry{t - epoch_ns_, slat, 0, q->offset, q->len,
+                              static_cast<uint8_t>(q->op), LogEntry::kSubmit});
+        }
+      }
+    }
     if (__builtin_popcount(batch_ops_) == 1) {
       const int d = __builtin_ctz(batch_ops_);
       if (d < stats::kNumDdirs) AddSlat(d, slat, n);
@@ -480,7 +533,7 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
             CountIssued(r);
             ++stats_.depth_level[0];
             r.issue_ns = r.start_ns;
-            Complete(src, r, static_cast<int32_t>(r.len), now_);
+            Complete<kLog>(src, r, static_cast<int32_t>(r.len), now_);
             free_.push_back(&r);
             continue;
           }
@@ -500,7 +553,7 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
         ++stats_.depth_level[stats::DepthLevelBin(inflight + 1)];
         r.issue_ns = r.start_ns;
         now_ = Clock::NowNs();
-        Complete(src, r, r.res, now_);
+        Complete<kLog>(src, r, r.res, now_);
         free_.push_back(&r);
         if (error_ != 0) stop_issuing_ = true;
         continue;
@@ -519,7 +572,7 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
     // time, until the depth is down to iodepth_low.
     do {
       const uint32_t want = std::min(std::max<uint32_t>(complete_min, 1), inflight);
-      const int n = ReapAndAccount(e, src, static_cast<int>(want),
+      const int n = ReapAndAccount<E, kLog>(e, src, static_cast<int>(want),
                                    static_cast<int>(std::min(complete_max, inflight)));
       if (n < 0) {
         error_ = -n;
@@ -540,7 +593,8 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
     if (ShouldStop(now_)) stop_issuing_ = true;
     if (stop_issuing_) {
       while (inflight > 0) {
-        const int n = ReapAndAccount(e, src, static_cast<int>(inflight), static_cast<int>(inflight));
+        const int n =
+            ReapAndAccount<E, kLog>(e, src, static_cast<int>(inflight), static_cast<int>(inflight));
         if (n < 0) break;
         inflight -= static_cast<uint32_t>(n);
         if (requeued_) {

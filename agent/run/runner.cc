@@ -29,6 +29,8 @@
 #include "agent/engines/engine.h"
 #include "agent/run/budget.h"
 #include "agent/run/destructive.h"
+#include "agent/run/disk_util.h"
+#include "agent/run/job_log.h"
 #include "agent/run/worker.h"
 #include "agent/workload/offset_gen.h"
 #include "agent/workload/random.h"
@@ -359,6 +361,29 @@ const EngineInfo* FindEngine(const std::string& name) {
 
 namespace {
 
+// Every log file a clone will write: its directory exists and is writable, and
+// it lies under the run's log directory or the agent's --allow-path prefixes.
+absl::Status CheckLogFiles(const Plan& plan, const RunOptions& options) {
+  std::vector<std::string> allow = options.allow_paths;
+  if (!allow.empty() && !options.log_dir.empty()) allow.push_back(options.log_dir);
+  for (const CloneSpec& c : plan.clones) {
+    for (const auto& [option, path] :
+         LogWriter::FileNames(*c.job, c.thread_number, options.log_dir)) {
+      const std::string dir = ParentDir(path);
+      if (access(dir.c_str(), W_OK | X_OK) != 0) {
+        const int err = errno;
+        return JobError(*c.job, option, path,
+                        absl::StrCat("cannot write a log file in ", dir, ": ", std::strerror(err)));
+      }
+      if (!targets::AllowedOnHost(allow, path)) {
+        return JobError(*c.job, option, path,
+                        "log file is outside the agent's --allow-path prefixes and its log directory");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The run's budget (budget.h), before anything is allocated or laid out.
 absl::Status CheckMemoryAndDisk(const jobspec::JobList& list, const Plan& plan,
                                 const HostResources& host) {
@@ -511,6 +536,7 @@ absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOpti
   // Sizes and regions resolve against the files as they are now.
   auto plan = MakePlan(list, options);
   if (!plan.ok()) return plan.status();
+  if (absl::Status s = CheckLogFiles(*plan, options); !s.ok()) return s;
   if (absl::Status s = CheckMemoryAndDisk(list, *plan, *host); !s.ok()) return s;
   return plan;
 }
@@ -533,6 +559,16 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
     if (!s.ok()) return s;
   }
   if (cancel->load()) return absl::CancelledError("cancelled before the jobs started");
+  // Log files are created (as fio truncates them) before any I/O.
+  std::unique_ptr<LogWriter> logs;
+  {
+    std::vector<LogWriter::Clone> lc;
+    for (const CloneSpec& c : plan.clones) lc.push_back({c.job, c.thread_number});
+    auto w = LogWriter::Create(lc, options.log_dir);
+    if (!w.ok()) return w.status();
+    logs = std::move(*w);
+    for (size_t i = 0; i < plan.clones.size(); ++i) plan.clones[i].log = logs->log(i);
+  }
   const bool streaming = static_cast<bool>(options.on_interval);
   std::vector<std::unique_ptr<Worker>> workers;
   for (const CloneSpec& c : plan.clones) {
@@ -575,6 +611,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
         for (auto& r : w->mailbox().intervals) recs.push_back(std::move(r));
         w->mailbox().intervals.clear();
       }
+      for (const auto& r : recs) logs->AddInterval(r);  // write_interval_hist_log
       if (options.on_interval) {
         for (const auto& r : recs) options.on_interval(r);
       }
@@ -603,8 +640,15 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
     }
   });
 
+  // fio's disk_util: a job's devices are tracked from when it starts.
+  DiskUtilTracker disks;
   for (size_t p = 0; p + 1 < phase_start.size(); ++p) {
     if (cancel->load()) break;
+    for (size_t i = phase_start[p]; i < phase_start[p + 1]; ++i) {
+      const CloneSpec& c = plan.clones[i];
+      if (!c.job->disk_util || EngineDoesNoIo(*c.job)) continue;
+      for (const TargetFile& f : c.files) disks.Add(f.path);
+    }
     std::vector<std::thread> threads;
     // All clones of a phase prepare, then start together.
     size_t ready = 0;
@@ -645,6 +689,9 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   }
   all_done.store(true);
   reporter.join();
+  std::vector<LogWriter::CloneStats> log_stats;
+  std::vector<std::string> log_files = logs->Finish(&log_stats);
+  std::string log_error = logs->error();
   if (!first_error.ok()) return first_error;
 
   RunResult result;
@@ -658,8 +705,30 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   }
   result.header.timestamp_ms = Clock::RealtimeMs();
   result.header.global_options = list.global_options;
-  for (auto& w : workers) {
+  result.header.disk_util = disks.Finish();
+  result.log_error = log_error;
+  if (!log_files.empty()) {
+    char cwd[PATH_MAX];
+    const std::string here = getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : ".";
+    for (std::string& f : log_files) {
+      if (f.empty() || f[0] != '/') f = absl::StrCat(here, "/", f);
+    }
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    result.header.log_host = host;
+    result.header.log_files = log_files;
+    result.log_files = log_files;
+  }
+  for (size_t i = 0; i < workers.size(); ++i) {
+    auto& w = workers[i];
     result.jobs.push_back(w->result());
+    // fio: with a log line per I/O, the job's bw / iops statistics are per I/O too.
+    if (const JobLog* jl = plan.clones[i].log; jl != nullptr) {
+      for (int d = 0; d < stats::kNumDdirs; ++d) {
+        if (jl->plan().bw_per_io) result.jobs.back().dir[d].bw = log_stats[i].bw[d];
+        if (jl->plan().iops_per_io) result.jobs.back().dir[d].iops = log_stats[i].iops[d];
+      }
+    }
     result.cpus_seen.push_back(w->cpus_seen_mask());
     result.buffer_nodes.push_back(w->buffer_node());
     if (result.error == 0 && w->result().error != 0) result.error = w->result().error;

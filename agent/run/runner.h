@@ -35,6 +35,9 @@ struct RunOptions {
   uint32_t interval_ms = 1000;
   // The host the budget is checked against (budget.h); unset = this machine.
   std::optional<HostResources> host;
+  // Where relative log file names (write_bw_log=NAME & co) go; "" = the
+  // current directory. Log files must lie under it or under allow_paths.
+  std::string log_dir;
 };
 
 struct RunResult {
@@ -49,6 +52,10 @@ struct RunResult {
   // affinity::DeviceFingerprint() of every clone's targets (jobs of the null
   // engine touch no device and add nothing): "nvme:QEMU NVMe Ctrl:fw=...,...".
   std::string device_fingerprint;
+  // The log files the run wrote (absolute paths; also in header.log_files) and
+  // the first error writing them ("" = none).
+  std::vector<std::string> log_files;
+  std::string log_error;
 };
 
 // Environment checks that need this machine: engine present in this kernel, CPUs

@@ -210,6 +210,7 @@ absl::Status Worker::Prepare() {
   lc.interval_ns = static_cast<uint64_t>(interval_ms_) * 1000000ull;
   lc.cancel = cancel_;
   lc.mailbox = &mailbox_;
+  lc.log = spec_.log;
   (void)streaming_;
   loop_ = std::make_unique<IoLoop>(lc, gen_, slots_);
   return absl::OkStatus();

@@ -36,6 +36,7 @@ struct CloneSpec {
   uint64_t io_bytes_per_pass = 0;  // io_size (or the sum of regions)
   bool wrap = false;               // io_size given: files used up start over within a pass
   std::vector<int> cpus;           // CPUs to pin to; empty = no pinning
+  JobLog* log = nullptr;           // the clone's log stream (job_log.h); nullptr = no logs
 };
 
 class Worker {

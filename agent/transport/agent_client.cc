@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/run/job_log.h"
 #include "agent/run/runner.h"
 #include "agent/transport/convert.h"
 #include "common/jobspec/parser.h"
@@ -71,6 +72,28 @@ void Log(const std::string& msg) {
 
 std::string StatusText(const grpc::Status& s) {
   return absl::StrCat("code ", static_cast<int>(s.error_code()), ": ", s.error_message());
+}
+
+// The run's log directory, <log_dir>/<run_id>, made when a job of the run
+// writes a log (nothing is made otherwise; *out stays "").
+absl::Status RunLogDir(const std::string& log_dir, const jobspec::JobList& list,
+                       const std::string& run_id, std::string* out) {
+  bool any = false;
+  for (const jobspec::JobSpec& job : list.jobs) any = any || LogPlan::For(job).Any();
+  if (!any) return absl::OkStatus();
+  if (run_id.empty() || run_id.find('/') != std::string::npos || run_id[0] == '.') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run id \"", run_id, "\" cannot name a log directory"));
+  }
+  const std::string dir = absl::StrCat(log_dir, "/", run_id);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--log-dir ", log_dir, ": cannot create ", dir, ": ", ec.message()));
+  }
+  *out = dir;
+  return absl::OkStatus();
 }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const ServeOptions& opt) {
@@ -680,6 +703,14 @@ void AgentClient::RunThread(std::shared_ptr<RunHandle> h, act::StartRun start) {
     h->cv.wait(lk, [&] { return h->keys_granted.has_value(); });
     if (!*h->keys_granted) end.error = "cancelled";
   }
+  // fio's logs with relative names go to a directory of the run's own under
+  // --log-dir (docs/logs.md); the result lists them (JSON iofleet.logs).
+  std::string log_dir;
+  if (end.error.empty()) {
+    if (absl::Status s = RunLogDir(opt_.log_dir, *list, id, &log_dir); !s.ok()) {
+      end.error = std::string(s.message());
+    }
+  }
   if (end.error.empty()) {
     AgentMessage m;
     m.mutable_run_started()->set_run_id(id);
@@ -689,6 +720,7 @@ void AgentClient::RunThread(std::shared_ptr<RunHandle> h, act::StartRun start) {
     RunOptions ro;
     ro.cancel = &h->cancel;
     ro.allow_paths = opt_.allow_paths;
+    ro.log_dir = log_dir;
     ro.interval_ms = opt_.interval_ms;
     ro.on_interval = [&](const stats::IntervalRecord& rec) {
       AgentMessage im;
@@ -703,7 +735,10 @@ void AgentClient::RunThread(std::shared_ptr<RunHandle> h, act::StartRun start) {
         end.error = "cancelled: " + end.error;
       }
     } else {
-      end.result_json = stats::FioJson(result->header, result->reported, /*json_plus=*/true);
+      // With the "iofleet" object (pids, error texts, kb_base, the run's log
+      // files): `iofleet result --format=normal` renders the agent's text from it.
+      end.result_json = stats::FioJson(result->header, result->reported, /*json_plus=*/true,
+                                       /*iofleet_fields=*/true);
       end.device_fingerprint = result->device_fingerprint;
       if (h->cancel.load()) {
         end.error = "cancelled";
@@ -715,6 +750,9 @@ void AgentClient::RunThread(std::shared_ptr<RunHandle> h, act::StartRun start) {
             break;
           }
         }
+      } else if (!result->log_error.empty()) {
+        // The logs the job asked for are incomplete: the run fails, its result kept.
+        end.error = result->log_error;
       } else {
         end.ok = true;
       }

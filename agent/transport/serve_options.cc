@@ -31,7 +31,7 @@ absl::Status ParseU32(const std::string& flag, const std::string& v, uint32_t mi
 
 const char* ServeUsage() {
   return "usage: iofleet-agent serve --controller=HOST:PORT [--labels=k=v,...]\n"
-         "         [--allow-path=PREFIX]... [--name=ID] [--spool-dir=DIR]\n"
+         "         [--allow-path=PREFIX]... [--name=ID] [--spool-dir=DIR] [--log-dir=DIR]\n"
          "         [--token-file=FILE | --token=T] [--tls-ca=PEM] [--tls-cert=PEM --tls-key=PEM]\n"
          "         [--tls-server-name=NAME]\n"
          "         [--interval-ms=1000] [--backoff-initial-ms=250] [--backoff-max-ms=30000]\n"
@@ -65,7 +65,7 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
                                    "sync-batch",   "sync-interval-ms",
                                    "token-file",   "tls-ca",          "tls-cert",
                                    "tls-key",      "tls-server-name",
-                                   "spool-reserve-bytes"};
+                                   "spool-reserve-bytes", "log-dir"};
     bool known = false;
     for (const char* k : kKnown) known = known || flag == k;
     if (!known) return FlagError(flag, "unknown flag for `serve`");
@@ -96,6 +96,9 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
     } else if (flag == "spool-dir") {
       if (value.empty()) return FlagError(flag, "empty directory");
       o.spool_dir = value;
+    } else if (flag == "log-dir") {
+      if (value.empty()) return FlagError(flag, "empty directory");
+      o.log_dir = value;
     } else if (flag == "token") {
       if (!value.empty()) {  // empty = none (a config file's "token =")
         if (absl::Status s = secrets::CheckToken(value, flag); !s.ok()) return s;
@@ -156,6 +159,7 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
     o.name = host;
   }
   if (o.spool_dir.empty()) o.spool_dir = absl::StrCat("/var/tmp/iofleet-agent-", o.name);
+  if (o.log_dir.empty()) o.log_dir = absl::StrCat(o.spool_dir, "/logs");
   return o;
 }
 

@@ -18,6 +18,10 @@ struct ServeOptions {
                                               // components (common/targets/resolve.h)
   std::string name;                           // --name; Default: hostname
   std::string spool_dir;                      // --spool-dir; Default: /var/tmp/iofleet-agent-<name>
+  // --log-dir: where a run's fio logs (write_bw_log=NAME & co with a relative
+  // NAME) go, in a directory per run: <log-dir>/<run id>/. Default:
+  // <spool-dir>/logs. The run's result lists the files (JSON iofleet.logs).
+  std::string log_dir;
   std::string token;                          // --token: bearer token / enrolment token
                                               // (--token-file=FILE reads it; preferred:
                                               // argv is visible to every local user)

@@ -20,7 +20,8 @@ absl::StatusOr<ServeOptions> Parse(std::vector<std::string> args) {
 TEST(ServeOptionsTest, ParsesAllFlags) {
   auto o = Parse({"serve", "--controller=127.0.0.1:7070", "--labels=rack=a,disk=nvme",
                   "--allow-path=/tmp/a", "--allow-path", "/tmp/b", "--name=agent-1",
-                  "--spool-dir=/tmp/spool", "--interval-ms=200", "--backoff-max-ms=2000"});
+                  "--spool-dir=/tmp/spool", "--interval-ms=200", "--backoff-max-ms=2000",
+                  "--log-dir=/tmp/logs"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->controller, "127.0.0.1:7070");
   EXPECT_EQ(o->labels.at("rack"), "a");
@@ -28,6 +29,7 @@ TEST(ServeOptionsTest, ParsesAllFlags) {
   EXPECT_EQ(o->allow_paths, (std::vector<std::string>{"/tmp/a", "/tmp/b"}));
   EXPECT_EQ(o->name, "agent-1");
   EXPECT_EQ(o->spool_dir, "/tmp/spool");
+  EXPECT_EQ(o->log_dir, "/tmp/logs");
   EXPECT_EQ(o->interval_ms, 200u);
   EXPECT_EQ(o->backoff_max_ms, 2000u);
 }
@@ -37,6 +39,7 @@ TEST(ServeOptionsTest, DefaultsNameAndSpoolDir) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_FALSE(o->name.empty());
   EXPECT_EQ(o->spool_dir, "/var/tmp/iofleet-agent-" + o->name);
+  EXPECT_EQ(o->log_dir, "/var/tmp/iofleet-agent-" + o->name + "/logs");
 }
 
 TEST(ServeOptionsTest, ErrorsNameTheFlag) {

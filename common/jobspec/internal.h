@@ -85,6 +85,10 @@ struct Builder {
   std::array<uint64_t, kNumDdirs> min_bs_raw{0, 0, 0};  // 0 = bsrange/bssplit unset
   std::array<uint64_t, kNumDdirs> max_bs_raw{0, 0, 0};
   std::map<std::string, Origin> origin;  // last setting of each canonical option
+  // write_bw_log, write_iops_log, write_lat_log, write_hist_log,
+  // write_interval_hist_log given bare (or empty): named after the job, whose
+  // name is final only in Fixup.
+  std::array<bool, 5> log_named_by_job{};
   std::vector<Normalisation>* notes = nullptr;  // where Fixup reports what it changed
 
   Builder() {

@@ -222,6 +222,34 @@ struct JobSpec {
   bool disable_clat = false;
   bool disable_slat = false;
   bool disable_bw = false;
+
+  // --- Outputs and logs (docs/logs.md) ---
+  bool disk_util = true;           // report the devices' counters (fio's disk_util)
+  uint32_t bwavgtime = 500;        // ms per bandwidth sample (fio's bw_avg_time); with
+                                   // write_bw_log and log_avg_msec>0, unless given, log_avg_msec
+  uint32_t iopsavgtime = 500;      // ms per IOPS sample; likewise with write_iops_log
+  // Log file prefixes (fio's write_bw_log, write_iops_log, write_lat_log,
+  // write_hist_log); "" = no such log. A bare option (or an empty value) is
+  // the job's name. Files: PREFIX_bw.N.log (N = the clone's job number, or no
+  // ".N" with per_job_logs=0), PREFIX_iops, PREFIX_{lat,slat,clat}, PREFIX_clat_hist.
+  std::string write_bw_log;
+  std::string write_iops_log;
+  std::string write_lat_log;
+  std::string write_hist_log;
+  // iofleet: every interval record's completion-latency histograms (exact
+  // windows, all 1856 bins), in fio's histogram log format: PREFIX_clat_hist_interval.N.log.
+  std::string write_interval_hist_log;
+  uint32_t log_avg_msec = 0;       // 0 = a log line per I/O; else the window's average (or max)
+  uint32_t log_hist_msec = 0;      // histogram log period, ms; 0 = no histogram lines
+  uint32_t log_hist_coarseness = 0;  // 0..6: histogram log lines sum 2^N adjacent bins
+  bool log_max_value = false;      // windowed lines carry the window's maximum
+  bool log_offset = false;         // lines carry the I/O's offset
+  bool log_prio = false;           // lines carry the I/O priority in hex
+  bool per_job_logs = true;        // 0: one file per prefix for all clones (appended to)
+  bool log_store_compressed = false;  // fio's binary .log.fz files (fio --inflate-log reads them)
+  bool log_unix_epoch = false;     // log times are ms of log_alternate_epoch_clock_id's
+  bool log_alternate_epoch = false;  //   epoch instead of ms since the job started
+  uint32_t log_alternate_epoch_clock_id = 0;  // clock_gettime clock (0 = CLOCK_REALTIME)
   // Options as written (after substitution, aliases resolved to fio's canonical
   // names), in fio's order (kb_base and cpus_allowed_policy first, filename last,
   // engine options after all others), without the ones inherited from [global]:

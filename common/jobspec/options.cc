@@ -118,6 +118,15 @@ absl::Status SetString(const OptionRow&, Builder& b, const OptCtx& c) {
 // ---------------------------------------------------------------------------
 // Specific rows.
 
+// write_bw_log & co: a file name prefix; bare or empty, the job's name, which
+// is final only once the section is complete (FixupLogs).
+template <std::string JobSpec::*F, int kLog>
+absl::Status ApplyLogPrefix(const OptionRow&, Builder& b, const OptCtx& c) {
+  b.spec.*F = c.has_value ? c.value : std::string();
+  b.log_named_by_job[kLog] = (b.spec.*F).empty();
+  return absl::OkStatus();
+}
+
 absl::Status ApplyName(const OptionRow&, Builder& b, const OptCtx& c) {
   if (c.value.empty()) return Tail("must not be empty");
   b.spec.name = c.value;
@@ -1367,9 +1376,6 @@ using S = OptionStatus;
 using T = OptionType;
 
 // Reasons shared by several rows.
-constexpr const char* kLogOnly =
-    "only shapes fio's log files (write_bw_log, write_lat_log, ...), which iofleet refuses "
-    "(fio logs are not written yet)";
 constexpr const char* kThinktimeOnly =
     "has an effect only together with thinktime, which iofleet refuses";
 constexpr const char* kRateOnly =
@@ -1779,16 +1785,18 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kReporting, .status = S::kRefused, .reason = "normal output with other than 4 significant figures is not implemented yet",
    .example = "6"},
   {.name = "disk_util", .type = T::kBool, .def = "1", .help = "Log disk utilization statistics",
-   .category = C::kReporting, .status = S::kNoOp,
-   .reason = "iofleet does not report disk statistics yet (with disk_util=0 its output matches fio's; with 1 the disk_util block is missing)"},
+   .category = C::kReporting, .example = "0", .apply = SetBool<&JobSpec::disk_util>,
+   .render = IOFLEET_RENDER_BOOL(disk_util, "disk_util")},
   {.name = "stats", .type = T::kBool, .def = "1", .help = "Enable collection of stats",
    .category = C::kReporting, .status = S::kRefused, .reason = "turning statistics off (stats=0) is not implemented yet", .example = "0"},
-  {.name = "bwavgtime", .type = T::kInt, .def = "500", .help = "Time window over which to calculate bandwidth (msec)",
-   .category = C::kReporting, .status = S::kRefused, .reason = "bandwidth sample windows other than 500 ms (bwavgtime) are not implemented yet",
-   .example = "1000"},
-  {.name = "iopsavgtime", .type = T::kInt, .def = "500", .help = "Time window over which to calculate IOPS (msec)",
-   .category = C::kReporting, .status = S::kRefused, .reason = "IOPS sample windows other than 500 ms (iopsavgtime) are not implemented yet",
-   .example = "1000"},
+  {.name = "bwavgtime", .type = T::kInt, .def = "500", .min = 1, .max = UINT32_MAX,
+   .help = "Time window over which to calculate bandwidth (msec)", .category = C::kReporting,
+   .example = "1000", .apply = SetU32<&JobSpec::bwavgtime>,
+   .render = IOFLEET_RENDER_U32(bwavgtime, "bwavgtime"), .check = CheckU32<&JobSpec::bwavgtime>},
+  {.name = "iopsavgtime", .type = T::kInt, .def = "500", .min = 1, .max = UINT32_MAX,
+   .help = "Time window over which to calculate IOPS (msec)", .category = C::kReporting,
+   .example = "1000", .apply = SetU32<&JobSpec::iopsavgtime>,
+   .render = IOFLEET_RENDER_U32(iopsavgtime, "iopsavgtime"), .check = CheckU32<&JobSpec::iopsavgtime>},
   {.name = "disable_lat", .type = T::kBool, .def = "0", .help = "Disable latency numbers",
    .category = C::kReporting, .example = "1", .apply = SetBool<&JobSpec::disable_lat>,
    .render = [](const JobSpec& j, const Builder& t, Options* o) { RenderDisable<&JobSpec::disable_lat>(j, t, o, "disable_lat"); }},
@@ -1807,42 +1815,68 @@ std::vector<OptionRow> MakeTable() {
 
   // --- logs --------------------------------------------------------------------
   {.name = "write_bw_log", .type = T::kString, .help = "Write log of bandwidth during run",
-   .category = C::kLogs, .status = S::kRefused, .reason = "fio's bandwidth log (write_bw_log) is not implemented yet", .example = "job"},
+   .category = C::kLogs, .example = "job", .apply = ApplyLogPrefix<&JobSpec::write_bw_log, 0>,
+   .render = IOFLEET_RENDER_STRING(write_bw_log, "write_bw_log"), .bare = true},
   {.name = "write_lat_log", .type = T::kString, .help = "Write log of latency during run",
-   .category = C::kLogs, .status = S::kRefused, .reason = "fio's latency logs (write_lat_log) are not implemented yet", .example = "job"},
+   .category = C::kLogs, .example = "job", .apply = ApplyLogPrefix<&JobSpec::write_lat_log, 2>,
+   .render = IOFLEET_RENDER_STRING(write_lat_log, "write_lat_log"), .bare = true},
   {.name = "write_iops_log", .type = T::kString, .help = "Write log of IOPS during run",
-   .category = C::kLogs, .status = S::kRefused, .reason = "fio's IOPS log (write_iops_log) is not implemented yet", .example = "job"},
+   .category = C::kLogs, .example = "job", .apply = ApplyLogPrefix<&JobSpec::write_iops_log, 1>,
+   .render = IOFLEET_RENDER_STRING(write_iops_log, "write_iops_log"), .bare = true},
   {.name = "write_hist_log", .type = T::kString, .help = "Write log of latency histograms during run",
-   .category = C::kLogs, .status = S::kRefused, .reason = "fio's histogram log (write_hist_log) is not implemented yet", .example = "job"},
+   .category = C::kLogs, .example = "job", .apply = ApplyLogPrefix<&JobSpec::write_hist_log, 3>,
+   .render = IOFLEET_RENDER_STRING(write_hist_log, "write_hist_log"), .bare = true},
   {.name = "per_job_logs", .type = T::kBool, .def = "1", .help = "Include job number in generated log files or not",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
+   .category = C::kLogs, .example = "0", .apply = SetBool<&JobSpec::per_job_logs>,
+   .render = IOFLEET_RENDER_BOOL(per_job_logs, "per_job_logs")},
   {.name = "log_entries", .type = T::kInt, .def = "1024", .help = "Initial number of entries in a job IO log",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
-  {.name = "log_avg_msec", .type = T::kInt, .def = "0", .help = "Average bw/iops/lat logs over this period of time",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
-  {.name = "log_hist_msec", .type = T::kInt, .def = "0", .help = "Dump completion latency histograms at frequency of this time value",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
-  {.name = "log_hist_coarseness", .type = T::kInt, .def = "0", .help = "Integer in range [0,6]: fewer histogram bins per sample",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
+   .category = C::kLogs, .status = S::kNoOp,
+   .reason = "sizes fio's in-memory log buffers; iofleet hands log entries to a writer thread as it runs"},
+  {.name = "log_avg_msec", .type = T::kInt, .def = "0", .max = UINT32_MAX,
+   .help = "Average bw/iops/lat logs over this period of time", .category = C::kLogs,
+   .example = "1000", .apply = SetU32<&JobSpec::log_avg_msec>,
+   .render = IOFLEET_RENDER_U32(log_avg_msec, "log_avg_msec")},
+  {.name = "log_hist_msec", .type = T::kInt, .def = "0", .max = UINT32_MAX,
+   .help = "Dump completion latency histograms at frequency of this time value", .category = C::kLogs,
+   .example = "1000", .apply = SetU32<&JobSpec::log_hist_msec>,
+   .render = IOFLEET_RENDER_U32(log_hist_msec, "log_hist_msec")},
+  {.name = "log_hist_coarseness", .type = T::kInt, .def = "0", .min = 0, .max = 6,
+   .help = "Integer in range [0,6]: fewer histogram bins per sample", .category = C::kLogs,
+   .example = "2", .apply = SetU32<&JobSpec::log_hist_coarseness>,
+   .render = IOFLEET_RENDER_U32(log_hist_coarseness, "log_hist_coarseness"),
+   .check = CheckU32<&JobSpec::log_hist_coarseness>},
   {.name = "log_max_value", .type = T::kBool, .def = "0", .help = "Log max sample in a window instead of average",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
+   .category = C::kLogs, .example = "1", .apply = SetBool<&JobSpec::log_max_value>,
+   .render = IOFLEET_RENDER_BOOL(log_max_value, "log_max_value")},
   {.name = "log_offset", .type = T::kBool, .def = "0", .help = "Include offset of IO for each log entry",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
-  {.name = "log_prio", .type = T::kBool, .def = "0", .help = "Include priority value of IO for each log entry",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
+   .category = C::kLogs, .example = "1", .apply = SetBool<&JobSpec::log_offset>,
+   .render = IOFLEET_RENDER_BOOL(log_offset, "log_offset")},
+  {.name = "log_prio", .type = T::kBool, .def = "0",
+   .help = "Include priority value of IO for each log entry (iofleet: always 0x0000, it sets no I/O priorities)",
+   .category = C::kLogs, .example = "1", .apply = SetBool<&JobSpec::log_prio>,
+   .render = IOFLEET_RENDER_BOOL(log_prio, "log_prio")},
   {.name = "log_compression", .type = T::kSize, .help = "Log in compressed chunks of this size",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
+   .category = C::kLogs, .status = S::kNoOp,
+   .reason = "compresses fio's in-memory log buffers; iofleet writes log entries out as it runs, so "
+             "memory stays bounded and the files are the same text (log_store_compressed=1 writes "
+             "fio's compressed files)"},
   {.name = "log_compression_cpus", .type = T::kCpuList, .help = "Limit log compression to these CPUs",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
-  {.name = "log_store_compressed", .type = T::kBool, .help = "Store logs in a compressed format",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
-  {.name = "log_unix_epoch", .type = T::kBool, .help = "Use Unix time in log files",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
-  {.name = "log_alternate_epoch", .type = T::kBool, .help = "Use alternate epoch time in log files",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
-  {.name = "log_alternate_epoch_clock_id", .type = T::kInt,
-   .help = "The clock_id whose epoch log_alternate_epoch/log_unix_epoch use",
-   .category = C::kLogs, .status = S::kNoOp, .reason = kLogOnly},
+   .category = C::kLogs, .status = S::kNoOp,
+   .reason = "iofleet compresses no log buffers in memory (see log_compression)"},
+  {.name = "log_store_compressed", .type = T::kBool, .def = "0", .help = "Store logs in a compressed format",
+   .category = C::kLogs, .example = "1", .apply = SetBool<&JobSpec::log_store_compressed>,
+   .render = IOFLEET_RENDER_BOOL(log_store_compressed, "log_store_compressed")},
+  {.name = "log_unix_epoch", .type = T::kBool, .def = "0", .help = "Use Unix time in log files",
+   .category = C::kLogs, .example = "1", .apply = SetBool<&JobSpec::log_unix_epoch>,
+   .render = IOFLEET_RENDER_BOOL(log_unix_epoch, "log_unix_epoch")},
+  {.name = "log_alternate_epoch", .type = T::kBool, .def = "0", .help = "Use alternate epoch time in log files",
+   .category = C::kLogs, .example = "1", .apply = SetBool<&JobSpec::log_alternate_epoch>,
+   .render = IOFLEET_RENDER_BOOL(log_alternate_epoch, "log_alternate_epoch")},
+  {.name = "log_alternate_epoch_clock_id", .type = T::kInt, .def = "0", .max = 11,
+   .help = "The clock_id whose epoch log_alternate_epoch/log_unix_epoch use", .category = C::kLogs,
+   .example = "1", .apply = SetU32<&JobSpec::log_alternate_epoch_clock_id>,
+   .render = IOFLEET_RENDER_U32(log_alternate_epoch_clock_id, "log_alternate_epoch_clock_id"),
+   .check = CheckU32<&JobSpec::log_alternate_epoch_clock_id>},
 
   // --- verify ------------------------------------------------------------------
   {.name = "verify", .type = T::kChoice, .def = "0",
@@ -2283,6 +2317,11 @@ std::vector<OptionRow> MakeTable() {
    .help = "iofleet: write to a block device that is mounted, in use or carries a filesystem signature anyway",
    .category = C::kIofleet, .example = "1", .apply = SetBool<&JobSpec::allow_destructive>,
    .render = IOFLEET_RENDER_BOOL(allow_destructive, "allow_destructive")},
+  {.name = "write_interval_hist_log", .type = T::kString,
+   .help = "iofleet: write every interval's exact completion latency histograms (all bins) as a fio histogram log",
+   .category = C::kIofleet, .example = "job",
+   .apply = ApplyLogPrefix<&JobSpec::write_interval_hist_log, 4>,
+   .render = IOFLEET_RENDER_STRING(write_interval_hist_log, "write_interval_hist_log"), .bare = true},
   };
   // clang-format on
 }

@@ -91,6 +91,8 @@ struct OptionRow {
   ApplyFn apply = nullptr;           // kImplemented
   RenderFn render = nullptr;         // kImplemented; nullptr = rendered by another row
   CheckFn check = nullptr;           // kImplemented; optional
+  bool bare = false;                 // a bare name (no '=') is accepted though the type is
+                                     // not kBool (fio's write_bw_log: the job's name)
 };
 
 // Every row, grouped by category (the order ToJobText renders in).

@@ -95,7 +95,8 @@ absl::StatusOr<OptEntry> MakeEntry(const std::string& key, const std::string& va
   }
   // A bare non-flag: an error for implemented options; for the others (fio takes
   // e.g. a bare write_bw_log) the refusal or no-op decides.
-  if (!has_value && row->type != OptionType::kBool && row->status == OptionStatus::kImplemented) {
+  if (!has_value && row->type != OptionType::kBool && !row->bare &&
+      row->status == OptionStatus::kImplemented) {
     return absl::InvalidArgumentError(
         JobError(where, job, absl::StrFormat("option \"%s\" requires a value", key)));
   }
@@ -293,6 +294,24 @@ void Note(Builder& b, const char* option, uint64_t effective, const std::string&
   b.notes->push_back(Normalisation{b.spec.name, option, it->second.value, U(effective), why});
 }
 
+// Log names given bare take the job's name; a bandwidth or IOPS log averaged
+// over log_avg_msec also sets the sample window, unless bwavgtime/iopsavgtime
+// were given (fio's add_job).
+void FixupLogs(Builder& b) {
+  JobSpec& s = b.spec;
+  std::string* prefixes[] = {&s.write_bw_log, &s.write_iops_log, &s.write_lat_log,
+                             &s.write_hist_log, &s.write_interval_hist_log};
+  for (size_t i = 0; i < b.log_named_by_job.size(); ++i) {
+    if (b.log_named_by_job[i]) *prefixes[i] = s.name;
+  }
+  if (s.log_avg_msec != 0) {
+    if (!s.write_bw_log.empty() && b.origin.count("bwavgtime") == 0) s.bwavgtime = s.log_avg_msec;
+    if (!s.write_iops_log.empty() && b.origin.count("iopsavgtime") == 0) {
+      s.iopsavgtime = s.log_avg_msec;
+    }
+  }
+}
+
 // fio's fixup_options for the fields we carry. Reports, for values that were
 // written, what it changed.
 void Fixup(Builder& b) {
@@ -333,6 +352,7 @@ void Fixup(Builder& b) {
   }
   if (s.loops == 0) s.loops = 1;  // fio runs a loops=0 job once
   internal::FixupData(b);
+  FixupLogs(b);
 }
 
 // An engine option set (in the job or its [global]) for a job whose ioengine
@@ -747,6 +767,17 @@ std::string RenderJobs(const JobList& list, const Options& globals, const Builde
 // The jobs as written: the [global] options and each job's own options as the
 // user gave them (JobSpec::raw_options), so that the agent's JSON "job options"
 // echo what was written (bs=4k, runtime=1), as fio's do.
+// [global] options in the order one section applies them (several [global]
+// sections become one).
+Options InApplyOrder(Options globals) {
+  std::stable_sort(globals.begin(), globals.end(), [](const auto& x, const auto& y) {
+    const OptionRow* rx = FindOptionRow(x.first);
+    const OptionRow* ry = FindOptionRow(y.first);
+    return (rx ? RowRank(*rx) : 1) < (ry ? RowRank(*ry) : 1);
+  });
+  return globals;
+}
+
 // The [global] options go in the order one section applies them (see ToJobText).
 std::string RenderAsWritten(const JobList& list, const Options& globals) {
   std::string out;
@@ -1084,12 +1115,7 @@ std::string ToJobText(const JobList& list) {
   // were set in code rather than written).
   // The [global] options in the order one section applies them (several [global]
   // sections become one), so that rendering the re-parsed list gives the same text.
-  Options globals = list.global_options;
-  std::stable_sort(globals.begin(), globals.end(), [](const auto& x, const auto& y) {
-    const OptionRow* rx = FindOptionRow(x.first);
-    const OptionRow* ry = FindOptionRow(y.first);
-    return (rx ? RowRank(*rx) : 1) < (ry ? RowRank(*ry) : 1);
-  });
+  const Options globals = InApplyOrder(list.global_options);
   if (!list.jobs.empty()) {
     std::string text = RenderAsWritten(list, globals);
     if (same_jobs(ParseJobText(text, "ToJobText", po))) return text;
@@ -1112,13 +1138,24 @@ std::string ToJobText(const JobList& list) {
     e->has_value = !(v.empty() && e->row->type == OptionType::kBool);
     entries.push_back(std::move(*e));
   }
+  // The rendered options come in table order; re-parsed, they are in fio's. So
+  // that rendering is a fixed point (what the agent echoes renders the same
+  // again), a rendering that re-parses to the same jobs is given as written.
+  auto in_fio_order = [&](std::string text) {
+    auto back = ParseJobText(text, "ToJobText", po);
+    if (!same_jobs(back)) return text;
+    std::string again = RenderAsWritten(*back, InApplyOrder(back->global_options));
+    return same_jobs(ParseJobText(again, "ToJobText", po)) ? again : text;
+  };
   if (globals_ok && ApplySection(tmpl, entries, "global", nullptr).ok()) {
     bool empty_value = false;
     std::string text = RenderJobs(list, globals, tmpl, &empty_value);
-    if (!empty_value && same_jobs(ParseJobText(text, "ToJobText", po))) return text;
+    if (!empty_value && same_jobs(ParseJobText(text, "ToJobText", po))) {
+      return in_fio_order(std::move(text));
+    }
   }
   bool unused = false;
-  return RenderJobs(list, {}, Builder(), &unused);
+  return in_fio_order(RenderJobs(list, {}, Builder(), &unused));
 }
 
 }  // namespace iofleet::jobspec

@@ -13,19 +13,14 @@
 #include <string>
 #include <vector>
 
-namespace iofleet::stats {
-namespace {
+#include "common/stats/report_internal.h"
 
-constexpr double kDefaultPercentiles[] = {1,  5,  10, 20, 30,   40,   50,    60,   70,
-                                          80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
-constexpr size_t kMaxPercentiles = 20;  // fio's FIO_IO_U_LIST_MAX_LEN
-constexpr const char* kDdirNames[kNumDdirs] = {"read", "write", "trim"};
-constexpr int kUnifiedMixed = 1;
-constexpr int kUnifiedBoth = 2;
+namespace iofleet::stats {
+namespace internal {
 
 // printf-style append; all report text goes through here so field widths and
 // float formatting are exactly the C library's, as in fio.
-__attribute__((format(printf, 2, 3))) void Appendf(std::string& out, const char* fmt, ...) {
+void Appendf(std::string& out, const char* fmt, ...) {
   char buf[512];
   va_list ap;
   va_start(ap, fmt);
@@ -43,6 +38,30 @@ __attribute__((format(printf, 2, 3))) void Appendf(std::string& out, const char*
   big.resize(static_cast<size_t>(n));
   out += big;
 }
+
+std::string CtimeText(uint64_t timestamp_ms) {
+  time_t t = static_cast<time_t>(timestamp_ms / 1000);
+  if (timestamp_ms == 0) t = time(nullptr);
+  char buf[64] = {0};
+  if (ctime_r(&t, buf) == nullptr) return "";
+  std::string s(buf);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::Appendf;
+using internal::CtimeText;
+
+constexpr double kDefaultPercentiles[] = {1,  5,  10, 20, 30,   40,   50,    60,   70,
+                                          80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
+constexpr size_t kMaxPercentiles = 20;  // fio's FIO_IO_U_LIST_MAX_LEN
+constexpr const char* kDdirNames[kNumDdirs] = {"read", "write", "trim"};
+constexpr int kUnifiedMixed = 1;
+constexpr int kUnifiedBoth = 2;
 
 uint64_t MulDiv1000(uint64_t v, uint64_t div) {
   if (div == 0) return 0;
@@ -208,21 +227,6 @@ std::vector<double> PercentileList(const JobStats& js) {
   return list;
 }
 
-// fio prints percentiles with as many decimals as the most precise entry of
-// the list had when it was typed (2 for the default list).
-int PercentilePrecision(const std::vector<double>& list) {
-  int precision = 0;
-  for (double p : list) {
-    int d = 0;
-    for (; d < 6; ++d) {
-      const double scaled = p * std::pow(10.0, d);
-      if (std::fabs(scaled - std::round(scaled)) < 1e-9 * std::max(1.0, scaled)) break;
-    }
-    precision = std::max(precision, d);
-  }
-  return precision;
-}
-
 // Percent of `total` per bin with a floor for nonzero bins (fio's
 // stat_calc_dist uses 0.1 for depth maps, stat_calc_lat 0.01 for latency).
 template <size_t N>
@@ -231,7 +235,8 @@ std::array<double, N> Percents(const std::array<uint64_t, N>& counts, uint64_t t
   std::array<double, N> out{};
   if (total == 0) return out;
   for (size_t i = 0; i < N; ++i) {
-    double v = static_cast<double>(counts[i]) / static_cast<double>(total) * 100.0;
+    double v = static_cast<double>(counts[i]) / static_cast<double>(total);
+    v *= 100.0;  // fio's order of operations (stat_calc_dist, stat_calc_lat)
     if (v < floor && counts[i] != 0) v = floor;
     out[i] = v;
   }
@@ -256,16 +261,6 @@ double PercentOfAgg(double agg_bytes_per_sec, double mean_kib) {
 double CpuPercent(uint64_t time_us, uint64_t runtime_ms) {
   if (runtime_ms == 0) return 0.0;
   return static_cast<double>(time_us) / 1000.0 * 100.0 / static_cast<double>(runtime_ms);
-}
-
-std::string CtimeText(uint64_t timestamp_ms) {
-  time_t t = static_cast<time_t>(timestamp_ms / 1000);
-  if (timestamp_ms == 0) t = time(nullptr);
-  char buf[64] = {0};
-  if (ctime_r(&t, buf) == nullptr) return "";
-  std::string s(buf);
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
 }
 
 // ------------------------------------------------------------------ JSON
@@ -522,302 +517,54 @@ void WriteJobJson(JsonWriter& w, const JobStats& js, bool json_plus) {
   w.EndObject();
 }
 
-// ---------------------------------------------------------------- normal
-
-int Digits(uint64_t v) {
-  int n = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++n;
+// fio's json_array_add_disk_util: the device, then its slaves' averages.
+void WriteDiskUtilJson(JsonWriter& w, const DiskUtil& du) {
+  w.BeginObject();
+  w.String("name", du.name);
+  w.Uint("read_ios", du.ios[0]);
+  w.Uint("write_ios", du.ios[1]);
+  w.Uint("read_merges", du.merges[0]);
+  w.Uint("write_merges", du.merges[1]);
+  w.Uint("read_ticks", du.ticks[0]);
+  w.Uint("write_ticks", du.ticks[1]);
+  w.Uint("in_queue", du.time_in_queue);
+  w.Float("util", du.Util());
+  if (du.slaves != 0) {
+    w.Uint("aggr_read_ios", du.agg_ios[0] / du.slaves);
+    w.Uint("aggr_write_ios", du.agg_ios[1] / du.slaves);
+    w.Uint("aggr_read_merges", du.agg_merges[0] / du.slaves);
+    w.Uint("aggr_write_merge", du.agg_merges[1] / du.slaves);  // sic: fio's key
+    w.Uint("aggr_read_ticks", du.agg_ticks[0] / du.slaves);
+    w.Uint("aggr_write_ticks", du.agg_ticks[1] / du.slaves);
+    w.Uint("aggr_in_queue", du.agg_time_in_queue / du.slaves);
+    w.Float("aggr_util", du.agg_max_util);
   }
-  return n;
+  w.EndObject();
 }
 
-// fio's num2str(): at most `maxlen` digits (the '.' counts), scaled by
-// 1000 (SI) or 1024 (IEC) with the carry rounding fio applies.
-std::string Num2Str(uint64_t num, int maxlen, bool pow2, const char* unit) {
-  static constexpr const char* kSi[] = {"", "k", "M", "G", "T", "P", "E"};
-  static constexpr const char* kIec[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
-  constexpr int kPrefixes = 7;
-  const char* const* prefix = pow2 ? kIec : kSi;
-  const uint64_t thousand = pow2 ? 1024 : 1000;
-  int post = 0;
-  bool scaled = false;
-  uint64_t remainder = 0;
-  while (post < kPrefixes && Digits(num) > maxlen) {
-    remainder = num % thousand;
-    num /= thousand;
-    scaled = true;
-    ++post;
+// What fio's JSON lacks and its text outputs print (report_text.cc reads it),
+// and where the run's logs are.
+void WriteIofleetJson(JsonWriter& w, const ReportHeader& header, const std::vector<JobStats>& views) {
+  w.BeginObject("iofleet");
+  w.BeginArray("jobs");
+  for (const JobStats& js : views) {
+    w.BeginObject();
+    w.Int("pid", js.pid);
+    w.Int("members", js.members);
+    w.String("error_text", js.error_text);
+    w.Uint("kb_base", js.kb_base != 0 ? js.kb_base : 1024);
+    w.EndObject();
   }
-  if (post >= kPrefixes) post = 0;
-  std::string out;
-  if (!scaled) {
-    Appendf(out, "%llu%s%s", static_cast<unsigned long long>(num), prefix[post], unit);
-    return out;
+  w.EndArray();
+  if (!header.log_files.empty()) {
+    w.BeginObject("logs");
+    w.String("host", header.log_host);
+    w.BeginArray("files");
+    for (const std::string& f : header.log_files) w.String(nullptr, f);
+    w.EndArray();
+    w.EndObject();
   }
-  const int room = maxlen - Digits(num);
-  if (room <= 1) {
-    if (remainder >= thousand / 2) ++num;
-    Appendf(out, "%llu%s%s", static_cast<unsigned long long>(num), prefix[post], unit);
-    return out;
-  }
-  std::string frac;
-  Appendf(frac, "%.*f", room - 1, static_cast<double>(remainder) / static_cast<double>(thousand));
-  if (frac[0] == '1') ++num;  // the fraction rounded up to a whole unit
-  Appendf(out, "%llu.%s%s%s", static_cast<unsigned long long>(num), frac.c_str() + 2, prefix[post],
-          unit);
-  return out;
-}
-
-bool IsPow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
-
-void DisplayLat(std::string& out, const char* name, const RunningStat& st) {
-  uint64_t min = st.min;
-  uint64_t max = st.max;
-  double mean = st.mean;
-  double dev = st.Stddev();
-  const char* base = "(nsec)";
-  if (min > 2000000 && max > 99999999ull && dev > 1000000.0) {
-    min /= 1000000;
-    max /= 1000000;
-    mean /= 1000000.0;
-    dev /= 1000000.0;
-    base = "(msec)";
-  } else if (min > 2000 && max > 99999 && dev > 1000.0) {
-    min /= 1000;
-    max /= 1000;
-    mean /= 1000.0;
-    dev /= 1000.0;
-    base = "(usec)";
-  }
-  Appendf(out, "    %s %s: min=%s, max=%s, avg=%5.02f, stdev=%5.02f\n", name, base,
-          Num2Str(min, 6, false, "").c_str(), Num2Str(max, 6, false, "").c_str(), mean, dev);
-}
-
-void ShowPercentiles(std::string& out, const Histogram& hist, const std::vector<double>& plist,
-                     int precision, const char* pre) {
-  const auto values = Percentiles(hist, plist);
-  if (values.empty()) return;
-  uint64_t minv = ~uint64_t{0};
-  uint64_t maxv = 0;
-  for (const auto& pv : values) {
-    minv = std::min(minv, pv.second);
-    maxv = std::max(maxv, pv.second);
-  }
-  int scale_down = 0;
-  uint64_t divisor = 1;
-  const char* unit = "nsec";
-  if (minv > 2000000 && maxv > 99999999ull) {
-    scale_down = 2;
-    divisor = 1000000;
-    unit = "msec";
-  } else if (minv > 2000 && maxv > 99999) {
-    scale_down = 1;
-    divisor = 1000;
-    unit = "usec";
-  }
-  Appendf(out, "    %s percentiles (%s):\n     |", pre, unit);
-  int time_width = 5;
-  if (maxv / divisor > 0) {
-    time_width = std::max(5, static_cast<int>(std::log10(static_cast<double>(maxv / divisor)) + 1));
-  }
-  const int per_line = std::max(1, (80 - 7) / (precision + 10 + time_width));
-  for (size_t j = 0; j < values.size(); ++j) {
-    if (j != 0 && j % static_cast<size_t>(per_line) == 0) out += "     |";
-    const bool last = j + 1 == values.size();
-    uint64_t v = values[j].second;
-    for (int i = 0; i < scale_down; ++i) v = (v + 999) / 1000;
-    Appendf(out, " %*.*fth=[%*llu]%c", precision + 3, precision, values[j].first, time_width,
-            static_cast<unsigned long long>(v), last ? '\n' : ',');
-    if (last) break;
-    if (j % static_cast<size_t>(per_line) == static_cast<size_t>(per_line) - 1) out += "\n";
-  }
-}
-
-void ShowDirNormal(std::string& out, const JobStats& js, const DirStats& d, const char* name,
-                   const std::vector<double>& plist, int precision) {
-  if (d.runtime_ms == 0) return;
-  const uint32_t kb_base = js.kb_base != 0 ? js.kb_base : 1024;
-  const bool i2p = IsPow2(kb_base);
-  const uint64_t bw = MulDiv1000(d.io_bytes, d.runtime_ms);
-  const uint64_t iops = MulDiv1000(d.total_ios, d.runtime_ms);
-  Appendf(out, "  %s: IOPS=%s, BW=%s (%s)(%s/%llumsec)\n", name,
-          Num2Str(iops, 4, false, "").c_str(), Num2Str(bw, 4, i2p, "B/s").c_str(),
-          Num2Str(bw, 4, !i2p, "B/s").c_str(), Num2Str(d.io_bytes, 4, i2p, "B").c_str(),
-          static_cast<unsigned long long>(d.runtime_ms));
-  if (d.lat[kSlat].n > 0) DisplayLat(out, "slat", d.lat[kSlat]);
-  if (d.lat[kClat].n > 0) DisplayLat(out, "clat", d.lat[kClat]);
-  if (d.lat[kLat].n > 0) DisplayLat(out, " lat", d.lat[kLat]);
-  if (js.slat_percentiles && d.lat[kSlat].n > 0) {
-    ShowPercentiles(out, d.hist[kSlat], plist, precision, "slat");
-  }
-  if (js.clat_percentiles && d.lat[kClat].n > 0) {
-    ShowPercentiles(out, d.hist[kClat], plist, precision, "clat");
-  }
-  if (js.lat_percentiles && d.lat[kLat].n > 0) {
-    ShowPercentiles(out, d.hist[kLat], plist, precision, "lat");
-  }
-  if (d.bw.n > 0) {
-    double min = static_cast<double>(d.bw.min);
-    double max = static_cast<double>(d.bw.max);
-    double mean = d.bw.mean;
-    double dev = d.bw.Stddev();
-    const double per = PercentOfAgg(d.group_agg_bytes_per_sec, mean);
-    const double kb = static_cast<double>(kb_base);
-    const char* unit = i2p ? "KiB" : "kB";
-    if (mean > kb * kb) {
-      min /= kb;
-      max /= kb;
-      mean /= kb;
-      dev /= kb;
-      unit = "MiB";
-    }
-    Appendf(out,
-            "   bw (%5s/s): min=%5llu, max=%5llu, per=%3.2f%%, avg=%5.02f, stdev=%5.02f, "
-            "samples=%llu\n",
-            unit, static_cast<unsigned long long>(min), static_cast<unsigned long long>(max), per,
-            mean, dev, static_cast<unsigned long long>(d.bw.n));
-  }
-  if (d.iops.n > 0) {
-    Appendf(out, "   iops        : min=%5llu, max=%5llu, avg=%5.02f, stdev=%5.02f, samples=%llu\n",
-            static_cast<unsigned long long>(d.iops.min),
-            static_cast<unsigned long long>(d.iops.max), d.iops.mean, d.iops.Stddev(),
-            static_cast<unsigned long long>(d.iops.n));
-  }
-}
-
-template <size_t N>
-void ShowLatBuckets(std::string& out, const std::array<double, N>& pct, const char* unit) {
-  static constexpr const char* kRanges[] = {
-      "2=", "4=", "10=", "20=", "50=", "100=", "250=", "500=", "750=", "1000=", "2000=", ">=2000="};
-  int on_line = 0;
-  bool shown = false;
-  for (size_t i = 0; i < N; ++i) {
-    if (pct[i] <= 0.0) continue;
-    if (!shown || on_line == 5) {
-      if (shown) out += "\n";
-      Appendf(out, "  lat (%s)   : ", unit);
-      on_line = 0;
-    }
-    shown = true;
-    if (on_line != 0) out += ", ";
-    Appendf(out, "%s%3.2f%%", kRanges[i], pct[i]);
-    ++on_line;
-  }
-  if (shown) out += "\n";
-}
-
-void ShowDepthLine(std::string& out, const char* label, const char* const* keys,
-                   const std::array<double, kDepthMapNr>& pct) {
-  out += label;
-  for (int i = 0; i < kDepthMapNr; ++i) {
-    Appendf(out, "%s%s=%3.1f%%", i == 0 ? "" : ", ", keys[i], pct[i]);
-  }
-  out += "\n";
-}
-
-void ShowJobNormal(std::string& out, const JobStats& js, const std::string& time_text) {
-  uint64_t bytes = 0;
-  for (const DirStats& d : js.dir) bytes += d.io_bytes;
-  if (bytes == 0 && TotalRwIos(js) == 0) return;
-
-  const std::vector<double> plist = PercentileList(js);
-  const int precision = PercentilePrecision(plist);
-  if (js.error == 0) {
-    Appendf(out, "%s: (groupid=%d, jobs=%d): err=%2d: pid=%d: %s\n", js.jobname.c_str(), js.groupid,
-            js.members, js.error, js.pid, time_text.c_str());
-  } else {
-    Appendf(out, "%s: (groupid=%d, jobs=%d): err=%2d (%s): pid=%d: %s\n", js.jobname.c_str(),
-            js.groupid, js.members, js.error, js.error_text.c_str(), js.pid, time_text.c_str());
-  }
-  for (int d = 0; d < kNumDdirs; ++d) {
-    if (js.dir[d].io_bytes == 0) continue;
-    const char* name = js.unified_rw_reporting == kUnifiedMixed ? "mixed" : kDdirNames[d];
-    ShowDirNormal(out, js, js.dir[d], name, plist, precision);
-  }
-  if (js.unified_rw_reporting == kUnifiedBoth) {
-    ShowDirNormal(out, js, js.mixed, "mixed", plist, precision);
-  }
-
-  const uint64_t total_ios = TotalRwIos(js);
-  ShowLatBuckets(out, Percents(js.lat_ns, total_ios, 0.01), "nsec");
-  ShowLatBuckets(out, Percents(js.lat_us, total_ios, 0.01), "usec");
-  ShowLatBuckets(out, Percents(js.lat_ms, total_ios, 0.01), "msec");
-
-  if (js.sync_lat.n > 0) {
-    out += "  fsync/fdatasync/sync_file_range/syncfs:\n";
-    DisplayLat(out, "sync", js.sync_lat);
-    ShowPercentiles(out, js.sync_hist, plist, precision, "sync");
-  }
-
-  Appendf(out, "  cpu          : usr=%3.2f%%, sys=%3.2f%%, ctx=%llu, majf=%llu, minf=%llu\n",
-          CpuPercent(js.usr_time_us, js.job_runtime_ms),
-          CpuPercent(js.sys_time_us, js.job_runtime_ms), static_cast<unsigned long long>(js.ctx),
-          static_cast<unsigned long long>(js.majf), static_cast<unsigned long long>(js.minf));
-  static constexpr const char* kLevelKeys[kDepthMapNr] = {"1", "2", "4", "8", "16", "32", ">=64"};
-  static constexpr const char* kBatchKeys[kDepthMapNr] = {"0", "4", "8", "16", "32", "64", ">=64"};
-  ShowDepthLine(out, "  IO depths    : ", kLevelKeys, Percents(js.iodepth_level, total_ios, 0.1));
-  ShowDepthLine(out, "     submit    : ", kBatchKeys,
-                Percents(js.iodepth_submit, js.total_submit, 0.1));
-  ShowDepthLine(out, "     complete  : ", kBatchKeys,
-                Percents(js.iodepth_complete, js.total_complete, 0.1));
-  Appendf(out,
-          "     issued rwts: total=%llu,%llu,%llu,%llu short=%llu,%llu,%llu,0 "
-          "dropped=%llu,%llu,%llu,0\n",
-          static_cast<unsigned long long>(js.dir[0].total_ios),
-          static_cast<unsigned long long>(js.dir[1].total_ios),
-          static_cast<unsigned long long>(js.dir[2].total_ios),
-          static_cast<unsigned long long>(js.sync_total_ios),
-          static_cast<unsigned long long>(js.dir[0].short_ios),
-          static_cast<unsigned long long>(js.dir[1].short_ios),
-          static_cast<unsigned long long>(js.dir[2].short_ios),
-          static_cast<unsigned long long>(js.dir[0].drop_ios),
-          static_cast<unsigned long long>(js.dir[1].drop_ios),
-          static_cast<unsigned long long>(js.dir[2].drop_ios));
-  if (js.continue_on_error != 0) {
-    Appendf(out, "     errors    : total=%llu, first_error=%d/<%s>\n",
-            static_cast<unsigned long long>(js.total_err), js.first_error,
-            std::strerror(js.first_error));
-  }
-  Appendf(out, "     latency   : target=0, window=0, percentile=100.00%%, depth=%u\n", js.iodepth);
-}
-
-void ShowRunLine(std::string& out, const char* label, bool i2p, uint64_t agg, uint64_t min_bw,
-                 uint64_t max_bw, uint64_t iobytes, uint64_t min_run, uint64_t max_run) {
-  Appendf(out, "%s: bw=%s (%s), %s-%s (%s-%s), io=%s (%s), run=%llu-%llumsec\n", label,
-          Num2Str(agg, 4, i2p, "B/s").c_str(), Num2Str(agg, 4, !i2p, "B/s").c_str(),
-          Num2Str(min_bw, 4, i2p, "B/s").c_str(), Num2Str(max_bw, 4, i2p, "B/s").c_str(),
-          Num2Str(min_bw, 4, !i2p, "B/s").c_str(), Num2Str(max_bw, 4, !i2p, "B/s").c_str(),
-          Num2Str(iobytes, 4, i2p, "B").c_str(), Num2Str(iobytes, 4, !i2p, "B").c_str(),
-          static_cast<unsigned long long>(min_run), static_cast<unsigned long long>(max_run));
-}
-
-void ShowGroupNormal(std::string& out, int groupid, const GroupRun& g) {
-  static constexpr const char* kLabels[kNumDdirs] = {"   READ", "  WRITE", "   TRIM"};
-  const bool i2p = IsPow2(g.kb_base);
-  Appendf(out, "\nRun status group %d (all jobs):\n", groupid);
-  for (int d = 0; d < kNumDdirs; ++d) {
-    const DirRun& r = g.dir[d];
-    if (r.max_run == 0) continue;
-    ShowRunLine(out, g.unified == kUnifiedMixed ? "  MIXED" : kLabels[d], i2p, r.agg, r.min_bw,
-                r.max_bw, r.iobytes, r.min_run, r.max_run);
-  }
-  if (g.unified == kUnifiedBoth) {
-    // fio's mixed summary line adds the per-direction aggregates.
-    uint64_t io = 0, agg = 0, min_bw = ~uint64_t{0}, max_bw = 0, min_run = ~uint64_t{0},
-             max_run = 0;
-    for (const DirRun& r : g.dir) {
-      if (r.max_run == 0) continue;
-      io += r.iobytes;
-      agg += r.agg;
-      min_bw = std::min(min_bw, r.min_bw);
-      max_bw = std::max(max_bw, r.max_bw);
-      min_run = std::min(min_run, r.min_run);
-      max_run = std::max(max_run, r.max_run);
-    }
-    ShowRunLine(out, "  MIXED", i2p, agg, min_bw, max_bw, io, min_run, max_run);
-  }
+  w.EndObject();
 }
 
 }  // namespace
@@ -859,8 +606,14 @@ void FillMixed(JobStats& js) {
   js.mixed = std::move(mixed);
 }
 
+double DiskUtil::Util() const {
+  if (msec == 0) return 0.0;
+  const double u = 100.0 * static_cast<double>(io_ticks) / static_cast<double>(msec);
+  return u > 100.0 ? 100.0 : u;
+}
+
 std::string FioJson(const ReportHeader& header, const std::vector<JobStats>& reported,
-                    bool json_plus) {
+                    bool json_plus, bool iofleet_fields) {
   const std::vector<JobStats> views = PrepareViews(reported);
   JsonWriter w;
   w.BeginObject();
@@ -872,18 +625,15 @@ std::string FioJson(const ReportHeader& header, const std::vector<JobStats>& rep
   w.BeginArray("jobs");
   for (const JobStats& js : views) WriteJobJson(w, js, json_plus);
   w.EndArray();
+  if (!header.disk_util.empty()) {
+    w.BeginArray("disk_util");
+    for (const DiskUtil& du : header.disk_util) WriteDiskUtilJson(w, du);
+    w.EndArray();
+  }
+  if (iofleet_fields) WriteIofleetJson(w, header, views);
   w.EndObject();
   std::string out = w.Take();
   out += "\n";
-  return out;
-}
-
-std::string FioNormal(const ReportHeader& header, const std::vector<JobStats>& reported) {
-  const std::vector<JobStats> views = PrepareViews(reported);
-  const std::string time_text = CtimeText(header.timestamp_ms);
-  std::string out = "\n";
-  for (const JobStats& js : views) ShowJobNormal(out, js, time_text);
-  for (const auto& [groupid, g] : ComputeGroupRuns(views)) ShowGroupNormal(out, groupid, g);
   return out;
 }
 

@@ -655,6 +655,42 @@ def case_cli_commands():
         check("no-such-job" in p.stderr or "not found" in p.stderr.lower(), p.stderr)
 
 
+def case_logs_and_normal():
+    """A run's fio logs stay on its agent, under --log-dir (default
+    <spool-dir>/logs) in a directory of the run's own, with fio's names; the
+    stored result lists them, and `iofleet result --format=normal` prints the
+    agent's own text (pid and all) on stdout and the log files on stderr."""
+    with Env() as env:
+        agent = env.agents["agent-a"]
+        target = agent.target()
+        extra = "write_bw_log=b\nwrite_lat_log=l\nlog_avg_msec=500\n"
+        jf = env.write("logs.fio", fio_job(target, runtime=2, extra=extra))
+        job_id = env.cli("submit", jf, "--hosts=agent-a", check_rc=0).stdout.strip()
+        run = run_of(env.wait_job(job_id))
+        check(run["state"] == "succeeded", f"run {run}")
+        rid = run["id"]
+        res = json.loads(env.cli("result", rid, check_rc=0).stdout)
+        logs = res.get("iofleet", {}).get("logs", {})
+        want = [os.path.join(agent.spool, "logs", rid, n)
+                for n in ("l_lat.1.log", "l_slat.1.log", "l_clat.1.log", "b_bw.1.log")]
+        check(sorted(logs.get("files", [])) == sorted(want), f"logs {logs}, want {want}")
+        for f in want:
+            with open(f) as fh:
+                lines = fh.read().splitlines()
+            # "time, value, ddir, bs, prio"; psync writes no submission latency.
+            check(all(len(l.split(", ")) == 5 for l in lines), f"{f}: {lines[:3]}")
+            check(bool(lines) == (not f.endswith("_slat.1.log")), f"{f}: {len(lines)} lines")
+        with open(want[3]) as fh:
+            n = len(fh.read().splitlines())
+        # 500 ms windows over 2 s: 3 lines (none after the runtime), fewer on a stall.
+        check(1 <= n <= 3, f"bw log has {n} lines")
+        p = env.cli("result", rid, "--format=normal", check_rc=0)
+        check("job: (groupid=0, jobs=1): err= 0: pid=" in p.stdout and ": pid=0:" not in p.stdout,
+              f"result normal:\n{p.stdout}")
+        check("Run status group 0 (all jobs):" in p.stdout, f"result normal:\n{p.stdout}")
+        check(all(f in p.stderr for f in want), f"stderr:\n{p.stderr}")
+
+
 def case_submit_wait_regression():
     """submit --wait exits 3 with the regressed metric when compare says so; a
     .json job file may be a whole POST /jobs body (here: two variants)."""

@@ -242,8 +242,12 @@ def large_difference(fleet):
     check(iops["delta_pct"] < -80 and iops["delta_ci_pct"][1] < -50, f"iops Δ {iops['delta_pct']}")
     check(iops["design"] == "paired" and iops["pairs"] == n and
           iops["hosts_used"] == len(fleet.agents), f"{iops['design']} {iops['pairs']}")
+    # B's bandwidth is higher, by less than its IOPS are lower (memory copies
+    # dominate 256k reads), so under heavy load a 5-pair row may stay
+    # inconclusive: never the wrong way.
     bw = row(cmp, "bw_bytes")
-    check(bw["verdict"] == "improvement", f"bandwidth verdict {bw['verdict']}: {bw['reason']}")
+    check(bw["verdict"] in ("improvement", "inconclusive") and bw["delta_pct"] > 0,
+          f"bandwidth verdict {bw['verdict']}: {bw['reason']}")
     check(cmp["outcome"] == "fail", cmp["outcome"])
     check(not iops["confounded"], f"confounded: {iops['confounders']}")
     # The CLI gate: compare exits 3 on fail; --fail-on=none reports without failing.
