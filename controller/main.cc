@@ -32,7 +32,11 @@ constexpr char kUsage[] =
     "  --grpc-listen        agents and gRPC API (default 127.0.0.1:7070; port 0 = any)\n"
     "  --http-listen        REST API (default 127.0.0.1:7080; port 0 = any)\n"
     "  --heartbeat-timeout  agent silence before its runs are lost (default 15s;\n"
-    "                       a bare number is seconds, or e.g. 500ms, 1m)\n"
+    "                       a bare number is seconds, or e.g. 500ms, 1m); at least\n"
+    "                       3 heartbeat intervals of the agent\n"
+    "  --max-heartbeats-per-second  heartbeats the fleet is asked for at most: the\n"
+    "                       interval told to agents (timeout/3, at most 5 s) grows\n"
+    "                       with the number of agents past it (default 500)\n"
     "  --dashboard-dir      the built web dashboard served at / (default: the\n"
     "                       source tree's dashboard/dist; run dashboard/build.sh)\n"
     "Security (docs/security.md; default: no auth, plain text, loopback):\n"
@@ -178,6 +182,14 @@ int main(int argc, char** argv) {
                      key.c_str(), value.c_str());
         return 2;
       }
+    } else if (key == "--max-heartbeats-per-second") {
+      size_t n = 0;
+      if (!ParseCount(value, &n) || n > 1000000) {
+        std::fprintf(stderr, "iofleet-controller: %s: \"%s\" is not an integer in 1..1000000\n",
+                     key.c_str(), value.c_str());
+        return 2;
+      }
+      opts.max_heartbeats_per_s = static_cast<uint32_t>(n);
     } else if (key == "--heartbeat-timeout") {
       if (!ParseTimeout(value, &opts.heartbeat_timeout_ms)) {
         std::fprintf(stderr, "iofleet-controller: --heartbeat-timeout: bad duration \"%s\"\n",

@@ -159,7 +159,8 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   s->store_ = metrics::NewMeteredStore(std::move(db), s->metrics_.get());
   SchedulerOptions so;
   so.heartbeat_timeout_ms = options.heartbeat_timeout_ms;
-  so.metrics = s->metrics_.get();
+  if (options.max_heartbeats_per_s > 0) so.max_heartbeats_per_s = options.max_heartbeats_per_s;
+  so.observer = s->metrics_.get();
   so.limits = options.limits;
   IOFLEET_ASSIGN_OR_RETURN(s->scheduler_, Scheduler::Create(s->store_.get(), so));
 

@@ -1,6 +1,11 @@
 // The assembled controller: SQLite store in --data-dir, scheduler, gRPC
 // (AgentService + ControllerService) and REST servers. main.cc only parses flags
 // and waits for a signal; tests start one of these on port 0.
+//
+// Threads: the scheduler's control loop (controller/scheduler/control_loop.h
+// has the whole threading model), the store's writer, gRPC's callback threads,
+// the REST front end's event thread and workers. Start and Shutdown run on the
+// caller's thread; nothing here holds a lock.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +50,10 @@ struct ServerOptions {
   size_t max_http_connections = 0;    // 0 = default
   uint64_t http_read_timeout_ms = 0;  // 0 = default
   uint64_t heartbeat_timeout_ms = 15000;       // Default: 15 s
+  // Heartbeats per second the fleet is asked for at most: the interval told to
+  // agents grows with the fleet past it (--max-heartbeats-per-second).
+  // 0 = the scheduler's default (500).
+  uint32_t max_heartbeats_per_s = 0;
   // Built web dashboard (index.html, app.js, app.css) served at /. Empty = the
   // source tree's dashboard/dist (IOFLEET_DASHBOARD_DIR at build time).
   std::string dashboard_dir;

@@ -12,7 +12,7 @@
 
 #include "common/jobspec/parser.h"
 #include "controller/api/rest/json_codec.h"
-#include "controller/fleet/fleet.h"
+#include "controller/fleet/registry.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/field_error.h"
 #include "controller/scheduler/limits.h"
@@ -20,25 +20,24 @@
 namespace {
 
 using iofleet::controller::ApiLimits;
-using iofleet::controller::Fleet;
+using iofleet::controller::FleetSnapshot;
 
-const Fleet& FakeFleet() {
-  static const Fleet* fleet = [] {
-    auto* f = new Fleet();
+const FleetSnapshot& FakeFleet() {
+  static const FleetSnapshot* fleet = [] {
+    std::vector<iofleet::controller::AgentStatic> agents;
     const char* names[] = {"a", "b", "host-c"};
     for (int i = 0; i < 3; ++i) {
-      iofleet::v1::Hello h;
-      h.set_agent_name(names[i]);
-      h.set_protocol_version(1);
-      (*h.mutable_labels())["rack"] = i < 2 ? "r1" : "r2";
-      (*h.mutable_labels())["disk"] = "nvme";
-      h.mutable_inventory()->set_kernel_release("6.1.0-13-amd64");
-      h.add_allow_paths("/dev");
-      h.add_allow_paths("/mnt");
-      std::shared_ptr<iofleet::controller::AgentSender> replaced;
-      f->Register(h, 1, nullptr, iofleet::controller::FleetTime{1000, 1000}, &replaced);
+      iofleet::controller::AgentStatic a;
+      a.name = names[i];
+      a.protocol_version = 1;
+      a.labels["rack"] = i < 2 ? "r1" : "r2";
+      a.labels["disk"] = "nvme";
+      a.facts.labels = a.labels;
+      a.facts.kernel = "6.1.0-13-amd64";
+      a.allow_paths = {"/dev", "/mnt"};
+      agents.push_back(std::move(a));
     }
-    return f;
+    return new FleetSnapshot(iofleet::controller::FleetSnapshotOf(std::move(agents)));
   }();
   return *fleet;
 }

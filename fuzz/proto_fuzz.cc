@@ -2,8 +2,9 @@
 // network, decoded from bytes and driven through the pure functions the
 // controller applies to them:
 //   byte 0 even: v1::AgentMessage (AgentService.Connect)
-//     Hello        -> CheckHelloLimits, NegotiateProtocolVersion, Fleet::Register
-//                     (inventory -> JSON), AgentToJson-shaped rendering
+//     Hello        -> CheckHelloLimits, NegotiateProtocolVersion, HelloEventOf
+//                     (inventory -> JSON), AgentRegistry::Register, AgentToJson-shaped
+//                     rendering
 //     Interval     -> ToRow (store row), IntervalToJson (REST), compare's WithinRunCv
 //     RunFinished  -> compare::ExtractRunMetrics on result_json, RunToJson
 //     Heartbeat/RunStarted -> decoded only (the scheduler looks them up by id)
@@ -16,7 +17,7 @@
 
 #include "controller/api/rest/json_codec.h"
 #include "controller/compare/run_metrics.h"
-#include "controller/fleet/fleet.h"
+#include "controller/fleet/registry.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/limits.h"
 #include "controller/scheduler/scheduler.h"
@@ -36,8 +37,8 @@ void Check(const absl::Status& s, const char* what) {
   abort();
 }
 
-Fleet& TheFleet() {
-  static Fleet* f = new Fleet();
+AgentRegistry& TheFleet() {
+  static AgentRegistry* f = new AgentRegistry();
   return *f;
 }
 
@@ -58,10 +59,23 @@ void OnAgentMessage(const iofleet::v1::AgentMessage& m) {
     auto version = NegotiateProtocolVersion(h.protocol_version(), h.min_protocol_version());
     Check(version.status(), "NegotiateProtocolVersion");
     if (!st.ok() || !version.ok() || h.agent_name().empty()) return;
-    Fleet& fleet = TheFleet();
-    if (fleet.agents().size() >= 32) fleet = Fleet();
-    std::shared_ptr<AgentSender> replaced;
-    AgentRow row = fleet.Register(h, *version, nullptr, FleetTime{1000, 1000}, &replaced);
+    AgentRegistry& fleet = TheFleet();
+    if (fleet.agents().size() >= 32) fleet = AgentRegistry();
+    static uint64_t session = 0;
+    HelloEvent ev = HelloEventOf(h, *version, ++session, "fuzz");
+    AgentRegistration reg;
+    reg.name = ev.name;
+    reg.instance_id = ev.instance_id;
+    reg.version = ev.version;
+    reg.labels = ev.labels;
+    reg.allow_paths = ev.allow_paths;
+    if (ev.inventory.has_value()) {
+      reg.inventory_json = &ev.inventory->json;
+      reg.inventory_kernel = ev.inventory->kernel;
+      reg.inventory_cpu_model = ev.inventory->cpu_model;
+    }
+    uint64_t replaced = 0;
+    const AgentRow& row = fleet.Register(reg, session, FleetTime{1000, 1000}, &replaced).row;
     iofleet::v1::Agent a;
     a.set_name(row.name);
     a.set_inventory_json(row.inventory_json);
@@ -98,7 +112,7 @@ void OnSubmit(const iofleet::v1::SubmitJobRequest& req) {
   absl::Status st = CheckJobSpecLimits(req.spec(), limits);
   Check(st, "CheckJobSpecLimits");
   if (!st.ok()) return;
-  auto runs = ExpandJob(req.spec(), TheFleet(), limits);
+  auto runs = ExpandJob(req.spec(), *TheFleet().Snapshot(), limits);
   Check(runs.status(), "ExpandJob");
   (void)rest::Dump(rest::SpecToJson(req.spec()));
 }

@@ -8,9 +8,14 @@
 // IntervalRecord per simulated job (clone) with a realistic sparse clat histogram
 // (20-60 nonzero buckets), and RunFinished after --duration-s. At the end the
 // records the controller stored (SQLite, read-only) are compared with those sent,
-// and the controller's CPU time and RSS are read from /proc/PID.
+// and the controller's CPU time and RSS are read from /proc/PID. Agents
+// heartbeat at the interval the controller's Welcome tells them (it grows with
+// the fleet). While runs stream, a prober times REST calls: GET /api/v1/jobs
+// and POST /api/v1/jobs (a one-run job for a host that never registers,
+// cancelled at the end), --probe-per-s of each.
 //
 //   iofleet-loadgen --agents=1000 [--jobs-per-agent=1] [--duration-s=30]
+//                   [--group-size=250] [--stagger-ms=1000] [--probe-per-s=5]
 //                   [--agents-per-conn=50] [--controller-bin=build/bin/iofleet-controller]
 //                   [--data-dir=DIR]          (spawns a controller; default)
 //   iofleet-loadgen --grpc=H:P --http=H:P --pid=PID --db=DIR/iofleet.db ...
@@ -21,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -59,6 +65,7 @@ struct Options {
   int connect_per_s = 2000;
   int group_size = 250;     // agents per submitted job
   int stagger_ms = 1000;    // between job submissions
+  int probe_per_s = 5;      // REST latency probes per second (each of GET and POST)
   std::string controller_bin;
   std::string data_dir;
   std::string grpc, http, db;
@@ -123,6 +130,8 @@ std::vector<HistTemplate> MakeTemplates(int n) {
 struct Stats {
   std::atomic<int> welcomed{0};
   std::atomic<int> assigned{0};
+  std::atomic<int64_t> last_assign_ns{0};  // steady clock, when the last AssignRun arrived
+  std::atomic<uint32_t> heartbeat_ms{0};   // interval the last Welcome told
   std::atomic<int> finished_sent{0};
   std::atomic<int> done{0};
   std::atomic<int> failed{0};
@@ -154,6 +163,7 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
     inv->set_cpu_count(16);
     inv->add_engines("null");
     inv->set_agent_version("loadgen");
+    h->set_inventory_hash("loadgen-inventory-1");
     (*h->mutable_labels())["loadgen"] = session_;
     (*h->mutable_labels())["lg_group"] = std::to_string(index_ / opt_->group_size);
     Send(std::move(hello));
@@ -165,6 +175,9 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
   void OnReadDone(bool ok) override {
     if (!ok) return;
     if (in_.has_welcome()) {
+      const uint32_t hb = in_.welcome().heartbeat_interval_ms();
+      hb_ticks_.store(std::max<uint32_t>(1, (hb + 999) / 1000));
+      stats_->heartbeat_ms = hb;
       stats_->welcomed++;
     } else if (in_.has_assign()) {
       AgentMessage m;
@@ -174,6 +187,12 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
           run_id_ = in_.assign().run_id();
           run_start_ = Clock::now();
           stats_->assigned++;
+          const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 run_start_.time_since_epoch())
+                                 .count();
+          int64_t prev = stats_->last_assign_ns.load();
+          while (prev < ns && !stats_->last_assign_ns.compare_exchange_weak(prev, ns)) {
+          }
           m.mutable_run_started()->set_run_id(run_id_);
           m.mutable_run_started()->set_unix_ms(NowMs());
         }
@@ -229,7 +248,7 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
 
   void TickLocked(uint64_t tick, std::vector<AgentMessage>* out) {
     if (broken_ || done_ || finished_) return;
-    if (tick % 5 == 0) {
+    if ((tick + static_cast<uint64_t>(index_)) % hb_ticks_.load() == 0) {
       AgentMessage hb;
       hb.mutable_heartbeat()->set_unix_ms(NowMs());
       if (!run_id_.empty()) hb.mutable_heartbeat()->add_running_runs(run_id_);
@@ -324,6 +343,34 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
   std::string run_id_;
   Clock::time_point run_start_;
   uint64_t seq_ = 0;
+  std::atomic<uint32_t> hb_ticks_{5};  // heartbeat every this many 1 s ticks
+};
+
+// Latencies of one kind of REST call, ms.
+struct Latencies {
+  std::mutex mu;
+  std::vector<double> ms;
+  int errors = 0;
+  void Add(double v, bool ok) {
+    std::lock_guard<std::mutex> l(mu);
+    if (ok) {
+      ms.push_back(v);
+    } else {
+      ++errors;
+    }
+  }
+  nlohmann::json Report() {
+    std::lock_guard<std::mutex> l(mu);
+    std::vector<double> v = ms;
+    std::sort(v.begin(), v.end());
+    auto q = [&](double p) {
+      if (v.empty()) return -1.0;
+      const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+      return v[i];
+    };
+    return {{"n", v.size()},   {"errors", errors}, {"p50_ms", q(0.50)},
+            {"p99_ms", q(0.99)}, {"max_ms", v.empty() ? -1.0 : v.back()}};
+  }
 };
 
 struct ProcSample {
@@ -458,6 +505,7 @@ int main(int argc, char** argv) {
       else if (Flag(a, "connect-per-s", &v)) opt.connect_per_s = std::stoi(v);
       else if (Flag(a, "group-size", &v)) opt.group_size = std::stoi(v);
       else if (Flag(a, "stagger-ms", &v)) opt.stagger_ms = std::stoi(v);
+      else if (Flag(a, "probe-per-s", &v)) opt.probe_per_s = std::stoi(v);
       else if (Flag(a, "controller-bin", &v)) opt.controller_bin = v;
       else if (Flag(a, "data-dir", &v)) opt.data_dir = v;
       else if (Flag(a, "grpc", &v)) opt.grpc = v;
@@ -474,7 +522,7 @@ int main(int argc, char** argv) {
     }
   }
   if (opt.agents < 1 || opt.jobs_per_agent < 1 || opt.duration_s < 1 || opt.agents_per_conn < 1 ||
-      opt.group_size < 1 || opt.stagger_ms < 0) {
+      opt.group_size < 1 || opt.stagger_ms < 0 || opt.probe_per_s < 0) {
     fprintf(stderr, "iofleet-loadgen: --agents, --jobs-per-agent, --duration-s and "
                     "--agents-per-conn must be >= 1\n");
     return 2;
@@ -556,6 +604,39 @@ int main(int argc, char** argv) {
       if (g + 1 < groups) std::this_thread::sleep_for(std::chrono::milliseconds(opt.stagger_ms));
     }
   });
+  // REST latency while the fleet streams: GET /jobs and POST /jobs.
+  Latencies get_lat, post_lat;
+  std::vector<std::string> probe_jobs;
+  std::atomic<bool> probe_stop{false};
+  std::thread prober([&] {
+    if (opt.probe_per_s == 0) return;
+    httplib::Client http("http://" + opt.http);
+    http.set_read_timeout(60, 0);
+    const auto period = std::chrono::microseconds(1000000 / opt.probe_per_s);
+    auto next = Clock::now();
+    int i = 0;
+    while (!probe_stop.load()) {
+      const auto t0 = Clock::now();
+      auto g = http.Get("/api/v1/jobs");
+      get_lat.Add(std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+                  g && g->status == 200);
+      nlohmann::json body = {
+          {"name", "loadgen-probe-" + session + "-" + std::to_string(i++)},
+          {"fio", "[probe]\nioengine=null\nsize=1m\n"},
+          {"hosts", {"lg-probe-" + session}},
+          {"wait_for_hosts", true}};
+      const auto t1 = Clock::now();
+      auto p = http.Post("/api/v1/jobs", body.dump(), "application/json");
+      const bool ok = p && p->status == 201;
+      post_lat.Add(std::chrono::duration<double, std::milli>(Clock::now() - t1).count(), ok);
+      if (ok) {
+        nlohmann::json j = nlohmann::json::parse(p->body, nullptr, false);
+        if (j.is_object() && j.contains("id")) probe_jobs.push_back(j["id"].get<std::string>());
+      }
+      next += period;
+      std::this_thread::sleep_until(next);
+    }
+  });
   const std::string host_like = "lg-" + session + "-%";
   const auto t_submit = Clock::now();
   const ProcSample p0 = ReadProc(opt.pid);
@@ -587,6 +668,8 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   submitter.join();
+  probe_stop = true;
+  prober.join();
   const auto t_sent = Clock::now();
   const ProcSample p1 = ReadProc(opt.pid);
   const ProcSample self1 = ReadProc(getpid());
@@ -631,7 +714,21 @@ int main(int argc, char** argv) {
     if (!all_done) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
+  {
+    // The probe jobs wait for a host that never comes: cancel them.
+    httplib::Client http("http://" + opt.http);
+    for (const std::string& id : probe_jobs) http.Post("/api/v1/jobs/" + id + "/cancel");
+  }
   const double send_s = std::chrono::duration<double>(t_sent - t_submit).count();
+  const int64_t last_assign_ns = stats.last_assign_ns.load();
+  const double last_assign_s =
+      last_assign_ns == 0
+          ? -1
+          : (static_cast<double>(last_assign_ns) -
+             static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     t_submit.time_since_epoch())
+                                     .count())) /
+                1e9;
   const double cpu_pct = send_s > 0 ? 100.0 * (p1.cpu_s - p0.cpu_s) / send_s : 0;
   const int64_t lost = stored < 0 ? -1 : static_cast<int64_t>(sent) - stored;
   nlohmann::json report = {
@@ -648,6 +745,10 @@ int main(int argc, char** argv) {
       {"jobs_submitted", submitted.load()},
       {"submit_errors", submit_errors.load()},
       {"all_assigned_s", all_assigned_s},
+      {"last_assign_s", last_assign_s},
+      {"heartbeat_interval_ms", stats.heartbeat_ms.load()},
+      {"rest_get_jobs", get_lat.Report()},
+      {"rest_post_jobs", post_lat.Report()},
       {"records_stored", stored},
       {"records_lost", lost},
       {"records_stored_at_send_end", stored_at_send_end},

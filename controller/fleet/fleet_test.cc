@@ -1,5 +1,7 @@
 #include "controller/fleet/fleet.h"
 
+#include "controller/fleet/registry.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -12,11 +14,12 @@ using ::testing::HasSubstr;
 TEST(NegotiateTest, AcceptsOverlappingRanges) {
   EXPECT_EQ(NegotiateProtocolVersion(1, 1).value(), 1u);
   EXPECT_EQ(NegotiateProtocolVersion(1, 0).value(), 1u);
-  EXPECT_EQ(NegotiateProtocolVersion(3, 1).value(), 1u);  // newer agent that still speaks 1
+  EXPECT_EQ(NegotiateProtocolVersion(2, 1).value(), 2u);  // inventory by hash
+  EXPECT_EQ(NegotiateProtocolVersion(3, 1).value(), 2u);  // newer agent that still speaks 2
 }
 
 TEST(NegotiateTest, RejectsWithReason) {
-  auto too_new = NegotiateProtocolVersion(5, 2);
+  auto too_new = NegotiateProtocolVersion(5, 3);
   EXPECT_EQ(too_new.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(too_new.status().message()), HasSubstr("upgrade the controller"));
   auto none = NegotiateProtocolVersion(0, 0);
@@ -35,89 +38,83 @@ TEST(SelectorTest, ExactPrefixAndReservedKeys) {
   EXPECT_TRUE(SelectorMatches({{"pool", "*"}}, f));
 }
 
-class NullSender : public AgentSender {
- public:
-  void Send(const v1::ControllerMessage&) override {}
-  void Close(const absl::Status&) override {}
-};
-
 FleetTime T(uint64_t wall, uint64_t mono) { return FleetTime{wall, mono}; }
 
-TEST(FleetTest, RegisterDisconnectAndSilence) {
-  Fleet fleet;
-  v1::Hello hello;
-  hello.set_agent_name("a1");
-  hello.set_instance_id("i1");
-  (*hello.mutable_labels())["rack"] = "r1";
-  hello.mutable_inventory()->set_kernel_release("6.1.0");
-  hello.add_allow_paths("/dev/");
-  auto s1 = std::make_shared<NullSender>();
-  std::shared_ptr<AgentSender> replaced;
-  AgentRow row = fleet.Register(hello, 1, s1, T(1000, 1000), &replaced);
-  EXPECT_EQ(row.state, "up");
-  EXPECT_EQ(replaced, nullptr);
-  EXPECT_TRUE(fleet.Connected("a1"));
-  EXPECT_THAT(fleet.Match({{"kernel", "6.*"}}), ElementsAre("a1"));
-  EXPECT_TRUE(fleet.Match({{"rack", "r2"}}).empty());
+AgentRegistration Reg(const std::string& name, const std::string& instance,
+                      const std::string* inventory = nullptr, std::string kernel = "") {
+  AgentRegistration r;
+  r.name = name;
+  r.instance_id = instance;
+  r.peer = "ipv4:10.0.0.1:5000";
+  r.version = 1;
+  r.labels = {{"rack", "r1"}};
+  r.allow_paths = {"/dev/"};
+  r.inventory_json = inventory;
+  r.inventory_kernel = std::move(kernel);
+  return r;
+}
 
-  auto s2 = std::make_shared<NullSender>();
-  fleet.Register(hello, 1, s2, T(2000, 2000), &replaced);
-  EXPECT_EQ(replaced, s1);
-  EXPECT_EQ(fleet.Disconnect("a1", s1.get(), T(2500, 2500)), nullptr);  // stale stream
-  EXPECT_TRUE(fleet.Connected("a1"));
-  fleet.Touch("a1", T(3000, 3000));
-  EXPECT_TRUE(fleet.Silent(10000, 15000).empty());
-  EXPECT_THAT(fleet.Silent(20000, 15000), ElementsAre("a1"));
-  const AgentRow* down = fleet.Disconnect("a1", s2.get(), T(4000, 4000));
+TEST(AgentRegistryTest, RegisterReplaceDisconnectAndReload) {
+  AgentRegistry fleet;
+  const std::string inv = "{\"kernel_release\":\"6.1.0\"}";
+  uint64_t replaced = 99;
+  Agent& a = fleet.Register(Reg("a1", "i1", &inv, "6.1.0"), /*session=*/1, T(1000, 1000),
+                            &replaced);
+  EXPECT_EQ(a.row.state, "up");
+  EXPECT_EQ(replaced, 0u);
+  EXPECT_TRUE(a.connected());
+  EXPECT_EQ(fleet.BySession(1), &a);
+  auto snap = fleet.Snapshot();
+  EXPECT_THAT(snap->Match({{"kernel", "6.*"}}), ElementsAre("a1"));
+  EXPECT_TRUE(snap->Match({{"rack", "r2"}}).empty());
+  EXPECT_EQ(snap->Get("a1")->s->peer, "ipv4:10.0.0.1:5000");
+
+  // A reconnect: the new session replaces the old; the old one's end is stale.
+  // Without an inventory the stored one (and its facts) stay.
+  fleet.Register(Reg("a1", "i1"), 2, T(2000, 2000), &replaced);
+  EXPECT_EQ(replaced, 1u);
+  EXPECT_EQ(fleet.BySession(1), nullptr);
+  EXPECT_EQ(fleet.Get("a1")->facts().kernel, "6.1.0");
+  EXPECT_EQ(fleet.Disconnect("a1", 1, T(2500, 2500)), nullptr);
+  EXPECT_TRUE(fleet.Get("a1")->connected());
+  Agent* down = fleet.Disconnect("a1", 2, T(4000, 4000));
   ASSERT_NE(down, nullptr);
-  EXPECT_EQ(down->state, "down");
-  EXPECT_FALSE(fleet.Connected("a1"));
+  EXPECT_EQ(down->row.state, "down");
+  EXPECT_EQ(down->row.last_seen_ms, 4000u);
+  EXPECT_FALSE(fleet.Snapshot()->Get("a1")->up);
 
-  Fleet reloaded;
-  reloaded.Load({row}, T(50000, 50000));
-  EXPECT_FALSE(reloaded.Connected("a1"));
-  EXPECT_THAT(reloaded.Match({{"kernel", "6.1*"}}), ElementsAre("a1"));
-  EXPECT_TRUE(reloaded.Silent(60000, 15000).empty());
+  AgentRegistry reloaded;
+  reloaded.Load({LoadedAgent{down->row, "6.1.0-13", "EPYC"}}, T(50000, 50000));
+  EXPECT_FALSE(reloaded.Get("a1")->connected());
+  EXPECT_EQ(reloaded.Get("a1")->last_heard_mono_ms, 50000u);  // one timeout to come back
+  EXPECT_THAT(reloaded.Snapshot()->Match({{"kernel", "6.1*"}, {"cpu_model", "EP*"}}),
+              ElementsAre("a1"));
 }
 
 // Liveness is measured on the monotonic clock: a wall-clock step of an hour
-// changes what is shown, not who is silent.
-TEST(FleetTest, WallClockStepDoesNotSilenceAgents) {
-  Fleet fleet;
-  v1::Hello hello;
-  hello.set_agent_name("a1");
-  fleet.Register(hello, 1, std::make_shared<NullSender>(), T(1000, 1000), nullptr);
-  fleet.Touch("a1", T(1000 + 3600 * 1000, 2000));  // wall +1 h, monotonic +1 s
-  EXPECT_TRUE(fleet.Silent(3000, 15000).empty());
+// changes what is shown, not when it was heard.
+TEST(AgentRegistryTest, HeardKeepsBothClocks) {
+  AgentRegistry fleet;
+  uint64_t replaced = 0;
+  fleet.Register(Reg("a1", "i1"), 7, T(1000, 1000), &replaced);
+  fleet.Heard("a1", 7, 2000, 1000 + 3600 * 1000);  // wall +1 h, monotonic +1 s
+  EXPECT_EQ(fleet.Get("a1")->last_heard_mono_ms, 2000u);
   EXPECT_EQ(fleet.Get("a1")->row.last_seen_ms, 1000u + 3600 * 1000);
-  EXPECT_THAT(fleet.Silent(2000 + 15001, 15000), ElementsAre("a1"));
+  fleet.Heard("a1", 6, 9000, 9000);  // another stream's message: not this session's
+  EXPECT_EQ(fleet.Get("a1")->last_heard_mono_ms, 2000u);
 }
 
-class PeerSender : public NullSender {
- public:
-  explicit PeerSender(std::string p) : peer_(std::move(p)) {}
-  std::string peer() const override { return peer_; }
-
- private:
-  std::string peer_;
-};
-
-TEST(FleetTest, NameTakenByLiveSessionOfAnotherProcess) {
-  Fleet fleet;
-  v1::Hello first;
-  first.set_agent_name("dup");
-  first.set_instance_id("proc-1");
-  fleet.Register(first, 1, std::make_shared<PeerSender>("ipv4:10.0.0.1:5000"), T(1000, 1000),
-                 nullptr);
-  v1::Hello second = first;
-  second.set_instance_id("proc-2");
-  absl::Status st = fleet.CheckNameFree(second, T(2000, 2000), 15000);
+TEST(AgentRegistryTest, NameTakenByLiveSessionOfAnotherProcess) {
+  AgentRegistry fleet;
+  uint64_t replaced = 0;
+  fleet.Register(Reg("dup", "proc-1"), 1, T(1000, 1000), &replaced);
+  absl::Status st = fleet.CheckNameFree("dup", "proc-2", T(2000, 2000), 15000);
   EXPECT_EQ(st.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(std::string(st.message()), HasSubstr("ipv4:10.0.0.1:5000"));
   EXPECT_THAT(std::string(st.message()), HasSubstr("connected since 1970-01-01T00:00:01.000Z"));
   // The same process reconnecting, or the first silent past the timeout: free.
-  EXPECT_TRUE(fleet.CheckNameFree(first, T(2000, 2000), 15000).ok());
-  EXPECT_TRUE(fleet.CheckNameFree(second, T(2000, 1000 + 15001), 15000).ok());
+  EXPECT_TRUE(fleet.CheckNameFree("dup", "proc-1", T(2000, 2000), 15000).ok());
+  EXPECT_TRUE(fleet.CheckNameFree("dup", "proc-2", T(2000, 1000 + 15001), 15000).ok());
 }
 
 }  // namespace

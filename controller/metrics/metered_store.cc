@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 
 namespace iofleet::controller::metrics {
@@ -89,12 +91,26 @@ class MeteredStore final : public Store {
   absl::StatusOr<std::string> StoreId() override { return inner_->StoreId(); }
   StoreStats Stats() override { return inner_->Stats(); }
 
+  // A job's name for run series, read once per job (a 10,000-run job placed in
+  // one batch is one read, not 10,000).
   std::string JobName(const std::string& job_id) {
+    {
+      std::lock_guard<std::mutex> l(names_mu_);
+      auto it = names_.find(job_id);
+      if (it != names_.end()) return it->second;
+    }
     absl::StatusOr<JobRow> j = inner_->GetJob(job_id);
-    return j.ok() ? j->name : std::string();
+    if (!j.ok()) return std::string();
+    std::lock_guard<std::mutex> l(names_mu_);
+    if (names_.size() >= kMaxNames) names_.clear();
+    names_[job_id] = j->name;
+    return j->name;
   }
 
  private:
+  static constexpr size_t kMaxNames = 4096;
+  std::mutex names_mu_;  // guards names_ only (no store call under it)
+  std::unordered_map<std::string, std::string> names_;
   const std::unique_ptr<Store> inner_;
   ControllerMetrics* const metrics_;
 };

@@ -261,6 +261,41 @@ ControllerMetrics::ControllerMetrics(MetricsOptions options)
                         .Register(r);
   store_intervals_inserted_ = &intervals.Add({{"result", "inserted"}});
   store_intervals_skipped_ = &intervals.Add({{"result", "skipped"}});
+  loop_iterations_ = &prometheus::BuildCounter()
+                          .Name("iofleet_loop_iterations_total")
+                          .Help("Control loop iterations (one store commit each, at most)")
+                          .Register(r)
+                          .Add({});
+  loop_events_ = &prometheus::BuildCounter()
+                      .Name("iofleet_loop_events_total")
+                      .Help("Events the control loop applied (API calls, agent messages, ticks)")
+                      .Register(r)
+                      .Add({});
+  loop_commit_failures_ = &prometheus::BuildCounter()
+                               .Name("iofleet_loop_commit_failures_total")
+                               .Help("Control loop iterations whose batch the store refused")
+                               .Register(r)
+                               .Add({});
+  loop_apply_ = &prometheus::BuildHistogram()
+                     .Name("iofleet_loop_apply_seconds")
+                     .Help("Per control loop iteration: applying its events and placing runs")
+                     .Register(r)
+                     .Add({}, RequestBounds());
+  loop_commit_ = &prometheus::BuildHistogram()
+                      .Name("iofleet_loop_commit_seconds")
+                      .Help("Per control loop iteration that wrote: committing its batch")
+                      .Register(r)
+                      .Add({}, RequestBounds());
+  loop_queued_runs_ = &prometheus::BuildGauge()
+                           .Name("iofleet_loop_queued_runs")
+                           .Help("Queued runs, as of the last control loop iteration")
+                           .Register(r)
+                           .Add({});
+  loop_connected_agents_ = &prometheus::BuildGauge()
+                                .Name("iofleet_loop_connected_agents")
+                                .Help("Agents with a live stream, as of the last iteration")
+                                .Register(r)
+                                .Add({});
   http_requests_ = &prometheus::BuildCounter()
                         .Name("iofleet_http_requests_total")
                         .Help("HTTP requests served, by method, route template and status code")
@@ -342,6 +377,16 @@ void ControllerMetrics::OnHeartbeat(const std::string& agent) {
   if (it == agents_.end() || it->second->heartbeats == nullptr) return;
   it->second->heartbeats->Increment();
   it->second->last_hb->Set(now_s);
+}
+
+void ControllerMetrics::OnLoopIteration(const LoopIteration& it) {
+  loop_iterations_->Increment();
+  loop_events_->Increment(static_cast<double>(it.events));
+  if (it.commit_failed) loop_commit_failures_->Increment();
+  loop_apply_->Observe(it.apply_seconds);
+  if (it.commit_seconds > 0) loop_commit_->Observe(it.commit_seconds);
+  loop_queued_runs_->Set(static_cast<double>(it.queued_runs));
+  loop_connected_agents_->Set(static_cast<double>(it.connected_agents));
 }
 
 void ControllerMetrics::OnHeartbeatTimeout(const std::string& agent) {

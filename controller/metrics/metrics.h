@@ -38,6 +38,13 @@
 //     iofleet_store_writes_total, iofleet_store_write_failures_total   batches
 //     iofleet_store_write_duration_seconds               histogram, batch commit latency
 //     iofleet_store_interval_records_total{result}       inserted|skipped (replay or error)
+//     iofleet_loop_iterations_total, iofleet_loop_events_total   control loop
+//         (controller/scheduler/control_loop.h): iterations and events applied
+//     iofleet_loop_commit_failures_total                 iterations whose batch failed
+//     iofleet_loop_apply_seconds, iofleet_loop_commit_seconds   histograms per
+//         iteration: applying its events and placing runs; committing its batch
+//     iofleet_loop_queued_runs, iofleet_loop_connected_agents   gauges, as of the
+//         last iteration
 //     iofleet_http_requests_total{method,route,code}
 //     iofleet_http_request_duration_seconds{method,route}  histogram; route is the
 //         route template ("/api/v1/runs/{id}"), never the raw path
@@ -62,6 +69,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "controller/scheduler/observer.h"
 #include "controller/store/store.h"
 
 namespace prometheus {
@@ -101,7 +109,8 @@ struct MetricsOptions {
   std::function<uint64_t()> wall_clock;
 };
 
-class ControllerMetrics {
+// Also the control loop's observer (controller/scheduler/observer.h).
+class ControllerMetrics final : public SchedulerObserver {
  public:
   explicit ControllerMetrics(MetricsOptions options = {});
   ~ControllerMetrics();
@@ -127,8 +136,9 @@ class ControllerMetrics {
   // One interval record as it arrives (before it is stored). Records of runs
   // without live series, and replays (seq already seen), are ignored.
   void OnInterval(const IntervalRow& row);
-  void OnHeartbeat(const std::string& agent);
-  void OnHeartbeatTimeout(const std::string& agent);
+  void OnHeartbeat(const std::string& agent) override;
+  void OnHeartbeatTimeout(const std::string& agent) override;
+  void OnLoopIteration(const LoopIteration& it) override;
   // One HTTP request; `route` is a route template (see RouteTemplate).
   void OnHttpRequest(absl::string_view method, absl::string_view route, int status, double seconds,
                      bool timed);
@@ -176,6 +186,13 @@ class ControllerMetrics {
   prometheus::Histogram* store_write_duration_;
   prometheus::Counter* store_intervals_inserted_;
   prometheus::Counter* store_intervals_skipped_;
+  prometheus::Counter* loop_iterations_;
+  prometheus::Counter* loop_events_;
+  prometheus::Counter* loop_commit_failures_;
+  prometheus::Histogram* loop_apply_;
+  prometheus::Histogram* loop_commit_;
+  prometheus::Gauge* loop_queued_runs_;
+  prometheus::Gauge* loop_connected_agents_;
   prometheus::Family<prometheus::Counter>* http_requests_;
   prometheus::Family<prometheus::Histogram>* http_duration_;
   std::array<prometheus::Gauge*, 3> runs_by_state_{};  // queued, assigned, running

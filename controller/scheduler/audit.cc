@@ -260,16 +260,13 @@ AuditResult AuditRun(const v1::JobSpec& spec,
   return AuditResult{true, absl::StrCat("ok; normalised: ", absl::StrJoin(note_texts, "; "))};
 }
 
-void AuditFinishedRun(Store& store, std::string_view result_json, RunRow* run) {
-  if (run->arm_json.empty()) return;  // stored before the audit existed
-  auto fail = [run](std::string text) {
-    run->audit = text;
-    run->state = RunState::kFailed;
-    run->error = std::move(text);
-  };
-  auto overrides = ArmOverridesFromJson(run->arm_json);
+std::optional<AuditResult> AuditStoredRun(Store& store, const RunRow& run,
+                                          std::string_view result_json) {
+  if (run.arm_json.empty()) return std::nullopt;  // stored before the audit existed
+  auto fail = [](std::string text) { return AuditResult{false, std::move(text)}; };
+  auto overrides = ArmOverridesFromJson(run.arm_json);
   if (!overrides.ok()) return fail(absl::StrCat("arm audit: ", overrides.status().message()));
-  auto job = store.GetJob(run->job_id);
+  auto job = store.GetJob(run.job_id);
   if (!job.ok()) {
     return fail(absl::StrCat("arm audit: cannot read the job: ", job.status().message()));
   }
@@ -279,9 +276,7 @@ void AuditFinishedRun(Store& store, std::string_view result_json, RunRow* run) {
   if (!google::protobuf::util::JsonStringToMessage(job->spec_json, &spec, opts).ok()) {
     return fail("arm audit: the job's stored spec does not parse");
   }
-  AuditResult r = AuditRun(spec, *overrides, result_json);
-  if (!r.passed) return fail(std::move(r.text));
-  run->audit = std::move(r.text);
+  return AuditRun(spec, *overrides, result_json);
 }
 
 }  // namespace iofleet::controller

@@ -21,6 +21,7 @@
 //                                   failed: the scheduler fails the run with it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,10 +48,10 @@ AuditResult AuditRun(const v1::JobSpec& spec,
                      const std::vector<jobspec::OptionOverride>& overrides,
                      std::string_view result_json);
 
-// The scheduler's hook for a run that just finished successfully: audits it
-// (reading its job's spec from `store`) and records the outcome in run->audit;
-// a failed audit turns the run into a failed one with the audit as its error.
-// Runs without an arm record (stored before the audit existed) stay unaudited.
-void AuditFinishedRun(Store& store, std::string_view result_json, RunRow* run);
+// The audit of a stored run that finished successfully (its job's spec is read
+// from `store`): passed, or failed with the text the run fails with. nullopt for
+// runs without an arm record (stored before the audit existed: not audited).
+std::optional<AuditResult> AuditStoredRun(Store& store, const RunRow& run,
+                                          std::string_view result_json);
 
 }  // namespace iofleet::controller

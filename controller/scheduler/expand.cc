@@ -55,22 +55,22 @@ struct Arm {
 
 // Host names no agent has registered: an error naming them and the known
 // agents, unless the job may wait for them (JobSpec.wait_for_hosts).
-absl::Status CheckHostsKnown(const std::set<std::string>& hosts, const Fleet& fleet,
+absl::Status CheckHostsKnown(const std::set<std::string>& hosts, const FleetSnapshot& fleet,
                              bool wait_for_hosts, const std::string& field) {
   if (wait_for_hosts) return absl::OkStatus();
   std::vector<std::string> unknown;
   for (const std::string& h : hosts) {
-    if (fleet.Get(h) == nullptr) unknown.push_back(absl::StrCat("\"", h, "\""));
+    if (!fleet.Contains(h)) unknown.push_back(absl::StrCat("\"", h, "\""));
   }
   if (unknown.empty()) return absl::OkStatus();
   constexpr size_t kListed = 20;
   std::vector<std::string> known;
-  for (const auto& [name, info] : fleet.agents()) {
+  for (const AgentView& a : fleet.agents()) {
     if (known.size() == kListed) {
       known.push_back(absl::StrCat("and ", fleet.agents().size() - kListed, " more"));
       break;
     }
-    known.push_back(name);
+    known.push_back(a.s->name);
   }
   return FieldError(
       field, absl::StrCat(unknown.size() == 1 ? "unknown host " : "unknown hosts ",
@@ -84,7 +84,7 @@ absl::Status CheckHostsKnown(const std::set<std::string>& hosts, const Fleet& fl
 
 absl::StatusOr<std::vector<std::string>> ResolvePlacement(
     const google::protobuf::RepeatedPtrField<std::string>& hosts,
-    const google::protobuf::Map<std::string, std::string>& selector, const Fleet& fleet,
+    const google::protobuf::Map<std::string, std::string>& selector, const FleetSnapshot& fleet,
     const std::string& field, bool wait_for_hosts) {
   std::set<std::string> out;
   for (int i = 0; i < hosts.size(); ++i) {
@@ -164,12 +164,12 @@ absl::StatusOr<std::vector<SweepCell>> SweepCells(const v1::JobSpec& spec, size_
   return out;
 }
 
+}  // namespace
+
 std::string VariantName(const v1::JobSpec& spec, int vi) {
   const std::string& n = spec.variants(vi).name();
   return n.empty() ? std::string(1, static_cast<char>('A' + vi % 26)) : n;
 }
-
-}  // namespace
 
 absl::StatusOr<std::pair<std::string, jobspec::JobList>> ApplyOverrides(
     const jobspec::JobList& list, const Overrides& overrides) {
@@ -215,7 +215,7 @@ std::vector<jobspec::OptionOverride> ArmOverrides(const Overrides& variant, cons
 
 }  // namespace
 
-absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const Fleet& fleet,
+absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const FleetSnapshot& fleet,
                                                   const ApiLimits& limits) {
   const size_t max_runs = limits.max_runs_per_job;
   // Workload.

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "common/jobspec/job_spec.h"
 #include "common/jobspec/parser.h"
-#include "controller/fleet/fleet.h"
+#include "controller/fleet/registry.h"
 #include "controller/scheduler/limits.h"
 #include "iofleet/v1/job.pb.h"
 
@@ -45,7 +45,9 @@ struct PlannedRun {
 // override (later wins), and normalises (fio's fixup) once, after all of them. Errors are InvalidArgument naming the field (field_error.h):
 // "fio", "options", "hosts", "host_overrides.<host>", "variants[i]...", "sweep.<opt>", "repeat".
 // `limits` bounds the job sections per submit and the runs the job expands into.
-absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const Fleet& fleet,
+// `fleet`: the registered agents (host names are checked, selectors matched).
+absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec,
+                                                  const FleetSnapshot& fleet,
                                                   const ApiLimits& limits = ApiLimits());
 
 // The workload of `spec` (fio_text, or options_json with a flat object named
@@ -56,6 +58,9 @@ absl::StatusOr<jobspec::JobList> ParseArm(const v1::JobSpec& spec,
                                           const std::vector<jobspec::OptionOverride>& overrides,
                                           std::vector<jobspec::Normalisation>* normalised = nullptr);
 std::string WorkloadJson(const v1::JobSpec& spec);
+
+// The name of variant `vi` of `spec` (its own, or "A", "B", ... when unnamed).
+std::string VariantName(const v1::JobSpec& spec, int vi);
 
 // `list` with `overrides` set in every job section (replacing values set there),
 // rendered with ToJobText and parsed again. Returns the text and the parsed list.

@@ -33,7 +33,7 @@ TEST(ApplyOverridesTest, OverridesEveryJobSection) {
 }
 
 TEST(ExpandTest, NeedsExactlyOneWorkload) {
-  Fleet fleet;
+  FleetSnapshot fleet;
   v1::JobSpec spec;
   spec.add_hosts("a");
   EXPECT_EQ(ErrorField(ExpandJob(spec, fleet).status()), "fio");
@@ -42,18 +42,18 @@ TEST(ExpandTest, NeedsExactlyOneWorkload) {
 }
 
 // A fleet where `names` have registered (disconnected is enough).
-Fleet FleetOf(std::initializer_list<const char*> names) {
-  Fleet fleet;
+FleetSnapshot FleetOf(std::initializer_list<const char*> names) {
+  std::vector<AgentStatic> agents;
   for (const char* n : names) {
-    v1::Hello hello;
-    hello.set_agent_name(n);
-    fleet.Register(hello, 1, nullptr, FleetTime{}, nullptr);
+    AgentStatic a;
+    a.name = n;
+    agents.push_back(std::move(a));
   }
-  return fleet;
+  return FleetSnapshotOf(std::move(agents));
 }
 
 TEST(ExpandTest, VariantPlacementAndBadVariantOptions) {
-  Fleet fleet = FleetOf({"a", "b"});
+  FleetSnapshot fleet = FleetOf({"a", "b"});
   v1::JobSpec spec;
   spec.set_fio_text("[j]\nfilename=/dev/x\nsize=1m\n");
   spec.add_hosts("a");
@@ -73,7 +73,7 @@ TEST(ExpandTest, VariantPlacementAndBadVariantOptions) {
 }
 
 TEST(ExpandTest, UnknownHostsNamedUnlessTheJobMayWait) {
-  Fleet fleet = FleetOf({"a", "b"});
+  FleetSnapshot fleet = FleetOf({"a", "b"});
   v1::JobSpec spec;
   spec.set_fio_text("[j]\nfilename=/dev/x\nsize=1m\n");
   spec.add_hosts("a");
@@ -100,7 +100,7 @@ TEST(ExpandTest, UnknownHostsNamedUnlessTheJobMayWait) {
 // base and normalised (clamped to iodepth=1) before the sweep cell set iodepth,
 // so every b8 run ran with batch 1 like b1.
 TEST(ExpandTest, VariantOptionsSurviveTheSweep) {
-  Fleet fleet = FleetOf({"a"});
+  FleetSnapshot fleet = FleetOf({"a"});
   v1::JobSpec spec;
   spec.set_fio_text("[global]\nioengine=libaio\nsize=1m\nfilename=/tmp/x\n[j]\nrw=randread\n");
   spec.add_hosts("a");
@@ -144,7 +144,7 @@ TEST(ExpandTest, VariantOptionsSurviveTheSweep) {
 // Host overrides come last and win; a variant's option and a cell's option on the
 // same key: the cell wins (variant, cell, host override, in that order).
 TEST(ExpandTest, OverrideOrderIsVariantThenCellThenHost) {
-  Fleet fleet = FleetOf({"a", "b"});
+  FleetSnapshot fleet = FleetOf({"a", "b"});
   v1::JobSpec spec;
   spec.set_fio_text("[j]\nfilename=/tmp/x\nsize=1m\n");
   spec.add_hosts("a");
@@ -170,7 +170,7 @@ TEST(ExpandTest, OverrideOrderIsVariantThenCellThenHost) {
 }
 
 TEST(ExpandTest, RunsThatParseButCannotRunAreRefusedAtSubmit) {
-  Fleet fleet = FleetOf({"a"});
+  FleetSnapshot fleet = FleetOf({"a"});
   v1::JobSpec spec;
   spec.set_fio_text("[j]\nfilename=/tmp/x\nsize=1m\nnumjobs=0\n");
   spec.add_hosts("a");

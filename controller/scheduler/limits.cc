@@ -122,16 +122,22 @@ absl::Status CheckHelloLimits(const v1::Hello& hello, const ApiLimits& l) {
   IOFLEET_RETURN_IF_ERROR(Labels("Hello.labels", hello.labels(), l));
   IOFLEET_RETURN_IF_ERROR(Names("Hello.allow_paths", hello.allow_paths(), l));
   IOFLEET_RETURN_IF_ERROR(Names("Hello.running_runs", hello.running_runs(), l));
-  const v1::Inventory& inv = hello.inventory();
+  IOFLEET_RETURN_IF_ERROR(
+      Length("Hello.inventory_hash", hello.inventory_hash(), l.max_label_length,
+             "max-label-length"));
+  return CheckInventoryLimits(hello.inventory(), l, "Hello.inventory");
+}
+
+absl::Status CheckInventoryLimits(const v1::Inventory& inv, const ApiLimits& l,
+                                  const std::string& field) {
   if (static_cast<size_t>(inv.block_devices_size()) > l.max_list_entries) {
-    return Over("Hello.inventory.block_devices", inv.block_devices_size(), "entries",
+    return Over(field + ".block_devices", inv.block_devices_size(), "entries",
                 l.max_list_entries, "");
   }
   if (static_cast<size_t>(inv.numa_nodes_size()) > l.max_list_entries) {
-    return Over("Hello.inventory.numa_nodes", inv.numa_nodes_size(), "entries", l.max_list_entries,
-                "");
+    return Over(field + ".numa_nodes", inv.numa_nodes_size(), "entries", l.max_list_entries, "");
   }
-  IOFLEET_RETURN_IF_ERROR(Names("Hello.inventory.engines", inv.engines(), l));
+  IOFLEET_RETURN_IF_ERROR(Names(field + ".engines", inv.engines(), l));
   return absl::OkStatus();
 }
 

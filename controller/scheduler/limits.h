@@ -45,5 +45,9 @@ absl::Status CheckJobSpecLimits(const v1::JobSpec& spec, const ApiLimits& limits
 // Sizes and counts of an agent's Hello (name, labels, allow paths, inventory);
 // no control characters in its name and labels.
 absl::Status CheckHelloLimits(const v1::Hello& hello, const ApiLimits& limits);
+// Sizes and counts of an inventory (in a Hello or an InventoryUpdate); errors
+// name `field`.
+absl::Status CheckInventoryLimits(const v1::Inventory& inventory, const ApiLimits& limits,
+                                  const std::string& field = "InventoryUpdate.inventory");
 
 }  // namespace iofleet::controller

@@ -1,51 +1,64 @@
-// The scheduler: accepts jobs, expands them into runs, queues runs FIFO, gives
-// each run an exclusive lease on (host, identity key) for every key of every
-// target it touches (docs/leases.md: the agent resolves the run's paths into keys
-// with ResolveTargets before the run is placed),
-// drives the run state machine from agent messages, marks runs of silent agents
-// lost (re-queueing them while the job has retries left) and fans interval
-// records out to watchers. Everything it decides is written to the Store before
-// it is acted on, so queue, leases and states survive a restart.
+// The scheduler, as the API and the agent streams see it: accepts jobs,
+// expands them into runs, queues and places them with exclusive leases on
+// device identity, drives the run state machine from agent messages, marks
+// runs of silent agents lost (retrying them while the job has retries left),
+// and fans interval records out to watchers. Everything it decides is written
+// to the Store before it is acted on, so queue, leases and states survive a
+// restart.
 //
-// States: queued -> assigned -> running -> succeeded | failed;
-//         queued | assigned | running -> cancelled; assigned | running -> lost.
-// A cancelled run that an agent still executes keeps its leases until the agent
-// reports it finished (or goes silent).
+// It is a facade over three parts (each header states its contract):
+//   - the state machine (core.h): the decisions, as a pure function of events;
+//   - the control loop (control_loop.h): the one thread that owns the state
+//     machine, commits each iteration's batch, then sends and answers;
+//   - the read side (read_side.h): queries served from the store and from the
+//     views the loop publishes (live_view.h), never waiting for the loop.
+// What comes in from the wire is checked, converted (protocol.h) and, where it
+// needs store reads (a finished run's sample check and arm audit, the stored
+// rows of runs a reconnecting agent reports), prepared on the caller's thread
+// before it is posted to the loop. Interval records do not go through the loop:
+// they are checked against the live view (the run's agent) and queued to the
+// store at once.
 //
-// Thread-safety: all public methods are thread-safe.
+// Thread-safety: all public methods are thread-safe. The synchronous ones wait
+// for the control loop (not from a completion callback). Callbacks of the
+// *Async methods run on the control loop's thread (or on the caller's, when the
+// answer is known at once) and must not block.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "controller/fleet/fleet.h"
+#include "controller/scheduler/control_loop.h"
 #include "controller/scheduler/limits.h"
+#include "controller/scheduler/live_view.h"
+#include "controller/scheduler/observer.h"
+#include "controller/scheduler/protocol.h"
+#include "controller/scheduler/read_side.h"
+#include "controller/scheduler/watch_hub.h"
 #include "controller/store/store.h"
 #include "iofleet/v1/agent.pb.h"
 #include "iofleet/v1/controller.pb.h"
 
 namespace iofleet::controller {
 
-namespace metrics {
-class ControllerMetrics;
-}
-
 struct SchedulerOptions {
   // An agent not heard from for longer is down and its runs are lost. Default: 15 s.
   uint64_t heartbeat_timeout_ms = 15000;
-  // Heartbeat period asked of agents in Welcome; 0 = timeout / 3, at most 5 s.
+  // Base heartbeat period asked of agents in Welcome; 0 = timeout / 3, at most 5 s.
   uint32_t heartbeat_interval_ms = 0;
+  // Heartbeats per second the fleet is asked for at most: past base interval x
+  // this many agents, the interval told in Welcome grows with the fleet (and
+  // an agent's timeout with it: 3 intervals at least). Default: 500.
+  uint32_t max_heartbeats_per_s = 500;
+  // A live agent's last_seen is written at most this often, and at most
+  // max_liveness_writes_per_s agent rows a second for it. Defaults: 60 s, 50.
+  uint64_t liveness_persist_ms = 60000;
+  uint32_t max_liveness_writes_per_s = 50;
   // Wall clock in unix ms, for what is stored and shown (tests inject a fake).
   // Default: the system clock.
   std::function<uint64_t()> clock;
@@ -53,22 +66,18 @@ struct SchedulerOptions {
   // measured on it, so a wall-clock step never expires an agent. Default:
   // steady_clock; when only `clock` is injected (tests), that one.
   std::function<uint64_t()> mono_clock;
-  // Period of the background liveness/dispatch tick; 0 = no thread (call Tick()).
+  // Period of the liveness/housekeeping tick; 0 = no timer (call Tick()).
   uint32_t tick_interval_ms = 500;
-  // Heartbeat metrics (not owned; must outlive the scheduler). Optional.
-  metrics::ControllerMetrics* metrics = nullptr;
+  // Metrics (not owned; must outlive the scheduler). Optional.
+  SchedulerObserver* observer = nullptr;
   // Sizes and counts of submitted jobs and agent Hellos (limits.h).
   ApiLimits limits;
 };
 
-// The store row of an interval record an agent sent (pure; the fuzz targets
-// drive it with arbitrary records).
-IntervalRow ToRow(const v1::IntervalRecord& record);
-
 class Scheduler {
  public:
   // Loads agents, active runs and leases from `store` (not owned; must outlive
-  // the scheduler) and starts the tick thread.
+  // the scheduler) and starts the control loop.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(Store* store, SchedulerOptions options);
   ~Scheduler();
 
@@ -76,118 +85,83 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // --- Public API (REST and gRPC ControllerService). Errors: InvalidArgument
-  // naming the field (field_error.h), NotFound, Internal (store).
+  // naming the field (field_error.h), NotFound, FailedPrecondition (cancel of a
+  // final job), Unavailable/Internal (store).
   absl::StatusOr<std::string> SubmitJob(const v1::JobSpec& spec);
-  absl::StatusOr<v1::Job> GetJob(const std::string& id);
-  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListRequest& req);
+  void SubmitJobAsync(const v1::JobSpec& spec,
+                      std::function<void(absl::StatusOr<std::string>)> done);
   absl::StatusOr<v1::Job> CancelJob(const std::string& id);
-  absl::StatusOr<v1::Run> GetRun(const std::string& id);
-  absl::StatusOr<v1::ListRunsResponse> ListRuns(const v1::ListRequest& req);
-  absl::StatusOr<v1::ListAgentsResponse> ListAgents(const v1::ListRequest& req);
-  absl::StatusOr<v1::SamplesResponse> GetSamples(const std::string& run_id);
+  // Read side (read_side.h).
+  absl::StatusOr<v1::Job> GetJob(const std::string& id) { return read_->GetJob(id); }
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListRequest& req) {
+    return read_->ListJobs(req);
+  }
+  absl::StatusOr<v1::Run> GetRun(const std::string& id) { return read_->GetRun(id); }
+  absl::StatusOr<v1::ListRunsResponse> ListRuns(const v1::ListRequest& req) {
+    return read_->ListRuns(req);
+  }
+  absl::StatusOr<v1::ListAgentsResponse> ListAgents(const v1::ListRequest& req) {
+    return read_->ListAgents(req);
+  }
+  absl::StatusOr<v1::SamplesResponse> GetSamples(const std::string& run_id) {
+    return read_->GetSamples(run_id);
+  }
 
   // Live interval records of `job_id`'s runs, each delivered once, after it is
-  // stored. `fn(nullptr)` signals the job reached a final state (then the watch
-  // is gone). `fn` runs on store/scheduler threads and must not block or call
-  // back into the Scheduler. NotFound for an unknown job.
-  using WatchFn = std::function<void(const v1::IntervalRecord* record)>;
+  // stored. `fn(nullptr)` signals the job reached a final state. `fn` runs on
+  // store/control-loop threads and must not block or call back into the
+  // Scheduler. NotFound for an unknown job. Every watch is ended with Unwatch.
+  using WatchFn = WatchHub::WatchFn;
   absl::StatusOr<uint64_t> Watch(const std::string& job_id, WatchFn fn);
   // After Unwatch returns, `fn` is not running and will not run again.
   void Unwatch(uint64_t watch_id);
 
   // --- Agent protocol (AgentService.Connect).
   // Negotiates the version and registers the agent. On success sends Welcome
-  // (with next_seq per run it still executes), then the AssignRun/CancelRun it
-  // is owed, through `sender`. FailedPrecondition (reason for Reject) otherwise.
+  // (with next_seq per run it may replay, need_inventory when its inventory
+  // hash is unknown), then the AssignRun/CancelRun it is owed, through
+  // `sender`. FailedPrecondition/AlreadyExists (reason for Reject) otherwise.
   absl::Status AgentHello(const v1::Hello& hello, std::shared_ptr<AgentSender> sender);
-  // Heartbeat, RunStarted, IntervalRecord or RunFinished from a registered agent.
+  void AgentHelloAsync(const v1::Hello& hello, std::shared_ptr<AgentSender> sender,
+                       ControlLoop::Done done);
+  // Heartbeat, RunStarted, IntervalRecord, TargetsResolved, InventoryUpdate or
+  // RunFinished from a registered agent's stream. A RunFinished that cannot be
+  // recorded (the store is full) ends the stream: the agent reconnects and
+  // replays it.
   void AgentMessage(const std::string& agent, const AgentSender* sender,
                     const v1::AgentMessage& msg);
+  // `done` when the message was handled (its event applied, or at once for
+  // interval records); the stream reads its next message then.
+  void AgentMessageAsync(const std::string& agent, AgentSender* sender,
+                         const v1::AgentMessage& msg, ControlLoop::Done done);
   // The agent's stream ended. Its runs stay put until the heartbeat timeout.
   void AgentGone(const std::string& agent, const AgentSender* sender);
 
-  // Liveness (silent agents -> lost runs, retries) and dispatch of queued runs.
-  void Tick();
+  // Liveness (silent agents -> lost runs, retries) and placement, now.
+  void Tick() { loop_->Tick(); }
 
-  uint32_t heartbeat_interval_ms() const { return heartbeat_interval_ms_; }
   uint64_t NowMs() const { return clock_(); }
   // The store's identity (Store::StoreId), sent to agents in Welcome.
-  const std::string& store_id() const { return store_id_; }
+  const std::string& store_id() const { return view_.store_id(); }
 
  private:
   Scheduler(Store* store, SchedulerOptions options);
-  absl::Status Load();
 
-  // Helpers below require mu_.
-  void DispatchLocked();
-  void LoseAgentRunsLocked(const std::string& agent, const std::string& why);
-  absl::Status FinishRunLocked(const std::string& agent, const v1::RunFinished& fin);
-  void RefreshJobStatesLocked(const std::set<std::string>& job_ids);
-  void SendLocked(const std::string& agent, const v1::ControllerMessage& msg);
-  v1::ControllerMessage AssignMessage(const RunRow& run) const;
-  // TargetsResolved from `agent`: the run's keys, or why it cannot run there.
-  void TargetsResolvedLocked(const std::string& agent, const v1::TargetsResolved& msg);
-  // Compares the run's stored interval records with what its agent produced and
-  // sets the samples fields of `row` (samples.h). Unavailable when records are
-  // still waiting for the store (the caller refuses the RunFinished).
-  absl::Status CheckSamplesLocked(RunRow* row, const v1::RunFinished& fin);
-  absl::StatusOr<v1::Run> RunToProto(const RunRow& row, bool with_result);
-  bool HoldsLease(const std::string& run_id) const;
-
-  FleetTime NowLocked() const { return FleetTime{clock_(), mono_clock_()}; }
-  // Why queued run `r` is not placed (Run.waiting_for): host not registered,
-  // agent down, another store's runs, an earlier run being resolved, a lease.
-  // `blocked_by` maps the (host, key)s wanted by earlier queued runs to those
-  // runs; `unresolved_hosts` maps hosts to an earlier run still being resolved.
-  std::string WaitReasonLocked(
-      const RunRow& r, const AgentInfo* agent,
-      const std::map<std::pair<std::string, std::string>, std::string>& blocked_by,
-      const std::map<std::string, std::string>& unresolved_hosts) const;
-
-  void FanOut(const std::string& job_id, const v1::IntervalRecord& rec);
-  void JobFinished(const std::string& job_id);
-  void TickLoop();
+  // The event of a RunFinished, with its sample check and audit (store reads).
+  absl::StatusOr<RunFinishedEvent> PrepareFinished(const std::string& agent, uint64_t session,
+                                                   const v1::RunFinished& fin);
+  absl::Status CheckSamples(const std::string& run_id, const v1::RunFinished& fin,
+                            RunFinishedEvent* ev);
+  void IngestInterval(const std::string& agent, const v1::IntervalRecord& rec);
 
   Store* const store_;
-  const uint64_t timeout_ms_;
-  const uint32_t heartbeat_interval_ms_;
+  const ApiLimits limits_;
   const std::function<uint64_t()> clock_;
   const std::function<uint64_t()> mono_clock_;
-  const uint32_t tick_interval_ms_;
-  metrics::ControllerMetrics* const metrics_;
-  const ApiLimits limits_;
-
-  std::mutex mu_;
-  Fleet fleet_;
-  std::map<std::string, RunRow> active_;  // not terminal, or still holding leases
-  std::map<std::pair<std::string, std::string>, std::string> leases_;  // (host, key) -> run
-  // (host, key) -> a run that left the active set (lost) but that its agent
-  // reported still running: no new run goes there until the agent stops it.
-  std::map<std::pair<std::string, std::string>, std::string> draining_;
-  // Agents whose current session answers ResolveTargets (Hello.resolves_targets).
-  std::set<std::string> resolvers_;
-  // Queued runs whose ResolveTargets went out on their agent's current session.
-  std::set<std::string> resolving_;
-  int64_t next_queue_pos_ = 1;
-  std::string store_id_;  // set once in Load()
-
-  // Queued run -> why it waits, as of the last dispatch (Run.waiting_for).
-  // Guarded by wait_mu_ (read without mu_ by the API).
-  mutable std::mutex wait_mu_;
-  std::map<std::string, std::string> waiting_;
-
-  std::mutex watch_mu_;
-  struct Watcher {
-    std::string job_id;
-    WatchFn fn;
-  };
-  std::map<uint64_t, Watcher> watchers_;
-  uint64_t next_watch_id_ = 1;
-
-  std::mutex tick_mu_;
-  std::condition_variable tick_cv_;
-  bool stop_ = false;
-  std::thread ticker_;
+  LiveView view_;
+  WatchHub watches_;
+  std::unique_ptr<ReadSide> read_;
+  std::unique_ptr<ControlLoop> loop_;  // last: stopped first
 };
 
 }  // namespace iofleet::controller

@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
 #include "controller/scheduler/field_error.h"
@@ -106,6 +108,17 @@ class SchedulerTest : public ::testing::Test {
     sched_.reset();
     store_.reset();
     Open();
+  }
+
+  // A scheduler on store_ as it is.
+  void Open2() {
+    SchedulerOptions o;
+    o.heartbeat_timeout_ms = 15000;
+    o.clock = [this] { return now_.load(); };
+    o.tick_interval_ms = 0;
+    auto s = Scheduler::Create(store_.get(), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    sched_ = std::move(*s);
   }
 
   std::shared_ptr<RecordingSender> Connect(const std::string& name,
@@ -906,6 +919,255 @@ TEST_F(SchedulerTest, FinishedRunsAreAuditedAgainstTheirArm) {
   served = sched_->GetRun(run2);
   ASSERT_TRUE(served.ok());
   EXPECT_EQ(served->audit(), "arm audit: option iodepth_batch_submit: ran 1, arm declares 8");
+}
+
+
+// The burst of issue 14 through the whole stack on a real SQLite store: a job
+// of one run per agent on 500 agents is placed by a few commits, not one per
+// run (the old scheduler committed each placement on its own, under its lock).
+TEST_F(SchedulerTest, ABurstOfRunsIsPlacedInFewCommits) {
+  constexpr int kAgents = 500;
+  std::vector<std::shared_ptr<RecordingSender>> senders;
+  std::vector<std::future<absl::Status>> hellos;
+  std::vector<std::unique_ptr<std::promise<absl::Status>>> promises;
+  for (int i = 0; i < kAgents; ++i) {
+    v1::Hello hello;
+    hello.set_agent_name(absl::StrCat("h", i));
+    hello.set_protocol_version(1);
+    (*hello.mutable_labels())["burst"] = "yes";
+    senders.push_back(std::make_shared<RecordingSender>());
+    promises.push_back(std::make_unique<std::promise<absl::Status>>());
+    hellos.push_back(promises.back()->get_future());
+    sched_->AgentHelloAsync(hello, senders.back(),
+                            [p = promises.back().get()](const absl::Status& s) { p->set_value(s); });
+  }
+  for (auto& f : hellos) ASSERT_TRUE(f.get().ok());
+  const uint64_t before = store_->Stats().transactions;
+  v1::JobSpec spec = Spec({}, "[job]\nioengine=null\nsize=1m\n");
+  (*spec.mutable_selector())["burst"] = "yes";
+  const std::string id = Submit(spec);
+  const uint64_t commits = store_->Stats().transactions - before;
+  int assigned = 0;
+  for (auto& s : senders) assigned += static_cast<int>(s->Assigned().size());
+  EXPECT_EQ(assigned, kAgents);
+  EXPECT_LE(commits, 3u) << "placement committed run by run";
+  EXPECT_EQ(sched_->GetJob(id)->state(), "running");
+}
+
+TEST_F(SchedulerTest, HeartbeatsDoNotWriteTheStore) {
+  auto a = Connect("a");
+  const std::string j = Submit(Spec({"a"}));
+  ASSERT_TRUE(store_->Flush().ok());
+  const uint64_t before = store_->Stats().transactions;
+  for (int i = 0; i < 20; ++i) {
+    now_ += 1000;
+    v1::AgentMessage hb;
+    hb.mutable_heartbeat()->add_running_runs(j + "-1");
+    sched_->AgentMessage("a", a.get(), hb);
+  }
+  ASSERT_TRUE(store_->Flush().ok());
+  EXPECT_LE(store_->Stats().transactions - before, 1u);  // the Flush's own
+  auto agents = sched_->ListAgents({});
+  ASSERT_TRUE(agents.ok());
+  EXPECT_EQ(agents->agents(0).last_seen_ms(), now_.load());  // shown live all the same
+}
+
+TEST_F(SchedulerTest, HeartbeatIntervalGrowsWithTheFleet) {
+  sched_.reset();
+  SchedulerOptions o;
+  o.heartbeat_timeout_ms = 15000;
+  o.max_heartbeats_per_s = 2;  // 10 agents past the 5 s base interval
+  o.clock = [this] { return now_.load(); };
+  o.tick_interval_ms = 0;
+  sched_ = std::move(*Scheduler::Create(store_.get(), o));
+  for (int i = 0; i < 19; ++i) Connect(absl::StrCat("a", i));
+  auto last = Connect("a19");
+  ASSERT_TRUE(last->msgs()[0].has_welcome());
+  EXPECT_EQ(last->msgs()[0].welcome().heartbeat_interval_ms(), 10000u);
+  // Its timeout is 3 intervals: 20 s of silence is not enough to lose it.
+  const std::string j = Submit(Spec({"a19"}));
+  Started("a19", last.get(), j + "-1");
+  now_ += 20000;
+  sched_->Tick();
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_RUNNING);
+  now_ += 10001;
+  sched_->Tick();
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_LOST);
+}
+
+TEST_F(SchedulerTest, InventoryIsSentOnlyWhenItChanges) {
+  auto hello = [](const std::string& hash, bool with_inventory, const std::string& kernel) {
+    v1::Hello h;
+    h.set_agent_name("a");
+    h.set_instance_id("p1");
+    h.set_protocol_version(1);
+    h.set_inventory_hash(hash);
+    if (with_inventory) h.mutable_inventory()->set_kernel_release(kernel);
+    return h;
+  };
+  auto s1 = std::make_shared<RecordingSender>();
+  ASSERT_TRUE(sched_->AgentHello(hello("H1", true, "6.1.0"), s1).ok());
+  EXPECT_FALSE(s1->msgs()[0].welcome().need_inventory());
+  sched_->AgentGone("a", s1.get());
+  Reopen();  // the hash is stored with the inventory
+  auto s2 = std::make_shared<RecordingSender>();
+  ASSERT_TRUE(sched_->AgentHello(hello("H1", false, ""), s2).ok());
+  EXPECT_FALSE(s2->msgs()[0].welcome().need_inventory());
+  EXPECT_THAT(sched_->ListAgents({})->agents(0).inventory_json(), HasSubstr("6.1.0"));
+  v1::JobSpec by_kernel = Spec({});
+  (*by_kernel.mutable_selector())["kernel"] = "6.1*";
+  EXPECT_TRUE(sched_->SubmitJob(by_kernel).ok());  // its facts came back from the store
+  // A new inventory: asked for, then taken from InventoryUpdate.
+  sched_->AgentGone("a", s2.get());
+  auto s3 = std::make_shared<RecordingSender>();
+  ASSERT_TRUE(sched_->AgentHello(hello("H2", false, ""), s3).ok());
+  EXPECT_TRUE(s3->msgs()[0].welcome().need_inventory());
+  v1::AgentMessage up;
+  up.mutable_inventory_update()->set_inventory_hash("H2");
+  up.mutable_inventory_update()->mutable_inventory()->set_kernel_release("6.5.0");
+  sched_->AgentMessage("a", s3.get(), up);
+  EXPECT_THAT(sched_->ListAgents({})->agents(0).inventory_json(), HasSubstr("6.5.0"));
+  (*by_kernel.mutable_selector())["kernel"] = "6.5*";
+  EXPECT_TRUE(sched_->SubmitJob(by_kernel).ok());
+}
+
+TEST_F(SchedulerTest, ALostRunIsRetriedOnAnotherHostOfItsSelector) {
+  auto a = Connect("a", {{"rack", "r1"}});
+  auto b = Connect("b", {{"rack", "r1"}});
+  v1::JobSpec spec = Spec({});
+  (*spec.mutable_selector())["rack"] = "r1";
+  spec.set_retries(1);
+  spec.set_repeat(1);
+  const std::string j = Submit(spec);
+  std::vector<v1::Run> runs = Runs(j);
+  ASSERT_EQ(runs.size(), 2u);
+  const std::string on_a = runs[0].host() == "a" ? runs[0].id() : runs[1].id();
+  const std::string on_b = runs[0].host() == "a" ? runs[1].id() : runs[0].id();
+  Started("a", a.get(), on_a);
+  Started("b", b.get(), on_b);
+  Finished("b", b.get(), on_b);
+  // a goes silent; b keeps talking.
+  for (int i = 0; i < 4; ++i) {
+    now_ += 5000;
+    v1::AgentMessage hb;
+    hb.mutable_heartbeat();
+    sched_->AgentMessage("b", b.get(), hb);
+  }
+  sched_->Tick();
+  EXPECT_EQ(StateOf(on_a), v1::RUN_STATE_LOST);
+  const std::string retry = on_a + ".r1";
+  auto r = sched_->GetRun(retry);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->host(), "b");
+  EXPECT_THAT(b->Assigned(), ElementsAre(on_b, retry));
+  Finished("b", b.get(), retry);
+  EXPECT_EQ(sched_->GetJob(j)->state(), "succeeded");
+}
+
+TEST_F(SchedulerTest, ARetryWithAHostOverrideWaitsForItsHost) {
+  auto a = Connect("a");
+  auto b = Connect("b");
+  v1::JobSpec spec = Spec({"a", "b"});
+  (*(*spec.mutable_host_overrides())["a"].mutable_options())["filename"] = "/dev/nvme3n1";
+  spec.set_retries(1);
+  const std::string j = Submit(spec);
+  Started("a", a.get(), j + "-1");
+  for (int i = 0; i < 4; ++i) {
+    now_ += 5000;
+    v1::AgentMessage hb;
+    hb.mutable_heartbeat()->add_running_runs(j + "-2");
+    sched_->AgentMessage("b", b.get(), hb);
+  }
+  sched_->Tick();
+  auto r = sched_->GetRun(j + "-1.r1");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->host(), "a");
+  EXPECT_EQ(r->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_THAT(r->waiting_for(), HasSubstr("agent a is down"));
+}
+
+// A store that refuses writes on demand, as a full disk does (the fault tests
+// fill a real tmpfs; this drives the same path in-process).
+class RefusingStore final : public Store {
+ public:
+  explicit RefusingStore(std::unique_ptr<Store> inner) : inner_(std::move(inner)) {}
+  std::atomic<bool> refuse{false};
+
+  absl::Status Write(WriteBatch batch) override {
+    if (refuse) return absl::UnavailableError("controller storage is full: refused by the test");
+    return inner_->Write(std::move(batch));
+  }
+  void AppendInterval(IntervalRow row, std::function<void(bool)> done) override {
+    inner_->AppendInterval(std::move(row), std::move(done));
+  }
+  absl::Status Flush() override { return inner_->Flush(); }
+  absl::StatusOr<std::vector<AgentRow>> ListAgents() override { return inner_->ListAgents(); }
+  absl::StatusOr<JobRow> GetJob(const std::string& id) override { return inner_->GetJob(id); }
+  absl::StatusOr<std::vector<JobRow>> ListJobs(int64_t after, int limit) override {
+    return inner_->ListJobs(after, limit);
+  }
+  absl::StatusOr<RunRow> GetRun(const std::string& id) override { return inner_->GetRun(id); }
+  absl::StatusOr<std::vector<RunRow>> ListRuns(const std::string& job, int64_t after,
+                                               int limit) override {
+    return inner_->ListRuns(job, after, limit);
+  }
+  absl::StatusOr<std::vector<RunRow>> ListActiveRuns() override {
+    return inner_->ListActiveRuns();
+  }
+  absl::StatusOr<std::vector<LeaseRow>> ListLeases() override { return inner_->ListLeases(); }
+  absl::StatusOr<std::vector<IntervalRow>> ListIntervals(const std::string& id) override {
+    return inner_->ListIntervals(id);
+  }
+  absl::StatusOr<std::map<uint32_t, uint64_t>> NextSeqs(const std::string& id) override {
+    return inner_->NextSeqs(id);
+  }
+  absl::StatusOr<std::map<uint32_t, std::pair<uint64_t, uint64_t>>> IntervalCounts(
+      const std::string& id) override {
+    return inner_->IntervalCounts(id);
+  }
+  absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> IntervalSeqs(
+      const std::string& id) override {
+    return inner_->IntervalSeqs(id);
+  }
+  absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& id) override {
+    return inner_->GetResult(id);
+  }
+  absl::StatusOr<std::string> StoreId() override { return inner_->StoreId(); }
+  StoreStats Stats() override { return inner_->Stats(); }
+
+ private:
+  std::unique_ptr<Store> inner_;
+};
+
+// Written before acted on: when the commit fails, no agent hears of what was
+// decided, callers get the store's error, and the scheduler goes on from what
+// the store has (the agent's stream stays live).
+TEST_F(SchedulerTest, NothingIsActedOnWhenTheCommitFails) {
+  sched_.reset();
+  auto refusing = std::make_unique<RefusingStore>(std::move(store_));
+  RefusingStore* rs = refusing.get();
+  store_ = std::move(refusing);
+  Open2();
+  auto a = Connect("a");
+  const std::string j1 = Submit(Spec({"a"}));
+  Started("a", a.get(), j1 + "-1");
+  rs->refuse = true;
+  auto refused = sched_->SubmitJob(Spec({"a"}, "[job]\nfilename=/dev/nvme7n1\nsize=1m\n"));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("full"));
+  Finished("a", a.get(), j1 + "-1");  // not recorded: the stream is ended for a replay
+  EXPECT_TRUE(a->closed());
+  EXPECT_THAT(a->Assigned(), ElementsAre(j1 + "-1"));
+  rs->refuse = false;
+  EXPECT_EQ(StateOf(j1 + "-1"), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(sched_->ListJobs({})->jobs_size(), 1);
+  // The agent comes back and replays the end; new work goes through.
+  sched_->AgentGone("a", a.get());  // what the closed stream's reactor does
+  auto again = Connect("a", {}, "6.1.0-13-amd64", {}, {j1 + "-1"});
+  Finished("a", again.get(), j1 + "-1");
+  EXPECT_EQ(StateOf(j1 + "-1"), v1::RUN_STATE_SUCCEEDED);
+  const std::string j2 = Submit(Spec({"a"}, "[job]\nfilename=/dev/nvme7n1\nsize=1m\n"));
+  EXPECT_THAT(again->Assigned(), ElementsAre(j2 + "-1"));
 }
 
 }  // namespace

@@ -136,6 +136,11 @@ ALTER TABLE leases ADD COLUMN path TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN arm_json TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN audit TEXT NOT NULL DEFAULT '';
 )sql",
+    // 7: inventory only when it changes: the agent's digest of the stored
+    // inventory (Hello.inventory_hash), so a Hello with the same digest may omit it.
+    R"sql(
+ALTER TABLE agents ADD COLUMN inventory_hash TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -478,7 +483,7 @@ class SqliteStore final : public Store {
     std::lock_guard<std::mutex> l(rmu_);
     Stmt s(rdb_,
            "SELECT name, state, last_seen_ms, labels_json, inventory_json, allow_paths_json, "
-           "protocol_version, registered_ms FROM agents ORDER BY name");
+           "protocol_version, registered_ms, inventory_hash FROM agents ORDER BY name");
     std::vector<AgentRow> out;
     while (s.Step()) {
       AgentRow a;
@@ -490,6 +495,7 @@ class SqliteStore final : public Store {
       a.allow_paths = ListFromJson(s.Text(5));
       a.protocol_version = static_cast<uint32_t>(s.Int(6));
       a.registered_ms = static_cast<uint64_t>(s.Int(7));
+      a.inventory_hash = s.Text(8);
       out.push_back(std::move(a));
     }
     if (!s.status().ok()) return s.status();
@@ -813,14 +819,16 @@ class SqliteStore final : public Store {
     for (const AgentRow& a : b.upsert_agents) {
       Stmt s(wdb_,
              "INSERT INTO agents(name, state, last_seen_ms, labels_json, inventory_json, "
-             "allow_paths_json, protocol_version, registered_ms) VALUES(?,?,?,?,?,?,?,?) "
+             "allow_paths_json, protocol_version, registered_ms, inventory_hash) "
+             "VALUES(?,?,?,?,?,?,?,?,?) "
              "ON CONFLICT(name) DO UPDATE SET state=excluded.state, "
              "last_seen_ms=excluded.last_seen_ms, labels_json=excluded.labels_json, "
              "inventory_json=excluded.inventory_json, allow_paths_json=excluded.allow_paths_json, "
-             "protocol_version=excluded.protocol_version");
+             "protocol_version=excluded.protocol_version, "
+             "inventory_hash=excluded.inventory_hash");
       s.Bind(1, a.name).Bind(2, a.state).Bind(3, I(a.last_seen_ms)).Bind(4, MapToJson(a.labels));
       s.Bind(5, a.inventory_json).Bind(6, ListToJson(a.allow_paths));
-      s.Bind(7, a.protocol_version).Bind(8, I(a.registered_ms));
+      s.Bind(7, a.protocol_version).Bind(8, I(a.registered_ms)).Bind(9, a.inventory_hash);
       IOFLEET_RETURN_IF_ERROR(s.Run());
     }
     for (const JobRow& j : b.upsert_jobs) {

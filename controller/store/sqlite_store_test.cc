@@ -122,6 +122,7 @@ TEST(SqliteStoreTest, MigratesResultsToDeviceFingerprint) {
                          "ALTER TABLE runs DROP COLUMN arm_json;"
                          "ALTER TABLE runs DROP COLUMN audit;"
                          "ALTER TABLE leases DROP COLUMN path;"
+                         "ALTER TABLE agents DROP COLUMN inventory_hash;"
                          "UPDATE schema_version SET version = 3",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);

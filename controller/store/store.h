@@ -36,6 +36,8 @@ struct AgentRow {
   uint64_t last_seen_ms = 0;          // unix ms
   std::map<std::string, std::string> labels;
   std::string inventory_json;         // Inventory as JSON
+  // The agent's digest of that inventory (Hello.inventory_hash); "" = none given.
+  std::string inventory_hash;
   std::vector<std::string> allow_paths;
   uint32_t protocol_version = 0;
   uint64_t registered_ms = 0;         // first Hello, unix ms

@@ -358,7 +358,7 @@ def case_agents_register():
             check(inv.get("cpu_count", 0) >= 1, f"{name} cpu_count {inv.get('cpu_count')}")
             check("psync" in inv.get("engines", []) and "null" in inv.get("engines", []),
                   f"{name} engines {inv.get('engines')}")
-            check(a["protocol_version"] == 1, f"{name} protocol {a['protocol_version']}")
+            check(a["protocol_version"] == 2, f"{name} protocol {a['protocol_version']}")
             check(env.agents[name].allow in a.get("allow_paths", []),
                   f"{name} allow_paths {a.get('allow_paths')}")
         out = env.cli("agents", check_rc=0).stdout

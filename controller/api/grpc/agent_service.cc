@@ -12,15 +12,25 @@
 namespace iofleet::controller::grpcapi {
 namespace {
 
-class AgentStreamReactor;
+// Messages of one stream handed to the controller and not yet handled; past
+// this, the stream reads nothing more until one is (flow control reaches the
+// agent through gRPC's window).
+constexpr int kMaxInFlight = 16;
 
-// The write half of a stream, shared with the Scheduler (which may outlive the
-// reactor): one write in flight, the rest queued; Finish after the queue drains.
+// One agent stream's state, shared with the Scheduler (which may outlive the
+// reactor): the write queue (one write in flight, the rest queued; Finish after
+// the queue drains) and the read gate (the next message is read once fewer
+// than kMaxInFlight are being handled; none while Hello is).
+//
+// Locking: mu_ guards the queues and flags. It is held while starting a read,
+// a write or the finish on the reactor, which only queue an operation (they
+// never block or run a reaction inline on the server); it is never held across
+// a call into the Scheduler.
 class Session final : public AgentSender {
  public:
-  Session(grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* reactor,
-          std::string peer)
-      : reactor_(reactor), peer_(std::move(peer)) {}
+  using Reactor = grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>;
+
+  Session(Reactor* reactor, std::string peer) : reactor_(reactor), peer_(std::move(peer)) {}
 
   std::string peer() const override { return peer_; }
 
@@ -28,7 +38,7 @@ class Session final : public AgentSender {
     std::lock_guard<std::mutex> l(mu_);
     if (reactor_ == nullptr || finishing_) return;
     queue_.push_back(msg);
-    NextLocked();
+    NextWriteLocked();
   }
 
   void Close(const absl::Status& status) override { FinishWith(ToGrpcStatus(status)); }
@@ -38,7 +48,7 @@ class Session final : public AgentSender {
     if (finishing_) return;
     finishing_ = true;
     final_ = status;
-    NextLocked();
+    NextWriteLocked();
   }
 
   void WriteDone(bool ok) {
@@ -52,12 +62,52 @@ class Session final : public AgentSender {
         final_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream broken");
       }
     }
-    NextLocked();
+    NextWriteLocked();
   }
 
-  bool finishing() {
+  // The message just read; valid until Consumed.
+  v1::AgentMessage& in() { return in_; }
+
+  // The message read was consumed (handed on as a copy): the next read may
+  // start, into the same buffer, when the gate allows. Until then no read
+  // starts, not even from End on another thread, so in() is never overwritten
+  // while the reactor still reads it.
+  void Consumed() {
     std::lock_guard<std::mutex> l(mu_);
-    return finishing_;
+    reading_ = false;
+    NextReadLocked();
+  }
+  // A message was handed to the Scheduler: until End, it counts against the gate.
+  void Begin() {
+    std::lock_guard<std::mutex> l(mu_);
+    ++in_flight_;
+  }
+  // A message was handled: read on if the gate allows.
+  void End() {
+    std::lock_guard<std::mutex> l(mu_);
+    --in_flight_;
+    NextReadLocked();
+  }
+  void ReadNext() {
+    std::lock_guard<std::mutex> l(mu_);
+    NextReadLocked();
+  }
+  // The Hello was posted: nothing more is read until it is answered.
+  void HelloPosted() {
+    std::lock_guard<std::mutex> l(mu_);
+    hello_pending_ = true;
+  }
+  // The Hello was accepted for `agent`: reading goes on.
+  void HelloAccepted(const std::string& agent) {
+    std::lock_guard<std::mutex> l(mu_);
+    agent_ = agent;
+    hello_pending_ = false;
+    NextReadLocked();
+  }
+  // The agent's name once its Hello was accepted ("" before).
+  std::string agent() {
+    std::lock_guard<std::mutex> l(mu_);
+    return agent_;
   }
 
   void Detach() {
@@ -66,7 +116,7 @@ class Session final : public AgentSender {
   }
 
  private:
-  void NextLocked() {
+  void NextWriteLocked() {
     if (reactor_ == nullptr || writing_ || finished_) return;
     if (!queue_.empty()) {
       writing_ = true;
@@ -76,15 +126,28 @@ class Session final : public AgentSender {
       reactor_->Finish(final_);
     }
   }
+  void NextReadLocked() {
+    if (reactor_ == nullptr || reading_ || finishing_ || hello_pending_ ||
+        in_flight_ >= kMaxInFlight) {
+      return;
+    }
+    reading_ = true;
+    reactor_->StartRead(&in_);
+  }
 
   std::mutex mu_;
-  grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* reactor_;
+  Reactor* reactor_;
   const std::string peer_;
   std::deque<v1::ControllerMessage> queue_;  // front is in flight while writing_
   bool writing_ = false;
   bool finishing_ = false;
   bool finished_ = false;
   grpc::Status final_;
+  v1::AgentMessage in_;
+  bool reading_ = false;
+  int in_flight_ = 0;
+  bool hello_pending_ = false;
+  std::string agent_;
 };
 
 class AgentStreamReactor final
@@ -98,7 +161,7 @@ class AgentStreamReactor final
         session_(std::make_shared<Session>(this, std::move(peer))),
         token_(token),
         authenticated_(authenticated || token.empty()) {
-    StartRead(&in_);
+    session_->ReadNext();
   }
 
   void OnReadDone(bool ok) override {
@@ -106,30 +169,42 @@ class AgentStreamReactor final
       session_->FinishWith(grpc::Status::OK);
       return;
     }
-    if (agent_.empty()) {
-      if (!in_.has_hello()) {
+    const v1::AgentMessage& in = session_->in();
+    if (hello_name_.empty()) {
+      if (!in.has_hello()) {
         session_->FinishWith(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                           "the first message on the stream must be Hello"));
         return;
       }
-      absl::Status st =
-          authenticated_ || secrets::TokenEquals(in_.hello().enrolment_token(), token_)
-              ? scheduler_->AgentHello(in_.hello(), session_)
-              : absl::UnauthenticatedError(
-                    "enrolment token missing or wrong (the agent's --token-file must hold the "
-                    "controller's --agent-token-file token)");
-      if (!st.ok()) {
-        v1::ControllerMessage reject;
-        reject.mutable_reject()->set_reason(std::string(st.message()));
-        session_->Send(reject);
-        session_->FinishWith(ToGrpcStatus(st));
+      if (!authenticated_ && !secrets::TokenEquals(in.hello().enrolment_token(), token_)) {
+        Reject(session_.get(), absl::UnauthenticatedError(
+                                   "enrolment token missing or wrong (the agent's --token-file "
+                                   "must hold the controller's --agent-token-file token)"));
         return;
       }
-      agent_ = in_.hello().agent_name();
-    } else if (!in_.has_hello()) {
-      scheduler_->AgentMessage(agent_, session_.get(), in_);
+      hello_name_ = in.hello().agent_name();
+      if (hello_name_.empty()) hello_name_ = " ";  // refused below; still "said Hello"
+      session_->HelloPosted();
+      // The completion may run after this reactor is gone: it holds the session.
+      scheduler_->AgentHelloAsync(
+          in.hello(), session_,
+          [s = session_, name = in.hello().agent_name()](const absl::Status& st) {
+            if (!st.ok()) {
+              Reject(s.get(), st);
+              return;
+            }
+            s->HelloAccepted(name);
+          });
+      session_->Consumed();
+      return;
     }
-    if (!session_->finishing()) StartRead(&in_);
+    if (agent_.empty()) agent_ = session_->agent();
+    if (!in.has_hello() && !agent_.empty()) {
+      session_->Begin();
+      scheduler_->AgentMessageAsync(agent_, session_.get(), in,
+                                    [s = session_](const absl::Status&) { s->End(); });
+    }
+    session_->Consumed();
   }
 
   void OnWriteDone(bool ok) override { session_->WriteDone(ok); }
@@ -140,15 +215,26 @@ class AgentStreamReactor final
 
   void OnDone() override {
     session_->Detach();
-    if (!agent_.empty()) scheduler_->AgentGone(agent_, session_.get());
+    // A Hello that was posted registers the stream (maybe after this): its end
+    // follows it, in order.
+    if (!hello_name_.empty() && session_->session() != 0) {
+      scheduler_->AgentGone(hello_name_, session_.get());
+    }
     delete this;
   }
 
  private:
+  static void Reject(Session* s, const absl::Status& st) {
+    v1::ControllerMessage reject;
+    reject.mutable_reject()->set_reason(std::string(st.message()));
+    s->Send(reject);
+    s->FinishWith(ToGrpcStatus(st));
+  }
+
   Scheduler* const scheduler_;
   std::shared_ptr<Session> session_;
-  v1::AgentMessage in_;
-  std::string agent_;  // set after a successful Hello
+  std::string hello_name_;  // the name the Hello gave (reactor callbacks only)
+  std::string agent_;       // the Session's agent(), cached once the Hello is accepted
   const std::string& token_;
   const bool authenticated_;
 };

@@ -24,6 +24,8 @@ grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, absl::StatusOr
 }
 
 // Streams one job's interval records until the job is final or the client leaves.
+// mu_ guards the queue; it is held while starting a write or the finish, which
+// only queue an operation (never block, never run a reaction inline).
 class WatchJobReactor final : public grpc::ServerWriteReactor<v1::IntervalRecord> {
  public:
   // Records buffered for a slow reader before the oldest are dropped.
@@ -125,11 +127,14 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::SubmitJob(grpc::CallbackServerC
                                                            const v1::SubmitJobRequest* req,
                                                            v1::SubmitJobResponse* resp) {
   if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
-  absl::StatusOr<std::string> id = scheduler_->SubmitJob(req->spec());
-  if (!id.ok()) return Unary(ctx, absl::StatusOr<v1::SubmitJobResponse>(id.status()), resp);
-  v1::SubmitJobResponse out;
-  out.set_id(*id);
-  return Unary(ctx, absl::StatusOr<v1::SubmitJobResponse>(std::move(out)), resp);
+  // Answered from the control loop once the job is committed: no gRPC thread
+  // waits for it.
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  scheduler_->SubmitJobAsync(req->spec(), [reactor, resp](absl::StatusOr<std::string> id) {
+    if (id.ok()) resp->set_id(*id);
+    reactor->Finish(ToGrpcStatus(id.status()));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::GetJob(grpc::CallbackServerContext* ctx,
