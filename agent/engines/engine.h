@@ -40,6 +40,7 @@ struct IoRequest {
   int32_t res = 0;        // sync completion: bytes or -errno
   uint64_t start_ns = 0;  // when the I/O was prepared
   uint64_t issue_ns = 0;  // when it was handed to the kernel
+  uint64_t sched_ns = 0;  // when a rate schedule wanted it issued (0 = not rated; pacing.h)
 };
 
 struct Completion {

@@ -308,13 +308,22 @@ bool DataPath::BacklogDue() {
   return false;
 }
 
-bool DataPath::NextSlow(IoRequest& r) {
+bool DataPath::NextSlow(IoRequest& r, int d) {
   if (verify_phase_) return NextVerify(r);
-  if (log_writes_ && cfg_.job->verify_backlog != 0 && BacklogDue() && NextVerify(r)) {
-    --backlog_left_;
-    return true;
+  if (d < 0) {
+    if (log_writes_ && cfg_.job->verify_backlog != 0 && BacklogDue() && NextVerify(r)) {
+      --backlog_left_;
+      return true;
+    }
+  } else if (verify_next_) {  // the paced loop: NextDir saw a backlog round due
+    verify_next_ = false;
+    if (NextVerify(r)) {
+      --backlog_left_;
+      return true;
+    }
+    d = -1;  // nothing logged to verify: a fresh draw
   }
-  if (!gen_.Next(r)) return false;
+  if (!(d < 0 ? gen_.Next(r) : gen_.NextIn(r, static_cast<jobspec::Ddir>(d)))) return false;
   last_was_read_ = r.op == IoOp::kRead;
   if (r.op == IoOp::kWrite) {
     PrepareWrite(r);

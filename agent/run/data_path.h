@@ -91,6 +91,24 @@ class DataPath {
     if (r.op == IoOp::kWrite) cfg_.filler->PrepareWrite(static_cast<char*>(r.buf), r.len, r.offset);
     return true;
   }
+  // The paced loop's two steps (IoGenerator's NextDir/SwitchDir/OtherShare/
+  // NextIn; pacing.h). Verify reads (the verify phase, verify_backlog) draw no
+  // direction, as fio serves them before it picks one: NextDir says kRead for
+  // them, and NextIn serves them.
+  jobspec::Ddir NextDir() {
+    verify_next_ = verifying_ && (verify_phase_ || (log_writes_ && cfg_.job->verify_backlog != 0 && BacklogDue()));
+    return verify_next_ ? jobspec::kRead : gen_.NextDir();
+  }
+  void SwitchDir(jobspec::Ddir to) {
+    if (!verify_next_) gen_.SwitchDir(to);
+  }
+  uint32_t OtherShare(jobspec::Ddir d) const { return verify_next_ ? 0 : gen_.OtherShare(d); }
+  inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
+    if (verifying_) return NextSlow(r, d);
+    if (!gen_.NextIn(r, d)) return false;
+    if (r.op == IoOp::kWrite) cfg_.filler->PrepareWrite(static_cast<char*>(r.buf), r.len, r.offset);
+    return true;
+  }
   // True for an I/O to account as completed without issuing it (verify_only writes).
   bool Skip(const IoRequest& r) const { return r.op == IoOp::kWrite && dry_writes_; }
   // A successful completion, after it was accounted: 0, or EILSEQ for a block
@@ -136,7 +154,8 @@ class DataPath {
   };
 
   DataPath(Config cfg, IoGenerator& gen) : cfg_(std::move(cfg)), gen_(gen) {}
-  bool NextSlow(IoRequest& r);
+  // `d`: the direction the paced loop drew (NextDir), or -1 (Next).
+  bool NextSlow(IoRequest& r, int d = -1);
   int OnCompleteSlow(IoRequest& r);
   void OnFailedSlow(IoRequest& r);
   void PrepareWrite(IoRequest& r);
@@ -157,6 +176,7 @@ class DataPath {
   bool check_seed_ = false;
   bool check_numberio_ = false;
   bool dry_writes_ = false;    // verify_only
+  bool verify_next_ = false;   // paced loop: NextDir chose a verify read
   bool verify_phase_ = false;
   bool stop_ = false;
   std::deque<Piece> fifo_;

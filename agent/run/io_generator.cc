@@ -50,7 +50,13 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
 
   // Random patterns share one generator per file (one random map, as fio)
   // unless the directions' units differ.
-  const bool shared = jobspec::IsRandom(job.rw) && same_unit;
+  // With zoned distributions whose zones differ per direction, each direction
+  // draws from its own zones.
+  bool same_zones = true;
+  for (int d = 1; d < jobspec::kNumDdirs; ++d) {
+    if (DirUsed(job, d) && DirUsed(job, 0) && job.zone_split[d] != job.zone_split[0]) same_zones = false;
+  }
+  const bool shared = jobspec::IsRandom(job.rw) && same_unit && same_zones;
   files_.clear();
   files_.resize(files.size());
   fds_.clear();
@@ -76,8 +82,12 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
             DdirName(d), " block size ", unit_[d]));
       }
       // Each file gets its own stream, derived from the job's offset seed.
-      workload::OffsetGenOptions oo = workload::OffsetGenOptionsForJob(job, n_blocks, *seeds);
+      workload::OffsetGenOptions oo =
+          workload::OffsetGenOptionsForJob(job, n_blocks, *seeds, static_cast<jobspec::Ddir>(d));
       oo.seed = seeds->block_offset() + i * 0x9e3779b97f4a7c15ull;
+      oo.distribution.unit = unit_[d];
+      oo.distribution.seed = oo.seed + static_cast<uint64_t>(d);
+      oo.distribution.scatter_seed = oo.seed;  // one hot set per file for every direction
       if (!jobspec::IsRandom(job.rw) && job.rw_seq_add > 0) {
         oo.sequential_skip_blocks = job.rw_seq_add / unit_[d];
         const uint64_t end = std::max(files[i].file_size, fs.region_start + fs.region_len);

@@ -63,12 +63,21 @@ class IoGenerator {
   // current file for file_service_nr I/Os (sequential: until it is done),
   // then the next one in order (roundrobin, sequential) or a random one that
   // is not done (random).
-  inline bool Next(IoRequest& r) {
+  inline bool Next(IoRequest& r) { return NextIn(r, rwmix_->Next()); }
+
+  // Next() in two steps, for rate pacing (pacing.h), which may pick the other
+  // direction: NextDir() draws rwmix's direction, SwitchDir() tells rwmix the
+  // I/O goes the other way after all, NextIn() fills `r` for direction d.
+  jobspec::Ddir NextDir() { return rwmix_->Next(); }
+  void SwitchDir(jobspec::Ddir to) { rwmix_->Switch(to); }
+  // rwmix's share (percent) of the direction other than d; 0 when not mixed.
+  uint32_t OtherShare(jobspec::Ddir d) const { return rwmix_->OtherShare(d); }
+  inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
     while (pass_left_ != 0) {
       const size_t fi = cur_file_;
       FileState& f = files_[fi];
       if (!f.done) {
-        if (Fill(f, fi, r)) {
+        if (Fill(f, fi, r, d)) {
           if (--service_left_ == 0) NextFile();
           return true;
         }
@@ -101,8 +110,7 @@ class IoGenerator {
     std::vector<std::unique_ptr<workload::OffsetGen>> owned;
   };
 
-  inline bool Fill(FileState& f, size_t fi, IoRequest& r) {
-    const jobspec::Ddir d = rwmix_->Next();
+  inline bool Fill(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
     if (trimwrite_ && d == jobspec::kWrite && trimmed_.len != 0) {
       // trimwrite: each write goes where the trim before it went, and only
       // the writes count toward the pass (fio's get_next_offset, io_bytes_exceeded).

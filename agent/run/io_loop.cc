@@ -56,12 +56,21 @@ void IoLoop::ResetStats(uint64_t now) {
   hist_done_.fill(0);
   for (auto& h : hist_snap_) h.Clear();
   next_hist_ns_ = hist_ns_ != 0 ? now + hist_ns_ : UINT64_MAX;
+  // Pacing restarts with the accounting, as fio's reset_all_stats.
+  pacer_.StartSchedule(now);
+  pacer_.StartMinRate(now);
+  pacer_.StartThink(now, 0);
+  pacer_.LatStart(now, 0);
+  if (cfg_.steady_state != nullptr && ramp_end_ns_ == 0) {
+    next_ss_ns_ = now + cfg_.job->ss_ramp_us * 1000;  // the baseline of the first interval
+    ss_k_ = UINT64_MAX;
+  }
   next_tick_ns_ = NextTick();
   if (ramp_end_ns_ != 0 && ramp_end_ns_ > now) next_tick_ns_ = std::min(next_tick_ns_, ramp_end_ns_);
 }
 
 uint64_t IoLoop::NextTick() const {
-  uint64_t t = std::min(next_interval_ns_, next_hist_ns_);
+  uint64_t t = std::min({next_interval_ns_, next_hist_ns_, pacer_.next_min_check_ns(), next_ss_ns_});
   for (const Sampler* s : {&bw_, &iops_}) {
     if (s->enabled) t = std::min(t, s->next_ns);
   }
@@ -109,6 +118,47 @@ void IoLoop::HistLines(uint64_t now) {
   if (next_hist_ns_ <= now) next_hist_ns_ = now + hist_ns_;
 }
 
+void IoLoop::SteadyStateTick(uint64_t now) {
+  if (cfg_.steady_state == nullptr || now < next_ss_ns_) return;
+  uint64_t ios = 0, bytes = 0, lat_n = 0;
+  unsigned __int128 lat_sum = 0;
+  for (const HotDir& hd : stats_.dir) {
+    ios += hd.done;
+    bytes += hd.bytes;
+    lat_sum += hd.lat[stats::kClat].sum;
+    lat_n += hd.lat[stats::kClat].n;
+  }
+  const uint64_t lat_sum_ns = static_cast<uint64_t>(lat_sum);
+  if (ss_k_ != UINT64_MAX &&
+      cfg_.steady_state->Report(cfg_.ss_member, ss_k_, ios - ss_prev_[0], bytes - ss_prev_[1],
+                                lat_sum_ns - ss_prev_[2], lat_n - ss_prev_lat_n_, now - ss_prev_ns_)) {
+    stop_issuing_ = true;  // steady state attained: the job ends, as fio's
+  }
+  ++ss_k_;  // UINT64_MAX (the baseline) wraps to interval 0
+  ss_prev_ = {ios, bytes, lat_sum_ns};
+  ss_prev_lat_n_ = lat_n;
+  ss_prev_ns_ = now;
+  next_ss_ns_ = now + cfg_.job->ss_interval_us * 1000;
+}
+
+bool IoLoop::Overlaps(const IoRequest& r) const {
+  const uint64_t a0 = r.offset, a1 = r.offset + r.len;
+  for (const IoRequest& s : slots_) {
+    if (&s == &r || !inflight_mark_[s.index] || s.file_index != r.file_index) continue;
+    if (a0 < s.offset + s.len && s.offset < a1) return true;
+  }
+  return false;
+}
+
+void IoLoop::SleepUntil(uint64_t until_ns) const {
+  // Clock::NowNs() runs on CLOCK_MONOTONIC's time line: an absolute sleep on it.
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(until_ns / 1000000000ull);
+  ts.tv_nsec = static_cast<long>(until_ns % 1000000000ull);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
 void IoLoop::SlowTick(uint64_t now) {
   if (ramp_end_ns_ != 0 && now >= ramp_end_ns_) {
     // Ramp over: everything measured so far is discarded, as fio does.
@@ -128,6 +178,24 @@ void IoLoop::SlowTick(uint64_t now) {
   if (now >= next_interval_ns_) {
     PublishInterval(now);
     next_interval_ns_ = now + cfg_.interval_ns;
+  }
+  if (pacer_.has_rate_min() && now >= pacer_.next_min_check_ns()) {
+    std::array<uint64_t, 3> bytes{}, ios{};
+    for (int d = 0; d < 3; ++d) {
+      bytes[d] = stats_.dir[d].bytes;
+      ios[d] = stats_.dir[d].done;
+    }
+    std::string err = pacer_.CheckMinRate(now, bytes, ios);
+    if (!err.empty() && error_ == 0) {
+      error_ = EIO;  // fio: td_verror(td, EIO, "check_min_rate")
+      error_text_ = std::move(err);
+      stop_issuing_ = true;
+    }
+  }
+  if (cfg_.steady_state != nullptr) {
+    SteadyStateTick(now);
+    // Another member of the group saw steady state attained.
+    if (cfg_.steady_state->attained()) stop_issuing_ = true;
   }
   next_tick_ns_ = NextTick();
 }
@@ -299,7 +367,14 @@ void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
     if (job_.disable_clat) ds.lat[stats::kClat] = stats::RunningStat{}, ds.hist[stats::kClat].Clear();
     if (job_.disable_lat) ds.lat[stats::kLat] = stats::RunningStat{}, ds.hist[stats::kLat].Clear();
     if (job_.disable_bw) ds.bw = stats::RunningStat{}, ds.iops = stats::RunningStat{};
+    ds.has_sched_lat = pacer_.rated(d);
+    if (ds.has_sched_lat) {
+      ds.sched_lat = hd.sched_lat.ToRunningStat();
+      ds.sched_hist = hd.sched_hist;
+    }
   }
+  js.latency_depth = pacer_.lat_target() ? pacer_.qd() : job_.iodepth;
+  if (cfg_.steady_state != nullptr) js.steadystate = cfg_.steady_state->Result();
   js.sync_total_ios = stats_.sync_ios;
   js.sync_lat = stats_.sync_lat.ToRunningStat();
   js.sync_hist = stats_.sync_hist;

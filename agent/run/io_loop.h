@@ -7,6 +7,18 @@
 // time), and a prepared I/O takes the last reading as its start time. Stats are
 // plain integers owned by the worker; once per interval (1 s) the worker itself
 // publishes an interval record and, when asked, a snapshot.
+//
+// Pacing (rate, think time, latency target, flow, serialize_overlap; pacing.h)
+// runs in a second instantiation of the loop (kPaced = true), chosen once per
+// run: a job without those options runs the plain loop and pays nothing for
+// them per I/O. The paced loop reads the clock before an I/O only when its
+// rate schedule is not already due by the last reading.
+//
+// The loop is one template, IoLoop::RunSync/RunAsync<E, kPaced, kLog, Src>:
+// E the engine, kPaced the pacing above, kLog per-I/O log entries (job_log.h),
+// Src the I/O source: the bare IoGenerator (no hooks) or a DataPath (verify
+// and per-write buffer contents, data_path.h). A job with none of them runs
+// <E, false, false, IoGenerator>, which compiles in none of their hooks.
 #pragma once
 
 #include <algorithm>
@@ -23,6 +35,8 @@
 #include "agent/engines/engine.h"
 #include "agent/run/data_path.h"
 #include "agent/run/io_generator.h"
+#include "agent/run/pacing.h"
+#include "agent/run/steady_state.h"
 #include "agent/run/job_log.h"
 #include "common/clock.h"
 #include "common/jobspec/job_spec.h"
@@ -48,6 +62,10 @@ struct HotDir {
   std::array<stats::Histogram, stats::kNumLatKinds> hist;
   stats::RunningStat bw;    // KiB/s window samples
   stats::RunningStat iops;  // IOPS window samples
+  // Rated I/O only: latency from the time the rate schedule wanted each I/O
+  // issued to its completion (pacing.h).
+  stats::LatencySum sched_lat;
+  stats::Histogram sched_hist;
 };
 
 struct HotStats {
@@ -79,6 +97,10 @@ struct LoopConfig {
   uint64_t interval_ns = 1000000000ull;
   std::atomic<bool>* cancel = nullptr;
   WorkerMailbox* mailbox = nullptr;
+  // Steady-state detection this clone reports to (steadystate_duration set);
+  // `ss_member`: its index in the group.
+  SteadyStateGroup* steady_state = nullptr;
+  int ss_member = 0;
   // Buffer contents and verification (data_path.h); null = the bare generator,
   // which is what a job without verify or per-write buffer work runs.
   DataPath* data = nullptr;
@@ -126,12 +148,18 @@ class IoLoop {
   // Fills js with the cumulative stats so far (runtime up to `now_ns`).
   void FillJobStats(stats::JobStats& js, uint64_t now_ns) const;
 
+  // Pacing state; the worker initialises it before Run().
+  Pacer& pacer() { return pacer_; }
+  const Pacer& pacer() const { return pacer_; }
+
  private:
   // Completion accounting for one I/O, with the batch's completion time.
-  // kLog: the job's logs want an entry per I/O (LogPlan::completions); Src:
-  // the I/O source (IoGenerator, or DataPath with completion hooks).
-  template <bool kLog, class Src>
+  // kPaced: the paced loop (pacing.h); kLog: the job's logs want an entry per
+  // I/O (LogPlan::completions); Src: the I/O source (IoGenerator, or DataPath
+  // with completion hooks).
+  template <bool kPaced, bool kLog, class Src>
   inline void Complete(Src& src, IoRequest& r, int32_t res, uint64_t now) {
+    if constexpr (kPaced) CompletePaced(r, res, now);
     const int d = static_cast<int>(r.op);
     if (r.op == IoOp::kFsync) {
       last_was_sync_ = true;
@@ -174,6 +202,25 @@ class IoLoop {
   // An I/O (or verify) error: fatal, or counted when continue_on_error covers it.
   void IoFailed(const IoRequest& r, int err);
   void DataFailed(const IoRequest& r, int err);
+
+  // The paced loop's completion work: scheduled latency, latency target,
+  // serialize_overlap's in-flight marks.
+  void CompletePaced(IoRequest& r, int32_t res, uint64_t now) {
+    if (pacer_.serialize()) inflight_mark_[r.index] = false;
+    if (r.op == IoOp::kFsync || res < 0) return;
+    HotDir& hd = stats_.dir[static_cast<int>(r.op)];
+    if (r.sched_ns != 0) {
+      const uint64_t sl = now > r.sched_ns ? now - r.sched_ns : 0;
+      hd.sched_lat.Add(sl);
+      hd.sched_hist.Add(sl);
+    }
+    if (pacer_.lat_target() && pacer_.LatCompleted(now - r.start_ns) && error_ == 0) {
+      error_ = ETIMEDOUT;
+      error_text_ = absl::StrCat("latency of ", now - r.start_ns, " nsec exceeds specified max (",
+                                 pacer_.lat_target_ns(), " nsec): ",
+                                 r.op == IoOp::kRead ? "read" : "write", " ", r.offset, " ", r.len);
+    }
+  }
 
   inline void AddSlat(int d, uint64_t slat, uint64_t n) {
     stats_.dir[d].lat[stats::kSlat].AddN(slat, n);
@@ -237,17 +284,52 @@ class IoLoop {
   // end_fsync, given up (not waited for) when the run is cancelled.
   void EndFsync();
 
+  // A DataPath job's write passes, then its verify phase (one RunShape each).
+  template <class E, bool kLog, class Src>
+  absl::Status RunPhases(E& e, Src& src);
+  // Picks the loop's instantiation: paced or plain, synchronous or async.
+  template <class E, bool kLog, class Src>
+  absl::Status RunShape(E& e, Src& src);
   // The synchronous shape: one I/O at a time, completed inside Queue().
   // `mark_batches`: count each I/O as a submit and a complete batch of 1, as fio
   // does for engines without a commit hook (psync & co, not the null engine).
-  template <class E, bool kLog, class Src>
-  absl::Status RunPhases(E& e, Src& src);
-  template <class E, bool kLog, class Src>
+  template <class E, bool kPaced, bool kLog, class Src>
   absl::Status RunSync(E& e, Src& src, bool mark_batches);
-  template <class E, bool kLog, class Src>
+  template <class E, bool kPaced, bool kLog, class Src>
   absl::Status RunAsync(E& e, Src& src);
-  template <class E, bool kLog, class Src>
+  template <class E, bool kPaced, bool kLog, class Src>
   int ReapAndAccount(E& e, Src& src, int min, int max);
+
+  // ---- paced loop helpers (pacing.h)
+  // Picks the next I/O's direction under the rate schedule, waiting when no
+  // rated direction is due; r.sched_ns gets the due time (0 = not rated).
+  // False when the run stopped while waiting.
+  template <class E, bool kLog, class Src>
+  bool PaceDir(E& e, Src& src, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d);
+  // Sleeps until `until` (a Clock::NowNs time), reaping completions meanwhile
+  // with io_submit_mode=offload, publishing intervals and honouring runtime and
+  // cancel. False when the run must stop.
+  template <class E, bool kLog, class Src>
+  bool WaitUntil(E& e, Src& src, uint32_t& inflight, uint64_t until);
+  // Waits for every I/O in flight (fio's io_u_quiesce).
+  template <class E, bool kLog, class Src>
+  void Quiesce(E& e, Src& src, uint32_t& inflight);
+  // After an I/O was issued: think time due? Then quiesce, spin, sleep.
+  template <class E, bool kLog, class Src>
+  void MaybeThink(E& e, Src& src, uint32_t& inflight);
+  // Per loop turn: latency target window and ramp-downs.
+  template <class E, bool kLog, class Src>
+  void LatencyTargetTurn(E& e, Src& src, uint32_t& inflight);
+  // serialize_overlap: r overlaps an I/O in flight.
+  bool Overlaps(const IoRequest& r) const;
+  void SleepUntil(uint64_t until_ns) const;
+  uint64_t ThinkBlocks() const {
+    uint64_t b = 0;
+    for (int d = 0; d < 2; ++d) b += pacer_.think_counts_issues() ? stats_.dir[d].issued : stats_.dir[d].done;
+    return b;
+  }
+  uint64_t DoneIos() const { return stats_.dir[0].done + stats_.dir[1].done + stats_.dir[2].done; }
+  void SteadyStateTick(uint64_t now);
 
   LoopConfig cfg_;
   const jobspec::JobSpec& job_;
@@ -292,6 +374,16 @@ class IoLoop {
   uint64_t write_phase_ns_ = 0;
   uint64_t verify_phase_ns_ = 0;
 
+  // Pacing (paced loop only).
+  Pacer pacer_;
+  std::vector<bool> inflight_mark_;  // serialize_overlap: slot index -> in flight
+  // Steady state: the next check-interval boundary and the totals at the last one.
+  uint64_t next_ss_ns_ = UINT64_MAX;
+  uint64_t ss_k_ = 0;
+  std::array<uint64_t, 3> ss_prev_{};  // ios, bytes, lat sum (us)
+  uint64_t ss_prev_lat_n_ = 0;
+  uint64_t ss_prev_ns_ = 0;
+
   // Window state for bw/iops samples, histogram log lines and interval records.
   Sampler bw_;
   Sampler iops_;
@@ -323,11 +415,14 @@ absl::Status IoLoop::Run(E& e) {
   comps_.resize(slots_.size());
   batch_.reserve(slots_.size());
   absl::Status st;
+  if (pacer_.active()) inflight_mark_.assign(slots_.size(), false);
   if (log_ != nullptr && log_->plan().completions) {
     st = data_ == nullptr ? RunPhases<E, true>(e, gen_) : RunPhases<E, true>(e, *data_);
   } else {
     st = data_ == nullptr ? RunPhases<E, false>(e, gen_) : RunPhases<E, false>(e, *data_);
   }
+  pacer_.FlowExit();
+  if (cfg_.steady_state != nullptr) cfg_.steady_state->MemberDone(cfg_.ss_member);
   end_ns_ = now_;
   // fsync_on_close: fio fsyncs each file at the end of the I/O as end_fsync does.
   if ((job_.end_fsync || (job_.fsync_on_close && jobspec::HasWrite(job_.rw))) && error_ == 0) EndFsync();
@@ -340,14 +435,7 @@ template <class E, bool kLog, class Src>
 absl::Status IoLoop::RunPhases(E& e, Src& src) {
   phase_start_ns_ = now_;
   while (true) {
-    absl::Status st;
-    if constexpr ((E::kStaticCaps & kCapAsync) == 0) {
-      st = RunSync<E, kLog>(e, src, /*mark_batches=*/true);
-    } else if constexpr (requires(const E& x) { x.sync_shape(); }) {
-      st = e.sync_shape() ? RunSync<E, kLog>(e, src, /*mark_batches=*/false) : RunAsync<E, kLog>(e, src);
-    } else {
-      st = RunAsync<E, kLog>(e, src);
-    }
+    const absl::Status st = RunShape<E, kLog>(e, src);
     if constexpr (!Src::kHooks) {
       return st;
     } else {
@@ -361,11 +449,47 @@ absl::Status IoLoop::RunPhases(E& e, Src& src) {
 }
 
 template <class E, bool kLog, class Src>
+absl::Status IoLoop::RunShape(E& e, Src& src) {
+  const bool paced = pacer_.active();
+  if constexpr ((E::kStaticCaps & kCapAsync) == 0) {
+    return paced ? RunSync<E, true, kLog>(e, src, /*mark_batches=*/true)
+                 : RunSync<E, false, kLog>(e, src, /*mark_batches=*/true);
+  } else if constexpr (requires(const E& x) { x.sync_shape(); }) {
+    if (e.sync_shape()) {
+      return paced ? RunSync<E, true, kLog>(e, src, /*mark_batches=*/false)
+                   : RunSync<E, false, kLog>(e, src, /*mark_batches=*/false);
+    }
+    return paced ? RunAsync<E, true, kLog>(e, src) : RunAsync<E, false, kLog>(e, src);
+  } else {
+    return paced ? RunAsync<E, true, kLog>(e, src) : RunAsync<E, false, kLog>(e, src);
+  }
+}
+
+template <class E, bool kPaced, bool kLog, class Src>
 absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
   IoRequest& r = slots_[0];
+  [[maybe_unused]] uint32_t inflight = 0;
   while (!stop_issuing_) {
+    if constexpr (kPaced) {
+      if (pacer_.has_flow() && pacer_.FlowHeld()) {
+        // Held back: sleep flow_sleep, or (0, fio's default) just ask again.
+        if (pacer_.flow_sleep_us() != 0) SleepUntil(Clock::NowNs() + pacer_.flow_sleep_us() * 1000);
+        now_ = Clock::NowNs();
+        Tick(now_);
+        if (ShouldStop(now_)) break;
+        continue;
+      }
+    }
     if (FsyncDue()) {
       PrepareFsync(r);
+      r.sched_ns = 0;
+    } else if constexpr (kPaced) {
+      jobspec::Ddir d = src.NextDir();
+      if (!PaceDir<E, kLog>(e, src, inflight, r, &d)) break;
+      if (!src.NextIn(r, d)) {
+        if (!NextPass(now_)) break;
+        continue;
+      }
     } else if (!src.Next(r)) {
       if (!NextPass(now_)) break;
       continue;
@@ -378,9 +502,12 @@ absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
       if (src.Skip(r)) {  // verify_only: accounted, not issued
         ++stats_.depth_level[0];
         now_ = issue;
-        Complete<kLog>(src, r, static_cast<int32_t>(r.len), issue);
+        Complete<kPaced, kLog>(src, r, static_cast<int32_t>(r.len), issue);
         continue;
       }
+    }
+    if constexpr (kPaced) {
+      if (r.op != IoOp::kFsync) pacer_.OnIssue(static_cast<int>(r.op), r.len);
     }
     // fio marks every I/O of a sync engine at depth 1 (fsyncs too, so the map
     // can pass 100 % of the reads and writes), and, for engines without a
@@ -414,18 +541,23 @@ absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
       now_ = Clock::NowNs();
       if (done == r.len) res = static_cast<int32_t>(r.len);
     }
-    Complete<kLog>(src, r, res, now_);
+    Complete<kPaced, kLog>(src, r, res, now_);
     if (error_ != 0) break;
     if constexpr (Src::kHooks) {
       if (src.stop_requested()) break;
     }
     Tick(now_);
     if (ShouldStop(now_)) break;
+    if constexpr (kPaced) {
+      if (r.op != IoOp::kFsync) MaybeThink<E, kLog>(e, src, inflight);
+      LatencyTargetTurn<E, kLog>(e, src, inflight);
+      if (error_ != 0 || ShouldStop(now_)) break;
+    }
   }
   return absl::OkStatus();
 }
 
-template <class E, bool kLog, class Src>
+template <class E, bool kPaced, bool kLog, class Src>
 int IoLoop::ReapAndAccount(E& e, Src& src, int min, int max) {
   const int n = e.Reap(min, max, comps_.data());
   if (n <= 0) return n;
@@ -453,13 +585,13 @@ int IoLoop::ReapAndAccount(E& e, Src& src, int min, int max) {
       }
       res = -EAGAIN;
     }
-    Complete<kLog>(src, r, res, now);
+    Complete<kPaced, kLog>(src, r, res, now);
     free_.push_back(&r);
   }
   return n;
 }
 
-template <class E, bool kLog, class Src>
+template <class E, bool kPaced, bool kLog, class Src>
 absl::Status IoLoop::RunAsync(E& e, Src& src) {
   const uint32_t depth = static_cast<uint32_t>(slots_.size());
   const uint32_t batch_submit = std::clamp<uint32_t>(job_.iodepth_batch_submit, 1, depth);
@@ -520,20 +652,62 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
     while (!stop_issuing_ && (held != nullptr || !free_.empty())) {
       IoRequest& r = held != nullptr ? *held : *free_.back();
       if (held == nullptr) {
+        if constexpr (kPaced) {
+          if (inflight >= pacer_.qd()) break;  // latency target's depth cap
+          if (pacer_.has_flow() && pacer_.FlowHeld()) {
+            if (!batch_.empty() && !commit()) return absl::OkStatus();
+            if (inflight > 0 && pacer_.flow_sleep_us() != 0) Quiesce<E, kLog>(e, src, inflight);
+            if (inflight > 0) break;  // reap some, then ask again
+            if (pacer_.flow_sleep_us() != 0) SleepUntil(Clock::NowNs() + pacer_.flow_sleep_us() * 1000);
+            now_ = Clock::NowNs();
+            Tick(now_);
+            if (ShouldStop(now_)) stop_issuing_ = true;
+            continue;
+          }
+        }
         if (FsyncDue()) {
           PrepareFsync(r);
+          if constexpr (kPaced) r.sched_ns = 0;
+        } else if constexpr (kPaced) {
+          jobspec::Ddir d = src.NextDir();
+          if (pacer_.any_rated() && pacer_.due(d) > now_ && !batch_.empty() && !commit()) {
+            return absl::OkStatus();  // submit what is queued before any wait
+          }
+          if (!PaceDir<E, kLog>(e, src, inflight, r, &d)) break;
+          if (!src.NextIn(r, d)) {
+            if (!NextPass(now_)) break;
+            continue;
+          }
+          if (pacer_.serialize()) {
+            while (Overlaps(r) && inflight > 0) {
+              if (!batch_.empty() && !commit()) return absl::OkStatus();
+              const int n = ReapAndAccount<E, kPaced, kLog>(e, src, 1, static_cast<int>(inflight));
+              if (n < 0) {
+                error_ = -n;
+                error_text_ = absl::StrCat("reap: ", std::strerror(-n));
+                return absl::OkStatus();
+              }
+              inflight -= static_cast<uint32_t>(n);
+            }
+          }
         } else if (!src.Next(r)) {
           if (!NextPass(now_)) break;
           continue;
         }
         r.start_ns = now_;
+        if constexpr (kPaced) {
+          // A rate or overlap wait reaps, which pushes completed slots onto
+          // free_: take r itself off the list (a search of at most iodepth
+          // entries, only after such a wait).
+          if (free_.back() != &r) std::iter_swap(std::find(free_.begin(), free_.end(), &r), free_.end() - 1);
+        }
         free_.pop_back();
         if constexpr (Src::kHooks) {
           if (src.Skip(r)) {  // verify_only: accounted, not issued
             CountIssued(r);
             ++stats_.depth_level[0];
             r.issue_ns = r.start_ns;
-            Complete<kLog>(src, r, static_cast<int32_t>(r.len), now_);
+            Complete<kPaced, kLog>(src, r, static_cast<int32_t>(r.len), now_);
             free_.push_back(&r);
             continue;
           }
@@ -547,13 +721,17 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
       }
       held = nullptr;
       CountIssued(r);
+      if constexpr (kPaced) {
+        if (r.op != IoOp::kFsync) pacer_.OnIssue(static_cast<int>(r.op), r.len);
+        if (pacer_.serialize()) inflight_mark_[r.index] = true;
+      }
       if (q == QueueResult::kCompleted) {
         // Done inside Queue() (libaio's fsync): marked at the depth in flight,
         // with no submit or complete batch, as fio does.
         ++stats_.depth_level[stats::DepthLevelBin(inflight + 1)];
         r.issue_ns = r.start_ns;
         now_ = Clock::NowNs();
-        Complete<kLog>(src, r, r.res, now_);
+        Complete<kPaced, kLog>(src, r, r.res, now_);
         free_.push_back(&r);
         if (error_ != 0) stop_issuing_ = true;
         continue;
@@ -562,6 +740,14 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
       batch_.push_back(&r);
       batch_ops_ |= 1u << static_cast<int>(r.op);
       if (batch_.size() >= batch_submit && !commit()) return absl::OkStatus();
+      if constexpr (kPaced) {
+        if (pacer_.thinks() && r.op != IoOp::kFsync) {
+          if (pacer_.ThinkDue(ThinkBlocks(), now_)) {
+            if (!batch_.empty() && !commit()) return absl::OkStatus();
+            MaybeThink<E, kLog>(e, src, inflight);
+          }
+        }
+      }
     }
     if (!batch_.empty() && !commit()) return absl::OkStatus();
     if (inflight == 0) {
@@ -572,8 +758,8 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
     // time, until the depth is down to iodepth_low.
     do {
       const uint32_t want = std::min(std::max<uint32_t>(complete_min, 1), inflight);
-      const int n = ReapAndAccount<E, kLog>(e, src, static_cast<int>(want),
-                                   static_cast<int>(std::min(complete_max, inflight)));
+      const int n = ReapAndAccount<E, kPaced, kLog>(e, src, static_cast<int>(want),
+                                              static_cast<int>(std::min(complete_max, inflight)));
       if (n < 0) {
         error_ = -n;
         error_text_ = absl::StrCat("reap: ", std::strerror(-n));
@@ -584,17 +770,20 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
         requeued_ = false;
         e.Commit();
       }
-    } while (inflight > depth_low && !stop_issuing_);
+    } while (inflight > depth_low && !stop_issuing_ && (!kPaced || !pacer_.lat_target() || inflight >= pacer_.qd()));
     if (error_ != 0) stop_issuing_ = true;
     if constexpr (Src::kHooks) {
       if (src.stop_requested()) stop_issuing_ = true;
     }
     Tick(now_);
     if (ShouldStop(now_)) stop_issuing_ = true;
+    if constexpr (kPaced) {
+      if (!stop_issuing_) LatencyTargetTurn<E, kLog>(e, src, inflight);
+      if (error_ != 0) stop_issuing_ = true;
+    }
     if (stop_issuing_) {
       while (inflight > 0) {
-        const int n =
-            ReapAndAccount<E, kLog>(e, src, static_cast<int>(inflight), static_cast<int>(inflight));
+        const int n = ReapAndAccount<E, kPaced, kLog>(e, src, static_cast<int>(inflight), static_cast<int>(inflight));
         if (n < 0) break;
         inflight -= static_cast<uint32_t>(n);
         if (requeued_) {
@@ -606,6 +795,138 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
     }
   }
   return absl::OkStatus();
+}
+
+template <class E, bool kLog, class Src>
+void IoLoop::Quiesce(E& e, Src& src, uint32_t& inflight) {
+  while (inflight > 0) {
+    const int n = ReapAndAccount<E, true, kLog>(e, src, static_cast<int>(inflight), static_cast<int>(inflight));
+    if (n < 0) {
+      if (error_ == 0) {
+        error_ = -n;
+        error_text_ = absl::StrCat("reap: ", std::strerror(-n));
+      }
+      stop_issuing_ = true;
+      return;
+    }
+    inflight -= static_cast<uint32_t>(n);
+    if (requeued_) {
+      requeued_ = false;
+      e.Commit();
+    }
+  }
+}
+
+template <class E, bool kLog, class Src>
+bool IoLoop::WaitUntil(E& e, Src& src, uint32_t& inflight, uint64_t until) {
+  if (inflight > 0 && !pacer_.offload()) Quiesce<E, kLog>(e, src, inflight);  // fio's inline mode
+  while (true) {
+    const uint64_t now = Clock::NowNs();
+    now_ = now;
+    Tick(now);
+    if (ShouldStop(now) || stop_issuing_ || error_ != 0) {
+      stop_issuing_ = true;  // the async loop must not take the next turn
+      return false;
+    }
+    if (now >= until) return true;
+    uint64_t wake = std::min(until, next_tick_ns_);
+    if (runtime_end_ns_ != 0) wake = std::min(wake, runtime_end_ns_);
+    wake = std::min<uint64_t>(wake, now + 100000000ull);  // a cancel is seen within 100 ms
+    if (inflight > 0) {
+      // offload: completions are reaped as they come while waiting, so their
+      // times are right; poll at most every 20 us.
+      const int n = ReapAndAccount<E, true, kLog>(e, src, 0, static_cast<int>(inflight));
+      if (n > 0) {
+        inflight -= static_cast<uint32_t>(n);
+        if (requeued_) {
+          requeued_ = false;
+          e.Commit();
+        }
+        continue;
+      }
+      wake = std::min<uint64_t>(wake, now + 20000);
+    }
+    SleepUntil(wake);
+  }
+}
+
+template <class E, bool kLog, class Src>
+bool IoLoop::PaceDir(E& e, Src& src, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d) {
+  r.sched_ns = 0;
+  if (!pacer_.any_rated()) return true;
+  const uint32_t other = src.OtherShare(*d);
+  uint64_t wait = 0;
+  int chosen = pacer_.ChooseDir(*d, other, now_, &wait);
+  if (wait != 0) {
+    // Not due by the last reading: read the clock once more before waiting.
+    now_ = Clock::NowNs();
+    chosen = pacer_.ChooseDir(*d, other, now_, &wait);
+    if (wait != 0 && !WaitUntil<E, kLog>(e, src, inflight, wait)) return false;
+  }
+  if (chosen != *d) {
+    src.SwitchDir(static_cast<jobspec::Ddir>(chosen));
+    *d = static_cast<jobspec::Ddir>(chosen);
+  }
+  if (pacer_.rated(chosen)) r.sched_ns = pacer_.due(chosen);
+  return true;
+}
+
+template <class E, bool kLog, class Src>
+void IoLoop::MaybeThink(E& e, Src& src, uint32_t& inflight) {
+  if (!pacer_.thinks()) return;
+  const uint64_t now = now_;
+  if (!pacer_.ThinkDue(ThinkBlocks(), now)) return;
+  Quiesce<E, kLog>(e, src, inflight);
+  const uint64_t t0 = Clock::NowNs();
+  uint64_t spun = 0;
+  if (pacer_.spin_us() != 0) {
+    const uint64_t spin_end = t0 + pacer_.spin_us() * 1000;
+    while (Clock::NowNs() < spin_end) {
+    }
+    spun = pacer_.spin_us() * 1000;
+  }
+  if (pacer_.thinktime_us() * 1000 > spun) {
+    const uint64_t until = t0 + pacer_.thinktime_us() * 1000;
+    while (true) {
+      const uint64_t n = Clock::NowNs();
+      if (n >= until || ShouldStop(n)) break;
+      SleepUntil(std::min<uint64_t>({until, n + 100000000ull, next_tick_ns_ > n ? next_tick_ns_ : until}));
+      Tick(Clock::NowNs());
+    }
+  }
+  now_ = Clock::NowNs();
+  if (pacer_.ignore_thinktime()) pacer_.ShiftSchedules(now_ - t0);
+  pacer_.ThinkDone(ThinkBlocks(), now);
+}
+
+template <class E, bool kLog, class Src>
+void IoLoop::LatencyTargetTurn(E& e, Src& src, uint32_t& inflight) {
+  if (!pacer_.lat_target()) return;
+  if (pacer_.lat_ramped_down()) {  // a completion missed the target: quiesce, new cycle
+    Quiesce<E, kLog>(e, src, inflight);
+    now_ = Clock::NowNs();
+    pacer_.LatCycle(now_, DoneIos());
+    return;
+  }
+  switch (pacer_.LatCheck(now_, DoneIos())) {
+    case Pacer::LatAction::kNone:
+      return;
+    case Pacer::LatAction::kQuiesce:
+      Quiesce<E, kLog>(e, src, inflight);
+      now_ = Clock::NowNs();
+      pacer_.LatCycle(now_, DoneIos());
+      return;
+    case Pacer::LatAction::kFinalRun:
+      // The depth settled: measure one more window at it, from a clean slate.
+      Quiesce<E, kLog>(e, src, inflight);
+      now_ = Clock::NowNs();
+      ResetStats(now_);
+      pacer_.LatCycle(now_, DoneIos());
+      return;
+    case Pacer::LatAction::kDone:
+      stop_issuing_ = true;
+      return;
+  }
 }
 
 }  // namespace iofleet::agent

@@ -129,7 +129,65 @@ struct Plan {
   std::vector<CloneSpec> clones;
   std::map<std::string, LayoutEntry> layout;
   std::vector<uint64_t> map_blocks;  // per job: random-map blocks over all its clones
+  // Shared by clones (CloneSpec points into them): one per flow_id in use, one
+  // steady-state group per clone or per group_reporting group.
+  std::map<uint32_t, std::unique_ptr<FlowShared>> flows;
+  std::vector<std::unique_ptr<SteadyStateGroup>> steady_states;
 };
+
+bool SameSteadyState(const JobSpec& a, const JobSpec& b) {
+  return a.ss_dur_us == b.ss_dur_us && a.ss_ramp_us == b.ss_ramp_us &&
+         a.ss_interval_us == b.ss_interval_us && a.ss_metric == b.ss_metric &&
+         a.ss_slope == b.ss_slope && a.ss_pct == b.ss_pct && a.ss_limit == b.ss_limit;
+}
+
+// Flow counters and steady-state groups, once the clones and their groups are known.
+absl::Status ShareAcrossClones(Plan& plan) {
+  std::map<int, SteadyStateGroup*> by_group;
+  std::map<int, int> members;
+  for (CloneSpec& c : plan.clones) {
+    const JobSpec& job = *c.job;
+    if (job.flow != 0) {
+      auto& f = plan.flows[job.flow_id];
+      if (!f) f = std::make_unique<FlowShared>();
+      c.flow = f.get();
+    }
+  }
+  // fio refuses jobs of one reporting group whose steady-state options differ.
+  std::map<int, const CloneSpec*> first_in_group;
+  for (const CloneSpec& c : plan.clones) {
+    auto [it, inserted] = first_in_group.try_emplace(c.groupid, &c);
+    if (!inserted && !SameSteadyState(*it->second->job, *c.job)) {
+      return JobError(*c.job, "steadystate", jobspec::SteadystateText(*c.job),
+                      absl::StrCat("steady-state options must be the same for every job of a "
+                                   "reporting group (job \"", it->second->job->name,
+                                   "\" differs; as in fio)"));
+    }
+  }
+  for (const CloneSpec& c : plan.clones) {
+    if (c.job->ss_dur_us != 0 && c.job->group_reporting) ++members[c.groupid];
+  }
+  for (CloneSpec& c : plan.clones) {
+    const JobSpec& job = *c.job;
+    if (job.ss_dur_us == 0) continue;
+    if (!job.group_reporting) {
+      plan.steady_states.push_back(std::make_unique<SteadyStateGroup>(job, 1));
+      c.steady_state = plan.steady_states.back().get();
+      c.ss_member = 0;
+      continue;
+    }
+    SteadyStateGroup*& g = by_group[c.groupid];
+    if (g == nullptr) {
+      plan.steady_states.push_back(std::make_unique<SteadyStateGroup>(job, members[c.groupid]));
+      g = plan.steady_states.back().get();
+    }
+    c.steady_state = g;
+    c.ss_member = static_cast<int>(std::count_if(plan.clones.data(), &c, [&](const CloneSpec& o) {
+      return o.groupid == c.groupid && o.job->ss_dur_us != 0 && o.job->group_reporting;
+    }));
+  }
+  return absl::OkStatus();
+}
 
 // fio's get_rand_file_size: low + (high - low) * r / (rand_max + 1), computed in
 // double as fio does, then aligned down to the job's smallest block size.
@@ -144,7 +202,8 @@ uint64_t RandomFileSize(const JobSpec& job, workload::Rng& rng, uint64_t min_bs)
 // when the directions' smallest block sizes differ (io_generator.h).
 uint64_t MapBlocks(const JobSpec& job, uint64_t region, uint64_t min_bs) {
   if (!jobspec::IsRandom(job.rw) || job.norandommap ||
-      job.random_generator == jobspec::RandomGenerator::kLfsr) {
+      job.random_generator == jobspec::RandomGenerator::kLfsr ||
+      job.random_distribution != jobspec::RandomDistribution::kRandom) {
     return 0;
   }
   const int dirs = static_cast<int>(jobspec::HasRead(job.rw)) +
@@ -287,6 +346,7 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
       }
     }
   }
+  if (absl::Status st = ShareAcrossClones(plan); !st.ok()) return st;
   return plan;
 }
 
@@ -444,6 +504,13 @@ absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOpti
         return JobError(job, n.option, "1",
                         absl::StrCat("the ", job.ioengine, " engine does not support it"));
       }
+    }
+    if (job.io_submit_offload && (eng->capabilities & kCapAsync) == 0 && job.iodepth > 1) {
+      return JobError(job, "io_submit_mode", "offload",
+                      absl::StrCat("with the synchronous ", job.ioengine, " engine and iodepth=",
+                                   job.iodepth, " fio runs iodepth submission threads, which "
+                                   "iofleet does not have; use an async engine (io_uring, libaio) "
+                                   "or iodepth=1"));
     }
     const bool passthrough = (eng->capabilities & kCapPassthrough) != 0;
     if (job.hipri && !job.direct && !passthrough) {

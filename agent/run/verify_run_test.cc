@@ -338,5 +338,29 @@ TEST_F(VerifyRunTest, TrimPunchesHolesInFiles) {
   EXPECT_EQ(DistinctBlocks(ReadAll(Path("t.dat")), 65536), 16u);  // every block written again
 }
 
+// Pacing and verify together (the paced loop with the DataPath source): a rated
+// write job still reads back and checks every block, in the verify phase and
+// with verify_backlog, and a rated read job still catches a corrupt block.
+TEST_F(VerifyRunTest, PacedJobsVerify) {
+  for (const char* shape : {"ioengine=psync\nrw=write", "ioengine=libaio\niodepth=4\nrw=randwrite",
+                            "ioengine=libaio\niodepth=4\nrw=randwrite\nverify_backlog=16",
+                            "ioengine=libaio\niodepth=4\nrw=randwrite\nserialize_overlap=1"}) {
+    SCOPED_TRACE(shape);
+    stats::JobStats js = Run(absl::StrCat("[p]\n", shape, "\nbs=4k\nsize=1m\nrate_iops=20000\n"
+                                          "verify=crc32c\nfilename=", Path("p.dat"), "\n"));
+    EXPECT_EQ(js.error, 0) << js.error_text;
+    EXPECT_EQ(js.dir[1].total_ios, 256u);
+    EXPECT_EQ(js.dir[0].total_ios, 256u);
+    EXPECT_TRUE(js.dir[1].has_sched_lat);  // the paced loop ran
+  }
+  WriteVerified("pc.dat", "1m", {7});
+  stats::JobStats js = Run("[r]\nioengine=psync\nrw=read\nbs=4k\nsize=1m\nrate_iops=20000\n"
+                           "verify=crc32c\nfilename=" + Path("pc.dat") + "\n");
+  EXPECT_EQ(js.error, EILSEQ);
+  EXPECT_THAT(js.error_text, HasSubstr("offset 28672, length 4096"));
+  EXPECT_EQ(js.dir[0].total_ios, 8u);
+  EXPECT_TRUE(js.dir[0].has_sched_lat);
+}
+
 }  // namespace
 }  // namespace iofleet::agent

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -210,9 +211,20 @@ absl::Status Worker::Prepare() {
   lc.interval_ns = static_cast<uint64_t>(interval_ms_) * 1000000ull;
   lc.cancel = cancel_;
   lc.mailbox = &mailbox_;
+  lc.steady_state = spec_.steady_state;
+  lc.ss_member = spec_.ss_member;
   lc.log = spec_.log;
   (void)streaming_;
   loop_ = std::make_unique<IoLoop>(lc, gen_, slots_);
+  {
+    auto seeds = workload::MakeJobSeeds(job, static_cast<uint32_t>(spec_.thread_number));
+    if (!seeds.ok()) return seeds.status();
+    loop_->pacer().Init(job, *seeds, depth, spec_.flow);
+  }
+  if (loop_->pacer().active()) {
+    // Rated and think-time sleeps wake on time: no 50 us timer slack.
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  }
   return absl::OkStatus();
 }
 
@@ -247,6 +259,9 @@ void Worker::Run() {
   js.job_options = jobspec::JobOptionsEcho(job);  // fio's "job options"
   js.iodepth = job.iodepth;
   loop_->FillJobStats(js, loop_->end_ns());
+  js.latency_target_ns = job.latency_target_us * 1000;
+  js.latency_window_us = job.latency_window_us;
+  js.latency_percentile = job.latency_percentile;
   if (!s.ok() && js.error == 0) {
     js.error = EIO;
     js.error_text = std::string(s.message());

@@ -36,6 +36,10 @@ struct CloneSpec {
   uint64_t io_bytes_per_pass = 0;  // io_size (or the sum of regions)
   bool wrap = false;               // io_size given: files used up start over within a pass
   std::vector<int> cpus;           // CPUs to pin to; empty = no pinning
+  // Shared with other clones of the run (owned by the runner; may be null):
+  FlowShared* flow = nullptr;                  // the job's flow_id (flow > 0)
+  SteadyStateGroup* steady_state = nullptr;    // steadystate_duration set
+  int ss_member = 0;                           // this clone's index in that group
   JobLog* log = nullptr;           // the clone's log stream (job_log.h); nullptr = no logs
 };
 

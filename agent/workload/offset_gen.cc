@@ -21,7 +21,7 @@ uint64_t JobMinBlockSize(const jobspec::JobSpec& job) {
 }
 
 OffsetGenOptions OffsetGenOptionsForJob(const jobspec::JobSpec& job, uint64_t n_blocks,
-                                        const JobSeeds& seeds) {
+                                        const JobSeeds& seeds, jobspec::Ddir d) {
   OffsetGenOptions o;
   o.n_blocks = n_blocks;
   o.seed = seeds.block_offset();
@@ -31,7 +31,16 @@ OffsetGenOptions OffsetGenOptionsForJob(const jobspec::JobSpec& job, uint64_t n_
     o.mode = OffsetMode::kSequential;
     if (job.rw_seq_add > 0) o.sequential_skip_blocks = job.rw_seq_add / JobMinBlockSize(job);
   } else {
-    if (job.random_generator == jobspec::RandomGenerator::kLfsr) {
+    if (job.random_distribution != jobspec::RandomDistribution::kRandom) {
+      o.mode = OffsetMode::kDistribution;
+      o.distribution.kind = job.random_distribution;
+      o.distribution.value = job.random_dist_value;
+      o.distribution.center = job.random_dist_center;
+      o.distribution.zones = job.zone_split[d];
+      o.distribution.unit = JobMinBlockSize(job);
+      o.distribution.seed = seeds.block_offset() + static_cast<uint64_t>(d);
+      o.distribution.scatter_seed = seeds.block_offset();
+    } else if (job.random_generator == jobspec::RandomGenerator::kLfsr) {
       o.mode = OffsetMode::kLfsr;
     } else {
       o.mode = job.norandommap ? OffsetMode::kRandomNoMap : OffsetMode::kRandomMap;
@@ -62,6 +71,12 @@ absl::StatusOr<OffsetGen> OffsetGen::Create(const OffsetGenOptions& options) {
     auto l = Lfsr::Create(options.n_blocks, options.seed);
     if (!l.ok()) return l.status();
     g.lfsr_.emplace(*std::move(l));
+  } else if (g.mode_ == OffsetMode::kDistribution) {
+    DistributionOptions dopt = options.distribution;
+    dopt.n_blocks = options.n_blocks;
+    auto d = OffsetDistribution::Create(dopt);
+    if (!d.ok()) return d.status();
+    g.dist_.emplace(*std::move(d));
   }
   return g;
 }
@@ -120,7 +135,10 @@ void OffsetGen::Reset() {
   seq_left_ = 1;
   if (map_) map_->Reset();
   if (lfsr_) lfsr_->Reset();
-  if (reseed_on_reset_) rng_.Seed(seed_, rng_.is_64bit());
+  if (reseed_on_reset_) {
+    rng_.Seed(seed_, rng_.is_64bit());
+    if (dist_) dist_->Reseed();
+  }
 }
 
 }  // namespace iofleet::agent::workload

@@ -18,6 +18,8 @@
 //    never ends a pass.
 //  * kLfsr: maximal-length LFSR permutation (lfsr.h); each block exactly once
 //    per pass, no map memory.
+//  * kDistribution: random_distribution other than random (distribution.h);
+//    no coverage tracking (fio turns the random map off); never ends a pass.
 //  * random_sequencer_nr = N > 1 (rw=randread:N, rw_sequencer=sequential): a
 //    new random offset only every N I/Os; the I/Os in between continue from
 //    the end of the previous one (if that block is past the end, or already
@@ -43,13 +45,14 @@
 
 #include "absl/status/statusor.h"
 #include "agent/workload/axmap.h"
+#include "agent/workload/distribution.h"
 #include "agent/workload/lfsr.h"
 #include "agent/workload/random.h"
 #include "common/jobspec/job_spec.h"
 
 namespace iofleet::agent::workload {
 
-enum class OffsetMode { kSequential, kRandomMap, kRandomNoMap, kLfsr };
+enum class OffsetMode { kSequential, kRandomMap, kRandomNoMap, kLfsr, kDistribution };
 
 struct OffsetGenOptions {
   uint64_t n_blocks = 0;                      // blocks in the file region; must be > 0
@@ -62,6 +65,8 @@ struct OffsetGenOptions {
   // n_blocks): where a hole wraps to block 0.
   uint64_t file_blocks = 0;
   bool reseed_on_reset = true;                // randrepeat=1 behaviour
+  // kDistribution: the law; its n_blocks is this n_blocks (Create sets it).
+  DistributionOptions distribution;
 };
 
 // The job's offset unit: the smallest block size over the directions its rw
@@ -69,12 +74,14 @@ struct OffsetGenOptions {
 uint64_t JobMinBlockSize(const jobspec::JobSpec& job);
 
 // Options for one file of `job` with `n_blocks` units of JobMinBlockSize():
-// mode from rw/random_generator/norandommap, 64-bit generator per
+// mode from rw/random_generator/norandommap/random_distribution (with a
+// distribution, `distribution` holds its kind, value, center and direction
+// `d`'s zones; the caller sets unit and seeds), 64-bit generator per
 // Use64BitGenerator(). rw_sequencer_nr is N for random patterns; for
 // sequential patterns it is read as the byte count of the hole after each I/O
 // (fio's rw=write:<size>), rounded down to whole units (values <= 1 = none).
 OffsetGenOptions OffsetGenOptionsForJob(const jobspec::JobSpec& job, uint64_t n_blocks,
-                                        const JobSeeds& seeds);
+                                        const JobSeeds& seeds, jobspec::Ddir d = jobspec::kRead);
 
 class OffsetGen {
  public:
@@ -116,6 +123,11 @@ class OffsetGen {
           return NextFreeAfter(b, block);
         }
         break;
+      case OffsetMode::kDistribution:
+        if (seq_nr_ > 1 && SequentialTurn(block)) return true;
+        *block = last_end_ = dist_->Next();
+        ++last_end_;
+        return true;
       case OffsetMode::kLfsr:
         break;
     }
@@ -155,6 +167,7 @@ class OffsetGen {
   Rng rng_;
   std::optional<Axmap> map_;
   std::optional<Lfsr> lfsr_;
+  std::optional<OffsetDistribution> dist_;
 };
 
 }  // namespace iofleet::agent::workload

@@ -118,6 +118,10 @@ enum SeedSlot : int {
   kSeedSeqRandWrite = 11,
   kSeedSeqRandTrim = 12,
   kSeedStartDelay = 13,
+  kSeedPoisson = 15,
+  kSeedZone = 16,
+  kSeedPoisson2 = 17,
+  kSeedPoisson3 = 18,
   kNumSeedSlots = 23,
 };
 

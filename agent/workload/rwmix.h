@@ -53,6 +53,21 @@ class RwMix {
     return cur_;
   }
 
+  // The I/O just picked goes to `to` instead (rate pacing's fio rate_ddir):
+  // the counts and the current direction follow it.
+  void Switch(jobspec::Ddir to) {
+    if (mode_ != Mode::kMix || to == cur_ || to > jobspec::kWrite) return;
+    --issues_[cur_];
+    cur_ = to;
+    ++issues_[cur_];
+  }
+
+  // rwmix percentage of the direction other than d (0 when not mixed).
+  uint32_t OtherShare(jobspec::Ddir d) const {
+    if (mode_ != Mode::kMix || d > jobspec::kWrite) return 0;
+    return static_cast<uint32_t>(mix_[d ^ 1]);
+  }
+
   // Restarts the issue counts (not the random stream), e.g. after ramp.
   void ResetCounts() {
     issues_ = {0, 0};

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/jobspec/job_spec.h"
+#include "common/jobspec/options.h"
 #include "common/jobspec/parser.h"
 
 namespace iofleet::jobspec::internal {
@@ -67,6 +68,19 @@ absl::Status ParseRange(const std::string& v, ParseOne parse, uint64_t* lo, uint
   return absl::OkStatus();
 }
 
+// Per-direction pieces of a value: "a" -> all; "a,b" -> read=a, write=trim=b;
+// "a,b,c"; an empty piece leaves that direction unset. `dash_colon_separate`:
+// for plain integer lists, ':' or '-' also separate when there is no comma.
+absl::StatusOr<std::array<std::optional<std::string>, kNumDdirs>> SplitDdir(
+    const std::string& v, bool dash_colon_separate);
+// "a,b,c" for three per-direction values, or just "a" when all are equal.
+std::string PerDdir(const std::array<std::string, kNumDdirs>& v);
+
+// An unsigned option value (size suffixes as fio's), checked against the row's
+// upper bound; the lower one is the row's check after fixup, so that a
+// [global] value is reported against the job that inherits it.
+absl::StatusOr<uint64_t> UintValue(const OptionRow& row, const std::string& v, uint32_t kb_base);
+
 // Shortest text that reads back as the same double.
 std::string FormatDouble(double d);
 // "0-3,8" for {0,1,2,3,8}.
@@ -104,5 +118,10 @@ struct OptCtx {
   const std::string& value;
   bool has_value;
 };
+
+// A bool option: a bare flag is 1; otherwise "0" or "1".
+absl::StatusOr<bool> BoolValue(const OptCtx& c);
+// A row check's failure: the value and the message tail.
+std::optional<CheckFailure> Fail(std::string value, std::string tail);
 
 }  // namespace iofleet::jobspec::internal

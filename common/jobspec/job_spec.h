@@ -74,6 +74,21 @@ enum ErrorClass : uint32_t {
   kErrorAll = kErrorIo | kErrorVerify,
 };
 enum class ExitWhat { kGroup, kStonewall, kAll };
+// Pacing and placement (issue 13; the agent's agent/run/pacing.h and
+// agent/workload/distribution.h implement them).
+enum class RateProcess { kLinear, kPoisson };
+enum class RandomDistribution { kRandom, kZipf, kPareto, kNormal, kZoned, kZonedAbs };
+enum class ThinktimeBlocksType { kComplete, kIssue };
+// Steady-state criterion: fio's four plus iofleet's mean completion latency.
+enum class SsMetric { kIops, kBw, kLat };
+
+// One zone of random_distribution=zoned (size in percent) or zoned_abs (bytes).
+struct ZoneSplitEntry {
+  uint32_t access_pct = 0;  // share of the direction's I/Os, percent
+  uint32_t size_pct = 0;    // zoned: share of the file, percent
+  uint64_t size = 0;        // zoned_abs: bytes
+  bool operator==(const ZoneSplitEntry&) const = default;
+};
 
 struct BsSplitEntry {
   uint64_t bs = 0;   // bytes
@@ -222,6 +237,41 @@ struct JobSpec {
   bool disable_clat = false;
   bool disable_slat = false;
   bool disable_bw = false;
+  // --- Pacing and placement --------------------------------------------------
+  // rate / rate_iops caps, rate_min / rate_iops_min floors, per direction; 0 = none.
+  std::array<uint64_t, kNumDdirs> rate{};           // bytes/s
+  std::array<uint64_t, kNumDdirs> rate_iops{};      // I/Os per second
+  std::array<uint64_t, kNumDdirs> rate_min{};       // bytes/s
+  std::array<uint64_t, kNumDdirs> rate_iops_min{};  // I/Os per second
+  RateProcess rate_process = RateProcess::kLinear;
+  uint32_t rate_cycle_ms = 1000;       // window of the rate_min check
+  bool rate_ignore_thinktime = false;
+  RandomDistribution random_distribution = RandomDistribution::kRandom;
+  double random_dist_value = 0;        // zipf theta, pareto h, normal deviation (percent)
+  double random_dist_center = -1;      // [0,1]; -1 = the distribution's default
+  std::array<std::vector<ZoneSplitEntry>, kNumDdirs> zone_split;  // zoned, zoned_abs
+  uint64_t thinktime_us = 0;
+  uint64_t thinktime_spin_us = 0;
+  uint32_t thinktime_blocks = 1;
+  bool thinktime_blocks_set = false;   // fio: thinktime_iotime alone ignores the block count
+  ThinktimeBlocksType thinktime_blocks_type = ThinktimeBlocksType::kComplete;
+  uint64_t thinktime_iotime_us = 0;
+  uint32_t flow_id = 0;
+  uint32_t flow = 0;                   // weight; 0 = no flow control
+  uint64_t flow_sleep_us = 0;
+  bool io_submit_offload = false;      // io_submit_mode=offload
+  bool serialize_overlap = false;
+  uint64_t ss_dur_us = 0;              // steadystate_duration; 0 = no steady-state check
+  uint64_t ss_ramp_us = 0;             // steadystate_ramp_time
+  uint64_t ss_interval_us = 1000000;   // steadystate_check_interval (fio 3.35+)
+  SsMetric ss_metric = SsMetric::kIops;
+  bool ss_slope = true;                // slope (else: maximum deviation from the mean)
+  bool ss_pct = true;                  // the limit is a percentage of the mean
+  double ss_limit = 0.01;
+  uint64_t latency_target_us = 0;      // 0 = none
+  uint64_t latency_window_us = 0;
+  double latency_percentile = 100.0;
+  bool latency_run = false;
 
   // --- Outputs and logs (docs/logs.md) ---
   bool disk_util = true;           // report the devices' counters (fio's disk_util)
@@ -261,6 +311,9 @@ struct JobSpec {
 
   bool operator==(const JobSpec&) const = default;
 };
+
+// fio's JSON "ss" text of a job's steady-state criterion ("iops_slope:0.010000%").
+std::string SteadystateText(const JobSpec& job);
 
 // Everything one invocation runs: [global] options as written plus the jobs.
 struct JobList {

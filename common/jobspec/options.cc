@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/jobspec/internal.h"
+#include "common/jobspec/options_pacing.h"
 #include "common/jobspec/pattern.h"
 
 namespace iofleet::jobspec {
@@ -30,6 +31,11 @@ using internal::Builder;
 using internal::FormatDouble;
 using internal::OptCtx;
 using internal::Options;
+using internal::BoolValue;
+using internal::Fail;
+using internal::PerDdir;
+using internal::UintValue;
+using internal::SplitDdir;
 using internal::SizeImpl;
 using internal::Tail;
 using internal::TimeImpl;
@@ -40,27 +46,6 @@ std::string B01(bool b) { return b ? "1" : "0"; }
 
 // ---------------------------------------------------------------------------
 // Value helpers.
-
-// The upper bound is checked here; the lower one by the row's check after fixup,
-// so that a [global] value is reported against the job that inherits it.
-absl::StatusOr<uint64_t> UintValue(const OptionRow& row, const std::string& v, uint32_t kb_base) {
-  auto r = SizeImpl(v, kb_base);
-  if (!r.ok()) return r.status();
-  if (*r > row.max) return Tail(absl::StrFormat("must be <= %u", row.max));
-  return *r;
-}
-
-absl::StatusOr<bool> BoolValue(const OptCtx& c) {
-  if (!c.has_value) return true;
-  const std::string v = Trim(c.value);
-  if (v == "1") return true;
-  if (v == "0") return false;
-  return Tail("must be 0 or 1");
-}
-
-std::optional<CheckFailure> Fail(std::string value, std::string tail) {
-  return CheckFailure{std::move(value), std::move(tail)};
-}
 
 // ---------------------------------------------------------------------------
 // Generic rows: one JobSpec field each.
@@ -440,42 +425,6 @@ absl::Status ApplyRwmixwrite(const OptionRow& row, Builder& b, const OptCtx& c) 
   if (!v.ok()) return v.status();
   b.spec.rwmixread = 100 - static_cast<uint32_t>(*v);
   return absl::OkStatus();
-}
-
-// Per-direction pieces: "a" -> all; "a,b" -> read=a, write=trim=b; "a,b,c";
-// an empty piece leaves that direction as it was.
-absl::StatusOr<std::array<std::optional<std::string>, kNumDdirs>> SplitDdir(
-    const std::string& v, bool dash_colon_separate) {
-  std::vector<std::string> pieces = internal::SplitTopLevel(v, ',');
-  if (pieces.size() == 1 && dash_colon_separate) {
-    // fio: for plain integer lists, ':' or '-' also separate when there is no comma.
-    size_t sep = internal::FindTopLevel(v, ':');
-    if (sep == std::string::npos) sep = internal::FindTopLevel(v, '-', 1);
-    if (sep != std::string::npos) pieces = {v.substr(0, sep), v.substr(sep + 1)};
-  }
-  if (pieces.size() > 3) return Tail("has more than 3 comma-separated directions");
-  std::array<std::optional<std::string>, kNumDdirs> out;
-  auto set = [&](int d, const std::string& p) {
-    std::string t = Trim(p);
-    if (!t.empty()) out[d] = t;
-  };
-  if (pieces.size() == 1) {
-    if (Trim(pieces[0]).empty()) return Tail("is empty");
-    for (int d = 0; d < kNumDdirs; ++d) set(d, pieces[0]);
-  } else if (pieces.size() == 2) {
-    set(kRead, pieces[0]);
-    set(kWrite, pieces[1]);
-    set(kTrim, pieces[1]);
-  } else {
-    for (int d = 0; d < kNumDdirs; ++d) set(d, pieces[d]);
-  }
-  return out;
-}
-
-// "a,b,c" for three per-direction values, or just "a" when all are equal.
-std::string PerDdir(const std::array<std::string, kNumDdirs>& v) {
-  if (v[0] == v[1] && v[1] == v[2]) return v[0];
-  return absl::StrCat(v[0], ",", v[1], ",", v[2]);
 }
 
 absl::Status ApplyBs(const OptionRow&, Builder& b, const OptCtx& c) {
@@ -1376,22 +1325,13 @@ using S = OptionStatus;
 using T = OptionType;
 
 // Reasons shared by several rows.
-constexpr const char* kThinktimeOnly =
-    "has an effect only together with thinktime, which iofleet refuses";
-constexpr const char* kRateOnly =
-    "has an effect only together with rate/rate_iops, which iofleet refuses";
-constexpr const char* kLatencyTargetOnly =
-    "has an effect only together with latency_target, which iofleet refuses";
 constexpr const char* kZonesOnly =
     "has an effect only with zonemode=zbd or strided zones, which iofleet refuses";
-constexpr const char* kSteadyOnly =
-    "has an effect only together with steadystate_duration, which iofleet refuses";
 constexpr const char* kIologOnly =
     "has an effect only together with read_iolog, which iofleet refuses";
 constexpr const char* kDeprecated = "is deprecated in fio 3.33, which ignores it";
 constexpr const char* kCgroupOnly =
     "has an effect only together with cgroup, which iofleet refuses";
-constexpr const char* kFlowOnly = "has an effect only together with flow_id, which iofleet refuses";
 constexpr const char* kCmdprio = "I/O priorities per command (cmdprio) are not implemented yet";
 constexpr const char* kProfileOnly =
     "an option of a fio built-in profile (fio registers it for every job); it has an effect only "
@@ -1579,12 +1519,14 @@ std::vector<OptionRow> MakeTable() {
    .check = CheckSizePct<kIoSizeFields>},
   {.name = "number_ios", .type = T::kInt, .def = "0", .help = "Force job completion after this number of IOs",
    .category = C::kIo, .status = S::kRefused, .reason = "stopping after N I/Os (number_ios) is not implemented yet", .example = "1000"},
-  {.name = "io_submit_mode", .type = T::kChoice, .def = "inline", .help = "How IO submissions and completions are done",
-   .category = C::kIo, .status = S::kRefused, .reason = "offloaded submission (io_submit_mode=offload) is not implemented yet",
-   .example = "offload"},
+  {.name = "io_submit_mode", .type = T::kChoice, .def = "inline",
+   .help = "How IO submissions and completions are done (inline, offload: submission paced "
+           "independently of completions, in the job's own thread)",
+   .category = C::kIo, .example = "offload", .apply = internal::ApplyIoSubmitMode,
+   .render = internal::RenderIoSubmitMode},
   {.name = "serialize_overlap", .type = T::kBool, .def = "0", .help = "Wait for in-flight IOs that collide to complete",
-   .category = C::kIo, .status = S::kRefused, .reason = "serialising overlapping I/Os (serialize_overlap) is not implemented yet",
-   .example = "1"},
+   .category = C::kIo, .example = "1", .apply = internal::ApplySerializeOverlap,
+   .render = internal::RenderSerializeOverlap},
   {.name = "ignore_error", .type = T::kString, .help = "Errors continue_on_error treats as non-fatal, per class: READ_LIST:WRITE_LIST:VERIFY_LIST (names or numbers, ',' separated)",
    .category = C::kIo, .example = "EIO,ENOSPC:122", .apply = ApplyIgnoreError, .render = RenderIgnoreError},
   {.name = "continue_on_error", .type = T::kChoice, .def = "none",
@@ -1651,14 +1593,24 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kRuntime, .example = "1-3", .apply = ApplyStartdelay, .render = RenderStartdelay,
    .check = CheckStartdelay},
   {.name = "steadystate_duration", .aliases = "ss_dur", .type = T::kTime, .def = "0",
-   .help = "Stop workload upon attaining steady state for specified duration", .category = C::kRuntime,
-   .status = S::kRefused, .reason = "steady-state detection (steadystate) is not implemented yet", .example = "30"},
+   .help = "Stop workload upon attaining steady state for specified duration (bare number: seconds)",
+   .category = C::kRuntime, .example = "30", .apply = internal::ApplySsDur, .render = internal::RenderSsDur,
+   .check = internal::CheckSsDur},
   {.name = "steadystate", .aliases = "ss", .type = T::kString, .def = "iops_slope:0.01%",
-   .help = "Define the criterion and limit to judge when a job has reached steady state",
-   .category = C::kRuntime, .status = S::kNoOp, .reason = kSteadyOnly},
+   .help = "Define the criterion and limit to judge when a job has reached steady state (iops, "
+           "iops_slope, bw, bw_slope; iofleet adds lat, lat_slope: mean completion latency)",
+   .category = C::kRuntime, .example = "bw:5%", .example_with = "ss_dur=10",
+   .apply = internal::ApplySteadystate, .render = internal::RenderSteadystate,
+   .check = internal::CheckSteadystate},
   {.name = "steadystate_ramp_time", .aliases = "ss_ramp", .type = T::kTime, .def = "0",
    .help = "Delay before initiation of data collection for steady state job termination testing",
-   .category = C::kRuntime, .status = S::kNoOp, .reason = kSteadyOnly},
+   .category = C::kRuntime, .example = "5", .example_with = "ss_dur=10",
+   .apply = internal::ApplySsRamp, .render = internal::RenderSsRamp},
+  {.name = "steadystate_check_interval", .aliases = "ss_interval", .type = T::kTime, .def = "1",
+   .help = "Steady-state sampling interval (fio 3.35+; bare number: seconds); ss_dur is a multiple of it",
+   .category = C::kRuntime, .example = "500ms", .example_with = "ss_dur=10",
+   .apply = internal::ApplySsInterval, .render = internal::RenderSsInterval,
+   .check = internal::CheckSsInterval},
 
   // --- random ----------------------------------------------------------------
   {.name = "randrepeat", .type = T::kBool, .def = "1", .help = "Use repeatable random IO pattern",
@@ -1678,9 +1630,12 @@ std::vector<OptionRow> MakeTable() {
   {.name = "random_generator", .type = T::kChoice, .def = "tausworthe",
    .help = "Type of random number generator to use (tausworthe, lfsr, tausworthe64)", .category = C::kRandom,
    .example = "lfsr", .apply = ApplyRandomGenerator, .render = RenderRandomGenerator},
-  {.name = "random_distribution", .type = T::kChoice, .def = "random", .help = "Random offset distribution generator",
-   .category = C::kRandom, .status = S::kRefused, .reason = "random distributions other than uniform (random_distribution) are not implemented yet",
-   .example = "zipf:1.2"},
+  {.name = "random_distribution", .type = T::kChoice, .def = "random",
+   .help = "Random offset distribution: random, zipf:theta[:center], pareto:h[:center], "
+           "normal:deviation[:center], zoned:pct/size%:..., zoned_abs:pct/bytes:... (per direction "
+           "with ','); any but random turns the random map off, as in fio",
+   .category = C::kRandom, .example = "zipf:1.2", .apply = internal::ApplyRandomDistribution,
+   .render = internal::RenderRandomDistribution, .check = internal::CheckRandomDistribution},
   {.name = "percentage_random", .type = T::kDdirList, .def = "100,100,100",
    .help = "Percentage of seq/random mix that should be random", .category = C::kRandom, .status = S::kRefused,
    .reason = "mixing sequential and random offsets (percentage_random) is not implemented yet",
@@ -1724,13 +1679,15 @@ std::vector<OptionRow> MakeTable() {
   {.name = "exec_postrun", .type = T::kString, .help = "Execute this file after running job",
    .category = C::kProcess, .status = S::kRefused, .reason = "running a command after the job (exec_postrun) is not supported by the agent",
    .example = "/bin/true"},
-  {.name = "flow_id", .type = T::kInt, .def = "0", .help = "The flow index ID to use",
-   .category = C::kProcess, .status = S::kRefused, .reason = "flow control between jobs (flow_id, flow) is not implemented yet", .example = "1"},
-  {.name = "flow", .type = T::kInt, .def = "0", .help = "Weight for flow control of this job",
-   .category = C::kProcess, .status = S::kRefused, .reason = "flow control between jobs (flow) is not implemented yet", .example = "2"},
+  {.name = "flow_id", .type = T::kInt, .def = "0", .max = UINT32_MAX, .help = "The flow index ID to use",
+   .category = C::kProcess, .example = "1", .apply = internal::ApplyFlowId, .render = internal::RenderFlowId},
+  {.name = "flow", .type = T::kInt, .def = "0", .max = 1000,
+   .help = "Weight for flow control of this job (0 = none; jobs of one flow_id run in proportion to it)",
+   .category = C::kProcess, .example = "2", .apply = internal::ApplyFlow, .render = internal::RenderFlow},
   {.name = "flow_sleep", .type = T::kInt, .def = "0",
    .help = "How many microseconds to sleep after being held back by the flow control mechanism",
-   .category = C::kProcess, .status = S::kNoOp, .reason = kFlowOnly},
+   .category = C::kProcess, .example = "100", .example_with = "flow=1",
+   .apply = internal::ApplyFlowSleep, .render = internal::RenderFlowSleep},
   {.name = "flow_watermark", .type = T::kInt, .help = "High watermark for flow control",
    .category = C::kProcess, .status = S::kNoOp, .reason = kDeprecated},
   {.name = "lockmem", .type = T::kSize, .def = "0", .help = "Lock down this amount of memory (per worker)",
@@ -1946,48 +1903,69 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kVerify, .status = S::kNoOp, .reason = "has an effect only together with trim_percentage, which iofleet refuses"},
 
   // --- rate, think time, latency target ---------------------------------------
-  {.name = "rate", .type = T::kDdirList, .help = "Set bandwidth rate (per direction)",
-   .category = C::kRate, .status = S::kRefused, .reason = "bandwidth rate limits (rate) are not implemented yet",
-   .noop_values = "0", .example = "10m"},
-  {.name = "rate_iops", .type = T::kDdirList, .help = "Limit IO used to this number of IO operations/sec",
-   .category = C::kRate, .status = S::kRefused, .reason = "IOPS rate limits (rate_iops) are not implemented yet",
-   .noop_values = "0", .example = "1000"},
-  {.name = "rate_min", .aliases = "ratemin", .type = T::kDdirList, .help = "Job must meet this rate or it will be shutdown",
-   .category = C::kRate, .status = S::kRefused, .reason = "minimum rates (rate_min) are not implemented yet",
-   .noop_values = "0", .example = "1m"},
-  {.name = "rate_iops_min", .type = T::kDdirList, .help = "Job must meet this rate or it will be shut down",
-   .category = C::kRate, .status = S::kRefused, .reason = "minimum IOPS rates (rate_iops_min) are not implemented yet",
-   .noop_values = "0", .example = "100"},
-  {.name = "rate_process", .type = T::kChoice, .def = "linear", .help = "What process controls how rated IO is managed",
-   .category = C::kRate, .status = S::kNoOp, .reason = kRateOnly},
-  {.name = "rate_cycle", .aliases = "ratecycle", .type = T::kInt, .def = "1000", .help = "Window average for rate limits (msec)",
-   .category = C::kRate, .status = S::kNoOp, .reason = kRateOnly},
-  {.name = "rate_ignore_thinktime", .type = T::kBool, .help = "Rated IO ignores thinktime settings",
-   .category = C::kRate, .status = S::kNoOp, .reason = kRateOnly},
+  // (agent/run/pacing.h; README "Pacing and placement")
+  {.name = "rate", .type = T::kDdirList, .help = "Set bandwidth rate (per direction, bytes/s; 0 = no cap)",
+   .category = C::kRate, .example = "10m", .apply = internal::ApplyRate, .render = internal::RenderRate},
+  {.name = "rate_iops", .type = T::kDdirList,
+   .help = "Limit IO used to this number of IO operations/sec (per direction; iofleet paces I/Os, "
+           "also with bsrange/bssplit, where fio's linear process caps bytes at N x the smallest block)",
+   .category = C::kRate, .example = "1000", .apply = internal::ApplyRateIops,
+   .render = internal::RenderRateIops, .check = internal::CheckRateIops},
+  {.name = "rate_min", .aliases = "ratemin", .type = T::kDdirList,
+   .help = "Job must meet this rate or it will be shutdown (bytes/s per direction, checked every rate_cycle after 2 s)",
+   .category = C::kRate, .example = "1m", .apply = internal::ApplyRateMin,
+   .render = internal::RenderRateMin, .check = internal::CheckRateMin},
+  {.name = "rate_iops_min", .type = T::kDdirList,
+   .help = "Job must meet this rate or it will be shut down (IOPS per direction, checked every rate_cycle after 2 s)",
+   .category = C::kRate, .example = "100", .apply = internal::ApplyRateIopsMin,
+   .render = internal::RenderRateIopsMin, .check = internal::CheckRateIopsMin},
+  {.name = "rate_process", .type = T::kChoice, .def = "linear",
+   .help = "What process controls how rated IO is managed: linear (evenly spaced) or poisson "
+           "(exponential gaps, mean 1/rate)",
+   .category = C::kRate, .example = "poisson", .example_with = "rate_iops=100",
+   .apply = internal::ApplyRateProcess, .render = internal::RenderRateProcess},
+  {.name = "rate_cycle", .aliases = "ratecycle", .type = T::kInt, .def = "1000", .min = 1, .max = UINT32_MAX,
+   .help = "Window average for rate limits (msec)", .category = C::kRate, .example = "500",
+   .example_with = "rate_min=1k", .apply = internal::ApplyRateCycle, .render = internal::RenderRateCycle,
+   .check = internal::CheckRateCycle},
+  {.name = "rate_ignore_thinktime", .type = T::kBool, .def = "0", .help = "Rated IO ignores thinktime settings",
+   .category = C::kRate, .example = "1", .apply = internal::ApplyRateIgnoreThinktime,
+   .render = internal::RenderRateIgnoreThinktime},
   {.name = "rwmixcycle", .type = T::kInt, .help = "Cycle period for mixed read/write workloads (msec)",
    .category = C::kRate, .status = S::kNoOp, .reason = kDeprecated},
   {.name = "thinktime", .type = T::kTime, .def = "0", .help = "Idle time between IO buffers (usec)",
-   .category = C::kRate, .status = S::kRefused, .reason = "think time between I/Os (thinktime) is not implemented yet", .example = "100"},
+   .category = C::kRate, .example = "100", .apply = internal::ApplyThinktime, .render = internal::RenderThinktime},
   {.name = "thinktime_spin", .type = T::kTime, .def = "0", .help = "Start think time by spinning this amount (usec)",
-   .category = C::kRate, .status = S::kNoOp, .reason = kThinktimeOnly},
-  {.name = "thinktime_blocks", .type = T::kInt, .def = "1", .help = "IO buffer period between 'thinktime'",
-   .category = C::kRate, .status = S::kNoOp, .reason = kThinktimeOnly},
-  {.name = "thinktime_blocks_type", .type = T::kChoice, .def = "complete", .help = "How thinktime_blocks takes effect",
-   .category = C::kRate, .status = S::kNoOp, .reason = kThinktimeOnly},
-  {.name = "thinktime_iotime", .type = T::kTime, .def = "0", .help = "IO time interval between 'thinktime'",
-   .category = C::kRate, .status = S::kNoOp, .reason = kThinktimeOnly},
+   .category = C::kRate, .example = "10", .example_with = "thinktime=100",
+   .apply = internal::ApplyThinktimeSpin, .render = internal::RenderThinktimeSpin},
+  {.name = "thinktime_blocks", .type = T::kInt, .def = "1", .min = 1, .max = UINT32_MAX,
+   .help = "IO buffer period between 'thinktime'", .category = C::kRate, .example = "8",
+   .example_with = "thinktime=100", .apply = internal::ApplyThinktimeBlocks,
+   .render = internal::RenderThinktimeBlocks},
+  {.name = "thinktime_blocks_type", .type = T::kChoice, .def = "complete",
+   .help = "How thinktime_blocks takes effect (complete, issue)", .category = C::kRate, .example = "issue",
+   .example_with = "thinktime=100", .apply = internal::ApplyThinktimeBlocksType,
+   .render = internal::RenderThinktimeBlocksType},
+  {.name = "thinktime_iotime", .type = T::kTime, .def = "0",
+   .help = "IO time interval between 'thinktime' (bare number: seconds)", .category = C::kRate,
+   .example = "1", .example_with = "thinktime=100", .apply = internal::ApplyThinktimeIotime,
+   .render = internal::RenderThinktimeIotime},
   {.name = "max_latency", .type = T::kTime, .help = "Maximum tolerated IO latency (usec)",
    .category = C::kLatency, .status = S::kRefused, .reason = "stopping a job on a latency limit (max_latency) is not implemented yet",
    .noop_values = "0", .example = "10ms"},
-  {.name = "latency_target", .type = T::kTime, .help = "Ramp to max queue depth supporting this latency",
-   .category = C::kLatency, .status = S::kRefused, .reason = "latency-targeted queue depth (latency_target) is not implemented yet",
-   .noop_values = "0", .example = "10ms"},
-  {.name = "latency_window", .type = T::kTime, .help = "Time to sustain latency_target",
-   .category = C::kLatency, .status = S::kNoOp, .reason = kLatencyTargetOnly},
-  {.name = "latency_percentile", .type = T::kFloatList, .def = "100", .help = "Percentile of IOs must be below latency_target",
-   .category = C::kLatency, .status = S::kNoOp, .reason = kLatencyTargetOnly},
+  {.name = "latency_target", .type = T::kTime,
+   .help = "Ramp to max queue depth supporting this latency (usec when no unit)", .category = C::kLatency,
+   .example = "10ms", .apply = internal::ApplyLatencyTarget, .render = internal::RenderLatencyTarget},
+  {.name = "latency_window", .type = T::kTime, .help = "Time to sustain latency_target (usec when no unit)",
+   .category = C::kLatency, .example = "1s", .example_with = "latency_target=10ms",
+   .apply = internal::ApplyLatencyWindow, .render = internal::RenderLatencyWindow},
+  {.name = "latency_percentile", .type = T::kFloatList, .def = "100",
+   .help = "Percentile of IOs must be below latency_target", .category = C::kLatency, .example = "99.9",
+   .example_with = "latency_target=10ms", .apply = internal::ApplyLatencyPercentile,
+   .render = internal::RenderLatencyPercentile, .check = internal::CheckLatencyPercentile},
   {.name = "latency_run", .type = T::kBool, .def = "0", .help = "Keep adjusting queue depth to match latency_target",
-   .category = C::kLatency, .status = S::kNoOp, .reason = kLatencyTargetOnly},
+   .category = C::kLatency, .example = "1", .example_with = "latency_target=10ms",
+   .apply = internal::ApplyLatencyRun, .render = internal::RenderLatencyRun},
 
   // --- zones -------------------------------------------------------------------
   {.name = "zonemode", .type = T::kChoice, .def = "none", .help = "Mode for the zonesize, zonerange and zoneskip parameters",

@@ -295,6 +295,60 @@ absl::StatusOr<double> FloatImpl(const std::string& raw) {
   return x;
 }
 
+// Per-direction pieces: "a" -> all; "a,b" -> read=a, write=trim=b; "a,b,c";
+// an empty piece leaves that direction as it was.
+absl::StatusOr<std::array<std::optional<std::string>, kNumDdirs>> SplitDdir(
+    const std::string& v, bool dash_colon_separate) {
+  std::vector<std::string> pieces = SplitTopLevel(v, ',');
+  if (pieces.size() == 1 && dash_colon_separate) {
+    // fio: for plain integer lists, ':' or '-' also separate when there is no comma.
+    size_t sep = FindTopLevel(v, ':');
+    if (sep == std::string::npos) sep = FindTopLevel(v, '-', 1);
+    if (sep != std::string::npos) pieces = {v.substr(0, sep), v.substr(sep + 1)};
+  }
+  if (pieces.size() > 3) return Tail("has more than 3 comma-separated directions");
+  std::array<std::optional<std::string>, kNumDdirs> out;
+  auto set = [&](int d, const std::string& p) {
+    std::string t = Trim(p);
+    if (!t.empty()) out[d] = t;
+  };
+  if (pieces.size() == 1) {
+    if (Trim(pieces[0]).empty()) return Tail("is empty");
+    for (int d = 0; d < kNumDdirs; ++d) set(d, pieces[0]);
+  } else if (pieces.size() == 2) {
+    set(kRead, pieces[0]);
+    set(kWrite, pieces[1]);
+    set(kTrim, pieces[1]);
+  } else {
+    for (int d = 0; d < kNumDdirs; ++d) set(d, pieces[d]);
+  }
+  return out;
+}
+
+std::string PerDdir(const std::array<std::string, kNumDdirs>& v) {
+  if (v[0] == v[1] && v[1] == v[2]) return v[0];
+  return absl::StrCat(v[0], ",", v[1], ",", v[2]);
+}
+
+absl::StatusOr<uint64_t> UintValue(const OptionRow& row, const std::string& v, uint32_t kb_base) {
+  auto r = SizeImpl(v, kb_base);
+  if (!r.ok()) return r.status();
+  if (*r > row.max) return Tail(absl::StrFormat("must be <= %u", row.max));
+  return *r;
+}
+
+absl::StatusOr<bool> BoolValue(const OptCtx& c) {
+  if (!c.has_value) return true;
+  const std::string v = Trim(c.value);
+  if (v == "1") return true;
+  if (v == "0") return false;
+  return Tail("must be 0 or 1");
+}
+
+std::optional<CheckFailure> Fail(std::string value, std::string tail) {
+  return CheckFailure{std::move(value), std::move(tail)};
+}
+
 std::string FormatDouble(double d) {
   for (int prec = 1; prec <= 17; ++prec) {
     std::string s = absl::StrFormat("%.*g", prec, d);

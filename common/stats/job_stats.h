@@ -39,6 +39,33 @@ struct DirStats {
   RunningStat iops;  // IOPS samples over iopsavgtime windows
   // Set by MergeGroup for reporting: group aggregate bandwidth (B/s) for bw_agg.
   double group_agg_bytes_per_sec = 0;
+  // Rated I/O (rate/rate_iops): latency from each I/O's scheduled issue time to
+  // its completion, ns: the JSON's iofleet extension "sched_lat_ns".
+  bool has_sched_lat = false;
+  RunningStat sched_lat;
+  Histogram sched_hist;
+};
+
+// fio's steady-state block (steadystate_duration set): what was checked and
+// whether it was attained. The data arrays hold the last window, oldest first.
+struct SteadyStateStats {
+  bool enabled = false;
+  bool attained = false;
+  std::string ss;              // "iops_slope:0.010000%" (fio's "ss")
+  uint64_t duration_s = 0;     // ss_dur in seconds
+  bool iops = true;            // the metric is IOPS (fio's FIO_SS_IOPS)
+  bool lat = false;            // iofleet's latency criterion
+  bool slope = true;
+  bool pct = true;
+  double limit = 0;
+  double criterion = 0;
+  double max_deviation = 0;
+  double slope_value = 0;
+  std::vector<uint64_t> bw;    // bytes/s per check interval
+  std::vector<uint64_t> iops_data;
+  std::vector<uint64_t> lat_ns;  // mean completion latency per interval (iofleet)
+  uint64_t bw_mean = 0;
+  uint64_t iops_mean = 0;
 };
 
 struct JobStats {
@@ -82,7 +109,14 @@ struct JobStats {
   uint32_t kb_base = 1024;
   int unified_rw_reporting = 0;  // 0 none, 1 mixed, 2 both
   bool group_reporting = false;
-  uint32_t iodepth = 1;  // the job's iodepth ("latency_depth")
+  uint32_t iodepth = 1;  // the job's iodepth
+  // Latency target (fio's latency_* JSON fields): the depth the job ended at
+  // (its iodepth without a target), the target (ns), window (us), percentile.
+  uint32_t latency_depth = 1;
+  uint64_t latency_target_ns = 0;
+  uint64_t latency_window_us = 0;
+  double latency_percentile = 100.0;
+  SteadyStateStats steadystate;
   int members = 1;  // jobs folded into this entry ("jobs=" in the normal report)
   int pid = 0;      // worker process id, shown as "pid=" in the normal report
 };

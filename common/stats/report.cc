@@ -83,6 +83,11 @@ void MergeDir(DirStats& dst, const DirStats& src) {
   dst.short_ios += src.short_ios;
   dst.drop_ios += src.drop_ios;
   dst.runtime_ms = std::max(dst.runtime_ms, src.runtime_ms);
+  if (src.has_sched_lat) {
+    dst.has_sched_lat = true;
+    dst.sched_lat.Merge(src.sched_lat);
+    dst.sched_hist.Merge(src.sched_hist);
+  }
 }
 
 template <size_t N>
@@ -124,6 +129,12 @@ void MergeJob(JobStats& dst, const JobStats& src) {
   dst.elapsed_s = std::max(dst.elapsed_s, src.elapsed_s);
   dst.job_options = src.job_options;  // fio reports the last member's options
   dst.members += src.members;
+  // ... and the last member's latency target and steady state.
+  dst.latency_depth = src.latency_depth;
+  dst.latency_target_ns = src.latency_target_ns;
+  dst.latency_window_us = src.latency_window_us;
+  dst.latency_percentile = src.latency_percentile;
+  if (src.steadystate.enabled) dst.steadystate = src.steadystate;
 }
 
 // ------------------------------------------------------- group run stats
@@ -430,6 +441,43 @@ void WriteDirJson(JsonWriter& w, const char* name, const DirStats& d, const JobS
   w.Float("iops_mean", has_iops ? d.iops.mean : 0.0);
   w.Float("iops_stddev", has_iops ? d.iops.Stddev() : 0.0);
   w.Uint("iops_samples", d.iops.n);
+  if (d.has_sched_lat) {
+    // iofleet's extension: latency from each rated I/O's scheduled issue time
+    // (coordinated omission corrected), beside fio's lat_ns from submission.
+    w.BeginObject("iofleet");
+    WriteLatJson(w, "sched_lat_ns", d.sched_lat, d.sched_hist, true, plist, json_plus);
+    w.EndObject();
+  }
+  w.EndObject();
+}
+
+void WriteSteadyStateJson(JsonWriter& w, const SteadyStateStats& ss) {
+  if (!ss.enabled) return;
+  w.BeginObject("steadystate");
+  w.String("ss", ss.ss);
+  w.Uint("duration", ss.duration_s);
+  w.Uint("attained", ss.attained ? 1 : 0);
+  char crit[64];
+  std::snprintf(crit, sizeof(crit), "%f%s", static_cast<float>(ss.criterion), ss.pct ? "%" : "");
+  w.String("criterion", crit);
+  w.Float("max_deviation", ss.max_deviation);
+  w.Float("slope", ss.slope_value);
+  w.BeginObject("data");
+  w.Uint("bw_mean", ss.bw_mean);
+  w.Uint("iops_mean", ss.iops_mean);
+  w.BeginArray("iops");
+  for (uint64_t v : ss.iops_data) w.Uint(nullptr, v);
+  w.EndArray();
+  w.BeginArray("bw");
+  for (uint64_t v : ss.bw) w.Uint(nullptr, v);
+  w.EndArray();
+  if (ss.lat) {
+    // iofleet's latency criterion: the mean completion latency per interval, ns.
+    w.BeginArray("iofleet_lat_ns");
+    for (uint64_t v : ss.lat_ns) w.Uint(nullptr, v);
+    w.EndArray();
+  }
+  w.EndObject();
   w.EndObject();
 }
 
@@ -509,11 +557,13 @@ void WriteJobJson(JsonWriter& w, const JobStats& js, bool json_plus) {
     w.Uint("total_err", js.total_err);
     w.Int("first_error", js.first_error);
   }
-  // fio prints its latency_target settings for every job (no latency target here).
-  w.Uint("latency_depth", js.iodepth);
-  w.Uint("latency_target", 0);
-  w.Float("latency_percentile", 100.0);
-  w.Uint("latency_window", 0);
+  // fio prints its latency_target settings for every job: the depth the job
+  // ended at (its iodepth without a target), the target in ns, the window in us.
+  w.Uint("latency_depth", js.latency_depth);
+  w.Uint("latency_target", js.latency_target_ns);
+  w.Float("latency_percentile", js.latency_percentile);
+  w.Uint("latency_window", js.latency_window_us);
+  WriteSteadyStateJson(w, js.steadystate);
   w.EndObject();
 }
 
