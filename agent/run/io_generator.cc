@@ -101,7 +101,17 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   }
   pass_bytes_ = io_bytes_per_pass;
   pass_left_ = pass_bytes_;
-  next_file_ = 0;
+  cur_file_ = 0;
+  trimwrite_ = job.rw == jobspec::RwPattern::kTrimWrite || job.rw == jobspec::RwPattern::kRandTrimWrite;
+  trimmed_ = Trimmed{};
+  random_files_ = job.file_service_type == jobspec::FileService::kRandom;
+  service_nr_ = job.file_service_type == jobspec::FileService::kSequential
+                    ? UINT64_MAX
+                    : std::max<uint64_t>(job.file_service_nr, 1);
+  service_left_ = service_nr_;
+  file_rng_.Seed(seeds->seeds[workload::kSeedFile],
+                 job.random_generator == jobspec::RandomGenerator::kTausworthe64);
+  if (random_files_ && files_.size() > 1) cur_file_ = static_cast<size_t>(file_rng_.Below(files_.size()));
   files_done_ = 0;
   filled_ = filled_at_rewind_ = 0;
   return absl::OkStatus();

@@ -43,6 +43,10 @@ struct GenFile {
 
 class IoGenerator {
  public:
+  // The I/O loop's source interface (io_loop.h): the generator has no
+  // completion hooks, so the loop compiles none in for it.
+  static constexpr bool kHooks = false;
+
   IoGenerator() = default;
   IoGenerator(const IoGenerator&) = delete;
   IoGenerator& operator=(const IoGenerator&) = delete;
@@ -55,6 +59,10 @@ class IoGenerator {
 
   // Fills op, fd, file_index, offset, len and buf of `r` (r.index must be set).
   // False when this pass is over (bytes issued, or every file done).
+  // Files are served as file_service_type says (fio's get_next_file): the
+  // current file for file_service_nr I/Os (sequential: until it is done),
+  // then the next one in order (roundrobin, sequential) or a random one that
+  // is not done (random).
   inline bool Next(IoRequest& r) { return NextIn(r, rwmix_->Next()); }
 
   // Next() in two steps, for rate pacing (pacing.h), which may pick the other
@@ -66,14 +74,17 @@ class IoGenerator {
   uint32_t OtherShare(jobspec::Ddir d) const { return rwmix_->OtherShare(d); }
   inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
     while (pass_left_ != 0) {
-      const size_t fi = next_file_;
-      if (++next_file_ == files_.size()) next_file_ = 0;
+      const size_t fi = cur_file_;
       FileState& f = files_[fi];
       if (!f.done) {
-        if (Fill(f, fi, r, d)) return true;
+        if (Fill(f, fi, r, d)) {
+          if (--service_left_ == 0) NextFile();
+          return true;
+        }
         f.done = true;
         ++files_done_;
       }
+      NextFile();
       if (files_done_ == files_.size() && !Rewind()) pass_left_ = 0;
     }
     return false;
@@ -100,6 +111,20 @@ class IoGenerator {
   };
 
   inline bool Fill(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
+    if (trimwrite_ && d == jobspec::kWrite && trimmed_.len != 0) {
+      // trimwrite: each write goes where the trim before it went, and only
+      // the writes count toward the pass (fio's get_next_offset, io_bytes_exceeded).
+      pass_left_ -= trimmed_.len < pass_left_ ? trimmed_.len : pass_left_;
+      ++filled_;
+      r.op = IoOp::kWrite;
+      r.fd = trimmed_.fd;
+      r.file_index = trimmed_.file_index;
+      r.offset = trimmed_.offset;
+      r.len = trimmed_.len;
+      r.buf = buffers_ + static_cast<size_t>(r.index) * slot_size_;
+      trimmed_.len = 0;
+      return true;
+    }
     workload::OffsetGen& gen = *f.gen[d];
     uint64_t block;
     if (!gen.Next(&block)) return false;
@@ -112,7 +137,11 @@ class IoGenerator {
       const uint64_t units = gen.Commit(block, (len + unit - 1) / unit);
       if (units * unit < len) len = units * unit;
     }
-    pass_left_ -= len < pass_left_ ? len : pass_left_;
+    if (!trimwrite_) {
+      pass_left_ -= len < pass_left_ ? len : pass_left_;
+    } else {
+      trimmed_ = Trimmed{f.fd, static_cast<int>(fi), f.region_start + off, static_cast<uint32_t>(len)};
+    }
     ++filled_;
     r.op = static_cast<IoOp>(d);
     r.fd = f.fd;
@@ -121,6 +150,17 @@ class IoGenerator {
     r.len = static_cast<uint32_t>(len);
     r.buf = buffers_ + static_cast<size_t>(r.index) * slot_size_;
     return true;
+  }
+  inline void NextFile() {
+    service_left_ = service_nr_;
+    if (files_.size() == 1) return;
+    if (!random_files_ || files_done_ == files_.size()) {
+      if (++cur_file_ == files_.size()) cur_file_ = 0;
+      return;
+    }
+    do {
+      cur_file_ = static_cast<size_t>(file_rng_.Below(files_.size()));
+    } while (files_[cur_file_].done);
   }
   // Every file is done: start them over when wrapping and something is left
   // (fio stops when less than the largest block is left).
@@ -136,7 +176,20 @@ class IoGenerator {
   uint64_t max_bs_ = 4096;
   uint64_t pass_bytes_ = 0;
   uint64_t pass_left_ = 0;
-  size_t next_file_ = 0;
+  // trimwrite / randtrimwrite: the last trim, which the next write repeats.
+  struct Trimmed {
+    int fd = -1;
+    int file_index = 0;
+    uint64_t offset = 0;
+    uint32_t len = 0;
+  };
+  bool trimwrite_ = false;
+  Trimmed trimmed_;
+  size_t cur_file_ = 0;
+  uint64_t service_nr_ = 1;    // I/Os per pick (file_service_type's :N; sequential: all)
+  uint64_t service_left_ = 1;
+  bool random_files_ = false;  // file_service_type=random
+  workload::Rng file_rng_;     // fio's next_file_state
   size_t files_done_ = 0;
   uint64_t filled_ = 0;              // I/Os produced (progress check for Rewind)
   uint64_t filled_at_rewind_ = 0;

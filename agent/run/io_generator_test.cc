@@ -3,6 +3,7 @@
 // alignment, wrap-around and end-of-pass rules.
 #include "agent/run/io_generator.h"
 
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -49,6 +50,38 @@ class IoGeneratorTest : public ::testing::Test {
   jobspec::JobSpec job_;
   std::vector<char> buffers_;
 };
+
+// file_service_type over three 64k files, 4k sequential writes: the files of
+// the first 16 I/Os are fio 3.33's (fio --debug=file, get_next_file lines,
+// same job). Before, every type was served round robin one I/O at a time.
+TEST_F(IoGeneratorTest, FileServiceTypeFollowsFio) {
+  auto files_of = [&](const std::string& fst) {
+    auto list = jobspec::ParseJobText("[f]\nrw=write\nbs=4k\nnrfiles=3\nfile_service_type=" + fst + "\n",
+                                      "test.fio");
+    EXPECT_TRUE(list.ok()) << list.status();
+    job_ = list->jobs[0];
+    buffers_.assign(1 << 20, 0);
+    IoGenerator gen;
+    absl::Status s = gen.Init(job_, 1, {GenFile{3, 0, 64 << 10, 0}, GenFile{4, 0, 64 << 10, 0},
+                                        GenFile{5, 0, 64 << 10, 0}},
+                              192 << 10, false, buffers_.data(), 0);
+    EXPECT_TRUE(s.ok()) << s;
+    std::string seq;
+    IoRequest r;
+    size_t n = 0;
+    std::array<int, 3> per_file{};
+    while (gen.Next(r)) {
+      if (n++ < 16) seq += std::to_string(r.file_index);
+      ++per_file[static_cast<size_t>(r.file_index)];
+    }
+    EXPECT_EQ(per_file, (std::array<int, 3>{16, 16, 16})) << fst;  // every block once
+    return seq;
+  };
+  EXPECT_EQ(files_of("roundrobin"), "0120120120120120");
+  EXPECT_EQ(files_of("roundrobin:3"), "0001112220001112");
+  EXPECT_EQ(files_of("sequential"), "0000000000000000");
+  EXPECT_EQ(files_of("random"), "2200202212210220");
+}
 
 // rw=randrw bs=4k,64k: fio issues every write as one 64k I/O at a 64k boundary.
 // Before, writes shared the read's 4k random map and were cut into 4k-60k

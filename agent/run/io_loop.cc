@@ -234,8 +234,64 @@ void IoLoop::PublishInterval(uint64_t now) {
   }
 }
 
+void IoLoop::IoFailed(const IoRequest& r, int err) {
+  // fio's td_non_fatal_error: continue_on_error names the class (EILSEQ is a
+  // verify error, reads are reads, everything else writes) and the errno must
+  // be in the class's ignore_error list (default: EIO, EILSEQ).
+  const int cls = err == EILSEQ ? 2 : (r.op == IoOp::kRead ? 0 : 1);
+  bool non_fatal = false;
+  if ((job_.continue_on_error & (1u << cls)) != 0) {
+    const std::vector<int>& list = job_.ignore_error[static_cast<size_t>(cls)];
+    non_fatal = list.empty() ? (err == EIO || err == EILSEQ)
+                             : std::find(list.begin(), list.end(), err) != list.end();
+  }
+  std::string text;
+  if (err == EILSEQ && data_ != nullptr && !data_->first_failure().empty()) {
+    text = absl::StrCat(data_->first_failure(), ": ", std::strerror(err));
+  } else {
+    text = absl::StrCat(r.op == IoOp::kRead ? "read" : r.op == IoOp::kTrim ? "trim" : "write",
+                        " offset=", r.offset, " len=", r.len, ": ", std::strerror(err));
+  }
+  if (non_fatal) {
+    ++total_err_;
+    if (first_error_ == 0) {
+      first_error_ = err;
+      first_error_text_ = std::move(text);
+    }
+    return;
+  }
+  if (error_ == 0) {
+    error_ = err;
+    error_text_ = std::move(text);
+  }
+}
+
+void IoLoop::DataFailed(const IoRequest& r, int err) {
+  ++stats_.dir[static_cast<int>(r.op)].errors;
+  IoFailed(r, err);
+}
+
+void IoLoop::BeginVerifyPhase() {
+  write_phase_ns_ += now_ - phase_start_ns_;
+  phase_start_ns_ = now_;
+  data_->BeginVerifyPhase();
+}
+
 bool IoLoop::NextPass(uint64_t now) {
   last_was_sync_ = false;  // fio's clear_io_state between passes
+  if (data_ != nullptr) {
+    const bool was_verify = data_->in_verify_phase();
+    if (data_->EndOfPass()) {
+      // Drain first; RunPhases then starts the verify phase.
+      phase_switch_ = true;
+      stop_issuing_ = true;
+      return false;
+    }
+    if (was_verify) {
+      verify_phase_ns_ += now - phase_start_ns_;
+      phase_start_ns_ = now;
+    }
+  }
   if (job_.time_based && job_.runtime_us != 0) {
     gen_.ResetPass();
     return true;
@@ -267,6 +323,30 @@ void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
   js.job_start_ms = epoch_realtime_ms_;
   js.error = error_;
   js.error_text = error_text_;
+  // continue_on_error: the first error that did not stop the job is the job's
+  // error when nothing stopped it (fio's show_run_stats).
+  js.continue_on_error = job_.continue_on_error;
+  js.total_err = total_err_;
+  js.first_error = first_error_;
+  if (js.error == 0 && first_error_ != 0) {
+    js.error = first_error_;
+    js.error_text = first_error_text_;
+  }
+  // Per direction, fio counts the time of the passes that did its I/O: writes
+  // in the write passes, reads also in the verify phases.
+  uint64_t dir_ms[stats::kNumDdirs] = {runtime_ms, runtime_ms, runtime_ms};
+  if (data_ != nullptr && data_->verifies()) {
+    const uint64_t open_ns = now_ns > phase_start_ns_ ? now_ns - phase_start_ns_ : 0;
+    const bool in_verify = data_->in_verify_phase();
+    const uint64_t w = write_phase_ns_ + (in_verify ? 0 : open_ns);
+    const uint64_t v = verify_phase_ns_ + (in_verify ? open_ns : 0);
+    auto ms = [](uint64_t ns) { return (ns / 1000 + 999) / 1000; };
+    // verify_backlog reads inside the write passes too.
+    const bool reads_in_w = jobspec::HasRead(job_.rw) || job_.verify_backlog != 0;
+    dir_ms[0] = ms((reads_in_w ? w : 0) + v);
+    dir_ms[1] = ms(w);
+    dir_ms[2] = ms(w);
+  }
   for (int d = 0; d < stats::kNumDdirs; ++d) {
     const HotDir& hd = stats_.dir[d];
     stats::DirStats& ds = js.dir[d];
@@ -274,13 +354,19 @@ void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
     ds.total_ios = hd.issued;
     ds.short_ios = hd.short_ios;
     ds.drop_ios = 0;
-    ds.runtime_ms = (hd.bytes || hd.issued) ? runtime_ms : 0;
+    ds.runtime_ms = (hd.bytes || hd.issued) ? dir_ms[d] : 0;
     for (int k = 0; k < stats::kNumLatKinds; ++k) {
       ds.lat[k] = hd.lat[k].ToRunningStat();
       ds.hist[k] = hd.hist[k];
     }
     ds.bw = hd.bw;
     ds.iops = hd.iops;
+    // disable_*/gtod_reduce: the figures fio does not measure are reported
+    // empty, as fio reports them (iofleet still reads its clock per batch).
+    if (job_.disable_slat) ds.lat[stats::kSlat] = stats::RunningStat{}, ds.hist[stats::kSlat].Clear();
+    if (job_.disable_clat) ds.lat[stats::kClat] = stats::RunningStat{}, ds.hist[stats::kClat].Clear();
+    if (job_.disable_lat) ds.lat[stats::kLat] = stats::RunningStat{}, ds.hist[stats::kLat].Clear();
+    if (job_.disable_bw) ds.bw = stats::RunningStat{}, ds.iops = stats::RunningStat{};
     ds.has_sched_lat = pacer_.rated(d);
     if (ds.has_sched_lat) {
       ds.sched_lat = hd.sched_lat.ToRunningStat();
@@ -297,9 +383,11 @@ void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
   js.iodepth_complete = stats_.depth_complete;
   js.total_submit = stats_.total_submit;
   js.total_complete = stats_.total_complete;
-  for (int i = 0; i < 10; ++i) js.lat_ns[i] = stats_.lat_buckets[i];
-  for (int i = 0; i < 10; ++i) js.lat_us[i] = stats_.lat_buckets[10 + i];
-  for (int i = 0; i < 12; ++i) js.lat_ms[i] = stats_.lat_buckets[20 + i];
+  if (!job_.disable_clat) {
+    for (int i = 0; i < 10; ++i) js.lat_ns[i] = stats_.lat_buckets[i];
+    for (int i = 0; i < 10; ++i) js.lat_us[i] = stats_.lat_buckets[10 + i];
+    for (int i = 0; i < 12; ++i) js.lat_ms[i] = stats_.lat_buckets[20 + i];
+  }
 }
 
 }  // namespace iofleet::agent

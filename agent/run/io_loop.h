@@ -13,6 +13,12 @@
 // run: a job without those options runs the plain loop and pays nothing for
 // them per I/O. The paced loop reads the clock before an I/O only when its
 // rate schedule is not already due by the last reading.
+//
+// The loop is one template, IoLoop::RunSync/RunAsync<E, kPaced, kLog, Src>:
+// E the engine, kPaced the pacing above, kLog per-I/O log entries (job_log.h),
+// Src the I/O source: the bare IoGenerator (no hooks) or a DataPath (verify
+// and per-write buffer contents, data_path.h). A job with none of them runs
+// <E, false, false, IoGenerator>, which compiles in none of their hooks.
 #pragma once
 
 #include <algorithm>
@@ -27,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "agent/engines/engine.h"
+#include "agent/run/data_path.h"
 #include "agent/run/io_generator.h"
 #include "agent/run/pacing.h"
 #include "agent/run/steady_state.h"
@@ -94,6 +101,9 @@ struct LoopConfig {
   // `ss_member`: its index in the group.
   SteadyStateGroup* steady_state = nullptr;
   int ss_member = 0;
+  // Buffer contents and verification (data_path.h); null = the bare generator,
+  // which is what a job without verify or per-write buffer work runs.
+  DataPath* data = nullptr;
   // The job's log stream (job_log.h); nullptr = the job writes no log, and
   // its loop is the one compiled without log recording.
   JobLog* log = nullptr;
@@ -102,7 +112,7 @@ struct LoopConfig {
 class IoLoop {
  public:
   IoLoop(const LoopConfig& cfg, IoGenerator& gen, std::vector<IoRequest>& slots)
-      : cfg_(cfg), job_(*cfg.job), gen_(gen), slots_(slots), log_(cfg.log) {
+      : cfg_(cfg), job_(*cfg.job), gen_(gen), slots_(slots), data_(cfg.data), log_(cfg.log) {
     track_hist_[stats::kSlat] = job_.slat_percentiles;
     track_hist_[stats::kClat] =
         job_.clat_percentiles || cfg.mailbox != nullptr || (log_ && log_->plan().hist_msec != 0);
@@ -128,6 +138,7 @@ class IoLoop {
   uint64_t epoch_realtime_ms() const { return epoch_realtime_ms_; }
   int error() const { return error_; }
   const std::string& error_text() const { return error_text_; }
+  uint64_t total_err() const { return total_err_; }
   // CPUs (ids < 64) this loop was seen running on, sampled once per interval.
   uint64_t cpus_seen_mask() const { return cpus_seen_mask_; }
   uint64_t ios_since_epoch() const {
@@ -143,9 +154,11 @@ class IoLoop {
 
  private:
   // Completion accounting for one I/O, with the batch's completion time.
-  // kLog: the job's logs want an entry per I/O (LogPlan::completions).
-  template <bool kPaced, bool kLog>
-  inline void Complete(IoRequest& r, int32_t res, uint64_t now) {
+  // kPaced: the paced loop (pacing.h); kLog: the job's logs want an entry per
+  // I/O (LogPlan::completions); Src: the I/O source (IoGenerator, or DataPath
+  // with completion hooks).
+  template <bool kPaced, bool kLog, class Src>
+  inline void Complete(Src& src, IoRequest& r, int32_t res, uint64_t now) {
     if constexpr (kPaced) CompletePaced(r, res, now);
     const int d = static_cast<int>(r.op);
     if (r.op == IoOp::kFsync) {
@@ -163,11 +176,8 @@ class IoLoop {
     HotDir& hd = stats_.dir[d];
     if (res < 0) {
       ++hd.errors;
-      if (error_ == 0) {
-        error_ = -res;
-        error_text_ = absl::StrCat(r.op == IoOp::kRead ? "read" : "write", " offset=", r.offset,
-                                   " len=", r.len, ": ", std::strerror(-res));
-      }
+      if constexpr (Src::kHooks) src.OnFailed(r);
+      IoFailed(r, -res);
       return;
     }
     const uint64_t clat = now - r.issue_ns;
@@ -179,6 +189,9 @@ class IoLoop {
     if (track_hist_[stats::kClat]) hd.hist[stats::kClat].Add(clat);
     if (track_hist_[stats::kLat]) hd.hist[stats::kLat].Add(lat);
     ++stats_.lat_buckets[stats::LatencyBucketIndex(clat)];
+    if constexpr (Src::kHooks) {
+      if (const int err = src.OnComplete(r); err != 0) DataFailed(r, err);
+    }
     if constexpr (kLog) {
       if (ramp_end_ns_ == 0) {  // fio logs nothing during the ramp
         log_->Push(LogEntry{now - epoch_ns_, lat, clat, r.offset, static_cast<uint32_t>(res),
@@ -186,6 +199,9 @@ class IoLoop {
       }
     }
   }
+  // An I/O (or verify) error: fatal, or counted when continue_on_error covers it.
+  void IoFailed(const IoRequest& r, int err);
+  void DataFailed(const IoRequest& r, int err);
 
   // The paced loop's completion work: scheduled latency, latency target,
   // serialize_overlap's in-flight marks.
@@ -238,6 +254,8 @@ class IoLoop {
   }
   // Starts the next pass (loops / time_based); false when the job is done.
   bool NextPass(uint64_t now);
+  // The verify phase of a DataPath job: begins after a drained write pass.
+  void BeginVerifyPhase();
   // fio's fsync=N rule (get_rw_ddir): the next I/O is an fsync whenever the
   // writes issued so far are a non-zero multiple of N and the last I/O to
   // complete was not an fsync. Like fio, with I/O still in flight this can
@@ -266,38 +284,42 @@ class IoLoop {
   // end_fsync, given up (not waited for) when the run is cancelled.
   void EndFsync();
 
+  // A DataPath job's write passes, then its verify phase (one RunShape each).
+  template <class E, bool kLog, class Src>
+  absl::Status RunPhases(E& e, Src& src);
+  // Picks the loop's instantiation: paced or plain, synchronous or async.
+  template <class E, bool kLog, class Src>
+  absl::Status RunShape(E& e, Src& src);
   // The synchronous shape: one I/O at a time, completed inside Queue().
   // `mark_batches`: count each I/O as a submit and a complete batch of 1, as fio
   // does for engines without a commit hook (psync & co, not the null engine).
-  template <class E, bool kLog>
-  absl::Status RunShape(E& e);
-  template <class E, bool kPaced, bool kLog>
-  absl::Status RunSync(E& e, bool mark_batches);
-  template <class E, bool kPaced, bool kLog>
-  absl::Status RunAsync(E& e);
-  template <class E, bool kPaced, bool kLog>
-  int ReapAndAccount(E& e, int min, int max);
+  template <class E, bool kPaced, bool kLog, class Src>
+  absl::Status RunSync(E& e, Src& src, bool mark_batches);
+  template <class E, bool kPaced, bool kLog, class Src>
+  absl::Status RunAsync(E& e, Src& src);
+  template <class E, bool kPaced, bool kLog, class Src>
+  int ReapAndAccount(E& e, Src& src, int min, int max);
 
   // ---- paced loop helpers (pacing.h)
   // Picks the next I/O's direction under the rate schedule, waiting when no
   // rated direction is due; r.sched_ns gets the due time (0 = not rated).
   // False when the run stopped while waiting.
-  template <class E, bool kLog>
-  bool PaceDir(E& e, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d);
+  template <class E, bool kLog, class Src>
+  bool PaceDir(E& e, Src& src, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d);
   // Sleeps until `until` (a Clock::NowNs time), reaping completions meanwhile
   // with io_submit_mode=offload, publishing intervals and honouring runtime and
   // cancel. False when the run must stop.
-  template <class E, bool kLog>
-  bool WaitUntil(E& e, uint32_t& inflight, uint64_t until);
+  template <class E, bool kLog, class Src>
+  bool WaitUntil(E& e, Src& src, uint32_t& inflight, uint64_t until);
   // Waits for every I/O in flight (fio's io_u_quiesce).
-  template <class E, bool kLog>
-  void Quiesce(E& e, uint32_t& inflight);
+  template <class E, bool kLog, class Src>
+  void Quiesce(E& e, Src& src, uint32_t& inflight);
   // After an I/O was issued: think time due? Then quiesce, spin, sleep.
-  template <class E, bool kLog>
-  void MaybeThink(E& e, uint32_t& inflight);
+  template <class E, bool kLog, class Src>
+  void MaybeThink(E& e, Src& src, uint32_t& inflight);
   // Per loop turn: latency target window and ramp-downs.
-  template <class E, bool kLog>
-  void LatencyTargetTurn(E& e, uint32_t& inflight);
+  template <class E, bool kLog, class Src>
+  void LatencyTargetTurn(E& e, Src& src, uint32_t& inflight);
   // serialize_overlap: r overlaps an I/O in flight.
   bool Overlaps(const IoRequest& r) const;
   void SleepUntil(uint64_t until_ns) const;
@@ -313,6 +335,7 @@ class IoLoop {
   const jobspec::JobSpec& job_;
   IoGenerator& gen_;
   std::vector<IoRequest>& slots_;
+  DataPath* data_ = nullptr;
   std::vector<IoRequest*> free_;
   std::vector<Completion> comps_;
   std::vector<IoRequest*> batch_;
@@ -338,6 +361,18 @@ class IoLoop {
   uint32_t batch_ops_ = 0;       // bit per IoOp present in batch_
   int error_ = 0;
   std::string error_text_;
+  // continue_on_error: errors that did not stop the job.
+  uint64_t total_err_ = 0;
+  int first_error_ = 0;
+  std::string first_error_text_;
+  // DataPath jobs: a write pass is over and the verify phase is due (the
+  // loop drains, then RunPhases switches); time spent in each phase (fio
+  // keeps a runtime per direction: writes in the write passes, reads in the
+  // verify phases too).
+  bool phase_switch_ = false;
+  uint64_t phase_start_ns_ = 0;
+  uint64_t write_phase_ns_ = 0;
+  uint64_t verify_phase_ns_ = 0;
 
   // Pacing (paced loop only).
   Pacer pacer_;
@@ -380,40 +415,58 @@ absl::Status IoLoop::Run(E& e) {
   comps_.resize(slots_.size());
   batch_.reserve(slots_.size());
   absl::Status st;
+  if (pacer_.active()) inflight_mark_.assign(slots_.size(), false);
   if (log_ != nullptr && log_->plan().completions) {
-    st = RunShape<E, true>(e);
+    st = data_ == nullptr ? RunPhases<E, true>(e, gen_) : RunPhases<E, true>(e, *data_);
   } else {
-    st = RunShape<E, false>(e);
+    st = data_ == nullptr ? RunPhases<E, false>(e, gen_) : RunPhases<E, false>(e, *data_);
   }
   pacer_.FlowExit();
   if (cfg_.steady_state != nullptr) cfg_.steady_state->MemberDone(cfg_.ss_member);
   end_ns_ = now_;
-  if (job_.end_fsync && error_ == 0) EndFsync();
+  // fsync_on_close: fio fsyncs each file at the end of the I/O as end_fsync does.
+  if ((job_.end_fsync || (job_.fsync_on_close && jobspec::HasWrite(job_.rw))) && error_ == 0) EndFsync();
   PublishInterval(now_);
   if (log_ != nullptr) log_->End(end_ns_ - epoch_ns_);
   return st;
 }
 
-template <class E, bool kLog>
-absl::Status IoLoop::RunShape(E& e) {
-  const bool paced = pacer_.active();
-  if (paced) inflight_mark_.assign(slots_.size(), false);
-  if constexpr ((E::kStaticCaps & kCapAsync) == 0) {
-    return paced ? RunSync<E, true, kLog>(e, /*mark_batches=*/true)
-                 : RunSync<E, false, kLog>(e, /*mark_batches=*/true);
-  } else if constexpr (requires(const E& x) { x.sync_shape(); }) {
-    if (e.sync_shape()) {
-      return paced ? RunSync<E, true, kLog>(e, /*mark_batches=*/false)
-                   : RunSync<E, false, kLog>(e, /*mark_batches=*/false);
+template <class E, bool kLog, class Src>
+absl::Status IoLoop::RunPhases(E& e, Src& src) {
+  phase_start_ns_ = now_;
+  while (true) {
+    const absl::Status st = RunShape<E, kLog>(e, src);
+    if constexpr (!Src::kHooks) {
+      return st;
+    } else {
+      if (!st.ok() || !phase_switch_) return st;
+      phase_switch_ = false;
+      if (error_ != 0 || ShouldStop(now_) || data_->stop_requested()) return st;
+      stop_issuing_ = false;
+      BeginVerifyPhase();
     }
-    return paced ? RunAsync<E, true, kLog>(e) : RunAsync<E, false, kLog>(e);
-  } else {
-    return paced ? RunAsync<E, true, kLog>(e) : RunAsync<E, false, kLog>(e);
   }
 }
 
-template <class E, bool kPaced, bool kLog>
-absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
+template <class E, bool kLog, class Src>
+absl::Status IoLoop::RunShape(E& e, Src& src) {
+  const bool paced = pacer_.active();
+  if constexpr ((E::kStaticCaps & kCapAsync) == 0) {
+    return paced ? RunSync<E, true, kLog>(e, src, /*mark_batches=*/true)
+                 : RunSync<E, false, kLog>(e, src, /*mark_batches=*/true);
+  } else if constexpr (requires(const E& x) { x.sync_shape(); }) {
+    if (e.sync_shape()) {
+      return paced ? RunSync<E, true, kLog>(e, src, /*mark_batches=*/false)
+                   : RunSync<E, false, kLog>(e, src, /*mark_batches=*/false);
+    }
+    return paced ? RunAsync<E, true, kLog>(e, src) : RunAsync<E, false, kLog>(e, src);
+  } else {
+    return paced ? RunAsync<E, true, kLog>(e, src) : RunAsync<E, false, kLog>(e, src);
+  }
+}
+
+template <class E, bool kPaced, bool kLog, class Src>
+absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
   IoRequest& r = slots_[0];
   [[maybe_unused]] uint32_t inflight = 0;
   while (!stop_issuing_) {
@@ -431,13 +484,13 @@ absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
       PrepareFsync(r);
       r.sched_ns = 0;
     } else if constexpr (kPaced) {
-      jobspec::Ddir d = gen_.NextDir();
-      if (!PaceDir<E, kLog>(e, inflight, r, &d)) break;
-      if (!gen_.NextIn(r, d)) {
+      jobspec::Ddir d = src.NextDir();
+      if (!PaceDir<E, kLog>(e, src, inflight, r, &d)) break;
+      if (!src.NextIn(r, d)) {
         if (!NextPass(now_)) break;
         continue;
       }
-    } else if (!gen_.Next(r)) {
+    } else if (!src.Next(r)) {
       if (!NextPass(now_)) break;
       continue;
     }
@@ -445,6 +498,14 @@ absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
     r.start_ns = issue;
     r.issue_ns = issue;
     CountIssued(r);
+    if constexpr (Src::kHooks) {
+      if (src.Skip(r)) {  // verify_only: accounted, not issued
+        ++stats_.depth_level[0];
+        now_ = issue;
+        Complete<kPaced, kLog>(src, r, static_cast<int32_t>(r.len), issue);
+        continue;
+      }
+    }
     if constexpr (kPaced) {
       if (r.op != IoOp::kFsync) pacer_.OnIssue(static_cast<int>(r.op), r.len);
     }
@@ -480,21 +541,24 @@ absl::Status IoLoop::RunSync(E& e, bool mark_batches) {
       now_ = Clock::NowNs();
       if (done == r.len) res = static_cast<int32_t>(r.len);
     }
-    Complete<kPaced, kLog>(r, res, now_);
+    Complete<kPaced, kLog>(src, r, res, now_);
     if (error_ != 0) break;
+    if constexpr (Src::kHooks) {
+      if (src.stop_requested()) break;
+    }
     Tick(now_);
     if (ShouldStop(now_)) break;
     if constexpr (kPaced) {
-      if (r.op != IoOp::kFsync) MaybeThink<E, kLog>(e, inflight);
-      LatencyTargetTurn<E, kLog>(e, inflight);
+      if (r.op != IoOp::kFsync) MaybeThink<E, kLog>(e, src, inflight);
+      LatencyTargetTurn<E, kLog>(e, src, inflight);
       if (error_ != 0 || ShouldStop(now_)) break;
     }
   }
   return absl::OkStatus();
 }
 
-template <class E, bool kPaced, bool kLog>
-int IoLoop::ReapAndAccount(E& e, int min, int max) {
+template <class E, bool kPaced, bool kLog, class Src>
+int IoLoop::ReapAndAccount(E& e, Src& src, int min, int max) {
   const int n = e.Reap(min, max, comps_.data());
   if (n <= 0) return n;
   const uint64_t now = Clock::NowNs();
@@ -521,14 +585,14 @@ int IoLoop::ReapAndAccount(E& e, int min, int max) {
       }
       res = -EAGAIN;
     }
-    Complete<kPaced, kLog>(r, res, now);
+    Complete<kPaced, kLog>(src, r, res, now);
     free_.push_back(&r);
   }
   return n;
 }
 
-template <class E, bool kPaced, bool kLog>
-absl::Status IoLoop::RunAsync(E& e) {
+template <class E, bool kPaced, bool kLog, class Src>
+absl::Status IoLoop::RunAsync(E& e, Src& src) {
   const uint32_t depth = static_cast<uint32_t>(slots_.size());
   const uint32_t batch_submit = std::clamp<uint32_t>(job_.iodepth_batch_submit, 1, depth);
   const uint32_t complete_min = std::min(job_.iodepth_batch_complete_min, depth);
@@ -592,7 +656,7 @@ absl::Status IoLoop::RunAsync(E& e) {
           if (inflight >= pacer_.qd()) break;  // latency target's depth cap
           if (pacer_.has_flow() && pacer_.FlowHeld()) {
             if (!batch_.empty() && !commit()) return absl::OkStatus();
-            if (inflight > 0 && pacer_.flow_sleep_us() != 0) Quiesce<E, kLog>(e, inflight);
+            if (inflight > 0 && pacer_.flow_sleep_us() != 0) Quiesce<E, kLog>(e, src, inflight);
             if (inflight > 0) break;  // reap some, then ask again
             if (pacer_.flow_sleep_us() != 0) SleepUntil(Clock::NowNs() + pacer_.flow_sleep_us() * 1000);
             now_ = Clock::NowNs();
@@ -605,19 +669,19 @@ absl::Status IoLoop::RunAsync(E& e) {
           PrepareFsync(r);
           if constexpr (kPaced) r.sched_ns = 0;
         } else if constexpr (kPaced) {
-          jobspec::Ddir d = gen_.NextDir();
+          jobspec::Ddir d = src.NextDir();
           if (pacer_.any_rated() && pacer_.due(d) > now_ && !batch_.empty() && !commit()) {
             return absl::OkStatus();  // submit what is queued before any wait
           }
-          if (!PaceDir<E, kLog>(e, inflight, r, &d)) break;
-          if (!gen_.NextIn(r, d)) {
+          if (!PaceDir<E, kLog>(e, src, inflight, r, &d)) break;
+          if (!src.NextIn(r, d)) {
             if (!NextPass(now_)) break;
             continue;
           }
           if (pacer_.serialize()) {
             while (Overlaps(r) && inflight > 0) {
               if (!batch_.empty() && !commit()) return absl::OkStatus();
-              const int n = ReapAndAccount<E, kPaced, kLog>(e, 1, static_cast<int>(inflight));
+              const int n = ReapAndAccount<E, kPaced, kLog>(e, src, 1, static_cast<int>(inflight));
               if (n < 0) {
                 error_ = -n;
                 error_text_ = absl::StrCat("reap: ", std::strerror(-n));
@@ -626,7 +690,7 @@ absl::Status IoLoop::RunAsync(E& e) {
               inflight -= static_cast<uint32_t>(n);
             }
           }
-        } else if (!gen_.Next(r)) {
+        } else if (!src.Next(r)) {
           if (!NextPass(now_)) break;
           continue;
         }
@@ -638,6 +702,16 @@ absl::Status IoLoop::RunAsync(E& e) {
           if (free_.back() != &r) std::iter_swap(std::find(free_.begin(), free_.end(), &r), free_.end() - 1);
         }
         free_.pop_back();
+        if constexpr (Src::kHooks) {
+          if (src.Skip(r)) {  // verify_only: accounted, not issued
+            CountIssued(r);
+            ++stats_.depth_level[0];
+            r.issue_ns = r.start_ns;
+            Complete<kPaced, kLog>(src, r, static_cast<int32_t>(r.len), now_);
+            free_.push_back(&r);
+            continue;
+          }
+        }
       }
       const QueueResult q = e.Queue(r);
       if (q == QueueResult::kBusy) {
@@ -657,7 +731,7 @@ absl::Status IoLoop::RunAsync(E& e) {
         ++stats_.depth_level[stats::DepthLevelBin(inflight + 1)];
         r.issue_ns = r.start_ns;
         now_ = Clock::NowNs();
-        Complete<kPaced, kLog>(r, r.res, now_);
+        Complete<kPaced, kLog>(src, r, r.res, now_);
         free_.push_back(&r);
         if (error_ != 0) stop_issuing_ = true;
         continue;
@@ -670,7 +744,7 @@ absl::Status IoLoop::RunAsync(E& e) {
         if (pacer_.thinks() && r.op != IoOp::kFsync) {
           if (pacer_.ThinkDue(ThinkBlocks(), now_)) {
             if (!batch_.empty() && !commit()) return absl::OkStatus();
-            MaybeThink<E, kLog>(e, inflight);
+            MaybeThink<E, kLog>(e, src, inflight);
           }
         }
       }
@@ -684,7 +758,7 @@ absl::Status IoLoop::RunAsync(E& e) {
     // time, until the depth is down to iodepth_low.
     do {
       const uint32_t want = std::min(std::max<uint32_t>(complete_min, 1), inflight);
-      const int n = ReapAndAccount<E, kPaced, kLog>(e, static_cast<int>(want),
+      const int n = ReapAndAccount<E, kPaced, kLog>(e, src, static_cast<int>(want),
                                               static_cast<int>(std::min(complete_max, inflight)));
       if (n < 0) {
         error_ = -n;
@@ -698,15 +772,18 @@ absl::Status IoLoop::RunAsync(E& e) {
       }
     } while (inflight > depth_low && !stop_issuing_ && (!kPaced || !pacer_.lat_target() || inflight >= pacer_.qd()));
     if (error_ != 0) stop_issuing_ = true;
+    if constexpr (Src::kHooks) {
+      if (src.stop_requested()) stop_issuing_ = true;
+    }
     Tick(now_);
     if (ShouldStop(now_)) stop_issuing_ = true;
     if constexpr (kPaced) {
-      if (!stop_issuing_) LatencyTargetTurn<E, kLog>(e, inflight);
+      if (!stop_issuing_) LatencyTargetTurn<E, kLog>(e, src, inflight);
       if (error_ != 0) stop_issuing_ = true;
     }
     if (stop_issuing_) {
       while (inflight > 0) {
-        const int n = ReapAndAccount<E, kPaced, kLog>(e, static_cast<int>(inflight), static_cast<int>(inflight));
+        const int n = ReapAndAccount<E, kPaced, kLog>(e, src, static_cast<int>(inflight), static_cast<int>(inflight));
         if (n < 0) break;
         inflight -= static_cast<uint32_t>(n);
         if (requeued_) {
@@ -720,10 +797,10 @@ absl::Status IoLoop::RunAsync(E& e) {
   return absl::OkStatus();
 }
 
-template <class E, bool kLog>
-void IoLoop::Quiesce(E& e, uint32_t& inflight) {
+template <class E, bool kLog, class Src>
+void IoLoop::Quiesce(E& e, Src& src, uint32_t& inflight) {
   while (inflight > 0) {
-    const int n = ReapAndAccount<E, true, kLog>(e, static_cast<int>(inflight), static_cast<int>(inflight));
+    const int n = ReapAndAccount<E, true, kLog>(e, src, static_cast<int>(inflight), static_cast<int>(inflight));
     if (n < 0) {
       if (error_ == 0) {
         error_ = -n;
@@ -740,9 +817,9 @@ void IoLoop::Quiesce(E& e, uint32_t& inflight) {
   }
 }
 
-template <class E, bool kLog>
-bool IoLoop::WaitUntil(E& e, uint32_t& inflight, uint64_t until) {
-  if (inflight > 0 && !pacer_.offload()) Quiesce<E, kLog>(e, inflight);  // fio's inline mode
+template <class E, bool kLog, class Src>
+bool IoLoop::WaitUntil(E& e, Src& src, uint32_t& inflight, uint64_t until) {
+  if (inflight > 0 && !pacer_.offload()) Quiesce<E, kLog>(e, src, inflight);  // fio's inline mode
   while (true) {
     const uint64_t now = Clock::NowNs();
     now_ = now;
@@ -758,7 +835,7 @@ bool IoLoop::WaitUntil(E& e, uint32_t& inflight, uint64_t until) {
     if (inflight > 0) {
       // offload: completions are reaped as they come while waiting, so their
       // times are right; poll at most every 20 us.
-      const int n = ReapAndAccount<E, true, kLog>(e, 0, static_cast<int>(inflight));
+      const int n = ReapAndAccount<E, true, kLog>(e, src, 0, static_cast<int>(inflight));
       if (n > 0) {
         inflight -= static_cast<uint32_t>(n);
         if (requeued_) {
@@ -773,33 +850,33 @@ bool IoLoop::WaitUntil(E& e, uint32_t& inflight, uint64_t until) {
   }
 }
 
-template <class E, bool kLog>
-bool IoLoop::PaceDir(E& e, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d) {
+template <class E, bool kLog, class Src>
+bool IoLoop::PaceDir(E& e, Src& src, uint32_t& inflight, IoRequest& r, jobspec::Ddir* d) {
   r.sched_ns = 0;
   if (!pacer_.any_rated()) return true;
-  const uint32_t other = gen_.OtherShare(*d);
+  const uint32_t other = src.OtherShare(*d);
   uint64_t wait = 0;
   int chosen = pacer_.ChooseDir(*d, other, now_, &wait);
   if (wait != 0) {
     // Not due by the last reading: read the clock once more before waiting.
     now_ = Clock::NowNs();
     chosen = pacer_.ChooseDir(*d, other, now_, &wait);
-    if (wait != 0 && !WaitUntil<E, kLog>(e, inflight, wait)) return false;
+    if (wait != 0 && !WaitUntil<E, kLog>(e, src, inflight, wait)) return false;
   }
   if (chosen != *d) {
-    gen_.SwitchDir(static_cast<jobspec::Ddir>(chosen));
+    src.SwitchDir(static_cast<jobspec::Ddir>(chosen));
     *d = static_cast<jobspec::Ddir>(chosen);
   }
   if (pacer_.rated(chosen)) r.sched_ns = pacer_.due(chosen);
   return true;
 }
 
-template <class E, bool kLog>
-void IoLoop::MaybeThink(E& e, uint32_t& inflight) {
+template <class E, bool kLog, class Src>
+void IoLoop::MaybeThink(E& e, Src& src, uint32_t& inflight) {
   if (!pacer_.thinks()) return;
   const uint64_t now = now_;
   if (!pacer_.ThinkDue(ThinkBlocks(), now)) return;
-  Quiesce<E, kLog>(e, inflight);
+  Quiesce<E, kLog>(e, src, inflight);
   const uint64_t t0 = Clock::NowNs();
   uint64_t spun = 0;
   if (pacer_.spin_us() != 0) {
@@ -822,11 +899,11 @@ void IoLoop::MaybeThink(E& e, uint32_t& inflight) {
   pacer_.ThinkDone(ThinkBlocks(), now);
 }
 
-template <class E, bool kLog>
-void IoLoop::LatencyTargetTurn(E& e, uint32_t& inflight) {
+template <class E, bool kLog, class Src>
+void IoLoop::LatencyTargetTurn(E& e, Src& src, uint32_t& inflight) {
   if (!pacer_.lat_target()) return;
   if (pacer_.lat_ramped_down()) {  // a completion missed the target: quiesce, new cycle
-    Quiesce<E, kLog>(e, inflight);
+    Quiesce<E, kLog>(e, src, inflight);
     now_ = Clock::NowNs();
     pacer_.LatCycle(now_, DoneIos());
     return;
@@ -835,13 +912,13 @@ void IoLoop::LatencyTargetTurn(E& e, uint32_t& inflight) {
     case Pacer::LatAction::kNone:
       return;
     case Pacer::LatAction::kQuiesce:
-      Quiesce<E, kLog>(e, inflight);
+      Quiesce<E, kLog>(e, src, inflight);
       now_ = Clock::NowNs();
       pacer_.LatCycle(now_, DoneIos());
       return;
     case Pacer::LatAction::kFinalRun:
       // The depth settled: measure one more window at it, from a clean slate.
-      Quiesce<E, kLog>(e, inflight);
+      Quiesce<E, kLog>(e, src, inflight);
       now_ = Clock::NowNs();
       ResetStats(now_);
       pacer_.LatCycle(now_, DoneIos());

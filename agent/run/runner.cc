@@ -253,6 +253,10 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
       }
       for (const auto& name : names) {
         const FileFacts facts = EngineDoesNoIo(job) ? FileFacts{} : Inspect(name);
+        if (!job.allow_file_create && !facts.exists && !EngineDoesNoIo(job)) {
+          return JobError(job, "allow_file_create", "0",
+                          absl::StrCat("forbids creating ", name, ", which does not exist"));
+        }
         uint64_t per_file = job.filesize;
         if (size_rng.has_value()) {
           const bool in_range = facts.exists && facts.size >= job.filesize &&
@@ -516,7 +520,7 @@ absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOpti
     if (jobspec::HasTrim(job.rw) && (eng->capabilities & kCapTrim) == 0) {
       return JobError(job, "rw", jobspec::RwPatternName(job.rw),
                       absl::StrCat("the ", job.ioengine,
-                                   " engine cannot trim (io_uring_cmd trims NVMe namespaces)"));
+                                   " engine cannot trim (the sync engines psync, sync, pvsync and pvsync2 trim; io_uring_cmd trims NVMe namespaces)"));
     }
     const bool writes = jobspec::HasWrite(job.rw) || jobspec::HasTrim(job.rw);
     {

@@ -373,7 +373,7 @@ TEST_F(RunnerTest, IoUringCmdRefusesAnythingButAnNvmeGenericDevice) {
 }
 
 TEST_F(RunnerTest, TrimNeedsAnEngineThatTrims) {
-  auto r = RunJobs(Parse("[t]\nioengine=psync\nrw=randtrim\nsize=1m\nfilename=" + Path("t.dat") +
+  auto r = RunJobs(Parse("[t]\nioengine=libaio\nrw=randtrim\nsize=1m\nfilename=" + Path("t.dat") +
                          "\n"),
                    {});
   ASSERT_FALSE(r.ok());

@@ -9,13 +9,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdio>
+#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "agent/affinity/cpu.h"
 #include "agent/affinity/numa.h"
 #include "agent/run/budget.h"
+#include "agent/workload/buffer_fill.h"
 #include "agent/workload/random.h"
+#include "common/jobspec/pattern.h"
 #include "common/clock.h"
 #include "common/jobspec/parser.h"
 #include "common/status.h"
@@ -42,6 +46,15 @@ Worker::~Worker() {
     if (fd >= 0) ::close(fd);
   }
   if (buffers_ != nullptr) munmap(buffers_, buffers_size_);
+  // unlink: the job's regular files go when it is done (fio's close_and_free_files).
+  if (spec_.job->unlink) {
+    for (const TargetFile& tf : spec_.files) {
+      if (!tf.is_block_device && ::unlink(tf.path.c_str()) != 0 && errno != ENOENT) {
+        std::fprintf(stderr, "iofleet-agent: job \"%s\": unlink %s: %s\n", spec_.job->name.c_str(),
+                     tf.path.c_str(), std::strerror(errno));
+      }
+    }
+  }
 }
 
 absl::Status Worker::Prepare() {
@@ -102,18 +115,34 @@ absl::Status Worker::Prepare() {
     return IoError(JobPrefix(job) + "mmap I/O buffers", absl::StrCat(buffers_size_, " bytes"), errno);
   }
   buffers_ = mem;
-  // Fill with pseudo-random bytes: written data should not be trivially
-  // compressible. Large buffers take a while: a cancel is honoured every 16 MiB.
+  // Initial contents, as fio's fill_io_buffer: random unless buffer_pattern,
+  // zero_buffers or compression say otherwise. Large buffers take a while: a
+  // cancel is honoured between slots.
+  auto seeds = workload::MakeJobSeeds(job, static_cast<uint32_t>(spec_.thread_number));
+  if (!seeds.ok()) return seeds.status();
+  std::optional<workload::BufferFiller> filler;
   {
-    std::mt19937_64 rng(0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(spec_.thread_number));
-    uint64_t* p = static_cast<uint64_t*>(buffers_);
-    const size_t words = buffers_size_ / sizeof(uint64_t);
-    constexpr size_t kCheckWords = (16u << 20) / sizeof(uint64_t);
-    for (size_t i = 0; i < words; ++i) {
-      if (i % kCheckWords == 0 && cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) {
+    jobspec::Pattern pattern;
+    if (!job.buffer_pattern.empty()) {
+      auto p = jobspec::ParsePattern(job.buffer_pattern, false);
+      absl::Status ps = p.ok() ? jobspec::ResolvePatternFiles(*p) : p.status();
+      if (!ps.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(JobPrefix(job), "option \"buffer_pattern\": value \"",
+                                                       job.buffer_pattern, "\": ", ps.message()));
+      }
+      pattern = std::move(*p);
+    }
+    auto f = workload::BufferFiller::Create(job, *seeds, std::move(pattern));
+    if (!f.ok()) return f.status();
+    filler.emplace(std::move(*f));
+  }
+  {
+    const uint32_t slots = static_cast<uint32_t>(buffers_size_ / slot_size_);
+    for (uint32_t i = 0; i < slots; ++i) {
+      if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) {
         return absl::CancelledError(JobPrefix(job) + "cancelled while preparing I/O buffers");
       }
-      p[i] = rng();
+      filler->FillInitial(static_cast<char*>(buffers_) + static_cast<size_t>(i) * slot_size_, slot_size_);
     }
   }
   {
@@ -156,8 +185,28 @@ absl::Status Worker::Prepare() {
   s = engine_->Open(fds_);
   if (!s.ok()) return absl::Status(s.code(), JobPrefix(job) + std::string(s.message()));
 
+  if (DataPath::Needed(job, &*filler) && !no_io) {
+    DataPath::Config dc;
+    dc.job = &job;
+    dc.thread_number = spec_.thread_number;
+    dc.buffers = static_cast<char*>(buffers_);
+    dc.slot_size = slot_size_;
+    dc.depth = depth;
+    for (const TargetFile& tf : spec_.files) {
+      dc.file_names.push_back(tf.path);
+      dc.regular.push_back(!tf.is_block_device);
+    }
+    dc.fds = fds_;
+    dc.seeds = *seeds;
+    if (job.verify == jobspec::VerifyType::kNone) dc.filler = std::move(filler);
+    auto d = DataPath::Create(std::move(dc), gen_);
+    if (!d.ok()) return d.status();
+    data_ = std::move(*d);
+  }
+
   LoopConfig lc;
   lc.job = &job;
+  lc.data = data_.get();
   lc.job_index = spec_.clone_index;
   lc.interval_ns = static_cast<uint64_t>(interval_ms_) * 1000000ull;
   lc.cancel = cancel_;
@@ -216,6 +265,12 @@ void Worker::Run() {
   if (!s.ok() && js.error == 0) {
     js.error = EIO;
     js.error_text = std::string(s.message());
+  }
+  if (data_ != nullptr) {
+    if (absl::Status vs = data_->SaveStateAtEnd(); !vs.ok()) {
+      std::fprintf(stderr, "iofleet-agent: job \"%s\": %s\n", job.name.c_str(),
+                   std::string(vs.message()).c_str());
+    }
   }
   js.elapsed_s = (Clock::RealtimeMs() - wall_start_ms + 999) / 1000;
   js.usr_time_us = TvUs(ru1.ru_utime) - TvUs(ru0.ru_utime);

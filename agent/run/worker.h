@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "agent/engines/engine.h"
+#include "agent/run/data_path.h"
 #include "agent/run/io_generator.h"
 #include "agent/run/io_loop.h"
 #include "common/jobspec/job_spec.h"
@@ -77,6 +78,7 @@ class Worker {
   std::vector<IoRequest> slots_;
   std::unique_ptr<IoEngine> engine_;
   IoGenerator gen_;
+  std::unique_ptr<DataPath> data_;  // verify / per-write buffer contents; null = none
   std::unique_ptr<IoLoop> loop_;
   WorkerMailbox mailbox_;
   stats::JobStats result_;

@@ -49,6 +49,13 @@ BlockSizeOptions BlockSizeOptionsForJob(const jobspec::JobSpec& job, const JobSe
       if (pd.min_bs == 0 || pd.max_bs == 0) pd.min_bs = pd.max_bs = job.bs[d];
     }
   }
+  // fio (td_fill_rand_seeds_internal): with verify, writes draw their sizes
+  // from the read stream's seed (a read-back sees the same sizes); trimwrite
+  // trims what it then writes.
+  if (job.verify != jobspec::VerifyType::kNone) o.seeds[jobspec::kWrite] = o.seeds[jobspec::kRead];
+  if (job.rw == jobspec::RwPattern::kTrimWrite || job.rw == jobspec::RwPattern::kRandTrimWrite) {
+    o.seeds[jobspec::kTrim] = o.seeds[jobspec::kWrite];
+  }
   return o;
 }
 

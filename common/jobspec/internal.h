@@ -111,6 +111,9 @@ struct Builder {
   }
 };
 
+// fio's fixup for verify, buffer contents and file options (options.cc).
+void FixupData(Builder& b);
+
 struct OptCtx {
   const std::string& value;
   bool has_value;

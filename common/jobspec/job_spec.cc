@@ -57,4 +57,56 @@ const char* RwPatternName(RwPattern p) {
   return "read";
 }
 
+const char* VerifyTypeName(VerifyType t) {
+  switch (t) {
+    case VerifyType::kNone: return "0";
+    case VerifyType::kMeta: return "meta";
+    case VerifyType::kMd5: return "md5";
+    case VerifyType::kCrc64: return "crc64";
+    case VerifyType::kCrc32: return "crc32";
+    case VerifyType::kCrc32c: return "crc32c";
+    case VerifyType::kCrc32cIntel: return "crc32c-intel";
+    case VerifyType::kCrc16: return "crc16";
+    case VerifyType::kCrc7: return "crc7";
+    case VerifyType::kSha256: return "sha256";
+    case VerifyType::kSha512: return "sha512";
+    case VerifyType::kSha3_224: return "sha3-224";
+    case VerifyType::kSha3_256: return "sha3-256";
+    case VerifyType::kSha3_384: return "sha3-384";
+    case VerifyType::kSha3_512: return "sha3-512";
+    case VerifyType::kXxhash: return "xxhash";
+    case VerifyType::kSha1: return "sha1";
+    case VerifyType::kPattern: return "pattern (header)";
+    case VerifyType::kPatternNoHdr: return "pattern";
+    case VerifyType::kNull: return "null";
+  }
+  return "0";
+}
+
+uint32_t VerifyChecksumBytes(VerifyType t) {
+  switch (t) {
+    case VerifyType::kMd5: return 16;
+    case VerifyType::kCrc64: return 8;
+    case VerifyType::kCrc32:
+    case VerifyType::kCrc32c:
+    case VerifyType::kCrc32cIntel: return 4;
+    case VerifyType::kCrc16: return 2;
+    case VerifyType::kCrc7: return 1;
+    case VerifyType::kSha256: return 64;   // fio's vhdr_sha256 slot
+    case VerifyType::kSha512: return 128;  // fio's vhdr_sha512 slot
+    case VerifyType::kSha3_224: return 28;
+    case VerifyType::kSha3_256: return 32;
+    case VerifyType::kSha3_384: return 48;
+    case VerifyType::kSha3_512: return 64;
+    case VerifyType::kXxhash: return 4;
+    case VerifyType::kSha1: return 20;
+    default: return 0;
+  }
+}
+
+uint32_t VerifyHeaderBytes(VerifyType t) {
+  if (t == VerifyType::kNone || t == VerifyType::kNull || t == VerifyType::kPatternNoHdr) return 0;
+  return 40 + VerifyChecksumBytes(t);
+}
+
 }  // namespace iofleet::jobspec

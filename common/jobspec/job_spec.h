@@ -31,6 +31,49 @@ enum class RandomGenerator { kTausworthe, kLfsr, kTausworthe64 };
 enum class CpusAllowedPolicy { kShared, kSplit };
 enum class UnifiedRw { kNone, kMixed, kBoth };
 
+// fio's verify= types, with fio's numbers (verify.h VERIFY_*): the number is
+// stored in each block's verify header.
+enum class VerifyType : uint16_t {
+  kNone = 0,
+  kMeta = 1,  // header only (fio's VERIFY_HDR_ONLY)
+  kMd5 = 2,
+  kCrc64 = 3,
+  kCrc32 = 4,
+  kCrc32c = 5,
+  kCrc32cIntel = 6,  // fio parses crc32c-intel as crc32c; kept for headers that carry it
+  kCrc16 = 7,
+  kCrc7 = 8,
+  kSha256 = 9,
+  kSha512 = 10,
+  kSha3_224 = 11,
+  kSha3_256 = 12,
+  kSha3_384 = 13,
+  kSha3_512 = 14,
+  kXxhash = 15,
+  kSha1 = 16,
+  kPattern = 17,       // verify_pattern without verify=: header, then the pattern
+  kPatternNoHdr = 18,  // verify=pattern: the pattern alone
+  kNull = 19,          // pretend to verify
+};
+const char* VerifyTypeName(VerifyType t);  // fio's verify= word ("md5", ...)
+// Bytes of checksum `t` stores after its 40-byte verify header (0 for meta,
+// pattern, null), and the header plus checksum at the start of every verify
+// interval (0 for verify=pattern and null, which write no header).
+uint32_t VerifyChecksumBytes(VerifyType t);
+uint32_t VerifyHeaderBytes(VerifyType t);
+
+enum class FallocateMode { kNone, kPosix, kKeep, kNative, kTruncate };
+enum class SyncMode { kNone, kSync, kDsync };
+enum class FileService { kRoundRobin, kSequential, kRandom };
+// fio's ERROR_TYPE_*_BIT: which errors continue_on_error lets a job survive.
+enum ErrorClass : uint32_t {
+  kErrorRead = 1u << 0,
+  kErrorWrite = 1u << 1,
+  kErrorVerify = 1u << 2,
+  kErrorIo = kErrorRead | kErrorWrite,
+  kErrorAll = kErrorIo | kErrorVerify,
+};
+enum class ExitWhat { kGroup, kStonewall, kAll };
 // Pacing and placement (issue 13; the agent's agent/run/pacing.h and
 // agent/workload/distribution.h implement them).
 enum class RateProcess { kLinear, kPoisson };
@@ -141,6 +184,59 @@ struct JobSpec {
   // signature anyway (agent/run/destructive.h). Default: 0 (refused).
   bool allow_destructive = false;
 
+  // Verify (agent/workload/verify.h). Values are after fio's fixup: verify_pattern
+  // alone implies kPattern; verify_interval is resolved against the write sizes.
+  VerifyType verify = VerifyType::kNone;
+  bool do_verify = true;
+  uint32_t verify_interval = 0;      // bytes between headers; 0 = the I/O size
+  uint32_t verify_offset = 0;        // header moved this many bytes into each interval
+  std::string verify_pattern;        // fio pattern text ('0xff', '"abc"', '%o', ...)
+  bool verify_fatal = false;
+  bool verify_dump = false;
+  uint32_t verify_backlog = 0;       // verify after every N writes; 0 = after the pass
+  uint32_t verify_backlog_batch = 0; // blocks verified per backlog round; 0 = backlog
+  bool verify_only = false;
+  bool verify_state_save = true;
+  bool verify_state_load = false;
+
+  // Buffer contents (agent/workload/buffer_fill.h), after fio's fixup:
+  // refill_buffers is on with verify or dedupe unless written; scramble_buffers
+  // is off with zero_buffers, buffer_pattern, compression or verify.
+  std::string buffer_pattern;        // fio pattern text
+  uint32_t buffer_compress_percentage = 0;
+  uint32_t buffer_compress_chunk = 512;
+  bool refill_buffers = false;
+  bool zero_buffers = false;
+  bool scramble_buffers = true;
+  uint32_t dedupe_percentage = 0;
+
+  // Files and errors.
+  FallocateMode fallocate = FallocateMode::kNative;
+  bool pre_read = false;
+  bool create_only = false;
+  bool create_on_open = false;
+  bool allow_file_create = true;
+  bool overwrite = false;
+  std::string filename_format;       // "" = fio's $jobname.$jobnum.$filenum
+  FileService file_service_type = FileService::kRoundRobin;
+  uint32_t file_service_nr = 1;      // I/Os per file before switching (the ':N')
+  bool unlink = false;
+  bool fsync_on_close = false;
+  SyncMode sync = SyncMode::kNone;
+  uint32_t fdatasync = 0;            // fdatasync every N writes; 0 = never
+  uint32_t sync_file_range = 0;      // SYNC_FILE_RANGE_* flags; 0 = never
+  uint32_t sync_file_range_nr = 0;   // ... every N writes
+  std::array<uint64_t, kNumDdirs> blockalign{0, 0, 0};  // 0 = the direction's smallest bs
+  uint32_t continue_on_error = 0;    // ErrorClass bits
+  // ignore_error: errnos per class (read, write, verify) that are not errors at all.
+  std::array<std::vector<int>, 3> ignore_error;
+  bool exitall = false;
+  ExitWhat exit_what = ExitWhat::kGroup;
+  bool gtod_reduce = false;
+  bool disable_lat = false;
+  bool disable_clat = false;
+  bool disable_slat = false;
+  bool disable_bw = false;
   // --- Pacing and placement --------------------------------------------------
   // rate / rate_iops caps, rate_min / rate_iops_min floors, per direction; 0 = none.
   std::array<uint64_t, kNumDdirs> rate{};           // bytes/s

@@ -1,11 +1,13 @@
 #include "common/jobspec/options.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,12 +15,14 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/jobspec/internal.h"
 #include "common/jobspec/options_pacing.h"
+#include "common/jobspec/pattern.h"
 
 namespace iofleet::jobspec {
 namespace {
@@ -938,6 +942,382 @@ void RenderRwmixread(const JobSpec& j, const Builder& t, Options* out) {
 }
 
 // ---------------------------------------------------------------------------
+// Data and files (issue 13): verify, buffer contents, files and errors.
+
+// A word of a fixed set (fio's posval list), as its enum value.
+template <typename E>
+absl::StatusOr<E> ChoiceOf(const std::string& raw,
+                           std::initializer_list<std::pair<const char*, E>> words) {
+  const std::string v = absl::AsciiStrToLower(Trim(raw));
+  std::vector<std::string> names;
+  for (const auto& [w, e] : words) {
+    if (v == w) return e;
+    names.push_back(w);
+  }
+  return Tail(absl::StrCat("must be one of ", absl::StrJoin(names, ", ")));
+}
+
+template <typename E>
+const char* WordOf(E e, std::initializer_list<std::pair<const char*, E>> words) {
+  for (const auto& [w, x] : words) {
+    if (x == e) return w;
+  }
+  return "";
+}
+
+bool Written(const Builder& b, const char* name) { return b.origin.contains(name); }
+
+#define IOFLEET_VERIFY_WORDS                                                              \
+  {{"0", VerifyType::kNone},          {"md5", VerifyType::kMd5},                         \
+   {"crc64", VerifyType::kCrc64},     {"crc32", VerifyType::kCrc32},                     \
+   {"crc32c", VerifyType::kCrc32c},   {"crc32c-intel", VerifyType::kCrc32c},             \
+   {"crc16", VerifyType::kCrc16},     {"crc7", VerifyType::kCrc7},                       \
+   {"sha1", VerifyType::kSha1},       {"sha256", VerifyType::kSha256},                   \
+   {"sha512", VerifyType::kSha512},   {"sha3-224", VerifyType::kSha3_224},               \
+   {"sha3-256", VerifyType::kSha3_256}, {"sha3-384", VerifyType::kSha3_384},             \
+   {"sha3-512", VerifyType::kSha3_512}, {"xxhash", VerifyType::kXxhash},                 \
+   {"meta", VerifyType::kMeta},       {"pattern", VerifyType::kPatternNoHdr},            \
+   {"null", VerifyType::kNull}}
+
+absl::Status ApplyVerify(const OptionRow&, Builder& b, const OptCtx& c) {
+  auto v = ChoiceOf<VerifyType>(c.value, IOFLEET_VERIFY_WORDS);
+  if (!v.ok()) return v.status();
+  b.spec.verify = *v;
+  return absl::OkStatus();
+}
+
+// verify_pattern without verify= means verify with a header and the pattern
+// (fio's VERIFY_PATTERN), whatever the order they are written in.
+VerifyType ImpliedVerify(const JobSpec& j, const Builder& t) {
+  if (!Written(t, "verify") && !j.verify_pattern.empty()) return VerifyType::kPattern;
+  return t.spec.verify;
+}
+
+void RenderVerify(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.verify != ImpliedVerify(j, t) && j.verify != VerifyType::kPattern) {
+    out->emplace_back("verify", WordOf<VerifyType>(j.verify, IOFLEET_VERIFY_WORDS));
+  }
+}
+
+std::optional<CheckFailure> CheckVerify(const OptionRow&, const JobSpec& j) {
+  if ((j.verify == VerifyType::kPattern || j.verify == VerifyType::kPatternNoHdr) &&
+      j.verify_pattern.empty()) {
+    return Fail(VerifyTypeName(j.verify), "needs verify_pattern");
+  }
+  return std::nullopt;
+}
+
+template <std::string JobSpec::*F, bool kFormats>
+absl::Status ApplyPattern(const OptionRow&, Builder& b, const OptCtx& c) {
+  const std::string v = Trim(c.value);
+  auto p = ParsePattern(v, kFormats);
+  if (!p.ok()) return Tail(std::string(p.status().message()));
+  b.spec.*F = v;
+  return absl::OkStatus();
+}
+
+template <std::string JobSpec::*F, bool kFormats>
+std::optional<CheckFailure> CheckPatternField(const OptionRow&, const JobSpec& j) {
+  if ((j.*F).empty()) return std::nullopt;
+  auto p = ParsePattern(j.*F, kFormats);
+  if (!p.ok()) return Fail(j.*F, std::string(p.status().message()));
+  return std::nullopt;
+}
+
+// fio's fixup: with verify, the interval is the smallest write unless given,
+// at most that, and a divisor of the smallest and largest writes.
+uint32_t ResolvedVerifyInterval(const JobSpec& j, uint32_t raw) {
+  if (j.verify == VerifyType::kNone) return raw;
+  const uint64_t wmin = j.bs_min[kWrite], wmax = j.bs_max[kWrite];
+  uint64_t v = raw;
+  if (wmax != wmin && v == 0) v = wmin;
+  if (v > wmin) {
+    v = wmin;
+  } else if (HasRead(j.rw) && v > j.bs_min[kRead]) {
+    v = j.bs_min[kRead];
+  }
+  if (v == 0 || wmin % v != 0 || wmax % v != 0) v = std::gcd(wmin, wmax);
+  return static_cast<uint32_t>(std::min<uint64_t>(v, UINT32_MAX));
+}
+
+void RenderVerifyInterval(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.verify_interval != t.spec.verify_interval &&
+      j.verify_interval != ResolvedVerifyInterval(j, t.spec.verify_interval)) {
+    out->emplace_back("verify_interval", U(j.verify_interval));
+  }
+}
+
+bool DefaultRefill(const JobSpec& j) {
+  if (j.verify != VerifyType::kNone || j.dedupe_percentage != 0) return true;
+  // fio's fixup_options: compression (short of 100 %, which is zero_buffers)
+  // refills every write.
+  if (j.buffer_compress_percentage != 0 && j.buffer_compress_percentage != 100) return true;
+  if (!j.buffer_pattern.empty()) return j.buffer_compress_percentage != 0 || HasRead(j.rw);
+  return false;
+}
+
+void RenderRefill(const JobSpec& j, const Builder& t, Options* out) {
+  const bool base = Written(t, "refill_buffers") ? t.spec.refill_buffers : DefaultRefill(j);
+  if (j.refill_buffers != base) out->emplace_back("refill_buffers", B01(j.refill_buffers));
+}
+
+template <bool JobSpec::*F>
+void RenderDisable(const JobSpec& j, const Builder& t, Options* out, const char* name) {
+  if (j.*F != (t.spec.*F || j.gtod_reduce)) out->emplace_back(name, B01(j.*F));
+}
+
+template <uint32_t JobSpec::*F>
+absl::Status SetPercent(const OptionRow& row, Builder& b, const OptCtx& c) {
+  auto v = UintValue(row, c.value, 1024);
+  if (!v.ok()) return v.status();
+  b.spec.*F = static_cast<uint32_t>(*v);
+  return absl::OkStatus();
+}
+
+#define IOFLEET_FALLOCATE_WORDS                                                    \
+  {{"none", FallocateMode::kNone},     {"native", FallocateMode::kNative},        \
+   {"posix", FallocateMode::kPosix},   {"keep", FallocateMode::kKeep},            \
+   {"truncate", FallocateMode::kTruncate}, {"0", FallocateMode::kNone},           \
+   {"1", FallocateMode::kPosix}}
+
+absl::Status ApplyFallocate(const OptionRow&, Builder& b, const OptCtx& c) {
+  auto v = ChoiceOf<FallocateMode>(c.value, IOFLEET_FALLOCATE_WORDS);
+  if (!v.ok()) return v.status();
+  b.spec.fallocate = *v;
+  return absl::OkStatus();
+}
+
+void RenderFallocate(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.fallocate != t.spec.fallocate) {
+    out->emplace_back("fallocate", WordOf<FallocateMode>(j.fallocate, IOFLEET_FALLOCATE_WORDS));
+  }
+}
+
+#define IOFLEET_SYNC_WORDS \
+  {{"none", SyncMode::kNone}, {"sync", SyncMode::kSync}, {"dsync", SyncMode::kDsync}, \
+   {"0", SyncMode::kNone}, {"1", SyncMode::kSync}}
+
+absl::Status ApplySync(const OptionRow&, Builder& b, const OptCtx& c) {
+  // A bare "sync" flag is sync=1 in fio.
+  auto v = c.has_value ? ChoiceOf<SyncMode>(c.value, IOFLEET_SYNC_WORDS)
+                       : absl::StatusOr<SyncMode>(SyncMode::kSync);
+  if (!v.ok()) return v.status();
+  b.spec.sync = *v;
+  return absl::OkStatus();
+}
+
+void RenderSync(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.sync != t.spec.sync) out->emplace_back("sync", WordOf<SyncMode>(j.sync, IOFLEET_SYNC_WORDS));
+}
+
+// sync_file_range=wait_before,write,wait_after:N (flags as SYNC_FILE_RANGE_*:
+// WAIT_BEFORE 1, WRITE 2, WAIT_AFTER 4).
+absl::Status ApplySyncFileRange(const OptionRow&, Builder& b, const OptCtx& c) {
+  const std::string v = Trim(c.value);
+  const size_t colon = v.rfind(':');
+  uint32_t flags = 0;
+  for (absl::string_view w : absl::StrSplit(v.substr(0, colon), ',', absl::SkipEmpty())) {
+    const std::string word = absl::AsciiStrToLower(Trim(std::string(w)));
+    if (word == "wait_before") flags |= 1;
+    else if (word == "write") flags |= 2;
+    else if (word == "wait_after") flags |= 4;
+    else return Tail(absl::StrFormat("has an unknown flag \"%s\" (wait_before, write, wait_after)", word));
+  }
+  if (flags == 0) return Tail("needs at least one of wait_before, write, wait_after");
+  uint64_t n = 1;
+  if (colon != std::string::npos) {
+    auto nv = SizeImpl(v.substr(colon + 1), 1024);
+    if (!nv.ok()) return Tail(absl::StrCat("has a bad count after ':': ", nv.status().message()));
+    if (*nv == 0 || *nv > UINT32_MAX) return Tail("the count after ':' must be in 1..2^32-1");
+    n = *nv;
+  }
+  b.spec.sync_file_range = flags;
+  b.spec.sync_file_range_nr = static_cast<uint32_t>(n);
+  return absl::OkStatus();
+}
+
+void RenderSyncFileRange(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.sync_file_range == t.spec.sync_file_range &&
+      j.sync_file_range_nr == t.spec.sync_file_range_nr) {
+    return;
+  }
+  if (j.sync_file_range == 0) return;  // cannot be cleared once set: fallback renders from defaults
+  std::vector<std::string> w;
+  if (j.sync_file_range & 1) w.push_back("wait_before");
+  if (j.sync_file_range & 2) w.push_back("write");
+  if (j.sync_file_range & 4) w.push_back("wait_after");
+  out->emplace_back("sync_file_range", absl::StrCat(absl::StrJoin(w, ","), ":", j.sync_file_range_nr));
+}
+
+absl::Status ApplyFileService(const OptionRow&, Builder& b, const OptCtx& c) {
+  const std::string v = absl::AsciiStrToLower(Trim(c.value));
+  const size_t colon = v.find(':');
+  const std::string name = v.substr(0, colon);
+  FileService fs;
+  if (name == "roundrobin") fs = FileService::kRoundRobin;
+  else if (name == "sequential") fs = FileService::kSequential;
+  else if (name == "random") fs = FileService::kRandom;
+  else if (name == "zipf" || name == "pareto" || name == "normal" || name == "gauss")
+    return Tail(absl::StrCat(
+        ": choosing files by a ", name,
+        " distribution is not implemented yet (it needs random_distribution's generators); "
+        "roundrobin, sequential and random are"));
+  else
+    return Tail("must be roundrobin, sequential, random, zipf, pareto, normal or gauss, "
+                "optionally with :N");
+  uint64_t n = 1;
+  if (colon != std::string::npos) {
+    auto nv = SizeImpl(v.substr(colon + 1), 1024);
+    if (!nv.ok()) return Tail(absl::StrCat("has a bad count after ':': ", nv.status().message()));
+    if (*nv == 0 || *nv > UINT32_MAX) return Tail("the count after ':' must be in 1..2^32-1");
+    n = *nv;
+  }
+  b.spec.file_service_type = fs;
+  b.spec.file_service_nr = static_cast<uint32_t>(n);
+  return absl::OkStatus();
+}
+
+void RenderFileService(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.file_service_type == t.spec.file_service_type && j.file_service_nr == t.spec.file_service_nr) {
+    return;
+  }
+  const char* name = j.file_service_type == FileService::kSequential ? "sequential"
+                     : j.file_service_type == FileService::kRandom   ? "random"
+                                                                     : "roundrobin";
+  out->emplace_back("file_service_type", absl::StrCat(name, ":", j.file_service_nr));
+}
+
+absl::Status ApplyBlockalign(const OptionRow&, Builder& b, const OptCtx& c) {
+  auto pieces = SplitDdir(c.value, true);
+  if (!pieces.ok()) return pieces.status();
+  auto vals = b.spec.blockalign;
+  for (int d = 0; d < kNumDdirs; ++d) {
+    if (!(*pieces)[d]) continue;
+    auto v = SizeImpl(*(*pieces)[d], b.spec.kb_base);
+    if (!v.ok()) return v.status();
+    if (*v == 0) return Tail("must be > 0");
+    vals[d] = *v;
+  }
+  b.spec.blockalign = vals;
+  return absl::OkStatus();
+}
+
+void RenderBlockalign(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.blockalign == t.spec.blockalign) return;
+  // 0 (unset) renders as the direction's smallest block, which is what it means.
+  std::array<std::string, kNumDdirs> v;
+  for (int d = 0; d < kNumDdirs; ++d) v[d] = U(j.blockalign[d] ? j.blockalign[d] : j.bs_min[d]);
+  out->emplace_back("ba", PerDdir(v));
+}
+
+#define IOFLEET_COE_WORDS                                                                     \
+  {{"none", 0u}, {"read", uint32_t{kErrorRead}}, {"write", uint32_t{kErrorWrite}},           \
+   {"io", uint32_t{kErrorIo}}, {"verify", uint32_t{kErrorVerify}}, {"all", uint32_t{kErrorAll}}, \
+   {"0", 0u}, {"1", uint32_t{kErrorAll}}}
+
+absl::Status ApplyContinueOnError(const OptionRow&, Builder& b, const OptCtx& c) {
+  auto v = c.has_value ? ChoiceOf<uint32_t>(c.value, IOFLEET_COE_WORDS)
+                       : absl::StatusOr<uint32_t>(uint32_t{kErrorAll});
+  if (!v.ok()) return v.status();
+  b.spec.continue_on_error = *v;
+  return absl::OkStatus();
+}
+
+void RenderContinueOnError(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.continue_on_error != t.spec.continue_on_error) {
+    out->emplace_back("continue_on_error", WordOf<uint32_t>(j.continue_on_error, IOFLEET_COE_WORDS));
+  }
+}
+
+// "EIO" -> 5 (glibc's names), 0 if unknown.
+int ErrnoByName(const std::string& name) {
+  for (int e = 1; e < 256; ++e) {
+    const char* n = strerrorname_np(e);
+    if (n != nullptr && name == n) return e;
+  }
+  return 0;
+}
+
+absl::Status ApplyIgnoreError(const OptionRow&, Builder& b, const OptCtx& c) {
+  std::array<std::vector<int>, 3> lists;
+  const std::vector<std::string> classes = absl::StrSplit(Trim(c.value), ':');
+  if (classes.size() > 3) return Tail("has more than 3 ':'-separated lists (read:write:verify)");
+  for (size_t k = 0; k < classes.size(); ++k) {
+    for (absl::string_view raw : absl::StrSplit(classes[k], ',', absl::SkipEmpty())) {
+      const std::string e = Trim(std::string(raw));
+      int code = 0;
+      if (!e.empty() && absl::ascii_isdigit(static_cast<unsigned char>(e[0]))) {
+        if (!absl::SimpleAtoi(e, &code) || code <= 0 || code > 4095) {
+          return Tail(absl::StrFormat("has a bad error number \"%s\"", e));
+        }
+      } else {
+        code = ErrnoByName(e);
+        if (code == 0) return Tail(absl::StrFormat("has an unknown error name \"%s\"", e));
+      }
+      lists[k].push_back(code);
+    }
+  }
+  b.spec.ignore_error = std::move(lists);
+  return absl::OkStatus();
+}
+
+void RenderIgnoreError(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.ignore_error == t.spec.ignore_error) return;
+  std::vector<std::string> parts;
+  for (const auto& l : j.ignore_error) {
+    std::vector<std::string> codes;
+    for (int e : l) codes.push_back(absl::StrCat(e));
+    parts.push_back(absl::StrJoin(codes, ","));
+  }
+  out->emplace_back("ignore_error", absl::StrJoin(parts, ":"));
+}
+
+#define IOFLEET_EXIT_WORDS \
+  {{"group", ExitWhat::kGroup}, {"stonewall", ExitWhat::kStonewall}, {"all", ExitWhat::kAll}}
+
+absl::Status ApplyExitWhat(const OptionRow&, Builder& b, const OptCtx& c) {
+  auto v = ChoiceOf<ExitWhat>(c.value, IOFLEET_EXIT_WORDS);
+  if (!v.ok()) return v.status();
+  b.spec.exit_what = *v;
+  return absl::OkStatus();
+}
+
+void RenderExitWhat(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.exit_what != t.spec.exit_what) {
+    out->emplace_back("exit_what", WordOf<ExitWhat>(j.exit_what, IOFLEET_EXIT_WORDS));
+  }
+}
+
+std::optional<CheckFailure> CheckVerifyOffset(const OptionRow&, const JobSpec& j) {
+  if (j.verify_offset != 0 && j.verify_offset < 40) {
+    return Fail(U(j.verify_offset), "must be 0 or at least 40 (the verify header's size), as in fio");
+  }
+  return std::nullopt;
+}
+
+// The header (and checksum) must fit in each verify interval, behind
+// verify_offset; fio fails the first write with "Blocksize too small".
+std::optional<CheckFailure> CheckVerifyInterval(const OptionRow&, const JobSpec& j) {
+  if (j.verify == VerifyType::kNone || j.verify == VerifyType::kNull) return std::nullopt;
+  const uint32_t hdr = VerifyHeaderBytes(j.verify);
+  const uint64_t interval = j.verify_interval != 0 ? j.verify_interval : j.bs_min[kWrite];
+  if (hdr != 0 && (interval <= hdr || j.verify_offset + hdr > interval)) {
+    return Fail(U(interval), absl::StrFormat(
+                                 "is too small for the %u-byte verify header of verify=%s%s (give a "
+                                 "larger block size or verify_interval)",
+                                 hdr, VerifyTypeName(j.verify),
+                                 j.verify_offset ? absl::StrCat(" at verify_offset=", j.verify_offset) : ""));
+  }
+  return std::nullopt;
+}
+
+absl::Status ApplyFilenameFormat(const OptionRow&, Builder& b, const OptCtx& c) {
+  if (Trim(c.value).empty()) return Tail("must not be empty");
+  b.spec.filename_format = c.value;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
 // The table.
 
 using C = OptionCategory;
@@ -945,20 +1325,14 @@ using S = OptionStatus;
 using T = OptionType;
 
 // Reasons shared by several rows.
-constexpr const char* kVerifyOnly =
-    "has an effect only together with verify, which iofleet refuses (data verification is not "
-    "implemented yet)";
 constexpr const char* kZonesOnly =
     "has an effect only with zonemode=zbd or strided zones, which iofleet refuses";
-constexpr const char* kDedupeOnly =
-    "has an effect only together with dedupe_percentage, which iofleet refuses";
 constexpr const char* kIologOnly =
     "has an effect only together with read_iolog, which iofleet refuses";
 constexpr const char* kDeprecated = "is deprecated in fio 3.33, which ignores it";
 constexpr const char* kCgroupOnly =
     "has an effect only together with cgroup, which iofleet refuses";
 constexpr const char* kCmdprio = "I/O priorities per command (cmdprio) are not implemented yet";
-constexpr const char* kTrimOnly = kVerifyOnly;
 constexpr const char* kProfileOnly =
     "an option of a fio built-in profile (fio registers it for every job); it has an effect only "
     "with profile=..., which iofleet refuses";
@@ -989,11 +1363,11 @@ std::vector<OptionRow> MakeTable() {
   {.name = "thread", .type = T::kBool, .def = "0", .help = "Use threads instead of processes (iofleet always uses threads)",
    .category = C::kJob, .example = "1", .apply = SetBool<&JobSpec::thread>,
    .render = IOFLEET_RENDER_BOOL(thread, "thread")},
-  {.name = "exitall", .type = T::kBool, .def = "0", .help = "Terminate all jobs when one exits",
-   .category = C::kJob, .status = S::kRefused, .reason = "ending every job when one finishes (exitall) is not implemented yet",
-   .example = "1"},
-  {.name = "exit_what", .type = T::kChoice, .def = "group", .help = "Fine-grained control for exitall",
-   .category = C::kJob, .status = S::kNoOp, .reason = "has an effect only together with exitall, which iofleet refuses"},
+  {.name = "exitall", .type = T::kBool, .def = "0", .help = "Terminate all jobs when one exits (which ones: exit_what)",
+   .category = C::kJob, .example = "1", .apply = SetBool<&JobSpec::exitall>,
+   .render = IOFLEET_RENDER_BOOL(exitall, "exitall")},
+  {.name = "exit_what", .type = T::kChoice, .def = "group", .help = "Fine-grained control for exitall: group, stonewall or all",
+   .category = C::kJob, .example = "all", .example_with = "exitall=1", .apply = ApplyExitWhat, .render = RenderExitWhat},
   {.name = "exitall_on_error", .type = T::kBool, .def = "0", .help = "Terminate all jobs when one exits in error",
    .category = C::kJob, .status = S::kRefused, .reason = "ending every job when one fails (exitall_on_error) is not implemented yet",
    .example = "1"},
@@ -1008,9 +1382,9 @@ std::vector<OptionRow> MakeTable() {
    .example = "/tmp/x", .apply = SetString<&JobSpec::directory>,
    .render = IOFLEET_RENDER_STRING(directory, "directory")},
   {.name = "filename_format", .type = T::kString, .def = "$jobname.$jobnum.$filenum",
-   .help = "Override default $jobname.$jobnum.$filenum naming", .category = C::kFiles, .status = S::kRefused,
-   .reason = "file names other than fio's default $jobname.$jobnum.$filenum are not implemented yet",
-   .prio = -1, .example = "f.$jobnum"},
+   .help = "Override default $jobname.$jobnum.$filenum naming ($jobname, $jobnum, $filenum, $clientuid)", .category = C::kFiles,
+   .prio = -1, .example = "f.$jobnum.$filenum", .apply = ApplyFilenameFormat,
+   .render = IOFLEET_RENDER_STRING(filename_format, "filename_format")},
   {.name = "unique_filename", .type = T::kBool, .def = "1", .help = "For network clients, prefix file with source IP",
    .category = C::kFiles, .status = S::kNoOp, .reason = "applies only to fio's client/server mode, which iofleet does not use"},
   {.name = "lockfile", .type = T::kChoice, .def = "none", .help = "Lock file when doing IO to it",
@@ -1023,9 +1397,10 @@ std::vector<OptionRow> MakeTable() {
    .help = "Split job workload between this number of files", .category = C::kFiles,
    .example = "4", .apply = SetU32<&JobSpec::nrfiles>, .render = IOFLEET_RENDER_U32(nrfiles, "nrfiles"),
    .check = CheckU32<&JobSpec::nrfiles>},
-  {.name = "file_service_type", .type = T::kChoice, .def = "roundrobin", .help = "How to select which file to service next",
-   .category = C::kFiles, .status = S::kRefused, .reason = "file selection other than roundrobin is not implemented yet",
-   .example = "random"},
+  {.name = "file_service_type", .type = T::kChoice, .def = "roundrobin",
+   .help = "How to select which file to service next: roundrobin, sequential or random, with :N I/Os per pick",
+   .category = C::kFiles, .example = "random:4", .example_with = "nrfiles=4", .apply = ApplyFileService,
+   .render = RenderFileService},
   {.name = "openfiles", .type = T::kInt, .help = "Number of files to keep open at the same time",
    .category = C::kFiles, .status = S::kRefused, .reason = "limiting open files (openfiles) is not implemented yet",
    .example = "2"},
@@ -1041,10 +1416,8 @@ std::vector<OptionRow> MakeTable() {
   {.name = "fill_device", .aliases = "fill_fs", .type = T::kBool, .def = "0", .help = "Write until an ENOSPC error occurs",
    .category = C::kFiles, .status = S::kRefused, .reason = "writing until the device is full (fill_device) is not implemented yet",
    .example = "1"},
-  {.name = "fallocate", .type = T::kChoice, .def = "native", .help = "Whether pre-allocation is performed when laying out files",
-   .category = C::kFiles, .status = S::kRefused,
-   .reason = "layout pre-allocation other than fallocate (fio's native; posix_fallocate is the same call on Linux) is not implemented yet",
-   .noop_values = "posix", .example = "none"},
+  {.name = "fallocate", .type = T::kChoice, .def = "native", .help = "Whether pre-allocation is performed when laying out files: none, native, posix, keep, truncate (0 = none, 1 = posix)",
+   .category = C::kFiles, .example = "none", .apply = ApplyFallocate, .render = RenderFallocate},
   {.name = "fadvise_hint", .type = T::kChoice, .def = "1", .help = "Use fadvise() to advise the kernel on IO pattern",
    .category = C::kFiles, .status = S::kRefused,
    .reason = "fadvise hints are not implemented yet (iofleet issues none, as with fadvise_hint=0; fio's default 1 advises random or sequential access for buffered I/O)",
@@ -1054,34 +1427,36 @@ std::vector<OptionRow> MakeTable() {
   {.name = "create_fsync", .type = T::kBool, .def = "1", .help = "fsync file after creation",
    .category = C::kFiles, .status = S::kRefused, .reason = "skipping the fsync after laying out files (create_fsync=0) is not implemented yet",
    .example = "0"},
-  {.name = "create_on_open", .type = T::kBool, .def = "0", .help = "Create files when they are opened for IO",
-   .category = C::kFiles, .status = S::kRefused, .reason = "creating files at open (create_on_open) is not implemented yet",
+  {.name = "create_on_open", .type = T::kBool, .def = "0", .help = "Create files when they are opened for IO (no layout before the job)",
+   .category = C::kFiles, .status = S::kRefused,
+   .reason = "creating files at open instead of laying them out first (create_on_open) is not implemented yet",
    .example = "1"},
   {.name = "create_only", .type = T::kBool, .def = "0", .help = "Only perform file creation phase",
-   .category = C::kFiles, .status = S::kRefused, .reason = "a layout-only job (create_only) is not implemented yet",
+   .category = C::kFiles, .status = S::kRefused,
+   .reason = "stopping after the file layout (create_only) is not implemented yet",
    .example = "1"},
   {.name = "allow_file_create", .type = T::kBool, .def = "1", .help = "Permit fio to create files, if they don't exist",
-   .category = C::kFiles, .status = S::kRefused, .reason = "refusing to create missing files (allow_file_create=0) is not implemented yet",
-   .example = "0"},
+   .category = C::kFiles, .example = "0", .apply = SetBool<&JobSpec::allow_file_create>,
+   .render = IOFLEET_RENDER_BOOL(allow_file_create, "allow_file_create")},
   {.name = "allow_mounted_write", .type = T::kBool, .def = "0", .help = "Allow writes to a mounted partition",
    .category = C::kFiles, .status = S::kRefused,
    .reason = "iofleet's guard for writes to mounted or formatted block devices is allow_destructive=1, not allow_mounted_write",
    .example = "1"},
-  {.name = "pre_read", .type = T::kBool, .def = "0", .help = "Pre-read files before starting official testing",
-   .category = C::kFiles, .status = S::kRefused, .reason = "reading files into the page cache first (pre_read) is not implemented yet",
-   .example = "1"},
+  {.name = "pre_read", .type = T::kBool, .def = "0", .help = "Pre-read files before starting official testing (turns invalidate off)",
+   .category = C::kFiles, .example = "1", .apply = SetBool<&JobSpec::pre_read>,
+   .render = IOFLEET_RENDER_BOOL(pre_read, "pre_read")},
   {.name = "unlink", .type = T::kBool, .def = "0", .help = "Unlink created files after job has completed",
-   .category = C::kFiles, .status = S::kRefused, .reason = "removing the job's files afterwards (unlink) is not implemented yet",
-   .example = "1"},
+   .category = C::kFiles, .example = "1", .apply = SetBool<&JobSpec::unlink>,
+   .render = IOFLEET_RENDER_BOOL(unlink, "unlink")},
   {.name = "unlink_each_loop", .type = T::kBool, .def = "0", .help = "Unlink created files after each loop in a job has completed",
    .category = C::kFiles, .status = S::kRefused, .reason = "removing the job's files after each loop (unlink_each_loop) is not implemented yet",
    .example = "1"},
-  {.name = "overwrite", .type = T::kBool, .def = "0", .help = "When writing, set whether to overwrite current data",
-   .category = C::kFiles, .status = S::kRefused, .reason = "laying out files in full before writing (overwrite=1) is not implemented yet",
-   .example = "1"},
+  {.name = "overwrite", .type = T::kBool, .def = "0", .help = "When writing, set whether to overwrite current data (lay out the whole file first)",
+   .category = C::kFiles, .example = "1", .apply = SetBool<&JobSpec::overwrite>,
+   .render = IOFLEET_RENDER_BOOL(overwrite, "overwrite")},
   {.name = "fsync_on_close", .type = T::kBool, .def = "0", .help = "fsync files on close",
-   .category = C::kFiles, .status = S::kRefused, .reason = "fsync on close (fsync_on_close) is not implemented yet",
-   .example = "1"},
+   .category = C::kFiles, .example = "1", .apply = SetBool<&JobSpec::fsync_on_close>,
+   .render = IOFLEET_RENDER_BOOL(fsync_on_close, "fsync_on_close")},
   {.name = "invalidate", .type = T::kBool, .def = "1", .help = "Invalidate buffer/page cache prior to running job",
    .category = C::kFiles, .example = "0", .apply = SetBool<&JobSpec::invalidate>,
    .render = IOFLEET_RENDER_BOOL(invalidate, "invalidate")},
@@ -1090,8 +1465,8 @@ std::vector<OptionRow> MakeTable() {
   {.name = "rw", .aliases = "readwrite", .type = T::kChoice, .def = "read",
    .help = "IO direction: read, write, trim, randread, randwrite, randtrim, rw (readwrite), randrw, "
            "trimwrite, randtrimwrite; ':N' = I/Os per random offset, or bytes skipped (negative: "
-           "stepped back) after each sequential I/O. Trim patterns parse; the agent refuses them "
-           "before any I/O until trim is implemented",
+           "stepped back) after each sequential I/O. Trims run on the sync engines (discard on block "
+           "devices, hole punching on files) and io_uring_cmd; other engines refuse them before any I/O",
    .category = C::kIo, .example = "randrw:4", .apply = ApplyRw, .render = RenderRw, .check = CheckRw},
   {.name = "rw_sequencer", .type = T::kChoice, .def = "sequential", .help = "IO offset generator modifier",
    .category = C::kIo, .status = S::kRefused, .reason = "repeating the same offset (rw_sequencer=identical) is not implemented yet",
@@ -1108,18 +1483,19 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kIo, .example = "0", .renders_as = "direct", .apply = ApplyBuffered, .render = nullptr},
   {.name = "atomic", .type = T::kBool, .def = "0", .help = "Use Atomic IO with O_DIRECT (implies O_DIRECT)",
    .category = C::kIo, .status = S::kRefused, .reason = "atomic writes (atomic) are not implemented yet", .example = "1"},
-  {.name = "sync", .type = T::kChoice, .def = "none", .help = "Use synchronous write IO (none, sync, dsync)",
-   .category = C::kIo, .status = S::kRefused, .reason = "O_SYNC/O_DSYNC writes (sync) are not implemented yet",
-   .noop_values = "0", .example = "sync"},
+  {.name = "sync", .type = T::kChoice, .def = "none", .help = "Use synchronous write IO: none (0), sync (1, O_SYNC), dsync (O_DSYNC)",
+   .category = C::kIo, .example = "dsync", .apply = ApplySync, .render = RenderSync},
   {.name = "fsync", .type = T::kInt, .def = "0", .min = 0, .max = UINT32_MAX,
    .help = "Issue fsync for writes every given number of blocks", .category = C::kIo, .example = "8",
    .apply = SetU32<&JobSpec::fsync>, .render = IOFLEET_RENDER_U32(fsync, "fsync")},
-  {.name = "fdatasync", .type = T::kInt, .def = "0", .help = "Issue fdatasync for writes every given number of blocks",
-   .category = C::kIo, .status = S::kRefused, .reason = "fdatasync every N writes (fdatasync) is not implemented yet", .example = "8"},
+  {.name = "fdatasync", .type = T::kInt, .def = "0", .min = 0, .max = UINT32_MAX,
+   .help = "Issue fdatasync for writes every given number of blocks",
+   .category = C::kIo, .example = "8", .apply = SetU32<&JobSpec::fdatasync>,
+   .render = IOFLEET_RENDER_U32(fdatasync, "fdatasync")},
   {.name = "write_barrier", .type = T::kInt, .def = "0", .help = "Make every Nth write a barrier write",
    .category = C::kIo, .status = S::kRefused, .reason = "barrier writes (write_barrier) are not implemented yet", .example = "8"},
-  {.name = "sync_file_range", .type = T::kString, .help = "Use sync_file_range()",
-   .category = C::kIo, .status = S::kRefused, .reason = "sync_file_range calls are not implemented yet", .example = "wait_before:8"},
+  {.name = "sync_file_range", .type = T::kString, .help = "Use sync_file_range() every N writes: wait_before,write,wait_after:N",
+   .category = C::kIo, .example = "wait_before,write:8", .apply = ApplySyncFileRange, .render = RenderSyncFileRange},
   {.name = "end_fsync", .type = T::kBool, .def = "0", .help = "Include fsync at the end of job",
    .category = C::kIo, .example = "1", .apply = SetBool<&JobSpec::end_fsync>,
    .render = IOFLEET_RENDER_BOOL(end_fsync, "end_fsync")},
@@ -1151,11 +1527,11 @@ std::vector<OptionRow> MakeTable() {
   {.name = "serialize_overlap", .type = T::kBool, .def = "0", .help = "Wait for in-flight IOs that collide to complete",
    .category = C::kIo, .example = "1", .apply = internal::ApplySerializeOverlap,
    .render = internal::RenderSerializeOverlap},
-  {.name = "ignore_error", .type = T::kString, .help = "Set a specific list of errors to ignore",
-   .category = C::kIo, .status = S::kRefused, .reason = "ignoring chosen errors (ignore_error) is not implemented yet", .example = "EIO"},
-  {.name = "continue_on_error", .type = T::kChoice, .def = "none", .help = "Continue on non-fatal errors during IO",
-   .category = C::kIo, .status = S::kRefused, .reason = "continuing after I/O errors (continue_on_error) is not implemented yet",
-   .noop_values = "0", .example = "all"},
+  {.name = "ignore_error", .type = T::kString, .help = "Errors continue_on_error treats as non-fatal, per class: READ_LIST:WRITE_LIST:VERIFY_LIST (names or numbers, ',' separated)",
+   .category = C::kIo, .example = "EIO,ENOSPC:122", .apply = ApplyIgnoreError, .render = RenderIgnoreError},
+  {.name = "continue_on_error", .type = T::kChoice, .def = "none",
+   .help = "Continue on non-fatal errors (EIO, EILSEQ, or ignore_error's lists) during IO: none, read, write, io, verify, all (0, 1)",
+   .category = C::kIo, .example = "all", .apply = ApplyContinueOnError, .render = RenderContinueOnError},
   {.name = "error_dump", .type = T::kBool, .def = "0", .help = "Dump info on each error",
    .category = C::kIo, .status = S::kNoOp, .reason = "only prints diagnostics to stderr"},
   {.name = "ioscheduler", .type = T::kString, .help = "Use this IO scheduler on the backing device",
@@ -1177,9 +1553,8 @@ std::vector<OptionRow> MakeTable() {
   {.name = "bs_unaligned", .aliases = "blocksize_unaligned", .type = T::kBool, .def = "0",
    .help = "Don't sector align IO buffer sizes", .category = C::kBlockSize, .example = "1",
    .apply = SetBool<&JobSpec::bs_unaligned>, .render = IOFLEET_RENDER_BOOL(bs_unaligned, "bs_unaligned")},
-  {.name = "ba", .aliases = "blockalign", .type = T::kDdirList, .help = "IO block offset alignment",
-   .category = C::kBlockSize, .status = S::kRefused,
-   .reason = "an offset alignment other than the block size (ba/blockalign) is not implemented yet", .example = "512"},
+  {.name = "ba", .aliases = "blockalign", .type = T::kDdirList, .help = "IO block offset alignment, per direction (any value other than the smallest block size turns the random map off, as in fio)",
+   .category = C::kBlockSize, .example = "512", .apply = ApplyBlockalign, .render = RenderBlockalign},
   {.name = "bs_is_seq_rand", .type = T::kBool, .def = "0",
    .help = "Consider any blocksize setting to be sequential,random", .category = C::kBlockSize,
    .status = S::kRefused, .reason = "block sizes per sequential/random instead of per direction (bs_is_seq_rand) are not implemented yet",
@@ -1329,10 +1704,9 @@ std::vector<OptionRow> MakeTable() {
   {.name = "clocksource", .type = T::kChoice, .help = "What type of timing source to use",
    .category = C::kProcess, .status = S::kNoOp,
    .reason = "iofleet always times with its own TSC clock calibrated against CLOCK_MONOTONIC; the source does not change what is measured"},
-  {.name = "gtod_reduce", .type = T::kBool, .def = "0", .help = "Greatly reduce number of gettimeofday() calls",
-   .category = C::kProcess, .status = S::kRefused,
-   .reason = "reduced timekeeping (gtod_reduce=1: no latency figures) is not implemented yet; iofleet always measures latency",
-   .example = "1"},
+  {.name = "gtod_reduce", .type = T::kBool, .def = "0", .help = "Greatly reduce number of gettimeofday() calls (sets disable_lat, disable_clat, disable_slat, disable_bw and turns percentiles off)",
+   .category = C::kProcess, .example = "1", .apply = SetBool<&JobSpec::gtod_reduce>,
+   .render = IOFLEET_RENDER_BOOL(gtod_reduce, "gtod_reduce")},
   {.name = "gtod_cpu", .type = T::kInt, .help = "Set up dedicated gettimeofday() thread on this CPU",
    .category = C::kProcess, .status = S::kRefused, .reason = "a dedicated gettimeofday thread (gtod_cpu) is not implemented yet", .example = "0"},
   {.name = "gpu_dev_id", .type = T::kInt, .help = "Set GPU device ID for GPUDirect RDMA",
@@ -1381,14 +1755,17 @@ std::vector<OptionRow> MakeTable() {
    .example = "1000", .apply = SetU32<&JobSpec::iopsavgtime>,
    .render = IOFLEET_RENDER_U32(iopsavgtime, "iopsavgtime"), .check = CheckU32<&JobSpec::iopsavgtime>},
   {.name = "disable_lat", .type = T::kBool, .def = "0", .help = "Disable latency numbers",
-   .category = C::kReporting, .status = S::kRefused, .reason = "turning latency measurement off (disable_lat) is not implemented yet", .example = "1"},
+   .category = C::kReporting, .example = "1", .apply = SetBool<&JobSpec::disable_lat>,
+   .render = [](const JobSpec& j, const Builder& t, Options* o) { RenderDisable<&JobSpec::disable_lat>(j, t, o, "disable_lat"); }},
   {.name = "disable_clat", .type = T::kBool, .def = "0", .help = "Disable completion latency numbers",
-   .category = C::kReporting, .status = S::kRefused, .reason = "turning completion latency off (disable_clat) is not implemented yet", .example = "1"},
+   .category = C::kReporting, .example = "1", .apply = SetBool<&JobSpec::disable_clat>,
+   .render = [](const JobSpec& j, const Builder& t, Options* o) { RenderDisable<&JobSpec::disable_clat>(j, t, o, "disable_clat"); }},
   {.name = "disable_slat", .type = T::kBool, .def = "0", .help = "Disable submission latency numbers",
-   .category = C::kReporting, .status = S::kRefused, .reason = "turning submission latency off (disable_slat) is not implemented yet", .example = "1"},
+   .category = C::kReporting, .example = "1", .apply = SetBool<&JobSpec::disable_slat>,
+   .render = [](const JobSpec& j, const Builder& t, Options* o) { RenderDisable<&JobSpec::disable_slat>(j, t, o, "disable_slat"); }},
   {.name = "disable_bw_measurement", .aliases = "disable_bw", .type = T::kBool, .def = "0", .help = "Disable bandwidth logging",
-   .category = C::kReporting, .status = S::kRefused, .reason = "turning bandwidth statistics off (disable_bw_measurement) is not implemented yet",
-   .example = "1"},
+   .category = C::kReporting, .example = "1", .apply = SetBool<&JobSpec::disable_bw>,
+   .render = [](const JobSpec& j, const Builder& t, Options* o) { RenderDisable<&JobSpec::disable_bw>(j, t, o, "disable_bw_measurement"); }},
   {.name = "block_error_percentiles", .type = T::kBool, .def = "0", .help = "Record trim block errors and make a histogram",
    .category = C::kReporting, .status = S::kRefused, .reason = "trim block error histograms (block_error_percentiles) are not implemented yet",
    .example = "1"},
@@ -1459,50 +1836,71 @@ std::vector<OptionRow> MakeTable() {
    .check = CheckU32<&JobSpec::log_alternate_epoch_clock_id>},
 
   // --- verify ------------------------------------------------------------------
-  {.name = "verify", .type = T::kChoice, .def = "0", .help = "Verify data written (md5, crc32c, sha256, pattern, ...)",
-   .category = C::kVerify, .status = S::kRefused, .reason = "data verification (verify) is not implemented yet", .example = "md5"},
-  {.name = "verify_only", .type = T::kBool, .def = "0", .help = "Verifies previously written data is still valid",
-   .category = C::kVerify, .status = S::kRefused, .reason = "data verification (verify_only) is not implemented yet", .example = "1"},
-  {.name = "verify_pattern", .type = T::kString, .help = "Fill pattern for IO buffers (implies verify=pattern)",
-   .category = C::kVerify, .status = S::kRefused, .reason = "data verification (verify_pattern implies verify=pattern) is not implemented yet",
-   .example = "0xff"},
+  {.name = "verify", .type = T::kChoice, .def = "0",
+   .help = "Verify data written: 0, md5, crc64, crc32, crc32c, crc32c-intel, crc16, crc7, sha1, sha256, sha512, sha3-224, sha3-256, sha3-384, sha3-512, xxhash, meta, pattern, null (header layout: agent/workload/verify.h)",
+   .category = C::kVerify, .example = "md5", .apply = ApplyVerify, .render = RenderVerify, .check = CheckVerify},
+  {.name = "verify_only", .type = T::kBool, .def = "0", .help = "Verifies previously written data is still valid (the writes are not issued, only verified)",
+   .category = C::kVerify, .example = "1", .example_with = "verify=md5 rw=write",
+   .apply = SetBool<&JobSpec::verify_only>, .render = IOFLEET_RENDER_BOOL(verify_only, "verify_only")},
+  {.name = "verify_pattern", .type = T::kString, .help = "Fill pattern for IO buffers (implies verify with a header and the pattern unless verify= is given; %o = block offset)",
+   .category = C::kVerify, .example = "0xff%o", .apply = ApplyPattern<&JobSpec::verify_pattern, true>,
+   .render = IOFLEET_RENDER_STRING(verify_pattern, "verify_pattern"),
+   .check = CheckPatternField<&JobSpec::verify_pattern, true>},
   {.name = "do_verify", .type = T::kBool, .def = "1", .help = "Run verification stage after write",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
-  {.name = "verify_interval", .type = T::kInt, .help = "Store verify buffer header every N bytes",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
-  {.name = "verify_offset", .type = T::kInt, .help = "Offset verify header location by N bytes",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
+   .category = C::kVerify, .example = "0", .example_with = "verify=md5 rw=write",
+   .apply = SetBool<&JobSpec::do_verify>, .render = IOFLEET_RENDER_BOOL(do_verify, "do_verify")},
+  {.name = "verify_interval", .type = T::kInt, .min = 0, .max = UINT32_MAX,
+   .help = "Store verify buffer header every N bytes (default: the smallest write; resolved to a divisor of the write sizes)",
+   .category = C::kVerify, .example = "512", .example_with = "verify=md5 rw=write",
+   .apply = SetU32<&JobSpec::verify_interval>, .render = RenderVerifyInterval, .check = CheckVerifyInterval},
+  {.name = "verify_offset", .type = T::kInt, .min = 0, .max = UINT32_MAX, .help = "Offset verify header location by N bytes",
+   .category = C::kVerify, .example = "512", .example_with = "verify=md5 rw=write",
+   .apply = SetU32<&JobSpec::verify_offset>, .render = IOFLEET_RENDER_U32(verify_offset, "verify_offset"),
+   .check = CheckVerifyOffset},
   {.name = "verify_fatal", .type = T::kBool, .def = "0", .help = "Exit on a single verify failure, don't continue",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
-  {.name = "verify_dump", .type = T::kBool, .def = "0", .help = "Dump contents of good and bad blocks on failure",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
+   .category = C::kVerify, .example = "1", .apply = SetBool<&JobSpec::verify_fatal>,
+   .render = IOFLEET_RENDER_BOOL(verify_fatal, "verify_fatal")},
+  {.name = "verify_dump", .type = T::kBool, .def = "0", .help = "Dump contents of good and bad blocks on failure (files <file>.<offset>.received/.expected in the working directory)",
+   .category = C::kVerify, .example = "1", .apply = SetBool<&JobSpec::verify_dump>,
+   .render = IOFLEET_RENDER_BOOL(verify_dump, "verify_dump")},
   {.name = "verify_async", .type = T::kInt, .def = "0", .help = "Number of async verifier threads to use",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
+   .category = C::kVerify, .status = S::kRefused,
+   .reason = "verifying on separate threads (verify_async) is not implemented yet; iofleet verifies inline on the job's thread, as fio's default verify_async=0",
+   .example = "2"},
   {.name = "verify_async_cpus", .type = T::kCpuList, .help = "Set CPUs allowed for async verify threads",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
-  {.name = "verify_backlog", .type = T::kInt, .help = "Verify after this number of blocks are written",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
-  {.name = "verify_backlog_batch", .type = T::kInt, .help = "Verify this number of IO blocks",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
-  {.name = "experimental_verify", .type = T::kBool, .help = "Enable experimental verification",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
-  {.name = "verify_state_load", .type = T::kBool, .help = "Load verify termination state",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
-  {.name = "verify_state_save", .type = T::kBool, .def = "1", .help = "Save verify state on termination",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kVerifyOnly},
+   .category = C::kVerify, .status = S::kNoOp, .reason = "has an effect only together with verify_async, which iofleet refuses"},
+  {.name = "verify_backlog", .type = T::kInt, .min = 0, .max = UINT32_MAX, .help = "Verify after this number of blocks are written",
+   .category = C::kVerify, .example = "16", .example_with = "verify=md5 rw=write",
+   .apply = SetU32<&JobSpec::verify_backlog>, .render = IOFLEET_RENDER_U32(verify_backlog, "verify_backlog")},
+  {.name = "verify_backlog_batch", .type = T::kInt, .min = 0, .max = UINT32_MAX, .help = "Verify this number of IO blocks (default: verify_backlog)",
+   .category = C::kVerify, .example = "4", .example_with = "verify=md5 rw=write verify_backlog=16",
+   .apply = SetU32<&JobSpec::verify_backlog_batch>,
+   .render = IOFLEET_RENDER_U32(verify_backlog_batch, "verify_backlog_batch")},
+  {.name = "experimental_verify", .type = T::kBool, .def = "0", .help = "Enable experimental verification",
+   .category = C::kVerify, .status = S::kRefused,
+   .reason = "verifying by replaying the offset sequence (experimental_verify) is not implemented; iofleet logs each write and reads the log back, as fio does by default",
+   .example = "1"},
+  {.name = "verify_state_load", .type = T::kBool, .def = "0", .help = "Load verify termination state (local-<job>-<n>-verify.state) and verify only what it says completed",
+   .category = C::kVerify, .example = "1", .example_with = "verify=md5 rw=write",
+   .apply = SetBool<&JobSpec::verify_state_load>, .render = IOFLEET_RENDER_BOOL(verify_state_load, "verify_state_load")},
+  {.name = "verify_state_save", .type = T::kBool, .def = "1", .help = "Save verify state on termination (local-<job>-<n>-verify.state in the working directory)",
+   .category = C::kVerify, .example = "0", .apply = SetBool<&JobSpec::verify_state_save>,
+   .render = IOFLEET_RENDER_BOOL(verify_state_save, "verify_state_save")},
   {.name = "verifysort", .type = T::kBool, .help = "Sort written verify blocks for read back",
    .category = C::kVerify, .status = S::kNoOp, .reason = kDeprecated},
   {.name = "verifysort_nr", .type = T::kInt, .help = "Pre-load and sort verify blocks for a read workload",
    .category = C::kVerify, .status = S::kNoOp, .reason = kDeprecated},
   {.name = "trim_percentage", .type = T::kInt, .def = "0", .help = "Number of verify blocks to trim (i.e., discard)",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kTrimOnly},
+   .category = C::kVerify, .status = S::kRefused,
+   .reason = "trimming a share of the verified blocks (trim_percentage, trim_backlog) is not implemented yet",
+   .example = "10"},
   {.name = "trim_verify_zero", .type = T::kBool, .def = "1",
    .help = "Verify that trimmed (i.e., discarded) blocks are returned as zeroes",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kTrimOnly},
+   .category = C::kVerify, .status = S::kNoOp, .reason = "has an effect only together with trim_percentage, which iofleet refuses"},
   {.name = "trim_backlog", .type = T::kInt, .help = "Trim after this number of blocks are written",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kTrimOnly},
+   .category = C::kVerify, .status = S::kNoOp, .reason = "has an effect only together with trim_percentage, which iofleet refuses"},
   {.name = "trim_backlog_batch", .type = T::kInt, .help = "Trim this number of IO blocks",
-   .category = C::kVerify, .status = S::kNoOp, .reason = kTrimOnly},
+   .category = C::kVerify, .status = S::kNoOp, .reason = "has an effect only together with trim_percentage, which iofleet refuses"},
 
   // --- rate, think time, latency target ---------------------------------------
   // (agent/run/pacing.h; README "Pacing and placement")
@@ -1595,28 +1993,41 @@ std::vector<OptionRow> MakeTable() {
 
   // --- buffers -----------------------------------------------------------------
   {.name = "zero_buffers", .type = T::kBool, .def = "0", .help = "Init IO buffers to all zeroes",
-   .category = C::kBuffers, .status = S::kRefused, .reason = "choosing the written data (zero_buffers) is not implemented yet", .example = "1"},
-  {.name = "refill_buffers", .type = T::kBool, .def = "0", .help = "Refill IO buffers on every IO submit",
-   .category = C::kBuffers, .status = S::kRefused, .reason = "choosing the written data (refill_buffers) is not implemented yet", .example = "1"},
-  {.name = "scramble_buffers", .type = T::kBool, .def = "1", .help = "Slightly scramble buffers on every IO submit",
-   .category = C::kBuffers, .status = S::kRefused, .reason = "choosing the written data (scramble_buffers=0) is not implemented yet", .example = "0"},
-  {.name = "buffer_pattern", .type = T::kString, .help = "Fill pattern for IO buffers",
-   .category = C::kBuffers, .status = S::kRefused, .reason = "buffer fill patterns (buffer_pattern) are not implemented yet", .example = "0xdeadbeef"},
-  {.name = "buffer_compress_percentage", .type = T::kInt, .help = "How compressible the buffer is (approximately)",
-   .category = C::kBuffers, .status = S::kRefused, .reason = "compressible buffers (buffer_compress_percentage) are not implemented yet",
-   .noop_values = "0", .example = "50"},
-  {.name = "buffer_compress_chunk", .type = T::kInt, .def = "512", .help = "Size of compressible region in buffer",
-   .category = C::kBuffers, .status = S::kNoOp, .reason = "has an effect only together with buffer_compress_percentage, which iofleet refuses"},
-  {.name = "dedupe_percentage", .type = T::kInt, .help = "Percentage of buffers that are dedupable",
-   .category = C::kBuffers, .status = S::kRefused, .reason = "dedupable buffers (dedupe_percentage) are not implemented yet",
-   .noop_values = "0", .example = "50"},
+   .category = C::kBuffers, .example = "1", .apply = SetBool<&JobSpec::zero_buffers>,
+   .render = IOFLEET_RENDER_BOOL(zero_buffers, "zero_buffers")},
+  {.name = "refill_buffers", .type = T::kBool, .def = "0", .help = "Refill IO buffers on every IO submit (on by default with verify and dedupe_percentage)",
+   .category = C::kBuffers, .example = "1", .apply = SetBool<&JobSpec::refill_buffers>,
+   .render = RenderRefill},
+  {.name = "scramble_buffers", .type = T::kBool, .def = "1", .help = "Slightly scramble buffers on every IO submit (off with zero_buffers, buffer_pattern, compression, dedupe, verify or refill_buffers)",
+   .category = C::kBuffers, .example = "0", .apply = SetBool<&JobSpec::scramble_buffers>,
+   .render = IOFLEET_RENDER_BOOL(scramble_buffers, "scramble_buffers")},
+  {.name = "buffer_pattern", .type = T::kString, .help = "Fill pattern for IO buffers (0x.., decimal, \"string\", 'file')",
+   .category = C::kBuffers, .example = "0xdeadbeef", .apply = ApplyPattern<&JobSpec::buffer_pattern, false>,
+   .render = IOFLEET_RENDER_STRING(buffer_pattern, "buffer_pattern"),
+   .check = CheckPatternField<&JobSpec::buffer_pattern, false>},
+  {.name = "buffer_compress_percentage", .type = T::kInt, .def = "0", .min = 0, .max = 100,
+   .help = "How compressible the buffer is (approximately)",
+   .category = C::kBuffers, .example = "50", .apply = SetPercent<&JobSpec::buffer_compress_percentage>,
+   .render = IOFLEET_RENDER_U32(buffer_compress_percentage, "buffer_compress_percentage"),
+   .check = CheckU32<&JobSpec::buffer_compress_percentage>},
+  {.name = "buffer_compress_chunk", .type = T::kInt, .def = "512", .min = 0, .max = UINT32_MAX,
+   .help = "Size of compressible region in buffer", .category = C::kBuffers, .example = "4k",
+   .apply = SetU32<&JobSpec::buffer_compress_chunk>,
+   .render = IOFLEET_RENDER_U32(buffer_compress_chunk, "buffer_compress_chunk")},
+  {.name = "dedupe_percentage", .type = T::kInt, .def = "0", .min = 0, .max = 100,
+   .help = "Percentage of buffers that are dedupable",
+   .category = C::kBuffers, .example = "50", .apply = SetPercent<&JobSpec::dedupe_percentage>,
+   .render = IOFLEET_RENDER_U32(dedupe_percentage, "dedupe_percentage"),
+   .check = CheckU32<&JobSpec::dedupe_percentage>},
   {.name = "dedupe_mode", .type = T::kChoice, .def = "repeat", .help = "Mode for the deduplication buffer generation",
-   .category = C::kBuffers, .status = S::kNoOp, .reason = kDedupeOnly},
+   .category = C::kBuffers, .status = S::kRefused,
+   .reason = "dedupe buffers drawn from a working set (dedupe_mode=working_set) are not implemented yet",
+   .example = "working_set"},
   {.name = "dedupe_working_set_percentage", .type = T::kInt, .def = "5",
    .help = "Dedupe working set size in percentages from file or device size used to generate dedupe patterns from",
-   .category = C::kBuffers, .status = S::kNoOp, .reason = kDedupeOnly},
+   .category = C::kBuffers, .status = S::kNoOp, .reason = "has an effect only with dedupe_mode=working_set, which iofleet refuses"},
   {.name = "dedupe_global", .type = T::kBool, .def = "0", .help = "Share deduplication buffers across jobs",
-   .category = C::kBuffers, .status = S::kNoOp, .reason = kDedupeOnly},
+   .category = C::kBuffers, .status = S::kNoOp, .reason = "has an effect only with dedupe_mode=working_set, which iofleet refuses"},
 
   // --- I/O logs and replay -----------------------------------------------------
   {.name = "write_iolog", .type = T::kString, .help = "Store IO pattern to file",
@@ -1898,6 +2309,23 @@ std::vector<std::string> SplitWords(const char* s) {
 }
 
 }  // namespace
+
+namespace internal {
+
+// fio's fixup_options for the data and file options (called by Fixup).
+void FixupData(Builder& b) {
+  JobSpec& s = b.spec;
+  if (!s.verify_pattern.empty() && !Written(b, "verify")) s.verify = VerifyType::kPattern;
+  if (!Written(b, "refill_buffers") && DefaultRefill(s)) s.refill_buffers = true;
+  s.verify_interval = ResolvedVerifyInterval(s, s.verify_interval);
+  if (s.gtod_reduce) {
+    s.disable_lat = s.disable_clat = s.disable_slat = s.disable_bw = true;
+    s.clat_percentiles = s.lat_percentiles = s.slat_percentiles = false;
+  }
+  if (s.pre_read) s.invalidate = false;  // pointless to read the files in and drop them
+}
+
+}  // namespace internal
 
 const std::vector<OptionRow>& OptionTable() {
   static const std::vector<OptionRow>* k = [] {

@@ -351,6 +351,7 @@ void Fixup(Builder& b) {
     s.time_based = false;
   }
   if (s.loops == 0) s.loops = 1;  // fio runs a loops=0 job once
+  internal::FixupData(b);
   FixupLogs(b);
 }
 

@@ -75,6 +75,11 @@ struct JobStats {
   uint64_t job_start_ms = 0;  // CLOCK_REALTIME ms when the job started
   int error = 0;              // first errno hit (positive), 0 = none
   std::string error_text;     // context for `error`
+  // continue_on_error (the job's ErrorClass bits; 0 = off): errors that did
+  // not stop the job, and the first of them (fio's total_err, first_error).
+  uint32_t continue_on_error = 0;
+  uint64_t total_err = 0;
+  int first_error = 0;
   uint64_t elapsed_s = 0;
   std::vector<std::pair<std::string, std::string>> job_options;  // "job options"
   std::array<DirStats, kNumDdirs> dir;

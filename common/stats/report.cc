@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -122,6 +123,9 @@ void MergeJob(JobStats& dst, const JobStats& src) {
     dst.error = src.error;
     dst.error_text = src.error_text;
   }
+  dst.continue_on_error = src.continue_on_error;
+  dst.total_err += src.total_err;
+  if (src.first_error != 0) dst.first_error = src.first_error;  // fio keeps the last member's
   dst.elapsed_s = std::max(dst.elapsed_s, src.elapsed_s);
   dst.job_options = src.job_options;  // fio reports the last member's options
   dst.members += src.members;
@@ -549,6 +553,10 @@ void WriteJobJson(JsonWriter& w, const JobStats& js, bool json_plus) {
   w.BeginObject("latency_ms");
   for (int i = 0; i < kLatBucketsMs; ++i) w.Float(kLatKeys[i], ms[i]);
   w.EndObject();
+  if (js.continue_on_error != 0) {  // fio adds these only with continue_on_error
+    w.Uint("total_err", js.total_err);
+    w.Int("first_error", js.first_error);
+  }
   // fio prints its latency_target settings for every job: the depth the job
   // ended at (its iodepth without a target), the target in ns, the window in us.
   w.Uint("latency_depth", js.latency_depth);

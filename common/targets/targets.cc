@@ -1,6 +1,9 @@
 #include "common/targets/targets.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -21,7 +24,33 @@ std::vector<std::string> JobFiles(const jobspec::JobSpec& job, int subjob) {
     return out;
   }
   for (uint32_t i = 0; i < job.nrfiles; ++i) {
-    out.push_back(JoinUnder(job.directory, absl::StrCat(job.name, ".", subjob, ".", i)));
+    out.push_back(JoinUnder(job.directory, FormatFileName(job.filename_format, job.name, subjob, i)));
+  }
+  return out;
+}
+
+std::string FormatFileName(const std::string& format, const std::string& job_name, int subjob,
+                           uint32_t file_number) {
+  if (format.empty()) return absl::StrCat(job_name, ".", subjob, ".", file_number);
+  // fio's make_filename: each keyword, matched without regard to case, is
+  // replaced wherever it appears; $clientuid is the client's address in
+  // client/server mode and empty otherwise.
+  const std::pair<std::string_view, std::string> keys[] = {
+      {"$jobname", job_name},
+      {"$jobnum", std::to_string(subjob)},
+      {"$filenum", std::to_string(file_number)},
+      {"$clientuid", ""}};
+  std::string out = format;
+  for (const auto& [key, value] : keys) {
+    size_t at = 0;
+    while (true) {
+      auto it = std::search(out.begin() + static_cast<std::ptrdiff_t>(at), out.end(), key.begin(), key.end(),
+                            [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+      if (it == out.end()) break;
+      const size_t pos = static_cast<size_t>(it - out.begin());
+      out.replace(pos, key.size(), value);
+      at = pos + value.size();
+    }
   }
   return out;
 }

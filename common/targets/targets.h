@@ -31,8 +31,14 @@ struct Target {
 
 // The files clone `subjob` (0-based) of `job` opens, in fio's order: each of its
 // filenames (a relative one under `directory`), or else `nrfiles` generated names
-// "<name>.<subjob>.<i>" under `directory` (fio's default filename_format).
+// under `directory` from filename_format (fio's default "<name>.<subjob>.<i>").
 std::vector<std::string> JobFiles(const jobspec::JobSpec& job, int subjob);
+
+// fio's filename_format expansion: $jobname, $jobnum (the clone's 0-based
+// subjob), $filenum and $clientuid (empty: no client/server mode), matched
+// without regard to case; an empty format is fio's "$jobname.$jobnum.$filenum".
+std::string FormatFileName(const std::string& format, const std::string& job_name, int subjob,
+                           uint32_t file_number);
 
 // What `list` touches, sorted and unique: every named file of every job; a job
 // with generated file names touches its directory ("." when it has none). Jobs on

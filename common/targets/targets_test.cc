@@ -39,6 +39,15 @@ TEST(JobFilesTest, NamedAndGenerated) {
   EXPECT_THAT(JobFiles(list.jobs[1], 0), ElementsAre("/d/a", "/abs"));
 }
 
+// filename_format as fio 3.33 expands it (fio --filename_format=... with
+// nrfiles=2 numjobs=2 makes these names).
+TEST(JobFilesTest, FilenameFormat) {
+  auto list = Parse("[fmt]\ndirectory=/d\nnrfiles=2\nsize=1m\nfilename_format=$JobName-$jobnum/$filenum.$filenum$clientuid\n");
+  EXPECT_THAT(JobFiles(list.jobs[0], 1), ElementsAre("/d/fmt-1/0.0", "/d/fmt-1/1.1"));
+  EXPECT_EQ(FormatFileName("", "j", 2, 3), "j.2.3");
+  EXPECT_EQ(FormatFileName("fixed", "j", 2, 3), "fixed");  // every file the same name, as fio
+}
+
 TEST(LexicalNormalTest, Forms) {
   EXPECT_EQ(LexicalNormal("/a//b/./c/../d/"), "/a/b/d");
   EXPECT_EQ(LexicalNormal("/.."), "/");

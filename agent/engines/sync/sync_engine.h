@@ -1,13 +1,21 @@
 // Synchronous engines: psync (pread/pwrite), sync (lseek+read/write) and pvsync
 // (preadv/pwritev). Queue() performs the I/O and returns kCompleted with the result.
+// Trims (rw=trim, randtrim, trimwrite): a discard (BLKDISCARD, as fio) on a
+// block device, a punched hole (fallocate PUNCH_HOLE|KEEP_SIZE) on a regular
+// file, where fio 3.33 fails with ENOTTY.
 #pragma once
 
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "agent/engines/engine.h"
 
@@ -32,14 +40,22 @@ class SyncEngine final : public IoEngine {
     return "psync";
   }
   uint32_t Capabilities() const override {
-    return kCapDirect | (flavor_ == SyncFlavor::kPvsync2 ? kCapPolled : 0u);
+    return kCapDirect | kCapTrim | (flavor_ == SyncFlavor::kPvsync2 ? kCapPolled : 0u);
   }
   absl::Status Init(const EngineOptions& options) override {
     // pvsync2 with hipri polls for the completion (RWF_HIPRI), as fio does.
     rw_flags_ = options.hipri ? RWF_HIPRI : 0;
     return absl::OkStatus();
   }
-  absl::Status Open(std::span<const int> fds) override { return absl::OkStatus(); }
+  absl::Status Open(std::span<const int> fds) override {
+    // Which files are block devices, once (a trim discards or punches a hole).
+    block_.assign(fds.size(), false);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      struct stat st {};
+      block_[i] = fds[i] >= 0 && fstat(fds[i], &st) == 0 && S_ISBLK(st.st_mode);
+    }
+    return absl::OkStatus();
+  }
 
   inline QueueResult Queue(IoRequest& req) override {
     ssize_t r;
@@ -52,6 +68,9 @@ class SyncEngine final : public IoEngine {
         break;
       case IoOp::kFsync:
         r = fsync(req.fd);
+        break;
+      case IoOp::kTrim:
+        r = Trim(req);
         break;
       default:
         r = -1;
@@ -67,6 +86,18 @@ class SyncEngine final : public IoEngine {
   absl::Status Drive(IoLoop& loop) override;
 
  private:
+  inline ssize_t Trim(IoRequest& req) {
+    const size_t fi = static_cast<size_t>(req.file_index);
+    int rc;
+    if (fi < block_.size() && block_[fi]) {
+      uint64_t range[2] = {req.offset, req.len};
+      rc = ioctl(req.fd, BLKDISCARD, range);
+    } else {
+      rc = fallocate(req.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(req.offset),
+                     static_cast<off_t>(req.len));
+    }
+    return rc < 0 ? -1 : static_cast<ssize_t>(req.len);
+  }
   inline ssize_t Read(IoRequest& req) {
     switch (flavor_) {
       case SyncFlavor::kPsync:
@@ -106,6 +137,7 @@ class SyncEngine final : public IoEngine {
 
   SyncFlavor flavor_;
   int rw_flags_ = 0;
+  std::vector<bool> block_;  // per file index: a block device
 };
 
 }  // namespace iofleet::agent

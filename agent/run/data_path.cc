@@ -1,0 +1,442 @@
+#include "agent/run/data_path.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "agent/workload/checksum.h"
+#include "common/jobspec/pattern.h"
+
+namespace iofleet::agent {
+namespace {
+
+using jobspec::VerifyType;
+
+constexpr uint64_t kStateVersion = 3;
+constexpr size_t kStateNameBytes = 64;
+// thread_io_list without its completions: no_comps, depth, nofiles, numberio,
+// index, rand state (use64 + six u64), name[64].
+constexpr size_t kStateFixedBytes = 8 + 4 + 4 + 8 + 8 + 8 + 48 + kStateNameBytes;
+
+void Put64(std::string& b, uint64_t v) { b.append(reinterpret_cast<const char*>(&v), 8); }
+void Put32(std::string& b, uint32_t v) { b.append(reinterpret_cast<const char*>(&v), 4); }
+uint64_t Get64(const std::string& b, size_t at) {
+  uint64_t v;
+  std::memcpy(&v, b.data() + at, 8);
+  return v;
+}
+uint32_t Get32(const std::string& b, size_t at) {
+  uint32_t v;
+  std::memcpy(&v, b.data() + at, 4);
+  return v;
+}
+
+uint64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+std::string VerifyStateFileName(const std::string& job_name, int index) {
+  std::string n = job_name;
+  for (char& c : n) {
+    if (c == '/') c = '.';
+  }
+  return absl::StrCat("local-", n, "-", index, "-verify.state");
+}
+
+absl::Status SaveVerifyState(const std::string& path, const VerifyState& s) {
+  std::string body;
+  Put64(body, s.comps.size());
+  Put32(body, s.depth);
+  Put32(body, s.nofiles);
+  Put64(body, s.numberio);
+  Put64(body, 0);                    // index (fio's thread index; informational)
+  body.append(8 + 48, '\0');         // random state: not carried
+  std::string name = s.name.substr(0, kStateNameBytes - 1);
+  name.resize(kStateNameBytes, '\0');
+  body += name;
+  // fio sizes the completion array depth * nofiles and counts the valid ones.
+  const size_t slots = static_cast<size_t>(s.depth) * s.nofiles;
+  for (size_t i = 0; i < slots; ++i) {
+    Put64(body, i < s.comps.size() ? s.comps[i].first : 0);
+    Put64(body, i < s.comps.size() ? s.comps[i].second : 0);
+  }
+  std::string file;
+  Put64(file, kStateVersion);
+  Put64(file, body.size());
+  Put64(file, workload::Crc32c(body.data(), body.size()));
+  file += body;
+  const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_SYNC, 0644);
+  if (fd < 0) return absl::InternalError(absl::StrCat("verify state ", path, ": ", std::strerror(errno)));
+  const ssize_t n = ::write(fd, file.data(), file.size());
+  const int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(file.size())) {
+    return absl::InternalError(absl::StrCat("verify state ", path, ": write: ",
+                                            n < 0 ? std::strerror(err) : "short write"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<VerifyState> LoadVerifyState(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("verify_state_load: cannot open state file ", path, ": ", std::strerror(errno)));
+  }
+  std::string data;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) data.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  auto bad = [&](const std::string& why) {
+    return absl::FailedPreconditionError(absl::StrCat("verify_state_load: state file ", path, " ", why));
+  };
+  if (data.size() < 24) return bad("is too short");
+  if (Get64(data, 0) != kStateVersion) {
+    return bad(absl::StrCat("has version ", Get64(data, 0), " (fio 3.33's is 3)"));
+  }
+  const uint64_t size = Get64(data, 8);
+  if (size < kStateFixedBytes || data.size() < 24 + size) return bad("is truncated");
+  const std::string body = data.substr(24, size);
+  if (workload::Crc32c(body.data(), body.size()) != static_cast<uint32_t>(Get64(data, 16))) {
+    return bad("is corrupt (bad crc)");
+  }
+  VerifyState s;
+  const uint64_t no_comps = Get64(body, 0);
+  s.depth = Get32(body, 8);
+  s.nofiles = Get32(body, 12);
+  s.numberio = Get64(body, 16);
+  const char* name = body.data() + 8 + 4 + 4 + 8 + 8 + 8 + 48;
+  s.name.assign(name, strnlen(name, kStateNameBytes));
+  if (kStateFixedBytes + no_comps * 16 > body.size()) return bad("lists more completions than it holds");
+  for (uint64_t i = 0; i < no_comps; ++i) {
+    s.comps.emplace_back(Get64(body, kStateFixedBytes + i * 16), Get64(body, kStateFixedBytes + i * 16 + 8));
+  }
+  return s;
+}
+
+bool DataPath::Needed(const jobspec::JobSpec& job, const workload::BufferFiller* filler) {
+  if (job.verify != VerifyType::kNone) return true;
+  const bool writes = jobspec::HasWrite(job.rw);
+  return writes && filler != nullptr && filler->per_write();
+}
+
+absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerator& gen) {
+  const jobspec::JobSpec& job = *cfg.job;
+  std::unique_ptr<DataPath> d(new DataPath(std::move(cfg), gen));
+  d->slots_.resize(d->cfg_.depth);
+  const bool writes = jobspec::HasWrite(job.rw);
+  const bool reads = jobspec::HasRead(job.rw);
+  if (job.verify != VerifyType::kNone) {
+    workload::VerifyOptions o;
+    o.type = job.verify;
+    o.interval = job.verify_interval;
+    o.header_offset = job.verify_offset;
+    o.compress_pct = job.buffer_compress_percentage;
+    o.fatal = job.verify_fatal;
+    o.dump = job.verify_dump;
+    o.thread_number = static_cast<uint16_t>(d->cfg_.thread_number);
+    if (!job.verify_pattern.empty()) {
+      auto p = jobspec::ParsePattern(job.verify_pattern, true);
+      if (!p.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("job \"", job.name, "\": option \"verify_pattern\": value \"",
+                                                       job.verify_pattern, "\": ", p.status().message()));
+      }
+      if (absl::Status s = jobspec::ResolvePatternFiles(*p); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("job \"", job.name, "\": option \"verify_pattern\": ", s.message()));
+      }
+      o.pattern = std::move(*p);
+    }
+    auto v = workload::BlockVerifier::Create(std::move(o));
+    if (!v.ok()) {
+      return absl::Status(v.status().code(), absl::StrCat("job \"", job.name, "\": ", v.status().message()));
+    }
+    d->verifier_ = std::move(*v);
+    d->verifying_ = true;
+    d->log_writes_ = writes && job.do_verify;
+    d->sorted_log_ = !(jobspec::IsRandom(job.rw) && !job.norandommap);
+    d->check_reads_ = reads && !writes;
+    // As fio's verify_header: the seed is known (and checked) for mixed jobs
+    // without a backlog; the write number for fixed-size writes outside
+    // time_based and verify_only runs.
+    d->check_seed_ = reads && writes && job.verify_backlog == 0;
+    bool fixed = true;
+    for (int dd = 0; dd < jobspec::kNumDdirs; ++dd) {
+      fixed = fixed && job.bs_min[dd] == job.bs_min[0] && job.bs_max[dd] == job.bs_min[0];
+    }
+    d->check_numberio_ = writes && fixed && !job.time_based && !job.verify_only;
+    d->dry_writes_ = writes && job.verify_only;
+    d->verify_rng_.Seed(d->cfg_.seeds.seeds[workload::kSeedVerify], /*use64=*/true);
+    d->last_comp_.assign(d->cfg_.fds.size(), std::vector<uint64_t>(d->cfg_.depth, 0));
+    d->last_comp_idx_.assign(d->cfg_.fds.size(), 0);
+    if (job.verify_state_load) {
+      auto st = LoadVerifyState(VerifyStateFileName(job.name, d->cfg_.thread_number - 1));
+      if (!st.ok()) {
+        return absl::Status(st.status().code(), absl::StrCat("job \"", job.name, "\": ", st.status().message()));
+      }
+      d->loaded_ = std::move(*st);
+    }
+  }
+  return d;
+}
+
+void DataPath::LogWrite(const IoRequest& r, uint64_t seed, uint16_t numberio) {
+  Piece p;
+  p.file = static_cast<uint32_t>(r.file_index);
+  p.len = r.len;
+  p.offset = r.offset;
+  p.seed = seed;
+  p.numberio = numberio;
+  p.in_flight = !dry_writes_;
+  p.slot = dry_writes_ ? -1 : static_cast<int32_t>(r.index);
+  Piece* at;
+  if (!sorted_log_) {
+    fifo_.push_back(p);
+    at = &fifo_.back();
+  } else {
+    // A newer write replaces every logged one it overlaps (fio's log_io_piece).
+    const auto key = std::make_pair(p.file, p.offset);
+    auto it = sorted_.lower_bound(key);
+    if (it != sorted_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first.first == p.file && prev->second.offset + prev->second.len > p.offset) it = prev;
+    }
+    while (it != sorted_.end() && it->first.first == p.file && it->second.offset < p.offset + p.len) {
+      if (it->second.offset + it->second.len > p.offset) {
+        if (it->second.slot >= 0) slots_[static_cast<size_t>(it->second.slot)].piece = nullptr;
+        it = sorted_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    at = &sorted_.emplace(key, p).first->second;
+  }
+  if (!dry_writes_) slots_[r.index].piece = at;
+}
+
+void DataPath::PrepareWrite(IoRequest& r) {
+  char* buf = static_cast<char*>(r.buf);
+  slots_[r.index].write_offset = r.offset;
+  if (verifier_ != nullptr) {
+    const uint64_t seed = verify_rng_.Next();
+    const uint16_t numberio = static_cast<uint16_t>(writes_);
+    if (!dry_writes_) verifier_->Populate(buf, r.len, r.offset, seed, numberio, RealtimeNs());
+    if (log_writes_) LogWrite(r, seed, numberio);
+  } else if (cfg_.filler.has_value()) {
+    cfg_.filler->PrepareWrite(buf, r.len, r.offset);
+  }
+  ++writes_;
+}
+
+DataPath::Piece* DataPath::Head() {
+  if (!sorted_log_) return fifo_.empty() ? nullptr : &fifo_.front();
+  return sorted_.empty() ? nullptr : &sorted_.begin()->second;
+}
+
+void DataPath::PopHead() {
+  if (!sorted_log_) {
+    fifo_.pop_front();
+  } else {
+    sorted_.erase(sorted_.begin());
+  }
+}
+
+bool DataPath::StateSaysStop(uint64_t offset, uint32_t file) const {
+  if (!loaded_.has_value()) return false;
+  const VerifyState& s = *loaded_;
+  // Outside the window of the last `depth` writes everything was complete.
+  if ((reads_done_ < s.depth || s.numberio - reads_done_ > s.depth) && s.numberio > s.depth) {
+    return false;
+  }
+  for (const auto& [f, off] : s.comps) {
+    if (f == file && off == offset) return false;
+  }
+  return true;
+}
+
+bool DataPath::NextVerify(IoRequest& r) {
+  Piece* p = Head();
+  while (p != nullptr && p->len == 0 && !p->in_flight) {  // a failed write
+    PopHead();
+    p = Head();
+  }
+  if (p == nullptr || p->in_flight) return false;
+  if (StateSaysStop(p->offset, p->file)) {
+    // fio stops verifying here: the write had not completed when the state was saved.
+    fifo_.clear();
+    sorted_.clear();
+    return false;
+  }
+  Slot& s = slots_[r.index];
+  s.check = true;
+  s.file = p->file;
+  s.exp.offset = p->offset;
+  s.exp.len = p->len;
+  s.exp.seed = p->seed;
+  s.exp.check_seed = check_seed_;
+  s.exp.numberio = p->numberio;
+  s.exp.check_numberio = check_numberio_;
+  s.exp.io_flags = 0x88;  // fio: in flight, from the verify list
+  r.op = IoOp::kRead;
+  r.file_index = static_cast<int>(p->file);
+  r.fd = cfg_.fds[p->file];
+  r.offset = p->offset;
+  r.len = p->len;
+  r.buf = cfg_.buffers + static_cast<size_t>(r.index) * cfg_.slot_size;
+  PopHead();
+  last_was_read_ = true;
+  return true;
+}
+
+bool DataPath::BacklogDue() {
+  const jobspec::JobSpec& job = *cfg_.job;
+  if (backlog_left_ != 0) return true;
+  const size_t logged = sorted_log_ ? sorted_.size() : fifo_.size();
+  if (logged % job.verify_backlog == 0 && !last_was_read_) {
+    backlog_left_ = job.verify_backlog_batch != 0 ? job.verify_backlog_batch : job.verify_backlog;
+    return true;
+  }
+  return false;
+}
+
+bool DataPath::NextSlow(IoRequest& r, int d) {
+  if (verify_phase_) return NextVerify(r);
+  if (d < 0) {
+    if (log_writes_ && cfg_.job->verify_backlog != 0 && BacklogDue() && NextVerify(r)) {
+      --backlog_left_;
+      return true;
+    }
+  } else if (verify_next_) {  // the paced loop: NextDir saw a backlog round due
+    verify_next_ = false;
+    if (NextVerify(r)) {
+      --backlog_left_;
+      return true;
+    }
+    d = -1;  // nothing logged to verify: a fresh draw
+  }
+  if (!(d < 0 ? gen_.Next(r) : gen_.NextIn(r, static_cast<jobspec::Ddir>(d)))) return false;
+  last_was_read_ = r.op == IoOp::kRead;
+  if (r.op == IoOp::kWrite) {
+    PrepareWrite(r);
+  } else if (r.op == IoOp::kRead && check_reads_) {
+    if (loaded_.has_value() && StateSaysStop(r.offset, static_cast<uint32_t>(r.file_index))) {
+      stop_ = true;
+      return false;
+    }
+    Slot& s = slots_[r.index];
+    s.check = true;
+    s.file = static_cast<uint32_t>(r.file_index);
+    s.exp = workload::Expected{};
+    s.exp.offset = r.offset;
+    s.exp.len = r.len;
+  }
+  return true;
+}
+
+int DataPath::OnCompleteSlow(IoRequest& r) {
+  Slot& s = slots_[r.index];
+  if (r.op == IoOp::kWrite) {
+    if (s.piece != nullptr) {
+      s.piece->in_flight = false;
+      s.piece->slot = -1;
+      s.piece = nullptr;
+    }
+    if (verifier_ != nullptr && static_cast<size_t>(r.file_index) < last_comp_.size()) {
+      // What verify_state_save records: the last `depth` completed writes per file.
+      auto& ring = last_comp_[static_cast<size_t>(r.file_index)];
+      uint32_t& idx = last_comp_idx_[static_cast<size_t>(r.file_index)];
+      ring[idx] = s.write_offset;
+      idx = (idx + 1) % static_cast<uint32_t>(ring.size());
+      ++completed_writes_;
+    }
+    return 0;
+  }
+  if (r.op != IoOp::kRead || !s.check) return 0;
+  s.check = false;
+  ++reads_done_;
+  char* buf = cfg_.buffers + static_cast<size_t>(r.index) * cfg_.slot_size;
+  std::string log;
+  const int err = verifier_->Check(buf, s.exp, cfg_.file_names[s.file], &log);
+  if (err != 0) {
+    std::fputs(log.c_str(), stderr);
+    if (first_failure_.empty()) first_failure_ = log.substr(0, log.find('\n'));
+    if (cfg_.job->verify_fatal) stop_ = true;
+  }
+  return err;
+}
+
+void DataPath::OnFailedSlow(IoRequest& r) {
+  Slot& s = slots_[r.index];
+  s.check = false;
+  if (r.op == IoOp::kWrite && s.piece != nullptr) {
+    // A failed write is not read back: drop it from the log.
+    Piece* p = s.piece;
+    s.piece = nullptr;
+    if (sorted_log_) {
+      auto it = sorted_.find(std::make_pair(p->file, p->offset));
+      if (it != sorted_.end() && &it->second == p) sorted_.erase(it);
+    } else {
+      p->in_flight = false;
+      p->len = 0;  // skipped when it reaches the head
+      p->slot = -1;
+    }
+  }
+}
+
+bool DataPath::EndOfPass() {
+  if (verify_phase_) {
+    verify_phase_ = false;
+    return false;
+  }
+  if (!log_writes_) return false;
+  if (fifo_.empty() && sorted_.empty()) return false;
+  return true;
+}
+
+void DataPath::BeginVerifyPhase() {
+  verify_phase_ = true;
+  backlog_left_ = 0;
+  // Read from the device, not the page cache (fio's file_invalidate_cache).
+  const jobspec::JobSpec& job = *cfg_.job;
+  if (job.invalidate && !job.direct) {
+    for (size_t i = 0; i < cfg_.fds.size(); ++i) {
+      if (cfg_.fds[i] >= 0 && i < cfg_.regular.size() && cfg_.regular[i]) {
+        posix_fadvise(cfg_.fds[i], 0, 0, POSIX_FADV_DONTNEED);
+      }
+    }
+  }
+}
+
+absl::Status DataPath::SaveStateAtEnd() {
+  const jobspec::JobSpec& job = *cfg_.job;
+  if (verifier_ == nullptr || !job.verify_state_save || !jobspec::HasWrite(job.rw)) {
+    return absl::OkStatus();
+  }
+  VerifyState s;
+  s.numberio = writes_;
+  s.depth = cfg_.depth;
+  s.nofiles = static_cast<uint32_t>(cfg_.fds.size());
+  s.name = job.name;
+  const uint64_t per_file = std::min<uint64_t>(completed_writes_, cfg_.depth);
+  for (size_t f = 0; f < last_comp_.size(); ++f) {
+    // The last `per_file` completions, newest first (fio's order).
+    const auto& ring = last_comp_[f];
+    uint32_t j = last_comp_idx_[f];
+    for (uint64_t k = 0; k < per_file; ++k) {
+      j = j == 0 ? static_cast<uint32_t>(ring.size()) - 1 : j - 1;
+      s.comps.emplace_back(f, ring[j]);
+    }
+  }
+  return SaveVerifyState(VerifyStateFileName(job.name, cfg_.thread_number - 1), s);
+}
+
+}  // namespace iofleet::agent

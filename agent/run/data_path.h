@@ -1,0 +1,198 @@
+// What a job's I/O carries and checks: buffer contents per write (refill,
+// scramble) and data verification (verify=), as a source of I/O for the loop
+// (io_loop.h) that wraps the job's IoGenerator. A job with neither runs the loop
+// on the bare IoGenerator and pays nothing for this; DataPath::Needed says which.
+//
+// Verification follows fio 3.33 (backend.c do_io/do_verify, io_u.c, iolog.c):
+//  * every write gets verify headers (agent/workload/verify.h) and, with
+//    do_verify, is logged before it is issued: in issue order for random I/O
+//    with the random map, otherwise sorted by (file, offset) where a newer write
+//    replaces every older one it overlaps;
+//  * after each pass of writes (each loop) the loop drains, the files' cached
+//    pages are dropped (invalidate, buffered I/O) and the verify phase reads
+//    back every logged block, in log order, checking each; with verify_backlog=N
+//    a batch of logged, completed writes is read back whenever the log holds a
+//    multiple of N blocks (fio's check_get_verify);
+//  * a job that only reads checks every read (the blocks carry their own
+//    headers); a mixed job checks only the reads of logged blocks;
+//  * verify_only: the writes are accounted, logged and not issued, then the
+//    verify phase reads them back (fio's do_dry_run);
+//  * a failure prints fio's lines to stderr and fails the read with EILSEQ
+//    (unless continue_on_error covers it; verify_fatal stops the job);
+//  * verify_state_save writes local-<job>-<n>-verify.state (fio's binary
+//    format, version 3) when a verifying write job ends; verify_state_load
+//    reads it and stops verifying where fio would (writes that had not
+//    completed when the state was saved).
+//
+// Thread-safety: one per worker thread. Next() allocates only in verify mode
+// (the write log, as fio's log_io_piece does).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/engines/engine.h"
+#include "agent/run/io_generator.h"
+#include "agent/workload/buffer_fill.h"
+#include "agent/workload/random.h"
+#include "agent/workload/verify.h"
+#include "common/jobspec/job_spec.h"
+
+namespace iofleet::agent {
+
+// fio's saved verify state (verify-state.h, VSTATE_HDR_VERSION 3).
+struct VerifyState {
+  uint64_t numberio = 0;  // writes issued
+  uint32_t depth = 1;
+  uint32_t nofiles = 1;
+  std::string name;
+  std::vector<std::pair<uint64_t, uint64_t>> comps;  // (file number, offset) last completions
+};
+// "local-<name with / as .>-<index>-verify.state" (index = thread_number - 1).
+std::string VerifyStateFileName(const std::string& job_name, int index);
+absl::Status SaveVerifyState(const std::string& path, const VerifyState& s);
+absl::StatusOr<VerifyState> LoadVerifyState(const std::string& path);
+
+class DataPath {
+ public:
+  static constexpr bool kHooks = true;
+
+  struct Config {
+    const jobspec::JobSpec* job = nullptr;
+    int thread_number = 1;
+    char* buffers = nullptr;     // slot i at buffers + i * slot_size
+    size_t slot_size = 0;
+    uint32_t depth = 1;          // slots
+    std::vector<std::string> file_names;  // per file index, for messages
+    std::vector<int> fds;
+    std::vector<bool> regular;   // per file: a regular file (cache can be dropped)
+    workload::JobSeeds seeds;
+    std::optional<workload::BufferFiller> filler;  // per-write contents; none when verifying
+  };
+
+  // Whether `job` needs a DataPath: it verifies, or its writes need per-write
+  // contents (`filler` says so).
+  static bool Needed(const jobspec::JobSpec& job, const workload::BufferFiller* filler);
+  static absl::StatusOr<std::unique_ptr<DataPath>> Create(Config cfg, IoGenerator& gen);
+
+  // --- the loop's source interface (see IoGenerator) ---------------------------
+  // Without verification this is the generator plus the per-write buffer work,
+  // inline; everything else is out of line.
+  inline bool Next(IoRequest& r) {
+    if (verifying_) return NextSlow(r);
+    if (!gen_.Next(r)) return false;
+    if (r.op == IoOp::kWrite) cfg_.filler->PrepareWrite(static_cast<char*>(r.buf), r.len, r.offset);
+    return true;
+  }
+  // The paced loop's two steps (IoGenerator's NextDir/SwitchDir/OtherShare/
+  // NextIn; pacing.h). Verify reads (the verify phase, verify_backlog) draw no
+  // direction, as fio serves them before it picks one: NextDir says kRead for
+  // them, and NextIn serves them.
+  jobspec::Ddir NextDir() {
+    verify_next_ = verifying_ && (verify_phase_ || (log_writes_ && cfg_.job->verify_backlog != 0 && BacklogDue()));
+    return verify_next_ ? jobspec::kRead : gen_.NextDir();
+  }
+  void SwitchDir(jobspec::Ddir to) {
+    if (!verify_next_) gen_.SwitchDir(to);
+  }
+  uint32_t OtherShare(jobspec::Ddir d) const { return verify_next_ ? 0 : gen_.OtherShare(d); }
+  inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
+    if (verifying_) return NextSlow(r, d);
+    if (!gen_.NextIn(r, d)) return false;
+    if (r.op == IoOp::kWrite) cfg_.filler->PrepareWrite(static_cast<char*>(r.buf), r.len, r.offset);
+    return true;
+  }
+  // True for an I/O to account as completed without issuing it (verify_only writes).
+  bool Skip(const IoRequest& r) const { return r.op == IoOp::kWrite && dry_writes_; }
+  // A successful completion, after it was accounted: 0, or EILSEQ for a block
+  // that failed verification.
+  inline int OnComplete(IoRequest& r) { return verifying_ ? OnCompleteSlow(r) : 0; }
+  // An I/O that failed: a write is dropped from the log.
+  inline void OnFailed(IoRequest& r) {
+    if (verifying_) OnFailedSlow(r);
+  }
+  bool pass_done() const { return gen_.pass_done(); }
+
+  // End of a pass of the generator: true when the loop must drain and run the
+  // verify phase now (BeginVerifyPhase); false otherwise (also when a verify
+  // phase just ended).
+  bool EndOfPass();
+  void BeginVerifyPhase();
+  bool in_verify_phase() const { return verify_phase_; }
+  bool verifies() const { return verifier_ != nullptr; }
+  // verify_fatal: a block failed; the job must stop.
+  bool stop_requested() const { return stop_; }
+  // The first failure's summary (for the job's error text).
+  const std::string& first_failure() const { return first_failure_; }
+
+  // At the end of the job: verify_state_save. Errors are reported, not fatal.
+  absl::Status SaveStateAtEnd();
+
+ private:
+  struct Piece {
+    uint32_t file = 0;
+    uint32_t len = 0;
+    uint64_t offset = 0;
+    uint64_t seed = 0;
+    uint16_t numberio = 0;
+    bool in_flight = true;
+    int32_t slot = -1;  // slot of the write in flight
+  };
+  struct Slot {
+    Piece* piece = nullptr;   // write in flight
+    bool check = false;       // read to verify
+    workload::Expected exp;
+    uint32_t file = 0;
+    uint64_t write_offset = 0;  // the write's offset as issued (short writes move r.offset)
+  };
+
+  DataPath(Config cfg, IoGenerator& gen) : cfg_(std::move(cfg)), gen_(gen) {}
+  // `d`: the direction the paced loop drew (NextDir), or -1 (Next).
+  bool NextSlow(IoRequest& r, int d = -1);
+  int OnCompleteSlow(IoRequest& r);
+  void OnFailedSlow(IoRequest& r);
+  void PrepareWrite(IoRequest& r);
+  void LogWrite(const IoRequest& r, uint64_t seed, uint16_t numberio);
+  bool NextVerify(IoRequest& r);
+  bool BacklogDue();
+  Piece* Head();
+  void PopHead();
+  bool StateSaysStop(uint64_t offset, uint32_t file) const;
+
+  Config cfg_;
+  IoGenerator& gen_;
+  std::unique_ptr<workload::BlockVerifier> verifier_;
+  bool verifying_ = false;     // verifier_ != nullptr
+  bool log_writes_ = false;    // do_verify with a verify type: writes go to the log
+  bool sorted_log_ = false;    // fio's rb-tree (not random with the random map)
+  bool check_reads_ = false;   // a read-only job: every read is checked
+  bool check_seed_ = false;
+  bool check_numberio_ = false;
+  bool dry_writes_ = false;    // verify_only
+  bool verify_next_ = false;   // paced loop: NextDir chose a verify read
+  bool verify_phase_ = false;
+  bool stop_ = false;
+  std::deque<Piece> fifo_;
+  std::map<std::pair<uint32_t, uint64_t>, Piece> sorted_;
+  std::vector<Slot> slots_;
+  workload::Rng verify_rng_;   // one seed per write (fio's verify_state)
+  uint64_t writes_ = 0;        // numberio
+  uint32_t backlog_left_ = 0;  // verify_batch
+  bool last_was_read_ = false;
+  uint64_t reads_done_ = 0;    // completed verify reads (fio's io_blocks[READ])
+  std::string first_failure_;
+  // verify_state_save: per file, the last `depth` completed write offsets.
+  std::vector<std::vector<uint64_t>> last_comp_;
+  std::vector<uint32_t> last_comp_idx_;
+  uint64_t completed_writes_ = 0;
+  std::optional<VerifyState> loaded_;  // verify_state_load
+};
+
+}  // namespace iofleet::agent

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""iofleet-agent and fio 3.33 side by side on the same files (issue 13).
+
+Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
+  verify_interop   blocks iofleet writes with verify=<type> are checked by fio,
+                   and blocks fio writes are checked by iofleet, for every type
+  corrupt_block    one corrupted block: both stop with error 84 after the same
+                   reads and name the same offset; with continue_on_error=verify
+                   both report the same total_err / first_error
+  buffers          buffer_pattern, zero_buffers, buffer_compress_percentage,
+                   dedupe_percentage: the files compress (zlib) and dedupe alike
+  verify_state     the verify state file of a write job is byte for byte fio's
+Standard library only.
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zlib
+
+SKIP = 77
+
+
+def jobs_of(stdout):
+    """The first job of a JSON report (fio may print lines before the JSON)."""
+    text = stdout[stdout.index("{"):]
+    return json.loads(text)["jobs"][0]
+
+
+class Env:
+    def __init__(self, build_dir):
+        self.agent = os.path.join(os.path.abspath(build_dir), "bin", "iofleet-agent")
+        self.dir = tempfile.mkdtemp(prefix="iofleet-fio-interop-")
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def job(self, name, text):
+        p = self.path(name)
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def run(self, tool, jobfile, cwd=None):
+        cmd = ([self.agent, "run", jobfile, "--output-format=json"] if tool == "iofleet"
+               else ["fio", jobfile, "--output-format=json"])
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd or self.dir, timeout=120)
+        return jobs_of(p.stdout), p.stderr
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+TYPES = ["md5", "crc64", "crc32", "crc32c", "crc32c-intel", "crc16", "crc7", "sha1", "sha256",
+         "sha512", "sha3-224", "sha3-256", "sha3-384", "sha3-512", "xxhash", "meta", "pattern"]
+
+
+def case_verify_interop(env):
+    target = env.path("v.dat")
+    for t in TYPES:
+        extra = "verify_pattern=0xdeadbeef\n" if t == "pattern" else ""
+        common = f"filename={target}\nsize=2m\nbs=8k\nverify={t}\n{extra}"
+        w = env.job("w.fio", f"[w]\n{common}rw=randwrite\nioengine=libaio\niodepth=4\ndo_verify=0\n")
+        r = env.job("r.fio", f"[r]\n{common}rw=read\nioengine=psync\n")
+        for writer, reader in (("iofleet", "fio"), ("fio", "iofleet")):
+            if os.path.exists(target):
+                os.unlink(target)
+            jw, _ = env.run(writer, w)
+            check(jw["error"] == 0, f"{t}: {writer} write error {jw['error']}")
+            jr, err = env.run(reader, r)
+            check(jr["error"] == 0 and jr["read"]["total_ios"] == 256,
+                  f"{t}: {reader} reading {writer}'s blocks: error {jr['error']}, "
+                  f"{jr['read']['total_ios']} reads (want 0, 256): {err[:300]}")
+    print(f"verify_interop: {len(TYPES)} types, both directions: clean")
+
+
+def case_corrupt_block(env):
+    target = env.path("c.dat")
+    w = env.job("w.fio", f"[w]\nfilename={target}\nsize=1m\nbs=4k\nrw=write\nverify=crc32c\n"
+                         "do_verify=0\nioengine=psync\n")
+
+    def prepared():
+        if os.path.exists(target):
+            os.unlink(target)
+        env.run("fio", w)
+        with open(target, "r+b") as f:
+            for off in (8192 + 100, 36864 + 100, 397312 + 100):
+                f.seek(off)
+                f.write(b"XXXX")
+
+    # libaio at depth 1: the reads done when a failure stops the job do not
+    # depend on timing (with psync, fio 3.33 reports continue_on_error=read
+    # as total_err 1, first_error 1: the -1 return taken for an errno).
+    base = f"[r]\nfilename={target}\nsize=1m\nbs=4k\nrw=read\nverify=crc32c\nioengine=libaio\niodepth=1\n"
+    for extra in ("", "continue_on_error=verify\n", "continue_on_error=verify\nverify_fatal=1\n",
+                  "continue_on_error=read\n"):
+        r = env.job("r.fio", base + extra)
+        got = {}
+        for tool in ("iofleet", "fio"):
+            prepared()
+            j, err = env.run(tool, r)
+            got[tool] = (j["error"], j["read"]["total_ios"], j.get("total_err"), j.get("first_error"))
+            check("offset 8192, length 4096" in err, f"{tool} {extra!r}: no failure line for offset 8192: {err[:300]}")
+        check(got["iofleet"] == got["fio"], f"{extra!r}: iofleet {got['iofleet']} != fio {got['fio']}")
+        print(f"corrupt_block {extra.strip() or 'default'!r}: (error, reads, total_err, first_error) = {got['fio']} both")
+
+
+def ratio_and_unique(path):
+    data = open(path, "rb").read()
+    blocks = {hashlib.md5(data[i:i + 4096]).digest() for i in range(0, len(data), 4096)}
+    return round(len(zlib.compress(data, 6)) / len(data), 2), len(blocks)
+
+
+def case_buffers(env):
+    target = env.path("b.dat")
+    for extra in ("buffer_compress_percentage=50\n", "buffer_compress_percentage=70\nbuffer_compress_chunk=512\n",
+                  "buffer_compress_percentage=100\n", "dedupe_percentage=40\n", "buffer_pattern=0xdeadbeef\n",
+                  "zero_buffers=1\n", "scramble_buffers=0\n", ""):
+        j = env.job("b.fio", f"[b]\nfilename={target}\nsize=8m\nbs=4k\nrw=write\nioengine=psync\n{extra}")
+        got = {}
+        for tool in ("iofleet", "fio"):
+            if os.path.exists(target):
+                os.unlink(target)
+            env.run(tool, j)
+            got[tool] = ratio_and_unique(target)
+        check(got["iofleet"] == got["fio"], f"{extra!r}: iofleet (zlib, distinct 4k blocks) {got['iofleet']} != fio {got['fio']}")
+        print(f"buffers {extra.strip() or 'default'!r}: (zlib ratio, distinct 4k blocks) = {got['fio']} both")
+
+
+def case_verify_state(env):
+    target = env.path("s.dat")
+    j = env.job("s.fio", f"[sv]\nfilename={target}\nsize=1m\nbs=4k\nrw=write\nverify=crc32c\nioengine=psync\n")
+    states = {}
+    for tool in ("iofleet", "fio"):
+        d = env.path(tool)
+        os.makedirs(d)
+        if os.path.exists(target):
+            os.unlink(target)
+        env.run(tool, j, cwd=d)
+        states[tool] = open(os.path.join(d, "local-sv-0-verify.state"), "rb").read()
+    check(states["iofleet"] == states["fio"], "verify state files differ")
+    print(f"verify_state: {len(states['fio'])} bytes, identical")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("case")
+    args = ap.parse_args()
+    if shutil.which("fio") is None:
+        print("SKIP: fio is not installed")
+        return SKIP
+    ver = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
+    if ver != "fio-3.33":
+        print(f"SKIP: the figures are fio 3.33's, this is {ver}")
+        return SKIP
+    env = Env(args.build_dir)
+    try:
+        globals()["case_" + args.case](env)
+    finally:
+        env.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
