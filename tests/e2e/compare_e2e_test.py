@@ -21,7 +21,6 @@ appends the measured tables (markdown) to FILE.
 import argparse
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
@@ -84,15 +83,7 @@ class Env:
     def __exit__(self, exc_type, exc, tb):
         self.agent.stop()
         self.controller.stop()
-        if exc_type is None and not self.keep:
-            shutil.rmtree(self.dir, ignore_errors=True)
-        else:
-            print(f"--- kept {self.dir}", file=sys.stderr)
-            for f in sorted(os.listdir(self.dir)):
-                if f.endswith(".log"):
-                    with open(os.path.join(self.dir, f), errors="replace") as fh:
-                        print(f"--- {f} (tail)\n" + "".join(fh.readlines()[-25:]),
-                              file=sys.stderr)
+        harness.finish_dir(self.dir, keep=exc_type is not None or self.keep)
         return False
 
     def request(self, method, path, body=None):

@@ -51,6 +51,20 @@ def wait_for(pred, timeout, what, interval=0.1):
     raise TestFailure(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+def finish_dir(path, keep, tail_lines=25):
+    """A test's temp dir at its end: removed, or (a failure, or asked to keep it)
+    kept and named, with the tail of every process log in it printed."""
+    if not keep:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    print(f"--- kept {path}", file=sys.stderr)
+    for f in sorted(os.listdir(path)):
+        if f.endswith(".log"):
+            with open(os.path.join(path, f), errors="replace") as fh:
+                tail = fh.readlines()[-tail_lines:]
+            print(f"--- {f} (tail)\n" + "".join(tail), file=sys.stderr)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -186,15 +200,7 @@ class Env:
         for a in self.agents.values():
             a.stop()
         self.controller.stop()
-        if exc_type is None:
-            shutil.rmtree(self.dir, ignore_errors=True)
-        else:
-            print(f"--- kept {self.dir}", file=sys.stderr)
-            for f in sorted(os.listdir(self.dir)):
-                if f.endswith(".log"):
-                    with open(os.path.join(self.dir, f), errors="replace") as fh:
-                        tail = fh.readlines()[-25:]
-                    print(f"--- {f} (tail)\n" + "".join(tail), file=sys.stderr)
+        finish_dir(self.dir, keep=exc_type is not None)
         return False
 
     # REST -----------------------------------------------------------------

@@ -22,7 +22,6 @@ only (the controller's default).
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -84,15 +83,7 @@ class Fleet:
         for a in self.agents:
             a.stop()
         self.controller.stop()
-        if exc_type is None:
-            shutil.rmtree(self.dir, ignore_errors=True)
-        else:
-            print(f"--- kept {self.dir}", file=sys.stderr)
-            for f in sorted(os.listdir(self.dir)):
-                if f.endswith(".log"):
-                    with open(os.path.join(self.dir, f), errors="replace") as fh:
-                        print(f"--- {f} (tail)\n" + "".join(fh.readlines()[-20:]),
-                              file=sys.stderr)
+        harness.finish_dir(self.dir, keep=exc_type is not None, tail_lines=20)
         return False
 
     # REST ---------------------------------------------------------------
