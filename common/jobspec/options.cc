@@ -461,7 +461,8 @@ absl::Status ApplyBsrange(const OptionRow&, Builder& b, const OptCtx& c) {
   for (int d = 0; d < kNumDdirs; ++d) {
     if (!(*pieces)[d]) continue;
     auto st = internal::ParseRange(
-        *(*pieces)[d], [kb](const std::string& s) { return SizeImpl(s, kb); }, &lo[d], &hi[d]);
+        *(*pieces)[d], [kb](const std::string& s) { return internal::RangeSizeImpl(s, kb); }, &lo[d],
+        &hi[d]);
     if (!st.ok()) return st;
     if (lo[d] == 0) return Tail("must be > 0");
   }
@@ -2088,8 +2089,8 @@ std::vector<OptionRow> MakeTable() {
    .example = "4k/50"},
   {.name = "nonvectored", .type = T::kInt, .def = "-1", .help = "Use non-vectored read/write commands",
    .category = C::kEngine, .engines = "io_uring io_uring_cmd", .status = S::kRefused,
-   .reason = "choosing vectored or non-vectored io_uring commands (nonvectored) is not implemented yet; iofleet uses non-vectored commands",
-   .example = "0"},
+   .reason = "vectored io_uring commands (nonvectored=0: IORING_OP_READV/WRITEV, NVME_URING_CMD_IO_VEC) are not implemented yet; iofleet always issues non-vectored commands, which is what fio's default (-1, probed) picks on kernels with IORING_OP_READ and what nonvectored=1 asks for",
+   .noop_values = "1", .example = "0"},
   {.name = "uncached", .type = T::kInt, .def = "0", .help = "Use RWF_UNCACHED for buffered read/writes",
    .category = C::kEngine, .engines = "io_uring io_uring_cmd pvsync2", .status = S::kRefused,
    .reason = "RWF_UNCACHED (uncached) is not implemented yet", .example = "1"},
