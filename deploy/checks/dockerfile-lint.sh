@@ -62,7 +62,7 @@ for f in "${files[@]}"; do
     }
     function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
     # Processes one logical instruction `ins` that started on line `ln`.
-    function instruction(ln, ins,    op, args, n, w, i, img, tag, stage, parts, src, nsrc, dest) {
+    function instruction(ln, ins,    op, args, n, w, i, v, img, tag, stage, parts, src, nsrc, dest) {
       ins = trim(ins)
       if (ins == "") return
       op = toupper(ins); sub(/[ \t].*/, "", op)
@@ -73,6 +73,12 @@ for f in "${files[@]}"; do
         i = 1
         while (i <= n && w[i] ~ /^--/) i++          # --platform=...
         img = w[i]
+        # FROM ${BASE} / $BASE: checked as the ARG default declared before the
+        # first FROM (what a build without --build-arg uses); none = untagged.
+        while (match(img, /\$\{?[A-Za-z_][A-Za-z0-9_]*\}?/)) {
+          v = substr(img, RSTART, RLENGTH); gsub(/[${}]/, "", v)
+          img = substr(img, 1, RSTART - 1) ((v in argdef) ? argdef[v] : "") substr(img, RSTART + RLENGTH)
+        }
         stage = ""
         if (i + 2 <= n && toupper(w[i + 1]) == "AS") stage = w[i + 2]
         final_stage = stage
@@ -87,6 +93,11 @@ for f in "${files[@]}"; do
         if (img !~ /^(docker\.io\/(library\/)?)?debian:12(-slim)?$/)
           report(ln, "IOF004", "base image must be Debian 12 (debian:12 or debian:12-slim): \"" img "\"")
         if (stage != "") stages[stage] = 1
+        return
+      }
+      if (nfrom == 0 && op == "ARG") {
+        n = split(args, w, /[ \t]+/)
+        for (i = 1; i <= n; i++) if (w[i] ~ /=/) { v = w[i]; sub(/=.*/, "", v); argdef[v] = substr(w[i], index(w[i], "=") + 1) }
         return
       }
       if (nfrom == 0 && op != "ARG") { report(ln, "DL3061", "instruction before the first FROM: " op); return }

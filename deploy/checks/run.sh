@@ -155,6 +155,11 @@ check_k8s() {
     echo "$out" | sed 's/^/    /'
     rc=1
   fi
+  local want
+  for want in "is not a headless Service" "Secret 'no-such-secret' not defined" \
+              "exactly one of minAvailable and maxUnavailable" "localhostProfile '/var/lib"; do
+    grep -qF "$want" <<<"$out" || { echo "  k8s-schema-check.py no longer reports \"$want\" on testdata"; rc=1; }
+  done
   return $rc
 }
 
