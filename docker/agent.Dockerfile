@@ -18,16 +18,16 @@
 #                               Pinning workers to CPUs (cpus_allowed, numa_cpu_nodes)
 #                               within the container's cpuset needs no capability.
 #   --security-opt seccomp=PROFILE
-#                               Docker >= 25's default seccomp profile blocks
-#                               io_uring_setup/enter/register; use a profile that
-#                               allows them (or seccomp=unconfined) to run io_uring
-#                               jobs. Without it the agent's start-up probe reports
+#                               Docker >= 25's and podman's default seccomp
+#                               profiles block io_uring_setup/enter/register; use
+#                               deploy/seccomp/iofleet-agent.json (the default
+#                               profile plus those three) to run io_uring jobs. Without it the agent's start-up probe reports
 #                               io_uring unavailable and libaio/psync jobs still run.
 # Pass --name (or run with --hostname): the default name is the container's hostname.
 #
 #   docker run -d --name iofleet-agent --hostname "$(hostname)" \
 #     --device /dev/nvme0n1 --ulimit memlock=-1:-1 \
-#     --security-opt seccomp=/etc/iofleet/seccomp-io_uring.json \
+#     --security-opt seccomp=/etc/iofleet/iofleet-agent.json \
 #     -v /mnt/scratch:/mnt/scratch -v iofleet-agent-spool:/var/lib/iofleet-agent \
 #     iofleet-agent:0.1.0 --controller=controller.example:7070 \
 #     --allow-path=/dev/nvme0n1 --allow-path=/mnt/scratch --labels=rack=r1

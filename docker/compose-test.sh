@@ -37,6 +37,8 @@ command -v python3 >/dev/null || skip "python3 missing"
 if ! out=$(podman info 2>&1); then
   skip "podman cannot run here: $(tail -n1 <<<"$out")"
 fi
+# shellcheck source=docker/podman-env.sh
+. "$here/podman-env.sh" || skip "podman needs an OCI runtime this host lacks (above)"
 tag=${IOFLEET_IMAGE_TAG:-0.1.0}
 img_ctl=localhost/iofleet-controller:$tag
 img_agent=localhost/iofleet-agent:$tag
@@ -85,7 +87,7 @@ chmod 0600 "$tmp/ctl/pgpass"
 podman network create "$net" >/dev/null
 for v in "${volumes[@]}"; do podman volume create "$v" >/dev/null; done
 
-podman run -d --name "$p-db" --network "$net" --network-alias db \
+podman run "${podman_opts[@]}" -d --name "$p-db" --network "$net" --network-alias db \
   -e IOFLEET_DB_PASSWORD_FILE=/run/iofleet-db/password -v "$tmp/db:/run/iofleet-db:ro" \
   -v "$p-pgdata:/var/lib/postgresql/data" "$img_db" >/dev/null
 for ((i = 0; ; i++)); do
@@ -96,7 +98,7 @@ done
 echo "compose-test: PostgreSQL $(podman exec "$p-db" postgres --version | awk '{print $3}') up"
 
 store="postgresql://iofleet@db:5432/iofleet?passfile=/run/iofleet/pgpass"
-podman run -d --name "$p-controller" --network "$net" --network-alias controller \
+podman run "${podman_opts[@]}" -d --name "$p-controller" --network "$net" --network-alias controller \
   -v "$tmp/ctl:/run/iofleet:ro" "$img_ctl" \
   "--store=$store" --init --grpc-listen=0.0.0.0:7070 --http-listen=0.0.0.0:7080 >/dev/null
 ctl_ip=$(podman inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$p-controller")
@@ -107,8 +109,11 @@ for i in 1 2 3; do
   sec=(--security-opt "seccomp=$repo/deploy/seccomp/iofleet-agent.json")
   profile=iofleet
   if [ $i -eq 3 ]; then sec=(); profile=default; fi
-  podman run -d --name "$p-agent$i" --hostname "agent$i" --network "$net" "${sec[@]}" \
-    --ulimit memlock=-1:-1 -v "$p-data$i:/data" -v "$p-spool$i:/var/lib/iofleet-agent" \
+  # CAP_IPC_LOCK rather than --ulimit memlock=-1:-1 (docker/README.md): raising
+  # RLIMIT_MEMLOCK above the host's hard limit needs CAP_SYS_RESOURCE, which a
+  # host that is itself a container may not have.
+  podman run "${podman_opts[@]}" -d --name "$p-agent$i" --hostname "agent$i" --network "$net" "${sec[@]}" \
+    --cap-add IPC_LOCK -v "$p-data$i:/data" -v "$p-spool$i:/var/lib/iofleet-agent" \
     "$img_agent" "${agent_args[@]}" --name="agent$i" --labels="fleet=compose,seccomp=$profile" >/dev/null
 done
 
