@@ -73,16 +73,21 @@ for f in "${files[@]}"; do
         i = 1
         while (i <= n && w[i] ~ /^--/) i++          # --platform=...
         img = w[i]
-        # FROM ${BASE} / $BASE: checked as the ARG default declared before the
-        # first FROM (what a build without --build-arg uses); none = untagged.
-        while (match(img, /\$\{?[A-Za-z_][A-Za-z0-9_]*\}?/)) {
-          v = substr(img, RSTART, RLENGTH); gsub(/[${}]/, "", v)
-          img = substr(img, 1, RSTART - 1) ((v in argdef) ? argdef[v] : "") substr(img, RSTART + RLENGTH)
-        }
         stage = ""
         if (i + 2 <= n && toupper(w[i + 1]) == "AS") stage = w[i + 2]
         final_stage = stage
         final_user = ""; final_health = 0; final_from_line = ln
+        # FROM ${BASE} / $BASE: checked as the ARG default declared before the
+        # first FROM (what a build without --build-arg uses); none = untagged.
+        while (match(img, /\$\{?[A-Za-z_][A-Za-z0-9_]*\}?/)) {
+          v = substr(img, RSTART, RLENGTH); gsub(/[${}]/, "", v)
+          if (!(v in argdef)) {
+            report(ln, "DL3006", "always tag the image version explicitly: \"" w[i] "\" (ARG " v " has no default before the first FROM)")
+            if (stage != "") stages[stage] = 1
+            return
+          }
+          img = substr(img, 1, RSTART - 1) argdef[v] substr(img, RSTART + RLENGTH)
+        }
         if (img == "scratch" || (img in stages)) { final_base = img; if (stage != "") stages[stage] = 1; return }
         final_base = img
         if (img ~ /@sha256:[0-9a-f]+$/) { if (stage != "") stages[stage] = 1; return }

@@ -119,6 +119,10 @@ check_docker() {
   for want in DL3000 DL3002 DL3003 DL3004 DL3006 DL3007 DL3009 DL3014 DL3015 DL3020 DL3021 DL3022 DL3025 DL3027 DL4000 DL4006 IOF001 IOF002 IOF003 IOF004; do
     grep -q " $want " <<<"$out" || { echo "  dockerfile-lint.sh no longer reports $want on testdata"; rc=1; }
   done
+  # FROM ${ARG} is checked as the ARG's default.
+  out=$("$here/dockerfile-lint.sh" "$here/testdata/arg-base.Dockerfile")
+  grep -q 'IOF004 .*"ubuntu:22.04"' <<<"$out" && grep -q ':7: DL3006 ' <<<"$out" ||
+    { echo "  dockerfile-lint.sh no longer resolves FROM \${ARG} (testdata/arg-base.Dockerfile):"; echo "$out" | sed 's/^/    /'; rc=1; }
   # The runtime stages install what docker/runtime-deps.sh finds with ldd.
   local bins=()
   for b in iofleet-controller iofleet-agent iofleet; do [ -x "$bin/$b" ] && bins+=("$bin/$b"); done
