@@ -50,9 +50,21 @@ COPY . .
 # compiles share the machine's cache. The tree sits at /work/iofleet and the build
 # at /work/iofleet/build, so with base_dir /work the compiler arguments are the ones
 # a host checkout /work/X with build dir /work/X/build uses: a warm cache is hits.
-RUN launcher=(); \
+# ccache also hashes LANG (it changes the compiler's messages): C.UTF-8 as on the
+# development machines.
+# HOST_HEADERS=1 (docker/build-images.sh on a host with the -dev packages, with
+# its /usr/include mounted at /host-include): compile against the host's headers,
+# so the hashes match the host's compiles even when the mirror has newer
+# point-release headers than the host (linux-libc-dev, libssl-dev, ...). The
+# libraries linked are the image's own (the same Debian 12 ABI).
+ARG HOST_HEADERS=0
+RUN if [ "$HOST_HEADERS" = 1 ] && [ -d /host-include/absl ]; then \
+      mv /usr/include /usr/include.image && ln -s /host-include /usr/include; \
+    fi; \
+    launcher=(); \
     if [ -d /ccache ] && [ -w /ccache ]; then \
       export CCACHE_DIR=/ccache CCACHE_BASEDIR=/work CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=30G CCACHE_STATSLOG=/tmp/ccache.log; \
+      export LANG=C.UTF-8; \
       launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache); \
     fi \
  && cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIOFLEET_BUILD_TESTS=OFF "${launcher[@]}" \
@@ -61,7 +73,8 @@ RUN launcher=(); \
  && install -d /out/bin \
  && install -m 0755 -s build/bin/iofleet-agent /out/bin/ \
  && docker/runtime-deps.sh /out/bin/* > /out/runtime-packages.txt \
- && echo "runtime packages:" && cat /out/runtime-packages.txt
+ && echo "runtime packages:" && cat /out/runtime-packages.txt \
+ && if [ -L /usr/include ]; then rm /usr/include && mv /usr/include.image /usr/include; fi
 
 # ---- runtime stage ----
 FROM ${RUNTIME_BASE}

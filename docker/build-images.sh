@@ -42,6 +42,21 @@ else
   echo "build-images.sh: no ccache dir at $ccache_dir: compiling cold"
 fi
 
+# The image's compiles hit the host's ccache entries only if they read the same
+# headers; Debian's mirror may hold newer point releases of some -dev packages
+# (linux-libc-dev, libssl-dev, ...) than the host has installed, which makes
+# every compile a miss. So where the host has the -dev packages, its /usr/include
+# is mounted read-only at /host-include and the build stage compiles against it
+# (HOST_HEADERS=1). IOFLEET_IMAGE_HOST_HEADERS=0 builds with the image's own.
+host_headers=${IOFLEET_IMAGE_HOST_HEADERS:-auto}
+if [ "$host_headers" = auto ]; then
+  host_headers=0
+  dpkg -s libabsl-dev libgrpc++-dev libprotobuf-dev liburing-dev libaio-dev libnuma-dev libsqlite3-dev \
+    libpq-dev libcpp-httplib-dev libssl-dev prometheus-cpp-dev libboost-math-dev nlohmann-json3-dev \
+    >/dev/null 2>&1 && [ ${#vol[@]} -gt 0 ] && host_headers=1
+fi
+[ "$host_headers" = 1 ] && vol+=(-v /usr/include:/host-include:ro)
+
 # shellcheck source=docker/podman-env.sh
 . "$repo/docker/podman-env.sh"
 
@@ -55,7 +70,7 @@ for i in "${images[@]}"; do
   # --layers: an unchanged stage (the package install) is reused from the last build.
   # --format=docker: the OCI format drops SHELL (RUN would use /bin/sh) and HEALTHCHECK.
   podman build --layers --pull=never --format=docker "${vol[@]}" "${podman_opts[@]}" \
-    --build-arg BASE="$base" --build-arg RUNTIME_BASE="$base" \
+    --build-arg BASE="$base" --build-arg RUNTIME_BASE="$base" --build-arg HOST_HEADERS="$host_headers" \
     -f "docker/$i.Dockerfile" -t "$t" . >"/tmp/iofleet-build-$i.log" 2>&1 ||
     { tail -n 40 "/tmp/iofleet-build-$i.log" >&2; echo "build-images.sh: $t failed (log /tmp/iofleet-build-$i.log)" >&2; exit 1; }
   grep -E '^ *(Hits|Misses|Direct|Preprocessed)|^runtime packages' -A0 "/tmp/iofleet-build-$i.log" | sed 's/^/  /' || true
