@@ -12,7 +12,8 @@
 #   4. an O_DIRECT psync randread on /data/file0 (a file in each agent's volume) on
 #      agent1 and agent2, then the same with ioengine=io_uring: every run succeeds
 #      with reads, and the results are rows in PostgreSQL;
-#   5. the io_uring job on agent3 (default seccomp) fails, naming io_uring;
+#   5. the io_uring job on agent3 (default seccomp) fails, naming io_uring; the
+#      images' HEALTHCHECKs report healthy (run once by `podman healthcheck run`);
 #   6. removes every container, volume and the network, and checks none is left.
 # Needs root and podman (rootful: the host reaches the controller on the network's
 # bridge). Exit 0 pass, 1 fail, 77 skipped (printed why). --keep: leave the images
@@ -55,6 +56,7 @@ for i in "$img_ctl" "$img_agent" "$img_db"; do
 done
 
 p=iofleet-ct-$$
+volumes_before=$(podman volume ls -q | sort)
 net=$p-net
 tmp=$(mktemp -d /tmp/iofleet-compose-test.XXXXXX)
 containers=("$p-db" "$p-controller" "$p-agent1" "$p-agent2" "$p-agent3")
@@ -68,7 +70,8 @@ cleanup() {
       podman logs --tail 15 "$c" 2>&1 | sed 's/^/  /'
     done
   fi
-  podman rm -f -t 0 "${containers[@]}" >/dev/null 2>&1 || true
+  # -v: also the anonymous volumes of the images' VOLUMEs (the controller's data dir).
+  podman rm -f -v -t 0 "${containers[@]}" >/dev/null 2>&1 || true   # (timer removal errors without systemd)
   podman volume rm -f "${volumes[@]}" >/dev/null 2>&1 || true
   podman network rm -f "$net" >/dev/null 2>&1 || true
   rm -rf "$tmp"
@@ -89,7 +92,8 @@ for v in "${volumes[@]}"; do podman volume create "$v" >/dev/null; done
 
 podman run "${podman_opts[@]}" -d --name "$p-db" --network "$net" --network-alias db \
   -e IOFLEET_DB_PASSWORD_FILE=/run/iofleet-db/password -v "$tmp/db:/run/iofleet-db:ro" \
-  -v "$p-pgdata:/var/lib/postgresql/data" "$img_db" >/dev/null
+  -v "$p-pgdata:/var/lib/postgresql/data" "$img_db" >/dev/null 2>>"$tmp/podman.log" ||
+  fail "podman run db: $(tail -n 3 "$tmp/podman.log")"
 for ((i = 0; ; i++)); do
   podman exec "$p-db" pg_isready -q -h 127.0.0.1 2>/dev/null && break
   [ $i -lt 120 ] || fail "PostgreSQL not ready after 60 s"
@@ -100,7 +104,8 @@ echo "compose-test: PostgreSQL $(podman exec "$p-db" postgres --version | awk '{
 store="postgresql://iofleet@db:5432/iofleet?passfile=/run/iofleet/pgpass"
 podman run "${podman_opts[@]}" -d --name "$p-controller" --network "$net" --network-alias controller \
   -v "$tmp/ctl:/run/iofleet:ro" "$img_ctl" \
-  "--store=$store" --init --grpc-listen=0.0.0.0:7070 --http-listen=0.0.0.0:7080 >/dev/null
+  "--store=$store" --init --grpc-listen=0.0.0.0:7070 --http-listen=0.0.0.0:7080 >/dev/null 2>>"$tmp/podman.log" ||
+  fail "podman run controller: $(tail -n 3 "$tmp/podman.log")"
 ctl_ip=$(podman inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$p-controller")
 [ -n "$ctl_ip" ] || fail "controller has no address on $net"
 
@@ -114,7 +119,8 @@ for i in 1 2 3; do
   # host that is itself a container may not have.
   podman run "${podman_opts[@]}" -d --name "$p-agent$i" --hostname "agent$i" --network "$net" "${sec[@]}" \
     --cap-add IPC_LOCK -v "$p-data$i:/data" -v "$p-spool$i:/var/lib/iofleet-agent" \
-    "$img_agent" "${agent_args[@]}" --name="agent$i" --labels="fleet=compose,seccomp=$profile" >/dev/null
+    "$img_agent" "${agent_args[@]}" --name="agent$i" --labels="fleet=compose,seccomp=$profile" \
+    >/dev/null 2>>"$tmp/podman.log" || fail "podman run agent$i: $(tail -n 3 "$tmp/podman.log")"
 done
 
 export HTTP=http://$ctl_ip:7080
@@ -217,6 +223,13 @@ else:
     print(f"compose-test: io_uring under podman's default seccomp profile: {r['state']}: {err}")
 PY
 
+# The images' HEALTHCHECKs (docker/healthcheck.sh, pg_isready), run once each:
+# podman schedules them with systemd timers, which a host without systemd lacks.
+for c in db controller agent1; do
+  out=$(podman healthcheck run "$p-$c" 2>&1) || fail "healthcheck of $c: ${out:-unhealthy}"
+done
+echo "compose-test: HEALTHCHECK healthy: db, controller, agent1"
+
 # The results are in PostgreSQL (peer auth over the socket, as the image's postgres user).
 rows=$(podman exec "$p-db" psql -d iofleet -tAc "SELECT count(*) FROM results WHERE ok" 2>&1) ||
   fail "psql: $rows"
@@ -225,12 +238,13 @@ echo "compose-test: PostgreSQL holds $rows successful results"
 
 # ---- 6. teardown leaves nothing ----
 trap - EXIT
-podman rm -f -t 0 "${containers[@]}" >/dev/null
+podman rm -f -v -t 0 "${containers[@]}" >/dev/null 2>>"$tmp/podman.log"
 podman volume rm -f "${volumes[@]}" >/dev/null
 podman network rm -f "$net" >/dev/null
 rm -rf "$tmp"
 left=$(podman ps -a --format '{{.Names}}' | grep -F "$p-" || true)
 left+=$(podman volume ls --format '{{.Name}}' | grep -F "$p-" || true)
 left+=$(podman network ls --format '{{.Name}}' | grep -F "$p-" || true)
+left+=$(comm -13 <(echo "$volumes_before") <(podman volume ls -q | sort) | tr '\n' ' ')
 [ -z "$left" ] || fail "left after teardown: $left"
 echo "compose-test: PASS in $((SECONDS - start)) s (controller + PostgreSQL + 3 agents as containers; teardown clean)"
