@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docker/compose-test.sh [--no-build] [--keep]: the images, run for real.
+# docker/compose-test.sh [--no-build]: the images, run for real.
 #   1. docker/build-images.sh (offline: base from Debian packages; podman reuses
 #      unchanged layers and the build stages the machine's ccache), unless --no-build;
 #   2. one podman network; PostgreSQL 15 (localhost/iofleet-postgres:15); the
@@ -16,8 +16,8 @@
 #      images' HEALTHCHECKs report healthy (run once by `podman healthcheck run`);
 #   6. removes every container, volume and the network, and checks none is left.
 # Needs root and podman (rootful: the host reaches the controller on the network's
-# bridge). Exit 0 pass, 1 fail, 77 skipped (printed why). --keep: leave the images
-# (they are always kept; this only says so), --no-build: use the images as built.
+# bridge). Exit 0 pass, 1 fail, 77 skipped (printed why). --no-build: use the
+# images as built. The images are kept (a rebuild is minutes, not seconds).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -25,8 +25,7 @@ build=1
 for a in "$@"; do
   case "$a" in
     --no-build) build=0 ;;
-    --keep) ;;
-    *) echo "compose-test.sh: unknown argument \"$a\" (--no-build --keep)" >&2; exit 2 ;;
+    *) echo "compose-test.sh: unknown argument \"$a\" (--no-build)" >&2; exit 2 ;;
   esac
 done
 skip() { echo "compose-test: SKIP: $*"; exit 77; }
