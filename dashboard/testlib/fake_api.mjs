@@ -224,7 +224,10 @@ class ApiError extends Error {
 }
 
 export class FakeApi {
-  constructor({ seedJobs = 0 } = {}) {
+  // token: when set, every /api/v1 call needs "Authorization: Bearer <token>"
+  // (401 otherwise, as the controller with --api-token-file).
+  constructor({ seedJobs = 0, token = '' } = {}) {
+    this.token = token;
     this.jobs = [];
     this.runs = new Map();
     this.requests = [];
@@ -391,9 +394,13 @@ export class FakeApi {
     };
     let body = '';
     for await (const chunk of req) body += chunk;
-    this.requests.push({ method: req.method, path, query: url.search, body });
+    const auth = req.headers.authorization || '';
+    this.requests.push({ method: req.method, path, query: url.search, body, auth });
     let m;
     try {
+      if (this.token && auth !== `Bearer ${this.token}`) {
+        throw new ApiError(401, 'UNAUTHENTICATED', auth ? 'invalid bearer token' : 'missing "Authorization: Bearer <token>" header');
+      }
       if (req.method === 'GET' && path === '/agents') {
         const now = Date.now();
         return send(200, {

@@ -1,6 +1,6 @@
 // A/B comparison of a job (GET /jobs/{id}/compare): the verdict table per
 // cell x metric and, for an iodepth sweep, IOPS vs iodepth with CI bands per arm.
-import { getCompare, getJob, API_BASE } from '../api.js';
+import { getCompare, getJob, getText, API_BASE } from '../api.js';
 import { h, replace, fmtMetric, fmtPct, fmtP, errorBox } from '../dom.js';
 import { sweepChart, COLORS } from '../charts.js';
 import { parseCell } from '../stats.js';
@@ -169,6 +169,36 @@ export function usableSummary(t) {
   );
 }
 
+// A link to an API document that downloads it with the API token (a plain link
+// could not send the Authorization header).
+export function exportLink(href, label, filename) {
+  return h(
+    'a',
+    {
+      href,
+      download: filename,
+      onclick: async (e) => {
+        e.preventDefault();
+        const qi = href.indexOf('?');
+        const path = (qi < 0 ? href : href.slice(0, qi)).slice(API_BASE.length);
+        const params = Object.fromEntries(new URLSearchParams(qi < 0 ? '' : href.slice(qi + 1)));
+        try {
+          const text = await getText(path, params);
+          const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
+          const a = h('a', { href: url, download: filename });
+          document.body.appendChild(a);
+          a.click();
+          a.remove();
+          setTimeout(() => URL.revokeObjectURL(url), 10000);
+        } catch (err) {
+          e.target.after(h('span', { class: 'error-text' }, ` ${err.message}`));
+        }
+      },
+    },
+    label,
+  );
+}
+
 export function comparePage(main, { args, params }) {
   const id = args[0];
   const partial = params.get('partial') === '1';
@@ -278,11 +308,11 @@ export function comparePage(main, { args, params }) {
         'p',
         { class: 'small' },
         'Export: ',
-        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query({ format: 'markdown' })}` }, 'Markdown'),
+        exportLink(`${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query({ format: 'markdown' })}`, 'Markdown', `${id}-compare.md`),
         ' · ',
-        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query({ format: 'junit' })}` }, 'JUnit XML'),
+        exportLink(`${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query({ format: 'junit' })}`, 'JUnit XML', `${id}-compare.xml`),
         ' · ',
-        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query()}` }, 'JSON'),
+        exportLink(`${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query()}`, 'JSON', `${id}-compare.json`),
       ),
       h(
         'p',
