@@ -6,6 +6,7 @@
 // then succeeded with a fio-compatible result.
 import http from 'node:http';
 import { serveStatic } from './static.mjs';
+import { bucketValue } from '../src/stats.js';
 
 export const QUEUE_MS = 1000;
 const DEFAULT_RUN_MS = 6000;
@@ -92,8 +93,29 @@ function percentiles(mean) {
   };
 }
 
-function fioResult(run, records) {
+// json+ "bins" of the run: the interval histograms summed (keys: bucket values
+// in ns), or a fixed spread when the run has no records; total latency adds 2 µs.
+function resultBins(records) {
+  const bins = {};
+  const add = (ns, c) => {
+    bins[ns] = (bins[ns] || 0) + c;
+  };
+  if (records.length) {
+    for (const r of records) for (const [idx, c] of r.hist) add(bucketValue(idx), c);
+  } else {
+    add(bucketValue(bucketIndex(60000)), 60000);
+    add(bucketValue(bucketIndex(100000)), 180000);
+    add(bucketValue(bucketIndex(180000)), 57000);
+    add(bucketValue(bucketIndex(700000)), 3000);
+  }
+  const lat = {};
+  for (const [k, v] of Object.entries(bins)) lat[Number(k) + 2000] = v;
+  return { clat: bins, lat };
+}
+
+function fioResult(run, records, latBins = false) {
   const ios = records.length ? records.reduce((s, r) => s + r.ios, 0) : 300000;
+  const bins = resultBins(records);
   const secs = Math.max(1, records.length || 6);
   return {
     'fio version': 'iofleet-0.1.0',
@@ -114,7 +136,10 @@ function fioResult(run, records) {
           total_ios: ios,
           short_ios: 0,
           drop_ios: 0,
-          clat_ns: { min: 20000, max: 900000, mean: 101234.5, stddev: 12000, N: ios, percentile: percentiles(101234.5) },
+          clat_ns: { min: 20000, max: 900000, mean: 101234.5, stddev: 12000, N: ios, percentile: percentiles(101234.5), bins: bins.clat },
+          lat_ns: latBins
+            ? { min: 22000, max: 902000, mean: 103234.5, stddev: 12000, N: ios, percentile: percentiles(103234.5), bins: bins.lat }
+            : { min: 22000, max: 902000, mean: 103234.5, stddev: 12000, N: ios },
         },
         write: { io_bytes: 0, total_ios: 0, iops: 0, bw: 0, bw_bytes: 0, clat_ns: { N: 0, mean: 0 } },
         trim: { io_bytes: 0, total_ios: 0, iops: 0, bw: 0, bw_bytes: 0, clat_ns: { N: 0, mean: 0 } },
@@ -344,7 +369,11 @@ export class FakeApi {
     };
     if (v.state === 'queued' && r.waiting_for) out.waiting_for = r.waiting_for;
     if (r.repetition === 0) delete out.repetition; // proto JSON omits zero values
-    if (withResult && v.state === 'succeeded') out.result_json = JSON.stringify(fioResult(r, this._records(r)));
+    if (withResult && v.state === 'succeeded') {
+      const job = this.jobs.find((j) => j.id === r.job_id);
+      const latBins = /^\s*lat_percentiles\s*=\s*1\s*$/m.test((job && job.spec.fio) || '');
+      out.result_json = JSON.stringify(fioResult(r, this._records(r), latBins));
+    }
     return out;
   }
 
