@@ -439,3 +439,11 @@ export async function getCompare(id, { partial = false, unaudited = false, signa
 export async function getText(path, params, { signal } = {}) {
   return request('GET', path, { params, signal, raw: true });
 }
+
+// Two finished jobs as arms A and B (GET /compare?a=JOB&b=JOB), same table shape.
+export async function getCompareJobs(a, b, { partial = false, unaudited = false, signal } = {}) {
+  const params = { a, b };
+  if (partial) params.partial = 1;
+  if (unaudited) params.unaudited = 'allow';
+  return normCompare(await request('GET', '/compare', { params, signal }));
+}

@@ -110,7 +110,8 @@ export function sweepChart(container, { title, xLabel, yLabel, fmt, arms }) {
     );
     bands.push({ series: [base + 2, base + 1], fill: fade(arm.color, 0.15) });
   }
-  const box = h('div', { class: 'chart', role: 'img', 'aria-label': title, dataset: { points: String(xs.length), chart: title } });
+  // data-values: the columns drawn ([x, A median, A lo, A hi, B median, ...]).
+  const box = h('div', { class: 'chart', role: 'img', 'aria-label': title, dataset: { points: String(xs.length), chart: title, values: JSON.stringify(data) } });
   container.appendChild(box);
   const plot = new uPlot(
     {

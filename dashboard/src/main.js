@@ -17,6 +17,7 @@ const routes = [
   [/^\/jobs\/?$/, () => jobsPage],
   [/^\/jobs\/([^/]+)\/compare\/?$/, () => comparePage],
   [/^\/jobs\/([^/]+)\/?$/, () => jobPage],
+  [/^\/compare\/?$/, () => comparePage], // ?a=JOB&b=JOB: two jobs as arms
   [/^\/runs\/([^/]+)\/?$/, () => runPage],
   [/^\/agents\/?$/, () => agentsPage],
   [/^\/submit\/?$/, () => submitPage],

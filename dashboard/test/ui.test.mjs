@@ -220,8 +220,8 @@ describe('dashboard against a fake API', { skip: skip || false, timeout: 120000 
     });
     assert.ok(first, 'the usable-runs summary comes before the title and the tables');
     const sweep = page.locator('.sweep .chart');
-    assert.equal(await sweep.count(), 1);
-    assert.equal(await sweep.getAttribute('data-points'), '4');
+    assert.equal(await sweep.count(), 2); // IOPS and p99 vs iodepth
+    assert.equal(await sweep.first().getAttribute('data-points'), '4');
     await b.shot('ui-compare');
   });
 

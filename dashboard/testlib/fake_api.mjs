@@ -183,6 +183,10 @@ function compareTable() {
       verdict,
       statistical_verdict: verdict,
       reason: `${verdict} (fake)`,
+      per_host: [
+        { host: 'a1', n: 3, delta_pct: d - 0.5 },
+        { host: 'a2', n: 3, delta_pct: d + 0.5 },
+      ],
       n_needed: verdict === 'inconclusive' ? 12 : null,
     });
   });
@@ -478,6 +482,13 @@ export class FakeApi {
         if (!job) throw new ApiError(404, 'NOT_FOUND', `job ${m[1]} not found`);
         if (job !== this.sweepJob) throw new ApiError(400, 'FAILED_PRECONDITION', 'the job has no A and B variants to compare');
         return send(200, compareTable());
+      }
+      if (req.method === 'GET' && path === '/compare') {
+        const a = this.jobs.find((j) => j.id === url.searchParams.get('a'));
+        const b = this.jobs.find((j) => j.id === url.searchParams.get('b'));
+        if (!a) throw new ApiError(404, 'NOT_FOUND', `job ${url.searchParams.get('a')} not found`, 'a');
+        if (!b) throw new ApiError(404, 'NOT_FOUND', `job ${url.searchParams.get('b')} not found`, 'b');
+        return send(200, { ...compareTable(), arm_a: a.id, arm_b: b.id });
       }
       if (req.method === 'GET' && path === '/runs') {
         const size = Math.min(1000, Number(url.searchParams.get('page_size')) || 100);

@@ -1,6 +1,7 @@
 // Jobs list (paged through the API) and one job with its runs.
 import { listJobs, listRuns, getJob, cancelJob, getSamples, TERMINAL_STATES } from '../api.js';
 import { h, replace, fmtTime, fmtDuration, kvList, stateBadge, errorBox, pager, poller } from '../dom.js';
+import { jobActions, compareWithForm } from '../job_actions.js';
 import { expectedRuntime, parseCell } from '../stats.js';
 
 const PAGE_SIZE = 50;
@@ -177,7 +178,7 @@ export function jobPage(main, { args, params }) {
         'div',
         { class: 'title-row' },
         h('h1', null, job.name || id, ' ', stateBadge(job.state)),
-        h('div', { class: 'actions' }, spec.variants.length >= 2 ? h('a', { class: 'btn', href: `#/jobs/${encodeURIComponent(id)}/compare` }, 'Compare A/B') : null, cancel),
+        h('div', { class: 'actions' }, spec.variants.length >= 2 ? h('a', { class: 'btn', href: `#/jobs/${encodeURIComponent(id)}/compare` }, 'Compare A/B') : null, jobActions(job), cancel),
       ),
       dl([
         ['ID', h('code', null, id)],
@@ -188,6 +189,7 @@ export function jobPage(main, { args, params }) {
         ['Variants', variants],
         ['Sweep', sweep],
       ]),
+      terminal ? compareWithForm(id) : null,
       h('details', null, h('summary', null, 'Job file'), h('pre', { class: 'code' }, spec.fio || (spec.options ? JSON.stringify(spec.options, null, 2) : '–'))),
     );
     let counts = job.run_counts;
