@@ -377,9 +377,11 @@ export function normCompare(resp) {
 
 // ------------------------------------------------------------------ endpoints
 
-export async function listJobs({ pageSize = 50, pageToken = '', state = '', signal } = {}) {
+// GET /jobs newest first (order=newest), optionally filtered by state, name
+// (contains) and one tag (key=value); the controller answers the filters.
+export async function listJobs({ pageSize = 50, pageToken = '', state = '', name = '', tag = '', newest = true, signal } = {}) {
   const d = await request('GET', '/jobs', {
-    params: { page_size: pageSize, page_token: pageToken, state },
+    params: { page_size: pageSize, page_token: pageToken, state, order: newest ? 'newest' : '', name, tag },
     signal,
   });
   return { jobs: (pick(d, 'jobs') || []).map(normJob), next: pick(d, 'next_page_token', '') };

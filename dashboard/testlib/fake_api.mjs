@@ -449,11 +449,25 @@ export class FakeApi {
         });
       }
       if (req.method === 'GET' && path === '/jobs') {
+        // As the controller: ?order=newest (page_token = older than), ?name
+        // (contains), ?tag=k=v, ?state.
         const size = Math.min(1000, Number(url.searchParams.get('page_size')) || 100);
         const after = Number(url.searchParams.get('page_token') || 0);
-        const page = this.jobs.filter((j) => j.seq > after).slice(0, size);
+        const newest = url.searchParams.get('order') === 'newest';
+        const name = url.searchParams.get('name') || '';
+        const state = url.searchParams.get('state') || '';
+        const tag = url.searchParams.get('tag') || '';
+        let all = this.jobs.filter(
+          (j) =>
+            (!name || j.name.includes(name)) &&
+            (!state || this.jobState(j) === state) &&
+            (!tag || (j.spec.tags || {})[tag.split('=')[0]] === tag.slice(tag.indexOf('=') + 1)),
+        );
+        if (newest) all = all.slice().reverse();
+        const rest = all.filter((j) => !after || (newest ? j.seq < after : j.seq > after));
+        const page = rest.slice(0, size);
         const last = page.length ? page[page.length - 1].seq : after;
-        const more = this.jobs.some((j) => j.seq > last);
+        const more = rest.length > size;
         return send(200, { jobs: page.map((j) => this.jobJson(j, false)), ...(more ? { next_page_token: String(last) } : {}) });
       }
       if (req.method === 'POST' && path === '/jobs') {
