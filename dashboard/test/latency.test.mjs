@@ -63,6 +63,13 @@ describe('run latency views', { skip: skip || false, timeout: 60000 }, () => {
     await heat.waitFor();
     await page.waitForFunction(() => Number(document.querySelector('.chart[data-chart="read latency heatmap"]')?.dataset.points) >= 1);
     await b.shot('ui-run-latency-live');
+    // A reload mid-run draws the whole run so far (stored records first, then
+    // the polls add new windows; duplicates by (job_index, seq) are dropped).
+    await page.reload();
+    await page.waitForFunction(() => Number(document.querySelector('.chart[data-chart="IOPS"]')?.dataset.points) >= 1);
+    const pts = Number(await page.locator('.chart[data-chart="IOPS"]').getAttribute('data-points'));
+    const stored = (await getJson(`${fake.url}api/v1/runs/${runId}/samples`)).records.length;
+    assert.ok(pts >= 1 && pts <= stored && stored - pts <= 1, `after reload ${pts} points, ${stored} stored`);
 
     // Finished: the exceedance plot appears.
     const ex = page.locator('.chart[data-chart="Latency percentiles"]');

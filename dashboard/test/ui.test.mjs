@@ -1,6 +1,6 @@
 // The dashboard in headless Chromium against a fake REST API (testlib/fake_api.mjs):
 // agents, paged jobs, the submit form and its field errors, a run's live charts
-// and result, and the A/B compare table's colours. Screenshots: test/artifacts/ui-*.png.
+// and result, and the A/B compare table's colours. Screenshots: build/dashboard-screenshots/ui-*.png.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
