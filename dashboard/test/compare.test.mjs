@@ -48,6 +48,18 @@ describe('compare page', { skip: skip || false, timeout: 60000 }, () => {
       assert.deepEqual(drawn[4], rows.map((r) => r.b.median), `${metric} B median`);
       assert.deepEqual(drawn[6], rows.map((r) => r.b.ci[1]), `${metric} B CI high`);
     }
+    // Per-run points: every finished run of the cell, per arm, with its result's IOPS.
+    const strip = page.locator('table.points[data-metric="iops"] tr[data-cell="iodepth=16"]');
+    await strip.waitFor();
+    const pts = JSON.parse(await strip.getAttribute('data-values'));
+    const runsOf = (variant) => fake.api.sweepJob.runs.filter((r) => r.cell === 'iodepth=16' && r.variant === variant).map((r) => r.id).sort();
+    assert.deepEqual(pts.a.map(([id]) => id).sort(), runsOf('A'));
+    assert.deepEqual(pts.b.map(([id]) => id).sort(), runsOf('B'));
+    for (const [rid, v] of [...pts.a, ...pts.b]) {
+      const run = await (await fetch(`${fake.url}api/v1/runs/${rid}`)).json();
+      assert.equal(v, JSON.parse(run.result_json).jobs[0].read.iops, rid);
+    }
+    assert.equal(await page.locator('table.points[data-metric="iops"] tr[data-cell="iodepth=16"] circle').count(), pts.a.length + pts.b.length);
     const row = await page.locator('table.compare[data-metric="iops"] tr[data-cell="iodepth=16"] td.per-host').innerText();
     assert.equal(row, 'a1: -11.61% (n=3); a2: -10.61% (n=3)');
     await b.shot('ui-compare-sweeps');

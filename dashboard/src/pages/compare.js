@@ -2,6 +2,7 @@
 // cell x metric and, for an iodepth sweep, IOPS vs iodepth with CI bands per arm.
 import { getCompare, getCompareJobs, getJob, getText, API_BASE } from '../api.js';
 import { jobActions, compareWithForm } from '../job_actions.js';
+import { runPoints, pointsSection } from '../run_points.js';
 import { h, replace, fmtMetric, fmtPct, fmtP, errorBox } from '../dom.js';
 import { sweepChart, COLORS } from '../charts.js';
 import { parseCell } from '../stats.js';
@@ -278,6 +279,7 @@ export function comparePage(main, { args, params }) {
       ),
     );
     const sweepBox = h('section', { class: 'sweep charts', 'aria-label': 'IOPS and p99 vs iodepth' });
+    const pointsBox = h('section', { class: 'run-points', 'aria-labelledby': 'points-h' });
     const apiPath = cross ? `${API_BASE}/compare` : `${API_BASE}/jobs/${encodeURIComponent(id)}/compare`;
     const query = (extra) => {
       const q = new URLSearchParams();
@@ -318,6 +320,7 @@ export function comparePage(main, { args, params }) {
       t.rows.length ? null : h('p', { class: 'muted' }, 'No rows: no cell has runs of both arms.'),
       sweepBox,
       tables,
+      pointsBox,
       t.excluded.length
         ? h(
             'section',
@@ -350,6 +353,22 @@ export function comparePage(main, { args, params }) {
         t.compared_attributes.length ? ` Compared attributes: ${t.compared_attributes.join(', ')}.` : '',
       ),
     );
+    if (!cross) {
+      replace(pointsBox, h('h2', { id: 'points-h' }, 'Per-run points'), h('p', { class: 'muted' }, 'Loading the runs’ results…'));
+      runPoints(id, t.arm_a, t.arm_b, { signal: ctl.signal })
+        .then(({ points, truncated }) =>
+          replace(
+            pointsBox,
+            h('h2', { id: 'points-h' }, 'Per-run points'),
+            points.length ? null : h('p', { class: 'muted' }, 'No finished run of either arm has a result.'),
+            truncated ? h('p', { class: 'notice' }, 'Only the first 200 runs are shown.') : null,
+            points.length ? [pointsSection(points, 'iops', t.arm_a, t.arm_b), pointsSection(points, 'p99', t.arm_a, t.arm_b)] : null,
+          ),
+        )
+        .catch((e) => {
+          if (e.name !== 'AbortError') replace(pointsBox, h('h2', { id: 'points-h' }, 'Per-run points'), errorBox(e));
+        });
+    }
     for (const [metric, label] of [
       ['iops', 'IOPS'],
       ['p99_ns', 'clat p99'],
