@@ -104,6 +104,19 @@ describe('compare page', { skip: skip || false, timeout: 60000 }, () => {
     assert.match(page.url(), new RegExp(`#/jobs/${fake.api.jobs.at(-1).id}$`));
   });
 
+  it('links a run to its neighbours and to the other arm of its cell', async () => {
+    const runs = fake.api.sweepJob.runs;
+    const r = runs.find((x) => x.variant === 'A' && x.cell === 'iodepth=16');
+    await page.goto(`${fake.url}#/runs/${r.id}`);
+    const other = page.locator('a[data-related="variant B"]');
+    await other.waitFor();
+    const href = await other.getAttribute('href');
+    const b = runs.find((x) => x.variant === 'B' && x.cell === 'iodepth=16');
+    assert.equal(href, `#/runs/${b.id}`);
+    const i = runs.indexOf(r);
+    assert.equal(await page.locator('a[data-related="next →"]').getAttribute('href'), `#/runs/${runs[i + 1].id}`);
+  });
+
   it('logged no page errors', () => {
     assert.deepEqual(b.errors, []);
   });

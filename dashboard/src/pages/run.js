@@ -100,6 +100,23 @@ export function runPage(main, { args }) {
   let resultShown = false;
   let blobUrl = null;
 
+  // Links to the job's previous and next run and to the same cell and
+  // repetition in the other variants (the runs it is compared with).
+  function relatedRuns(run) {
+    if (!job || !job.runs.length) return null;
+    const i = job.runs.findIndex((r) => r.id === run.id);
+    const link = (r, label) => h('a', { href: `#/runs/${encodeURIComponent(r.id)}`, dataset: { related: label } }, label, ' ', h('code', null, r.id));
+    const out = [];
+    if (i > 0) out.push(link(job.runs[i - 1], '← previous'));
+    if (i >= 0 && i < job.runs.length - 1) out.push(link(job.runs[i + 1], 'next →'));
+    for (const r of job.runs) {
+      if (r.id !== run.id && run.variant && r.variant !== run.variant && r.cell === run.cell && r.repetition === run.repetition) {
+        out.push(link(r, `variant ${r.variant}`));
+      }
+    }
+    return out.length ? h('span', { class: 'related' }, out.map((a, k) => [k ? ' · ' : '', a])) : null;
+  }
+
   function renderHead(run, cols) {
     const expected = job ? runExpectedSeconds(job.spec, run) : null;
     const elapsed = series.elapsedSeconds();
@@ -123,6 +140,7 @@ export function runPage(main, { args }) {
       ['Leased keys', (run.target_keys || []).length
         ? h('code', null, run.target_keys.map((t) => `${t.path}: ${t.keys.join(', ')}`).join('; '))
         : null],
+      ['Related runs', relatedRuns(run)],
       ['Samples', run.samples_incomplete
         ? h('span', { class: 'error-text' }, `incomplete: ${run.samples_note}`)
         : null],
