@@ -175,8 +175,7 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   }
   if (!options.http_tls_client_ca_file.empty()) {
     if (!tls) {
-      return FieldError("http-tls-client-ca",
-                        "needs --tls-cert and --tls-key (mutual TLS is TLS)");
+      return FieldError("http-tls-client-ca", "needs --tls-cert and --tls-key (mutual TLS is TLS)");
     }
     IOFLEET_RETURN_IF_ERROR(secrets::ReadPemFile(options.http_tls_client_ca_file,
                                                  "http-tls-client-ca",

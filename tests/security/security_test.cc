@@ -363,8 +363,8 @@ TEST_F(SecurityTest, MutualTlsOnTheRestPort) {
       std::stoi(server_->http_address().substr(server_->http_address().rfind(':') + 1));
   auto client = [&](const std::string& cert, const std::string& key) {
     auto c = cert.empty() ? std::make_unique<httplib::SSLClient>("127.0.0.1", http_port)
-                          : std::make_unique<httplib::SSLClient>("127.0.0.1", http_port,
-                                                                 Pki(cert), Pki(key));
+                          : std::make_unique<httplib::SSLClient>("127.0.0.1", http_port, Pki(cert),
+                                                                 Pki(key));
     c->set_ca_cert_path(Pki("ca.pem"));
     c->enable_server_certificate_verification(true);
     c->set_connection_timeout(5, 0);
