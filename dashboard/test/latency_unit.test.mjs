@@ -9,6 +9,7 @@ import { jobProgress, resultMetrics } from '../src/pages/jobs.js';
 import { specToBody, specToForm } from '../src/job_actions.js';
 import { buildBody } from '../src/pages/submit.js';
 import { normSpec } from '../src/api.js';
+import { readableReason } from '../src/pages/compare.js';
 import { bucketIndex } from '../testlib/fake_api.mjs';
 
 describe('latency math', () => {
@@ -65,6 +66,14 @@ describe('latency math', () => {
     assert.equal(hm.cells.get(`0/${r1}`), 5);
     assert.equal(hm.cells.get(`1/${r1}`), 5); // both clones' windows merged
     assert.equal(hm.cells.get(`1/${heatRow(bucketIndex(100000))}`), 1);
+  });
+});
+
+describe('compare wording', () => {
+  it('names metrics readably in the verdict reasons', () => {
+    assert.equal(readableReason('p99_ns iodepth=16: regression'), 'clat p99 iodepth=16: regression');
+    assert.equal(readableReason('iops: improvement'), 'IOPS: improvement');
+    assert.equal(readableReason('2 rows inconclusive'), '2 rows inconclusive');
   });
 });
 

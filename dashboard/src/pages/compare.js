@@ -24,6 +24,11 @@ const METRIC_LABEL = {
   p999_ns: 'clat p99.9',
 };
 
+// "p99_ns iodepth=16: regression" -> "clat p99 iodepth=16: regression".
+export function readableReason(s) {
+  return String(s).replace(/^([a-z0-9_]+)\b/, (m) => METRIC_LABEL[m] || m);
+}
+
 function ci(metric, pair, fmt = fmtMetric.bind(null, metric)) {
   const [lo, hi] = Array.isArray(pair) ? pair : [null, null];
   return h('span', { class: 'ci' }, `[${fmt(lo)}, ${fmt(hi)}]`);
@@ -311,7 +316,9 @@ export function comparePage(main, { args, params }) {
         h('div', { class: 'actions' }, job ? jobActions(job) : null, ' ', h('button', { type: 'button', class: 'btn', onclick: load }, 'Refresh')),
       ),
       compareWithForm(id),
-      t.outcome_reasons.length ? h('ul', { class: 'reasons' }, t.outcome_reasons.map((s) => h('li', null, s))) : null,
+      t.outcome_reasons.length
+        ? h('ul', { class: 'reasons', 'data-testid': 'reasons' }, t.outcome_reasons.map((s) => h('li', null, readableReason(s))))
+        : null,
       t.partial || t.runs_pending
         ? h('p', { role: 'status', class: 'notice' }, `Partial comparison: ${t.runs_pending} of ${t.runs_total ?? '?'} runs are still pending.`)
         : null,
