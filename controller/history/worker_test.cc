@@ -65,7 +65,8 @@ class HistoryWorkerTest : public ::testing::Test {
 
   // One CI job (one run) for commit c<i>, measuring `iops`. The target path
   // alternates: paths are not part of the workload.
-  void AddJob(int i, double iops, RunState state = RunState::kSucceeded) {
+  void AddJob(int i, double iops, RunState state = RunState::kSucceeded,
+              const std::string& branch = "main", const std::string& rw = "randread") {
     const std::string job_id = absl::StrCat("job-", i);
     JobRow j;
     j.id = job_id;
@@ -74,7 +75,7 @@ class HistoryWorkerTest : public ::testing::Test {
     j.created_ms = 1000 + i;
     j.spec_json = json{{"name", "ci-randread"},
                        {"fio_text", "[j]\nrw=randread\n"},
-                       {"tags", {{"branch", "main"}, {"commit", absl::StrCat("c", i)}}}}
+                       {"tags", {{"branch", branch}, {"commit", absl::StrCat("c", i)}}}}
                       .dump();
     RunRow r;
     r.id = absl::StrCat(job_id, "-r0");
@@ -82,7 +83,7 @@ class HistoryWorkerTest : public ::testing::Test {
     r.queue_pos = i;
     r.host = "host-1";
     r.state = state;
-    r.fio_text = absl::StrCat("[global]\nfilename=/dev/nvme", i % 2, "n1\n[j]\nrw=randread\n");
+    r.fio_text = absl::StrCat("[global]\nfilename=/dev/nvme", i % 2, "n1\n[j]\nrw=", rw, "\n");
     r.created_ms = 1000 + i;
     r.finished_ms = 2000 + i;
     r.audit = "ok";
@@ -225,6 +226,24 @@ TEST_F(HistoryWorkerTest, CursorWaitsForUnfinishedRunsAndSurvivesRestart) {
   EXPECT_EQ(points->size(), 3u);
   auto run3 = store_->GetRun("job-3-r0");
   EXPECT_EQ(store_->HistoryCursor().value_or(-1), run3->seq);
+}
+
+// submit --baseline tag:branch=v6.12: the newest job with that tag that ran the
+// same workload (paths aside) and succeeded.
+TEST_F(HistoryWorkerTest, BaselineIsTheNewestTaggedJobOfTheSameWorkload) {
+  AddJob(0, 1000, RunState::kSucceeded, "v6.12");                // comparable
+  AddJob(1, 1000, RunState::kFailed, "v6.12");                   // no succeeded run
+  AddJob(2, 1000, RunState::kSucceeded, "v6.12", "randwrite");   // another workload
+  AddJob(3, 1000, RunState::kSucceeded, "v6.13");                // another tag
+  AddJob(4, 1000, RunState::kSucceeded, "main");                 // the job to gate
+  auto b = FindBaseline(*store_, "job-4", "branch=v6.12");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)["baseline_job_id"], "job-0");
+  EXPECT_EQ((*b)["baseline_tags"]["branch"], "v6.12");
+  EXPECT_TRUE(absl::IsInvalidArgument(FindBaseline(*store_, "job-4", "branch").status()));
+  auto none = FindBaseline(*store_, "job-4", "branch=v5.4");
+  EXPECT_TRUE(absl::IsNotFound(none.status())) << none.status();
+  EXPECT_TRUE(absl::IsNotFound(FindBaseline(*store_, "job-99", "branch=v6.12").status()));
 }
 
 TEST(HistoryIngestTest, WorkloadAndCmdlineNormalisation) {

@@ -28,7 +28,7 @@ function query(params) {
   return s ? `?${s}` : '';
 }
 
-async function request(method, path, { params, body, signal } = {}) {
+export async function request(method, path, { params, body, signal } = {}) {
   const init = { method, headers: { Accept: 'application/json' }, signal };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
