@@ -99,7 +99,7 @@ RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agen
     out.skipped = result.error.empty() ? "no result" : absl::StrCat("result: ", result.error);
     return out;
   }
-  absl::StatusOr<compare::RunMetrics> m = compare::ExtractRunMetrics(result.result_json, intervals);
+  absl::StatusOr<compare::RunMetrics> m = compare::ExtractRunMetrics(std::string_view(result.result_json), intervals);
   if (!m.ok()) {
     out.skipped = absl::StrCat("result cannot be read: ", m.status().message());
     return out;
