@@ -68,6 +68,7 @@ json AlertSummaryJson(const AlertRow& a) {
     }
   }
   return {{"id", a.id},
+          {"kind", detail.value("kind", std::string("change"))},
           {"series", a.series_key},
           {"metric", a.metric},
           {"change_pct", Num(a.change_pct)},
@@ -180,6 +181,7 @@ absl::StatusOr<json> AlertJson(Store& store, const std::string& id, const Params
 
   // Headline and axes line (LKP's shape).
   const bool regression = detail.value("regression", false);
+  const bool stoppage = detail.value("kind", std::string()) == "stoppage";
   std::string variant = Str(axes, "variant");
   std::string cell = Str(axes, "cell");
   j["headline"] = absl::StrFormat(
@@ -188,6 +190,11 @@ absl::StatusOr<json> AlertJson(Store& store, const std::string& id, const Params
       variant.empty() ? "" : absl::StrCat(" variant=", variant),
       cell.empty() ? "" : absl::StrCat(" cell=", cell), Side(detail.value("before", json())),
       Side(detail.value("after", json())), Str(axes, "cpu_model"), Str(axes, "device"));
+  if (stoppage) {
+    j["headline"] = absl::StrCat(Str(axes, "job_name"), " stopped reporting ", a->metric, ": ",
+                                 Str(detail, "reason"), " (last run ", a->first_run_id, ") on ",
+                                 Str(axes, "cpu_model"), " | ", Str(axes, "device"));
+  }
   std::vector<std::string> line;
   for (const auto& [k, v] : axes.items()) {
     if (v.is_string()) line.push_back(absl::StrCat(k, "=", v.get<std::string>()));

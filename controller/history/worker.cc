@@ -98,6 +98,32 @@ json AssessmentJson(const Assessment& a, const std::vector<SeriesPointRow>& poin
   return j;
 }
 
+namespace {
+
+// The usable points (value > 0) of stored rows as a Series; `kept` receives their rows.
+absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
+                                    std::vector<SeriesPointRow>* kept) {
+  std::vector<Point> pts;
+  for (SeriesPointRow& p : rows) {
+    if (!(std::isfinite(p.value) && p.value > 0)) continue;
+    Point q;
+    q.id = p.run_id;
+    q.order = p.order;
+    q.time = p.time_ms == 0 ? absl::InfinitePast() : absl::FromUnixMillis(p.time_ms);
+    q.value = p.value;
+    q.cv = std::isfinite(p.cv) && p.cv >= 0 ? p.cv : std::nan("");
+    // Runs finish out of creation order: times only count when they never go back.
+    if (!pts.empty() && pts.back().time != absl::InfinitePast() && q.time < pts.back().time) {
+      q.time = absl::InfinitePast();
+    }
+    pts.push_back(std::move(q));
+    kept->push_back(std::move(p));
+  }
+  return Series::Create(std::move(pts));
+}
+
+}  // namespace
+
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
                                                    const Params& params) {
   SeriesAnalysis out;
@@ -111,23 +137,7 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
   }
   absl::StatusOr<std::vector<SeriesPointRow>> rows = store.ListSeriesPoints(key);
   if (!rows.ok()) return rows.status();
-  std::vector<Point> pts;
-  for (SeriesPointRow& p : *rows) {
-    if (!(std::isfinite(p.value) && p.value > 0)) continue;
-    Point q;
-    q.id = p.run_id;
-    q.order = p.order;
-    q.time = p.time_ms == 0 ? absl::InfinitePast() : absl::FromUnixMillis(p.time_ms);
-    q.value = p.value;
-    q.cv = std::isfinite(p.cv) && p.cv >= 0 ? p.cv : std::nan("");
-    // Runs finish out of creation order: times only count when they never go back.
-    if (!pts.empty() && pts.back().time != absl::InfinitePast() && q.time < pts.back().time) {
-      q.time = absl::InfinitePast();
-    }
-    pts.push_back(std::move(q));
-    out.points.push_back(std::move(p));
-  }
-  absl::StatusOr<Series> series = Series::Create(std::move(pts));
+  absl::StatusOr<Series> series = SeriesOfRows(std::move(*rows), &out.points);
   if (!series.ok()) return series.status();
   absl::StatusOr<Analysis> analysis = Analyze(*series, *policy, params);
   if (!analysis.ok()) return analysis.status();
@@ -293,7 +303,60 @@ absl::Status HistoryWorker::PollOnce() {
     absl::Status s = Detect(key);
     if (!s.ok() && first_error.ok()) first_error = s;
   }
+  if (options_.stoppage_check_ms > 0 &&
+      (!last_stoppage_check_ms_ || now < *last_stoppage_check_ms_ ||
+       now - *last_stoppage_check_ms_ >= options_.stoppage_check_ms)) {
+    last_stoppage_check_ms_ = now;
+    absl::Status s = CheckStoppages();
+    if (!s.ok() && first_error.ok()) first_error = s;
+  }
   return first_error;
+}
+
+absl::Status HistoryWorker::CheckStoppages() {
+  absl::StatusOr<std::vector<SeriesRow>> all = store_->ListSeries();
+  if (!all.ok()) return all.status();
+  const uint64_t now = options_.clock();
+  WriteBatch batch;
+  for (const SeriesRow& row : *all) {
+    if (row.metric != "iops") continue;  // one per workload and host class
+    absl::StatusOr<std::vector<SeriesPointRow>> rows = store_->ListSeriesPoints(row.key);
+    if (!rows.ok()) return rows.status();
+    std::vector<SeriesPointRow> kept;
+    absl::StatusOr<Series> series = SeriesOfRows(std::move(*rows), &kept);
+    if (!series.ok() || kept.empty()) continue;
+    const Stoppage st =
+        CheckStoppage(*series, absl::FromUnixMillis(static_cast<int64_t>(now)),
+                      options_.params.stoppage);
+    if (!st.stopped) continue;
+    AlertRow a;
+    a.id = HexDigest(absl::StrCat(row.key, "|stoppage"));  // Detect() skips this id
+    a.series_key = row.key;
+    a.metric = row.metric;
+    a.state = "untriaged";
+    a.change_pct = std::nan("");
+    a.first_run_id = kept.back().run_id;  // the last run that reported
+    a.job_id = kept.back().job_id;
+    a.created_ms = now;
+    a.updated_ms = now;
+    a.detail_json =
+        json{{"kind", "stoppage"},
+             {"reason", st.reason},
+             {"usual_interval_s", absl::ToDoubleSeconds(st.usual_interval)},
+             {"silent_for_s", absl::ToDoubleSeconds(st.silent_for)},
+             {"last_run", kept.back().run_id},
+             {"decision", "stoppage"},
+             {"parameters", DescribeParams(options_.params)}}
+            .dump();
+    batch.upsert_alerts.push_back(std::move(a));
+  }
+  const size_t n = batch.upsert_alerts.size();
+  if (n == 0) return absl::OkStatus();
+  if (absl::Status s = store_->Write(std::move(batch)); !s.ok()) return s;
+  std::lock_guard<std::mutex> l(mu_);
+  stats_.alerts_written += n;
+  stats_.stoppages += n;
+  return absl::OkStatus();
 }
 
 absl::Status HistoryWorker::Detect(const std::string& series_key) {
@@ -309,6 +372,7 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
   // alert (its place moves as points arrive): it keeps its id and triage state.
   absl::StatusOr<std::vector<AlertRow>> existing = store_->ListAlerts();
   if (!existing.ok()) return existing.status();
+  const std::string stoppage_id = HexDigest(absl::StrCat(series_key, "|stoppage"));
   std::map<std::string, size_t> index_of;
   for (size_t i = 0; i < sa->points.size(); ++i) index_of[sa->points[i].run_id] = i;
   WriteBatch batch;
@@ -317,7 +381,7 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
     AlertRow row;
     row.id = HexDigest(absl::StrCat(series_key, "|", a.first_after_id));
     for (const AlertRow& e : *existing) {
-      if (e.series_key != series_key) continue;
+      if (e.series_key != series_key || e.id == stoppage_id) continue;
       auto at = index_of.find(e.first_run_id);
       if (at == index_of.end()) continue;
       const size_t d = at->second > a.change.index ? at->second - a.change.index

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -42,6 +43,12 @@ struct WorkerOptions {
   int batch_runs = 500;
   // Detection and decision parameters (alert.h).
   Params params;
+  // Data stoppage: every this often (and at the first poll) each iops series is
+  // checked (stoppage.h); a series silent for longer than its usual interval
+  // times params.stoppage.factor gets a stoppage alert (one per series: it is
+  // updated, with its triage state kept, when the series stops again). 0 = never.
+  // Default 60 s.
+  uint32_t stoppage_check_ms = 60000;
   // Wall clock in unix ms (stored times). Default: the system clock.
   std::function<uint64_t()> clock;
 };
@@ -53,6 +60,7 @@ struct WorkerStats {
   uint64_t points = 0;
   uint64_t detections = 0;     // series analysed
   uint64_t alerts_written = 0;
+  uint64_t stoppages = 0;      // stoppage alerts written
   std::string last_error;      // the last poll's failure, "" when it succeeded
 };
 
@@ -77,6 +85,7 @@ class HistoryWorker {
   HistoryWorker(Store* store, WorkerOptions options);
   void Loop();
   absl::Status Detect(const std::string& series_key);
+  absl::Status CheckStoppages();
 
   Store* const store_;
   const WorkerOptions options_;
@@ -84,6 +93,7 @@ class HistoryWorker {
   bool cursor_loaded_ = false;      // guarded by poll_mu_
   int64_t cursor_ = 0;              // guarded by poll_mu_
   std::set<int64_t> done_seqs_;     // ingested/skipped above the cursor; poll_mu_
+  std::optional<uint64_t> last_stoppage_check_ms_;  // poll_mu_
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

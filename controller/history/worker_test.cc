@@ -57,7 +57,7 @@ class HistoryWorkerTest : public ::testing::Test {
   }
   std::unique_ptr<HistoryWorker> Worker() {
     WorkerOptions o;
-    o.clock = [] { return uint64_t{1700000000000}; };
+    o.clock = [this] { return now_ms_; };
     auto w = HistoryWorker::Create(store_.get(), o);
     EXPECT_TRUE(w.ok()) << w.status();
     return std::move(*w);
@@ -84,8 +84,8 @@ class HistoryWorkerTest : public ::testing::Test {
     r.host = "host-1";
     r.state = state;
     r.fio_text = absl::StrCat("[global]\nfilename=/dev/nvme", i % 2, "n1\n[j]\nrw=", rw, "\n");
-    r.created_ms = 1000 + i;
-    r.finished_ms = 2000 + i;
+    r.created_ms = kT0 + kHour * i - 60000;
+    r.finished_ms = kT0 + kHour * i;
     r.audit = "ok";
     WriteBatch b;
     b.upsert_jobs.push_back(j);
@@ -94,7 +94,7 @@ class HistoryWorkerTest : public ::testing::Test {
       ResultRow res;
       res.run_id = r.id;
       res.ok = true;
-      res.finished_ms = 2000 + i;
+      res.finished_ms = kT0 + kHour * i;
       res.device_fingerprint = "nvme Samsung PM1733 fw EPK9 3.84TB";
       res.result_json =
           json{{"jobs",
@@ -114,6 +114,10 @@ class HistoryWorkerTest : public ::testing::Test {
   // iops = level * (1 + N(0, cv)), seeded.
   double Noisy(double level, double cv) { return level * (1 + cv * normal_(rng_)); }
 
+  // CI runs the job hourly; "now" is an hour after job 40.
+  static constexpr uint64_t kT0 = 1700000000000;
+  static constexpr uint64_t kHour = 3600000;
+  uint64_t now_ms_ = kT0 + 41 * kHour;
   std::filesystem::path dir_;
   std::unique_ptr<Store> store_;
   std::mt19937_64 rng_{7};
@@ -194,6 +198,30 @@ TEST_F(HistoryWorkerTest, NoiseRaisesNoAlert) {
   ASSERT_TRUE(w->PollOnce().ok());
   EXPECT_EQ(w->stats().points, 120u);
   EXPECT_EQ(ListAlertsJson(*store_, {})->at("alerts").size(), 0u);
+}
+
+// A series that stops reporting (hourly runs, then nothing for 10 hours) is an
+// alert of its own, naming the last run; one per workload and host class.
+TEST_F(HistoryWorkerTest, StoppageIsAnAlert) {
+  for (int i = 0; i < 10; ++i) AddJob(i, Noisy(100000, 0.01));
+  now_ms_ = kT0 + 10 * kHour;  // an hour after the last run: fine
+  auto w = Worker();
+  ASSERT_TRUE(w->PollOnce().ok());
+  EXPECT_EQ(ListAlertsJson(*store_, {})->at("alerts").size(), 0u);
+  now_ms_ = kT0 + 19 * kHour;  // ten hours of silence, checked a minute later or more
+  ASSERT_TRUE(w->PollOnce().ok());
+  auto alerts = ListAlertsJson(*store_, {});
+  ASSERT_TRUE(alerts.ok());
+  ASSERT_EQ((*alerts)["alerts"].size(), 1u) << alerts->dump(2);
+  const json& a = (*alerts)["alerts"][0];
+  EXPECT_EQ(a["kind"], "stoppage");
+  EXPECT_EQ(a["metric"], "iops");
+  EXPECT_EQ(a["first_run"]["run_id"], "job-9-r0");
+  auto report = AlertJson(*store_, a["id"], Params());
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_NE(std::string((*report)["headline"]).find("stopped reporting"), std::string::npos)
+      << (*report)["headline"];
+  EXPECT_EQ(w->stats().stoppages, 1u);
 }
 
 // The cursor stops before a run that is not finished, resumes after a restart,

@@ -13,8 +13,8 @@ namespace {
 
 // Collections under /api/v1 whose second segment is an id, and the actions
 // that may follow the id.
-constexpr absl::string_view kCollections[] = {"jobs",   "runs",   "agents",
-                                              "compare", "series", "alerts"};
+constexpr absl::string_view kCollections[] = {"jobs",   "runs",   "agents",  "compare",
+                                              "series", "alerts", "baseline"};
 constexpr absl::string_view kActions[] = {"cancel", "compare", "samples", "watch",
                                           "results", "state",  "repro"};
 
