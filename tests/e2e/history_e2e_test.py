@@ -8,6 +8,7 @@ kernel, a controller restart feeds nothing twice, and the REST routes and
 Usage: history_e2e_test.py --build-dir BUILD feed
 """
 import argparse
+import json
 import os
 import sys
 import time
@@ -78,6 +79,38 @@ def case_feed():
         time.sleep(2.5)  # two polls of the new worker
         check(len(series_points(env, key)) == 3, "points after restart")
         check(len(env.get("/series")["series"]) == n_series, "series after restart")
+
+
+def case_baseline():
+    """submit --baseline tag:branch=v6.12 --wait: A = the newest job tagged
+    branch=v6.12 with the same workload, B = this job; exit as an A/B."""
+    with Env() as env:
+        target = env.agents["agent-a"].target()
+        fio = fio_job(target, runtime=1)
+        base = env.submit(fio, name="ci", hosts=["agent-a"], repeat=3,
+                          tags={"branch": "v6.12"})
+        env.wait_job(base, timeout=90)
+        other = env.submit(fio_job(target, runtime=1, rw="randwrite"), name="ci",
+                           hosts=["agent-a"], tags={"branch": "v6.12"})  # newer, other workload
+        env.wait_job(other, timeout=60)
+        jf = env.write("ci.fio", fio)
+        p = env.cli("submit", jf, "--hosts", "agent-a", "--repeat", "3", "--tag", "branch=main",
+                    "--wait", "--baseline", "tag:branch=v6.12")
+        check(p.returncode in (0, 3, 4), f"rc {p.returncode}: {p.stderr}")
+        check(f"vs baseline {base}" in p.stderr, f"baseline not {base}: {p.stderr}")
+        p = env.cli("submit", jf, "--hosts", "agent-a", "--wait", "--baseline", "tag:branch=v5.4",
+                    check_rc=1)
+        check("no baseline" in p.stderr and "0 other job(s) tagged branch=v5.4" in p.stderr,
+              f"stderr: {p.stderr}")
+        p = env.cli("submit", jf, "--baseline", "tag:branch=v6.12", check_rc=2)
+        check("--baseline needs --wait" in p.stderr, p.stderr)
+        p = env.cli("submit", jf, "--wait", "--baseline", "branch=v6.12", check_rc=2)
+        check("tag:KEY=VALUE" in p.stderr, p.stderr)
+        # Cross-job compare from the CLI: A = base, B = the newest job.
+        jobs = [j["id"] for j in env.get("/jobs")["jobs"]]
+        p = env.cli("compare", base, jobs[-1], "--format=json")
+        check(p.returncode in (0, 3, 4), f"compare rc {p.returncode}: {p.stderr}")
+        check(json.loads(p.stdout).get("job_ids") == [base, jobs[-1]], p.stdout[:400])
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
