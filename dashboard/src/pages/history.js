@@ -19,6 +19,21 @@ function tagsText(tags) {
     .join(', ');
 }
 
+// The repro bundle through request() (it carries the API token), saved as a file.
+async function downloadRepro(id) {
+  try {
+    const d = await request('GET', `/alerts/${encodeURIComponent(id)}/repro`);
+    const url = URL.createObjectURL(new Blob([JSON.stringify(d, null, 2)], { type: 'application/json' }));
+    const link = h('a', { href: url, download: `iofleet-repro-${id}.json` });
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    URL.revokeObjectURL(url);
+  } catch (e) {
+    alert(e.message);
+  }
+}
+
 export function seriesListPage(main, { params }) {
   document.title = 'Series · iofleet';
   const metric = params.get('metric') || '';
@@ -167,7 +182,7 @@ export function alertsPage(main, { params }) {
         h('td', null, h('a', { href: `#/jobs/${encodeURIComponent(a.first_run.job_id)}` }, a.first_run.job_id), h('div', { class: 'muted small' }, a.first_run.kernel_release || '')),
         h('td', null, tagsText(a.first_run.tags)),
         h('td', null, fmtTime(a.created_ms)),
-        h('td', null, h('a', { href: `api/v1/alerts/${encodeURIComponent(a.id)}/repro`, download: `iofleet-repro-${a.id}.json` }, 'repro')),
+        h('td', null, h('button', { type: 'button', class: 'btn', onclick: () => downloadRepro(a.id) }, 'repro')),
       );
     });
     replace(
