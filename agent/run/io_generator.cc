@@ -65,6 +65,7 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
     fs.fd = files[i].fd;
     fs.region_start = files[i].region_start;
     fs.region_len = files[i].region_len;
+    fs.zbd = files[i].zbd;
     fds_.push_back(fs.fd);
     for (int d = 0; d < jobspec::kNumDdirs; ++d) {
       if (shared && d > 0) {
@@ -114,6 +115,13 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   if (random_files_ && files_.size() > 1) cur_file_ = static_cast<size_t>(file_rng_.Below(files_.size()));
   files_done_ = 0;
   filled_ = filled_at_rewind_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status IoGenerator::ZoneError() const {
+  for (const auto& f : files_) {
+    if (f.zbd != nullptr && !f.zbd->error().ok()) return f.zbd->error();
+  }
   return absl::OkStatus();
 }
 
