@@ -105,7 +105,7 @@ TEST(ZbdTest, ReadsStayWithinWrittenData) {
   }
   EXPECT_EQ(f.job->AdjustDdir(kRead), kRead);
   // A read in an empty zone moves to the nearest zone with data, inside it.
-  for (uint64_t asked : {0ull, 3 * kZone + 4096, 7 * kZone + 60000}) {
+  for (uint64_t asked : {uint64_t{0}, 3 * kZone + 4096, 7 * kZone + 60000}) {
     off = asked;
     len = 4096;
     ASSERT_TRUE(f.job->Adjust(kRead, &off, &len)) << asked;
@@ -136,8 +136,14 @@ TEST(ZbdTest, MaxOpenZonesKeepsWritesInThatManyZones) {
     uint64_t off = (i * 5 % 8) * kZone + 4096, len = 4096;
     ASSERT_TRUE(f.job->Adjust(kWrite, &off, &len));
     zones.insert(off / kZone);
+    // Open zones (written, not full) never exceed the limit.
+    int open = 0;
+    for (const Zone& z : f.file->zones()) open += z.wp > z.start && z.wp < z.start + z.capacity;
+    ASSERT_LE(open, 2) << "after write " << i;
   }
-  EXPECT_EQ(zones.size(), 2u);
+  // 64 writes are 4 zones' worth: full zones close and other zones open (a
+  // write aimed at a full zone may reopen and reset it, as in fio).
+  EXPECT_GE(zones.size(), 3u);
 }
 
 TEST(ZbdTest, MaxOpenZonesOpensTheNextZoneWhenOneFills) {
