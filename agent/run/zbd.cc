@@ -422,6 +422,13 @@ bool ZbdJob::AdjustLocked(Ddir d, uint64_t* off, uint64_t* len) {
     return true;
   }
   // Write.
+  if (!random_ && zones[zi].capacity < file_->ZoneEnd(zi) - zones[zi].start &&
+      *off >= zones[zi].start + zones[zi].capacity && zi + 1 < max_zone_) {
+    // A sequential write at a zone's capacity limit skips to the next zone
+    // (fio's setup_zbd_zone_mode).
+    ++zi;
+    *off = zones[zi].start;
+  }
   if (*len > file_->zone_size_) {
     error_ = absl::InvalidArgumentError("I/O buflen exceeds zone size");
     return false;
