@@ -235,7 +235,8 @@ def case_numa():
 
 
 def blkzone_report(dev):
-    """(start, wptr) in bytes of every zone of /dev/DEV, from util-linux blkzone."""
+    """(start, bytes written) of every zone of /dev/DEV, from util-linux blkzone
+    (its wptr is relative to the zone start; 0 for a conventional zone)."""
     out = subprocess.run(["blkzone", "report", f"/dev/{dev}"], check=True, capture_output=True,
                          text=True).stdout
     zones = []
@@ -293,18 +294,20 @@ def case_zbd():
             check(js.get("error", 0) == 0, f"{tool} {job}: error {js.get('error')}")
             seen.append((js["read"]["total_ios"], js["write"]["total_ios"]))
         zones = blkzone_report(dev)
-        results[tool] = (seen, [wp - start for start, wp in zones[:16]])
+        results[tool] = (seen, [written for _, written in zones[:16]])
         print(f"{tool}: ios (read, write) per job {seen}; bytes written per zone "
               f"{results[tool][1]}")
     io_i, wp_i = results["iofleet"]
     io_f, wp_f = results["fio"]
     check(io_i[:3] == io_f[:3], f"I/O counts differ: iofleet {io_i[:3]} fio {io_f[:3]}")
     check(wp_i[:8] == wp_f[:8], f"write pointers differ: iofleet {wp_i[:8]} fio {wp_f[:8]}")
-    # The random job: same number of writes, kept within two open zones at a time
-    # (which zones depends on each tool's random numbers).
+    # The random job: same number of writes; which zones it filled or reset
+    # depends on each tool's random offsets (iofleet's are not fio's), but
+    # neither leaves more than max_open_zones=2 zones partly written.
     check(io_i[3] == io_f[3], f"random write counts differ: iofleet {io_i[3]} fio {io_f[3]}")
-    check(sum(wp_i[8:16]) == sum(wp_f[8:16]),
-          f"random job wrote {sum(wp_i[8:16])} vs fio {sum(wp_f[8:16])} bytes into its zones")
+    for tool, wps in (("iofleet", wp_i), ("fio", wp_f)):
+        partial = [w for w in wps[8:16] if 0 < w < zone]
+        check(len(partial) <= 2, f"{tool}: {len(partial)} zones partly written with max_open_zones=2")
 
 
 def main():
