@@ -15,6 +15,10 @@
 #   install   install.sh layout, DESTDIR/--prefix rewriting, config kept on reinstall
 #   shell     shellcheck -S warning on the scripts under deploy/ and docker/
 #   fleet     deploy/checks/local-fleet-test.sh (root; real binaries; ~10 s)
+#   containers docker/compose-test.sh: builds the images offline with podman (base
+#             from Debian packages) and runs controller + PostgreSQL + agents as
+#             containers, O_DIRECT and io_uring jobs (root + podman; opt-in: only
+#             when named, or with `all`)
 #
 # Each check prints PASS, FAIL or SKIP (with the reason: a missing tool that
 # could not be installed, or binaries not built yet). A SKIP is never a pass.
@@ -115,6 +119,10 @@ check_docker() {
   for want in DL3000 DL3002 DL3003 DL3004 DL3006 DL3007 DL3009 DL3014 DL3015 DL3020 DL3021 DL3022 DL3025 DL3027 DL4000 DL4006 IOF001 IOF002 IOF003 IOF004; do
     grep -q " $want " <<<"$out" || { echo "  dockerfile-lint.sh no longer reports $want on testdata"; rc=1; }
   done
+  # FROM ${ARG} is checked as the ARG's default.
+  out=$("$here/dockerfile-lint.sh" "$here/testdata/arg-base.Dockerfile")
+  grep -q 'IOF004 .*"ubuntu:22.04"' <<<"$out" && grep -q ':7: DL3006 ' <<<"$out" ||
+    { echo "  dockerfile-lint.sh no longer resolves FROM \${ARG} (testdata/arg-base.Dockerfile):"; echo "$out" | sed 's/^/    /'; rc=1; }
   # The runtime stages install what docker/runtime-deps.sh finds with ldd.
   local bins=()
   for b in iofleet-controller iofleet-agent iofleet; do [ -x "$bin/$b" ] && bins+=("$bin/$b"); done
@@ -135,7 +143,10 @@ check_docker() {
   else
     echo "  (no binaries in $bin: runtime-deps.sh not exercised)"
   fi
-  echo "  note: lint only; the images are not built here (no Docker engine)"
+  "$here/dockerfile-lint.sh" docker/postgres.Dockerfile || rc=1
+  python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert any(set(["io_uring_setup","io_uring_enter","io_uring_register"]) <= set(e.get("names") or []) and e.get("action") == "SCMP_ACT_ALLOW" and not (e.get("includes") or e.get("excludes") or e.get("args")) for e in p["syscalls"]), "no unconditional io_uring allow"' \
+    deploy/seccomp/iofleet-agent.json 2>&1 || { echo "  deploy/seccomp/iofleet-agent.json does not allow io_uring_setup/enter/register"; rc=1; }
+  echo "  note: lint only; \`run.sh containers\` (docker/compose-test.sh) builds and runs the images"
   return $rc
 }
 
@@ -155,6 +166,11 @@ check_k8s() {
     echo "$out" | sed 's/^/    /'
     rc=1
   fi
+  local want
+  for want in "is not a headless Service" "Secret 'no-such-secret' not defined" \
+              "exactly one of minAvailable and maxUnavailable" "localhostProfile '/var/lib"; do
+    grep -qF "$want" <<<"$out" || { echo "  k8s-schema-check.py no longer reports \"$want\" on testdata"; rc=1; }
+  done
   return $rc
 }
 
@@ -260,16 +276,20 @@ check_fleet() {
   "$here/local-fleet-test.sh"
 }
 
+check_containers() {
+  "$repo/docker/compose-test.sh"
+}
+
 checks=("$@")
 if [ ${#checks[@]} -eq 0 ]; then
   checks=(config docker yaml k8s systemd install shell)
 elif [ "${checks[0]}" = all ]; then
-  checks=(config docker yaml k8s systemd install shell fleet)
+  checks=(config docker yaml k8s systemd install shell fleet containers)
 fi
 pass=0 fail=0 skipped=0
 for c in "${checks[@]}"; do
   if ! declare -F "check_$c" >/dev/null; then
-    echo "run.sh: unknown check \"$c\" (config docker yaml k8s systemd install shell fleet all)" >&2
+    echo "run.sh: unknown check \"$c\" (config docker yaml k8s systemd install shell fleet containers all)" >&2
     exit 2
   fi
   echo "== $c"
