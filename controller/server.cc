@@ -27,6 +27,14 @@
 #ifdef IOFLEET_WITH_POSTGRESQL
 #include "controller/store/postgres_store.h"
 #endif
+#ifdef IOFLEET_HAVE_HISTORY
+#include "controller/history/rest_routes.h"
+#include "controller/history/worker.h"
+#else
+namespace iofleet::controller::history {
+class HistoryWorker {};  // not in this build (server.h holds a null pointer)
+}  // namespace iofleet::controller::history
+#endif
 
 namespace iofleet::controller {
 
@@ -173,6 +181,15 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   } else if (!options.tls_client_ca_file.empty()) {
     return FieldError("tls-client-ca", "needs --tls-cert and --tls-key (mutual TLS is TLS)");
   }
+  if (!options.http_tls_client_ca_file.empty()) {
+    if (!tls) {
+      return FieldError("http-tls-client-ca", "needs --tls-cert and --tls-key (mutual TLS is TLS)");
+    }
+    IOFLEET_RETURN_IF_ERROR(secrets::ReadPemFile(options.http_tls_client_ca_file,
+                                                 "http-tls-client-ca",
+                                                 secrets::PemKind::kCertificates)
+                                .status());
+  }
   if (!options.api_token.empty()) {
     IOFLEET_RETURN_IF_ERROR(secrets::CheckToken(options.api_token, "api-token-file"));
   }
@@ -243,6 +260,7 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   ro.metrics_auth = options.metrics_auth;
   ro.tls_cert_file = options.tls_cert_file;
   ro.tls_key_file = options.tls_key_file;
+  ro.tls_client_ca_file = options.http_tls_client_ca_file;
   ro.max_body_bytes = options.limits.max_body_bytes;
   if (options.max_http_connections > 0) ro.max_connections = options.max_http_connections;
   if (options.http_read_timeout_ms > 0) ro.request_timeout_ms = options.http_read_timeout_ms;
@@ -253,6 +271,19 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
                                                                 : options.dashboard_dir);
 #else
   s->rest_server_->ServeDashboard(options.dashboard_dir);
+#endif
+#ifdef IOFLEET_HAVE_HISTORY
+  {
+    Scheduler* sched = s->scheduler_.get();
+    history::WorkerOptions ho;
+    ho.clock = [sched] { return sched->NowMs(); };
+    history::InstallHistoryRoutes(*s->rest_server_, s->store_.get(), ho.params, ho.clock);
+    if (options.history_poll_ms > 0) {
+      ho.poll_interval_ms = options.history_poll_ms;
+      IOFLEET_ASSIGN_OR_RETURN(s->history_, history::HistoryWorker::Create(s->store_.get(), ho));
+      s->history_->Start();
+    }
+  }
 #endif
   IOFLEET_ASSIGN_OR_RETURN(int http_port, s->rest_server_->Start(http_hp.first, http_hp.second));
   const std::string http_host =
@@ -272,6 +303,7 @@ void ControllerServer::Shutdown() {
   }
   rest_server_.reset();
   grpc_server_.reset();
+  history_.reset();  // stops its thread before the store closes
   scheduler_.reset();
   store_.reset();
   if (lock_fd_ >= 0) {  // last: the store is closed, another controller may open it

@@ -5,7 +5,7 @@
 #   2. one podman network; PostgreSQL 15 (localhost/iofleet-postgres:15); the
 #      controller on it (--store=postgresql://iofleet@db:5432/iofleet?passfile=...,
 #      the password in a 0600 passfile, never in the URI); agents agent1 and agent2
-#      with deploy/seccomp/iofleet-agent.json (the default profile plus io_uring),
+#      with the profile deploy/seccomp/make-agent-profile.py derives (podman's default plus io_uring),
 #      each with a podman volume at /data; agent3 with podman's default profile;
 #   3. all three up over REST, with io_uring in agent1/2's inventory and not in
 #      agent3's;
@@ -109,8 +109,10 @@ ctl_ip=$(podman inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddre
 [ -n "$ctl_ip" ] || fail "controller has no address on $net"
 
 agent_args=(--controller=controller:7070 --allow-path=/data)
+python3 "$repo/deploy/seccomp/make-agent-profile.py" -o "$tmp/iofleet-agent.json" >/dev/null ||
+  fail "deploy/seccomp/make-agent-profile.py could not derive the agent's seccomp profile"
 for i in 1 2 3; do
-  sec=(--security-opt "seccomp=$repo/deploy/seccomp/iofleet-agent.json")
+  sec=(--security-opt "seccomp=$tmp/iofleet-agent.json")
   profile=iofleet
   if [ $i -eq 3 ]; then sec=(); profile=default; fi
   # CAP_IPC_LOCK rather than --ulimit memlock=-1:-1 (docker/README.md): raising
@@ -159,7 +161,7 @@ engines = {x: (agents[x].get("inventory") or {}).get("engines", []) for x in nam
 print("compose-test: agents up; engines: " + "; ".join(f"{x} {engines[x]}" for x in names))
 for x in ("agent1", "agent2"):
     if "io_uring" not in engines[x]:
-        fail(f"{x} runs with deploy/seccomp/iofleet-agent.json but reports no io_uring: {engines[x]}")
+        fail(f"{x} runs with the io_uring seccomp profile but reports no io_uring: {engines[x]}")
 io_uring_blocked = "io_uring" not in engines["agent3"]
 
 terminal = {"succeeded", "failed", "cancelled", "lost"}

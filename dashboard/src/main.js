@@ -2,29 +2,38 @@
 //   #/jobs            jobs list (default)         #/jobs/ID           job and its runs
 //   #/jobs/ID/compare A/B comparison             #/runs/ID           run: live charts, result
 //   #/agents          agent inventory             #/submit            submit form
+//   #/series          history series              #/series/KEY        one series, change points
+//   #/alerts          regression alerts, triage
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { h, replace } from './dom.js';
+import { setTokenPrompt, getToken, setToken } from './api.js';
 import { agentsPage } from './pages/agents.js';
 import { jobsPage, jobPage } from './pages/jobs.js';
 import { runPage } from './pages/run.js';
 import { comparePage } from './pages/compare.js';
 import { submitPage } from './pages/submit.js';
+import { seriesListPage, seriesPage, alertsPage } from './pages/history.js';
 
 const routes = [
   [/^\/?$/, () => jobsPage],
   [/^\/jobs\/?$/, () => jobsPage],
   [/^\/jobs\/([^/]+)\/compare\/?$/, () => comparePage],
   [/^\/jobs\/([^/]+)\/?$/, () => jobPage],
+  [/^\/compare\/?$/, () => comparePage], // ?a=JOB&b=JOB: two jobs as arms
   [/^\/runs\/([^/]+)\/?$/, () => runPage],
   [/^\/agents\/?$/, () => agentsPage],
   [/^\/submit\/?$/, () => submitPage],
+  [/^\/series\/?$/, () => seriesListPage],
+  [/^\/series\/([^/]+)\/?$/, () => seriesPage],
+  [/^\/alerts\/?$/, () => alertsPage],
 ];
 
 const NAV = [
-  ['#/jobs', 'Jobs', (p) => !/^\/(submit|agents)/.test(p)],
+  ['#/jobs', 'Jobs', (p) => !/^\/(submit|agents|series|alerts)/.test(p)],
   ['#/submit', 'Submit', (p) => /^\/submit/.test(p)],
   ['#/agents', 'Agents', (p) => /^\/agents/.test(p)],
+  ['#/alerts', 'History', (p) => /^\/(series|alerts)/.test(p)],
 ];
 
 let cleanup = null;
@@ -84,6 +93,66 @@ function layout() {
   );
 }
 
+// The API token dialog: shown when a call gets 401, resolves with the token typed
+// (or null on "Cancel"). The calls waiting on it are retried with the token.
+function promptToken(message) {
+  return new Promise((resolve) => {
+    const input = h('input', { id: 'api-token', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false' });
+    let box = null;
+    const done = (v) => {
+      box.remove();
+      resolve(v);
+    };
+    box = h(
+      'div',
+      { class: 'token-backdrop' },
+      h(
+        'form',
+        {
+          class: 'token-dialog',
+          role: 'dialog',
+          'aria-modal': 'true',
+          'aria-labelledby': 'token-h',
+          'data-testid': 'token-dialog',
+          onsubmit: (e) => {
+            e.preventDefault();
+            const v = input.value.trim();
+            if (v) done(v);
+          },
+        },
+        h('h2', { id: 'token-h' }, 'API token'),
+        h('p', { class: 'error-text', 'data-testid': 'token-reason' }, message),
+        h('p', { class: 'muted small' }, 'The token (the controller\'s --api-token-file) is kept in this tab\'s sessionStorage until the tab closes.'),
+        h('label', { for: 'api-token' }, 'API token'),
+        input,
+        h(
+          'p',
+          null,
+          h('button', { type: 'submit', class: 'btn' }, 'Use token'),
+          ' ',
+          h('button', { type: 'button', class: 'btn', onclick: () => done(null) }, 'Cancel'),
+        ),
+      ),
+    );
+    document.body.appendChild(box);
+    input.focus();
+  });
+}
+
+const tokenNav = h('span', { class: 'token-nav' });
+function renderTokenNav() {
+  replace(
+    tokenNav,
+    getToken()
+      ? h('button', { type: 'button', class: 'linkish', 'data-testid': 'forget-token', onclick: () => setToken('') }, 'Forget token')
+      : null,
+  );
+}
+
+setTokenPrompt(promptToken);
 layout();
+document.querySelector('header.top').appendChild(tokenNav);
+renderTokenNav();
+window.addEventListener('iofleet-token', renderTokenNav);
 window.addEventListener('hashchange', render);
 render();

@@ -144,8 +144,25 @@ check_docker() {
     echo "  (no binaries in $bin: runtime-deps.sh not exercised)"
   fi
   "$here/dockerfile-lint.sh" docker/postgres.Dockerfile || rc=1
-  python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert any(set(["io_uring_setup","io_uring_enter","io_uring_register"]) <= set(e.get("names") or []) and e.get("action") == "SCMP_ACT_ALLOW" and not (e.get("includes") or e.get("excludes") or e.get("args")) for e in p["syscalls"]), "no unconditional io_uring allow"' \
-    deploy/seccomp/iofleet-agent.json 2>&1 || { echo "  deploy/seccomp/iofleet-agent.json does not allow io_uring_setup/enter/register"; rc=1; }
+  # The agent's seccomp profile is derived from the runtime's default (never a
+  # checked-in copy): check the generator on a minimal base and, where podman's
+  # profile is installed, on that.
+  sec_tmp=$(mktemp -d)
+  printf '%s' '{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]}' >"$sec_tmp/base.json"
+  for base in "$sec_tmp/base.json" /usr/share/containers/seccomp.json; do
+    [ -f "$base" ] || continue
+    if python3 deploy/seccomp/make-agent-profile.py --base "$base" -o "$sec_tmp/out.json" >/dev/null; then
+      python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); p=json.load(open(sys.argv[2])); r=p["syscalls"]; assert r[0]["action"]=="SCMP_ACT_ALLOW" and set(r[0]["names"])=={"io_uring_setup","io_uring_enter","io_uring_register"} and not r[0].get("args"), "no unconditional io_uring allow first"; assert r[1:]==b["syscalls"] and {k:v for k,v in p.items() if k!="syscalls"}=={k:v for k,v in b.items() if k!="syscalls"}, "the base profile was not kept as it is"' \
+        "$base" "$sec_tmp/out.json" 2>&1 || { echo "  make-agent-profile.py on $base: wrong profile"; rc=1; }
+    else
+      echo "  make-agent-profile.py failed on $base"; rc=1
+    fi
+  done
+  printf '%s' '{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}' >"$sec_tmp/allow.json"
+  if python3 deploy/seccomp/make-agent-profile.py --base "$sec_tmp/allow.json" -o "$sec_tmp/out.json" >/dev/null 2>&1; then
+    echo "  make-agent-profile.py accepted an allow-by-default base"; rc=1
+  fi
+  rm -rf "$sec_tmp"
   echo "  note: lint only; \`run.sh containers\` (docker/compose-test.sh) builds and runs the images"
   return $rc
 }
