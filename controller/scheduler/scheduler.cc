@@ -29,6 +29,11 @@ uint64_t SteadyNowMs() {
                                    .count());
 }
 
+// Threads for the agent protocol's blocking work (work_pool.h). RunFinished's
+// sample check may wait for the store to commit the run's queued records:
+// several wait at once, so a burst of finishing runs is not one at a time.
+constexpr size_t kAgentWorkThreads = 8;
+
 bool IsTerminalJobState(const std::string& s) {
   absl::StatusOr<JobState> js = ParseJobState(s);
   return js.ok() && IsTerminal(*js);
@@ -113,10 +118,12 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store,
   lo.observer = options.observer;
   IOFLEET_ASSIGN_OR_RETURN(s->loop_,
                            ControlLoop::Create(store, &s->view_, &s->watches_, std::move(lo)));
+  s->work_ = std::make_unique<WorkPool>(kAgentWorkThreads);
   return s;
 }
 
 Scheduler::~Scheduler() {
+  work_.reset();  // its tasks post to the loop
   loop_.reset();
   // Interval callbacks reference the watch hub; let them drain.
   (void)store_->Flush();
@@ -194,20 +201,27 @@ void Scheduler::AgentHelloAsync(const v1::Hello& hello, std::shared_ptr<AgentSen
   sender->set_session(session);
   sender->MarkHeard(mono_clock_());
   HelloEvent ev = HelloEventOf(hello, *version, session, sender->peer());
+  if (ev.running_runs.empty()) {
+    loop_->PostHello(std::move(ev), std::move(sender), std::move(done));
+    return;
+  }
   // Runs it reports that the controller no longer holds (lost while the agent
   // was away) still block their targets until the agent stops them: their
-  // stored rows say where and what.
-  for (const std::string& id : ev.running_runs) {
-    auto sit = ev.run_store_ids.find(id);
-    if (sit != ev.run_store_ids.end() && !sit->second.empty() && sit->second != store_id()) {
-      continue;  // another store's run
+  // stored rows say where and what. Store reads: on the work pool.
+  work_->Post([this, ev = std::move(ev), sender = std::move(sender),
+               done = std::move(done)]() mutable {
+    for (const std::string& id : ev.running_runs) {
+      auto sit = ev.run_store_ids.find(id);
+      if (sit != ev.run_store_ids.end() && !sit->second.empty() && sit->second != store_id()) {
+        continue;  // another store's run
+      }
+      std::string host, job;
+      if (view_.RunOwner(id, &host, &job)) continue;  // held: the core knows it
+      absl::StatusOr<RunRow> row = store_->GetRun(id);
+      if (row.ok()) ev.reported_rows[id] = {row->host, LeaseKeys(*row)};
     }
-    std::string host, job;
-    if (view_.RunOwner(id, &host, &job)) continue;  // held: the core knows it
-    absl::StatusOr<RunRow> row = store_->GetRun(id);
-    if (row.ok()) ev.reported_rows[id] = {row->host, LeaseKeys(*row)};
-  }
-  loop_->PostHello(std::move(ev), std::move(sender), std::move(done));
+    loop_->PostHello(std::move(ev), std::move(sender), std::move(done));
+  });
 }
 
 absl::Status Scheduler::AgentHello(const v1::Hello& hello, std::shared_ptr<AgentSender> sender) {
@@ -225,13 +239,26 @@ void Scheduler::IngestInterval(const std::string& agent, const v1::IntervalRecor
   std::string host, job_id;
   if (!view_.RunOwner(rec.run_id(), &host, &job_id)) {
     // Replays may arrive after the run left the active set (e.g. lost, then
-    // the agent came back): store them if the run is this agent's.
-    absl::StatusOr<RunRow> row = store_->GetRun(rec.run_id());
-    if (!row.ok()) return;
-    host = row->host;
-    job_id = row->job_id;
+    // the agent came back): stored if the run is this agent's. That takes a
+    // store read: on the work pool, not on the stream's (gRPC) thread.
+    work_->Post([this, agent, rec] {
+      absl::StatusOr<RunRow> row = store_->GetRun(rec.run_id());
+      if (!row.ok()) {
+        LogError(absl::StrCat("interval record ", rec.seq(), " of run ", rec.run_id(),
+                              " from agent ", agent, " not stored"),
+                 row.status());
+        return;
+      }
+      if (row->host != agent) return;
+      AppendInterval(row->job_id, rec);
+    });
+    return;
   }
   if (host != agent) return;
+  AppendInterval(job_id, rec);
+}
+
+void Scheduler::AppendInterval(const std::string& job_id, const v1::IntervalRecord& rec) {
   std::function<void(bool)> done;
   if (watches_.HasWatchers(job_id)) {
     done = [this, job_id, rec](bool inserted) {
@@ -321,8 +348,16 @@ absl::StatusOr<RunFinishedEvent> Scheduler::PrepareFinished(const std::string& a
 }
 
 void Scheduler::AgentMessageAsync(const std::string& agent, AgentSender* sender,
-                                  const v1::AgentMessage& msg, ControlLoop::Done done) {
+                                  const v1::AgentMessage& msg, ControlLoop::Done handled) {
   sender->MarkHeard(mono_clock_());
+  // The agent's silence is counted from when the controller is ready to hear
+  // it again: a message the controller took long to handle (its stream reads
+  // nothing meanwhile) is not the agent's silence. `handled` keeps the sender
+  // alive (the stream's state), so it is marked before `handled` runs.
+  ControlLoop::Done done = [this, sender, handled = std::move(handled)](const absl::Status& st) {
+    sender->MarkHeard(mono_clock_());
+    if (handled) handled(st);
+  };
   const uint64_t session = sender->session();
   switch (msg.msg_case()) {
     case v1::AgentMessage::kInterval:
@@ -376,9 +411,15 @@ void Scheduler::AgentMessageAsync(const std::string& agent, AgentSender* sender,
         }
         if (done) done(st);
       };
-      absl::StatusOr<RunFinishedEvent> ev = PrepareFinished(agent, session, msg.run_finished());
-      if (!ev.ok()) return finish(ev.status());
-      loop_->Post(std::move(*ev), std::move(finish));
+      // Store reads and maybe a wait for the run's queued records: off the
+      // stream's thread. The stream reads nothing more until this is handled
+      // (agent_service.cc), so the agent's messages keep their order.
+      work_->Post([this, agent, session, fin = msg.run_finished(),
+                   finish = std::move(finish)]() mutable {
+        absl::StatusOr<RunFinishedEvent> ev = PrepareFinished(agent, session, fin);
+        if (!ev.ok()) return finish(ev.status());
+        loop_->Post(std::move(*ev), std::move(finish));
+      });
       return;
     }
     default:

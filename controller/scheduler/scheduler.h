@@ -40,6 +40,7 @@
 #include "controller/scheduler/protocol.h"
 #include "controller/scheduler/read_side.h"
 #include "controller/scheduler/watch_hub.h"
+#include "controller/scheduler/work_pool.h"
 #include "controller/store/store.h"
 #include "iofleet/v1/agent.pb.h"
 #include "iofleet/v1/controller.pb.h"
@@ -153,6 +154,7 @@ class Scheduler {
   absl::Status CheckSamples(const std::string& run_id, const v1::RunFinished& fin,
                             RunFinishedEvent* ev);
   void IngestInterval(const std::string& agent, const v1::IntervalRecord& rec);
+  void AppendInterval(const std::string& job_id, const v1::IntervalRecord& rec);
 
   Store* const store_;
   const ApiLimits limits_;
@@ -161,7 +163,11 @@ class Scheduler {
   LiveView view_;
   WatchHub watches_;
   std::unique_ptr<ReadSide> read_;
-  std::unique_ptr<ControlLoop> loop_;  // last: stopped first
+  std::unique_ptr<ControlLoop> loop_;
+  // Blocking agent-protocol work (RunFinished's store reads and sample check,
+  // replayed records of runs no longer active): never on a gRPC thread. Last:
+  // drained first, while the loop its tasks post to still runs.
+  std::unique_ptr<WorkPool> work_;
 };
 
 }  // namespace iofleet::controller

@@ -33,6 +33,10 @@ class Session final : public AgentSender {
   Session(Reactor* reactor, std::string peer) : reactor_(reactor), peer_(std::move(peer)) {}
 
   std::string peer() const override { return peer_; }
+  int in_flight() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return in_flight_ + (hello_pending_ ? 1 : 0);
+  }
 
   void Send(const v1::ControllerMessage& msg) override {
     std::lock_guard<std::mutex> l(mu_);
@@ -77,15 +81,20 @@ class Session final : public AgentSender {
     reading_ = false;
     NextReadLocked();
   }
-  // A message was handed to the Scheduler: until End, it counts against the gate.
-  void Begin() {
+  // A message was handed to the Scheduler: until End, it counts against the
+  // gate. A `barrier` message (RunFinished, handled off the gRPC thread) stops
+  // reading until it is handled, so what the agent sends after it is handled
+  // after it.
+  void Begin(bool barrier) {
     std::lock_guard<std::mutex> l(mu_);
     ++in_flight_;
+    if (barrier) ++barriers_;
   }
   // A message was handled: read on if the gate allows.
-  void End() {
+  void End(bool barrier) {
     std::lock_guard<std::mutex> l(mu_);
     --in_flight_;
+    if (barrier) --barriers_;
     NextReadLocked();
   }
   void ReadNext() {
@@ -127,7 +136,7 @@ class Session final : public AgentSender {
     }
   }
   void NextReadLocked() {
-    if (reactor_ == nullptr || reading_ || finishing_ || hello_pending_ ||
+    if (reactor_ == nullptr || reading_ || finishing_ || hello_pending_ || barriers_ > 0 ||
         in_flight_ >= kMaxInFlight) {
       return;
     }
@@ -135,7 +144,7 @@ class Session final : public AgentSender {
     reactor_->StartRead(&in_);
   }
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   Reactor* reactor_;
   const std::string peer_;
   std::deque<v1::ControllerMessage> queue_;  // front is in flight while writing_
@@ -146,6 +155,7 @@ class Session final : public AgentSender {
   v1::AgentMessage in_;
   bool reading_ = false;
   int in_flight_ = 0;
+  int barriers_ = 0;
   bool hello_pending_ = false;
   std::string agent_;
 };
@@ -200,9 +210,12 @@ class AgentStreamReactor final
     }
     if (agent_.empty()) agent_ = session_->agent();
     if (!in.has_hello() && !agent_.empty()) {
-      session_->Begin();
+      const bool barrier = in.has_run_finished();
+      session_->Begin(barrier);
       scheduler_->AgentMessageAsync(agent_, session_.get(), in,
-                                    [s = session_](const absl::Status&) { s->End(); });
+                                    [s = session_, barrier](const absl::Status&) {
+                                      s->End(barrier);
+                                    });
     }
     session_->Consumed();
   }
