@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/printable.h"
@@ -608,6 +609,77 @@ std::string RenderLogFiles(const json& fio) {
     if (f.is_string()) absl::StrAppend(&out, "  ", TerminalSafe(f.get<std::string>()), "\n");
   }
   return out;
+}
+
+RunTally TallyRuns(const json& job) {
+  RunTally t;
+  auto add = [&t](const std::string& state, uint64_t n) {
+    t.known = true;
+    t.total += n;
+    if (state == "queued" || state == "assigned") {
+      t.queued += n;
+    } else if (state == "running") {
+      t.running += n;
+    } else if (state == "succeeded") {
+      t.done += n;
+    } else if (state == "failed" || state == "lost") {
+      t.failed += n;
+    } else if (state == "cancelled") {
+      t.cancelled += n;
+    }
+  };
+  if (auto it = job.find("runs"); it != job.end() && it->is_array()) {
+    for (const json& r : *it) add(NormState(JStr(r, {"state", "status"})), 1);
+    if (!it->empty()) return t;
+  }
+  if (auto it = job.find("run_counts"); it != job.end() && it->is_object()) {
+    t.known = true;
+    for (auto c = it->begin(); c != it->end(); ++c) {
+      add(NormState(c.key()), JU64(*it, {c.key().c_str()}));
+    }
+  }
+  return t;
+}
+
+std::string ArmsSummary(const json& job) {
+  const json* spec = &job;
+  if (auto it = job.find("spec"); it != job.end() && it->is_object()) spec = &*it;
+  std::vector<std::string> parts;
+  std::vector<std::string> names;
+  for (const json& v : JArray(*spec, "variants")) {
+    if (v.is_object()) names.push_back(JStr(v, {"name"}));
+  }
+  if (!names.empty()) parts.push_back(absl::StrJoin(names, "|"));
+  if (auto it = spec->find("sweep"); it != spec->end() && it->is_object()) {
+    for (auto kv = it->begin(); kv != it->end(); ++kv) {
+      size_t n = kv->is_array() ? kv->size() : JArray(*kv, "values").size();
+      parts.push_back(absl::StrCat(kv.key(), "=", n));
+    }
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, " x ");
+}
+
+std::string UrlEncode(const std::string& s) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string BuildQuery(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string q;
+  for (const auto& [k, v] : params) {
+    absl::StrAppend(&q, q.empty() ? "?" : "&", k, "=", UrlEncode(v));
+  }
+  return q;
 }
 
 }  // namespace iofleet::cli

@@ -110,4 +110,22 @@ absl::StatusOr<std::string> RenderResultNormal(const json& fio);
 // result's iofleet.logs ("" when the run wrote no log).
 std::string RenderLogFiles(const json& fio);
 
+// Run counts of a job (GET /jobs/{id} "runs", or a list entry's "run_counts"
+// map of state -> count): queued = queued + assigned, done = succeeded,
+// failed = failed + lost. known = false when the answer carries neither.
+struct RunTally {
+  bool known = false;
+  uint64_t queued = 0, running = 0, done = 0, failed = 0, cancelled = 0, total = 0;
+};
+RunTally TallyRuns(const json& job);
+
+// A job's arms for a list column: "A|B" (variants), "bs=3 x iodepth=4" (sweep
+// options with their value counts), both joined by " x ", or "-".
+std::string ArmsSummary(const json& job);
+
+// Percent-encodes a query value (RFC 3986 unreserved characters pass through).
+std::string UrlEncode(const std::string& s);
+// "?k=v&k2=v2" with values encoded; "" when empty.
+std::string BuildQuery(const std::vector<std::pair<std::string, std::string>>& params);
+
 }  // namespace iofleet::cli

@@ -291,7 +291,7 @@ def case_zero_usable(fleet):
     # --fail-on=inconclusive exits 4.
     p = fleet.cli("compare", job, rc=0)
     check(p.stdout.startswith("**0 of 10 runs usable.**"), p.stdout[:300])
-    p = fleet.cli("compare", job, "--fail-on=regression,inconclusive", rc=4)
+    p = fleet.cli("compare", job, "--fail-on=regression,inconclusive", rc=5)
     check("inconclusive" in p.stderr and "0 of 10 runs usable" in p.stderr, p.stderr)
 
 
