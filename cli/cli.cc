@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/format.h"
 #include "cli/http_client.h"
+#include "cli/watch_view.h"
 #include "common/secrets/secrets.h"
 
 namespace iofleet::cli {
@@ -615,7 +617,19 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   printf("%s\n", TerminalSafe(id).c_str());
   fflush(stdout);
   if (!a.Has("wait")) return kExitOk;
-  auto job = PollUntilDone(api, id, timeout_s, poll_ms, /*progress=*/true);
+  absl::StatusOr<json> job;
+  if (isatty(STDOUT_FILENO) == 1) {
+    // The live view of `iofleet watch`, then a summary of every run.
+    auto w = WatchLoop(api, id, poll_ms, /*tty=*/true, /*print_changes=*/false, timeout_s);
+    if (w.ok()) {
+      printf("%s", RenderWatchSummary(w->view).c_str());
+      job = std::move(w->job);
+    } else {
+      job = w.status();
+    }
+  } else {
+    job = PollUntilDone(api, id, timeout_s, poll_ms, /*progress=*/true);
+  }
   if (!job.ok()) return Fail(job.status());
   const Outcome o = JudgeRuns(id, *job);
   fputs(SampleNotes(JArray(*job, "runs"), "iofleet: warning: ").c_str(), stderr);
@@ -638,7 +652,15 @@ int CmdStatus(const ApiClient& api, const std::vector<std::string>& rest) {
     }
     std::vector<std::pair<std::string, std::string>> query = {{"order", "newest"}};
     if (a.Has("name")) query.push_back({"name", a.Get("name")});
-    if (a.Has("state")) query.push_back({"state", a.Get("state")});
+    if (a.Has("state")) {
+      const std::string st = a.Get("state");
+      if (st != "queued" && st != "running" && st != "succeeded" && st != "failed" &&
+          st != "cancelled") {
+        return Usage(absl::StrCat("flag --state: \"", st,
+                                  "\" is not queued, running, succeeded, failed or cancelled"));
+      }
+      query.push_back({"state", st});
+    }
     auto tags = a.flags.find("tag");
     if (tags != a.flags.end()) {
       for (const std::string& kv : tags->second) {
@@ -923,80 +945,137 @@ int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
   return GateExit(id, cmp, fail_on);
 }
 
-int CmdWatch(const ApiClient& api, const std::vector<std::string>& rest) {
-  Args a;
-  if (auto e = ParseFlags("watch", rest, {{"interval-ms", true}}, &a)) return Usage(*e);
-  if (a.positional.size() != 1) return Usage("watch: exactly one JOB expected");
-  uint32_t every_ms = 1000;
-  if (a.Has("interval-ms") && (!absl::SimpleAtoi(a.Get("interval-ms"), &every_ms) || every_ms == 0)) {
-    return Usage(absl::StrCat("flag --interval-ms: \"", a.Get("interval-ms"),
-                              "\" is not an integer >= 1"));
+// The terminal's size (80x24 when unknown).
+void TerminalSize(int* width, int* height) {
+  *width = 80;
+  *height = 24;
+  winsize ws{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0) {
+    *width = ws.ws_col;
+    *height = ws.ws_row;
   }
-  const std::string& id = a.positional[0];
-  const bool tty = isatty(STDOUT_FILENO) == 1;
+}
+
+// Follows a job until every run is terminal: on a terminal the view redraws in
+// place (RenderWatch, fitted to the screen); otherwise, with `print_changes`,
+// a block is printed whenever something changed. Returns the final job and
+// its view. A controller never reached fails at once; one reached before is
+// given 60 failed polls (a restart). `timeout_s` > 0: DeadlineExceeded after it.
+struct Watched {
+  json job;
+  WatchView view;
+};
+absl::StatusOr<Watched> WatchLoop(const ApiClient& api, const std::string& id, uint32_t every_ms,
+                                  bool tty, bool print_changes, uint64_t timeout_s) {
+  const auto start = std::chrono::steady_clock::now();
   int drawn = 0;
-  std::map<std::string, WindowStats> final_stats;  // terminal runs: fetched once
-  std::map<std::string, uint64_t> printed_seq;      // non-tty: print on change only
+  std::map<std::string, WatchRun> finals;      // terminal runs: result read once
+  std::map<std::string, uint64_t> printed_seq;  // non-tty: print on change only
   uint64_t est = 0;
-  bool est_known = false;
-  int failures = 0;
+  int kb_base = 1024;
   bool reached = false;
+  int failures = 0;
   for (;;) {
+    if (timeout_s > 0 &&
+        std::chrono::steady_clock::now() - start > std::chrono::seconds(timeout_s)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("job ", id, ": not finished after ", timeout_s, " s (--timeout)"));
+    }
     auto job = api.Get("/jobs/" + id);
     if (!job.ok()) {
-      // Restarts of a controller once reached are ridden out (60 tries); one
-      // never reached is reported at once.
       if (job.status().code() == absl::StatusCode::kNotFound || !reached || ++failures > 60) {
-        return Fail(job.status());
+        return job.status();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(every_ms));
       continue;
     }
+    if (!reached) {
+      const std::string text = JobFioText(*job);
+      est = EstimateRuntimeSeconds(text);
+      kb_base = KbBaseOf(text);
+    }
     failures = 0;
     reached = true;
-    if (!est_known) {
-      est = EstimateRuntimeSeconds(JobFioText(*job));
-      est_known = true;
-    }
     const json& runs = JArray(*job, "runs");
     const uint64_t now = NowMs();
-    std::vector<std::vector<std::string>> rows;
-    uint64_t eta = 0;
-    bool eta_known = est > 0;
+    WatchView v;
+    v.job_id = id;
+    v.name = JStr(*job, {"name"});
+    v.state = NormState(JStr(*job, {"state"}));
+    v.kb_base = kb_base;
+    v.eta_known = est > 0;
+    uint64_t first_start = 0;
     size_t queued = 0;
     bool changed = false;
     for (const json& r : runs) {
       const std::string rid = RunId(r), st = RunState(r);
-      WindowStats w;
-      if (auto it = final_stats.find(rid); it != final_stats.end()) {
-        w = it->second;
+      if (auto it = finals.find(rid); it != finals.end()) {
+        v.runs.push_back(it->second);
+        continue;
+      }
+      WatchRun w;
+      w.id = rid;
+      w.host = JStr(r, {"host", "agent"});
+      w.variant = JStr(r, {"variant"});
+      w.cell = JStr(r, {"cell"});
+      w.state = st + (SamplesIncomplete(r) ? "*" : "");
+      w.note = JStr(r, {"error"});
+      if (st == "queued" && !JStr(r, {"waiting_for"}).empty()) {
+        w.note = "waiting: " + JStr(r, {"waiting_for"});
+      }
+      const uint64_t started = JU64(r, {"started_ms"});
+      if (started > 0) {
+        w.started = true;
+        if (first_start == 0 || started < first_start) first_start = started;
+        const uint64_t end = JU64(r, {"finished_ms"}) ? JU64(r, {"finished_ms"}) : now;
+        w.elapsed_s = end > started ? (end - started) / 1000 : 0;
+      }
+      if (IsTerminal(st)) {
+        // The final result, not the last 1 s sample.
+        auto full = api.Get("/runs/" + rid);
+        if (full.ok()) {
+          json result;
+          if (auto it = full->find("result"); it != full->end() && it->is_object()) result = *it;
+          FinalFromResult(result, &w);
+        }
+        finals[rid] = w;
+        changed = true;
       } else if (st != "queued" && st != "assigned") {
         auto samples = api.Get("/runs/" + rid + "/samples");
-        if (samples.ok()) w = LatestWindow(*samples);
-        if (IsTerminal(st)) final_stats[rid] = w;
+        if (samples.ok()) {
+          const WindowStats ws = LatestWindow(*samples);
+          if (ws.valid) {
+            w.have_rates = true;
+            for (int d = 0; d < 2; ++d) {
+              w.iops[d] = ws.dir_iops[d];
+              w.bps[d] = ws.dir_bytes_per_s[d];
+            }
+            w.p99_ns = ws.p99_ns;
+          }
+          if (printed_seq[rid] != ws.seq + 1) changed = true;
+          printed_seq[rid] = ws.seq + 1;
+        }
       }
       if (st == "queued" || st == "assigned") ++queued;
       if (st == "running" && est > 0) {
-        const uint64_t started = JU64(r, {"started_ms"});
         const uint64_t end = (started ? started : now) + est * 1000;
-        eta = std::max(eta, end > now ? (end - now) / 1000 : 0);
+        v.eta_s = std::max(v.eta_s, end > now ? (end - now) / 1000 : 0);
       }
-      if (printed_seq[rid] != w.seq + 1 + (IsTerminal(st) ? 1u << 30 : 0)) changed = true;
-      printed_seq[rid] = w.seq + 1 + (IsTerminal(st) ? 1u << 30 : 0);
-      rows.push_back({rid, JStr(r, {"host", "agent"}), st,
-                      w.valid ? FormatCount(w.iops) : "-",
-                      w.valid ? FormatBytesPerSec(w.bytes_per_s) : "-",
-                      w.valid && w.p99_ns ? FormatNs(w.p99_ns) : "-",
-                      w.valid ? std::to_string(w.records) : "0"});
+      v.runs.push_back(std::move(w));
     }
-    if (eta_known && queued > 0) eta += est * queued;  // pessimistic: one after another
-    const bool done = AllTerminal(*job);
-    std::string head = absl::StrCat("job ", TerminalSafe(id), " (", TerminalSafe(JStr(*job, {"name"})),
-                                    ")  ", TerminalSafe(NormState(JStr(*job, {"state"}))));
-    if (!done) absl::StrAppend(&head, "  ETA ", eta_known ? FormatDuration(eta) : "?");
-    std::string table = RenderTable({"RUN", "HOST", "STATE", "IOPS", "BW", "P99", "SAMPLES"}, rows);
-    std::string block = head + "\n" + table;
-    if (tty) {
+    // ETA across hosts: the longest running run, then the queued ones one
+    // after another (pessimistic: a lease per host serialises them).
+    if (v.eta_known && queued > 0) v.eta_s += est * queued;
+    if (first_start > 0 && now > first_start) v.elapsed_s = (now - first_start) / 1000;
+    v.done = AllTerminal(*job);
+    if (tty && v.done && !print_changes) {
+      // The caller prints a summary in its place.
+      if (drawn > 0) printf("\x1b[%dA\x1b[J", drawn);
+      fflush(stdout);
+    } else if (tty) {
+      int width, height;
+      TerminalSize(&width, &height);
+      const std::string block = RenderWatch(v, width, height - 1);
       std::string out;
       if (drawn > 0) out += absl::StrCat("\x1b[", drawn, "A");
       int lines = 0;
@@ -1011,17 +1090,30 @@ int CmdWatch(const ApiClient& api, const std::vector<std::string>& rest) {
       drawn = lines;
       fputs(out.c_str(), stdout);
       fflush(stdout);
-    } else if (changed || done) {
-      printf("%s\n", block.c_str());
+    } else if (print_changes && (changed || v.done)) {
+      printf("%s\n", RenderWatch(v, 0, 0).c_str());
       fflush(stdout);
     }
-    if (done) {
-      const Outcome o = JudgeRuns(id, *job);
-      if (o.code != kExitOk) return Fail(o.reason);
-      return kExitOk;
-    }
+    if (v.done) return Watched{*std::move(job), std::move(v)};
     std::this_thread::sleep_for(std::chrono::milliseconds(every_ms));
   }
+}
+
+int CmdWatch(const ApiClient& api, const std::vector<std::string>& rest) {
+  Args a;
+  if (auto e = ParseFlags("watch", rest, {{"interval-ms", true}}, &a)) return Usage(*e);
+  if (a.positional.size() != 1) return Usage("watch: exactly one JOB expected");
+  uint32_t every_ms = 1000;
+  if (a.Has("interval-ms") && (!absl::SimpleAtoi(a.Get("interval-ms"), &every_ms) || every_ms == 0)) {
+    return Usage(absl::StrCat("flag --interval-ms: \"", a.Get("interval-ms"),
+                              "\" is not an integer >= 1"));
+  }
+  const std::string& id = a.positional[0];
+  auto w = WatchLoop(api, id, every_ms, isatty(STDOUT_FILENO) == 1, /*print_changes=*/true, 0);
+  if (!w.ok()) return Fail(w.status());
+  const Outcome o = JudgeRuns(id, w->job);
+  if (o.code != kExitOk) return Fail(o.reason);
+  return kExitOk;
 }
 
 }  // namespace

@@ -66,6 +66,7 @@ TEST(CliTest, OutputModes) {
   EXPECT_EQ(RunCli({"runs", "-o"}), kExitUsage);
   EXPECT_EQ(RunCli({"status", "--limit=-1"}), kExitUsage);
   EXPECT_EQ(RunCli({"status", "--tag=x"}), kExitUsage);
+  EXPECT_EQ(RunCli({"status", "--state=done"}), kExitUsage);
   // Valid modes get as far as the (unreachable) controller.
   EXPECT_EQ(RunCli({"agents", "-o", "wide"}), kExitUnreachable);
   EXPECT_EQ(RunCli({"status", "-o", "json"}), kExitUnreachable);

@@ -227,14 +227,21 @@ WindowStats LatestWindow(const json& records) {
   if (have_full) w.seq = full_seq;
   w.valid = true;
   uint64_t ios = 0, bytes = 0, t_start = UINT64_MAX, t_end = 0;
+  uint64_t dir_ios[2] = {0, 0}, dir_bytes[2] = {0, 0};
   std::vector<std::pair<uint32_t, uint64_t>> hist;
   for (const json& r : recs) {
     if (JU64(r, {"seq"}) != w.seq) continue;
     t_start = std::min(t_start, JU64(r, {"t_start_ms"}));
     t_end = std::max(t_end, JU64(r, {"t_end_ms"}));
+    int di = 0;
     for (const char* d : {"read", "write", "trim"}) {
       const json* dir = Find(r, d);
+      const int this_dir = di++;
       if (dir == nullptr) continue;
+      if (this_dir < 2) {
+        dir_ios[this_dir] += JU64(*dir, {"ios"});
+        dir_bytes[this_dir] += JU64(*dir, {"bytes"});
+      }
       ios += JU64(*dir, {"ios"});
       bytes += JU64(*dir, {"bytes"});
       auto h = SparseHist(*dir);
@@ -247,6 +254,10 @@ WindowStats LatestWindow(const json& records) {
                           : 1.0;
   w.iops = static_cast<double>(ios) / secs;
   w.bytes_per_s = static_cast<double>(bytes) / secs;
+  for (int d = 0; d < 2; ++d) {
+    w.dir_iops[d] = static_cast<double>(dir_ios[d]) / secs;
+    w.dir_bytes_per_s[d] = static_cast<double>(dir_bytes[d]) / secs;
+  }
   w.p99_ns = SparseQuantile(hist, 0.99);
   return w;
 }
@@ -262,6 +273,19 @@ std::string FormatCount(double v) {
   } else {
     snprintf(buf, sizeof(buf), "%.0f", v);
   }
+  return buf;
+}
+
+std::string FormatBytesPerSec(double bps, int kb_base) {
+  if (kb_base != 1000) return FormatBytesPerSec(bps);
+  static const char* kUnits[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+  int u = 0;
+  while (bps >= 1000 * 9.995 && u < 4) {
+    bps /= 1000;
+    ++u;
+  }
+  char buf[32];
+  snprintf(buf, sizeof(buf), bps >= 100 || u == 0 ? "%.0f%s" : "%.1f%s", bps, kUnits[u]);
   return buf;
 }
 

@@ -48,6 +48,8 @@ struct WindowStats {
   uint64_t t_end_ms = 0;
   double iops = 0;
   double bytes_per_s = 0;
+  double dir_iops[2] = {0, 0};         // read, write
+  double dir_bytes_per_s[2] = {0, 0};  // read, write
   uint64_t p99_ns = 0;   // of the window's merged clat histogram (all directions)
   uint64_t total_ios = 0;  // over all records so far
   uint64_t records = 0;
@@ -60,6 +62,8 @@ uint64_t SparseQuantile(const std::vector<std::pair<uint32_t, uint64_t>>& hist, 
 // Units as fio prints them.
 std::string FormatCount(double v);          // 12.3k, 1.20M
 std::string FormatBytesPerSec(double bps);  // 512MiB/s
+// kb_base 1000 (fio's kb_base=1000): SI units as fio then prints them, 537MB/s.
+std::string FormatBytesPerSec(double bps, int kb_base);
 std::string FormatNs(uint64_t ns);          // 850ns, 12.3us, 4.1ms
 std::string FormatDuration(uint64_t seconds);  // 1h02m03s
 
