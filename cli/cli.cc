@@ -510,6 +510,14 @@ absl::StatusOr<json> GetAll(const ApiClient& api, const std::string& path, const
   return all;
 }
 
+// The final job and its view (WatchLoop, below).
+struct Watched {
+  json job;
+  WatchView view;
+};
+absl::StatusOr<Watched> WatchLoop(const ApiClient& api, const std::string& id, uint32_t every_ms,
+                                  bool tty, bool print_changes, uint64_t timeout_s);
+
 int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   Args a;
   if (auto e = ParseFlags("submit", rest,
@@ -961,10 +969,6 @@ void TerminalSize(int* width, int* height) {
 // a block is printed whenever something changed. Returns the final job and
 // its view. A controller never reached fails at once; one reached before is
 // given 60 failed polls (a restart). `timeout_s` > 0: DeadlineExceeded after it.
-struct Watched {
-  json job;
-  WatchView view;
-};
 absl::StatusOr<Watched> WatchLoop(const ApiClient& api, const std::string& id, uint32_t every_ms,
                                   bool tty, bool print_changes, uint64_t timeout_s) {
   const auto start = std::chrono::steady_clock::now();

@@ -14,7 +14,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-WatchRun Run(const std::string& id, const std::string& state, double r_iops, double w_iops) {
+WatchRun MakeRun(const std::string& id, const std::string& state, double r_iops, double w_iops) {
   WatchRun r;
   r.id = id;
   r.host = "host-" + id;
@@ -44,8 +44,8 @@ WatchView View(int running, int queued) {
   v.elapsed_s = 75;
   v.eta_known = true;
   v.eta_s = 125;
-  for (int i = 0; i < running; ++i) v.runs.push_back(Run("r" + std::to_string(i), "running", 30000, 10000));
-  for (int i = 0; i < queued; ++i) v.runs.push_back(Run("q" + std::to_string(i), "queued", 0, 0));
+  for (int i = 0; i < running; ++i) v.runs.push_back(MakeRun("r" + std::to_string(i), "running", 30000, 10000));
+  for (int i = 0; i < queued; ++i) v.runs.push_back(MakeRun("q" + std::to_string(i), "queued", 0, 0));
   return v;
 }
 
@@ -87,7 +87,7 @@ TEST(WatchViewTest, FinishedRunShowsItsFinalResultNotTheLastSample) {
   WatchView v = View(0, 0);
   v.state = "succeeded";
   v.done = true;
-  WatchRun r = Run("r0", "succeeded", 0, 0);
+  WatchRun r = MakeRun("r0", "succeeded", 0, 0);
   const json fio = json::parse(R"({"jobs":[
       {"read":{"iops":1500.5,"bw_bytes":6146048,"clat_ns":{"percentile":{"99.000000":120000}}},
        "write":{"iops":500,"bw_bytes":2048000,"clat_ns":{"percentile":{"99.000000":480000}}}},
