@@ -225,7 +225,7 @@ TEST_F(RestServerTest, JobsNewestFirstFilteredWithCounts) {
   ASSERT_EQ(named.first, 200);
   ASSERT_EQ(named.second["jobs"].size(), 3u);  // 4, 2, 0
   EXPECT_EQ(named.second["jobs"][2]["id"], ids[0]);
-  auto tagged = Get("/api/v1/jobs?order=newest&tag=branch=x&tag=n=2");
+  auto tagged = Get("/api/v1/jobs?order=newest&tag=branch%3Dx&tag=n%3D2");
   ASSERT_EQ(tagged.second["jobs"].size(), 1u);
   EXPECT_EQ(tagged.second["jobs"][0]["id"], ids[2]);
   auto state = Get("/api/v1/jobs?order=newest&state=cancelled");
