@@ -22,7 +22,8 @@ constexpr char kUsage[] =
     "                          [--dashboard-dir=DIR] [--config=FILE]\n"
     "                          [--api-token-file=FILE] [--agent-token-file=FILE]\n"
     "                          [--metrics-auth=none|token] [--tls-cert=PEM --tls-key=PEM]\n"
-    "                          [--tls-client-ca=PEM] [--max-body-bytes=N ...]\n"
+    "                          [--tls-client-ca=PEM] [--http-tls-client-ca=PEM]\n"
+    "                          [--max-body-bytes=N ...]\n"
     "       iofleet-controller migrate ...  (an SQLite store into PostgreSQL; migrate --help)\n"
     "  --config             read flags from FILE (key = value lines); the command\n"
     "                       line overrides it (deploy/config/controller.conf.example)\n"
@@ -55,6 +56,8 @@ constexpr char kUsage[] =
     "  --tls-cert, --tls-key  PEM certificate chain and key: HTTPS and gRPC over TLS\n"
     "  --tls-client-ca      PEM CA: the gRPC port requires client certificates signed\n"
     "                       by it (mutual TLS for agents)\n"
+    "  --http-tls-client-ca PEM CA: the REST port (API and dashboard) requires client\n"
+    "                       certificates signed by it (mutual TLS for API clients)\n"
     "Limits (over a limit: HTTP 413 for the body, else 400 naming field and flag):\n"
     "  --max-body-bytes       REST request body (default 8388608)\n"
     "  --max-fio-text-bytes   job file text / options JSON (default 1048576)\n"
@@ -184,6 +187,8 @@ int main(int argc, char** argv) {
       opts.tls_key_file = value;
     } else if (key == "--tls-client-ca") {
       opts.tls_client_ca_file = value;
+    } else if (key == "--http-tls-client-ca") {
+      opts.http_tls_client_ca_file = value;
     } else if (key == "--max-body-bytes" || key == "--max-fio-text-bytes" ||
                key == "--max-jobs-per-submit" || key == "--max-runs-per-job" ||
                key == "--max-labels" || key == "--max-label-length") {
