@@ -3,7 +3,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -30,7 +32,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: iofleet [--controller=URL] [--token=TOKEN | --token-file=FILE] [--ca=PEM]\n"
-    "               COMMAND [ARGS]\n"
+    "               [--cert=PEM --key=PEM] COMMAND [ARGS]\n"
     "\n"
     "commands (`iofleet help COMMAND` or `iofleet COMMAND --help` for each):\n"
     "  submit JOBFILE [--wait]  submit a job (fio job file or JSON), optionally wait\n"
@@ -45,7 +47,9 @@ constexpr char kUsage[] =
     "--controller defaults to $IOFLEET_CONTROLLER or http://127.0.0.1:7080;\n"
     "--token to $IOFLEET_TOKEN (sent as Authorization: Bearer); --token-file (or\n"
     "$IOFLEET_TOKEN_FILE) reads it from a file (mode 0600); --ca (CA bundle that\n"
-    "signed an https:// controller's certificate) to $IOFLEET_CA, else the system's.\n"
+    "signed an https:// controller's certificate) to $IOFLEET_CA, else the system's;\n"
+    "--cert/--key ($IOFLEET_CERT/$IOFLEET_KEY): a client certificate for a REST port\n"
+    "that requires mutual TLS.\n"
     "List commands (status, runs, agents) take -o json (the API's JSON) or -o wide.\n"
     "\n"
     "Exit status, the same for every command:\n"
@@ -1141,6 +1145,9 @@ int CliMain(int argc, char** argv) {
   bool token_flag = false, token_file_flag = false;
   std::string ca;
   if (const char* env = getenv("IOFLEET_CA"); env != nullptr) ca = env;
+  std::string cert, key;
+  if (const char* env = getenv("IOFLEET_CERT"); env != nullptr) cert = env;
+  if (const char* env = getenv("IOFLEET_KEY"); env != nullptr) key = env;
   std::string cmd;
   std::vector<std::string> rest;
   bool want_help = false;
@@ -1153,6 +1160,8 @@ int CliMain(int argc, char** argv) {
     if (name == "--token") global = &token, token_flag = true;
     if (name == "--token-file") global = &token_file, token_file_flag = true;
     if (name == "--ca") global = &ca;
+    if (name == "--cert") global = &cert;
+    if (name == "--key") global = &key;
     if (global != nullptr) {
       if (a.size() > name.size()) {
         *global = a.substr(name.size() + 1);
@@ -1217,6 +1226,17 @@ int CliMain(int argc, char** argv) {
   if (!ca.empty()) {
     if (url->rfind("https://", 0) != 0) return Usage("--ca needs an https:// --controller URL");
     api.set_ca_file(ca);
+  }
+  if (!cert.empty() || !key.empty()) {
+    if (cert.empty() || key.empty()) return Usage("--cert and --key go together");
+    if (url->rfind("https://", 0) != 0) return Usage("--cert needs an https:// --controller URL");
+    for (const std::string* f : {&cert, &key}) {
+      if (access(f->c_str(), R_OK) != 0) {
+        return Usage(absl::StrCat(f == &cert ? "--cert" : "--key", ": cannot read \"", *f,
+                                  "\": ", strerror(errno)));
+      }
+    }
+    api.set_client_cert(cert, key);
   }
   if (cmd == "submit") return CmdSubmit(api, rest);
   if (cmd == "status") return CmdStatus(api, rest);

@@ -45,6 +45,12 @@ TEST(CliTest, UsageErrorsExit2) {
   EXPECT_EQ(RunCli({"cancel"}), kExitUsage);
   EXPECT_EQ(RunCli({"--controller=ftp://x", "agents"}), kExitUsage);
   EXPECT_EQ(RunCli({"--controller"}), kExitUsage);
+  // A client certificate needs its key, an https:// URL and readable files.
+  EXPECT_EQ(RunCli({"--cert=/etc/hostname", "agents"}), kExitUsage);
+  EXPECT_EQ(RunCli({"--cert=/etc/hostname", "--key=/etc/hostname", "agents"}), kExitUsage);
+  EXPECT_EQ(RunCli({"--controller=https://127.0.0.1:1", "--cert=/nonexistent",
+                    "--key=/nonexistent", "agents"}),
+            kExitUsage);
 }
 
 TEST(CliTest, HelpExits0) {

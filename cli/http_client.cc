@@ -156,7 +156,7 @@ ApiClient::ApiClient(std::string base_url, std::string token)
 
 absl::StatusOr<std::string> ApiClient::GetRaw(const std::string& path,
                                                std::string* content_type) const {
-  httplib::Client c(base_);
+  httplib::Client c(base_, cert_file_, key_file_);
   c.set_connection_timeout(kConnectTimeoutS, 0);
   c.set_read_timeout(kReadTimeoutS, 0);
   if (!token_.empty()) c.set_bearer_token_auth(token_);
@@ -185,7 +185,7 @@ absl::StatusOr<nlohmann::json> ApiClient::Get(const std::string& path) const {
 
 absl::StatusOr<nlohmann::json> ApiClient::Post(const std::string& path,
                                                const nlohmann::json& body) const {
-  httplib::Client c(base_);
+  httplib::Client c(base_, cert_file_, key_file_);
   c.set_connection_timeout(kConnectTimeoutS, 0);
   c.set_read_timeout(kReadTimeoutS, 0);
   if (!token_.empty()) c.set_bearer_token_auth(token_);
