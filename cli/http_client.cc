@@ -108,7 +108,8 @@ std::string WhyNoConnection(const std::string& base) {
 }
 
 // A request that got no HTTP answer: Unavailable (cannot connect, connection
-// lost, TLS failure) or DeadlineExceeded (no answer in time); exit code 4.
+// lost) or DeadlineExceeded (no answer in time), exit code 4; a failed TLS
+// handshake is FailedPrecondition (exit 1).
 absl::Status TransportError(const std::string& base, const std::string& what, httplib::Error e) {
   switch (e) {
     case httplib::Error::Connection:
@@ -117,14 +118,22 @@ absl::Status TransportError(const std::string& base, const std::string& what, ht
       return absl::DeadlineExceededError(absl::StrCat("connection timed out after ",
                                                       kConnectTimeoutS, " s: ", base, kWhere));
     case httplib::Error::Read:
-      return absl::DeadlineExceededError(
-          absl::StrCat(what, ": no answer from ", base, " (connection closed, or nothing within ",
-                       kReadTimeoutS, " s)"));
+      // Over TLS 1.3 a controller that requires a client certificate closes
+      // the connection after the handshake: the client sees only that.
+      return absl::DeadlineExceededError(absl::StrCat(
+          what, ": no answer from ", base, " (connection closed, or nothing within ",
+          kReadTimeoutS, " s", base.rfind("https://", 0) == 0
+                                   ? "; a REST port with mutual TLS closes it without --cert/--key"
+                                   : "",
+          ")"));
     case httplib::Error::SSLConnection:
     case httplib::Error::SSLLoadingCerts:
     case httplib::Error::SSLServerVerification:
-      return absl::UnavailableError(absl::StrCat("TLS to ", base, " failed (",
-                                                 httplib::to_string(e), "; check --ca)"));
+      // Reached, but no trusted TLS session (certificate, CA or client
+      // certificate): a set-up error (exit 1), not an unreachable controller.
+      return absl::FailedPreconditionError(
+          absl::StrCat("TLS to ", base, " failed (", httplib::to_string(e),
+                       "; check --ca, and --cert/--key where the controller requires them)"));
     default:
       return absl::UnavailableError(
           absl::StrCat(what, ": ", base, ": ", httplib::to_string(e), kWhere));
