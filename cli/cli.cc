@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -20,9 +21,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/format.h"
+#include "cli/history_cmd.h"
 #include "cli/http_client.h"
 #include "cli/watch_view.h"
 #include "common/secrets/secrets.h"
@@ -42,7 +45,8 @@ constexpr char kUsage[] =
     "  runs [--job JOB]         runs (of one job)\n"
     "  result RUN               a run's fio result (--format=json|normal)\n"
     "  cancel JOB               cancel a job's queued and running runs\n"
-    "  compare JOB              A/B (or sweep) verdicts\n"
+    "  compare JOB [JOB_B]      A/B (or sweep) verdicts of a job's variants, or two jobs\n"
+    "  history ...              regression series, alerts, reports, triage, repro\n"
     "\n"
     "--controller defaults to $IOFLEET_CONTROLLER or http://127.0.0.1:7080;\n"
     "--token to $IOFLEET_TOKEN (sent as Authorization: Bearer); --token-file (or\n"
@@ -79,7 +83,8 @@ const CommandHelp kCommandHelp[] = {
      "usage: iofleet submit JOBFILE [--hosts h1,h2 | --selector k=v,...] [--repeat N]\n"
      "                      [--tag k=v]... [--name NAME]\n"
      "                      [--wait [--timeout DURATION] [--poll-ms MS]\n"
-     "                              [--fail-on=WHAT] [--allow-unaudited]]\n"
+     "                              [--fail-on=WHAT] [--allow-unaudited]\n"
+     "                              [--baseline tag:KEY=VALUE]]\n"
      "\n"
      "Submits JOBFILE and prints the job id. JOBFILE is fio job text; a .json file\n"
      "holds fio options as JSON, or a whole POST /jobs body (with \"fio\" or\n"
@@ -126,10 +131,18 @@ const CommandHelp kCommandHelp[] = {
      "\n"
      "Cancels the job's queued and running runs (exit 1 when it already ended).\n"},
     {"compare",
-     "usage: iofleet compare JOB [--format=markdown|json|junit] [--fail-on=WHAT]\n"
+     "usage: iofleet compare JOB [JOB_B] [--format=markdown|json|junit] [--fail-on=WHAT]\n"
      "                       [--allow-unaudited]\n"
      "\n"
-     "The job's A/B (or sweep) comparison table with verdicts.\n"},
+     "The job's A/B (or sweep) comparison table with verdicts; with JOB_B, the two\n"
+     "jobs compared (A = JOB, B = JOB_B).\n"},
+    {"history",
+     "usage: iofleet history series [--AXIS=V]... | show SERIES\n"
+     "                       | alerts [--state S] [--metric M] | report ALERT\n"
+     "                       | triage ALERT STATE | repro ALERT [--output FILE]\n"
+     "\n"
+     "Regression tracking: the series runs feed, their points, alerts and their\n"
+     "triage, an alert's report and its reproduction bundle.\n"},
 };
 
 const char* CommandHelpText(const std::string& cmd) {
@@ -498,6 +511,35 @@ int VerdictCheck(const ApiClient& api, const std::string& id, const FailOn& fail
   return GateExit(id, *cmp, fail_on);
 }
 
+// After `submit --wait --baseline tag:K=V`: the newest comparable job tagged K=V
+// (GET /baseline, docs/history.md) as arm A, this job as arm B, gated like an A/B.
+int BaselineCheck(const ApiClient& api, const std::string& id, const std::string& baseline,
+                  const FailOn& fail_on, bool allow_unaudited) {
+  std::string tag;
+  for (unsigned char c : baseline.substr(4)) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      tag.push_back(static_cast<char>(c));
+    } else {
+      absl::StrAppendFormat(&tag, "%%%02X", c);
+    }
+  }
+  auto base = api.Get(absl::StrCat("/baseline?job=", id, "&tag=", tag));
+  if (!base.ok()) return Fail(absl::StrCat("job ", id, ": --baseline: ", base.status().message()));
+  const std::string base_id = JStr(*base, {"baseline_job_id"});
+  const std::string q = CompareQuery(allow_unaudited);
+  auto cmp = api.Get(absl::StrCat("/compare?a=", base_id, "&b=", id, q.empty() ? "" : "&",
+                                  q.empty() ? "" : q.substr(1)));
+  if (!cmp.ok()) {
+    return Fail(absl::StrCat("job ", id, ": no verdict against baseline ", base_id, ": ",
+                             cmp.status().message()));
+  }
+  const std::string headline = CompareHeadline(*cmp);
+  fprintf(stderr, "iofleet: job %s vs baseline %s (%s): %s%scompare outcome %s\n", id.c_str(),
+          base_id.c_str(), TerminalSafe(baseline).c_str(), TerminalSafe(headline).c_str(),
+          headline.empty() ? "" : "; ", TerminalSafe(JStr(*cmp, {"outcome"})).c_str());
+  return GateExit(id, *cmp, fail_on);
+}
+
 // GET of a paged list ({"KEY": [...], "next_page_token": "..."}), all pages.
 absl::StatusOr<json> GetAll(const ApiClient& api, const std::string& path, const char* key) {
   json all = json::array();
@@ -534,7 +576,8 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
                            {"timeout", true},
                            {"poll-ms", true},
                            {"fail-on", true},
-                           {"allow-unaudited", false}},
+                           {"allow-unaudited", false},
+                           {"baseline", true}},
                           &a)) {
     return Usage(*e);
   }
@@ -544,6 +587,14 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   }
   if ((a.Has("fail-on") || a.Has("allow-unaudited")) && !a.Has("wait")) {
     return Usage("flags --fail-on and --allow-unaudited need --wait");
+  }
+  if (a.Has("baseline")) {
+    if (!a.Has("wait")) return Usage("flag --baseline needs --wait");
+    const std::string b = a.Get("baseline");
+    if (b.rfind("tag:", 0) != 0 || b.find('=') == std::string::npos) {
+      return Usage(absl::StrCat("flag --baseline: \"", a.Get("baseline"),
+                                "\" is not tag:KEY=VALUE (e.g. tag:branch=v6.12)"));
+    }
   }
   if (a.positional.size() != 1) return Usage("submit: exactly one JOBFILE expected");
   if (a.Has("hosts") && a.Has("selector")) {
@@ -646,6 +697,8 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   const Outcome o = JudgeRuns(id, *job);
   fputs(SampleNotes(JArray(*job, "runs"), "iofleet: warning: ").c_str(), stderr);
   if (o.code != kExitOk) return Fail(o.reason);
+  if (a.Has("baseline")) return BaselineCheck(api, id, a.Get("baseline"), fail_on,
+                                              a.Has("allow-unaudited"));
   return VerdictCheck(api, id, fail_on, a.Has("allow-unaudited"));
 }
 
@@ -911,7 +964,9 @@ int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
                           {{"format", true}, {"fail-on", true}, {"allow-unaudited", false}}, &a)) {
     return Usage(*e);
   }
-  if (a.positional.size() != 1) return Usage("compare: exactly one JOB expected");
+  if (a.positional.size() != 1 && a.positional.size() != 2) {
+    return Usage("compare: JOB (its variants), or JOB_A JOB_B (two jobs) expected");
+  }
   const std::string fmt = a.Get("format", "markdown");
   if (fmt != "markdown" && fmt != "json" && fmt != "junit") {
     return Usage(absl::StrCat("flag --format: \"", fmt, "\" is not markdown, json or junit"));
@@ -921,11 +976,18 @@ int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
     if (auto e = ParseFailOn(a.Get("fail-on"), &fail_on)) return Usage(*e);
   }
   const bool allow = a.Has("allow-unaudited");
-  const std::string& id = a.positional[0];
+  // Two jobs: GET /compare?a=&b= (arms A and B are the jobs).
+  const bool two = a.positional.size() == 2;
+  const std::string id = two ? a.positional[0] + " vs " + a.positional[1] : a.positional[0];
+  auto path = [&](const std::string& q) {
+    return two ? absl::StrCat("/compare?a=", a.positional[0], "&b=", a.positional[1],
+                              q.empty() ? "" : "&", q.empty() ? "" : q.substr(1))
+               : absl::StrCat("/jobs/", id, "/compare", q);
+  };
   // The controller renders all three formats (?format=), each opening with the
   // usable-runs headline; the exit status needs the JSON's outcome.
   std::string content_type;
-  auto body = api.GetRaw("/jobs/" + id + "/compare" + CompareQuery(allow, fmt), &content_type);
+  auto body = api.GetRaw(path(CompareQuery(allow, fmt)), &content_type);
   if (!body.ok()) return Fail(body.status());
   json cmp;
   if (content_type.find("json") != std::string::npos) {
@@ -939,7 +1001,7 @@ int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
   } else if (cmp.is_null()) {
     printf("%s", TerminalSafe(*body, /*keep_layout=*/true).c_str());
     if (!body->empty() && body->back() != '\n') printf("\n");
-    auto j = api.Get("/jobs/" + id + "/compare" + CompareQuery(allow));
+    auto j = api.Get(path(CompareQuery(allow)));
     if (!j.ok()) return Fail(j.status());
     cmp = *j;
   } else {
@@ -1246,6 +1308,7 @@ int CliMain(int argc, char** argv) {
   if (cmd == "result") return CmdResult(api, rest);
   if (cmd == "cancel") return CmdCancel(api, rest);
   if (cmd == "compare") return CmdCompare(api, rest);
+  if (cmd == "history") return CmdHistory(api, rest);
   return Usage(absl::StrCat("unknown command \"", cmd, "\""));  // unreachable
 }
 
