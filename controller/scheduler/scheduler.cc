@@ -3,7 +3,10 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <mutex>
 #include <random>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -170,14 +173,77 @@ absl::StatusOr<v1::Job> Scheduler::CancelJob(const std::string& id) {
   return read_->GetJob(id);
 }
 
+namespace {
+
+// A watch's switch from the stored records (replay) to the live ones: live
+// records that arrive while the replay is read are held, then passed on unless
+// the replay already carried them (same run, clone and seq).
+struct ReplayGate {
+  using Key = std::tuple<std::string, uint32_t, uint64_t>;
+  static Key KeyOf(const v1::IntervalRecord& r) { return {r.run_id(), r.job_index(), r.seq()}; }
+
+  std::mutex mu;
+  bool replaying = true;
+  bool finished = false;  // fn(nullptr) arrived during the replay
+  std::vector<v1::IntervalRecord> held;
+  std::set<Key> replayed;
+  Scheduler::WatchFn fn;
+};
+
+}  // namespace
+
 absl::StatusOr<uint64_t> Scheduler::Watch(const std::string& job_id, WatchFn fn) {
-  // Registered first: a job that ends after this is reported by the loop; one
-  // that ended before is seen final in the store below.
-  const uint64_t id = watches_.Add(job_id, std::move(fn));
+  auto gate = std::make_shared<ReplayGate>();
+  gate->fn = std::move(fn);
+  // Registered first: every record queued for the store from now on is fanned
+  // out after its commit (IngestInterval sees the watcher); a job that ends
+  // after this is reported by the loop, one that ended before is seen final
+  // in the store below.
+  const uint64_t id = watches_.Add(job_id, [gate](const v1::IntervalRecord* rec) {
+    std::lock_guard<std::mutex> l(gate->mu);
+    if (gate->replaying) {
+      if (rec == nullptr) {
+        gate->finished = true;
+      } else {
+        gate->held.push_back(*rec);
+      }
+      return;
+    }
+    if (rec != nullptr && gate->replayed.count(ReplayGate::KeyOf(*rec)) != 0) return;
+    gate->fn(rec);
+  });
   absl::StatusOr<JobRow> job = store_->GetJob(job_id);
-  if (!job.ok()) {
+  absl::Status st = job.status();
+  // No gap: a record committed before Add is in the read below; one committed
+  // after it is fanned out (IngestInterval asks for watchers after the commit).
+  // No duplicate: one that is both is dropped by key.
+  std::vector<v1::IntervalRecord> stored;
+  if (st.ok()) {
+    absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(job_id, 0, 0);
+    st = runs.status();
+    for (size_t i = 0; st.ok() && i < runs->size(); ++i) {
+      absl::StatusOr<std::vector<IntervalRow>> rows = store_->ListIntervals((*runs)[i].id);
+      st = rows.status();
+      if (!st.ok()) break;
+      for (const IntervalRow& row : *rows) stored.push_back(FromRow(row));
+    }
+  }
+  if (!st.ok()) {
     watches_.Remove(id);
-    return job.status();
+    return st;
+  }
+  {
+    std::lock_guard<std::mutex> l(gate->mu);
+    for (const v1::IntervalRecord& r : stored) {
+      gate->replayed.insert(ReplayGate::KeyOf(r));
+      gate->fn(&r);
+    }
+    for (const v1::IntervalRecord& r : gate->held) {
+      if (gate->replayed.count(ReplayGate::KeyOf(r)) == 0) gate->fn(&r);
+    }
+    gate->held.clear();
+    gate->replaying = false;
+    if (gate->finished) gate->fn(nullptr);
   }
   if (IsTerminalJobState(job->state)) watches_.Finish(id);
   return id;
@@ -259,12 +325,12 @@ void Scheduler::IngestInterval(const std::string& agent, const v1::IntervalRecor
 }
 
 void Scheduler::AppendInterval(const std::string& job_id, const v1::IntervalRecord& rec) {
-  std::function<void(bool)> done;
-  if (watches_.HasWatchers(job_id)) {
-    done = [this, job_id, rec](bool inserted) {
-      if (inserted) watches_.FanOut(job_id, rec);
-    };
-  }
+  // Watchers are looked up after the commit, not before the append: a watch
+  // that starts in between reads the record from the store or gets it here
+  // (Watch's replay relies on that to leave no gap).
+  std::function<void(bool)> done = [this, job_id, rec](bool inserted) {
+    if (inserted && watches_.HasWatchers(job_id)) watches_.FanOut(job_id, rec);
+  };
   store_->AppendInterval(ToRow(rec), std::move(done));
 }
 

@@ -108,8 +108,9 @@ class Scheduler {
     return read_->GetSamples(run_id);
   }
 
-  // Live interval records of `job_id`'s runs, each delivered once, after it is
-  // stored. `fn(nullptr)` signals the job reached a final state. `fn` runs on
+  // Interval records of `job_id`'s runs: first every record already stored
+  // (replay, run by run in (clone, seq) order), then the live ones as they are
+  // stored; each record exactly once, none missed at the switch-over. `fn(nullptr)` signals the job reached a final state. `fn` runs on
   // store/control-loop threads and must not block or call back into the
   // Scheduler. NotFound for an unknown job. Every watch is ended with Unwatch.
   using WatchFn = WatchHub::WatchFn;
