@@ -93,6 +93,9 @@ absl::StatusOr<std::unique_ptr<Store>> OpenPostgres(const ServerOptions& options
   }
   PostgresStoreOptions po;
   po.init = options.init;
+  po.fencing_epoch = options.leader_epoch;
+  po.fencing_holder = options.leader_holder;
+  po.on_fenced = options.on_fenced;
   absl::StatusOr<std::unique_ptr<Store>> db = OpenPostgresStore(options.store, po);
   if (!db.ok()) {
     return absl::Status(db.status().code(), absl::StrCat("store: ", db.status().message()));
@@ -126,6 +129,10 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   }
   if (options.data_dir.empty() && options.store.empty()) {
     return FieldError("data-dir", "is required (or --store=postgresql://...)");
+  }
+  if (options.leader_epoch > 0 && options.store.empty()) {
+    return FieldError("advertise", "high availability needs a PostgreSQL store (--store=postgresql://...); "
+                                   "an SQLite store has one controller");
   }
   IOFLEET_ASSIGN_OR_RETURN(auto grpc_hp, ParseHostPort(options.grpc_listen, "grpc-listen"));
   IOFLEET_ASSIGN_OR_RETURN(auto http_hp, ParseHostPort(options.http_listen, "http-listen"));
@@ -219,7 +226,8 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   IOFLEET_ASSIGN_OR_RETURN(s->scheduler_, Scheduler::Create(s->store_.get(), so));
 
   s->agent_service_ =
-      std::make_unique<grpcapi::AgentServiceImpl>(s->scheduler_.get(), options.agent_token);
+      std::make_unique<grpcapi::AgentServiceImpl>(s->scheduler_.get(), options.agent_token,
+                                                  static_cast<uint64_t>(options.leader_epoch));
   s->controller_service_ =
       std::make_unique<grpcapi::ControllerServiceImpl>(s->scheduler_.get(), options.api_token);
   grpc::ServerBuilder builder;

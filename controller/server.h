@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -77,6 +78,15 @@ struct ServerOptions {
   std::string tls_client_ca_file;
   // Request limits (--max-* flags).
   ApiLimits limits;
+
+  // --- High availability (controller/ha.h; PostgreSQL only). The fencing
+  // epoch of the lease this controller won (0 = not HA: one controller, the
+  // store's controller lock); every store write is fenced on it and every
+  // Welcome and AssignRun carries it. on_fenced: the store refused a write
+  // because the lease moved on (called on the store's writer thread).
+  int64_t leader_epoch = 0;
+  std::string leader_holder;
+  std::function<void(const absl::Status&)> on_fenced;
 };
 
 class ControllerServer {
