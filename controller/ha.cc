@@ -96,6 +96,19 @@ int RunHighlyAvailable(ServerOptions options, const HaOptions& ha, const sigset_
   absl::StatusOr<std::unique_ptr<LeaderElector>> created;
   // The database may not be up yet (all started together): keep trying.
   for (;;) {
+    // A database with no store is refused before the lease tables are made
+    // in it, as without --advertise (docs/state-safety.md).
+    if (!options.init) {
+      absl::StatusOr<int> version = ReadPostgresSchemaVersion(options.store);
+      if (version.ok() && *version == 0) {
+        std::fprintf(stderr,
+                     "iofleet-controller: store: PostgreSQL database %s holds no iofleet store "
+                     "(no schema). To create a new, empty store there, start with --init; to "
+                     "use an existing store, check --store\n",
+                     RedactPostgresUri(options.store).c_str());
+        return 1;
+      }
+    }
     created = LeaderElector::Create(options.store, eo);
     if (created.ok() || !absl::IsUnavailable(created.status())) break;
     Log(absl::StrCat("store not reachable, retrying: ", created.status().message()));

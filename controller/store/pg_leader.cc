@@ -26,6 +26,7 @@ namespace {
 constexpr char kCreateLockKey[] = "7460131, 150";
 
 constexpr char kCreateTables[] =
+    "SET LOCAL client_min_messages = warning;"  // no "already exists, skipping"
     "CREATE TABLE IF NOT EXISTS iofleet_leader ("
     " id int PRIMARY KEY CHECK (id = 1), epoch bigint NOT NULL, holder text NOT NULL,"
     " address text NOT NULL, expires_at timestamptz NOT NULL, renewed_at timestamptz);"
