@@ -809,8 +809,10 @@ struct Driver {
     core.Handle(now, std::move(e), &out);
     return out;
   }
-  // Runs the clock to the next deadline; the Connect it makes (address "" if none).
-  std::string NextConnect() {
+  // The Connect the core makes after the stream ended: at once (in `ended`'s
+  // actions) or at its next deadline; its address ("" if none).
+  std::string NextConnect(const std::vector<Action>& ended) {
+    if (auto c = Of<act::Connect>(ended); !c.empty()) return c[0].address;
     const uint64_t t = core.NextTickMs();
     if (t != UINT64_MAX && t > now.mono_ms) {
       now.wall_ms += t - now.mono_ms;
@@ -848,19 +850,19 @@ TEST(AgentCoreHaTest, TriesEveryControllerInTurnThenBacksOff) {
   ASSERT_EQ(first.size(), 1u);
   EXPECT_EQ(first[0].address, "a:7070");
   const uint64_t t0 = d.now.mono_ms;
-  d.End(/*hello_written=*/false);  // a is a follower: nothing listens
-  EXPECT_EQ(d.NextConnect(), "b:7070");
-  d.End(false);
-  EXPECT_EQ(d.NextConnect(), "c:7070");
+  // a is a follower: nothing listens there.
+  EXPECT_EQ(d.NextConnect(d.End(/*hello_written=*/false)), "b:7070");
+  EXPECT_EQ(d.NextConnect(d.End(false)), "c:7070");
   EXPECT_EQ(d.now.mono_ms, t0) << "the next address of a round is dialled at once";
-  d.End(false);  // a whole round failed: one backoff step
-  EXPECT_EQ(d.NextConnect(), "a:7070");
+  auto round = d.End(false);  // a whole round failed: one backoff step
+  EXPECT_TRUE(Of<act::Connect>(round).empty());
+  EXPECT_EQ(d.NextConnect(round), "a:7070");
+  EXPECT_GT(d.now.mono_ms, t0);
   d.Welcome(1);
   EXPECT_EQ(d.core.leader_epoch(), 1u);
   // The leader goes away: the agent moves on to the next address at once.
-  d.End();
   const uint64_t t1 = d.now.mono_ms;
-  EXPECT_EQ(d.NextConnect(), "b:7070");
+  EXPECT_EQ(d.NextConnect(d.End()), "b:7070");
   EXPECT_EQ(d.now.mono_ms, t1);
 }
 
@@ -884,14 +886,12 @@ TEST(AgentCoreHaTest, RefusesWelcomeOfDeposedLeaderAndTriesTheNext) {
   Driver d({"a:7070", "b:7070"});
   d.Feed(ev::Start{});
   d.Welcome(7);
-  d.End();
-  EXPECT_EQ(d.NextConnect(), "b:7070");
+  EXPECT_EQ(d.NextConnect(d.End()), "b:7070");
   auto w = d.Welcome(6);  // b still thinks it leads with an older epoch
   EXPECT_EQ(Of<act::CloseStream>(w).size(), 1u) << Logs(w);
   EXPECT_TRUE(Logged(w, "deposed leader (epoch 6; this agent has seen epoch 7)")) << Logs(w);
   EXPECT_TRUE(Of<act::Replay>(w).empty());
-  d.End();
-  EXPECT_EQ(d.NextConnect(), "a:7070");
+  EXPECT_EQ(d.NextConnect(d.End()), "a:7070");
 }
 
 }  // namespace ha
