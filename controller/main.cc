@@ -23,7 +23,8 @@ constexpr char kUsage[] =
     "                          [--dashboard-dir=DIR] [--config=FILE]\n"
     "                          [--api-token-file=FILE] [--agent-token-file=FILE]\n"
     "                          [--metrics-auth=none|token] [--tls-cert=PEM --tls-key=PEM]\n"
-    "                          [--tls-client-ca=PEM] [--max-body-bytes=N ...]\n"
+    "                          [--tls-client-ca=PEM] [--http-tls-client-ca=PEM]\n"
+    "                          [--max-body-bytes=N ...]\n"
     "                          [--advertise=HOST:PORT [--lease-ttl=DURATION]]\n"
     "       iofleet-controller migrate ...  (an SQLite store into PostgreSQL; migrate --help)\n"
     "  --config             read flags from FILE (key = value lines); the command\n"
@@ -64,6 +65,8 @@ constexpr char kUsage[] =
     "  --tls-cert, --tls-key  PEM certificate chain and key: HTTPS and gRPC over TLS\n"
     "  --tls-client-ca      PEM CA: the gRPC port requires client certificates signed\n"
     "                       by it (mutual TLS for agents)\n"
+    "  --http-tls-client-ca PEM CA: the REST port (API and dashboard) requires client\n"
+    "                       certificates signed by it (mutual TLS for API clients)\n"
     "Limits (over a limit: HTTP 413 for the body, else 400 naming field and flag):\n"
     "  --max-body-bytes       REST request body (default 8388608)\n"
     "  --max-fio-text-bytes   job file text / options JSON (default 1048576)\n"
@@ -164,7 +167,11 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else if (key == "--advertise") {
-      if (value.empty() || value.find(':') == std::string::npos) {
+      if (value.empty()) {  // a config file's "advertise =": one controller
+        ha.advertise.clear();
+        continue;
+      }
+      if (value.find(':') == std::string::npos) {
         std::fprintf(stderr, "iofleet-controller: --advertise: \"%s\" is not HOST:PORT\n",
                      value.c_str());
         return 2;
@@ -208,6 +215,8 @@ int main(int argc, char** argv) {
       opts.tls_key_file = value;
     } else if (key == "--tls-client-ca") {
       opts.tls_client_ca_file = value;
+    } else if (key == "--http-tls-client-ca") {
+      opts.http_tls_client_ca_file = value;
     } else if (key == "--max-body-bytes" || key == "--max-fio-text-bytes" ||
                key == "--max-jobs-per-submit" || key == "--max-runs-per-job" ||
                key == "--max-labels" || key == "--max-label-length") {

@@ -180,6 +180,15 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   } else if (!options.tls_client_ca_file.empty()) {
     return FieldError("tls-client-ca", "needs --tls-cert and --tls-key (mutual TLS is TLS)");
   }
+  if (!options.http_tls_client_ca_file.empty()) {
+    if (!tls) {
+      return FieldError("http-tls-client-ca", "needs --tls-cert and --tls-key (mutual TLS is TLS)");
+    }
+    IOFLEET_RETURN_IF_ERROR(secrets::ReadPemFile(options.http_tls_client_ca_file,
+                                                 "http-tls-client-ca",
+                                                 secrets::PemKind::kCertificates)
+                                .status());
+  }
   if (!options.api_token.empty()) {
     IOFLEET_RETURN_IF_ERROR(secrets::CheckToken(options.api_token, "api-token-file"));
   }
@@ -251,6 +260,7 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   ro.metrics_auth = options.metrics_auth;
   ro.tls_cert_file = options.tls_cert_file;
   ro.tls_key_file = options.tls_key_file;
+  ro.tls_client_ca_file = options.http_tls_client_ca_file;
   ro.max_body_bytes = options.limits.max_body_bytes;
   if (options.max_http_connections > 0) ro.max_connections = options.max_http_connections;
   if (options.http_read_timeout_ms > 0) ro.request_timeout_ms = options.http_read_timeout_ms;

@@ -76,6 +76,10 @@ struct ServerOptions {
   // PEM CA bundle: the gRPC port requires and verifies client certificates
   // signed by it (mutual TLS for agents) (--tls-client-ca). Needs tls_cert_file.
   std::string tls_client_ca_file;
+  // PEM CA bundle: the REST port requires and verifies client certificates
+  // signed by it (mutual TLS for API clients and browsers) (--http-tls-client-ca).
+  // Needs tls_cert_file. May name the same file as tls_client_ca_file.
+  std::string http_tls_client_ca_file;
   // Request limits (--max-* flags).
   ApiLimits limits;
 

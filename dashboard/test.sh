@@ -3,7 +3,7 @@
 #   test/ui.test.mjs  against a fake REST API (always runs);
 #   test/e2e.test.mjs against build/bin/iofleet-controller + iofleet-agent (skips
 #                     with a message when they are not built or do not serve /).
-# Screenshots land in dashboard/test/artifacts/.
+# Screenshots land in build/dashboard-screenshots/ (IOFLEET_SCREENSHOT_DIR overrides).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 export CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}"

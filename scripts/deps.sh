@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages iofleet builds and tests with (only the missing ones).
+#   scripts/deps.sh           everything: build, tests, benchmarks, dashboard, VMs
+#   scripts/deps.sh --image   only what building the daemons and the CLI needs (tests
+#                             off) plus ccache: the build stage of docker/*.Dockerfile
 set -euo pipefail
+image_pkgs=(
+  build-essential cmake pkg-config ccache
+  libabsl-dev nlohmann-json3-dev liburing-dev libaio-dev libnuma-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libsqlite3-dev libpq-dev libcpp-httplib-dev libssl-dev prometheus-cpp-dev libboost-math-dev
+)
 pkgs=(
   build-essential cmake pkg-config git python3
   libabsl-dev                      # Status/StatusOr, string utilities
@@ -32,6 +41,11 @@ pkgs=(
 # (playwright-core); machines that already have a node keep theirs.
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+case "${1:-}" in
+  "") ;;
+  --image) pkgs=("${image_pkgs[@]}") ;;
+  *) echo "deps.sh: unknown argument \"$1\" (--image)" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -28,8 +28,81 @@ function query(params) {
   return s ? `?${s}` : '';
 }
 
-async function request(method, path, { params, body, signal } = {}) {
-  const init = { method, headers: { Accept: 'application/json' }, signal };
+// ------------------------------------------------------------------ API token
+//
+// With --api-token-file on the controller every /api/v1 call needs
+// "Authorization: Bearer <token>". The token is kept in sessionStorage: it lasts
+// while the tab is open (reloads included) and is gone when the tab closes, so it
+// is never left on disk of a shared machine, nor readable by other tabs; the cost
+// is one prompt per new tab. On a 401 the stored token is dropped and the user is
+// asked again (setTokenPrompt installs the dialog); the request is then retried.
+export const TOKEN_KEY = 'iofleet.api_token';
+
+function storage() {
+  try {
+    return globalThis.sessionStorage || null;
+  } catch {
+    return null; // storage disabled
+  }
+}
+
+export function getToken() {
+  const s = storage();
+  return (s && s.getItem(TOKEN_KEY)) || '';
+}
+
+export function setToken(token) {
+  const s = storage();
+  if (!s) return;
+  if (token) s.setItem(TOKEN_KEY, token);
+  else s.removeItem(TOKEN_KEY);
+  if (globalThis.dispatchEvent && globalThis.Event) globalThis.dispatchEvent(new Event('iofleet-token'));
+}
+
+// Headers every API call carries (also for fetches outside request()).
+export function authHeaders() {
+  const t = getToken();
+  return t ? { Authorization: `Bearer ${t}` } : {};
+}
+
+let tokenPrompt = null; // (message) => Promise<string|null>
+let pendingPrompt = null; // one dialog for all requests that got 401 at once
+
+export function setTokenPrompt(fn) {
+  tokenPrompt = fn;
+}
+
+// Asks for a token (once for concurrent callers). Resolves true when one was given.
+async function askToken(message, rejected) {
+  if (!tokenPrompt) return false;
+  // Another request may already have stored a newer token while this one ran.
+  if (getToken() && getToken() !== rejected) return true;
+  if (!pendingPrompt) {
+    setToken('');
+    pendingPrompt = Promise.resolve(tokenPrompt(message)).finally(() => {
+      pendingPrompt = null;
+    });
+  }
+  const t = await pendingPrompt;
+  if (t) setToken(t);
+  return !!t;
+}
+
+async function request(method, path, opts = {}) {
+  for (;;) {
+    const sent = getToken();
+    try {
+      return await requestOnce(method, path, opts);
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.status !== 401 || (opts.signal && opts.signal.aborted)) throw e;
+      const msg = sent ? `The controller refused the API token: ${e.message}` : `The controller needs an API token: ${e.message}`;
+      if (!(await askToken(msg, sent))) throw e;
+    }
+  }
+}
+
+async function requestOnce(method, path, { params, body, signal, raw = false } = {}) {
+  const init = { method, headers: { Accept: 'application/json', ...authHeaders() }, signal };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -42,6 +115,7 @@ async function request(method, path, { params, body, signal } = {}) {
     throw new ApiError(0, 'UNAVAILABLE', `cannot reach the controller: ${e.message}`);
   }
   const text = await resp.text();
+  if (raw && resp.ok) return text;
   let data = null;
   if (text) {
     try {
@@ -303,9 +377,11 @@ export function normCompare(resp) {
 
 // ------------------------------------------------------------------ endpoints
 
-export async function listJobs({ pageSize = 50, pageToken = '', state = '', signal } = {}) {
+// GET /jobs newest first (order=newest), optionally filtered by state, name
+// (contains) and one tag (key=value); the controller answers the filters.
+export async function listJobs({ pageSize = 50, pageToken = '', state = '', name = '', tag = '', newest = true, signal } = {}) {
   const d = await request('GET', '/jobs', {
-    params: { page_size: pageSize, page_token: pageToken, state },
+    params: { page_size: pageSize, page_token: pageToken, state, order: newest ? 'newest' : '', name, tag },
     signal,
   });
   return { jobs: (pick(d, 'jobs') || []).map(normJob), next: pick(d, 'next_page_token', '') };
@@ -358,4 +434,18 @@ export async function getCompare(id, { partial = false, unaudited = false, signa
   return normCompare(
     await request('GET', `/jobs/${encodeURIComponent(id)}/compare`, { params: Object.keys(params).length ? params : undefined, signal }),
   );
+}
+
+// A document of the API as text (exports: Markdown, JUnit XML, JSON), with the
+// token, for links that download instead of navigating.
+export async function getText(path, params, { signal } = {}) {
+  return request('GET', path, { params, signal, raw: true });
+}
+
+// Two finished jobs as arms A and B (GET /compare?a=JOB&b=JOB), same table shape.
+export async function getCompareJobs(a, b, { partial = false, unaudited = false, signal } = {}) {
+  const params = { a, b };
+  if (partial) params.partial = 1;
+  if (unaudited) params.unaudited = 'allow';
+  return normCompare(await request('GET', '/compare', { params, signal }));
 }

@@ -41,7 +41,8 @@ const xFromZero = (u, min, max) => [0, Math.max(5, max || 0)];
 // values plotted) so tests and people can see it update.
 export class LiveChart {
   // series: [{label, color, key}], fmt: value formatter for the y axis / legend.
-  constructor(container, { title, series, fmt, yLabel }) {
+  // yLog: log10 y axis (latencies; zero and missing values are gaps).
+  constructor(container, { title, series, fmt, yLabel, yLog = false }) {
     this.container = container;
     this.series = series;
     this.fmt = fmt;
@@ -51,7 +52,7 @@ export class LiveChart {
       title,
       width: widthOf(this.box),
       height: 240,
-      scales: { x: { time: false, range: xFromZero }, y: { range: fromZero } },
+      scales: { x: { time: false, range: xFromZero }, y: yLog ? { distr: 3, log: 10 } : { range: fromZero } },
       axes: [
         { label: 'seconds', stroke: '#555' },
         { label: yLabel, stroke: '#555', size: 70, values: (u, vals) => vals.map((v) => fmt(v)) },
@@ -109,7 +110,8 @@ export function sweepChart(container, { title, xLabel, yLabel, fmt, arms }) {
     );
     bands.push({ series: [base + 2, base + 1], fill: fade(arm.color, 0.15) });
   }
-  const box = h('div', { class: 'chart', role: 'img', 'aria-label': title, dataset: { points: String(xs.length), chart: title } });
+  // data-values: the columns drawn ([x, A median, A lo, A hi, B median, ...]).
+  const box = h('div', { class: 'chart', role: 'img', 'aria-label': title, dataset: { points: String(xs.length), chart: title, values: JSON.stringify(data) } });
   container.appendChild(box);
   const plot = new uPlot(
     {

@@ -5,6 +5,7 @@
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { h, replace } from './dom.js';
+import { setTokenPrompt, getToken, setToken } from './api.js';
 import { agentsPage } from './pages/agents.js';
 import { jobsPage, jobPage } from './pages/jobs.js';
 import { runPage } from './pages/run.js';
@@ -16,6 +17,7 @@ const routes = [
   [/^\/jobs\/?$/, () => jobsPage],
   [/^\/jobs\/([^/]+)\/compare\/?$/, () => comparePage],
   [/^\/jobs\/([^/]+)\/?$/, () => jobPage],
+  [/^\/compare\/?$/, () => comparePage], // ?a=JOB&b=JOB: two jobs as arms
   [/^\/runs\/([^/]+)\/?$/, () => runPage],
   [/^\/agents\/?$/, () => agentsPage],
   [/^\/submit\/?$/, () => submitPage],
@@ -84,6 +86,66 @@ function layout() {
   );
 }
 
+// The API token dialog: shown when a call gets 401, resolves with the token typed
+// (or null on "Cancel"). The calls waiting on it are retried with the token.
+function promptToken(message) {
+  return new Promise((resolve) => {
+    const input = h('input', { id: 'api-token', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false' });
+    let box = null;
+    const done = (v) => {
+      box.remove();
+      resolve(v);
+    };
+    box = h(
+      'div',
+      { class: 'token-backdrop' },
+      h(
+        'form',
+        {
+          class: 'token-dialog',
+          role: 'dialog',
+          'aria-modal': 'true',
+          'aria-labelledby': 'token-h',
+          'data-testid': 'token-dialog',
+          onsubmit: (e) => {
+            e.preventDefault();
+            const v = input.value.trim();
+            if (v) done(v);
+          },
+        },
+        h('h2', { id: 'token-h' }, 'API token'),
+        h('p', { class: 'error-text', 'data-testid': 'token-reason' }, message),
+        h('p', { class: 'muted small' }, 'The token (the controller\'s --api-token-file) is kept in this tab\'s sessionStorage until the tab closes.'),
+        h('label', { for: 'api-token' }, 'API token'),
+        input,
+        h(
+          'p',
+          null,
+          h('button', { type: 'submit', class: 'btn' }, 'Use token'),
+          ' ',
+          h('button', { type: 'button', class: 'btn', onclick: () => done(null) }, 'Cancel'),
+        ),
+      ),
+    );
+    document.body.appendChild(box);
+    input.focus();
+  });
+}
+
+const tokenNav = h('span', { class: 'token-nav' });
+function renderTokenNav() {
+  replace(
+    tokenNav,
+    getToken()
+      ? h('button', { type: 'button', class: 'linkish', 'data-testid': 'forget-token', onclick: () => setToken('') }, 'Forget token')
+      : null,
+  );
+}
+
+setTokenPrompt(promptToken);
 layout();
+document.querySelector('header.top').appendChild(tokenNav);
+renderTokenNav();
+window.addEventListener('iofleet-token', renderTokenNav);
 window.addEventListener('hashchange', render);
 render();

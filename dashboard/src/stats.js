@@ -89,7 +89,11 @@ export class SeriesBuilder {
     let dur = 0;
     const pt = { tEnd: 0, dirs: {}, errors: 0 };
     const merged = new Map();
-    for (const d of DIRS) pt.dirs[d] = { ios: 0, bytes: 0 };
+    const perDir = {};
+    for (const d of DIRS) {
+      pt.dirs[d] = { ios: 0, bytes: 0 };
+      perDir[d] = new Map();
+    }
     for (const r of w.records) {
       tEnd = Math.max(tEnd, r.t_end_ms);
       dur = Math.max(dur, r.t_end_ms - r.t_start_ms);
@@ -98,7 +102,10 @@ export class SeriesBuilder {
         pt.dirs[d].ios += x.ios;
         pt.dirs[d].bytes += x.bytes;
         pt.errors += x.errors;
-        for (const [i, c] of x.hist) merged.set(i, (merged.get(i) || 0) + c);
+        for (const [i, c] of x.hist) {
+          merged.set(i, (merged.get(i) || 0) + c);
+          perDir[d].set(i, (perDir[d].get(i) || 0) + c);
+        }
       }
     }
     const secs = Math.max(dur, 1) / 1000;
@@ -110,6 +117,12 @@ export class SeriesBuilder {
     const pc = histPercentiles(merged, [50, 99]);
     pt.p50 = pc[50];
     pt.p99 = pc[99];
+    // Per direction (reads and writes have different latencies).
+    pt.lat = {};
+    for (const d of DIRS) {
+      const q = histPercentiles(perDir[d], [50, 99]);
+      pt.lat[d] = { p50: q[50], p99: q[99] };
+    }
     return pt;
   }
 
@@ -129,6 +142,8 @@ export class SeriesBuilder {
       trimBw: [],
       p50: [],
       p99: [],
+      // Per direction: lat.read.p50[i] ... (null where the direction did no I/O).
+      lat: Object.fromEntries(DIRS.map((d) => [d, { p50: [], p99: [] }])),
       errors: 0,
       activeDirs: new Set(),
     };
@@ -143,6 +158,10 @@ export class SeriesBuilder {
       cols.trimBw.push(p.dirs.trim.bw);
       cols.p50.push(p.p50);
       cols.p99.push(p.p99);
+      for (const d of DIRS) {
+        cols.lat[d].p50.push(p.lat[d].p50);
+        cols.lat[d].p99.push(p.lat[d].p99);
+      }
       cols.errors += p.errors;
       for (const d of DIRS) if (p.dirs[d].ios > 0) cols.activeDirs.add(d);
     }

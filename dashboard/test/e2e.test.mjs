@@ -4,7 +4,7 @@
 // When the controller does not serve the dashboard at `/` yet, the `/` check is
 // skipped with a message and the flow still runs with dist/ served by a local
 // proxy that forwards /api/v1 to the controller.
-// Screenshots: test/artifacts/e2e-*.png.
+// Screenshots: build/dashboard-screenshots/e2e-*.png.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -263,7 +263,11 @@ describe('dashboard against the real controller and agent', { skip, timeout: 240
     };
     assert.ok(cells.length >= 2, `rows: ${cells.length}`);
     for (const [v, bg] of cells) assert.equal(bg, want[v], `${v} cell colour`);
-    assert.equal(await page.locator('.sweep .chart').count(), 1, 'IOPS vs iodepth plot');
+    assert.equal(await page.locator('.sweep .chart[data-chart="IOPS vs iodepth"]').count(), 1, 'IOPS vs iodepth plot');
+    // p99 vs iodepth beside it when the real table has p99 rows for the sweep.
+    const real = probe.body && (probe.body.table_json ? JSON.parse(probe.body.table_json) : probe.body);
+    const p99Rows = real && (real.rows || []).filter((r) => r.metric === 'p99_ns');
+    if (p99Rows && p99Rows.length >= 2) assert.equal(await page.locator('.sweep .chart[data-chart="clat p99 vs iodepth"]').count(), 1);
     await b.shot('e2e-compare');
   });
 

@@ -1,6 +1,6 @@
 // The dashboard in headless Chromium against a fake REST API (testlib/fake_api.mjs):
 // agents, paged jobs, the submit form and its field errors, a run's live charts
-// and result, and the A/B compare table's colours. Screenshots: test/artifacts/ui-*.png.
+// and result, and the A/B compare table's colours. Screenshots: build/dashboard-screenshots/ui-*.png.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -51,12 +51,12 @@ describe('dashboard against a fake API', { skip: skip || false, timeout: 120000 
     await page.waitForFunction((f) => document.querySelector('table[aria-label="jobs"] tbody tr')?.dataset.job !== f, first);
     const second = await rows.first().getAttribute('data-job');
     assert.notEqual(second, first);
-    assert.match(page.url(), /#\/jobs\?t=50$/);
+    assert.match(page.url(), /#\/jobs\?t=\d+$/);
     await page.getByTestId('prev').click();
     await page.waitForFunction((f) => document.querySelector('table[aria-label="jobs"] tbody tr')?.dataset.job === f, first);
     // Only pages were asked for, never the whole table.
     const lists = fake.api.requests.filter((r) => r.method === 'GET' && r.path === '/jobs');
-    assert.ok(lists.every((r) => /page_size=50/.test(r.query)), JSON.stringify(lists));
+    assert.ok(lists.every((r) => /page_size=50/.test(r.query) && /order=newest/.test(r.query)), JSON.stringify(lists));
     await b.shot('ui-jobs');
   });
 
@@ -220,8 +220,8 @@ describe('dashboard against a fake API', { skip: skip || false, timeout: 120000 
     });
     assert.ok(first, 'the usable-runs summary comes before the title and the tables');
     const sweep = page.locator('.sweep .chart');
-    assert.equal(await sweep.count(), 1);
-    assert.equal(await sweep.getAttribute('data-points'), '4');
+    assert.equal(await sweep.count(), 2); // IOPS and p99 vs iodepth
+    assert.equal(await sweep.first().getAttribute('data-points'), '4');
     await b.shot('ui-compare');
   });
 

@@ -8,7 +8,10 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-export const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'test', 'artifacts');
+// Screenshots of every page go to the build folder for reviewers:
+// <repo>/build/dashboard-screenshots (IOFLEET_SCREENSHOT_DIR overrides).
+export const ARTIFACTS =
+  process.env.IOFLEET_SCREENSHOT_DIR || join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'build', 'dashboard-screenshots');
 
 export function chromiumMissing() {
   return existsSync(CHROMIUM) ? null : `chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;

@@ -6,6 +6,7 @@
 // then succeeded with a fio-compatible result.
 import http from 'node:http';
 import { serveStatic } from './static.mjs';
+import { bucketValue } from '../src/stats.js';
 
 export const QUEUE_MS = 1000;
 const DEFAULT_RUN_MS = 6000;
@@ -92,8 +93,29 @@ function percentiles(mean) {
   };
 }
 
-function fioResult(run, records) {
+// json+ "bins" of the run: the interval histograms summed (keys: bucket values
+// in ns), or a fixed spread when the run has no records; total latency adds 2 µs.
+function resultBins(records) {
+  const bins = {};
+  const add = (ns, c) => {
+    bins[ns] = (bins[ns] || 0) + c;
+  };
+  if (records.length) {
+    for (const r of records) for (const [idx, c] of r.hist) add(bucketValue(idx), c);
+  } else {
+    add(bucketValue(bucketIndex(60000)), 60000);
+    add(bucketValue(bucketIndex(100000)), 180000);
+    add(bucketValue(bucketIndex(180000)), 57000);
+    add(bucketValue(bucketIndex(700000)), 3000);
+  }
+  const lat = {};
+  for (const [k, v] of Object.entries(bins)) lat[Number(k) + 2000] = v;
+  return { clat: bins, lat };
+}
+
+function fioResult(run, records, latBins = false) {
   const ios = records.length ? records.reduce((s, r) => s + r.ios, 0) : 300000;
+  const bins = resultBins(records);
   const secs = Math.max(1, records.length || 6);
   return {
     'fio version': 'iofleet-0.1.0',
@@ -114,7 +136,10 @@ function fioResult(run, records) {
           total_ios: ios,
           short_ios: 0,
           drop_ios: 0,
-          clat_ns: { min: 20000, max: 900000, mean: 101234.5, stddev: 12000, N: ios, percentile: percentiles(101234.5) },
+          clat_ns: { min: 20000, max: 900000, mean: 101234.5, stddev: 12000, N: ios, percentile: percentiles(101234.5), bins: bins.clat },
+          lat_ns: latBins
+            ? { min: 22000, max: 902000, mean: 103234.5, stddev: 12000, N: ios, percentile: percentiles(103234.5), bins: bins.lat }
+            : { min: 22000, max: 902000, mean: 103234.5, stddev: 12000, N: ios },
         },
         write: { io_bytes: 0, total_ios: 0, iops: 0, bw: 0, bw_bytes: 0, clat_ns: { N: 0, mean: 0 } },
         trim: { io_bytes: 0, total_ios: 0, iops: 0, bw: 0, bw_bytes: 0, clat_ns: { N: 0, mean: 0 } },
@@ -158,6 +183,10 @@ function compareTable() {
       verdict,
       statistical_verdict: verdict,
       reason: `${verdict} (fake)`,
+      per_host: [
+        { host: 'a1', n: 3, delta_pct: d - 0.5 },
+        { host: 'a2', n: 3, delta_pct: d + 0.5 },
+      ],
       n_needed: verdict === 'inconclusive' ? 12 : null,
     });
   });
@@ -224,7 +253,10 @@ class ApiError extends Error {
 }
 
 export class FakeApi {
-  constructor({ seedJobs = 0 } = {}) {
+  // token: when set, every /api/v1 call needs "Authorization: Bearer <token>"
+  // (401 otherwise, as the controller with --api-token-file).
+  constructor({ seedJobs = 0, token = '' } = {}) {
+    this.token = token;
     this.jobs = [];
     this.runs = new Map();
     this.requests = [];
@@ -341,7 +373,11 @@ export class FakeApi {
     };
     if (v.state === 'queued' && r.waiting_for) out.waiting_for = r.waiting_for;
     if (r.repetition === 0) delete out.repetition; // proto JSON omits zero values
-    if (withResult && v.state === 'succeeded') out.result_json = JSON.stringify(fioResult(r, this._records(r)));
+    if (withResult && v.state === 'succeeded') {
+      const job = this.jobs.find((j) => j.id === r.job_id);
+      const latBins = /^\s*lat_percentiles\s*=\s*1\s*$/m.test((job && job.spec.fio) || '');
+      out.result_json = JSON.stringify(fioResult(r, this._records(r), latBins));
+    }
     return out;
   }
 
@@ -391,9 +427,13 @@ export class FakeApi {
     };
     let body = '';
     for await (const chunk of req) body += chunk;
-    this.requests.push({ method: req.method, path, query: url.search, body });
+    const auth = req.headers.authorization || '';
+    this.requests.push({ method: req.method, path, query: url.search, body, auth });
     let m;
     try {
+      if (this.token && auth !== `Bearer ${this.token}`) {
+        throw new ApiError(401, 'UNAUTHENTICATED', auth ? 'invalid bearer token' : 'missing "Authorization: Bearer <token>" header');
+      }
       if (req.method === 'GET' && path === '/agents') {
         const now = Date.now();
         return send(200, {
@@ -409,11 +449,25 @@ export class FakeApi {
         });
       }
       if (req.method === 'GET' && path === '/jobs') {
+        // As the controller: ?order=newest (page_token = older than), ?name
+        // (contains), ?tag=k=v, ?state.
         const size = Math.min(1000, Number(url.searchParams.get('page_size')) || 100);
         const after = Number(url.searchParams.get('page_token') || 0);
-        const page = this.jobs.filter((j) => j.seq > after).slice(0, size);
+        const newest = url.searchParams.get('order') === 'newest';
+        const name = url.searchParams.get('name') || '';
+        const state = url.searchParams.get('state') || '';
+        const tag = url.searchParams.get('tag') || '';
+        let all = this.jobs.filter(
+          (j) =>
+            (!name || j.name.includes(name)) &&
+            (!state || this.jobState(j) === state) &&
+            (!tag || (j.spec.tags || {})[tag.split('=')[0]] === tag.slice(tag.indexOf('=') + 1)),
+        );
+        if (newest) all = all.slice().reverse();
+        const rest = all.filter((j) => !after || (newest ? j.seq < after : j.seq > after));
+        const page = rest.slice(0, size);
         const last = page.length ? page[page.length - 1].seq : after;
-        const more = this.jobs.some((j) => j.seq > last);
+        const more = rest.length > size;
         return send(200, { jobs: page.map((j) => this.jobJson(j, false)), ...(more ? { next_page_token: String(last) } : {}) });
       }
       if (req.method === 'POST' && path === '/jobs') {
@@ -442,6 +496,13 @@ export class FakeApi {
         if (!job) throw new ApiError(404, 'NOT_FOUND', `job ${m[1]} not found`);
         if (job !== this.sweepJob) throw new ApiError(400, 'FAILED_PRECONDITION', 'the job has no A and B variants to compare');
         return send(200, compareTable());
+      }
+      if (req.method === 'GET' && path === '/compare') {
+        const a = this.jobs.find((j) => j.id === url.searchParams.get('a'));
+        const b = this.jobs.find((j) => j.id === url.searchParams.get('b'));
+        if (!a) throw new ApiError(404, 'NOT_FOUND', `job ${url.searchParams.get('a')} not found`, 'a');
+        if (!b) throw new ApiError(404, 'NOT_FOUND', `job ${url.searchParams.get('b')} not found`, 'b');
+        return send(200, { ...compareTable(), arm_a: a.id, arm_b: b.id });
       }
       if (req.method === 'GET' && path === '/runs') {
         const size = Math.min(1000, Number(url.searchParams.get('page_size')) || 100);

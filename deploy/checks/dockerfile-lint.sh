@@ -62,7 +62,7 @@ for f in "${files[@]}"; do
     }
     function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
     # Processes one logical instruction `ins` that started on line `ln`.
-    function instruction(ln, ins,    op, args, n, w, i, img, tag, stage, parts, src, nsrc, dest) {
+    function instruction(ln, ins,    op, args, n, w, i, v, img, tag, stage, parts, src, nsrc, dest) {
       ins = trim(ins)
       if (ins == "") return
       op = toupper(ins); sub(/[ \t].*/, "", op)
@@ -77,6 +77,17 @@ for f in "${files[@]}"; do
         if (i + 2 <= n && toupper(w[i + 1]) == "AS") stage = w[i + 2]
         final_stage = stage
         final_user = ""; final_health = 0; final_from_line = ln
+        # FROM ${BASE} / $BASE: checked as the ARG default declared before the
+        # first FROM (what a build without --build-arg uses); none = untagged.
+        while (match(img, /\$\{?[A-Za-z_][A-Za-z0-9_]*\}?/)) {
+          v = substr(img, RSTART, RLENGTH); gsub(/[${}]/, "", v)
+          if (!(v in argdef)) {
+            report(ln, "DL3006", "always tag the image version explicitly: \"" w[i] "\" (ARG " v " has no default before the first FROM)")
+            if (stage != "") stages[stage] = 1
+            return
+          }
+          img = substr(img, 1, RSTART - 1) argdef[v] substr(img, RSTART + RLENGTH)
+        }
         if (img == "scratch" || (img in stages)) { final_base = img; if (stage != "") stages[stage] = 1; return }
         final_base = img
         if (img ~ /@sha256:[0-9a-f]+$/) { if (stage != "") stages[stage] = 1; return }
@@ -87,6 +98,11 @@ for f in "${files[@]}"; do
         if (img !~ /^(docker\.io\/(library\/)?)?debian:12(-slim)?$/)
           report(ln, "IOF004", "base image must be Debian 12 (debian:12 or debian:12-slim): \"" img "\"")
         if (stage != "") stages[stage] = 1
+        return
+      }
+      if (nfrom == 0 && op == "ARG") {
+        n = split(args, w, /[ \t]+/)
+        for (i = 1; i <= n; i++) if (w[i] ~ /=/) { v = w[i]; sub(/=.*/, "", v); argdef[v] = substr(w[i], index(w[i], "=") + 1) }
         return
       }
       if (nfrom == 0 && op != "ARG") { report(ln, "DL3061", "instruction before the first FROM: " op); return }

@@ -45,6 +45,7 @@ API_VERSIONS = {
     "DaemonSet": {"apps/v1"},
     "StatefulSet": {"apps/v1"},
     "ServiceMonitor": {"monitoring.coreos.com/v1"},
+    "PodDisruptionBudget": {"policy/v1"},
 }
 KUSTOMIZE = {
     "Kustomization": "kustomize.config.k8s.io/v1beta1",
@@ -223,7 +224,42 @@ class Checker:
         self.check_workload(where, spec)
 
     def check_StatefulSet(self, where, doc):
-        self.check_workload(where, doc.get("spec") or {})
+        spec = doc.get("spec") or {}
+        if not spec.get("serviceName"):
+            self.err(where, "spec.serviceName missing (the headless Service naming the pods)")
+        r = spec.get("replicas", 1)
+        if not isinstance(r, int) or r < 0:
+            self.err(where, f"spec.replicas {r!r} invalid")
+        if spec.get("podManagementPolicy", "OrderedReady") not in {"OrderedReady", "Parallel"}:
+            self.err(where, f"spec.podManagementPolicy {spec.get('podManagementPolicy')!r} invalid")
+        self.check_workload(where, spec)
+
+    def check_PodDisruptionBudget(self, where, doc):
+        spec = doc.get("spec") or {}
+        self.selector_labels(where, spec.get("selector"))
+        given = [k for k in ("minAvailable", "maxUnavailable") if k in spec]
+        if len(given) != 1:
+            self.err(where, f"spec needs exactly one of minAvailable and maxUnavailable, has {given}")
+        for k in given:
+            v = spec[k]
+            if not (isinstance(v, int) and v >= 0) and not (isinstance(v, str) and re.match(r"^[0-9]+%$", v)):
+                self.err(where, f"spec.{k} {v!r}: a count or a percentage")
+
+    def check_seccomp(self, where, sc):
+        prof = (sc or {}).get("seccompProfile") if isinstance(sc, dict) else None
+        if prof is None:
+            return
+        t = prof.get("type") if isinstance(prof, dict) else None
+        if t not in {"RuntimeDefault", "Localhost", "Unconfined"}:
+            self.err(where, f"seccompProfile.type {t!r} invalid")
+        elif t == "Localhost":
+            lp = prof.get("localhostProfile")
+            if not isinstance(lp, str) or not lp or lp.startswith("/") or ".." in lp.split("/"):
+                self.err(where, f"seccompProfile.localhostProfile {lp!r}: a path relative to the kubelet's seccomp dir")
+            elif self.repo and os.path.basename(lp) not in self.seccomp_profiles:
+                self.err(where, f"seccompProfile.localhostProfile {lp!r}: no deploy/seccomp/{os.path.basename(lp)} to install")
+        elif prof.get("localhostProfile") is not None:
+            self.err(where, "seccompProfile.localhostProfile is only for type Localhost")
 
     def check_workload(self, where, spec):
         match = self.selector_labels(where, spec.get("selector"))
@@ -242,6 +278,7 @@ class Checker:
         for k in pod:
             if k not in POD_FIELDS:
                 self.err(where, f"spec.template.spec.{k}: unknown pod field")
+        self.check_seccomp(f"{where}: spec.template.spec.securityContext", pod.get("securityContext"))
         volumes = {}
         for i, v in enumerate(pod.get("volumes") or []):
             vw = f"{where}: volumes[{i}]"
@@ -288,6 +325,7 @@ class Checker:
         for k in c:
             if k not in CONTAINER_FIELDS:
                 self.err(cw, f"unknown container field {k!r}")
+        self.check_seccomp(f"{cw}: securityContext", c.get("securityContext"))
         image = c.get("image")
         if not isinstance(image, str) or not image:
             self.err(cw, "image missing")
@@ -327,6 +365,8 @@ class Checker:
                     self.err(cw, f"env {e['name']}: valueFrom needs exactly one source")
                 elif "fieldRef" in vf and not (vf["fieldRef"] or {}).get("fieldPath"):
                     self.err(cw, f"env {e['name']}: fieldRef.fieldPath missing")
+                elif "secretKeyRef" in vf and not ((vf["secretKeyRef"] or {}).get("name") and (vf["secretKeyRef"] or {}).get("key")):
+                    self.err(cw, f"env {e['name']}: secretKeyRef needs name and key")
                 elif "configMapKeyRef" in vf:
                     ref = vf["configMapKeyRef"] or {}
                     if not ref.get("name") or not ref.get("key"):
@@ -397,6 +437,9 @@ class Checker:
             return {(d.get("metadata") or {}).get("name") for _, d in by_kind.get(kind, [])}
 
         pvcs, cms = names("PersistentVolumeClaim"), names("ConfigMap") | self.generated_cms
+        secrets = names("Secret") | self.generated_secrets
+        headless = {(d.get("metadata") or {}).get("name") for _, d in by_kind.get("Service", [])
+                    if (d.get("spec") or {}).get("clusterIP") == "None"}
         workloads = [(w, d) for k in WORKLOADS for (w, d) in by_kind.get(k, [])]
         for where, d in workloads:
             pod = ((d.get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -405,14 +448,30 @@ class Checker:
                 claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
                 if claim and claim not in pvcs:
                     self.err(w, f"volume {v.get('name')!r}: PersistentVolumeClaim {claim!r} not defined")
+                sec = (v.get("secret") or {}).get("secretName")
+                if sec and sec not in secrets and not (v.get("secret") or {}).get("optional"):
+                    self.err(w, f"volume {v.get('name')!r}: Secret {sec!r} not defined")
                 cmv = (v.get("configMap") or {}).get("name")
                 if cmv and cmv not in cms:
                     self.err(w, f"volume {v.get('name')!r}: ConfigMap {cmv!r} not defined")
+            if d.get("kind") == "StatefulSet":
+                sn = (d.get("spec") or {}).get("serviceName")
+                if sn and sn not in headless:
+                    self.err(w, f"spec.serviceName {sn!r} is not a headless Service (clusterIP: None) here")
             for c in pod.get("containers") or []:
                 for e in c.get("env") or []:
                     ref = ((e.get("valueFrom") or {}).get("configMapKeyRef") or {})
                     if ref.get("name") and ref["name"] not in cms and not ref.get("optional"):
                         self.err(w, f"env {e.get('name')}: ConfigMap {ref['name']!r} not defined")
+                    ref = ((e.get("valueFrom") or {}).get("secretKeyRef") or {})
+                    if ref.get("name") and ref["name"] not in secrets and not ref.get("optional"):
+                        self.err(w, f"env {e.get('name')}: Secret {ref['name']!r} not defined")
+        for where, pdb in by_kind.get("PodDisruptionBudget", []):
+            w = f"{label}: PodDisruptionBudget/{pdb['metadata'].get('name')}"
+            ml = (((pdb.get("spec") or {}).get("selector") or {}).get("matchLabels") or {})
+            if ml and not any(all((((d.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}).get(k) == v
+                                  for k, v in ml.items()) for _, d in workloads):
+                self.err(w, f"selector {ml} matches no workload's pod labels")
         for where, svc in by_kind.get("Service", []):
             spec = svc.get("spec") or {}
             sel = spec.get("selector") or {}
@@ -473,6 +532,15 @@ class Checker:
                 self.err(path, f"patches: {p['path']!r} does not exist")
             if isinstance(p, dict) and not p.get("path") and not p.get("patch"):
                 self.err(path, "patches: an entry needs path or patch")
+        for g in doc.get("secretGenerator") or []:
+            if not g.get("name"):
+                self.err(path, "secretGenerator: an entry needs a name")
+            else:
+                self.generated_secrets.add(g["name"])
+            for f in g.get("files") or []:
+                fp = f.split("=", 1)[-1]
+                if not os.path.exists(os.path.join(base, fp)):
+                    self.err(path, f"secretGenerator {g.get('name')}: file {fp!r} missing")
         for g in doc.get("configMapGenerator") or []:
             if not g.get("name"):
                 self.err(path, "configMapGenerator: an entry needs a name")
@@ -512,6 +580,12 @@ def main(argv):
         return 2
     ck = Checker()
     ck.generated_cms = set()
+    ck.generated_secrets = set()
+    # Localhost seccomp profiles must be ones the repository ships (deploy/seccomp).
+    here = os.path.dirname(os.path.abspath(__file__))
+    seccomp_dir = os.path.join(os.path.dirname(here), "seccomp")
+    ck.repo = os.path.isdir(seccomp_dir)
+    ck.seccomp_profiles = set(os.listdir(seccomp_dir)) if ck.repo else set()
     files, kustomize_dirs = [], []
     for p in paths:
         if os.path.isdir(p):

@@ -15,6 +15,10 @@
 #   install   install.sh layout, DESTDIR/--prefix rewriting, config kept on reinstall
 #   shell     shellcheck -S warning on the scripts under deploy/ and docker/
 #   fleet     deploy/checks/local-fleet-test.sh (root; real binaries; ~10 s)
+#   containers docker/compose-test.sh: builds the images offline with podman (base
+#             from Debian packages) and runs controller + PostgreSQL + agents as
+#             containers, O_DIRECT and io_uring jobs (root + podman; opt-in: only
+#             when named, or with `all`)
 #
 # Each check prints PASS, FAIL or SKIP (with the reason: a missing tool that
 # could not be installed, or binaries not built yet). A SKIP is never a pass.
@@ -115,6 +119,10 @@ check_docker() {
   for want in DL3000 DL3002 DL3003 DL3004 DL3006 DL3007 DL3009 DL3014 DL3015 DL3020 DL3021 DL3022 DL3025 DL3027 DL4000 DL4006 IOF001 IOF002 IOF003 IOF004; do
     grep -q " $want " <<<"$out" || { echo "  dockerfile-lint.sh no longer reports $want on testdata"; rc=1; }
   done
+  # FROM ${ARG} is checked as the ARG's default.
+  out=$("$here/dockerfile-lint.sh" "$here/testdata/arg-base.Dockerfile")
+  grep -q 'IOF004 .*"ubuntu:22.04"' <<<"$out" && grep -q ':7: DL3006 ' <<<"$out" ||
+    { echo "  dockerfile-lint.sh no longer resolves FROM \${ARG} (testdata/arg-base.Dockerfile):"; echo "$out" | sed 's/^/    /'; rc=1; }
   # The runtime stages install what docker/runtime-deps.sh finds with ldd.
   local bins=()
   for b in iofleet-controller iofleet-agent iofleet; do [ -x "$bin/$b" ] && bins+=("$bin/$b"); done
@@ -135,7 +143,27 @@ check_docker() {
   else
     echo "  (no binaries in $bin: runtime-deps.sh not exercised)"
   fi
-  echo "  note: lint only; the images are not built here (no Docker engine)"
+  "$here/dockerfile-lint.sh" docker/postgres.Dockerfile || rc=1
+  # The agent's seccomp profile is derived from the runtime's default (never a
+  # checked-in copy): check the generator on a minimal base and, where podman's
+  # profile is installed, on that.
+  sec_tmp=$(mktemp -d)
+  printf '%s' '{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]}' >"$sec_tmp/base.json"
+  for base in "$sec_tmp/base.json" /usr/share/containers/seccomp.json; do
+    [ -f "$base" ] || continue
+    if python3 deploy/seccomp/make-agent-profile.py --base "$base" -o "$sec_tmp/out.json" >/dev/null; then
+      python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); p=json.load(open(sys.argv[2])); r=p["syscalls"]; assert r[0]["action"]=="SCMP_ACT_ALLOW" and set(r[0]["names"])=={"io_uring_setup","io_uring_enter","io_uring_register"} and not r[0].get("args"), "no unconditional io_uring allow first"; assert r[1:]==b["syscalls"] and {k:v for k,v in p.items() if k!="syscalls"}=={k:v for k,v in b.items() if k!="syscalls"}, "the base profile was not kept as it is"' \
+        "$base" "$sec_tmp/out.json" 2>&1 || { echo "  make-agent-profile.py on $base: wrong profile"; rc=1; }
+    else
+      echo "  make-agent-profile.py failed on $base"; rc=1
+    fi
+  done
+  printf '%s' '{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}' >"$sec_tmp/allow.json"
+  if python3 deploy/seccomp/make-agent-profile.py --base "$sec_tmp/allow.json" -o "$sec_tmp/out.json" >/dev/null 2>&1; then
+    echo "  make-agent-profile.py accepted an allow-by-default base"; rc=1
+  fi
+  rm -rf "$sec_tmp"
+  echo "  note: lint only; \`run.sh containers\` (docker/compose-test.sh) builds and runs the images"
   return $rc
 }
 
@@ -155,6 +183,11 @@ check_k8s() {
     echo "$out" | sed 's/^/    /'
     rc=1
   fi
+  local want
+  for want in "is not a headless Service" "Secret 'no-such-secret' not defined" \
+              "exactly one of minAvailable and maxUnavailable" "localhostProfile '/var/lib"; do
+    grep -qF "$want" <<<"$out" || { echo "  k8s-schema-check.py no longer reports \"$want\" on testdata"; rc=1; }
+  done
   return $rc
 }
 
@@ -260,16 +293,20 @@ check_fleet() {
   "$here/local-fleet-test.sh"
 }
 
+check_containers() {
+  "$repo/docker/compose-test.sh"
+}
+
 checks=("$@")
 if [ ${#checks[@]} -eq 0 ]; then
   checks=(config docker yaml k8s systemd install shell)
 elif [ "${checks[0]}" = all ]; then
-  checks=(config docker yaml k8s systemd install shell fleet)
+  checks=(config docker yaml k8s systemd install shell fleet containers)
 fi
 pass=0 fail=0 skipped=0
 for c in "${checks[@]}"; do
   if ! declare -F "check_$c" >/dev/null; then
-    echo "run.sh: unknown check \"$c\" (config docker yaml k8s systemd install shell fleet all)" >&2
+    echo "run.sh: unknown check \"$c\" (config docker yaml k8s systemd install shell fleet containers all)" >&2
     exit 2
   fi
   echo "== $c"

@@ -351,6 +351,65 @@ TEST_F(SecurityTest, TlsOnBothPortsAndMutualTlsForAgents) {
   EXPECT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
 }
 
+// --http-tls-client-ca: mutual TLS on the REST port, as --tls-client-ca is on
+// the gRPC port. A client without a certificate, or with one another CA signed,
+// fails the handshake (no HTTP answer at all, not even /healthz); a client with
+// a certificate from the CA still needs the API token.
+TEST_F(SecurityTest, MutualTlsOnTheRestPort) {
+  controller::ServerOptions o = Options(true, false);
+  o.http_tls_client_ca_file = Pki("ca.pem");
+  StartServer(o);
+  const int http_port =
+      std::stoi(server_->http_address().substr(server_->http_address().rfind(':') + 1));
+  auto client = [&](const std::string& cert, const std::string& key) {
+    auto c = cert.empty() ? std::make_unique<httplib::SSLClient>("127.0.0.1", http_port)
+                          : std::make_unique<httplib::SSLClient>("127.0.0.1", http_port, Pki(cert),
+                                                                 Pki(key));
+    c->set_ca_cert_path(Pki("ca.pem"));
+    c->enable_server_certificate_verification(true);
+    c->set_connection_timeout(5, 0);
+    c->set_read_timeout(5, 0);
+    return c;
+  };
+  httplib::Headers h = {{"Authorization", std::string("Bearer ") + kApiToken}};
+
+  auto with_cert = client("client.pem", "client.key");
+  auto health = with_cert->Get("/healthz");
+  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  EXPECT_EQ(health->status, 200);
+  auto listed = with_cert->Get("/api/v1/jobs", h);
+  ASSERT_TRUE(listed) << httplib::to_string(listed.error());
+  EXPECT_EQ(listed->status, 200);
+  auto no_token = with_cert->Get("/api/v1/jobs");
+  ASSERT_TRUE(no_token);
+  EXPECT_EQ(no_token->status, 401);
+
+  auto no_cert = client("", "");
+  auto refused = no_cert->Get("/api/v1/jobs", h);
+  EXPECT_FALSE(refused) << "status " << refused->status;
+  EXPECT_FALSE(no_cert->Get("/healthz"));
+  auto rogue = client("rogue.pem", "rogue.key");
+  EXPECT_FALSE(rogue->Get("/api/v1/jobs", h));
+
+  // The gRPC port keeps its own setting (no --tls-client-ca here): no client
+  // certificate is needed there.
+  EXPECT_TRUE(ListJobs(Channel(true), kApiToken).ok());
+
+  // The flag needs TLS, and a file that is not a certificate is named.
+  controller::ServerOptions bad = Options(false, false);
+  bad.data_dir = dir_ + "/data2";
+  bad.http_tls_client_ca_file = Pki("ca.pem");
+  auto s = controller::ControllerServer::Start(bad);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("http-tls-client-ca"));
+  bad = Options(true, false);
+  bad.data_dir = dir_ + "/data3";
+  bad.http_tls_client_ca_file = Pki("client.key");
+  s = controller::ControllerServer::Start(bad);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("http-tls-client-ca"));
+}
+
 TEST_F(SecurityTest, AgentWithoutClientCertOrTokenNeverRegisters) {
   StartServer(Options(true, true));
   agent::ServeOptions ao;

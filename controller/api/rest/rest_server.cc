@@ -124,7 +124,17 @@ SSL_CTX* MakeTlsContext(const RestOptions& o, std::string* error) {
     *error = absl::StrCat("--tls-key ", o.tls_key_file, ": ", OpenSslErrors());
   } else if (SSL_CTX_check_private_key(ctx) != 1) {
     *error = absl::StrCat("--tls-key does not match --tls-cert: ", OpenSslErrors());
+  } else if (!o.tls_client_ca_file.empty() &&
+             SSL_CTX_load_verify_locations(ctx, o.tls_client_ca_file.c_str(), nullptr) != 1) {
+    *error = absl::StrCat("--http-tls-client-ca ", o.tls_client_ca_file, ": ", OpenSslErrors());
   } else {
+    if (!o.tls_client_ca_file.empty()) {
+      // Mutual TLS: no certificate, or one the CA did not sign, fails the handshake.
+      if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(o.tls_client_ca_file.c_str())) {
+        SSL_CTX_set_client_CA_list(ctx, names);  // takes ownership
+      }
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+    }
     return ctx;
   }
   SSL_CTX_free(ctx);

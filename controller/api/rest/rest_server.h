@@ -17,7 +17,9 @@
 // Auth: with RestOptions::api_token set, every /api/... request needs
 // "Authorization: Bearer <token>" (401 UNAUTHENTICATED otherwise, before any
 // handler runs); GET /healthz and the dashboard's static files stay open, and
-// /metrics needs it only with metrics_auth. Bodies over max_body_bytes get 413.
+// /metrics needs it only with metrics_auth. With tls_client_ca_file, a client
+// without a certificate signed by that CA fails the TLS handshake (no HTTP at
+// all, /healthz and the dashboard included). Bodies over max_body_bytes get 413.
 // Connections: http_front.h (an event thread reads requests with a deadline and
 // answers GET /healthz itself; a fixed pool of workers runs the handlers; past
 // max_connections a new connection gets 503).
@@ -55,6 +57,10 @@ struct RestOptions {
   // Both or neither. Default: empty (plain HTTP).
   std::string tls_cert_file;
   std::string tls_key_file;
+  // PEM CA bundle: mutual TLS on the REST port; the handshake requires a client
+  // certificate signed by it (--http-tls-client-ca). Needs the two above.
+  // Default: empty (no client certificate asked for).
+  std::string tls_client_ca_file;
   // Largest request body accepted; more is 413. Default: ApiLimits::max_body_bytes (8 MiB).
   size_t max_body_bytes = ApiLimits().max_body_bytes;
   // Open client connections; one more gets 503 (--max-http-connections). Default: 256.

@@ -1,6 +1,8 @@
 // A/B comparison of a job (GET /jobs/{id}/compare): the verdict table per
 // cell x metric and, for an iodepth sweep, IOPS vs iodepth with CI bands per arm.
-import { getCompare, getJob, API_BASE } from '../api.js';
+import { getCompare, getCompareJobs, getJob, getText, API_BASE } from '../api.js';
+import { jobActions, compareWithForm } from '../job_actions.js';
+import { runPoints, pointsSection } from '../run_points.js';
 import { h, replace, fmtMetric, fmtPct, fmtP, errorBox } from '../dom.js';
 import { sweepChart, COLORS } from '../charts.js';
 import { parseCell } from '../stats.js';
@@ -21,6 +23,11 @@ const METRIC_LABEL = {
   p99_ns: 'clat p99',
   p999_ns: 'clat p99.9',
 };
+
+// "p99_ns iodepth=16: regression" -> "clat p99 iodepth=16: regression".
+export function readableReason(s) {
+  return String(s).replace(/^([a-z0-9_]+)\b/, (m) => METRIC_LABEL[m] || m);
+}
 
 function ci(metric, pair, fmt = fmtMetric.bind(null, metric)) {
   const [lo, hi] = Array.isArray(pair) ? pair : [null, null];
@@ -69,7 +76,7 @@ function metricTable(t, metric, rows, geo) {
           h(
             'tr',
             null,
-            ['Cell', `${a} median [95% CI]`, `${b} median [95% CI]`, 'Δ% [95% CI]', 'p', 'q', 'Verdict', `n ${a}/${b}`].map((c) =>
+            ['Cell', `${a} median [95% CI]`, `${b} median [95% CI]`, 'Δ% [95% CI]', 'p', 'q', 'Verdict', `n ${a}/${b}`, 'Δ% per host'].map((c) =>
               h('th', { scope: 'col' }, c),
             ),
           ),
@@ -89,6 +96,13 @@ function metricTable(t, metric, rows, geo) {
               h('td', { class: 'num' }, fmtP(r.q)),
               verdictCell(r.verdict, r),
               h('td', { class: 'num' }, `${r.a ? r.a.n : 0}/${r.b ? r.b.n : 0}`),
+              h(
+                'td',
+                { class: 'per-host small' },
+                (r.per_host || []).length
+                  ? (r.per_host || []).map((x, i) => [i ? '; ' : '', `${x.host}: ${fmtPct(x.delta_pct)} (n=${x.n})`])
+                  : '–',
+              ),
             ),
           ),
           geo
@@ -103,6 +117,7 @@ function metricTable(t, metric, rows, geo) {
                 h('td'),
                 verdictCell(geo.verdict, null),
                 h('td', { class: 'num' }, `${geo.cells} cells`),
+                h('td'),
               )
             : null,
         ),
@@ -169,8 +184,41 @@ export function usableSummary(t) {
   );
 }
 
+// A link to an API document that downloads it with the API token (a plain link
+// could not send the Authorization header).
+export function exportLink(href, label, filename) {
+  return h(
+    'a',
+    {
+      href,
+      download: filename,
+      onclick: async (e) => {
+        e.preventDefault();
+        const qi = href.indexOf('?');
+        const path = (qi < 0 ? href : href.slice(0, qi)).slice(API_BASE.length);
+        const params = Object.fromEntries(new URLSearchParams(qi < 0 ? '' : href.slice(qi + 1)));
+        try {
+          const text = await getText(path, params);
+          const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
+          const a = h('a', { href: url, download: filename });
+          document.body.appendChild(a);
+          a.click();
+          a.remove();
+          setTimeout(() => URL.revokeObjectURL(url), 10000);
+        } catch (err) {
+          e.target.after(h('span', { class: 'error-text' }, ` ${err.message}`));
+        }
+      },
+    },
+    label,
+  );
+}
+
 export function comparePage(main, { args, params }) {
-  const id = args[0];
+  // #/jobs/ID/compare (arms of one job) or #/compare?a=JOB&b=JOB (two jobs).
+  const cross = !args.length;
+  const id = cross ? params.get('a') || '' : args[0];
+  const other = cross ? params.get('b') || '' : '';
   const partial = params.get('partial') === '1';
   const unaudited = params.get('unaudited') === 'allow';
   document.title = `Compare ${id} · iofleet`;
@@ -192,11 +240,21 @@ export function comparePage(main, { args, params }) {
     }
     replace(
       head,
-      h('p', { class: 'crumbs' }, h('a', { href: '#/jobs' }, 'Jobs'), ' / ', h('a', { href: `#/jobs/${encodeURIComponent(id)}` }, job ? job.name || id : id), ' / compare'),
+      h(
+        'p',
+        { class: 'crumbs' },
+        h('a', { href: '#/jobs' }, 'Jobs'),
+        ' / ',
+        h('a', { href: `#/jobs/${encodeURIComponent(id)}` }, job ? job.name || id : id),
+        cross ? [' vs ', h('a', { href: `#/jobs/${encodeURIComponent(other)}` }, other)] : null,
+        ' / compare',
+      ),
     );
     let t;
     try {
-      t = await getCompare(id, { partial, unaudited, signal: ctl.signal });
+      t = cross
+        ? await getCompareJobs(id, other, { partial, unaudited, signal: ctl.signal })
+        : await getCompare(id, { partial, unaudited, signal: ctl.signal });
     } catch (e) {
       if (e.name === 'AbortError') return;
       const pending = e.status === 409;
@@ -225,9 +283,15 @@ export function comparePage(main, { args, params }) {
         t.geomean.find((g) => g.metric === m),
       ),
     );
-    const sweepBox = h('section', { class: 'sweep', 'aria-label': 'IOPS vs iodepth' });
+    const sweepBox = h('section', { class: 'sweep charts', 'aria-label': 'IOPS and p99 vs iodepth' });
+    const pointsBox = h('section', { class: 'run-points', 'aria-labelledby': 'points-h' });
+    const apiPath = cross ? `${API_BASE}/compare` : `${API_BASE}/jobs/${encodeURIComponent(id)}/compare`;
     const query = (extra) => {
       const q = new URLSearchParams();
+      if (cross) {
+        q.set('a', id);
+        q.set('b', other);
+      }
       if (partial) q.set('partial', '1');
       if (unaudited) q.set('unaudited', 'allow');
       for (const [k, v] of Object.entries(extra || {})) q.set(k, v);
@@ -249,9 +313,12 @@ export function comparePage(main, { args, params }) {
         'div',
         { class: 'title-row' },
         h('h1', null, `${t.arm_a} vs ${t.arm_b} `, h('span', { class: `badge outcome-${t.outcome}`, 'data-testid': 'outcome' }, t.outcome || 'no outcome')),
-        h('button', { type: 'button', class: 'btn', onclick: load }, 'Refresh'),
+        h('div', { class: 'actions' }, job ? jobActions(job) : null, ' ', h('button', { type: 'button', class: 'btn', onclick: load }, 'Refresh')),
       ),
-      t.outcome_reasons.length ? h('ul', { class: 'reasons' }, t.outcome_reasons.map((s) => h('li', null, s))) : null,
+      compareWithForm(id),
+      t.outcome_reasons.length
+        ? h('ul', { class: 'reasons', 'data-testid': 'reasons' }, t.outcome_reasons.map((s) => h('li', null, readableReason(s))))
+        : null,
       t.partial || t.runs_pending
         ? h('p', { role: 'status', class: 'notice' }, `Partial comparison: ${t.runs_pending} of ${t.runs_total ?? '?'} runs are still pending.`)
         : null,
@@ -260,6 +327,7 @@ export function comparePage(main, { args, params }) {
       t.rows.length ? null : h('p', { class: 'muted' }, 'No rows: no cell has runs of both arms.'),
       sweepBox,
       tables,
+      pointsBox,
       t.excluded.length
         ? h(
             'section',
@@ -278,11 +346,11 @@ export function comparePage(main, { args, params }) {
         'p',
         { class: 'small' },
         'Export: ',
-        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query({ format: 'markdown' })}` }, 'Markdown'),
+        exportLink(`${apiPath}${query({ format: 'markdown' })}`, 'Markdown', `${id}-compare.md`),
         ' · ',
-        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query({ format: 'junit' })}` }, 'JUnit XML'),
+        exportLink(`${apiPath}${query({ format: 'junit' })}`, 'JUnit XML', `${id}-compare.xml`),
         ' · ',
-        h('a', { href: `${API_BASE}/jobs/${encodeURIComponent(id)}/compare${query()}` }, 'JSON'),
+        exportLink(`${apiPath}${query()}`, 'JSON', `${id}-compare.json`),
       ),
       h(
         'p',
@@ -292,7 +360,27 @@ export function comparePage(main, { args, params }) {
         t.compared_attributes.length ? ` Compared attributes: ${t.compared_attributes.join(', ')}.` : '',
       ),
     );
-    const groups = iodepthGroups(t.rows, 'iops');
+    if (!cross) {
+      replace(pointsBox, h('h2', { id: 'points-h' }, 'Per-run points'), h('p', { class: 'muted' }, 'Loading the runs’ results…'));
+      runPoints(id, t.arm_a, t.arm_b, { signal: ctl.signal })
+        .then(({ points, truncated }) =>
+          replace(
+            pointsBox,
+            h('h2', { id: 'points-h' }, 'Per-run points'),
+            points.length ? null : h('p', { class: 'muted' }, 'No finished run of either arm has a result.'),
+            truncated ? h('p', { class: 'notice' }, 'Only the first 200 runs are shown.') : null,
+            points.length ? [pointsSection(points, 'iops', t.arm_a, t.arm_b), pointsSection(points, 'p99', t.arm_a, t.arm_b)] : null,
+          ),
+        )
+        .catch((e) => {
+          if (e.name !== 'AbortError') replace(pointsBox, h('h2', { id: 'points-h' }, 'Per-run points'), errorBox(e));
+        });
+    }
+    for (const [metric, label] of [
+      ['iops', 'IOPS'],
+      ['p99_ns', 'clat p99'],
+    ]) {
+    const groups = iodepthGroups(t.rows, metric);
     for (const [key, pts] of groups) {
       pts.sort((x, y) => x.x - y.x);
       const arm = (name, side, color) => ({
@@ -307,13 +395,14 @@ export function comparePage(main, { args, params }) {
       });
       plots.push(
         sweepChart(sweepBox, {
-          title: `IOPS vs iodepth${key ? ` (${key})` : ''}`,
+          title: `${label} vs iodepth${key ? ` (${key})` : ''}`,
           xLabel: 'iodepth',
-          yLabel: 'IOPS',
-          fmt: (v) => fmtMetric('iops', v),
+          yLabel: label,
+          fmt: (v) => fmtMetric(metric, v),
           arms: [arm(t.arm_a, 'a', COLORS.a), arm(t.arm_b, 'b', COLORS.b)],
         }),
       );
+    }
     }
   }
 

@@ -1,6 +1,9 @@
 // Jobs list (paged through the API) and one job with its runs.
-import { listJobs, listRuns, getJob, cancelJob, getSamples, TERMINAL_STATES } from '../api.js';
-import { h, replace, fmtTime, fmtDuration, kvList, stateBadge, errorBox, pager, poller } from '../dom.js';
+import { listJobs, listRuns, getJob, getRun, cancelJob, getSamples, TERMINAL_STATES } from '../api.js';
+import { SeriesBuilder } from '../stats.js';
+import { binsOf, mergeBins, binsPercentile, LAT_DIRS } from '../latency.js';
+import { h, replace, fmtTime, fmtDuration, fmtNum, fmtBytesRate, fmtNs, kvList, stateBadge, errorBox, pager, poller } from '../dom.js';
+import { jobActions, compareWithForm } from '../job_actions.js';
 import { expectedRuntime, parseCell } from '../stats.js';
 
 const PAGE_SIZE = 50;
@@ -14,11 +17,56 @@ let stack = [];
 export function jobsPage(main, { params }) {
   document.title = 'Jobs · iofleet';
   const token = params.get('t') || '';
+  // Filters live in the URL (#/jobs?q=NAME&state=S&tag=k=v) so they survive a
+  // reload and can be shared.
+  const filters = { q: params.get('q') || '', state: params.get('state') || '', tag: params.get('tag') || '' };
+  const hashFor = (extra) => {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries({ ...filters, ...extra })) if (v) q.set(k, v);
+    const s = q.toString();
+    return s ? `#/jobs?${s}` : '#/jobs';
+  };
   if (!token) stack = [];
   const status = h('p', { class: 'muted', 'aria-live': 'polite' }, 'Loading…');
   const body = h('div');
+  const qInput = h('input', { type: 'search', id: 'job-search', value: filters.q, placeholder: 'name contains…', autocomplete: 'off' });
+  const tagInput = h('input', { type: 'text', id: 'job-tag', value: filters.tag, placeholder: 'key=value', autocomplete: 'off', size: '14' });
+  const stateSel = h(
+    'select',
+    { id: 'job-state' },
+    ['', 'queued', 'running', 'succeeded', 'failed', 'cancelled'].map((st) => h('option', { value: st, selected: st === filters.state }, st || 'all states')),
+  );
+  const filterForm = h(
+    'form',
+    {
+      class: 'filters',
+      role: 'search',
+      'aria-label': 'job filters',
+      onsubmit: (e) => {
+        e.preventDefault();
+        filters.q = qInput.value.trim();
+        filters.state = stateSel.value;
+        filters.tag = tagInput.value.trim();
+        stack = [];
+        location.hash = hashFor({});
+      },
+    },
+    h('label', { for: 'job-search' }, 'Search '),
+    qInput,
+    ' ',
+    h('label', { for: 'job-state' }, 'State '),
+    stateSel,
+    ' ',
+    h('label', { for: 'job-tag' }, 'Tag '),
+    tagInput,
+    ' ',
+    h('button', { type: 'submit', class: 'btn' }, 'Filter'),
+    filters.q || filters.state || filters.tag ? [' ', h('a', { href: '#/jobs' }, 'Clear')] : null,
+  );
+  stateSel.addEventListener('change', () => filterForm.requestSubmit());
   main.append(
     h('div', { class: 'title-row' }, h('h1', null, 'Jobs'), h('a', { class: 'btn primary', href: '#/submit' }, 'Submit a job')),
+    filterForm,
     status,
     body,
   );
@@ -26,7 +74,9 @@ export function jobsPage(main, { params }) {
   const p = poller(async (signal) => {
     let page;
     try {
-      page = await listJobs({ pageSize: PAGE_SIZE, pageToken: token, signal });
+      page = await listJobs({ pageSize: PAGE_SIZE, pageToken: token, state: filters.state, name: filters.q, tag: filters.tag, signal });
+      // A controller without the name filter answers every job: match here too.
+      if (filters.q) page.jobs = page.jobs.filter((j) => j.name.toLowerCase().includes(filters.q.toLowerCase()));
     } catch (e) {
       if (e.name === 'AbortError') throw e;
       replace(body, errorBox(e));
@@ -43,7 +93,7 @@ export function jobsPage(main, { params }) {
             h(
               'table',
               { class: 'grid', 'aria-label': 'jobs' },
-              h('thead', null, h('tr', null, ['Job', 'ID', 'State', 'Created'].map((c) => h('th', { scope: 'col' }, c)))),
+              h('thead', null, h('tr', null, ['Job', 'ID', 'State', 'Runs', 'Created'].map((c) => h('th', { scope: 'col' }, c)))),
               h(
                 'tbody',
                 null,
@@ -54,6 +104,15 @@ export function jobsPage(main, { params }) {
                     h('th', { scope: 'row' }, h('a', { href: `#/jobs/${encodeURIComponent(j.id)}` }, j.name || j.id)),
                     h('td', null, h('code', null, j.id)),
                     h('td', null, stateBadge(j.state)),
+                    h(
+                      'td',
+                      { class: 'small' },
+                      j.run_counts
+                        ? Object.entries(j.run_counts).map(([st, n], i) => [i ? ', ' : '', `${n} ${st}`])
+                        : j.runs.length
+                          ? `${j.runs.length}`
+                          : '–',
+                    ),
                     h('td', null, fmtTime(j.created_ms)),
                   ),
                 ),
@@ -67,11 +126,11 @@ export function jobsPage(main, { params }) {
         hasNext: !!page.next,
         onPrev: () => {
           const prev = stack.pop() || '';
-          location.hash = prev ? `#/jobs?t=${encodeURIComponent(prev)}` : '#/jobs';
+          location.hash = hashFor({ t: prev });
         },
         onNext: () => {
           stack.push(token);
-          location.hash = `#/jobs?t=${encodeURIComponent(page.next)}`;
+          location.hash = hashFor({ t: page.next });
         },
       }),
     );
@@ -81,6 +140,72 @@ export function jobsPage(main, { params }) {
 }
 
 // ------------------------------------------------------------------ one job
+
+// IOPS, bandwidth and clat p99 of a finished run's fio JSON: all jobs and
+// directions summed; p99 from the merged bins (json+), else the largest p99.
+export function resultMetrics(result) {
+  const jobs = (result && result.jobs) || [];
+  let iops = 0;
+  let bw = 0;
+  const bins = [];
+  let p99max = null;
+  for (const j of jobs) {
+    for (const d of LAT_DIRS) {
+      const x = j[d];
+      if (!x || !(x.total_ios > 0)) continue;
+      iops += Number(x.iops) || 0;
+      bw += Number(x.bw_bytes ?? (x.bw || 0) * 1024) || 0;
+      bins.push(binsOf(x.clat_ns));
+      const t = x.clat_ns && x.clat_ns.percentile;
+      const v = t ? t['99.000000'] : undefined;
+      if (v !== undefined) p99max = Math.max(p99max ?? 0, Number(v));
+    }
+  }
+  const merged = mergeBins(bins);
+  return { iops, bw, p99: merged.length ? binsPercentile(merged, 99) : p99max };
+}
+
+// The latest window of a running run's records: IOPS, bandwidth, clat p99.
+function liveMetrics(recs) {
+  const sb = new SeriesBuilder();
+  sb.add(recs);
+  const c = sb.columns();
+  const i = c.x.length - 1;
+  if (i < 0) return null;
+  return {
+    iops: c.readIops[i] + c.writeIops[i] + c.trimIops[i],
+    bw: c.readBw[i] + c.writeBw[i] + c.trimBw[i],
+    p99: c.p99[i],
+    live: true,
+  };
+}
+
+// Job-level progress and ETA from its runs: finished runs count whole, running
+// runs by their measured fraction; the remaining run time (running ETAs plus
+// queued runs' expected time) spread over the runs running now.
+export function jobProgress(runs, progOf) {
+  if (!runs.length) return { frac: null, eta: null };
+  let done = 0;
+  let remaining = 0;
+  let running = 0;
+  let known = true;
+  for (const r of runs) {
+    if (TERMINAL_STATES.has(r.state)) {
+      done += 1;
+      continue;
+    }
+    const p = progOf(r);
+    if (r.state === 'running') {
+      running++;
+      if (p.frac !== null) done += p.frac;
+      if (p.eta !== null) remaining += p.eta;
+      else known = false;
+    } else if (p.expected) remaining += p.expected;
+    else known = false;
+  }
+  const eta = known && remaining > 0 ? remaining / Math.max(1, running) : done >= runs.length ? 0 : null;
+  return { frac: done / runs.length, eta };
+}
 
 // Expected seconds of one run: the job file with the variant's and cell's options.
 export function runExpectedSeconds(spec, run) {
@@ -131,6 +256,7 @@ export function jobPage(main, { args, params }) {
   const runsBox = h('section', { 'aria-labelledby': 'runs-h' });
   main.append(head, summary, runsBox);
   const elapsedByRun = new Map(); // run id -> seconds measured (from samples)
+  const metricsByRun = new Map(); // run id -> {iops, bw, p99, live}
   let job = null;
   let jobLoadedAt = 0;
   // Runs are paged by the API (GET /runs?job_id=); `tokens` holds the tokens of
@@ -177,7 +303,7 @@ export function jobPage(main, { args, params }) {
         'div',
         { class: 'title-row' },
         h('h1', null, job.name || id, ' ', stateBadge(job.state)),
-        h('div', { class: 'actions' }, spec.variants.length >= 2 ? h('a', { class: 'btn', href: `#/jobs/${encodeURIComponent(id)}/compare` }, 'Compare A/B') : null, cancel),
+        h('div', { class: 'actions' }, spec.variants.length >= 2 ? h('a', { class: 'btn', href: `#/jobs/${encodeURIComponent(id)}/compare` }, 'Compare A/B') : null, jobActions(job), cancel),
       ),
       dl([
         ['ID', h('code', null, id)],
@@ -188,6 +314,7 @@ export function jobPage(main, { args, params }) {
         ['Variants', variants],
         ['Sweep', sweep],
       ]),
+      terminal ? compareWithForm(id) : null,
       h('details', null, h('summary', null, 'Job file'), h('pre', { class: 'code' }, spec.fio || (spec.options ? JSON.stringify(spec.options, null, 2) : '–'))),
     );
     let counts = job.run_counts;
@@ -234,7 +361,38 @@ export function jobPage(main, { args, params }) {
     };
   }
 
+  function renderJobProgress() {
+    if (!job || !job.runs.length) return;
+    const jp = jobProgress(job.runs, (r) => {
+      const expected = runExpectedSeconds(job.spec, r);
+      return { ...progressOf(r, elapsedByRun.get(r.id) ?? 0, expected), expected };
+    });
+    let box = summary.querySelector('[data-testid=job-progress]');
+    if (!box) {
+      box = h('p', { 'data-testid': 'job-progress' });
+      summary.appendChild(box);
+    }
+    replace(
+      box,
+      jp.frac === null ? null : h('progress', { max: '100', value: String(Math.round(jp.frac * 100)), 'aria-label': 'job progress' }),
+      ` ${jp.frac === null ? '–' : Math.round(jp.frac * 100)}% of the job`,
+      TERMINAL_STATES.has(job.state) ? '' : `, ETA ${jp.eta === null ? 'unknown (a run has no time bound or is waiting)' : `≈ ${fmtDuration(jp.eta)}`}`,
+    );
+  }
+
+  function metricCells(r) {
+    const m = metricsByRun.get(r.id);
+    if (!m) return [h('td', { class: 'num' }, '–'), h('td', { class: 'num' }, '–'), h('td', { class: 'num' }, '–')];
+    const cls = m.live ? 'num live' : 'num';
+    return [
+      h('td', { class: cls, dataset: { metric: 'iops' } }, fmtNum(m.iops)),
+      h('td', { class: cls, dataset: { metric: 'bw' } }, fmtBytesRate(m.bw)),
+      h('td', { class: cls, dataset: { metric: 'p99' } }, fmtNs(m.p99)),
+    ];
+  }
+
   function renderRuns() {
+    renderJobProgress();
     const { runs, hasPrev, hasNext } = visibleRuns();
     const rows = runs.map((r) => {
       const expected = job ? runExpectedSeconds(job.spec, r) : null;
@@ -251,6 +409,7 @@ export function jobPage(main, { args, params }) {
         h('td', null, stateBadge(r.state), r.attempt ? h('span', { class: 'small muted' }, ` retry ${r.attempt}`) : null),
         progressCell(r, prog),
         h('td', null, prog.eta === null ? '–' : fmtDuration(prog.eta)),
+        metricCells(r),
         h('td', null, fmtTime(r.started_ms)),
         h('td', null, dur === null ? '–' : fmtDuration(dur)),
         r.state === 'queued' && r.waiting_for
@@ -270,7 +429,7 @@ export function jobPage(main, { args, params }) {
               h(
                 'thead',
                 null,
-                h('tr', null, ['Run', 'Variant', 'Cell', 'Rep', 'Host', 'State', 'Progress', 'ETA', 'Started', 'Duration', 'Error / waiting for'].map((c) => h('th', { scope: 'col' }, c))),
+                h('tr', null, ['Run', 'Variant', 'Cell', 'Rep', 'Host', 'State', 'Progress', 'ETA', 'IOPS', 'Bandwidth', 'clat p99', 'Started', 'Duration', 'Error / waiting for'].map((c) => h('th', { scope: 'col' }, c))),
               ),
               h('tbody', null, rows),
             ),
@@ -338,12 +497,28 @@ export function jobPage(main, { args, params }) {
             hi = Math.max(hi, x.t_end_ms);
           }
           elapsedByRun.set(r.id, hi > lo ? (hi - lo) / 1000 : 0);
+          const m = liveMetrics(recs);
+          if (m) metricsByRun.set(r.id, m);
         } catch (e) {
           if (e.name === 'AbortError') throw e;
         }
       }),
     );
-    if (running.length) renderRuns();
+    // Finished runs on screen: their result's numbers, fetched once each.
+    const finished = visible
+      .filter((r) => r.state === 'succeeded' && !(metricsByRun.get(r.id) && !metricsByRun.get(r.id).live))
+      .slice(0, MAX_PROGRESS_FETCHES);
+    await Promise.all(
+      finished.map(async (r) => {
+        try {
+          const full = await getRun(r.id, { signal });
+          if (full.result) metricsByRun.set(r.id, resultMetrics(full.result));
+        } catch (e) {
+          if (e.name === 'AbortError') throw e;
+        }
+      }),
+    );
+    if (running.length || finished.length) renderRuns();
     // Stops once the job is final (the header is re-read every 5 s, so it catches up).
     const active = !TERMINAL_STATES.has(job.state) || visible.some((r) => !TERMINAL_STATES.has(r.state));
     return active;

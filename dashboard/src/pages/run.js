@@ -6,6 +6,7 @@ import { h, replace, fmtTime, fmtDuration, fmtNum, fmtBytesRate, fmtNs, stateBad
 import { SeriesBuilder } from '../stats.js';
 import { LiveChart, COLORS } from '../charts.js';
 import { runExpectedSeconds, progressOf } from './jobs.js';
+import { exceedanceChart, Heatmap } from '../latency_views.js';
 
 const POLL_MS = 1000;
 const DIRS = ['read', 'write', 'trim'];
@@ -80,18 +81,41 @@ export function runPage(main, { args }) {
     fmt: (v) => fmtBytesRate(v),
     series: DIRS.map((d) => ({ label: d, color: COLORS[d] })),
   });
+  // Per direction, log scale: p50 solid-thin, p99 thick.
   const chartLat = new LiveChart(charts, {
     title: 'Completion latency (clat) percentiles',
     yLabel: 'latency',
+    yLog: true,
     fmt: (v) => fmtNs(v),
-    series: [
-      { label: 'p50', color: COLORS.p50 },
-      { label: 'p99', color: COLORS.p99 },
-    ],
+    series: DIRS.flatMap((d) => [
+      { label: `${d} p50`, color: COLORS[d] },
+      { label: `${d} p99`, color: COLORS[d] },
+    ]),
   });
+  const tails = h('section', { class: 'charts tails', 'aria-label': 'latency tails' });
+  main.insertBefore(tails, resultBox);
+  const heatmaps = new Map(); // dir -> Heatmap, made when the direction does I/O
+  let exChart = null;
   let job = null;
   let resultShown = false;
   let blobUrl = null;
+
+  // Links to the job's previous and next run and to the same cell and
+  // repetition in the other variants (the runs it is compared with).
+  function relatedRuns(run) {
+    if (!job || !job.runs.length) return null;
+    const i = job.runs.findIndex((r) => r.id === run.id);
+    const link = (r, label) => h('a', { href: `#/runs/${encodeURIComponent(r.id)}`, dataset: { related: label } }, label, ' ', h('code', null, r.id));
+    const out = [];
+    if (i > 0) out.push(link(job.runs[i - 1], '← previous'));
+    if (i >= 0 && i < job.runs.length - 1) out.push(link(job.runs[i + 1], 'next →'));
+    for (const r of job.runs) {
+      if (r.id !== run.id && run.variant && r.variant !== run.variant && r.cell === run.cell && r.repetition === run.repetition) {
+        out.push(link(r, `variant ${r.variant}`));
+      }
+    }
+    return out.length ? h('span', { class: 'related' }, out.map((a, k) => [k ? ' · ' : '', a])) : null;
+  }
 
   function renderHead(run, cols) {
     const expected = job ? runExpectedSeconds(job.spec, run) : null;
@@ -116,6 +140,7 @@ export function runPage(main, { args }) {
       ['Leased keys', (run.target_keys || []).length
         ? h('code', null, run.target_keys.map((t) => `${t.path}: ${t.keys.join(', ')}`).join('; '))
         : null],
+      ['Related runs', relatedRuns(run)],
       ['Samples', run.samples_incomplete
         ? h('span', { class: 'error-text' }, `incomplete: ${run.samples_note}`)
         : null],
@@ -154,6 +179,7 @@ export function runPage(main, { args }) {
       replace(resultBox, h('h2', { id: 'result-h' }, 'Result'), h('p', { class: 'muted' }, run.error ? `No result: ${run.error}` : 'No result was stored for this run.'));
       return;
     }
+    exChart = exceedanceChart(tails, run.result);
     const text = JSON.stringify(run.result, null, 2);
     blobUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
     replace(
@@ -192,12 +218,17 @@ export function runPage(main, { args }) {
     if (added || !chartIops.box.dataset.points || cols.x.length !== Number(chartIops.box.dataset.points)) {
       chartIops.setData([cols.x, cols.readIops, cols.writeIops, cols.trimIops]);
       chartBw.setData([cols.x, cols.readBw, cols.writeBw, cols.trimBw]);
-      chartLat.setData([cols.x, cols.p50, cols.p99]);
+      const pos = (a) => a.map((v) => (v > 0 ? v : null)); // log axis: no zeros
+      chartLat.setData([cols.x, ...DIRS.flatMap((d) => [pos(cols.lat[d].p50), pos(cols.lat[d].p99)])]);
       for (const [i, d] of DIRS.entries()) {
         const show = cols.activeDirs.has(d) || (d === 'read' && cols.activeDirs.size === 0);
         chartIops.plot.setSeries(i + 1, { show });
         chartBw.plot.setSeries(i + 1, { show });
+        chartLat.plot.setSeries(2 * i + 1, { show });
+        chartLat.plot.setSeries(2 * i + 2, { show });
+        if (cols.activeDirs.has(d) && !heatmaps.has(d)) heatmaps.set(d, new Heatmap(tails, d));
       }
+      for (const hm of heatmaps.values()) hm.update(recs, series.t0);
     }
     renderHead(run, cols);
     const active = !TERMINAL_STATES.has(run.state);
@@ -213,6 +244,8 @@ export function runPage(main, { args }) {
     chartIops.destroy();
     chartBw.destroy();
     chartLat.destroy();
+    for (const hm of heatmaps.values()) hm.destroy();
+    if (exChart) exChart.destroy();
     if (blobUrl) URL.revokeObjectURL(blobUrl);
   };
 }

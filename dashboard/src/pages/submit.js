@@ -1,7 +1,8 @@
 // Submit form: POST /jobs. A 400 naming a field (error.field) is shown next to
 // that field.
-import { submitJob } from '../api.js';
-import { h } from '../dom.js';
+import { submitJob, getJob } from '../api.js';
+import { h, replace, errorBox } from '../dom.js';
+import { specToForm } from '../job_actions.js';
 
 const EXAMPLE = `[global]
 ioengine=io_uring
@@ -122,7 +123,7 @@ export function buildBody(v) {
   return body;
 }
 
-export function submitPage(main) {
+export function submitPage(main, { params } = {}) {
   document.title = 'Submit a job · iofleet';
   const inputs = {};
   const errors = {};
@@ -223,4 +224,17 @@ export function submitPage(main) {
   );
   main.append(h('h1', null, 'Submit a job'), form);
   inputs.name.focus();
+  // #/submit?clone=JOB: the form filled in from that job's spec.
+  const cloneOf = params && params.get('clone');
+  if (cloneOf) {
+    const note = h('p', { class: 'muted', 'data-testid': 'clone-note' }, `Loading job ${cloneOf}…`);
+    form.before(note);
+    getJob(cloneOf)
+      .then((job) => {
+        for (const [k, v] of Object.entries(specToForm(job.spec))) if (inputs[k]) inputs[k].value = v;
+        if (job.spec.variants.length || Object.keys(job.spec.sweep).length) form.querySelector('details.advanced').open = true;
+        replace(note, 'A copy of job ', h('a', { href: `#/jobs/${encodeURIComponent(cloneOf)}` }, cloneOf), ': change what you need and submit.');
+      })
+      .catch((err) => replace(note, errorBox(err)));
+  }
 }
