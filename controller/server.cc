@@ -25,6 +25,7 @@
 #include "controller/scheduler/scheduler.h"
 #include "controller/store/sqlite_store.h"
 #ifdef IOFLEET_WITH_POSTGRESQL
+#include "controller/store/pg_leader.h"
 #include "controller/store/postgres_store.h"
 #endif
 
@@ -90,6 +91,17 @@ absl::StatusOr<std::unique_ptr<Store>> OpenPostgres(const ServerOptions& options
     std::fprintf(stderr,
                  "iofleet-controller: warning: the --store URI holds a password, which other "
                  "users can read in the process list; use a passfile (docs/postgresql.md)\n");
+  }
+  if (options.leader_epoch == 0) {
+    // Without --advertise this controller writes unfenced: never beside a
+    // highly available leader of the same store.
+    absl::StatusOr<std::optional<LeaderLease>> lease = ReadLeaderLease(options.store);
+    if (lease.ok() && lease->has_value() && (*lease)->live) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "store: ", RedactPostgresUri(options.store), " is led by the highly available "
+          "controller \"", (*lease)->holder, "\" at ", (*lease)->address, " (epoch ",
+          (*lease)->epoch, "); start this one with --advertise to join them, or stop them first"));
+    }
   }
   PostgresStoreOptions po;
   po.init = options.init;

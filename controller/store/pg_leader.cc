@@ -159,6 +159,25 @@ absl::StatusOr<LeaderLease> LeaderElector::Current() {
   return l;
 }
 
+absl::StatusOr<std::optional<LeaderLease>> ReadLeaderLease(const std::string& uri) {
+  IOFLEET_ASSIGN_OR_RETURN(PgConn c, internal::PgConnect(uri, "controller"));
+  IOFLEET_ASSIGN_OR_RETURN(PgResult t,
+                           PgExec(c.get(), "SELECT to_regclass('iofleet_leader') IS NOT NULL"));
+  if (PgText(t.get(), 0, 0) != "t") return std::nullopt;
+  IOFLEET_ASSIGN_OR_RETURN(
+      PgResult r, PgExec(c.get(),
+                         "SELECT epoch, holder, address, expires_at > clock_timestamp() "
+                         "FROM iofleet_leader WHERE id = 1"));
+  LeaderLease l;
+  if (PQntuples(r.get()) == 1) {
+    l.epoch = PgInt(r.get(), 0, 0);
+    l.holder = PgText(r.get(), 0, 1);
+    l.address = PgText(r.get(), 0, 2);
+    l.live = PgText(r.get(), 0, 3) == "t";
+  }
+  return l;
+}
+
 void LeaderElector::Resign() {
   if (epoch_ <= 0 || !EnsureConnected().ok()) return;
   PgParams p;

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -84,6 +85,12 @@ class LeaderElector {
   std::unique_ptr<Conn> conn_;
   int64_t epoch_ = 0;  // the epoch held (0 = not leader)
 };
+
+// The lease at `uri` without creating anything: nullopt when the database has
+// no lease table (never used by highly available controllers). A controller
+// started without --advertise refuses a store whose lease is live: it would
+// write beside a leader, unfenced.
+absl::StatusOr<std::optional<LeaderLease>> ReadLeaderLease(const std::string& uri);
 
 // "HOST pid N XXXXXXXX": a holder name unique to this process.
 std::string DefaultLeaderHolder();

@@ -6,7 +6,9 @@ Usage: ha_test.py --build-dir BUILD CASE...
 
 Cases (each its own ctest test, labels "faults;postgres"; SKIP, exit 77, when
 PostgreSQL is not installed, or, for netcut, without root):
-  leader_kill  the leader is killed with SIGKILL mid-run: a follower leads
+  leader_kill  a controller without --advertise is refused beside the leader
+               (it would write unfenced); the leader is killed with SIGKILL
+               mid-run: a follower leads
                within 15 s (lease TTL 4 s), the agent finds it in its
                --controller list, the run continues and finishes with every
                interval record stored exactly once, a new job is placed, and
@@ -37,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "fixtures"))
 import faults_test as ft  # noqa: E402
 from faults_test import Env, TestSkip, check, check_records, fio_job, log, wait_for  # noqa: E402
 from postgres import PostgresServer, PostgresUnavailable  # noqa: E402
-from postgres_test import use_pg_queries  # noqa: E402
+from postgres_test import run_controller, use_pg_queries  # noqa: E402
 
 TTL = "4s"
 
@@ -168,6 +170,11 @@ def case_leader_kill():
         use_pg_queries(env, pg, uri)
         ctls = start_cluster(env, pg, uri,
                              [("127.0.0.1", free_port(), free_port(), None) for _ in range(3)])
+        # A controller without --advertise would write unfenced beside the leader.
+        rc, out = run_controller([f"--store={uri}", "--grpc-listen=127.0.0.1:0",
+                                  "--http-listen=127.0.0.1:0"])
+        check(rc != 0 and "is led by the highly available controller" in out,
+              f"a plain controller beside the HA leader: exit {rc}: {out}")
         runtime = 16
         a, j, r = run_through(env, ctls, runtime)
         old = env.controller
