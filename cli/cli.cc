@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,9 +18,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/format.h"
+#include "cli/history_cmd.h"
 #include "cli/http_client.h"
 
 namespace iofleet::cli {
@@ -31,14 +34,17 @@ constexpr char kUsage[] =
     "commands:\n"
     "  submit JOBFILE [--hosts h1,h2 | --selector k=v,...] [--repeat N] [--tag k=v]...\n"
     "                 [--name NAME] [--wait [--fail-on=WHAT] [--allow-unaudited]]\n"
-    "                 [--timeout SECONDS]\n"
+    "                 [--timeout SECONDS] [--baseline tag:KEY=VALUE (with --wait)]\n"
     "  status [JOB]            jobs, or one job with its runs\n"
     "  watch JOB               live IOPS, bandwidth and p99 per run, with ETA\n"
     "  agents                  registered agents\n"
     "  runs [--job JOB]        runs (of one job)\n"
     "  result RUN [--format=json|normal]\n"
     "  cancel JOB\n"
-    "  compare JOB [--format=markdown|json|junit] [--fail-on=WHAT] [--allow-unaudited]\n"
+    "  compare JOB [JOB_B] [--format=markdown|json|junit] [--fail-on=WHAT] [--allow-unaudited]\n"
+    "                          a job's variants, or two jobs (A = JOB, B = JOB_B)\n"
+    "  history series [--AXIS=V]... | show SERIES | alerts [--state S] [--metric M]\n"
+    "          | report ALERT | triage ALERT STATE | repro ALERT [--output FILE]\n"
     "\n"
     "--controller defaults to $IOFLEET_CONTROLLER or http://127.0.0.1:7080;\n"
     "--token to $IOFLEET_TOKEN (sent as Authorization: Bearer); --ca (CA bundle that\n"
@@ -369,6 +375,35 @@ int VerdictCheck(const ApiClient& api, const std::string& id, const FailOn& fail
   return GateExit(id, *cmp, fail_on);
 }
 
+// After `submit --wait --baseline tag:K=V`: the newest comparable job tagged K=V
+// (GET /baseline, docs/history.md) as arm A, this job as arm B, gated like an A/B.
+int BaselineCheck(const ApiClient& api, const std::string& id, const std::string& baseline,
+                  const FailOn& fail_on, bool allow_unaudited) {
+  std::string tag;
+  for (unsigned char c : baseline.substr(4)) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      tag.push_back(static_cast<char>(c));
+    } else {
+      absl::StrAppendFormat(&tag, "%%%02X", c);
+    }
+  }
+  auto base = api.Get(absl::StrCat("/baseline?job=", id, "&tag=", tag));
+  if (!base.ok()) return Fail(absl::StrCat("job ", id, ": --baseline: ", base.status().message()));
+  const std::string base_id = JStr(*base, {"baseline_job_id"});
+  const std::string q = CompareQuery(allow_unaudited);
+  auto cmp = api.Get(absl::StrCat("/compare?a=", base_id, "&b=", id, q.empty() ? "" : "&",
+                                  q.empty() ? "" : q.substr(1)));
+  if (!cmp.ok()) {
+    return Fail(absl::StrCat("job ", id, ": no verdict against baseline ", base_id, ": ",
+                             cmp.status().message()));
+  }
+  const std::string headline = CompareHeadline(*cmp);
+  fprintf(stderr, "iofleet: job %s vs baseline %s (%s): %s%scompare outcome %s\n", id.c_str(),
+          base_id.c_str(), TerminalSafe(baseline).c_str(), TerminalSafe(headline).c_str(),
+          headline.empty() ? "" : "; ", TerminalSafe(JStr(*cmp, {"outcome"})).c_str());
+  return GateExit(id, *cmp, fail_on);
+}
+
 // GET of a paged list ({"KEY": [...], "next_page_token": "..."}), all pages.
 absl::StatusOr<json> GetAll(const ApiClient& api, const std::string& path, const char* key) {
   json all = json::array();
@@ -413,7 +448,8 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
                            {"timeout", true},
                            {"poll-ms", true},
                            {"fail-on", true},
-                           {"allow-unaudited", false}},
+                           {"allow-unaudited", false},
+                           {"baseline", true}},
                           &a)) {
     return Usage(*e);
   }
@@ -423,6 +459,14 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   }
   if ((a.Has("fail-on") || a.Has("allow-unaudited")) && !a.Has("wait")) {
     return Usage("flags --fail-on and --allow-unaudited need --wait");
+  }
+  if (a.Has("baseline")) {
+    if (!a.Has("wait")) return Usage("flag --baseline needs --wait");
+    const std::string b = a.Get("baseline");
+    if (b.rfind("tag:", 0) != 0 || b.find('=') == std::string::npos) {
+      return Usage(absl::StrCat("flag --baseline: \"", a.Get("baseline"),
+                                "\" is not tag:KEY=VALUE (e.g. tag:branch=v6.12)"));
+    }
   }
   if (a.positional.size() != 1) return Usage("submit: exactly one JOBFILE expected");
   if (a.Has("hosts") && a.Has("selector")) {
@@ -513,6 +557,8 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   const Outcome o = JudgeRuns(id, *job);
   fputs(SampleNotes(JArray(*job, "runs"), "iofleet: warning: ").c_str(), stderr);
   if (o.code != kExitOk) return Fail(o.reason);
+  if (a.Has("baseline")) return BaselineCheck(api, id, a.Get("baseline"), fail_on,
+                                              a.Has("allow-unaudited"));
   return VerdictCheck(api, id, fail_on, a.Has("allow-unaudited"));
 }
 
@@ -674,7 +720,9 @@ int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
                           {{"format", true}, {"fail-on", true}, {"allow-unaudited", false}}, &a)) {
     return Usage(*e);
   }
-  if (a.positional.size() != 1) return Usage("compare: exactly one JOB expected");
+  if (a.positional.size() != 1 && a.positional.size() != 2) {
+    return Usage("compare: JOB (its variants), or JOB_A JOB_B (two jobs) expected");
+  }
   const std::string fmt = a.Get("format", "markdown");
   if (fmt != "markdown" && fmt != "json" && fmt != "junit") {
     return Usage(absl::StrCat("flag --format: \"", fmt, "\" is not markdown, json or junit"));
@@ -684,11 +732,18 @@ int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
     if (auto e = ParseFailOn(a.Get("fail-on"), &fail_on)) return Usage(*e);
   }
   const bool allow = a.Has("allow-unaudited");
-  const std::string& id = a.positional[0];
+  // Two jobs: GET /compare?a=&b= (arms A and B are the jobs).
+  const bool two = a.positional.size() == 2;
+  const std::string id = two ? a.positional[0] + " vs " + a.positional[1] : a.positional[0];
+  auto path = [&](const std::string& q) {
+    return two ? absl::StrCat("/compare?a=", a.positional[0], "&b=", a.positional[1],
+                              q.empty() ? "" : "&", q.empty() ? "" : q.substr(1))
+               : absl::StrCat("/jobs/", id, "/compare", q);
+  };
   // The controller renders all three formats (?format=), each opening with the
   // usable-runs headline; the exit status needs the JSON's outcome.
   std::string content_type;
-  auto body = api.GetRaw("/jobs/" + id + "/compare" + CompareQuery(allow, fmt), &content_type);
+  auto body = api.GetRaw(path(CompareQuery(allow, fmt)), &content_type);
   if (!body.ok()) return Fail(body.status());
   json cmp;
   if (content_type.find("json") != std::string::npos) {
@@ -702,7 +757,7 @@ int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
   } else if (cmp.is_null()) {
     printf("%s", TerminalSafe(*body, /*keep_layout=*/true).c_str());
     if (!body->empty() && body->back() != '\n') printf("\n");
-    auto j = api.Get("/jobs/" + id + "/compare" + CompareQuery(allow));
+    auto j = api.Get(path(CompareQuery(allow)));
     if (!j.ok()) return Fail(j.status());
     cmp = *j;
   } else {
@@ -889,6 +944,7 @@ int CliMain(int argc, char** argv) {
   if (cmd == "result") return CmdResult(api, rest);
   if (cmd == "cancel") return CmdCancel(api, rest);
   if (cmd == "compare") return CmdCompare(api, rest);
+  if (cmd == "history") return CmdHistory(api, rest);
   return Usage(absl::StrCat("unknown command \"", cmd, "\""));
 }
 

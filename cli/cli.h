@@ -4,7 +4,8 @@
 //   submit JOBFILE [--hosts h1,h2 | --selector k=v,...] [--repeat N] [--tag k=v]...
 //          [--name NAME] [--wait [--fail-on=WHAT] [--allow-unaudited]] [--timeout SECONDS]
 //   status [JOB] | watch JOB | agents | runs [--job JOB] | result RUN [--format=json|normal]
-//   cancel JOB | compare JOB [--format=markdown|json|junit] [--fail-on=WHAT] [--allow-unaudited]
+//   cancel JOB | compare JOB [JOB_B] [--format=markdown|json|junit] [--fail-on=WHAT] [--allow-unaudited]
+//   history series|show|alerts|report|triage|repro ... (cli/history_cmd.h)
 //
 // --fail-on: regression (default), inconclusive, regression,inconclusive, none.
 // Exit codes: 0 ok; 1 the operation failed (HTTP error, a run did not succeed,

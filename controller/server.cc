@@ -28,6 +28,14 @@
 #include "controller/store/pg_leader.h"
 #include "controller/store/postgres_store.h"
 #endif
+#ifdef IOFLEET_HAVE_HISTORY
+#include "controller/history/rest_routes.h"
+#include "controller/history/worker.h"
+#else
+namespace iofleet::controller::history {
+class HistoryWorker {};  // not in this build (server.h holds a null pointer)
+}  // namespace iofleet::controller::history
+#endif
 
 namespace iofleet::controller {
 
@@ -284,6 +292,19 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
 #else
   s->rest_server_->ServeDashboard(options.dashboard_dir);
 #endif
+#ifdef IOFLEET_HAVE_HISTORY
+  {
+    Scheduler* sched = s->scheduler_.get();
+    history::WorkerOptions ho;
+    ho.clock = [sched] { return sched->NowMs(); };
+    history::InstallHistoryRoutes(*s->rest_server_, s->store_.get(), ho.params, ho.clock);
+    if (options.history_poll_ms > 0) {
+      ho.poll_interval_ms = options.history_poll_ms;
+      IOFLEET_ASSIGN_OR_RETURN(s->history_, history::HistoryWorker::Create(s->store_.get(), ho));
+      s->history_->Start();
+    }
+  }
+#endif
   IOFLEET_ASSIGN_OR_RETURN(int http_port, s->rest_server_->Start(http_hp.first, http_hp.second));
   const std::string http_host =
       http_hp.first.find(':') != std::string::npos ? absl::StrCat("[", http_hp.first, "]")
@@ -302,6 +323,7 @@ void ControllerServer::Shutdown() {
   }
   rest_server_.reset();
   grpc_server_.reset();
+  history_.reset();  // stops its thread before the store closes
   scheduler_.reset();
   store_.reset();
   if (lock_fd_ >= 0) {  // last: the store is closed, another controller may open it

@@ -30,6 +30,9 @@ class RestServer;
 namespace metrics {
 class ControllerMetrics;
 }
+namespace history {
+class HistoryWorker;
+}
 namespace grpcapi {
 class AgentServiceImpl;
 class ControllerServiceImpl;
@@ -82,6 +85,10 @@ struct ServerOptions {
   std::string http_tls_client_ca_file;
   // Request limits (--max-* flags).
   ApiLimits limits;
+  // History (docs/history.md): how often the history worker looks for finished
+  // runs to feed into series. 0 = the worker does not run (the series and
+  // alerts routes still serve what is stored). Default: 1 s.
+  uint32_t history_poll_ms = 1000;
 
   // --- High availability (controller/ha.h; PostgreSQL only). The fencing
   // epoch of the lease this controller won (0 = not HA: one controller, the
@@ -117,6 +124,7 @@ class ControllerServer {
   std::unique_ptr<metrics::ControllerMetrics> metrics_;  // outlives everything below
   std::unique_ptr<Store> store_;                         // metered (metrics/metered_store.h)
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<history::HistoryWorker> history_;  // reads the store beside the scheduler
   std::unique_ptr<grpcapi::AgentServiceImpl> agent_service_;
   std::unique_ptr<grpcapi::ControllerServiceImpl> controller_service_;
   std::unique_ptr<grpc::Server> grpc_server_;

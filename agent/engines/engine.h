@@ -81,6 +81,10 @@ struct EngineOptions {
   // mapped in user memory instead of calling io_getevents (fio ignores it
   // otherwise, and so do we). Default: false.
   bool userspace_reap = false;
+  // prio/prioclass as fio's ioprio value; io_uring sets it in every read and
+  // write SQE (an SQPOLL thread does not inherit the job thread's priority).
+  // 0 = none.
+  uint16_t ioprio = 0;
   // All slot buffers as one region (slot i at base + i * slot_size).
   void* buffer_base = nullptr;
   size_t buffer_size = 0;

@@ -179,7 +179,7 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
     d->last_comp_.assign(d->cfg_.fds.size(), std::vector<uint64_t>(d->cfg_.depth, 0));
     d->last_comp_idx_.assign(d->cfg_.fds.size(), 0);
     if (job.verify_state_load) {
-      auto st = LoadVerifyState(VerifyStateFileName(job.name, d->cfg_.thread_number - 1));
+      auto st = LoadVerifyState(d->StatePath());
       if (!st.ok()) {
         return absl::Status(st.status().code(), absl::StrCat("job \"", job.name, "\": ", st.status().message()));
       }
@@ -416,6 +416,11 @@ void DataPath::BeginVerifyPhase() {
   }
 }
 
+std::string DataPath::StatePath() const {
+  const std::string name = VerifyStateFileName(cfg_.job->name, cfg_.thread_number - 1);
+  return cfg_.state_dir.empty() ? name : absl::StrCat(cfg_.state_dir, "/", name);
+}
+
 absl::Status DataPath::SaveStateAtEnd() {
   const jobspec::JobSpec& job = *cfg_.job;
   if (verifier_ == nullptr || !job.verify_state_save || !jobspec::HasWrite(job.rw)) {
@@ -436,7 +441,7 @@ absl::Status DataPath::SaveStateAtEnd() {
       s.comps.emplace_back(f, ring[j]);
     }
   }
-  return SaveVerifyState(VerifyStateFileName(job.name, cfg_.thread_number - 1), s);
+  return SaveVerifyState(StatePath(), s);
 }
 
 }  // namespace iofleet::agent

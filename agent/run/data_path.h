@@ -75,6 +75,10 @@ class DataPath {
     std::vector<bool> regular;   // per file: a regular file (cache can be dropped)
     workload::JobSeeds seeds;
     std::optional<workload::BufferFiller> filler;  // per-write contents; none when verifying
+    // Where verify_state_save writes and verify_state_load reads the state
+    // file: "" = the current directory (fio's place, `iofleet-agent run`);
+    // under `serve`, the run's own directory (RunOptions::log_dir).
+    std::string state_dir;
   };
 
   // Whether `job` needs a DataPath: it verifies, or its writes need per-write
@@ -132,6 +136,8 @@ class DataPath {
   // The first failure's summary (for the job's error text).
   const std::string& first_failure() const { return first_failure_; }
 
+  // The verify state file: Config::state_dir / VerifyStateFileName.
+  std::string StatePath() const;
   // At the end of the job: verify_state_save. Errors are reported, not fatal.
   absl::Status SaveStateAtEnd();
 

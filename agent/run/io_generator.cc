@@ -114,6 +114,15 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   if (random_files_ && files_.size() > 1) cur_file_ = static_cast<size_t>(file_rng_.Below(files_.size()));
   files_done_ = 0;
   filled_ = filled_at_rewind_ = 0;
+  // fio's exceeds_number_ios: issued I/Os over all loops against number_ios x
+  // loops (trimwrite doubles it: trims count); time_based jobs run on.
+  ios_cap_ = UINT64_MAX;
+  if (job.number_ios != 0 && !job.time_based) {
+    uint64_t cap = 0;
+    if (__builtin_mul_overflow(job.number_ios, std::max<uint64_t>(job.loops, 1), &cap)) cap = UINT64_MAX;
+    if (trimwrite_ && cap <= UINT64_MAX / 2) cap *= 2;
+    ios_cap_ = cap;
+  }
   return absl::OkStatus();
 }
 

@@ -73,6 +73,7 @@ class IoGenerator {
   // rwmix's share (percent) of the direction other than d; 0 when not mixed.
   uint32_t OtherShare(jobspec::Ddir d) const { return rwmix_->OtherShare(d); }
   inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
+    if (filled_ >= ios_cap_) pass_left_ = 0;  // number_ios
     while (pass_left_ != 0) {
       const size_t fi = cur_file_;
       FileState& f = files_[fi];
@@ -192,6 +193,7 @@ class IoGenerator {
   workload::Rng file_rng_;     // fio's next_file_state
   size_t files_done_ = 0;
   uint64_t filled_ = 0;              // I/Os produced (progress check for Rewind)
+  uint64_t ios_cap_ = UINT64_MAX;    // number_ios x loops (x2 trimwrite); never reset
   uint64_t filled_at_rewind_ = 0;
   bool wrap_ = false;
   char* buffers_ = nullptr;

@@ -409,6 +409,10 @@ absl::Status IoLoop::Run(E& e) {
   ramp_end_ns_ = job_.ramp_time_us ? t + job_.ramp_time_us * 1000 : 0;
   const uint64_t run_start = ramp_end_ns_ ? ramp_end_ns_ : t;
   runtime_end_ns_ = job_.runtime_us ? run_start + job_.runtime_us * 1000 : 0;
+  // ResetStats above planned the first tick without the ramp: the ramp's end
+  // is a tick of its own (else it waited for the first 500 ms sample, and a
+  // 200 ms ramp with a 300 ms runtime measured nothing).
+  if (ramp_end_ns_ != 0) next_tick_ns_ = std::min(next_tick_ns_, ramp_end_ns_);
   fsync_every_ = job_.fsync;
   free_.clear();
   for (auto& s : slots_) free_.push_back(&s);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 
@@ -172,6 +173,7 @@ absl::StatusOr<std::unique_ptr<LogWriter>> LogWriter::Create(const std::vector<C
       f->log_max = job.log_max_value;
       f->log_offset = job.log_offset;
       f->log_prio = job.log_prio;
+      f->ioprio = static_cast<uint16_t>(job.IoprioValue());
       f->binary = job.log_store_compressed && !text_only;
       f->epoch_offset_ms = &w->logs_[i]->epoch_offset_ms_;
       // per_job_logs=0: every clone appends to one file at the end (fio writes
@@ -249,6 +251,9 @@ void LogWriter::Loop() {
 void LogWriter::Line(File& f, uint64_t t_ms, uint64_t value, int ddir, uint64_t bs,
                      uint64_t offset) {
   t_ms += f.epoch_offset_ms->load(std::memory_order_relaxed);
+  // fio: a per-I/O line carries the I/O's priority (prio/prioclass), a
+  // windowed one 0; without log_prio the column says whether it is RT (class 1).
+  const uint16_t prio = f.avg_msec == 0 ? f.ioprio : 0;
   if (f.binary) {
     PackedSample s{};
     s.time = t_ms;
@@ -256,11 +261,11 @@ void LogWriter::Line(File& f, uint64_t t_ms, uint64_t value, int ddir, uint64_t 
     s.ddir = static_cast<uint32_t>(ddir) | (f.log_offset ? kSampleOffsetBit : 0) |
              (f.log_prio ? kSamplePrioBit : 0);
     s.bs = bs;
+    s.priority = prio;
     f.pending.append(reinterpret_cast<const char*>(&s), sizeof(s));
     if (f.log_offset) f.pending.append(reinterpret_cast<const char*>(&offset), sizeof(offset));
   } else {
-    // fio's flush_samples: "time, value, ddir, bs[, offset], prio"; iofleet has
-    // no I/O priorities, so prio is 0 ("0x0000" with log_prio).
+    // fio's flush_samples: "time, value, ddir, bs[, offset], prio".
     std::string& o = f.pending;
     AppendU64(o, t_ms);
     o += ", ";
@@ -273,7 +278,13 @@ void LogWriter::Line(File& f, uint64_t t_ms, uint64_t value, int ddir, uint64_t 
       o += ", ";
       AppendU64(o, offset);
     }
-    o += f.log_prio ? ", 0x0000\n" : ", 0\n";
+    if (f.log_prio) {
+      char hex[16];
+      std::snprintf(hex, sizeof(hex), ", 0x%04x\n", prio);
+      o += hex;
+    } else {
+      o += (prio >> 13) == 1 ? ", 1\n" : ", 0\n";
+    }
   }
   if (f.pending.size() >= kFlushBytes) Flush(f, false);
 }

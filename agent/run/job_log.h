@@ -186,6 +186,7 @@ class LogWriter {
     bool log_max = false;
     bool log_offset = false;
     bool log_prio = false;
+    uint16_t ioprio = 0;  // the job's prio/prioclass value (per-I/O lines carry it)
     bool binary = false;  // log_store_compressed: fio's .log.fz
     std::string pending;  // text (or binary samples) not yet written
     std::vector<char> zbuf;

@@ -306,7 +306,9 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
         c.files.push_back(tf);
         total += region;
         plan.map_blocks[ji] += MapBlocks(job, region, min_bs);
-        if (!EngineDoesNoIo(job) && !facts.is_block) {
+        // create_on_open: no layout; the job's open() creates the file (fio
+        // neither extends nor pre-writes it, filesetup.c).
+        if (!EngineDoesNoIo(job) && !facts.is_block && !job.create_on_open) {
           const uint64_t need = start + region;
           auto [it, inserted] = plan.layout.try_emplace(name);
           LayoutEntry& entry = it->second;
@@ -634,7 +636,10 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
     auto w = LogWriter::Create(lc, options.log_dir);
     if (!w.ok()) return w.status();
     logs = std::move(*w);
-    for (size_t i = 0; i < plan.clones.size(); ++i) plan.clones[i].log = logs->log(i);
+    for (size_t i = 0; i < plan.clones.size(); ++i) {
+      plan.clones[i].log = logs->log(i);
+      plan.clones[i].state_dir = options.log_dir;  // verify_state_save/load
+    }
   }
   const bool streaming = static_cast<bool>(options.on_interval);
   std::vector<std::unique_ptr<Worker>> workers;

@@ -37,6 +37,7 @@ struct RunOptions {
   std::optional<HostResources> host;
   // Where relative log file names (write_bw_log=NAME & co) go; "" = the
   // current directory. Log files must lie under it or under allow_paths.
+  // Verify state files (verify_state_save / verify_state_load) go there too.
   std::string log_dir;
 };
 

@@ -73,6 +73,14 @@ absl::Status Worker::Prepare() {
     if (!s.ok()) return absl::Status(s.code(), JobPrefix(job) + std::string(s.message()));
   }
 
+  // prio / prioclass: this thread's I/O priority, before the engine starts
+  // (fio's backend.c does it before td_io_init).
+  if (job.ioprio_set) {
+    if (syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, static_cast<int>(job.IoprioValue())) != 0) {
+      return IoError(JobPrefix(job) + "ioprio_set",
+                     absl::StrCat("prioclass=", job.prioclass, " prio=", job.prio), errno);
+    }
+  }
   auto engine = CreateEngine(job.ioengine);
   if (!engine.ok()) return engine.status();
   engine_ = std::move(*engine);
@@ -89,7 +97,8 @@ absl::Status Worker::Prepare() {
       // Passthrough (io_uring_cmd) bypasses the page cache by itself; a char
       // device refuses O_DIRECT.
       if (job.direct && (engine_->Capabilities() & kCapPassthrough) == 0) flags |= O_DIRECT;
-      fd = ::open(tf.path.c_str(), flags);
+      if (job.create_on_open && job.allow_file_create && !tf.is_block_device) flags |= O_CREAT;
+      fd = ::open(tf.path.c_str(), flags, 0644);
       if (fd < 0) {
         return IoError(absl::StrCat(JobPrefix(job), "open", job.direct ? " O_DIRECT" : ""),
                        tf.path, errno);
@@ -177,6 +186,7 @@ absl::Status Worker::Prepare() {
   eo.sqthread_poll_cpu = job.sqthread_poll_cpu;
   eo.poll_reap = job.iodepth_batch_complete_min == 0;
   eo.userspace_reap = job.userspace_reap;
+  eo.ioprio = static_cast<uint16_t>(job.IoprioValue());
   eo.buffer_base = buffers_;
   eo.buffer_size = buffers_size_;
   eo.slot_size = slot_size_;
@@ -198,6 +208,7 @@ absl::Status Worker::Prepare() {
     }
     dc.fds = fds_;
     dc.seeds = *seeds;
+    dc.state_dir = spec_.state_dir;
     if (job.verify == jobspec::VerifyType::kNone) dc.filler = std::move(filler);
     auto d = DataPath::Create(std::move(dc), gen_);
     if (!d.ok()) return d.status();
@@ -233,7 +244,7 @@ void Worker::Run() {
   rusage ru0{};
   getrusage(RUSAGE_THREAD, &ru0);
   const uint64_t wall_start_ms = Clock::RealtimeMs();
-  if (job.startdelay_us != 0 || job.startdelay_high_us != 0) {
+  if (!job.create_only && (job.startdelay_us != 0 || job.startdelay_high_us != 0)) {
     uint64_t delay = job.startdelay_us;
     if (job.startdelay_high_us > job.startdelay_us) {
       std::mt19937_64 rng(job.randseed + static_cast<uint64_t>(spec_.thread_number));
@@ -246,7 +257,9 @@ void Worker::Run() {
       usleep(static_cast<useconds_t>(std::min<uint64_t>(100000, (until - Clock::MonotonicNs()) / 1000 + 1)));
     }
   }
-  absl::Status s = engine_->Drive(*loop_);
+  // create_only: the files are laid out (before any job starts) and the job is
+  // done without I/O, as fio's td->done after setup_files.
+  absl::Status s = job.create_only ? absl::OkStatus() : engine_->Drive(*loop_);
   cpus_seen_mask_ = loop_->cpus_seen_mask();
   rusage ru1{};
   getrusage(RUSAGE_THREAD, &ru1);

@@ -41,6 +41,7 @@ struct CloneSpec {
   SteadyStateGroup* steady_state = nullptr;    // steadystate_duration set
   int ss_member = 0;                           // this clone's index in that group
   JobLog* log = nullptr;           // the clone's log stream (job_log.h); nullptr = no logs
+  std::string state_dir;           // verify state files (RunOptions::log_dir); "" = cwd
 };
 
 class Worker {

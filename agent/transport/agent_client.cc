@@ -75,11 +75,17 @@ std::string StatusText(const grpc::Status& s) {
 }
 
 // The run's log directory, <log_dir>/<run_id>, made when a job of the run
-// writes a log (nothing is made otherwise; *out stays "").
+// writes a log or a verify state file (nothing is made otherwise; *out stays "").
 absl::Status RunLogDir(const std::string& log_dir, const jobspec::JobList& list,
                        const std::string& run_id, std::string* out) {
   bool any = false;
-  for (const jobspec::JobSpec& job : list.jobs) any = any || LogPlan::For(job).Any();
+  for (const jobspec::JobSpec& job : list.jobs) {
+    // A verifying job's state file (verify_state_save, on by default) goes
+    // there too, not into the agent's working directory.
+    const bool state = job.verify != jobspec::VerifyType::kNone &&
+                       (job.verify_state_save || job.verify_state_load);
+    any = any || LogPlan::For(job).Any() || state;
+  }
   if (!any) return absl::OkStatus();
   if (run_id.empty() || run_id.find('/') != std::string::npos || run_id[0] == '.') {
     return absl::InvalidArgumentError(

@@ -47,12 +47,21 @@ absl::Status NumaPolicyCheck(const std::string& v);
 // A size, a time or a float (fio's ':' lists), each as fio reads it.
 absl::StatusOr<double> FloatImpl(const std::string& raw);
 
-// "lo-hi" or "lo:hi" (swapped if reversed) or a single value.
+// A size as one end of fio's range options (FIO_OPT_RANGE, e.g. bsrange): fio
+// reads the number and its unit letters and ignores whatever follows them when
+// that starts with a character that is neither a letter nor '%', so
+// "512/25" is 512 and "1k:25:2k" is 1k (fio's t/jobs/t0023.fio writes a bssplit
+// into bsrange and fio runs it as bsrange=512-1k). Anything else is SizeImpl's.
+absl::StatusOr<uint64_t> RangeSizeImpl(const std::string& raw, uint32_t kb_base);
+
+// "lo-hi" or "lo:hi" (swapped if reversed) or a single value. Like fio's
+// FIO_OPT_RANGE, the first '-' separates before any ':', and the text after the
+// separator is the high end in full (a RangeSizeImpl parser drops what fio drops).
 template <typename ParseOne>
 absl::Status ParseRange(const std::string& v, ParseOne parse, uint64_t* lo, uint64_t* hi) {
   const std::string s = Trim(v);
-  size_t sep = FindTopLevel(s, ':');
-  if (sep == std::string::npos) sep = FindTopLevel(s, '-', 1);
+  size_t sep = FindTopLevel(s, '-', 1);
+  if (sep == std::string::npos) sep = FindTopLevel(s, ':');
   if (sep == std::string::npos) {
     auto x = parse(s);
     if (!x.ok()) return x.status();

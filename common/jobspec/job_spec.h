@@ -128,6 +128,15 @@ struct JobSpec {
   uint32_t iodepth_low = 1;                // normalised: 1..iodepth
   uint32_t numjobs = 1;                    // 0 parses (as in fio); CheckRunnable refuses it
   bool thread = false;
+  // prio / prioclass (fio's ioprio options): when either is set, the job's
+  // thread calls ioprio_set(IOPRIO_WHO_PROCESS, 0, IoprioValue()) before its
+  // engine starts, and io_uring puts the value in every read/write SQE (its
+  // SQPOLL thread does not inherit it), as fio 3.33 does. Class 0 means BE.
+  uint32_t prio = 0;        // 0 (highest) .. 7
+  uint32_t prioclass = 0;   // 0 (none: BE) .. 3 (idle)
+  bool ioprio_set = false;  // prio or prioclass given
+  // fio's ioprio_value(): (class << 13) | level, class 0 -> BE (2); 0 = unset.
+  uint32_t IoprioValue() const { return ioprio_set ? ((prioclass ? prioclass : 2u) << 13) | prio : 0; }
   bool group_reporting = false;
   bool new_group = false;
   bool stonewall = false;
@@ -150,6 +159,10 @@ struct JobSpec {
   uint64_t startdelay_us = 0;      // low end of the range
   uint64_t startdelay_high_us = 0; // high end (== low when not a range)
   uint64_t loops = 1;
+  // number_ios: a job that is not time_based stops once it has issued this
+  // many I/Os times loops (twice that for trimwrite, whose trims count too), as
+  // fio's exceeds_number_ios; 0 = no limit.
+  uint64_t number_ios = 0;
   RandomGenerator random_generator = RandomGenerator::kTausworthe;
   bool random_generator_set = false;  // explicit; else auto-switch to 64-bit on big files
   bool randrepeat = true;

@@ -243,6 +243,24 @@ std::optional<CheckFailure> CheckSizePct(const OptionRow&, const JobSpec& j) {
   return std::nullopt;
 }
 
+// prio, prioclass: fio's IOPRIO_MIN/MAX bounds (0-7, 0-3); either one set turns
+// the job's ioprio_set() on.
+template <uint32_t JobSpec::*F>
+absl::Status ApplyIoprio(const OptionRow& row, Builder& b, const OptCtx& c) {
+  auto v = UintValue(row, c.value, b.spec.kb_base);
+  if (!v.ok()) return v.status();
+  b.spec.*F = static_cast<uint32_t>(*v);
+  b.spec.ioprio_set = true;
+  return absl::OkStatus();
+}
+
+absl::Status ApplyNumberIos(const OptionRow& row, Builder& b, const OptCtx& c) {
+  auto v = UintValue(row, c.value, b.spec.kb_base);
+  if (!v.ok()) return v.status();
+  b.spec.number_ios = *v;
+  return absl::OkStatus();
+}
+
 absl::Status ApplyFilesize(const OptionRow&, Builder& b, const OptCtx& c) {
   const uint32_t kb = b.spec.kb_base;
   uint64_t lo = 0, hi = 0;
@@ -461,7 +479,8 @@ absl::Status ApplyBsrange(const OptionRow&, Builder& b, const OptCtx& c) {
   for (int d = 0; d < kNumDdirs; ++d) {
     if (!(*pieces)[d]) continue;
     auto st = internal::ParseRange(
-        *(*pieces)[d], [kb](const std::string& s) { return SizeImpl(s, kb); }, &lo[d], &hi[d]);
+        *(*pieces)[d], [kb](const std::string& s) { return internal::RangeSizeImpl(s, kb); }, &lo[d],
+        &hi[d]);
     if (!st.ok()) return st;
     if (lo[d] == 0) return Tail("must be > 0");
   }
@@ -1428,13 +1447,11 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kFiles, .status = S::kRefused, .reason = "skipping the fsync after laying out files (create_fsync=0) is not implemented yet",
    .example = "0"},
   {.name = "create_on_open", .type = T::kBool, .def = "0", .help = "Create files when they are opened for IO (no layout before the job)",
-   .category = C::kFiles, .status = S::kRefused,
-   .reason = "creating files at open instead of laying them out first (create_on_open) is not implemented yet",
-   .example = "1"},
+   .category = C::kFiles, .example = "1", .apply = SetBool<&JobSpec::create_on_open>,
+   .render = IOFLEET_RENDER_BOOL(create_on_open, "create_on_open")},
   {.name = "create_only", .type = T::kBool, .def = "0", .help = "Only perform file creation phase",
-   .category = C::kFiles, .status = S::kRefused,
-   .reason = "stopping after the file layout (create_only) is not implemented yet",
-   .example = "1"},
+   .category = C::kFiles, .example = "1", .apply = SetBool<&JobSpec::create_only>,
+   .render = IOFLEET_RENDER_BOOL(create_only, "create_only")},
   {.name = "allow_file_create", .type = T::kBool, .def = "1", .help = "Permit fio to create files, if they don't exist",
    .category = C::kFiles, .example = "0", .apply = SetBool<&JobSpec::allow_file_create>,
    .render = IOFLEET_RENDER_BOOL(allow_file_create, "allow_file_create")},
@@ -1518,7 +1535,10 @@ std::vector<OptionRow> MakeTable() {
    .render = [](const JobSpec& j, const Builder& t, Options* o) { RenderSizePct<kIoSizeFields>(j, t, o, "io_size"); },
    .check = CheckSizePct<kIoSizeFields>},
   {.name = "number_ios", .type = T::kInt, .def = "0", .help = "Force job completion after this number of IOs",
-   .category = C::kIo, .status = S::kRefused, .reason = "stopping after N I/Os (number_ios) is not implemented yet", .example = "1000"},
+   .category = C::kIo, .example = "1000", .apply = ApplyNumberIos,
+   .render = [](const JobSpec& j, const Builder& t, Options* out) {
+     if (j.number_ios != t.spec.number_ios) out->emplace_back("number_ios", U(j.number_ios));
+   }},
   {.name = "io_submit_mode", .type = T::kChoice, .def = "inline",
    .help = "How IO submissions and completions are done (inline, offload: submission paced "
            "independently of completions, in the job's own thread)",
@@ -1659,10 +1679,18 @@ std::vector<OptionRow> MakeTable() {
    .render = IOFLEET_RENDER_STRING(numa_mem_policy, "numa_mem_policy"), .check = CheckNumaMemPolicy},
   {.name = "nice", .type = T::kInt, .def = "0", .help = "Set job CPU nice value",
    .category = C::kProcess, .status = S::kRefused, .reason = "CPU nice values (nice) are not implemented yet", .example = "5"},
-  {.name = "prio", .type = T::kInt, .help = "Set job IO priority value",
-   .category = C::kProcess, .status = S::kRefused, .reason = "I/O priorities (prio) are not implemented yet", .example = "4"},
-  {.name = "prioclass", .type = T::kInt, .help = "Set job IO priority class",
-   .category = C::kProcess, .status = S::kRefused, .reason = "I/O priority classes (prioclass) are not implemented yet", .example = "1"},
+  {.name = "prio", .type = T::kInt, .max = 7, .help = "Set job IO priority value",
+   .category = C::kProcess, .example = "4", .apply = ApplyIoprio<&JobSpec::prio>,
+   .render = [](const JobSpec& j, const Builder& t, Options* out) {
+     if (j.ioprio_set && (j.prio != t.spec.prio || !t.spec.ioprio_set)) out->emplace_back("prio", U(j.prio));
+   }},
+  {.name = "prioclass", .type = T::kInt, .max = 3, .help = "Set job IO priority class",
+   .category = C::kProcess, .example = "1", .apply = ApplyIoprio<&JobSpec::prioclass>,
+   .render = [](const JobSpec& j, const Builder& t, Options* out) {
+     if (j.ioprio_set && (j.prioclass != t.spec.prioclass || !t.spec.ioprio_set)) {
+       out->emplace_back("prioclass", U(j.prioclass));
+     }
+   }},
   {.name = "cgroup", .type = T::kString, .help = "Add job to cgroup of this name",
    .category = C::kProcess, .status = S::kRefused, .reason = "running jobs in a cgroup (cgroup) is not implemented yet", .example = "fio"},
   {.name = "cgroup_nodelete", .type = T::kBool, .def = "0", .help = "Do not delete cgroups after job completion",
@@ -2088,8 +2116,8 @@ std::vector<OptionRow> MakeTable() {
    .example = "4k/50"},
   {.name = "nonvectored", .type = T::kInt, .def = "-1", .help = "Use non-vectored read/write commands",
    .category = C::kEngine, .engines = "io_uring io_uring_cmd", .status = S::kRefused,
-   .reason = "choosing vectored or non-vectored io_uring commands (nonvectored) is not implemented yet; iofleet uses non-vectored commands",
-   .example = "0"},
+   .reason = "vectored io_uring commands (nonvectored=0: IORING_OP_READV/WRITEV, NVME_URING_CMD_IO_VEC) are not implemented yet; iofleet always issues non-vectored commands, which is what fio's default (-1, probed) picks on kernels with IORING_OP_READ and what nonvectored=1 asks for",
+   .noop_values = "1", .example = "0"},
   {.name = "uncached", .type = T::kInt, .def = "0", .help = "Use RWF_UNCACHED for buffered read/writes",
    .category = C::kEngine, .engines = "io_uring io_uring_cmd pvsync2", .status = S::kRefused,
    .reason = "RWF_UNCACHED (uncached) is not implemented yet", .example = "1"},

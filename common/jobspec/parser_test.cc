@@ -603,6 +603,22 @@ TEST(BsTest, Bsrange) {
   ExpectOptionError("bsrange=4k-8q", "bsrange", "4k-8q");
 }
 
+// fio's t/jobs/t0023.fio writes a bssplit into bsrange; fio 3.33 runs it as
+// "bs=(R) 512B-1024B, (W) 512B-1024B, (T) 512B-1024B": the range splits at the
+// first ':' and each end keeps its number and unit, dropping what follows.
+TEST(BsTest, BsrangeReadsAnEndAsFioDoes) {
+  JobSpec j = MustParseJob("bsrange=512/25:1k:25:2k:25:4k/25");
+  for (int d = 0; d < kNumDdirs; ++d) {
+    EXPECT_EQ(j.bs_min[d], 512u);
+    EXPECT_EQ(j.bs_max[d], 1 * KiB);
+  }
+  j = MustParseJob("bsrange=1k:2k-4k");  // '-' separates first, as in fio
+  EXPECT_EQ(j.bs_min[kRead], 1 * KiB);
+  EXPECT_EQ(j.bs_max[kRead], 4 * KiB);
+  ExpectOptionError("bsrange=4k-8kq", "bsrange", "4k-8kq");
+  ExpectOptionError("bsrange=/25-4k", "bsrange", "/25-4k");
+}
+
 TEST(BsTest, BssplitFillInAndSort) {
   JobSpec j = MustParseJob("bssplit=4k/10:64k/50:32k/40");
   ASSERT_EQ(j.bssplit[kRead].size(), 3u);

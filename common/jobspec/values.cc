@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cctype>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -169,6 +170,29 @@ absl::StatusOr<uint64_t> SizeImpl(const std::string& raw, uint32_t kb_base) {
   auto mult = SizeMultiplier(suffix, kb_base);
   if (!mult) return Tail(absl::StrFormat("has an unknown size suffix \"%s\"", suffix));
   return MulChecked(v, *mult);
+}
+
+absl::StatusOr<uint64_t> RangeSizeImpl(const std::string& raw, uint32_t kb_base) {
+  const std::string s = Trim(raw);
+  if (s.empty() || s[0] == '(') return SizeImpl(s, kb_base);
+  size_t i = (s[0] == '+') ? 1 : 0;
+  if (s.size() > i + 2 && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X')) {
+    i += 2;
+    while (i < s.size() && isxdigit(static_cast<unsigned char>(s[i]))) ++i;
+  } else {
+    while (i < s.size() && isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  }
+  size_t j = i;
+  while (j < s.size() && (isalpha(static_cast<unsigned char>(s[j])) || s[j] == '%')) ++j;
+  // Text after the number that fio's get_mult_bytes ignores: it starts with
+  // neither a letter nor '%' (e.g. "/25", ":25:2k").
+  if (j == i && j < s.size() && !isspace(static_cast<unsigned char>(s[j]))) {
+    return SizeImpl(s.substr(0, i), kb_base);
+  }
+  if (j > i && j < s.size() && !isalnum(static_cast<unsigned char>(s[j]))) {
+    return SizeImpl(s.substr(0, j), kb_base);
+  }
+  return SizeImpl(s, kb_base);
 }
 
 absl::StatusOr<SizeOrPercent> SizeOrPercentImpl(const std::string& raw, uint32_t kb_base) {

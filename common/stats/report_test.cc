@@ -446,6 +446,40 @@ TEST(FioNormalTest, GroupOfFourAndErrors) {
   EXPECT_THAT(text, HasSubstr("\n    clat percentiles (nsec):\n"));
 }
 
+// The lines fio 3.33 prints for steadystate and continue_on_error, e.g.
+//   fio --ioengine=null --rw=randread --time_based --runtime=4s --ss=iops_slope:20% --ss_dur=2s
+//   "  steadystate  : attained=yes, bw=3828MiB/s (3919MB/s), iops=980k, iops slope=-0.330%"
+//   fio --rw=read --size=64k --continue_on_error=all
+//   "     errors    : total=0, first_error=0/<Success>"
+TEST(FioNormalTest, SteadyStateAndErrorsLines) {
+  JobStats js = MakeJob("ss", 0, 1, 3, 262144, 1000, 200000);
+  js.steadystate.enabled = true;
+  js.steadystate.attained = true;
+  js.steadystate.ss = "iops_slope:20.000000%";
+  js.steadystate.iops = true;
+  js.steadystate.slope = true;
+  js.steadystate.pct = true;
+  js.steadystate.criterion = -0.33;
+  js.steadystate.bw_mean = 3919400ull * 1024;  // bytes/s (3827.5 MiB: fio rounds up)
+  js.steadystate.iops_mean = 980000;
+  js.continue_on_error = 7u;
+  std::string text = FioNormal(Header(), ApplyGroupReporting({js}));
+  EXPECT_THAT(text, HasSubstr("\n  steadystate  : attained=yes, bw=3828MiB/s (3919MB/s), iops=980k, "
+                              "iops slope=-0.330%\n"));
+  EXPECT_THAT(text, HasSubstr("\n     errors    : total=0, first_error=0/<Success>\n"));
+  js.steadystate.ss = "bw:10.000000";
+  js.steadystate.attained = false;
+  js.steadystate.pct = false;
+  js.steadystate.criterion = 12.5;
+  js.steadystate.bw_mean = 12ull * 1024;
+  js.steadystate.iops_mean = 3;
+  js.continue_on_error = 0;
+  text = FioNormal(Header(), ApplyGroupReporting({js}));
+  EXPECT_THAT(text, HasSubstr("\n  steadystate  : attained=no, bw=12KiB/s (12kB/s), iops=3, "
+                              "bw mean dev=12.500\n"));
+  EXPECT_THAT(text, Not(HasSubstr("errors    :")));
+}
+
 TEST(FioNormalTest, SkipsIdleJobs) {
   JobStats idle;
   idle.jobname = "idle";

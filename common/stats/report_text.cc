@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -109,6 +110,19 @@ struct JobView {
   std::array<double, kLatBucketsMs> lat_ms{};
   uint64_t latency_depth = 0, latency_target = 0, latency_window = 0;
   double latency_percentile = 100.0;
+  // continue_on_error: fio's JSON has total_err/first_error only then.
+  bool has_errors = false;
+  uint64_t total_err = 0;
+  int first_error = 0;
+  // The "steadystate" block (steadystate_duration set).
+  bool ss = false;
+  bool ss_attained = false;
+  std::string ss_metric = "iops";  // iops, bw (fio) or lat (iofleet)
+  bool ss_slope = true;
+  bool ss_pct = true;
+  double ss_criterion = 0;
+  uint64_t ss_bw_mean = 0;  // bytes/s
+  uint64_t ss_iops_mean = 0;
 };
 
 struct DiskView {
@@ -247,6 +261,24 @@ absl::StatusOr<DocView> ReadDoc(const json& doc) {
     jv.latency_target = U64(j, "latency_target");
     jv.latency_window = U64(j, "latency_window");
     jv.latency_percentile = Dbl(j, "latency_percentile", 100.0);
+    if (Child(j, "total_err") != nullptr) {
+      jv.has_errors = true;
+      jv.total_err = U64(j, "total_err");
+      jv.first_error = static_cast<int>(I64(j, "first_error"));
+    }
+    if (const json* ss = Child(j, "steadystate"); ss != nullptr && ss->is_object()) {
+      jv.ss = true;
+      jv.ss_attained = U64(ss, "attained") != 0;
+      const std::string what = Str(ss, "ss");  // "iops_slope:0.010000%"
+      const std::string metric = what.substr(0, what.find_first_of("_:"));
+      if (!metric.empty()) jv.ss_metric = metric;
+      jv.ss_slope = what.find("_slope") != std::string::npos;
+      const std::string crit = Str(ss, "criterion");  // "-0.330000%"
+      jv.ss_pct = !crit.empty() && crit.back() == '%';
+      (void)absl::SimpleAtod(jv.ss_pct ? crit.substr(0, crit.size() - 1) : crit, &jv.ss_criterion);
+      jv.ss_bw_mean = U64(Child(ss, "data"), "bw_mean");
+      jv.ss_iops_mean = U64(Child(ss, "data"), "iops_mean");
+    }
     v.jobs.push_back(std::move(jv));
   }
   if (const json* disks = Child(&doc, "disk_util"); disks != nullptr && disks->is_array()) {
@@ -327,14 +359,16 @@ int Digits(uint64_t v) {
 }
 
 // fio's num2str(): at most `maxlen` digits (the '.' counts), scaled by
-// 1000 (SI) or 1024 (IEC) with the carry rounding fio applies.
-std::string Num2Str(uint64_t num, int maxlen, bool pow2, const char* unit) {
+// 1000 (SI) or 1024 (IEC) with the carry rounding fio applies. `first_prefix`:
+// the prefix `num` already counts in (fio's base argument: 1 for a value in
+// KiB, which fio prints with "k" for SI as well).
+std::string Num2Str(uint64_t num, int maxlen, bool pow2, const char* unit, int first_prefix = 0) {
   static constexpr const char* kSi[] = {"", "k", "M", "G", "T", "P", "E"};
   static constexpr const char* kIec[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
   constexpr int kPrefixes = 7;
   const char* const* prefix = pow2 ? kIec : kSi;
   const uint64_t thousand = pow2 ? 1024 : 1000;
-  int post = 0;
+  int post = first_prefix;
   bool scaled = false;
   uint64_t remainder = 0;
   while (post < kPrefixes && Digits(num) > maxlen) {
@@ -574,11 +608,29 @@ void ShowJobNormal(std::string& out, const JobView& j, const std::string& time_t
           static_cast<unsigned long long>(j.dir[0].drop_ios),
           static_cast<unsigned long long>(j.dir[1].drop_ios),
           static_cast<unsigned long long>(j.dir[2].drop_ios));
+  // fio prints it whenever continue_on_error is set (verify errors included).
+  if (j.has_errors) {
+    Appendf(out, "     errors    : total=%llu, first_error=%d/<%s>\n",
+            static_cast<unsigned long long>(j.total_err), j.first_error, std::strerror(j.first_error));
+  }
   if (j.latency_depth != 0) {
     Appendf(out, "     latency   : target=%llu, window=%llu, percentile=%.2f%%, depth=%llu\n",
             static_cast<unsigned long long>(j.latency_target),
             static_cast<unsigned long long>(j.latency_window), j.latency_percentile,
             static_cast<unsigned long long>(j.latency_depth));
+  }
+  // fio's show_ss_normal: the window's mean bw (in KiB, printed from the "k"
+  // prefix on, so the SI figure is the KiB count in kB) and IOPS, the
+  // criterion and its measured value.
+  if (j.ss) {
+    const uint64_t kb = j.kb_base != 0 ? j.kb_base : 1024;
+    const bool i2p = IsPow2(kb);
+    const uint64_t bw_kb = j.ss_bw_mean / kb;
+    Appendf(out, "  steadystate  : attained=%s, bw=%s (%s), iops=%s, %s%s=%.3f%s\n",
+            j.ss_attained ? "yes" : "no", Num2Str(bw_kb, 4, i2p, "B/s", 1).c_str(),
+            Num2Str(bw_kb, 4, !i2p, "B/s", 1).c_str(), Num2Str(j.ss_iops_mean, 4, false, "").c_str(),
+            j.ss_metric.c_str(), j.ss_slope ? " slope" : " mean dev", j.ss_criterion,
+            j.ss_pct ? "%" : "");
   }
 }
 

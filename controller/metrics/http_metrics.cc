@@ -13,8 +13,10 @@ namespace {
 
 // Collections under /api/v1 whose second segment is an id, and the actions
 // that may follow the id.
-constexpr absl::string_view kCollections[] = {"jobs", "runs", "agents", "compare"};
-constexpr absl::string_view kActions[] = {"cancel", "compare", "samples", "watch", "results"};
+constexpr absl::string_view kCollections[] = {"jobs",   "runs",   "agents",  "compare",
+                                              "series", "alerts", "baseline"};
+constexpr absl::string_view kActions[] = {"cancel", "compare", "samples", "watch",
+                                          "results", "state",  "repro"};
 
 bool OneOf(absl::string_view s, const absl::string_view* begin, const absl::string_view* end) {
   for (const absl::string_view* p = begin; p != end; ++p) {

@@ -59,6 +59,18 @@ class MeteredStore final : public Store {
   }
 
   absl::Status Flush() override { return inner_->Flush(); }
+  absl::StatusOr<std::vector<SeriesRow>> ListSeries() override { return inner_->ListSeries(); }
+  absl::StatusOr<SeriesRow> GetSeries(const std::string& key) override {
+    return inner_->GetSeries(key);
+  }
+  absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPoints(const std::string& key) override {
+    return inner_->ListSeriesPoints(key);
+  }
+  absl::StatusOr<std::vector<AlertRow>> ListAlerts() override { return inner_->ListAlerts(); }
+  absl::StatusOr<AlertRow> GetAlert(const std::string& id) override {
+    return inner_->GetAlert(id);
+  }
+  absl::StatusOr<int64_t> HistoryCursor() override { return inner_->HistoryCursor(); }
   absl::StatusOr<std::vector<AgentRow>> ListAgents() override { return inner_->ListAgents(); }
   absl::StatusOr<JobRow> GetJob(const std::string& id) override { return inner_->GetJob(id); }
   absl::StatusOr<std::vector<JobRow>> ListJobs(int64_t after_seq, int limit) override {

@@ -122,6 +122,10 @@ TEST(RouteTemplate, ReplacesIdsAndBoundsTheRest) {
   EXPECT_EQ(RouteTemplate("/api/v1/runs/j1-1/samples"), "/api/v1/runs/{id}/samples");
   EXPECT_EQ(RouteTemplate("/api/v1/runs/j1-1/whatever"), "other");
   EXPECT_EQ(RouteTemplate("/api/v1/secrets/x"), "other");
+  EXPECT_EQ(RouteTemplate("/api/v1/series/0123abcd"), "/api/v1/series/{id}");
+  EXPECT_EQ(RouteTemplate("/api/v1/alerts/0123abcd/state"), "/api/v1/alerts/{id}/state");
+  EXPECT_EQ(RouteTemplate("/api/v1/alerts/0123abcd/repro"), "/api/v1/alerts/{id}/repro");
+  EXPECT_EQ(RouteTemplate("/api/v1/baseline"), "/api/v1/baseline");
   EXPECT_EQ(RouteTemplate("/../../etc/passwd"), "other");
   EXPECT_EQ(RouteTemplate("/api/v1/jobs/a/b/c/d"), "other");
 }

@@ -21,6 +21,8 @@
 namespace iofleet::controller {
 namespace {
 
+using internal::DoubleFromText;
+using internal::DoubleToText;
 using internal::HistFromJson;
 using internal::HistToJson;
 using internal::I;
@@ -151,6 +153,39 @@ INSERT INTO store_identity(id, created_ms)
     // 2: SQLite's 7: the digest of an agent's inventory (Hello.inventory_hash).
     R"sql(
 ALTER TABLE agents ADD COLUMN inventory_hash TEXT NOT NULL DEFAULT '';
+)sql",
+    // 3: SQLite's 8: history (issue 16): series, points, alerts, ingest cursor.
+    R"sql(
+CREATE TABLE history_series(
+  key TEXT PRIMARY KEY,
+  metric TEXT NOT NULL,
+  axes_json TEXT NOT NULL,
+  created_ms BIGINT NOT NULL);
+CREATE TABLE history_points(
+  series_key TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  ord BIGINT NOT NULL,
+  time_ms BIGINT NOT NULL,
+  value TEXT NOT NULL,
+  cv TEXT NOT NULL,
+  axes_json TEXT NOT NULL,
+  PRIMARY KEY(series_key, run_id));
+CREATE INDEX history_points_by_order ON history_points(series_key, ord);
+CREATE TABLE history_alerts(
+  id TEXT PRIMARY KEY,
+  series_key TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  state TEXT NOT NULL,
+  change_pct TEXT NOT NULL,
+  first_run_id TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  updated_ms BIGINT NOT NULL,
+  detail_json TEXT NOT NULL);
+CREATE TABLE history_cursor(
+  one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
+  run_seq BIGINT NOT NULL);
 )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kPostgresSchemaVersion);
@@ -405,6 +440,22 @@ constexpr Prepared kStatements[] = {
      "ok=excluded.ok, error=excluded.error, result_json=excluded.result_json, "
      "last_seq_total=excluded.last_seq_total, finished_ms=excluded.finished_ms, "
      "device_fingerprint=excluded.device_fingerprint"},
+    {"insert_series",
+     "INSERT INTO history_series(key, metric, axes_json, created_ms) VALUES($1,$2,$3,$4) "
+     "ON CONFLICT DO NOTHING"},
+    {"insert_point",
+     "INSERT INTO history_points(series_key, run_id, job_id, ord, time_ms, value, cv, "
+     "axes_json) VALUES($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT DO NOTHING"},
+    {"upsert_alert",
+     "INSERT INTO history_alerts(id, series_key, metric, state, change_pct, first_run_id, "
+     "job_id, created_ms, updated_ms, detail_json) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) "
+     "ON CONFLICT(id) DO UPDATE SET change_pct=excluded.change_pct, "
+     "first_run_id=excluded.first_run_id, job_id=excluded.job_id, "
+     "updated_ms=excluded.updated_ms, detail_json=excluded.detail_json"},
+    {"set_alert_state", "UPDATE history_alerts SET state = $2, updated_ms = $3 WHERE id = $1"},
+    {"set_history_cursor",
+     "INSERT INTO history_cursor(one, run_seq) VALUES(TRUE, $1) "
+     "ON CONFLICT(one) DO UPDATE SET run_seq=excluded.run_seq"},
     {"insert_interval",
      "INSERT INTO intervals(run_id, job_index, seq, job_name, t_start_ms, t_end_ms, read_ios, "
      "read_bytes, read_errors, read_hist, write_ios, write_bytes, write_errors, write_hist, "
@@ -640,7 +691,103 @@ class PostgresStore final : public Store {
     return *id;
   }
 
+  absl::StatusOr<std::vector<SeriesRow>> ListSeries() override {
+    return Query<std::vector<SeriesRow>>(
+        "SELECT key, metric, axes_json, created_ms FROM history_series ORDER BY key COLLATE \"C\"",
+        {}, [](const PGresult* r) {
+          std::vector<SeriesRow> out;
+          for (int i = 0; i < PQntuples(r); ++i) out.push_back(ReadSeries(r, i));
+          return out;
+        });
+  }
+
+  absl::StatusOr<SeriesRow> GetSeries(const std::string& key) override {
+    IOFLEET_ASSIGN_OR_RETURN(
+        std::optional<SeriesRow> row,
+        Query<std::optional<SeriesRow>>(
+            "SELECT key, metric, axes_json, created_ms FROM history_series WHERE key = $1",
+            PgParams().Add(key), [](const PGresult* r) {
+              if (PQntuples(r) == 0) return std::optional<SeriesRow>();
+              return std::optional<SeriesRow>(ReadSeries(r, 0));
+            }));
+    if (!row) return absl::NotFoundError(absl::StrCat("series \"", key, "\" not found"));
+    return *row;
+  }
+
+  absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPoints(const std::string& key) override {
+    return Query<std::vector<SeriesPointRow>>(
+        "SELECT series_key, run_id, job_id, ord, time_ms, value, cv, axes_json "
+        "FROM history_points WHERE series_key = $1 ORDER BY ord, run_id COLLATE \"C\"",
+        PgParams().Add(key), [](const PGresult* r) {
+          std::vector<SeriesPointRow> out;
+          for (int i = 0; i < PQntuples(r); ++i) {
+            SeriesPointRow p;
+            p.series_key = PgText(r, i, 0);
+            p.run_id = PgText(r, i, 1);
+            p.job_id = PgText(r, i, 2);
+            p.order = PgInt(r, i, 3);
+            p.time_ms = static_cast<uint64_t>(PgInt(r, i, 4));
+            p.value = DoubleFromText(PgText(r, i, 5));
+            p.cv = DoubleFromText(PgText(r, i, 6));
+            p.axes_json = PgText(r, i, 7);
+            out.push_back(std::move(p));
+          }
+          return out;
+        });
+  }
+
+  absl::StatusOr<std::vector<AlertRow>> ListAlerts() override {
+    return Query<std::vector<AlertRow>>(
+        absl::StrCat("SELECT ", kAlertColumns,
+                     " FROM history_alerts ORDER BY created_ms DESC, id COLLATE \"C\""),
+        {}, [](const PGresult* r) {
+          std::vector<AlertRow> out;
+          for (int i = 0; i < PQntuples(r); ++i) out.push_back(ReadAlert(r, i));
+          return out;
+        });
+  }
+
+  absl::StatusOr<AlertRow> GetAlert(const std::string& id) override {
+    IOFLEET_ASSIGN_OR_RETURN(
+        std::optional<AlertRow> row,
+        Query<std::optional<AlertRow>>(
+            absl::StrCat("SELECT ", kAlertColumns, " FROM history_alerts WHERE id = $1"),
+            PgParams().Add(id), [](const PGresult* r) {
+              if (PQntuples(r) == 0) return std::optional<AlertRow>();
+              return std::optional<AlertRow>(ReadAlert(r, 0));
+            }));
+    if (!row) return absl::NotFoundError(absl::StrCat("alert \"", id, "\" not found"));
+    return *row;
+  }
+
+  absl::StatusOr<int64_t> HistoryCursor() override {
+    return Query<int64_t>("SELECT run_seq FROM history_cursor", {}, [](const PGresult* r) {
+      return PQntuples(r) == 0 ? int64_t{0} : PgInt(r, 0, 0);
+    });
+  }
+
  private:
+  static constexpr const char* kAlertColumns =
+      "id, series_key, metric, state, change_pct, first_run_id, job_id, created_ms, "
+      "updated_ms, detail_json";
+  static SeriesRow ReadSeries(const PGresult* r, int i) {
+    return SeriesRow{PgText(r, i, 0), PgText(r, i, 1), PgText(r, i, 2),
+                     static_cast<uint64_t>(PgInt(r, i, 3))};
+  }
+  static AlertRow ReadAlert(const PGresult* r, int i) {
+    AlertRow a;
+    a.id = PgText(r, i, 0);
+    a.series_key = PgText(r, i, 1);
+    a.metric = PgText(r, i, 2);
+    a.state = PgText(r, i, 3);
+    a.change_pct = DoubleFromText(PgText(r, i, 4));
+    a.first_run_id = PgText(r, i, 5);
+    a.job_id = PgText(r, i, 6);
+    a.created_ms = static_cast<uint64_t>(PgInt(r, i, 7));
+    a.updated_ms = static_cast<uint64_t>(PgInt(r, i, 8));
+    a.detail_json = PgText(r, i, 9);
+    return a;
+  }
   static std::vector<JobRow> ReadJobs(const PGresult* r) {
     std::vector<JobRow> out;
     for (int i = 0; i < PQntuples(r); ++i) out.push_back(ReadJob(r, i));
@@ -855,6 +1002,27 @@ class PostgresStore final : public Store {
       PgQuery& s = q.emplace_back(Stmt("upsert_result"));
       s.params.Add(r.run_id).AddBool(r.ok).Add(r.error).Add(r.result_json);
       s.params.Add(I(r.last_seq_total)).Add(I(r.finished_ms)).Add(r.device_fingerprint);
+    }
+    for (const SeriesRow& r : b.insert_series) {
+      q.emplace_back(Stmt("insert_series"))
+          .params.Add(r.key).Add(r.metric).Add(r.axes_json).Add(I(r.created_ms));
+    }
+    for (const SeriesPointRow& p : b.insert_points) {
+      PgQuery& s = q.emplace_back(Stmt("insert_point"));
+      s.params.Add(p.series_key).Add(p.run_id).Add(p.job_id).Add(p.order).Add(I(p.time_ms));
+      s.params.Add(DoubleToText(p.value)).Add(DoubleToText(p.cv)).Add(p.axes_json);
+    }
+    for (const AlertRow& a : b.upsert_alerts) {
+      PgQuery& s = q.emplace_back(Stmt("upsert_alert"));
+      s.params.Add(a.id).Add(a.series_key).Add(a.metric).Add(a.state);
+      s.params.Add(DoubleToText(a.change_pct)).Add(a.first_run_id).Add(a.job_id);
+      s.params.Add(I(a.created_ms)).Add(I(a.updated_ms)).Add(a.detail_json);
+    }
+    for (const AlertStateRow& a : b.alert_states) {
+      q.emplace_back(Stmt("set_alert_state")).params.Add(a.id).Add(a.state).Add(I(a.updated_ms));
+    }
+    if (b.history_cursor.has_value()) {
+      q.emplace_back(Stmt("set_history_cursor")).params.Add(*b.history_cursor);
     }
     q.push_back(Sql("RELEASE SAVEPOINT batch"));
     lease_of.resize(q.size(), nullptr);

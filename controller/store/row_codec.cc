@@ -1,5 +1,10 @@
 #include "controller/store/row_codec.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
 #include "nlohmann/json.hpp"
 
 namespace iofleet::controller::internal {
@@ -14,6 +19,20 @@ json ParseJsonOr(const std::string& text, json fallback) {
 }
 
 }  // namespace
+
+std::string DoubleToText(double v) {
+  if (std::isnan(v)) return "nan";
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+double DoubleFromText(const std::string& text) {
+  if (text.empty() || text == "nan") return std::numeric_limits<double>::quiet_NaN();
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  return end != nullptr && *end == '\0' ? v : std::numeric_limits<double>::quiet_NaN();
+}
 
 std::string MapToJson(const std::map<std::string, std::string>& m) { return json(m).dump(); }
 std::map<std::string, std::string> MapFromJson(const std::string& text) {

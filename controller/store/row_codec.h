@@ -36,6 +36,11 @@ std::string RowJson(const LeaseRow& r);
 std::string RowJson(const IntervalRow& r);
 std::string RowJson(const ResultRow& r);
 
+// Doubles (history values) are stored as text, "%.17g" (exact round trip; NaN as
+// "nan"), in both backends.
+std::string DoubleToText(double v);
+double DoubleFromText(const std::string& text);  // malformed: NaN
+
 // Unsigned fields are stored as the 64-bit signed integer of the same bits.
 inline int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
 

@@ -16,6 +16,8 @@
 namespace iofleet::controller {
 namespace {
 
+using internal::DoubleFromText;
+using internal::DoubleToText;
 using internal::HistFromJson;
 using internal::HistToJson;
 using internal::I;
@@ -147,6 +149,41 @@ ALTER TABLE runs ADD COLUMN audit TEXT NOT NULL DEFAULT '';
     // inventory (Hello.inventory_hash), so a Hello with the same digest may omit it.
     R"sql(
 ALTER TABLE agents ADD COLUMN inventory_hash TEXT NOT NULL DEFAULT '';
+)sql",
+    // 8: history (issue 16, docs/history.md): series derived from finished runs,
+    // their points, alerts with triage states, and the history worker's ingest
+    // position. Values are text ("%.17g", row_codec.h).
+    R"sql(
+CREATE TABLE history_series(
+  key TEXT PRIMARY KEY,
+  metric TEXT NOT NULL,
+  axes_json TEXT NOT NULL,
+  created_ms INTEGER NOT NULL);
+CREATE TABLE history_points(
+  series_key TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  ord INTEGER NOT NULL,
+  time_ms INTEGER NOT NULL,
+  value TEXT NOT NULL,
+  cv TEXT NOT NULL,
+  axes_json TEXT NOT NULL,
+  PRIMARY KEY(series_key, run_id));
+CREATE INDEX history_points_by_order ON history_points(series_key, ord);
+CREATE TABLE history_alerts(
+  id TEXT PRIMARY KEY,
+  series_key TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  state TEXT NOT NULL,
+  change_pct TEXT NOT NULL,
+  first_run_id TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  detail_json TEXT NOT NULL);
+CREATE TABLE history_cursor(
+  one INTEGER PRIMARY KEY CHECK (one = 1),
+  run_seq INTEGER NOT NULL);
 )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
@@ -559,7 +596,99 @@ class SqliteStore final : public Store {
 
   StoreStats Stats() override { return writer_.Stats(); }
 
+  absl::StatusOr<std::vector<SeriesRow>> ListSeries() override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, "SELECT key, metric, axes_json, created_ms FROM history_series ORDER BY key");
+    std::vector<SeriesRow> out;
+    while (s.Step()) {
+      out.push_back(SeriesRow{s.Text(0), s.Text(1), s.Text(2), static_cast<uint64_t>(s.Int(3))});
+    }
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<SeriesRow> GetSeries(const std::string& key) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, "SELECT key, metric, axes_json, created_ms FROM history_series WHERE key = ?");
+    s.Bind(1, key);
+    if (s.Step()) {
+      return SeriesRow{s.Text(0), s.Text(1), s.Text(2), static_cast<uint64_t>(s.Int(3))};
+    }
+    if (!s.status().ok()) return s.status();
+    return absl::NotFoundError(absl::StrCat("series \"", key, "\" not found"));
+  }
+
+  absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPoints(const std::string& key) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_,
+           "SELECT series_key, run_id, job_id, ord, time_ms, value, cv, axes_json "
+           "FROM history_points WHERE series_key = ? ORDER BY ord, run_id");
+    s.Bind(1, key);
+    std::vector<SeriesPointRow> out;
+    while (s.Step()) {
+      SeriesPointRow p;
+      p.series_key = s.Text(0);
+      p.run_id = s.Text(1);
+      p.job_id = s.Text(2);
+      p.order = s.Int(3);
+      p.time_ms = static_cast<uint64_t>(s.Int(4));
+      p.value = DoubleFromText(s.Text(5));
+      p.cv = DoubleFromText(s.Text(6));
+      p.axes_json = s.Text(7);
+      out.push_back(std::move(p));
+    }
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<std::vector<AlertRow>> ListAlerts() override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, absl::StrCat("SELECT ", kAlertColumns,
+                              " FROM history_alerts ORDER BY created_ms DESC, id")
+                     .c_str());
+    std::vector<AlertRow> out;
+    while (s.Step()) out.push_back(ReadAlert(s));
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<AlertRow> GetAlert(const std::string& id) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_,
+           absl::StrCat("SELECT ", kAlertColumns, " FROM history_alerts WHERE id = ?").c_str());
+    s.Bind(1, id);
+    if (s.Step()) return ReadAlert(s);
+    if (!s.status().ok()) return s.status();
+    return absl::NotFoundError(absl::StrCat("alert \"", id, "\" not found"));
+  }
+
+  absl::StatusOr<int64_t> HistoryCursor() override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, "SELECT run_seq FROM history_cursor WHERE one = 1");
+    if (s.Step()) return s.Int(0);
+    if (!s.status().ok()) return s.status();
+    return int64_t{0};
+  }
+
  private:
+  static constexpr const char* kAlertColumns =
+      "id, series_key, metric, state, change_pct, first_run_id, job_id, created_ms, "
+      "updated_ms, detail_json";
+  static AlertRow ReadAlert(const Stmt& s) {
+    AlertRow a;
+    a.id = s.Text(0);
+    a.series_key = s.Text(1);
+    a.metric = s.Text(2);
+    a.state = s.Text(3);
+    a.change_pct = DoubleFromText(s.Text(4));
+    a.first_run_id = s.Text(5);
+    a.job_id = s.Text(6);
+    a.created_ms = static_cast<uint64_t>(s.Int(7));
+    a.updated_ms = static_cast<uint64_t>(s.Int(8));
+    a.detail_json = s.Text(9);
+    return a;
+  }
+
   using Item = internal::WriterItem;
 
   // One writer transaction (BatchWriter::Commit).
@@ -691,6 +820,50 @@ class SqliteStore final : public Store {
       s.Bind(1, r.run_id).Bind(2, r.ok ? 1 : 0).Bind(3, r.error).Bind(4, r.result_json);
       s.Bind(5, I(r.last_seq_total)).Bind(6, I(r.finished_ms)).Bind(7, r.device_fingerprint);
       IOFLEET_RETURN_IF_ERROR(s.Run());
+    }
+    return ApplyHistory(b);
+  }
+
+  absl::Status ApplyHistory(const WriteBatch& b) {
+    for (const SeriesRow& r : b.insert_series) {
+      Stmt s(wdb_,
+             "INSERT OR IGNORE INTO history_series(key, metric, axes_json, created_ms) "
+             "VALUES(?,?,?,?)");
+      s.Bind(1, r.key).Bind(2, r.metric).Bind(3, r.axes_json).Bind(4, I(r.created_ms));
+      IOFLEET_RETURN_IF_ERROR(s.Run());
+    }
+    for (const SeriesPointRow& p : b.insert_points) {
+      Stmt s(wdb_,
+             "INSERT OR IGNORE INTO history_points(series_key, run_id, job_id, ord, time_ms, "
+             "value, cv, axes_json) VALUES(?,?,?,?,?,?,?,?)");
+      s.Bind(1, p.series_key).Bind(2, p.run_id).Bind(3, p.job_id).Bind(4, p.order);
+      s.Bind(5, I(p.time_ms)).Bind(6, DoubleToText(p.value)).Bind(7, DoubleToText(p.cv));
+      s.Bind(8, p.axes_json);
+      IOFLEET_RETURN_IF_ERROR(s.Run());
+    }
+    for (const AlertRow& a : b.upsert_alerts) {
+      Stmt s(wdb_,
+             "INSERT INTO history_alerts(id, series_key, metric, state, change_pct, "
+             "first_run_id, job_id, created_ms, updated_ms, detail_json) "
+             "VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
+             "change_pct=excluded.change_pct, first_run_id=excluded.first_run_id, "
+             "job_id=excluded.job_id, updated_ms=excluded.updated_ms, "
+             "detail_json=excluded.detail_json");
+      s.Bind(1, a.id).Bind(2, a.series_key).Bind(3, a.metric).Bind(4, a.state);
+      s.Bind(5, DoubleToText(a.change_pct)).Bind(6, a.first_run_id).Bind(7, a.job_id);
+      s.Bind(8, I(a.created_ms)).Bind(9, I(a.updated_ms)).Bind(10, a.detail_json);
+      IOFLEET_RETURN_IF_ERROR(s.Run());
+    }
+    for (const AlertStateRow& a : b.alert_states) {
+      Stmt s(wdb_, "UPDATE history_alerts SET state = ?, updated_ms = ? WHERE id = ?");
+      s.Bind(1, a.state).Bind(2, I(a.updated_ms)).Bind(3, a.id);
+      IOFLEET_RETURN_IF_ERROR(s.Run());
+    }
+    if (b.history_cursor.has_value()) {
+      Stmt s(wdb_,
+             "INSERT INTO history_cursor(one, run_seq) VALUES(1, ?) "
+             "ON CONFLICT(one) DO UPDATE SET run_seq=excluded.run_seq");
+      IOFLEET_RETURN_IF_ERROR(s.Bind(1, *b.history_cursor).Run());
     }
     return absl::OkStatus();
   }

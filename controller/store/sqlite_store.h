@@ -15,7 +15,7 @@
 namespace iofleet::controller {
 
 // The schema version this build writes (migrations 1..kSchemaVersion).
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 struct SqliteStoreOptions {
   // Most queued items one writer transaction carries. Default: 1024.

@@ -94,6 +94,8 @@ TEST(SqliteStoreTest, MigratesResultsToDeviceFingerprint) {
                          "ALTER TABLE runs DROP COLUMN audit;"
                          "ALTER TABLE leases DROP COLUMN path;"
                          "ALTER TABLE agents DROP COLUMN inventory_hash;"
+                         "DROP TABLE history_series; DROP TABLE history_points;"
+                         "DROP TABLE history_alerts; DROP TABLE history_cursor;"
                          "UPDATE schema_version SET version = 3",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);

@@ -23,4 +23,24 @@ bool IsTerminal(RunState s) {
          s == RunState::kLost;
 }
 
+bool IsAlertState(absl::string_view state) {
+  return state == "untriaged" || state == "acknowledged" || state == "invalid" ||
+         state == "fixed";
+}
+
+namespace {
+absl::Status NoHistory() {
+  return absl::UnimplementedError("this store keeps no history (series, alerts)");
+}
+}  // namespace
+
+absl::StatusOr<std::vector<SeriesRow>> Store::ListSeries() { return NoHistory(); }
+absl::StatusOr<SeriesRow> Store::GetSeries(const std::string&) { return NoHistory(); }
+absl::StatusOr<std::vector<SeriesPointRow>> Store::ListSeriesPoints(const std::string&) {
+  return NoHistory();
+}
+absl::StatusOr<std::vector<AlertRow>> Store::ListAlerts() { return NoHistory(); }
+absl::StatusOr<AlertRow> Store::GetAlert(const std::string&) { return NoHistory(); }
+absl::StatusOr<int64_t> Store::HistoryCursor() { return NoHistory(); }
+
 }  // namespace iofleet::controller

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -146,6 +147,52 @@ struct ResultRow {
   std::string device_fingerprint;
 };
 
+// --- History (issue 16, docs/history.md): series derived from finished runs.
+
+// One series: one metric of one comparable workload on one host class.
+struct SeriesRow {
+  std::string key;        // digest of the key axes (and the metric)
+  std::string metric;     // "iops", "bw_bytes", "clat_mean_ns", "p99_ns", ...
+  std::string axes_json;  // the key axes, {"workload": ..., "cpu_model": ..., ...}
+  uint64_t created_ms = 0;
+  bool operator==(const SeriesRow&) const = default;
+};
+
+// One run's value in a series.
+struct SeriesPointRow {
+  std::string series_key;
+  std::string run_id;
+  std::string job_id;
+  int64_t order = 0;      // position on the series' axis (the run's seq)
+  uint64_t time_ms = 0;   // when the run finished (unix ms)
+  double value = 0;
+  double cv = std::numeric_limits<double>::quiet_NaN();  // within-run CV; NaN = unknown
+  // The axes that move along the series: kernel release, job tags, host, agent
+  // version ({"kernel_release": ..., "tags": {...}, ...}).
+  std::string axes_json;
+};
+
+// A regression (or improvement) the history worker alerted on.
+struct AlertRow {
+  std::string id;          // digest of (series, first run after the change)
+  std::string series_key;
+  std::string metric;
+  std::string state;       // untriaged | acknowledged | invalid | fixed
+  double change_pct = 0;   // median after vs before, percent
+  std::string first_run_id;  // the first run after the change
+  std::string job_id;        // its job
+  uint64_t created_ms = 0;
+  uint64_t updated_ms = 0;
+  std::string detail_json;  // the assessment and report (controller/history/worker.h)
+};
+
+// A triage decision: sets an alert's state (and nothing else).
+struct AlertStateRow {
+  std::string id;
+  std::string state;
+  uint64_t updated_ms = 0;
+};
+
 // A set of changes applied atomically (one savepoint inside the writer's transaction).
 struct WriteBatch {
   std::vector<AgentRow> upsert_agents;
@@ -154,10 +201,20 @@ struct WriteBatch {
   std::vector<std::string> release_leases_of_runs;  // applied before acquire_leases
   std::vector<LeaseRow> acquire_leases;             // fails AlreadyExists if (host, key) is held
   std::vector<ResultRow> results;
+  // History. Series and points are inserted once (a second insert of the same
+  // key is ignored); an alert upsert keeps a stored alert's id, state and created_ms;
+  // an alert_states row for an unknown alert id changes nothing.
+  std::vector<SeriesRow> insert_series;
+  std::vector<SeriesPointRow> insert_points;
+  std::vector<AlertRow> upsert_alerts;
+  std::vector<AlertStateRow> alert_states;
+  std::optional<int64_t> history_cursor;  // the history worker's ingest position
 
   bool empty() const {
     return upsert_agents.empty() && upsert_jobs.empty() && upsert_runs.empty() &&
-           release_leases_of_runs.empty() && acquire_leases.empty() && results.empty();
+           release_leases_of_runs.empty() && acquire_leases.empty() && results.empty() &&
+           insert_series.empty() && insert_points.empty() && upsert_alerts.empty() &&
+           alert_states.empty() && !history_cursor.has_value();
   }
 };
 
@@ -216,6 +273,21 @@ class Store {
   virtual absl::StatusOr<std::string> StoreId() = 0;
 
   virtual StoreStats Stats() = 0;
+
+  // --- History. Both built-in stores implement these; the defaults (Unimplemented)
+  // are for test doubles.
+  virtual absl::StatusOr<std::vector<SeriesRow>> ListSeries();  // by key
+  virtual absl::StatusOr<SeriesRow> GetSeries(const std::string& key);  // NotFound
+  // The series' points ordered by `order`.
+  virtual absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPoints(const std::string& key);
+  // Every alert, newest first (created_ms, then id).
+  virtual absl::StatusOr<std::vector<AlertRow>> ListAlerts();
+  virtual absl::StatusOr<AlertRow> GetAlert(const std::string& id);  // NotFound
+  // The last history_cursor written; 0 when none.
+  virtual absl::StatusOr<int64_t> HistoryCursor();
 };
+
+// The triage states of an alert: "untriaged", "acknowledged", "invalid", "fixed".
+bool IsAlertState(absl::string_view state);
 
 }  // namespace iofleet::controller

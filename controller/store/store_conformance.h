@@ -20,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <future>
 #include <limits>
@@ -840,6 +841,105 @@ TYPED_TEST_P(StoreConformanceTest, ConcurrentWritesRecordsAndReads) {
   }
 }
 
+// History rows: series and points are inserted once, points read in order with
+// exact doubles (NaN kept), an alert upsert keeps its triage state, a triage
+// write changes only the state, and the ingest cursor survives a reopen.
+TYPED_TEST_P(StoreConformanceTest, HistorySeriesPointsAlertsAndCursor) {
+  EXPECT_EQ(this->store().HistoryCursor().value_or(-1), 0);
+  WriteBatch b;
+  b.insert_series.push_back(SeriesRow{"s1", "iops", R"({"workload":"w"})", 1000});
+  b.insert_series.push_back(SeriesRow{"s0", "p99_ns", Awkward("axes"), 1001});
+  for (int i = 3; i >= 0; --i) {  // written out of order
+    SeriesPointRow p;
+    p.series_key = "s1";
+    p.run_id = "run-" + std::to_string(i);
+    p.job_id = "job-" + std::to_string(i);
+    p.order = 10 + i;
+    p.time_ms = 5000 + i;
+    p.value = 1.0 / 3.0 + i;
+    p.cv = i == 0 ? std::numeric_limits<double>::quiet_NaN() : 0.0125;
+    p.axes_json = Awkward("point");
+    b.insert_points.push_back(p);
+  }
+  AlertRow a;
+  a.id = "alert-1";
+  a.series_key = "s1";
+  a.metric = "iops";
+  a.state = "untriaged";
+  a.change_pct = -7.25;
+  a.first_run_id = "run-2";
+  a.job_id = "job-2";
+  a.created_ms = 6000;
+  a.updated_ms = 6000;
+  a.detail_json = Awkward("detail");
+  b.upsert_alerts.push_back(a);
+  b.history_cursor = 12;
+  this->WriteOk(std::move(b));
+
+  // A second insert of a series or point is ignored; triage sets the state.
+  WriteBatch again;
+  again.insert_series.push_back(SeriesRow{"s1", "changed", "{}", 9});
+  SeriesPointRow dup;
+  dup.series_key = "s1";
+  dup.run_id = "run-1";
+  dup.value = 99;
+  again.insert_points.push_back(dup);
+  again.alert_states.push_back(AlertStateRow{"alert-1", "acknowledged", 7000});
+  again.alert_states.push_back(AlertStateRow{"no-such-alert", "fixed", 7000});
+  this->WriteOk(std::move(again));
+  // The detector's next upsert keeps the triage state and created_ms.
+  WriteBatch redetect;
+  a.state = "untriaged";
+  a.change_pct = -7.5;
+  a.created_ms = 8000;
+  a.updated_ms = 8000;
+  redetect.upsert_alerts.push_back(a);
+  this->WriteOk(std::move(redetect));
+  this->Reopen();
+
+  auto series = this->store().ListSeries();
+  ASSERT_TRUE(series.ok()) << series.status();
+  ASSERT_EQ(series->size(), 2u);
+  EXPECT_EQ((*series)[0], (SeriesRow{"s0", "p99_ns", Awkward("axes"), 1001}));
+  EXPECT_EQ((*series)[1], (SeriesRow{"s1", "iops", R"({"workload":"w"})", 1000}));
+  EXPECT_EQ(this->store().GetSeries("s1")->metric, "iops");
+  EXPECT_TRUE(absl::IsNotFound(this->store().GetSeries("nope").status()));
+
+  auto points = this->store().ListSeriesPoints("s1");
+  ASSERT_TRUE(points.ok()) << points.status();
+  ASSERT_EQ(points->size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    const SeriesPointRow& p = (*points)[static_cast<size_t>(i)];
+    EXPECT_EQ(p.run_id, "run-" + std::to_string(i));
+    EXPECT_EQ(p.job_id, "job-" + std::to_string(i));
+    EXPECT_EQ(p.order, 10 + i);
+    EXPECT_EQ(p.time_ms, 5000u + static_cast<uint64_t>(i));
+    EXPECT_EQ(p.value, 1.0 / 3.0 + i);  // exact
+    if (i == 0) {
+      EXPECT_TRUE(std::isnan(p.cv));
+    } else {
+      EXPECT_EQ(p.cv, 0.0125);
+    }
+    EXPECT_EQ(p.axes_json, Awkward("point"));
+  }
+  EXPECT_TRUE(this->store().ListSeriesPoints("s0")->empty());
+
+  auto alerts = this->store().ListAlerts();
+  ASSERT_TRUE(alerts.ok()) << alerts.status();
+  ASSERT_EQ(alerts->size(), 1u);
+  const AlertRow& got = (*alerts)[0];
+  EXPECT_EQ(got.state, "acknowledged");
+  EXPECT_EQ(got.change_pct, -7.5);
+  EXPECT_EQ(got.created_ms, 6000u);
+  EXPECT_EQ(got.updated_ms, 8000u);
+  EXPECT_EQ(got.first_run_id, "run-2");
+  EXPECT_EQ(got.job_id, "job-2");
+  EXPECT_EQ(got.detail_json, Awkward("detail"));
+  EXPECT_EQ(this->store().GetAlert("alert-1")->state, "acknowledged");
+  EXPECT_TRUE(absl::IsNotFound(this->store().GetAlert("no-such-alert").status()));
+  EXPECT_EQ(this->store().HistoryCursor().value_or(-1), 12);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, EveryFieldRoundTrips, UpsertsKeepImmutableFields,
                             EmptyBatchAndFlushSucceed, LeaseConflictRollsBackWholeBatch,
                             ReleaseBeforeAcquireInOneBatch, ConcurrentBatchesFailAlone,
@@ -849,6 +949,7 @@ REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, EveryFieldRoundTrips, UpsertsK
                             ListsInByteOrder, MissingRowsAreNotFound, StoreIdentity,
                             ReopenKeepsQueueLeasesAndStates, QueuedWritesAreFlushedOnClose,
                             WriterBatchesManyRecordsIntoFewTransactions,
-                            ConcurrentWritesRecordsAndReads);
+                            ConcurrentWritesRecordsAndReads,
+                            HistorySeriesPointsAlertsAndCursor);
 
 }  // namespace iofleet::controller::conformance

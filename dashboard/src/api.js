@@ -88,7 +88,7 @@ async function askToken(message, rejected) {
   return !!t;
 }
 
-async function request(method, path, opts = {}) {
+export async function request(method, path, opts = {}) {
   for (;;) {
     const sent = getToken();
     try {

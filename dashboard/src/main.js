@@ -2,6 +2,8 @@
 //   #/jobs            jobs list (default)         #/jobs/ID           job and its runs
 //   #/jobs/ID/compare A/B comparison             #/runs/ID           run: live charts, result
 //   #/agents          agent inventory             #/submit            submit form
+//   #/series          history series              #/series/KEY        one series, change points
+//   #/alerts          regression alerts, triage
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { h, replace } from './dom.js';
@@ -11,6 +13,7 @@ import { jobsPage, jobPage } from './pages/jobs.js';
 import { runPage } from './pages/run.js';
 import { comparePage } from './pages/compare.js';
 import { submitPage } from './pages/submit.js';
+import { seriesListPage, seriesPage, alertsPage } from './pages/history.js';
 
 const routes = [
   [/^\/?$/, () => jobsPage],
@@ -21,12 +24,16 @@ const routes = [
   [/^\/runs\/([^/]+)\/?$/, () => runPage],
   [/^\/agents\/?$/, () => agentsPage],
   [/^\/submit\/?$/, () => submitPage],
+  [/^\/series\/?$/, () => seriesListPage],
+  [/^\/series\/([^/]+)\/?$/, () => seriesPage],
+  [/^\/alerts\/?$/, () => alertsPage],
 ];
 
 const NAV = [
-  ['#/jobs', 'Jobs', (p) => !/^\/(submit|agents)/.test(p)],
+  ['#/jobs', 'Jobs', (p) => !/^\/(submit|agents|series|alerts)/.test(p)],
   ['#/submit', 'Submit', (p) => /^\/submit/.test(p)],
   ['#/agents', 'Agents', (p) => /^\/agents/.test(p)],
+  ['#/alerts', 'History', (p) => /^\/(series|alerts)/.test(p)],
 ];
 
 let cleanup = null;

@@ -60,6 +60,7 @@ class IoUringEngine final : public IoEngine {
         break;
     }
     if (registered_files_) sqe->flags |= IOSQE_FIXED_FILE;
+    if (req.op == IoOp::kRead || req.op == IoOp::kWrite) sqe->ioprio = ioprio_;
     io_uring_sqe_set_data(sqe, &req);
     ++rc_.pending;
     return QueueResult::kQueued;
@@ -78,6 +79,7 @@ class IoUringEngine final : public IoEngine {
   RingCore<> rc_;
   bool ring_ready_ = false;
   bool fixed_buffers_ = false;
+  uint16_t ioprio_ = 0;  // EngineOptions::ioprio
   bool registered_files_ = false;
   unsigned setup_flags_ = 0;
   EngineOptions options_;

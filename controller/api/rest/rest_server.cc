@@ -199,6 +199,15 @@ RestServer::~RestServer() {
   if (tls_ctx_ != nullptr) SSL_CTX_free(tls_ctx_);
 }
 
+std::function<void(const httplib::Request&, httplib::Response&)> WrapStatusHandler(
+    StatusHandler h) {
+  return Wrap(std::move(h));
+}
+
+void RestServer::InstallRoutes(const std::function<void(httplib::Server&)>& install) {
+  install(*server_);
+}
+
 uint64_t RestServer::refused_connections() const {
   return front_ ? front_->counters().refused : 0;
 }

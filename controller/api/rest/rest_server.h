@@ -28,6 +28,7 @@
 
 #include <openssl/ssl.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -75,6 +76,12 @@ struct RestOptions {
 class RoutingServer;
 class HttpFront;
 
+// A handler returning a Status: a failure becomes {"error": {...}} with its HTTP
+// status (status_map.h), an exception a 500. For routes added with InstallRoutes.
+using StatusHandler = std::function<absl::Status(const httplib::Request&, httplib::Response&)>;
+std::function<void(const httplib::Request&, httplib::Response&)> WrapStatusHandler(
+    StatusHandler h);
+
 class RestServer {
  public:
   // `scheduler` is not owned and must outlive the server. With `metrics` (not
@@ -89,6 +96,10 @@ class RestServer {
   // Serves the built web dashboard in `dir` at / (call before Start). When the
   // directory has no index.html, / answers with how to build it.
   void ServeDashboard(const std::string& dir);
+
+  // Adds routes beside the API's own (history: controller/history/rest_routes.h),
+  // behind the same auth gate, metrics and error shape. Call before Start.
+  void InstallRoutes(const std::function<void(httplib::Server&)>& install);
 
   // Binds host:port (port 0 = any free port) and starts serving; returns the port.
   // InvalidArgument when the TLS certificate or key cannot be loaded.

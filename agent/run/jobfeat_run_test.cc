@@ -1,0 +1,149 @@
+// Job-language features of issue 13 (number_ios, create_only, ...), run for real
+// on temp files and checked against what fio 3.33 does with the same job.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "agent/engines/engine.h"
+#include "agent/run/runner.h"
+#include "common/jobspec/parser.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace iofleet::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+class JobFeatTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/var/tmp/iofleet-jobfeat-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  RunResult MustRun(const std::string& text) {
+    auto list = jobspec::ParseJobText(text, "test.fio");
+    EXPECT_TRUE(list.ok()) << list.status();
+    if (!list.ok()) return RunResult{};
+    auto r = RunJobs(*list, RunOptions{});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : RunResult{};
+  }
+
+  std::string dir_;
+};
+
+// fio 3.33: rw=randrw bs=4k size=1m number_ios=100 loops=2 issues 200 I/Os in
+// all (number_ios x loops; 99 reads + 101 writes there), not 2 x 256.
+TEST_F(JobFeatTest, NumberIosStopsTheJobAfterNTimesLoopsIos) {
+  RunResult r = MustRun("[n]\nrw=randrw\nbs=4k\nsize=1m\nnumber_ios=100\nloops=2\nfilename=" +
+                        Path("n.dat") + "\n");
+  ASSERT_EQ(r.reported.size(), 1u);
+  const auto& js = r.reported[0];
+  EXPECT_EQ(js.error, 0) << js.error_text;
+  EXPECT_EQ(js.dir[0].total_ios + js.dir[1].total_ios, 200u);
+  // Larger than the pass: the pass ends first.
+  r = MustRun("[n]\nrw=read\nbs=4k\nsize=1m\nnumber_ios=100000\nfilename=" + Path("n.dat") + "\n");
+  ASSERT_EQ(r.reported.size(), 1u);
+  EXPECT_EQ(r.reported[0].dir[0].total_ios, 256u);
+}
+
+// fio 3.33, rw=write bs=4k size=1m number_ios=1: with create_on_open=1 the file
+// is 4096 bytes after the job (no layout: the open creates it), without it 1 MiB.
+TEST_F(JobFeatTest, CreateOnOpenSkipsTheLayout) {
+  const std::string job = "[c]\nrw=write\nbs=4k\nsize=1m\nnumber_ios=1\n";
+  RunResult r = MustRun(job + "create_on_open=1\nfilename=" + Path("open.dat") + "\n");
+  ASSERT_EQ(r.reported.size(), 1u);
+  EXPECT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+  EXPECT_EQ(r.reported[0].dir[1].total_ios, 1u);
+  EXPECT_EQ(fs::file_size(Path("open.dat")), 4096u);
+  r = MustRun(job + "filename=" + Path("laid.dat") + "\n");
+  EXPECT_EQ(fs::file_size(Path("laid.dat")), 1u << 20);
+}
+
+// fio 3.33, create_only=1 rw=write size=1m: the file is laid out (1 MiB) and
+// the job reports no I/O.
+TEST_F(JobFeatTest, CreateOnlyLaysOutAndDoesNoIo) {
+  RunResult r = MustRun("[c]\nrw=write\nbs=4k\nsize=1m\ncreate_only=1\nfilename=" +
+                        Path("only.dat") + "\n");
+  ASSERT_EQ(r.reported.size(), 1u);
+  EXPECT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+  EXPECT_EQ(r.reported[0].dir[0].total_ios + r.reported[0].dir[1].total_ios, 0u);
+  EXPECT_EQ(fs::file_size(Path("only.dat")), 1u << 20);
+}
+
+// ramp_time=200ms runtime=300ms: fio 3.33 counts ~300 ms of I/O after the
+// ramp (job_runtime 300). The ramp's end used to wait for the first 500 ms
+// sample tick, so the run ended with nothing counted (total_ios 0).
+TEST_F(JobFeatTest, ShortRuntimeAfterRampCountsIo) {
+  RunResult r = MustRun("[r]\nioengine=null\nrw=randread\nbs=4k\nsize=16m\ntime_based\n"
+                        "ramp_time=200ms\nruntime=300ms\n");
+  ASSERT_EQ(r.reported.size(), 1u);
+  EXPECT_GT(r.reported[0].dir[0].total_ios, 0u);
+  EXPECT_GE(r.reported[0].job_runtime_ms, 200u);
+}
+
+// verify_state_save under `serve` wrote local-<job>-<n>-verify.state into the
+// agent's working directory; with a run directory (RunOptions::log_dir, what
+// serve passes) it goes there, and the cwd stays clean.
+TEST_F(JobFeatTest, VerifyStateGoesIntoTheRunDirectory) {
+  const std::string run_dir = Path("run");
+  fs::create_directories(run_dir);
+  auto list = jobspec::ParseJobText("[vs]\nrw=write\nbs=4k\nsize=256k\nverify=crc32c\nfilename=" +
+                                        Path("vs.dat") + "\n",
+                                    "test.fio");
+  ASSERT_TRUE(list.ok()) << list.status();
+  RunOptions ro;
+  ro.log_dir = run_dir;
+  const fs::path cwd_state = fs::current_path() / "local-vs-0-verify.state";
+  fs::remove(cwd_state);
+  auto r = RunJobs(*list, ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->reported.size(), 1u);
+  EXPECT_EQ(r->reported[0].error, 0) << r->reported[0].error_text;
+  EXPECT_TRUE(fs::exists(run_dir + "/local-vs-0-verify.state"));
+  EXPECT_FALSE(fs::exists(cwd_state));
+}
+
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// prio/prioclass: the job thread runs at that I/O priority and its per-I/O log
+// lines carry it, as fio 3.33 writes them for the same jobs:
+//   prioclass=2 prio=5 log_prio=1 -> "1, 1646426, 0, 4096, 0x4005"
+//   prioclass=1 prio=0 (RT)       -> "3, 3739193, 0, 4096, 1"
+//   prio=3 on io_uring (class BE)  -> "..., 0x4003"
+TEST_F(JobFeatTest, PrioAndPrioclassReachTheIosAndTheLogs) {
+  const std::string base = "[p]\nrw=read\nbs=4k\nsize=64k\nfilename=" + Path("p.dat") + "\n";
+  RunResult r = MustRun(base + "prioclass=2\nprio=5\nlog_prio=1\nwrite_lat_log=" + Path("be") + "\n");
+  ASSERT_EQ(r.reported.size(), 1u);
+  EXPECT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+  EXPECT_THAT(FirstLine(Path("be_clat.1.log")), ::testing::EndsWith(", 0, 4096, 0x4005"));
+  bool uring = false;
+  for (const auto& e : AvailableEngines()) uring |= e.name == "io_uring" && e.available;
+  if (uring) {
+    r = MustRun(base + "ioengine=io_uring\nprio=3\nlog_prio=1\nwrite_lat_log=" + Path("ur") + "\n");
+    ASSERT_EQ(r.reported.size(), 1u);
+    EXPECT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+    EXPECT_THAT(FirstLine(Path("ur_clat.1.log")), ::testing::EndsWith(", 0, 4096, 0x4003"));
+  }
+  if (geteuid() != 0) GTEST_SKIP() << "the RT class needs CAP_SYS_ADMIN";
+  r = MustRun(base + "prioclass=1\nprio=0\nwrite_lat_log=" + Path("rt") + "\n");
+  ASSERT_EQ(r.reported.size(), 1u);
+  EXPECT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+  EXPECT_THAT(FirstLine(Path("rt_clat.1.log")), ::testing::EndsWith(", 0, 4096, 1"));
+}
+
+}  // namespace
+}  // namespace iofleet::agent

@@ -1,0 +1,224 @@
+#include "cli/history_cmd.h"
+
+#include <cctype>
+#include <cstdio>
+#include <optional>
+#include <fstream>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/cli.h"
+#include "cli/format.h"
+#include "nlohmann/json.hpp"
+
+namespace iofleet::cli {
+namespace {
+
+using nlohmann::json;
+
+int Usage(const std::string& msg) {
+  std::fprintf(stderr, "iofleet: history: %s\n(run `iofleet --help` for usage)\n", msg.c_str());
+  return kExitUsage;
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "iofleet: %s\n", TerminalSafe(std::string(s.message())).c_str());
+  return kExitFailed;
+}
+
+void Print(const std::string& s) { std::printf("%s\n", TerminalSafe(s, true).c_str()); }
+
+std::string S(const json& j, const char* k) {
+  auto it = j.find(k);
+  if (it == j.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::string Pct(const json& v) {
+  return v.is_number() ? absl::StrFormat("%+.1f%%", v.get<double>()) : std::string("-");
+}
+
+// Query string of --k=v / --k v flags (only letters, digits, '_' in k); values
+// percent-encoded.
+std::string Encode(const std::string& v) {
+  std::string out;
+  for (unsigned char c : v) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      absl::StrAppendFormat(&out, "%%%02X", c);
+    }
+  }
+  return out;
+}
+
+struct Parsed {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> flags;
+  bool json = false;
+};
+
+// Every --name=value or --name value is a flag; --json is a switch.
+std::optional<std::string> Parse(const std::vector<std::string>& in, Parsed* out) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::string& a = in[i];
+    if (a.rfind("--", 0) != 0) {
+      out->positional.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2), value;
+    if (name == "json") {
+      out->json = true;
+      continue;
+    }
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    } else {
+      if (i + 1 >= in.size()) return absl::StrCat("flag --", name, " needs a value");
+      value = in[++i];
+    }
+    if (name.empty()) return std::string("empty flag name");
+    out->flags[name] = value;
+  }
+  return std::nullopt;
+}
+
+std::string Query(const std::map<std::string, std::string>& flags) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : flags) parts.push_back(absl::StrCat(Encode(k), "=", Encode(v)));
+  return parts.empty() ? "" : absl::StrCat("?", absl::StrJoin(parts, "&"));
+}
+
+int Series(const ApiClient& api, const Parsed& p) {
+  if (!p.positional.empty()) return Usage("series: no arguments expected (filters are --AXIS=V)");
+  auto r = api.Get("/series" + Query(p.flags));
+  if (!r.ok()) return Fail(r.status());
+  if (p.json) return Print(r->dump(2)), kExitOk;
+  Print(absl::StrFormat("%-16s  %-13s  %-20s  %-10s  %s", "SERIES", "METRIC", "JOB", "BRANCH",
+                        "HOST CLASS"));
+  for (const json& s : (*r)["series"]) {
+    const json& ax = s["axes"];
+    std::string job = S(ax, "job_name");
+    if (!S(ax, "variant").empty()) absl::StrAppend(&job, " [", S(ax, "variant"), "]");
+    if (!S(ax, "cell").empty()) absl::StrAppend(&job, " {", S(ax, "cell"), "}");
+    Print(absl::StrFormat("%-16s  %-13s  %-20s  %-10s  %s | %s", S(s, "key"), S(s, "metric"), job,
+                          S(ax, "branch"), S(ax, "cpu_model"), S(ax, "device")));
+  }
+  return kExitOk;
+}
+
+int Show(const ApiClient& api, const Parsed& p) {
+  if (p.positional.size() != 1) return Usage("show: exactly one SERIES expected");
+  auto r = api.Get("/series/" + Encode(p.positional[0]));
+  if (!r.ok()) return Fail(r.status());
+  if (p.json) return Print(r->dump(2)), kExitOk;
+  Print(absl::StrCat("series ", S(*r, "key"), " (", S(*r, "metric"), ")"));
+  std::vector<std::string> axes;
+  for (const auto& [k, v] : (*r)["axes"].items()) axes.push_back(absl::StrCat(k, "=", S((*r)["axes"], k.c_str())));
+  Print(absl::StrCat("axes: ", absl::StrJoin(axes, " ")));
+  std::map<std::string, const json*> change_at;
+  for (const json& c : (*r)["change_points"]) change_at[S(c, "first_after_run")] = &c;
+  for (const json& pt : (*r)["points"]) {
+    const std::string run = S(pt, "run_id");
+    auto c = change_at.find(run);
+    if (c != change_at.end()) {
+      Print(absl::StrFormat("  ---- change %s: %s (%s) %s", Pct((*c->second)["change_pct"]),
+                            S(*c->second, "decision"), S(*c->second, "verdict"),
+                            S(*c->second, "reason")));
+    }
+    const json& ax = pt["axes"];
+    Print(absl::StrFormat("  %-20s %-14s %14s  %s %s", run, S(ax, "host"), S(pt, "value"),
+                          S(ax, "kernel_release"), ax.contains("tags") ? ax["tags"].dump() : ""));
+  }
+  if (!S(*r, "note").empty()) Print(absl::StrCat("note: ", S(*r, "note")));
+  Print(absl::StrCat("parameters: ", S(*r, "parameters")));
+  return kExitOk;
+}
+
+int Alerts(const ApiClient& api, const Parsed& p) {
+  if (!p.positional.empty()) return Usage("alerts: no arguments expected");
+  auto r = api.Get("/alerts" + Query(p.flags));
+  if (!r.ok()) return Fail(r.status());
+  if (p.json) return Print(r->dump(2)), kExitOk;
+  Print(absl::StrFormat("%-16s  %-13s  %8s  %-12s  %-20s  %s", "ALERT", "METRIC", "CHANGE",
+                        "STATE", "FIRST RUN", "TAGS"));
+  for (const json& a : (*r)["alerts"]) {
+    Print(absl::StrFormat("%-16s  %-13s  %8s  %-12s  %-20s  %s", S(a, "id"), S(a, "metric"),
+                          Pct(a["change_pct"]), S(a, "state"), S(a["first_run"], "run_id"),
+                          a["first_run"]["tags"].dump()));
+  }
+  return kExitOk;
+}
+
+int Report(const ApiClient& api, const Parsed& p) {
+  if (p.positional.size() != 1) return Usage("report: exactly one ALERT expected");
+  auto r = api.Get("/alerts/" + Encode(p.positional[0]));
+  if (!r.ok()) return Fail(r.status());
+  if (p.json) return Print(r->dump(2)), kExitOk;
+  Print(S(*r, "headline"));
+  Print(absl::StrCat("axes: ", S(*r, "axes_line")));
+  Print(absl::StrCat("state: ", S(*r, "state"), "; verdict ", S((*r)["assessment"], "verdict"),
+                     ": ", S((*r)["assessment"], "reason")));
+  Print("");
+  Print(S(*r, "lkp"));
+  if (!(*r)["moved_with_it"].empty()) {
+    Print("\nmoved with it (same job):");
+    for (const json& o : (*r)["moved_with_it"]) {
+      Print(absl::StrFormat("  %-16s %-13s %8s", S(o, "id"), S(o, "metric"),
+                            Pct(o["change_pct"])));
+    }
+  }
+  Print(absl::StrCat("\nrepro bundle: iofleet history repro ", S(*r, "id"), " (GET ",
+                     S(*r, "repro"), ")"));
+  Print(absl::StrCat("parameters: ", S(*r, "parameters")));
+  return kExitOk;
+}
+
+int Triage(const ApiClient& api, const Parsed& p) {
+  if (p.positional.size() != 2) return Usage("triage: ALERT STATE expected");
+  auto r = api.Post("/alerts/" + Encode(p.positional[0]) + "/state",
+                    json{{"state", p.positional[1]}});
+  if (!r.ok()) return Fail(r.status());
+  Print(absl::StrCat(S(*r, "id"), ": ", S(*r, "state")));
+  return kExitOk;
+}
+
+int Repro(const ApiClient& api, const Parsed& p) {
+  if (p.positional.size() != 1) return Usage("repro: exactly one ALERT expected");
+  auto r = api.Get("/alerts/" + Encode(p.positional[0]) + "/repro");
+  if (!r.ok()) return Fail(r.status());
+  auto out = p.flags.find("output");
+  if (out == p.flags.end()) return Print(r->dump(2)), kExitOk;
+  std::ofstream f(out->second);
+  f << r->dump(2) << "\n";
+  if (!f.good()) return Fail(absl::InternalError(absl::StrCat("cannot write ", out->second)));
+  return kExitOk;
+}
+
+}  // namespace
+
+int CmdHistory(const ApiClient& api, const std::vector<std::string>& args) {
+  if (args.empty()) return Usage("a subcommand is needed: series, show, alerts, report, triage, repro");
+  const std::string sub = args[0];
+  Parsed p;
+  if (auto e = Parse(std::vector<std::string>(args.begin() + 1, args.end()), &p)) return Usage(*e);
+  if (sub != "series" && sub != "alerts" && sub != "repro" && !p.flags.empty()) {
+    return Usage(absl::StrCat(sub, ": unknown flag --", p.flags.begin()->first));
+  }
+  if (sub == "repro" && p.flags.size() > (p.flags.count("output") ? 1u : 0u)) {
+    return Usage("repro: only --output FILE is a flag");
+  }
+  if (sub == "series") return Series(api, p);
+  if (sub == "show") return Show(api, p);
+  if (sub == "alerts") return Alerts(api, p);
+  if (sub == "report") return Report(api, p);
+  if (sub == "triage") return Triage(api, p);
+  if (sub == "repro") return Repro(api, p);
+  return Usage(absl::StrCat("unknown subcommand \"", sub,
+                            "\" (series, show, alerts, report, triage, repro)"));
+}
+
+}  // namespace iofleet::cli

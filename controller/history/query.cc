@@ -1,0 +1,369 @@
+#include "controller/history/query.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "controller/history/ingest.h"
+#include "controller/history/summary.h"
+#include "controller/history/worker.h"
+#include "controller/scheduler/field_error.h"
+#include "iofleet/v1/agent.pb.h"
+#include "iofleet/v1/job.pb.h"
+
+namespace iofleet::controller::history {
+namespace {
+
+using nlohmann::json;
+
+// The key axes a series filter may name (ingest.h), plus the display name.
+const std::set<std::string>& SeriesAxes() {
+  static const auto* k = new std::set<std::string>{
+      "metric", "workload", "variant", "cell", "cpu_model", "numa", "device",
+      "kernel_cmdline", "branch", "job_name"};
+  return *k;
+}
+
+json ParseOr(const std::string& text, json fallback) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? fallback : j;
+}
+
+json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+std::string Str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+absl::Status CheckFilters(const Filters& filters, const std::set<std::string>& allowed) {
+  for (const auto& [k, v] : filters) {
+    if (allowed.count(k) == 0) {
+      return FieldError(k, absl::StrCat("not a filter (filters: ", absl::StrJoin(allowed, ", "),
+                                        ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+json SeriesSummaryJson(const SeriesRow& s) {
+  return {{"key", s.key}, {"metric", s.metric}, {"axes", ParseOr(s.axes_json, json::object())},
+          {"created_ms", s.created_ms}};
+}
+
+json AlertSummaryJson(const AlertRow& a) {
+  json detail = ParseOr(a.detail_json, json::object());
+  json tags = json::object();
+  std::string kernel;
+  if (auto it = detail.find("after"); it != detail.end() && it->is_object()) {
+    const json& axes = (*it)["axes"];
+    if (axes.is_object()) {
+      if (axes.contains("tags")) tags = axes["tags"];
+      kernel = Str(axes, "kernel_release");
+    }
+  }
+  return {{"id", a.id},
+          {"kind", detail.value("kind", std::string("change"))},
+          {"series", a.series_key},
+          {"metric", a.metric},
+          {"change_pct", Num(a.change_pct)},
+          {"regression", detail.value("regression", false)},
+          {"state", a.state},
+          {"first_run", {{"run_id", a.first_run_id}, {"job_id", a.job_id}, {"tags", tags},
+                         {"kernel_release", kernel}}},
+          {"likely_environmental", detail.value("likely_environmental", false)},
+          {"created_ms", a.created_ms},
+          {"updated_ms", a.updated_ms}};
+}
+
+std::string Side(const json& side) {
+  if (!side.is_object()) return "?";
+  const json axes = side.value("axes", json::object());
+  std::string out = Str(axes, "kernel_release");
+  if (out.empty()) out = "kernel ?";
+  std::vector<std::string> tags;
+  if (axes.contains("tags") && axes["tags"].is_object()) {
+    for (const auto& [k, v] : axes["tags"].items()) {
+      if (v.is_string()) tags.push_back(absl::StrCat(k, "=", v.get<std::string>()));
+    }
+  }
+  if (!tags.empty()) absl::StrAppend(&out, " (", absl::StrJoin(tags, ", "), ")");
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<json> ListSeriesJson(Store& store, const Filters& filters) {
+  if (absl::Status s = CheckFilters(filters, SeriesAxes()); !s.ok()) return s;
+  absl::StatusOr<std::vector<SeriesRow>> all = store.ListSeries();
+  if (!all.ok()) return all.status();
+  json out = json::array();
+  for (const SeriesRow& s : *all) {
+    const json axes = ParseOr(s.axes_json, json::object());
+    bool match = true;
+    for (const auto& [k, v] : filters) {
+      if (Str(axes, k.c_str()) != v) match = false;
+    }
+    if (match) out.push_back(SeriesSummaryJson(s));
+  }
+  return json{{"series", out}};
+}
+
+absl::StatusOr<json> SeriesJson(Store& store, const std::string& key, const Params& params) {
+  absl::StatusOr<SeriesAnalysis> sa = AnalyzeStoredSeries(store, key, params);
+  if (!sa.ok()) return sa.status();
+  json j = SeriesSummaryJson(sa->series);
+  json points = json::array();
+  std::map<std::string, std::vector<Point>> by_host;
+  for (const SeriesPointRow& p : sa->points) {
+    const json axes = ParseOr(p.axes_json, json::object());
+    points.push_back({{"run_id", p.run_id}, {"job_id", p.job_id}, {"order", p.order},
+                      {"time_ms", p.time_ms}, {"value", Num(p.value)}, {"cv", Num(p.cv)},
+                      {"axes", axes}});
+    Point q;
+    q.id = p.run_id;
+    q.value = p.value;
+    by_host[Str(axes, "host")].push_back(q);
+  }
+  j["points"] = points;
+  json changes = json::array();
+  for (const Assessment& a : sa->analysis.changes) changes.push_back(AssessmentJson(a, sa->points));
+  j["change_points"] = changes;
+  j["parameters"] = sa->analysis.parameters;
+  j["note"] = sa->note;
+  json hosts = json::array();
+  for (const auto& [host, pts] : by_host) {
+    const SideSummary s = SummarizeSide(pts);
+    hosts.push_back({{"host", host}, {"points", s.points}, {"mean", Num(s.mean)},
+                     {"median", Num(s.median)}, {"stddev_pct", Num(s.stddev_pct)}});
+  }
+  j["hosts"] = hosts;
+  return j;
+}
+
+absl::StatusOr<json> ListAlertsJson(Store& store, const Filters& filters) {
+  if (absl::Status s = CheckFilters(filters, {"state", "metric", "series"}); !s.ok()) return s;
+  if (auto it = filters.find("state"); it != filters.end() && !IsAlertState(it->second)) {
+    return FieldError("state", absl::StrCat("\"", it->second,
+                                            "\" is not a triage state (untriaged, acknowledged, "
+                                            "invalid, fixed)"));
+  }
+  absl::StatusOr<std::vector<AlertRow>> all = store.ListAlerts();
+  if (!all.ok()) return all.status();
+  json out = json::array();
+  for (const AlertRow& a : *all) {
+    auto want = [&](const char* k, const std::string& v) {
+      auto it = filters.find(k);
+      return it == filters.end() || it->second == v;
+    };
+    if (want("state", a.state) && want("metric", a.metric) && want("series", a.series_key)) {
+      out.push_back(AlertSummaryJson(a));
+    }
+  }
+  return json{{"alerts", out}};
+}
+
+absl::StatusOr<json> AlertJson(Store& store, const std::string& id, const Params& params) {
+  absl::StatusOr<AlertRow> a = store.GetAlert(id);
+  if (!a.ok()) return a.status();
+  absl::StatusOr<SeriesRow> series = store.GetSeries(a->series_key);
+  if (!series.ok()) return series.status();
+  json j = AlertSummaryJson(*a);
+  const json detail = ParseOr(a->detail_json, json::object());
+  j["assessment"] = detail;
+  const json axes = ParseOr(series->axes_json, json::object());
+  j["axes"] = axes;
+
+  // Headline and axes line (LKP's shape).
+  const bool regression = detail.value("regression", false);
+  const bool stoppage = detail.value("kind", std::string()) == "stoppage";
+  std::string variant = Str(axes, "variant");
+  std::string cell = Str(axes, "cell");
+  j["headline"] = absl::StrFormat(
+      "%s %+.1f%% %s of %s%s%s from %s to %s on %s | %s", a->metric, a->change_pct,
+      regression ? "regression" : "improvement", Str(axes, "job_name"),
+      variant.empty() ? "" : absl::StrCat(" variant=", variant),
+      cell.empty() ? "" : absl::StrCat(" cell=", cell), Side(detail.value("before", json())),
+      Side(detail.value("after", json())), Str(axes, "cpu_model"), Str(axes, "device"));
+  if (stoppage) {
+    j["headline"] = absl::StrCat(Str(axes, "job_name"), " stopped reporting ", a->metric, ": ",
+                                 Str(detail, "reason"), " (last run ", a->first_run_id, ") on ",
+                                 Str(axes, "cpu_model"), " | ", Str(axes, "device"));
+  }
+  std::vector<std::string> line;
+  for (const auto& [k, v] : axes.items()) {
+    if (v.is_string()) line.push_back(absl::StrCat(k, "=", v.get<std::string>()));
+  }
+  j["axes_line"] = absl::StrJoin(line, " ");
+
+  // Every metric of the same workload and host class, split at the same run.
+  const int64_t first_after = detail.value("first_after_order", int64_t{0});
+  const int window = params.decide.side_window;
+  json metrics = json::array();
+  std::string table = LkpHeader();
+  std::map<std::string, std::string> key_axes;
+  for (const auto& [k, v] : axes.items()) {
+    if (k != "job_name" && v.is_string()) key_axes[k] = v.get<std::string>();
+  }
+  for (compare::Metric m : compare::kAllMetrics) {
+    key_axes["metric"] = std::string(compare::MetricName(m));
+    absl::StatusOr<std::vector<SeriesPointRow>> pts = store.ListSeriesPoints(SeriesKeyOf(key_axes));
+    if (!pts.ok()) return pts.status();
+    std::vector<Point> before, after;
+    for (const SeriesPointRow& p : *pts) {
+      Point q;
+      q.id = p.run_id;
+      q.value = p.value;
+      q.cv = p.cv;
+      (p.order < first_after ? before : after).push_back(q);
+    }
+    if (before.empty() || after.empty()) continue;
+    if (static_cast<int>(before.size()) > window) before.erase(before.begin(), before.end() - window);
+    if (static_cast<int>(after.size()) > window) after.resize(static_cast<size_t>(window));
+    const ChangeSummary s = Summarize(key_axes["metric"], before, after);
+    absl::StrAppend(&table, "\n", LkpRow(s));
+    metrics.push_back({{"metric", s.metric},
+                       {"before_mean", Num(s.before.mean)},
+                       {"before_stddev_pct", Num(s.before.stddev_pct)},
+                       {"after_mean", Num(s.after.mean)},
+                       {"after_stddev_pct", Num(s.after.stddev_pct)},
+                       {"change_pct", Num(s.change_pct)},
+                       {"points", {s.before.points, s.after.points}}});
+  }
+  j["metrics"] = metrics;
+  j["lkp"] = table;
+
+  // Other series alerted at the same job.
+  absl::StatusOr<std::vector<AlertRow>> all = store.ListAlerts();
+  if (!all.ok()) return all.status();
+  json moved = json::array();
+  for (const AlertRow& o : *all) {
+    if (o.id == a->id || o.job_id != a->job_id) continue;
+    moved.push_back(AlertSummaryJson(o));
+  }
+  j["moved_with_it"] = moved;
+  j["repro"] = absl::StrCat("/api/v1/alerts/", a->id, "/repro");
+  j["parameters"] = detail.value("parameters", std::string());
+  return j;
+}
+
+absl::StatusOr<json> ReproJson(Store& store, const std::string& alert_id) {
+  absl::StatusOr<AlertRow> a = store.GetAlert(alert_id);
+  if (!a.ok()) return a.status();
+  absl::StatusOr<RunRow> run = store.GetRun(a->first_run_id);
+  if (!run.ok()) return run.status();
+  absl::StatusOr<JobRow> job = store.GetJob(run->job_id);
+  if (!job.ok()) return job.status();
+  absl::StatusOr<std::vector<AgentRow>> agents = store.ListAgents();
+  if (!agents.ok()) return agents.status();
+  json inventory = nullptr;
+  std::string agent_version, cmdline, kernel;
+  for (const AgentRow& ag : *agents) {
+    if (ag.name != run->host) continue;
+    inventory = ParseOr(ag.inventory_json, json());
+    if (inventory.is_object()) {
+      agent_version = Str(inventory, "agent_version");
+      cmdline = Str(inventory, "kernel_cmdline");
+      kernel = Str(inventory, "kernel_release");
+    }
+  }
+  absl::StatusOr<std::optional<ResultRow>> result = store.GetResult(run->id);
+  if (!result.ok()) return result.status();
+  json options = json::object();
+  if (result->has_value()) {
+    for (const auto& [k, v] :
+         compare::ResultOptions(ParseOr((*result)->result_json, json::object()))) {
+      options[k] = v;
+    }
+  }
+  return json{{"alert_id", a->id},
+              {"run_id", run->id},
+              {"job_id", run->job_id},
+              {"host", run->host},
+              {"job_text", run->fio_text},
+              {"effective_options", options},
+              {"job_spec", ParseOr(job->spec_json, json::object())},
+              {"device_fingerprint",
+               result->has_value() ? (*result)->device_fingerprint : std::string()},
+              {"inventory", inventory},
+              {"agent_version", agent_version},
+              {"kernel_release", kernel},
+              {"kernel_cmdline", cmdline},
+              {"note", "the host's inventory as the controller holds it now (it may have "
+                       "changed since the run)"}};
+}
+
+absl::StatusOr<json> FindBaseline(Store& store, const std::string& job_id,
+                                  const std::string& tag) {
+  const size_t eq = tag.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return FieldError("tag", absl::StrCat("\"", tag, "\" is not KEY=VALUE"));
+  }
+  const std::string key = tag.substr(0, eq), value = tag.substr(eq + 1);
+  absl::StatusOr<JobRow> job = store.GetJob(job_id);
+  if (!job.ok()) return job.status();
+  auto workloads = [&store](const std::string& id, bool succeeded_only)
+      -> absl::StatusOr<std::set<std::string>> {
+    absl::StatusOr<std::vector<RunRow>> runs = store.ListRuns(id, 0, 0);
+    if (!runs.ok()) return runs.status();
+    std::set<std::string> out;
+    for (const RunRow& r : *runs) {
+      if (succeeded_only && r.state != RunState::kSucceeded) continue;
+      out.insert(HexDigest(WorkloadText(r.fio_text)));
+    }
+    return out;
+  };
+  absl::StatusOr<std::set<std::string>> mine = workloads(job_id, false);
+  if (!mine.ok()) return mine.status();
+  absl::StatusOr<std::vector<JobRow>> jobs = store.ListJobs(0, 0);
+  if (!jobs.ok()) return jobs.status();
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  int tagged = 0;
+  for (auto it = jobs->rbegin(); it != jobs->rend(); ++it) {  // newest first
+    if (it->id == job_id) continue;
+    v1::JobSpec spec;
+    (void)google::protobuf::util::JsonStringToMessage(it->spec_json, &spec, opts);
+    auto t = spec.tags().find(key);
+    if (t == spec.tags().end() || t->second != value) continue;
+    ++tagged;
+    absl::StatusOr<std::set<std::string>> theirs = workloads(it->id, true);
+    if (!theirs.ok()) return theirs.status();
+    int matched = 0;
+    for (const std::string& w : *theirs) matched += mine->count(w) > 0 ? 1 : 0;
+    if (matched == 0) continue;
+    json tags = json::object();
+    for (const auto& [k, v] : spec.tags()) tags[k] = v;
+    return json{{"job_id", job_id},
+                {"baseline_job_id", it->id},
+                {"baseline_tags", tags},
+                {"workloads_matched", matched}};
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "no baseline for job ", job_id, ": ", tagged, " other job(s) tagged ", key, "=", value,
+      tagged == 0 ? "" : ", none with a succeeded run of the same workload (job text without paths)"));
+}
+
+absl::StatusOr<json> SetAlertState(Store& store, const std::string& id, const std::string& state,
+                                   uint64_t now_ms) {
+  if (!IsAlertState(state)) {
+    return FieldError("state", absl::StrCat("\"", state,
+                                            "\" is not a triage state (untriaged, acknowledged, "
+                                            "invalid, fixed)"));
+  }
+  absl::StatusOr<AlertRow> a = store.GetAlert(id);
+  if (!a.ok()) return a.status();
+  WriteBatch b;
+  b.alert_states.push_back(AlertStateRow{id, state, now_ms});
+  if (absl::Status s = store.Write(std::move(b)); !s.ok()) return s;
+  a->state = state;
+  a->updated_ms = now_ms;
+  return AlertSummaryJson(*a);
+}
+
+}  // namespace iofleet::controller::history

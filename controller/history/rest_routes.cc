@@ -1,0 +1,107 @@
+#include "controller/history/rest_routes.h"
+
+#include <httplib.h>
+
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "controller/api/rest/json_codec.h"
+#include "controller/history/query.h"
+#include "controller/scheduler/field_error.h"
+
+namespace iofleet::controller::history {
+namespace {
+
+using nlohmann::json;
+
+void Reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(rest::Dump(body), "application/json");
+}
+
+Filters FiltersOf(const httplib::Request& req) {
+  Filters f;
+  for (const auto& [k, v] : req.params) f[k] = v;
+  return f;
+}
+
+}  // namespace
+
+void InstallHistoryRoutes(rest::RestServer& server, Store* store, Params params,
+                          std::function<uint64_t()> clock) {
+  server.InstallRoutes([store, params, clock](httplib::Server& srv) {
+    using rest::WrapStatusHandler;
+    srv.Get("/api/v1/series",
+            WrapStatusHandler([store](const httplib::Request& req, httplib::Response& res) {
+              absl::StatusOr<json> j = ListSeriesJson(*store, FiltersOf(req));
+              if (!j.ok()) return j.status();
+              Reply(res, 200, *j);
+              return absl::OkStatus();
+            }));
+    srv.Get(R"(/api/v1/series/([^/]+))",
+            WrapStatusHandler([store, params](const httplib::Request& req,
+                                              httplib::Response& res) {
+              absl::StatusOr<json> j = SeriesJson(*store, req.matches[1], params);
+              if (!j.ok()) return j.status();
+              Reply(res, 200, *j);
+              return absl::OkStatus();
+            }));
+    srv.Get("/api/v1/alerts",
+            WrapStatusHandler([store](const httplib::Request& req, httplib::Response& res) {
+              absl::StatusOr<json> j = ListAlertsJson(*store, FiltersOf(req));
+              if (!j.ok()) return j.status();
+              Reply(res, 200, *j);
+              return absl::OkStatus();
+            }));
+    srv.Get(R"(/api/v1/alerts/([^/]+))",
+            WrapStatusHandler([store, params](const httplib::Request& req,
+                                              httplib::Response& res) {
+              absl::StatusOr<json> j = AlertJson(*store, req.matches[1], params);
+              if (!j.ok()) return j.status();
+              Reply(res, 200, *j);
+              return absl::OkStatus();
+            }));
+    srv.Get(R"(/api/v1/alerts/([^/]+)/repro)",
+            WrapStatusHandler([store](const httplib::Request& req, httplib::Response& res) {
+              const std::string id = req.matches[1];
+              absl::StatusOr<json> j = ReproJson(*store, id);
+              if (!j.ok()) return j.status();
+              res.set_header("Content-Disposition",
+                             absl::StrCat("attachment; filename=\"iofleet-repro-", id, ".json\""));
+              Reply(res, 200, *j);
+              return absl::OkStatus();
+            }));
+    srv.Get("/api/v1/baseline",
+            WrapStatusHandler([store](const httplib::Request& req, httplib::Response& res) {
+              if (!req.has_param("job")) return FieldError("job", "missing (the job to gate)");
+              if (!req.has_param("tag")) return FieldError("tag", "missing (KEY=VALUE)");
+              absl::StatusOr<json> j =
+                  FindBaseline(*store, req.get_param_value("job"), req.get_param_value("tag"));
+              if (!j.ok()) return j.status();
+              Reply(res, 200, *j);
+              return absl::OkStatus();
+            }));
+    srv.Post(R"(/api/v1/alerts/([^/]+)/state)",
+             WrapStatusHandler([store, clock](const httplib::Request& req,
+                                              httplib::Response& res) {
+               json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+               if (body.is_discarded() || !body.is_object()) {
+                 return FieldError("body", "not a JSON object");
+               }
+               auto it = body.find("state");
+               if (it == body.end() || !it->is_string()) {
+                 return FieldError("state",
+                                   "missing (one of untriaged, acknowledged, invalid, fixed)");
+               }
+               absl::StatusOr<json> j =
+                   SetAlertState(*store, req.matches[1], it->get<std::string>(), clock());
+               if (!j.ok()) return j.status();
+               Reply(res, 200, *j);
+               return absl::OkStatus();
+             }));
+  });
+}
+
+}  // namespace iofleet::controller::history

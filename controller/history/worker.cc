@@ -1,0 +1,414 @@
+#include "controller/history/worker.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "controller/history/ingest.h"
+
+namespace iofleet::controller::history {
+namespace {
+
+using nlohmann::json;
+
+// A change within this many points of an alerted one is that alert.
+constexpr int kSameAlertPoints = 3;
+
+uint64_t SystemNowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json SideJson(const SideSummary& s) {
+  return {{"points", s.points},         {"runs", s.runs},
+          {"mean", Num(s.mean)},        {"median", Num(s.median)},
+          {"stddev_pct", Num(s.stddev_pct)}, {"within_point_cv_pct", Num(s.within_point_cv_pct)}};
+}
+
+json PointAxes(const SeriesPointRow& p) {
+  json j = json::parse(p.axes_json, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? json::object() : j;
+}
+
+std::vector<compare::IntervalWindow> Windows(const std::vector<IntervalRow>& rows) {
+  std::vector<compare::IntervalWindow> out;
+  out.reserve(rows.size());
+  for (const IntervalRow& r : rows) {
+    compare::IntervalWindow w;
+    w.job_index = r.job_index;
+    w.seq = r.seq;
+    w.t_start_ms = r.t_start_ms;
+    w.t_end_ms = r.t_end_ms;
+    for (const IntervalDirRow& d : r.dir) {
+      w.ios += d.ios;
+      w.errors += d.errors;
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
+}  // namespace
+
+json AssessmentJson(const Assessment& a, const std::vector<SeriesPointRow>& points) {
+  json votes = json::object();
+  for (int d = 0; d < kNumDetectors; ++d) {
+    votes[std::string(DetectorName(static_cast<Detector>(d)))] = {
+        {"proposed", a.change.proposed[d]}, {"voted", a.change.voted[d]},
+        {"p", Num(a.change.p[d])}};
+  }
+  json j = {{"index", a.change.index},
+            {"last_before_run", a.last_before_id},
+            {"first_after_run", a.first_after_id},
+            {"last_before_order", a.last_before_order},
+            {"first_after_order", a.first_after_order},
+            {"change_pct", Num(a.change_pct)},
+            {"change_ci_pct", {Num(a.change_ci.lo), Num(a.change_ci.hi)}},
+            {"regression", a.regression},
+            {"verdict", std::string(VerdictName(a.verdict))},
+            {"decision", std::string(DecisionName(a.decision))},
+            {"reason", a.reason},
+            {"more_runs_per_side", a.more_runs_per_side},
+            {"votes", a.change.votes},
+            {"confirmed", a.change.confirmed},
+            {"detectors", votes},
+            {"likely_environmental", a.likely_environmental},
+            {"summary",
+             {{"metric", a.summary.metric},
+              {"before", SideJson(a.summary.before)},
+              {"after", SideJson(a.summary.after)},
+              {"change_pct", Num(a.summary.change_pct)},
+              {"lkp", absl::StrCat(LkpHeader(), "\n", LkpRow(a.summary))}}}};
+  if (a.change.index > 0 && a.change.index <= points.size()) {
+    const SeriesPointRow& before = points[a.change.index - 1];
+    j["before"] = {{"run_id", before.run_id}, {"job_id", before.job_id},
+                   {"axes", PointAxes(before)}};
+  }
+  if (a.change.index < points.size()) {
+    const SeriesPointRow& after = points[a.change.index];
+    j["after"] = {{"run_id", after.run_id}, {"job_id", after.job_id},
+                  {"axes", PointAxes(after)}};
+  }
+  return j;
+}
+
+namespace {
+
+// The usable points (value > 0) of stored rows as a Series; `kept` receives their rows.
+absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
+                                    std::vector<SeriesPointRow>* kept) {
+  std::vector<Point> pts;
+  for (SeriesPointRow& p : rows) {
+    if (!(std::isfinite(p.value) && p.value > 0)) continue;
+    Point q;
+    q.id = p.run_id;
+    q.order = p.order;
+    q.time = p.time_ms == 0 ? absl::InfinitePast() : absl::FromUnixMillis(p.time_ms);
+    q.value = p.value;
+    q.cv = std::isfinite(p.cv) && p.cv >= 0 ? p.cv : std::nan("");
+    // Runs finish out of creation order: times only count when they never go back.
+    if (!pts.empty() && pts.back().time != absl::InfinitePast() && q.time < pts.back().time) {
+      q.time = absl::InfinitePast();
+    }
+    pts.push_back(std::move(q));
+    kept->push_back(std::move(p));
+  }
+  return Series::Create(std::move(pts));
+}
+
+}  // namespace
+
+absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
+                                                   const Params& params) {
+  SeriesAnalysis out;
+  absl::StatusOr<SeriesRow> row = store.GetSeries(key);
+  if (!row.ok()) return row.status();
+  out.series = *row;
+  absl::StatusOr<MetricPolicy> policy = PolicyForMetric(row->metric);
+  if (!policy.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("series ", key, ": metric \"", row->metric, "\" has no policy"));
+  }
+  absl::StatusOr<std::vector<SeriesPointRow>> rows = store.ListSeriesPoints(key);
+  if (!rows.ok()) return rows.status();
+  absl::StatusOr<Series> series = SeriesOfRows(std::move(*rows), &out.points);
+  if (!series.ok()) return series.status();
+  absl::StatusOr<Analysis> analysis = Analyze(*series, *policy, params);
+  if (!analysis.ok()) return analysis.status();
+  out.analysis = std::move(*analysis);
+  out.note = out.analysis.detection.note;
+  return out;
+}
+
+HistoryWorker::HistoryWorker(Store* store, WorkerOptions options)
+    : store_(store), options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<HistoryWorker>> HistoryWorker::Create(Store* store,
+                                                                     WorkerOptions options) {
+  if (absl::Status s = ValidateParams(options.params); !s.ok()) return s;
+  if (options.poll_interval_ms == 0) {
+    return absl::InvalidArgumentError("history.poll_interval_ms: 0 (must be > 0)");
+  }
+  if (options.batch_runs <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("history.batch_runs: ", options.batch_runs, " (must be > 0)"));
+  }
+  if (!options.clock) options.clock = SystemNowMs;
+  return std::unique_ptr<HistoryWorker>(new HistoryWorker(store, std::move(options)));
+}
+
+HistoryWorker::~HistoryWorker() { Stop(); }
+
+void HistoryWorker::Start() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (thread_.joinable() || stop_) return;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void HistoryWorker::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HistoryWorker::Wake() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+WorkerStats HistoryWorker::stats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return stats_;
+}
+
+void HistoryWorker::Loop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_) {
+    l.unlock();
+    absl::Status s = PollOnce();
+    l.lock();
+    if (!s.ok() && stats_.last_error != s.ToString()) {
+      std::fprintf(stderr, "iofleet-controller: history: %s\n", s.ToString().c_str());
+    }
+    stats_.last_error = s.ok() ? "" : s.ToString();
+    cv_.wait_for(l, std::chrono::milliseconds(options_.poll_interval_ms),
+                 [this] { return stop_ || wake_; });
+    wake_ = false;
+  }
+}
+
+absl::Status HistoryWorker::PollOnce() {
+  std::lock_guard<std::mutex> poll(poll_mu_);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++stats_.polls;
+  }
+  if (!cursor_loaded_) {
+    absl::StatusOr<int64_t> c = store_->HistoryCursor();
+    if (!c.ok()) return c.status();
+    cursor_ = *c;
+    cursor_loaded_ = true;
+  }
+  // Pages of runs after the cursor. A run not yet terminal stops the cursor (not
+  // the reading): the terminal runs after it are ingested and remembered in
+  // done_seqs_ until the cursor passes them.
+  std::map<std::string, JobRow> jobs;
+  std::map<std::string, AgentRow> agents;
+  bool agents_loaded = false;
+  std::set<std::string> touched;
+  bool blocked = false;
+  int64_t after = cursor_;
+  const uint64_t now = options_.clock();
+  for (;;) {
+    absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns("", after, options_.batch_runs);
+    if (!runs.ok()) return runs.status();
+    WriteBatch batch;
+    std::vector<int64_t> done;
+    int64_t cursor = cursor_;
+    uint64_t ingested = 0, skipped = 0;
+    for (const RunRow& run : *runs) {
+      after = run.seq;
+      if (!IsTerminal(run.state)) {
+        blocked = true;
+        continue;
+      }
+      if (done_seqs_.count(run.seq) == 0) {
+        RunPoints rp;
+        if (run.state != RunState::kSucceeded) {
+          rp.skipped = absl::StrCat("run ", RunStateName(run.state));
+        } else {
+          auto job_it = jobs.find(run.job_id);
+          if (job_it == jobs.end()) {
+            absl::StatusOr<JobRow> job = store_->GetJob(run.job_id);
+            if (!job.ok()) return job.status();
+            job_it = jobs.emplace(run.job_id, std::move(*job)).first;
+          }
+          if (!agents_loaded) {
+            absl::StatusOr<std::vector<AgentRow>> all = store_->ListAgents();
+            if (!all.ok()) return all.status();
+            for (AgentRow& a : *all) agents.emplace(a.name, std::move(a));
+            agents_loaded = true;
+          }
+          absl::StatusOr<std::optional<ResultRow>> result = store_->GetResult(run.id);
+          if (!result.ok()) return result.status();
+          absl::StatusOr<std::vector<IntervalRow>> intervals = store_->ListIntervals(run.id);
+          if (!intervals.ok()) return intervals.status();
+          auto agent = agents.find(run.host);
+          rp = PointsOfRun(run, job_it->second,
+                           agent == agents.end() ? nullptr : &agent->second,
+                           result->value_or(ResultRow{}), Windows(*intervals), now);
+        }
+        if (rp.points.empty()) {
+          ++skipped;
+        } else {
+          ++ingested;
+        }
+        for (SeriesPointRow& p : rp.points) touched.insert(p.series_key);
+        std::move(rp.series.begin(), rp.series.end(), std::back_inserter(batch.insert_series));
+        std::move(rp.points.begin(), rp.points.end(), std::back_inserter(batch.insert_points));
+        done.push_back(run.seq);
+      }
+      if (!blocked) cursor = run.seq;
+    }
+    if (cursor != cursor_) batch.history_cursor = cursor;
+    const size_t points = batch.insert_points.size();
+    if (!batch.empty()) {
+      if (absl::Status s = store_->Write(std::move(batch)); !s.ok()) return s;
+    }
+    cursor_ = cursor;
+    done_seqs_.insert(done.begin(), done.end());
+    done_seqs_.erase(done_seqs_.begin(), done_seqs_.upper_bound(cursor_));
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stats_.runs_ingested += ingested;
+      stats_.runs_skipped += skipped;
+      stats_.points += points;
+    }
+    if (static_cast<int>(runs->size()) < options_.batch_runs) break;
+  }
+  absl::Status first_error;
+  for (const std::string& key : touched) {
+    absl::Status s = Detect(key);
+    if (!s.ok() && first_error.ok()) first_error = s;
+  }
+  if (options_.stoppage_check_ms > 0 &&
+      (!last_stoppage_check_ms_ || now < *last_stoppage_check_ms_ ||
+       now - *last_stoppage_check_ms_ >= options_.stoppage_check_ms)) {
+    last_stoppage_check_ms_ = now;
+    absl::Status s = CheckStoppages();
+    if (!s.ok() && first_error.ok()) first_error = s;
+  }
+  return first_error;
+}
+
+absl::Status HistoryWorker::CheckStoppages() {
+  absl::StatusOr<std::vector<SeriesRow>> all = store_->ListSeries();
+  if (!all.ok()) return all.status();
+  const uint64_t now = options_.clock();
+  WriteBatch batch;
+  for (const SeriesRow& row : *all) {
+    if (row.metric != "iops") continue;  // one per workload and host class
+    absl::StatusOr<std::vector<SeriesPointRow>> rows = store_->ListSeriesPoints(row.key);
+    if (!rows.ok()) return rows.status();
+    std::vector<SeriesPointRow> kept;
+    absl::StatusOr<Series> series = SeriesOfRows(std::move(*rows), &kept);
+    if (!series.ok() || kept.empty()) continue;
+    const Stoppage st =
+        CheckStoppage(*series, absl::FromUnixMillis(static_cast<int64_t>(now)),
+                      options_.params.stoppage);
+    if (!st.stopped) continue;
+    AlertRow a;
+    a.id = HexDigest(absl::StrCat(row.key, "|stoppage"));  // Detect() skips this id
+    a.series_key = row.key;
+    a.metric = row.metric;
+    a.state = "untriaged";
+    a.change_pct = std::nan("");
+    a.first_run_id = kept.back().run_id;  // the last run that reported
+    a.job_id = kept.back().job_id;
+    a.created_ms = now;
+    a.updated_ms = now;
+    a.detail_json =
+        json{{"kind", "stoppage"},
+             {"reason", st.reason},
+             {"usual_interval_s", absl::ToDoubleSeconds(st.usual_interval)},
+             {"silent_for_s", absl::ToDoubleSeconds(st.silent_for)},
+             {"last_run", kept.back().run_id},
+             {"decision", "stoppage"},
+             {"parameters", DescribeParams(options_.params)}}
+            .dump();
+    batch.upsert_alerts.push_back(std::move(a));
+  }
+  const size_t n = batch.upsert_alerts.size();
+  if (n == 0) return absl::OkStatus();
+  if (absl::Status s = store_->Write(std::move(batch)); !s.ok()) return s;
+  std::lock_guard<std::mutex> l(mu_);
+  stats_.alerts_written += n;
+  stats_.stoppages += n;
+  return absl::OkStatus();
+}
+
+absl::Status HistoryWorker::Detect(const std::string& series_key) {
+  absl::StatusOr<SeriesAnalysis> sa = AnalyzeStoredSeries(*store_, series_key, options_.params);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++stats_.detections;
+  }
+  if (absl::IsFailedPrecondition(sa.status())) return absl::OkStatus();  // no policy: no alerts
+  if (!sa.ok()) return sa.status();
+  const uint64_t now = options_.clock();
+  // A change found again a few points from where it was alerted is the same
+  // alert (its place moves as points arrive): it keeps its id and triage state.
+  absl::StatusOr<std::vector<AlertRow>> existing = store_->ListAlerts();
+  if (!existing.ok()) return existing.status();
+  const std::string stoppage_id = HexDigest(absl::StrCat(series_key, "|stoppage"));
+  std::map<std::string, size_t> index_of;
+  for (size_t i = 0; i < sa->points.size(); ++i) index_of[sa->points[i].run_id] = i;
+  WriteBatch batch;
+  for (const Assessment& a : sa->analysis.changes) {
+    if (a.decision != Decision::kAlert) continue;
+    AlertRow row;
+    row.id = HexDigest(absl::StrCat(series_key, "|", a.first_after_id));
+    for (const AlertRow& e : *existing) {
+      if (e.series_key != series_key || e.id == stoppage_id) continue;
+      auto at = index_of.find(e.first_run_id);
+      if (at == index_of.end()) continue;
+      const size_t d = at->second > a.change.index ? at->second - a.change.index
+                                                   : a.change.index - at->second;
+      if (d <= static_cast<size_t>(kSameAlertPoints)) row.id = e.id;
+    }
+    row.series_key = series_key;
+    row.metric = sa->series.metric;
+    row.state = "untriaged";
+    row.change_pct = a.change_pct;
+    row.first_run_id = a.first_after_id;
+    for (const SeriesPointRow& p : sa->points) {
+      if (p.run_id == a.first_after_id) row.job_id = p.job_id;
+    }
+    row.created_ms = now;
+    row.updated_ms = now;
+    json detail = AssessmentJson(a, sa->points);
+    detail["parameters"] = sa->analysis.parameters;
+    row.detail_json = detail.dump();
+    batch.upsert_alerts.push_back(std::move(row));
+  }
+  const size_t n = batch.upsert_alerts.size();
+  if (n == 0) return absl::OkStatus();
+  if (absl::Status s = store_->Write(std::move(batch)); !s.ok()) return s;
+  std::lock_guard<std::mutex> l(mu_);
+  stats_.alerts_written += n;
+  return absl::OkStatus();
+}
+
+}  // namespace iofleet::controller::history

@@ -1,0 +1,123 @@
+// The history worker (issue 16, docs/history.md): a thread of its own, off the
+// control loop, that reads finished runs from the store, feeds their points into
+// series (ingest.h) and runs detection and the alert decisions (alert.h) on every
+// series that gained a point. It only reads and writes the store: the control
+// loop never waits for it, and it holds no lock while it does I/O.
+//
+// Ingest position: the store keeps a cursor (the highest run seq below which
+// every run is terminal and ingested), so a restart resumes there; points and
+// series are inserted idempotently, so a run read twice feeds one point.
+//
+// Alerts: one per (series, first run after the change) whose decision is kAlert;
+// re-detection updates its figures and keeps its triage state.
+//
+// Thread-safety: Start/Stop from one thread; PollOnce() is serialised with the
+// worker's own polls; the query functions are stateless (any thread).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "controller/history/alert.h"
+#include "controller/store/store.h"
+
+namespace iofleet::controller::history {
+
+struct WorkerOptions {
+  // Time between polls of the store for newly finished runs. Default 1 s.
+  uint32_t poll_interval_ms = 1000;
+  // Runs read per poll at most. Default 500.
+  int batch_runs = 500;
+  // Detection and decision parameters (alert.h).
+  Params params;
+  // Data stoppage: every this often (and at the first poll) each iops series is
+  // checked (stoppage.h); a series silent for longer than its usual interval
+  // times params.stoppage.factor gets a stoppage alert (one per series: it is
+  // updated, with its triage state kept, when the series stops again). 0 = never.
+  // Default 60 s.
+  uint32_t stoppage_check_ms = 60000;
+  // Wall clock in unix ms (stored times). Default: the system clock.
+  std::function<uint64_t()> clock;
+};
+
+struct WorkerStats {
+  uint64_t polls = 0;
+  uint64_t runs_ingested = 0;  // runs that fed at least one point
+  uint64_t runs_skipped = 0;   // terminal runs that fed none (reason logged once)
+  uint64_t points = 0;
+  uint64_t detections = 0;     // series analysed
+  uint64_t alerts_written = 0;
+  uint64_t stoppages = 0;      // stoppage alerts written
+  std::string last_error;      // the last poll's failure, "" when it succeeded
+};
+
+class HistoryWorker {
+ public:
+  // Validates the parameters (InvalidArgument naming the field). `store` is not
+  // owned and must outlive the worker. The thread starts with Start().
+  static absl::StatusOr<std::unique_ptr<HistoryWorker>> Create(Store* store,
+                                                               WorkerOptions options);
+  ~HistoryWorker();  // Stop()
+
+  void Start();
+  void Stop();  // idempotent; waits for a poll in progress
+  // Polls now instead of at the next interval (the thread's next wake-up).
+  void Wake();
+  // One poll on the caller's thread: ingest what finished, detect on the series
+  // that gained points. Tests call it directly (without Start).
+  absl::Status PollOnce();
+  WorkerStats stats() const;
+
+ private:
+  HistoryWorker(Store* store, WorkerOptions options);
+  void Loop();
+  absl::Status Detect(const std::string& series_key);
+  absl::Status CheckStoppages();
+
+  Store* const store_;
+  const WorkerOptions options_;
+  std::mutex poll_mu_;              // serialises polls
+  bool cursor_loaded_ = false;      // guarded by poll_mu_
+  int64_t cursor_ = 0;              // guarded by poll_mu_
+  std::set<int64_t> done_seqs_;     // ingested/skipped above the cursor; poll_mu_
+  std::optional<uint64_t> last_stoppage_check_ms_;  // poll_mu_
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool wake_ = false;
+  WorkerStats stats_;
+  std::thread thread_;
+};
+
+// The analysis of one stored series: its points as a Series, and Analyze()'s
+// result. NotFound for an unknown key; FailedPrecondition when the series cannot
+// be analysed (its metric has no policy).
+struct SeriesAnalysis {
+  SeriesRow series;
+  std::vector<SeriesPointRow> points;  // the usable points (value > 0), in order
+  Analysis analysis;
+  std::string note;  // why nothing could be detected (too few points, ...), or ""
+};
+absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
+                                                   const Params& params);
+
+// One assessed change as JSON: index, run ids and orders around it, the points'
+// axes (kernel, tags) before and after, change %, interval, verdict, decision,
+// reason, votes, the LKP summary and the reference check.
+nlohmann::json AssessmentJson(const Assessment& a, const std::vector<SeriesPointRow>& points);
+
+}  // namespace iofleet::controller::history

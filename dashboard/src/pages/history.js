@@ -1,0 +1,197 @@
+// History (docs/history.md): series, one series with its points and change
+// points, and alerts with triage. Routes:
+//   #/series            series list (?metric=iops)
+//   #/series/KEY        points (change points marked), per-host spread, changes
+//   #/alerts            alerts with triage (?state=untriaged)
+import uPlot from 'uplot';
+import { request } from '../api.js';
+import { h, replace, fmtNum, fmtTime, errorBox, poller } from '../dom.js';
+
+const STATES = ['untriaged', 'acknowledged', 'invalid', 'fixed'];
+
+function pct(v) {
+  return typeof v === 'number' && Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${v.toFixed(1)}%` : '–';
+}
+
+function tagsText(tags) {
+  return Object.entries(tags || {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
+}
+
+// The repro bundle through request() (it carries the API token), saved as a file.
+async function downloadRepro(id) {
+  try {
+    const d = await request('GET', `/alerts/${encodeURIComponent(id)}/repro`);
+    const url = URL.createObjectURL(new Blob([JSON.stringify(d, null, 2)], { type: 'application/json' }));
+    const link = h('a', { href: url, download: `iofleet-repro-${id}.json` });
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    URL.revokeObjectURL(url);
+  } catch (e) {
+    alert(e.message);
+  }
+}
+
+export function seriesListPage(main, { params }) {
+  document.title = 'Series · iofleet';
+  const metric = params.get('metric') || '';
+  const body = h('div');
+  main.append(
+    h('h1', null, 'Series'),
+    h('p', { class: 'muted' }, 'One metric of one workload on one host class; every finished run adds a point. ', h('a', { href: '#/alerts' }, 'Alerts')),
+    body,
+  );
+  const p = poller(async (signal) => {
+    let d;
+    try {
+      d = await request('GET', '/series', { params: metric ? { metric } : undefined, signal });
+    } catch (e) {
+      if (e.name === 'AbortError') throw e;
+      replace(body, errorBox(e));
+      return true;
+    }
+    const rows = (d.series || []).map((s) =>
+      h(
+        'tr',
+        { dataset: { series: s.key } },
+        h('th', { scope: 'row' }, h('a', { href: `#/series/${encodeURIComponent(s.key)}` }, s.key)),
+        h('td', null, s.metric),
+        h('td', null, s.axes.job_name || '', s.axes.variant ? ` [${s.axes.variant}]` : '', s.axes.cell ? ` {${s.axes.cell}}` : ''),
+        h('td', null, s.axes.branch || '–'),
+        h('td', null, s.axes.cpu_model || '–', h('div', { class: 'muted small' }, s.axes.device || '')),
+      ),
+    );
+    replace(
+      body,
+      rows.length
+        ? h('table', null, h('thead', null, h('tr', null, ['Series', 'Metric', 'Workload', 'Branch', 'Host class'].map((c) => h('th', { scope: 'col' }, c)))), h('tbody', null, rows))
+        : h('p', { class: 'muted' }, 'No series yet: they appear as runs finish.'),
+    );
+    return true;
+  }, 10000);
+  return () => p.stop();
+}
+
+export function seriesPage(main, { args }) {
+  const key = args[0];
+  document.title = `Series ${key} · iofleet`;
+  const body = h('div');
+  main.append(h('h1', null, 'Series ', h('code', null, key)), body);
+  let plot = null;
+  const p = poller(async (signal) => {
+    let s;
+    try {
+      s = await request('GET', `/series/${encodeURIComponent(key)}`, { signal });
+    } catch (e) {
+      if (e.name === 'AbortError') throw e;
+      replace(body, errorBox(e));
+      return true;
+    }
+    if (plot) {
+      plot.destroy();
+      plot = null;
+    }
+    const xs = s.points.map((_, i) => i);
+    const ys = s.points.map((pt) => pt.value);
+    const changeAt = new Map(s.change_points.map((c) => [c.index, c]));
+    const marks = s.points.map((pt, i) => (changeAt.has(i) ? pt.value : null));
+    const chart = h('div', { class: 'chart', role: 'img', 'aria-label': `${s.metric} over runs`, dataset: { points: String(xs.length), changes: String(s.change_points.length) } });
+    const axes = Object.entries(s.axes).map(([k, v]) => h('li', null, h('b', null, k), ' ', v || '–'));
+    const changes = s.change_points.map((c) =>
+      h(
+        'tr',
+        null,
+        h('td', null, c.first_after_run),
+        h('td', null, pct(c.change_pct)),
+        h('td', null, c.verdict),
+        h('td', null, c.decision),
+        h('td', null, c.reason),
+      ),
+    );
+    const hosts = s.hosts.map((x) => h('tr', null, h('td', null, x.host || '–'), h('td', null, String(x.points)), h('td', null, fmtNum(x.mean)), h('td', null, pct(x.stddev_pct).replace('+', '±'))));
+    replace(
+      body,
+      h('p', null, h('b', null, s.metric), ` · ${s.points.length} points`, s.note ? h('span', { class: 'muted' }, ` · ${s.note}`) : null),
+      h('ul', { class: 'plain' }, axes),
+      chart,
+      h('h2', null, 'Change points'),
+      changes.length
+        ? h('table', null, h('thead', null, h('tr', null, ['First run after', 'Change', 'Verdict', 'Decision', 'Why'].map((c) => h('th', { scope: 'col' }, c)))), h('tbody', null, changes))
+        : h('p', { class: 'muted' }, 'None.'),
+      h('h2', null, 'Per host'),
+      h('table', null, h('thead', null, h('tr', null, ['Host', 'Points', 'Mean', '%stddev'].map((c) => h('th', { scope: 'col' }, c)))), h('tbody', null, hosts)),
+      h('p', { class: 'muted small' }, s.parameters),
+    );
+    plot = new uPlot(
+      {
+        title: `${s.metric} (● = change point)`,
+        width: Math.max(320, chart.clientWidth || 720),
+        height: 280,
+        scales: { x: { time: false } },
+        series: [
+          { label: 'point', value: (u, v) => (v == null ? '–' : `${v} ${s.points[v] ? s.points[v].run_id : ''}`) },
+          { label: s.metric, stroke: '#1f77b4', width: 1, points: { show: true, size: 4 } },
+          { label: 'change', stroke: '#d62728', width: 0, points: { show: true, size: 10, fill: '#d62728' } },
+        ],
+      },
+      [xs, ys, marks],
+      chart,
+    );
+    return true;
+  }, 15000);
+  return () => {
+    p.stop();
+    if (plot) plot.destroy();
+  };
+}
+
+export function alertsPage(main, { params }) {
+  document.title = 'Alerts · iofleet';
+  const state = params.get('state') || '';
+  const body = h('div');
+  main.append(h('h1', null, 'Alerts'), h('p', { class: 'muted' }, 'Confirmed changes larger than the metric’s threshold that did not go away. ', h('a', { href: '#/series' }, 'Series')), body);
+  const p = poller(async (signal) => {
+    let d;
+    try {
+      d = await request('GET', '/alerts', { params: state ? { state } : undefined, signal });
+    } catch (e) {
+      if (e.name === 'AbortError') throw e;
+      replace(body, errorBox(e));
+      return true;
+    }
+    const rows = (d.alerts || []).map((a) => {
+      const sel = h('select', { 'aria-label': `state of alert ${a.id}` }, STATES.map((s) => h('option', { value: s }, s)));
+      sel.value = a.state;
+      sel.addEventListener('change', async () => {
+        try {
+          await request('POST', `/alerts/${encodeURIComponent(a.id)}/state`, { body: { state: sel.value } });
+        } catch (e) {
+          sel.value = a.state;
+          alert(e.message);
+        }
+      });
+      return h(
+        'tr',
+        { dataset: { alert: a.id } },
+        h('th', { scope: 'row' }, h('a', { href: `#/series/${encodeURIComponent(a.series)}` }, a.id)),
+        h('td', null, a.metric),
+        h('td', { class: a.regression ? 'bad' : 'good' }, pct(a.change_pct)),
+        h('td', null, sel),
+        h('td', null, h('a', { href: `#/jobs/${encodeURIComponent(a.first_run.job_id)}` }, a.first_run.job_id), h('div', { class: 'muted small' }, a.first_run.kernel_release || '')),
+        h('td', null, tagsText(a.first_run.tags)),
+        h('td', null, fmtTime(a.created_ms)),
+        h('td', null, h('button', { type: 'button', class: 'btn', onclick: () => downloadRepro(a.id) }, 'repro')),
+      );
+    });
+    replace(
+      body,
+      rows.length
+        ? h('table', null, h('thead', null, h('tr', null, ['Alert', 'Metric', 'Change', 'State', 'First run after', 'Tags', 'Raised', ''].map((c) => h('th', { scope: 'col' }, c)))), h('tbody', null, rows))
+        : h('p', { class: 'muted' }, 'No alerts.'),
+    );
+    return true;
+  }, 10000);
+  return () => p.stop();
+}

@@ -1,0 +1,86 @@
+// The history pages (src/pages/history.js) in headless Chromium against a small
+// fake of /api/v1/series and /api/v1/alerts: the series list, one series with its
+// change point marked and per-host spread, and triage from the alerts page.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { serveStatic, DIST } from '../testlib/static.mjs';
+import { launch, chromiumMissing } from '../testlib/browser.mjs';
+
+const skip = chromiumMissing() || (existsSync(join(DIST, 'index.html')) ? null : 'dashboard/dist is not built (run dashboard/build.sh)');
+
+const axes = { job_name: 'ci-randread', metric: 'iops', branch: 'main', cpu_model: 'Xeon', device: 'nvme X', workload: 'w', variant: '', cell: '', numa: '1 nodes x [2] cpus', kernel_cmdline: 'quiet' };
+const points = [100, 101, 99, 90, 91, 89].map((v, i) => ({
+  run_id: `r${i}`, job_id: `j${i}`, order: i, time_ms: 1700000000000 + i, value: v * 1000, cv: 0.01,
+  axes: { host: 'h1', kernel_release: i < 3 ? '6.12' : '6.13', tags: { commit: `c${i}` } },
+}));
+const SERIES = {
+  key: 'k1', metric: 'iops', axes, created_ms: 1, points,
+  change_points: [{ index: 3, first_after_run: 'r3', change_pct: -10, verdict: 'DIFFERENT', decision: 'alert', reason: 'confirmed' }],
+  parameters: 'edivisive(...)', note: '', hosts: [{ host: 'h1', points: 6, mean: 95000, median: 95000, stddev_pct: 5.5 }],
+};
+const ALERT = { id: 'a1', kind: 'change', series: 'k1', metric: 'iops', change_pct: -10, regression: true, state: 'untriaged', first_run: { run_id: 'r3', job_id: 'j3', tags: { commit: 'c3' }, kernel_release: '6.13' }, created_ms: 1700000000000, updated_ms: 1700000000000 };
+
+describe('history pages', { skip: skip || false, timeout: 120000 }, () => {
+  let server;
+  let base;
+  let b;
+  let page;
+  const posts = [];
+
+  before(async () => {
+    server = http.createServer(async (req, res) => {
+      const url = new URL(req.url, 'http://x');
+      const reply = (obj) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(obj));
+      };
+      if (url.pathname === '/api/v1/series') return reply({ series: [{ key: 'k1', metric: 'iops', axes, created_ms: 1 }] });
+      if (url.pathname === '/api/v1/series/k1') return reply(SERIES);
+      if (url.pathname === '/api/v1/alerts') return reply({ alerts: [ALERT] });
+      if (url.pathname === '/api/v1/alerts/a1/state' && req.method === 'POST') {
+        let body = '';
+        for await (const c of req) body += c;
+        posts.push(JSON.parse(body));
+        return reply({ ...ALERT, state: JSON.parse(body).state });
+      }
+      if (await serveStatic(req, res)) return undefined;
+      res.writeHead(404);
+      res.end();
+      return undefined;
+    });
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${server.address().port}/`;
+    b = await launch();
+    page = b.page;
+    page.setDefaultTimeout(20000);
+  });
+
+  after(async () => {
+    if (b) await b.close();
+    if (server) server.close();
+  });
+
+  it('lists series and shows one with its change point and per-host spread', async () => {
+    await page.goto(`${base}#/series`);
+    await page.locator('tr[data-series="k1"]').waitFor();
+    assert.match(await page.locator('tr[data-series="k1"]').innerText(), /ci-randread/);
+    await page.goto(`${base}#/series/k1`);
+    const chart = page.locator('.chart[data-points="6"][data-changes="1"]');
+    await chart.waitFor();
+    const text = await page.locator('main').innerText();
+    for (const s of ['r3', '-10.0%', 'DIFFERENT', 'h1', '±5.5%']) assert.ok(text.includes(s), `series page lacks "${s}": ${text}`);
+  });
+
+  it('triages an alert', async () => {
+    await page.goto(`${base}#/alerts`);
+    const row = page.locator('tr[data-alert="a1"]');
+    await row.waitFor();
+    assert.match(await row.innerText(), /-10\.0%/);
+    await row.locator('select').selectOption('acknowledged');
+    for (let i = 0; i < 50 && posts.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(posts, [{ state: 'acknowledged' }]);
+  });
+});

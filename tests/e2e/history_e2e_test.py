@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""History end to end (docs/history.md): a real controller and agents on loopback,
+real SQLite. A CI-style job submitted once per commit feeds one series per metric
+as its runs finish (no manual trigger), the points carry the commits and the
+kernel, a controller restart feeds nothing twice, and the REST routes and
+`iofleet history` answer bad input with the field named.
+
+Usage: history_e2e_test.py --build-dir BUILD feed
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_test  # noqa: E402
+from e2e_test import Env, TestFailure, check, fio_job, run_of, wait_for  # noqa: E402
+
+
+def series_points(env, key):
+    return env.get(f"/series/{key}")["points"]
+
+
+def case_feed():
+    with Env(fixed_ports=True) as env:
+        target = env.agents["agent-a"].target()
+        commits = ["c1", "c2", "c3"]
+        for c in commits:
+            jid = env.submit(fio_job(target, runtime=1), name="ci-randread", hosts=["agent-a"],
+                             tags={"branch": "main", "commit": c})
+            run = run_of(env.wait_job(jid, timeout=60))
+            check(run["state"] == "succeeded", f"{c}: {run['state']} {run.get('error')}")
+
+        def fed():
+            s = env.get("/series?metric=iops&branch=main")["series"]
+            if len(s) == 1 and len(series_points(env, s[0]["key"])) == 3:
+                return s[0]
+            return None
+        series = wait_for(fed, 20, "the iops series to hold 3 points", interval=0.25)
+        axes = series["axes"]
+        check(axes["job_name"] == "ci-randread", f"axes {axes}")
+        check(axes["cpu_model"] != "" and axes["numa"] != "", f"host class missing: {axes}")
+        key = series["key"]
+        one = env.get(f"/series/{key}")
+        got = [p["axes"]["tags"]["commit"] for p in one["points"]]
+        check(got == commits, f"commits along the series {got}")
+        check(all(p["axes"]["kernel_release"] == os.uname().release for p in one["points"]),
+              f"kernel axis {[p['axes'] for p in one['points']]}")
+        check(one["change_points"] == [] and one["note"] != "",
+              f"3 points: nothing to detect, and it says why: {one['note']!r}")
+        check(env.get("/alerts")["alerts"] == [], "no alert")
+        n_series = len(env.get("/series")["series"])
+        check(n_series >= 3, f"iops, bw, latency series: {n_series}")
+
+        # Bad input names the field.
+        st, body = env.api("GET", "/series?colour=red", ok=False)
+        check(st == 400 and body["error"]["field"] == "colour", f"{st} {body}")
+        st, body = env.api("POST", "/alerts/nope/state", {"state": "closed"}, ok=False)
+        check(st == 400 and body["error"]["field"] == "state", f"{st} {body}")
+        st, body = env.api("POST", "/alerts/nope/state", {"state": "fixed"}, ok=False)
+        check(st == 404, f"{st} {body}")
+        st, body = env.api("GET", "/series/0000000000000000", ok=False)
+        check(st == 404, f"{st} {body}")
+
+        # CLI.
+        out = env.cli("history", "series", "--metric=iops", check_rc=0).stdout
+        check(key in out and "ci-randread" in out, f"history series:\n{out}")
+        out = env.cli("history", "show", key, check_rc=0).stdout
+        check("c3" in out and "parameters:" in out, f"history show:\n{out}")
+        env.cli("history", "alerts", check_rc=0)
+        env.cli("history", "triage", "nope", "fixed", check_rc=1)
+        env.cli("history", "bogus", check_rc=2)
+
+        # A restart resumes at the stored cursor: nothing is fed twice.
+        env.controller.stop()
+        env.controller.start()
+        time.sleep(2.5)  # two polls of the new worker
+        check(len(series_points(env, key)) == 3, "points after restart")
+        check(len(env.get("/series")["series"]) == n_series, "series after restart")
+
+
+def case_baseline():
+    """submit --baseline tag:branch=v6.12 --wait: A = the newest job tagged
+    branch=v6.12 with the same workload, B = this job; exit as an A/B."""
+    with Env() as env:
+        target = env.agents["agent-a"].target()
+        fio = fio_job(target, runtime=1)
+        base = env.submit(fio, name="ci", hosts=["agent-a"], repeat=3,
+                          tags={"branch": "v6.12"})
+        env.wait_job(base, timeout=90)
+        other = env.submit(fio_job(target, runtime=1, rw="randwrite"), name="ci",
+                           hosts=["agent-a"], tags={"branch": "v6.12"})  # newer, other workload
+        env.wait_job(other, timeout=60)
+        jf = env.write("ci.fio", fio)
+        p = env.cli("submit", jf, "--hosts", "agent-a", "--repeat", "3", "--tag", "branch=main",
+                    "--wait", "--baseline", "tag:branch=v6.12")
+        check(p.returncode in (0, 3, 4), f"rc {p.returncode}: {p.stderr}")
+        check(f"vs baseline {base}" in p.stderr, f"baseline not {base}: {p.stderr}")
+        p = env.cli("submit", jf, "--hosts", "agent-a", "--wait", "--baseline", "tag:branch=v5.4",
+                    check_rc=1)
+        check("no baseline" in p.stderr and "0 other job(s) tagged branch=v5.4" in p.stderr,
+              f"stderr: {p.stderr}")
+        p = env.cli("submit", jf, "--baseline", "tag:branch=v6.12", check_rc=2)
+        check("--baseline needs --wait" in p.stderr, p.stderr)
+        p = env.cli("submit", jf, "--wait", "--baseline", "branch=v6.12", check_rc=2)
+        check("tag:KEY=VALUE" in p.stderr, p.stderr)
+        # Cross-job compare from the CLI: A = base, B = the newest job.
+        jobs = [j["id"] for j in env.get("/jobs")["jobs"]]
+        p = env.cli("compare", base, jobs[-1], "--format=json")
+        check(p.returncode in (0, 3, 4), f"compare rc {p.returncode}: {p.stderr}")
+        check(json.loads(p.stdout).get("job_ids") == [base, jobs[-1]], p.stdout[:400])
+
+
+CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("cases", nargs="+")
+    args = ap.parse_args()
+    e2e_test.BUILD = os.path.abspath(args.build_dir)
+    failed = []
+    for n in (list(CASES) if args.cases == ["all"] else args.cases):
+        t0 = time.time()
+        try:
+            CASES[n]()
+            print(f"PASS {n} ({time.time() - t0:.1f}s)")
+        except Exception as e:  # TestFailure or anything unexpected
+            failed.append(n)
+            print(f"FAIL {n} ({time.time() - t0:.1f}s): {e}", file=sys.stderr)
+            if not isinstance(e, TestFailure):
+                traceback.print_exc()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
