@@ -30,7 +30,8 @@ class Session final : public AgentSender {
  public:
   using Reactor = grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>;
 
-  Session(Reactor* reactor, std::string peer) : reactor_(reactor), peer_(std::move(peer)) {}
+  Session(Reactor* reactor, std::string peer, uint64_t leader_epoch)
+      : reactor_(reactor), peer_(std::move(peer)), leader_epoch_(leader_epoch) {}
 
   std::string peer() const override { return peer_; }
   int in_flight() const override {
@@ -42,6 +43,11 @@ class Session final : public AgentSender {
     std::lock_guard<std::mutex> l(mu_);
     if (reactor_ == nullptr || finishing_) return;
     queue_.push_back(msg);
+    if (leader_epoch_ > 0) {  // high availability: the fencing epoch (agent.proto)
+      v1::ControllerMessage& m = queue_.back();
+      if (m.has_welcome()) m.mutable_welcome()->set_leader_epoch(leader_epoch_);
+      if (m.has_assign()) m.mutable_assign()->set_leader_epoch(leader_epoch_);
+    }
     NextWriteLocked();
   }
 
@@ -147,6 +153,7 @@ class Session final : public AgentSender {
   mutable std::mutex mu_;
   Reactor* reactor_;
   const std::string peer_;
+  const uint64_t leader_epoch_;
   std::deque<v1::ControllerMessage> queue_;  // front is in flight while writing_
   bool writing_ = false;
   bool finishing_ = false;
@@ -166,9 +173,9 @@ class AgentStreamReactor final
   // `token`: the enrolment token Hello must carry unless `authenticated` (the
   // call's metadata already had it); empty = none needed.
   AgentStreamReactor(Scheduler* scheduler, const std::string& token, bool authenticated,
-                     std::string peer)
+                     std::string peer, uint64_t leader_epoch)
       : scheduler_(scheduler),
-        session_(std::make_shared<Session>(this, std::move(peer))),
+        session_(std::make_shared<Session>(this, std::move(peer), leader_epoch)),
         token_(token),
         authenticated_(authenticated || token.empty()) {
     session_->ReadNext();
@@ -257,7 +264,8 @@ class AgentStreamReactor final
 grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentServiceImpl::Connect(
     grpc::CallbackServerContext* context) {
   return new AgentStreamReactor(scheduler_, agent_token_,
-                                CheckBearer(*context, agent_token_).ok(), context->peer());
+                                CheckBearer(*context, agent_token_).ok(), context->peer(),
+                                leader_epoch_);
 }
 
 }  // namespace iofleet::controller::grpcapi
