@@ -162,7 +162,8 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
     }
     d->verifier_ = std::move(*v);
     d->verifying_ = true;
-    d->log_writes_ = writes && job.do_verify;
+    d->replay_ = writes && job.do_verify && job.experimental_verify;
+    d->log_writes_ = writes && job.do_verify && !d->replay_;
     d->sorted_log_ = !(jobspec::IsRandom(job.rw) && !job.norandommap);
     d->check_reads_ = reads && !writes;
     // As fio's verify_header: the seed is known (and checked) for mixed jobs
@@ -176,6 +177,7 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
     d->check_numberio_ = writes && fixed && !job.time_based && !job.verify_only;
     d->dry_writes_ = writes && job.verify_only;
     d->verify_rng_.Seed(d->cfg_.seeds.seeds[workload::kSeedVerify], /*use64=*/true);
+    if (d->replay_) d->MarkPassStart();
     d->last_comp_.assign(d->cfg_.fds.size(), std::vector<uint64_t>(d->cfg_.depth, 0));
     d->last_comp_idx_.assign(d->cfg_.fds.size(), 0);
     if (job.verify_state_load) {
@@ -297,6 +299,40 @@ bool DataPath::NextVerify(IoRequest& r) {
   return true;
 }
 
+void DataPath::MarkPassStart() {
+  gen_.MarkPassStart();
+  pass_rng_ = verify_rng_;
+  pass_writes_ = writes_;
+  pass_written_ = 0;
+}
+
+bool DataPath::NextReplay(IoRequest& r) {
+  // fio's experimental verify: draw the pass again; its reads are skipped,
+  // its writes become reads checked against what that write put there.
+  const auto& bmin = cfg_.job->bs_min;  // fio's rw_min_bs
+  const uint64_t min_bs = std::min({bmin[0], bmin[1], bmin[2]});
+  while (replay_issued_ + min_bs <= replay_budget_) {
+    if (!gen_.Next(r)) return false;
+    if (r.op != IoOp::kWrite) continue;
+    Slot& s = slots_[r.index];
+    s.check = true;
+    s.file = static_cast<uint32_t>(r.file_index);
+    s.exp = workload::Expected{};
+    s.exp.offset = r.offset;
+    s.exp.len = r.len;
+    s.exp.seed = verify_rng_.Next();
+    s.exp.check_seed = check_seed_;
+    s.exp.numberio = static_cast<uint16_t>(replay_numberio_++);
+    s.exp.check_numberio = check_numberio_;
+    s.exp.io_flags = 0x08;  // fio: in flight
+    r.op = IoOp::kRead;
+    replay_issued_ += r.len;
+    last_was_read_ = true;
+    return true;
+  }
+  return false;
+}
+
 bool DataPath::BacklogDue() {
   const jobspec::JobSpec& job = *cfg_.job;
   if (backlog_left_ != 0) return true;
@@ -309,7 +345,7 @@ bool DataPath::BacklogDue() {
 }
 
 bool DataPath::NextSlow(IoRequest& r, int d) {
-  if (verify_phase_) return NextVerify(r);
+  if (verify_phase_) return replay_ ? NextReplay(r) : NextVerify(r);
   if (d < 0) {
     if (log_writes_ && cfg_.job->verify_backlog != 0 && BacklogDue() && NextVerify(r)) {
       --backlog_left_;
@@ -345,6 +381,7 @@ bool DataPath::NextSlow(IoRequest& r, int d) {
 int DataPath::OnCompleteSlow(IoRequest& r) {
   Slot& s = slots_[r.index];
   if (r.op == IoOp::kWrite) {
+    if (replay_) pass_written_ += r.len;
     if (s.piece != nullptr) {
       s.piece->in_flight = false;
       s.piece->slot = -1;
@@ -395,6 +432,12 @@ void DataPath::OnFailedSlow(IoRequest& r) {
 bool DataPath::EndOfPass() {
   if (verify_phase_) {
     verify_phase_ = false;
+    if (replay_) MarkPassStart();
+    return false;
+  }
+  if (replay_) {
+    if (pass_written_ != 0) return true;
+    MarkPassStart();
     return false;
   }
   if (!log_writes_) return false;
@@ -405,6 +448,13 @@ bool DataPath::EndOfPass() {
 void DataPath::BeginVerifyPhase() {
   verify_phase_ = true;
   backlog_left_ = 0;
+  if (replay_) {
+    gen_.ReplayPass();
+    verify_rng_ = pass_rng_;
+    replay_numberio_ = pass_writes_;
+    replay_budget_ = pass_written_;
+    replay_issued_ = 0;
+  }
   // Read from the device, not the page cache (fio's file_invalidate_cache).
   const jobspec::JobSpec& job = *cfg_.job;
   if (job.invalidate && !job.direct) {

@@ -167,6 +167,8 @@ class DataPath {
   void PrepareWrite(IoRequest& r);
   void LogWrite(const IoRequest& r, uint64_t seed, uint16_t numberio);
   bool NextVerify(IoRequest& r);
+  bool NextReplay(IoRequest& r);
+  void MarkPassStart();
   bool BacklogDue();
   Piece* Head();
   void PopHead();
@@ -199,6 +201,16 @@ class DataPath {
   std::vector<uint32_t> last_comp_idx_;
   uint64_t completed_writes_ = 0;
   std::optional<VerifyState> loaded_;  // verify_state_load
+  // experimental_verify: no write log; the verify phase replays the pass
+  // (generator, verify seeds, write numbers from where the pass started)
+  // and reads back what it wrote, up to the bytes the pass wrote.
+  bool replay_ = false;
+  workload::Rng pass_rng_;
+  uint64_t pass_writes_ = 0;     // writes_ as the pass started
+  uint64_t pass_written_ = 0;    // bytes of writes completed in this pass
+  uint64_t replay_budget_ = 0;   // bytes to verify (the pass's writes)
+  uint64_t replay_issued_ = 0;
+  uint64_t replay_numberio_ = 0;
 };
 
 }  // namespace iofleet::agent

@@ -209,6 +209,9 @@ struct JobSpec {
   uint32_t verify_backlog = 0;       // verify after every N writes; 0 = after the pass
   uint32_t verify_backlog_batch = 0; // blocks verified per backlog round; 0 = backlog
   bool verify_only = false;
+  // experimental_verify: the verify phase replays the pass's offset sequence
+  // (no write log).
+  bool experimental_verify = false;
   bool verify_state_save = true;
   bool verify_state_load = false;
 
