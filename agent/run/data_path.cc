@@ -42,6 +42,12 @@ uint64_t RealtimeNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 }  // namespace
 
 std::string VerifyStateFileName(const std::string& job_name, int index) {
@@ -125,7 +131,7 @@ absl::StatusOr<VerifyState> LoadVerifyState(const std::string& path) {
 }
 
 bool DataPath::Needed(const jobspec::JobSpec& job, const workload::BufferFiller* filler) {
-  if (job.verify != VerifyType::kNone) return true;
+  if (job.verify != VerifyType::kNone || !job.write_iolog.empty()) return true;
   const bool writes = jobspec::HasWrite(job.rw);
   return writes && filler != nullptr && filler->per_write();
 }
@@ -188,7 +194,36 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
       d->loaded_ = std::move(*st);
     }
   }
+  d->slow_ = d->verifying_;
+  if (!job.write_iolog.empty()) {
+    const std::string path = d->cfg_.state_dir.empty() || job.write_iolog[0] == '/'
+                                 ? job.write_iolog
+                                 : absl::StrCat(d->cfg_.state_dir, "/", job.write_iolog);
+    d->iolog_ = std::fopen(path.c_str(), "a");  // fio appends
+    if (d->iolog_ == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat("job \"", job.name, "\": option \"write_iolog\": value \"",
+                                                        job.write_iolog, "\": cannot create ", path, ": ",
+                                                        std::strerror(errno)));
+    }
+    d->slow_ = true;
+    d->iolog_start_ns_ = MonotonicNs();
+    std::fputs("fio version 3 iolog\n", d->iolog_);
+    for (const std::string& f : d->cfg_.file_names) d->IologLine(f.c_str(), "add");
+    for (const std::string& f : d->cfg_.file_names) d->IologLine(f.c_str(), "open");
+  }
   return d;
+}
+
+void DataPath::NewPass() {
+  if (iolog_ == nullptr) return;
+  // fio closes the files between passes and opens them again.
+  for (const std::string& f : cfg_.file_names) IologLine(f.c_str(), "close");
+  for (const std::string& f : cfg_.file_names) IologLine(f.c_str(), "open");
+}
+
+void DataPath::IologLine(const char* file, const char* action) {
+  std::fprintf(iolog_, "%llu %s %s\n", static_cast<unsigned long long>((MonotonicNs() - iolog_start_ns_) / 1000),
+               file, action);
 }
 
 void DataPath::LogWrite(const IoRequest& r, uint64_t seed, uint16_t numberio) {
@@ -345,6 +380,20 @@ bool DataPath::BacklogDue() {
 }
 
 bool DataPath::NextSlow(IoRequest& r, int d) {
+  if (!NextDraw(r, d)) return false;
+  if (iolog_ != nullptr) {
+    // fio's log_io_u: one line per I/O as it is issued.
+    static constexpr const char* kOp[] = {"read", "write", "trim"};
+    const int op = static_cast<int>(r.op);
+    std::fprintf(iolog_, "%llu %s %s %llu %u\n",
+                 static_cast<unsigned long long>((MonotonicNs() - iolog_start_ns_) / 1000),
+                 cfg_.file_names[static_cast<size_t>(r.file_index)].c_str(), op >= 0 && op < 3 ? kOp[op] : "sync",
+                 static_cast<unsigned long long>(r.offset), r.len);
+  }
+  return true;
+}
+
+bool DataPath::NextDraw(IoRequest& r, int d) {
   if (verify_phase_) return replay_ ? NextReplay(r) : NextVerify(r);
   if (d < 0) {
     if (log_writes_ && cfg_.job->verify_backlog != 0 && BacklogDue() && NextVerify(r)) {
@@ -448,6 +497,7 @@ bool DataPath::EndOfPass() {
 void DataPath::BeginVerifyPhase() {
   verify_phase_ = true;
   backlog_left_ = 0;
+  NewPass();
   if (replay_) {
     gen_.ReplayPass();
     verify_rng_ = pass_rng_;
@@ -473,6 +523,12 @@ std::string DataPath::StatePath() const {
 
 absl::Status DataPath::SaveStateAtEnd() {
   const jobspec::JobSpec& job = *cfg_.job;
+  if (iolog_ != nullptr) {
+    for (const std::string& f : cfg_.file_names) IologLine(f.c_str(), "close");
+    const bool failed = std::fclose(iolog_) != 0;
+    iolog_ = nullptr;
+    if (failed) return absl::InternalError(absl::StrCat("write_iolog ", job.write_iolog, ": ", std::strerror(errno)));
+  }
   if (verifier_ == nullptr || !job.verify_state_save || !jobspec::HasWrite(job.rw)) {
     return absl::OkStatus();
   }

@@ -187,5 +187,39 @@ TEST_F(JobFeatTest, VerifyAsyncVerifiesTheSameBlocks) {
   EXPECT_EQ(r.reported[0].dir[0].total_ios, 64u);
 }
 
+// write_iolog: fio 3.33's log for this job (rw=write bs=16k size=64k
+// do_verify=1 verify=md5), with its first column (microseconds) dropped:
+// add, open, the four writes, close/open between the passes, the four
+// verify reads, close. fio appends to an existing log; so does iofleet.
+TEST_F(JobFeatTest, WriteIologIsFiosLog) {
+  const std::string f = Path("il.dat");
+  const std::string job = "[w]\nrw=write\nbs=16k\nsize=64k\ndo_verify=1\nverify=md5\nfilename=" + f +
+                          "\nwrite_iolog=" + Path("io.log") + "\n";
+  RunResult r = MustRun(job);
+  ASSERT_EQ(r.reported.size(), 1u);
+  EXPECT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+  std::ifstream in(Path("io.log"));
+  std::string line, got;
+  std::getline(in, line);
+  EXPECT_EQ(line, "fio version 3 iolog");
+  while (std::getline(in, line)) {
+    const size_t sp = line.find(' ');
+    ASSERT_NE(sp, std::string::npos) << line;
+    EXPECT_EQ(line.find_first_not_of("0123456789"), sp) << line;  // a time in usec first
+    got += line.substr(sp + 1) + "\n";
+  }
+  std::string want = f + " add\n" + f + " open\n";
+  for (int i = 0; i < 4; ++i) want += f + " write " + std::to_string(i * 16384) + " 16384\n";
+  want += f + " close\n" + f + " open\n";
+  for (int i = 0; i < 4; ++i) want += f + " read " + std::to_string(i * 16384) + " 16384\n";
+  want += f + " close\n";
+  EXPECT_EQ(got, want);
+  MustRun(job);  // appends a second log
+  std::ifstream again(Path("io.log"));
+  int headers = 0;
+  while (std::getline(again, line)) headers += line == "fio version 3 iolog";
+  EXPECT_EQ(headers, 2);
+}
+
 }  // namespace
 }  // namespace iofleet::agent

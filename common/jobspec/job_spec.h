@@ -299,6 +299,8 @@ struct JobSpec {
   // the job's name. Files: PREFIX_bw.N.log (N = the clone's job number, or no
   // ".N" with per_job_logs=0), PREFIX_iops, PREFIX_{lat,slat,clat}, PREFIX_clat_hist.
   std::string write_bw_log;
+  // write_iolog: fio's iolog (version 3: "<usec> <file> <action> [offset len]").
+  std::string write_iolog;
   std::string write_iops_log;
   std::string write_lat_log;
   std::string write_hist_log;

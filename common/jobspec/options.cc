@@ -2060,8 +2060,9 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kBuffers, .status = S::kNoOp, .reason = "has an effect only with dedupe_mode=working_set, which iofleet refuses"},
 
   // --- I/O logs and replay -----------------------------------------------------
-  {.name = "write_iolog", .type = T::kString, .help = "Store IO pattern to file",
-   .category = C::kIolog, .status = S::kRefused, .reason = "recording I/O logs (write_iolog) is not implemented yet", .example = "io.log"},
+  {.name = "write_iolog", .type = T::kString, .help = "Store IO pattern to file (fio's iolog version 3: add/open, one line per I/O issued with its time in usec, close; under serve, in the run's directory)",
+   .category = C::kIolog, .example = "io.log", .apply = SetString<&JobSpec::write_iolog>,
+   .render = IOFLEET_RENDER_STRING(write_iolog, "write_iolog")},
   {.name = "read_iolog", .type = T::kString, .help = "Playback IO pattern from file",
    .category = C::kIolog, .status = S::kRefused, .reason = "replaying I/O logs and blktraces (read_iolog) is not implemented yet", .example = "io.log"},
   {.name = "read_iolog_chunked", .type = T::kBool, .def = "0", .help = "Parse IO pattern in chunks",
