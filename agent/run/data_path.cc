@@ -42,6 +42,12 @@ uint64_t RealtimeNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 }  // namespace
 
 std::string VerifyStateFileName(const std::string& job_name, int index) {
@@ -125,7 +131,7 @@ absl::StatusOr<VerifyState> LoadVerifyState(const std::string& path) {
 }
 
 bool DataPath::Needed(const jobspec::JobSpec& job, const workload::BufferFiller* filler) {
-  if (job.verify != VerifyType::kNone) return true;
+  if (job.verify != VerifyType::kNone || !job.write_iolog.empty()) return true;
   const bool writes = jobspec::HasWrite(job.rw);
   return writes && filler != nullptr && filler->per_write();
 }
@@ -162,7 +168,8 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
     }
     d->verifier_ = std::move(*v);
     d->verifying_ = true;
-    d->log_writes_ = writes && job.do_verify;
+    d->replay_ = writes && job.do_verify && job.experimental_verify;
+    d->log_writes_ = writes && job.do_verify && !d->replay_;
     d->sorted_log_ = !(jobspec::IsRandom(job.rw) && !job.norandommap);
     d->check_reads_ = reads && !writes;
     // As fio's verify_header: the seed is known (and checked) for mixed jobs
@@ -176,6 +183,7 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
     d->check_numberio_ = writes && fixed && !job.time_based && !job.verify_only;
     d->dry_writes_ = writes && job.verify_only;
     d->verify_rng_.Seed(d->cfg_.seeds.seeds[workload::kSeedVerify], /*use64=*/true);
+    if (d->replay_) d->MarkPassStart();
     d->last_comp_.assign(d->cfg_.fds.size(), std::vector<uint64_t>(d->cfg_.depth, 0));
     d->last_comp_idx_.assign(d->cfg_.fds.size(), 0);
     if (job.verify_state_load) {
@@ -186,7 +194,36 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
       d->loaded_ = std::move(*st);
     }
   }
+  d->slow_ = d->verifying_;
+  if (!job.write_iolog.empty()) {
+    const std::string path = d->cfg_.state_dir.empty() || job.write_iolog[0] == '/'
+                                 ? job.write_iolog
+                                 : absl::StrCat(d->cfg_.state_dir, "/", job.write_iolog);
+    d->iolog_ = std::fopen(path.c_str(), "a");  // fio appends
+    if (d->iolog_ == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat("job \"", job.name, "\": option \"write_iolog\": value \"",
+                                                        job.write_iolog, "\": cannot create ", path, ": ",
+                                                        std::strerror(errno)));
+    }
+    d->slow_ = true;
+    d->iolog_start_ns_ = MonotonicNs();
+    std::fputs("fio version 3 iolog\n", d->iolog_);
+    for (const std::string& f : d->cfg_.file_names) d->IologLine(f.c_str(), "add");
+    for (const std::string& f : d->cfg_.file_names) d->IologLine(f.c_str(), "open");
+  }
   return d;
+}
+
+void DataPath::NewPass() {
+  if (iolog_ == nullptr) return;
+  // fio closes the files between passes and opens them again.
+  for (const std::string& f : cfg_.file_names) IologLine(f.c_str(), "close");
+  for (const std::string& f : cfg_.file_names) IologLine(f.c_str(), "open");
+}
+
+void DataPath::IologLine(const char* file, const char* action) {
+  std::fprintf(iolog_, "%llu %s %s\n", static_cast<unsigned long long>((MonotonicNs() - iolog_start_ns_) / 1000),
+               file, action);
 }
 
 void DataPath::LogWrite(const IoRequest& r, uint64_t seed, uint16_t numberio) {
@@ -297,6 +334,40 @@ bool DataPath::NextVerify(IoRequest& r) {
   return true;
 }
 
+void DataPath::MarkPassStart() {
+  gen_.MarkPassStart();
+  pass_rng_ = verify_rng_;
+  pass_writes_ = writes_;
+  pass_written_ = 0;
+}
+
+bool DataPath::NextReplay(IoRequest& r) {
+  // fio's experimental verify: draw the pass again; its reads are skipped,
+  // its writes become reads checked against what that write put there.
+  const auto& bmin = cfg_.job->bs_min;  // fio's rw_min_bs
+  const uint64_t min_bs = std::min({bmin[0], bmin[1], bmin[2]});
+  while (replay_issued_ + min_bs <= replay_budget_) {
+    if (!gen_.Next(r)) return false;
+    if (r.op != IoOp::kWrite) continue;
+    Slot& s = slots_[r.index];
+    s.check = true;
+    s.file = static_cast<uint32_t>(r.file_index);
+    s.exp = workload::Expected{};
+    s.exp.offset = r.offset;
+    s.exp.len = r.len;
+    s.exp.seed = verify_rng_.Next();
+    s.exp.check_seed = check_seed_;
+    s.exp.numberio = static_cast<uint16_t>(replay_numberio_++);
+    s.exp.check_numberio = check_numberio_;
+    s.exp.io_flags = 0x08;  // fio: in flight
+    r.op = IoOp::kRead;
+    replay_issued_ += r.len;
+    last_was_read_ = true;
+    return true;
+  }
+  return false;
+}
+
 bool DataPath::BacklogDue() {
   const jobspec::JobSpec& job = *cfg_.job;
   if (backlog_left_ != 0) return true;
@@ -309,7 +380,21 @@ bool DataPath::BacklogDue() {
 }
 
 bool DataPath::NextSlow(IoRequest& r, int d) {
-  if (verify_phase_) return NextVerify(r);
+  if (!NextDraw(r, d)) return false;
+  if (iolog_ != nullptr) {
+    // fio's log_io_u: one line per I/O as it is issued.
+    static constexpr const char* kOp[] = {"read", "write", "trim"};
+    const int op = static_cast<int>(r.op);
+    std::fprintf(iolog_, "%llu %s %s %llu %u\n",
+                 static_cast<unsigned long long>((MonotonicNs() - iolog_start_ns_) / 1000),
+                 cfg_.file_names[static_cast<size_t>(r.file_index)].c_str(), op >= 0 && op < 3 ? kOp[op] : "sync",
+                 static_cast<unsigned long long>(r.offset), r.len);
+  }
+  return true;
+}
+
+bool DataPath::NextDraw(IoRequest& r, int d) {
+  if (verify_phase_) return replay_ ? NextReplay(r) : NextVerify(r);
   if (d < 0) {
     if (log_writes_ && cfg_.job->verify_backlog != 0 && BacklogDue() && NextVerify(r)) {
       --backlog_left_;
@@ -345,6 +430,7 @@ bool DataPath::NextSlow(IoRequest& r, int d) {
 int DataPath::OnCompleteSlow(IoRequest& r) {
   Slot& s = slots_[r.index];
   if (r.op == IoOp::kWrite) {
+    if (replay_) pass_written_ += r.len;
     if (s.piece != nullptr) {
       s.piece->in_flight = false;
       s.piece->slot = -1;
@@ -395,6 +481,12 @@ void DataPath::OnFailedSlow(IoRequest& r) {
 bool DataPath::EndOfPass() {
   if (verify_phase_) {
     verify_phase_ = false;
+    if (replay_) MarkPassStart();
+    return false;
+  }
+  if (replay_) {
+    if (pass_written_ != 0) return true;
+    MarkPassStart();
     return false;
   }
   if (!log_writes_) return false;
@@ -405,6 +497,14 @@ bool DataPath::EndOfPass() {
 void DataPath::BeginVerifyPhase() {
   verify_phase_ = true;
   backlog_left_ = 0;
+  NewPass();
+  if (replay_) {
+    gen_.ReplayPass();
+    verify_rng_ = pass_rng_;
+    replay_numberio_ = pass_writes_;
+    replay_budget_ = pass_written_;
+    replay_issued_ = 0;
+  }
   // Read from the device, not the page cache (fio's file_invalidate_cache).
   const jobspec::JobSpec& job = *cfg_.job;
   if (job.invalidate && !job.direct) {
@@ -423,6 +523,12 @@ std::string DataPath::StatePath() const {
 
 absl::Status DataPath::SaveStateAtEnd() {
   const jobspec::JobSpec& job = *cfg_.job;
+  if (iolog_ != nullptr) {
+    for (const std::string& f : cfg_.file_names) IologLine(f.c_str(), "close");
+    const bool failed = std::fclose(iolog_) != 0;
+    iolog_ = nullptr;
+    if (failed) return absl::InternalError(absl::StrCat("write_iolog ", job.write_iolog, ": ", std::strerror(errno)));
+  }
   if (verifier_ == nullptr || !job.verify_state_save || !jobspec::HasWrite(job.rw)) {
     return absl::OkStatus();
   }

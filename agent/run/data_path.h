@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <memory>
@@ -90,7 +91,7 @@ class DataPath {
   // Without verification this is the generator plus the per-write buffer work,
   // inline; everything else is out of line.
   inline bool Next(IoRequest& r) {
-    if (verifying_) return NextSlow(r);
+    if (slow_) return NextSlow(r);
     if (!gen_.Next(r)) return false;
     if (r.op == IoOp::kWrite) cfg_.filler->PrepareWrite(static_cast<char*>(r.buf), r.len, r.offset);
     return true;
@@ -108,7 +109,7 @@ class DataPath {
   }
   uint32_t OtherShare(jobspec::Ddir d) const { return verify_next_ ? 0 : gen_.OtherShare(d); }
   inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
-    if (verifying_) return NextSlow(r, d);
+    if (slow_) return NextSlow(r, d);
     if (!gen_.NextIn(r, d)) return false;
     if (r.op == IoOp::kWrite) cfg_.filler->PrepareWrite(static_cast<char*>(r.buf), r.len, r.offset);
     return true;
@@ -129,6 +130,8 @@ class DataPath {
   // phase just ended).
   bool EndOfPass();
   void BeginVerifyPhase();
+  // A new pass of a job with loops (write_iolog: its close/open lines).
+  void NewPass();
   bool in_verify_phase() const { return verify_phase_; }
   bool verifies() const { return verifier_ != nullptr; }
   // verify_fatal: a block failed; the job must stop.
@@ -162,11 +165,15 @@ class DataPath {
   DataPath(Config cfg, IoGenerator& gen) : cfg_(std::move(cfg)), gen_(gen) {}
   // `d`: the direction the paced loop drew (NextDir), or -1 (Next).
   bool NextSlow(IoRequest& r, int d = -1);
+  bool NextDraw(IoRequest& r, int d);
+  void IologLine(const char* file, const char* action);
   int OnCompleteSlow(IoRequest& r);
   void OnFailedSlow(IoRequest& r);
   void PrepareWrite(IoRequest& r);
   void LogWrite(const IoRequest& r, uint64_t seed, uint16_t numberio);
   bool NextVerify(IoRequest& r);
+  bool NextReplay(IoRequest& r);
+  void MarkPassStart();
   bool BacklogDue();
   Piece* Head();
   void PopHead();
@@ -176,6 +183,9 @@ class DataPath {
   IoGenerator& gen_;
   std::unique_ptr<workload::BlockVerifier> verifier_;
   bool verifying_ = false;     // verifier_ != nullptr
+  bool slow_ = false;          // verifying_ or write_iolog: Next goes out of line
+  std::FILE* iolog_ = nullptr; // write_iolog
+  uint64_t iolog_start_ns_ = 0;
   bool log_writes_ = false;    // do_verify with a verify type: writes go to the log
   bool sorted_log_ = false;    // fio's rb-tree (not random with the random map)
   bool check_reads_ = false;   // a read-only job: every read is checked
@@ -199,6 +209,16 @@ class DataPath {
   std::vector<uint32_t> last_comp_idx_;
   uint64_t completed_writes_ = 0;
   std::optional<VerifyState> loaded_;  // verify_state_load
+  // experimental_verify: no write log; the verify phase replays the pass
+  // (generator, verify seeds, write numbers from where the pass started)
+  // and reads back what it wrote, up to the bytes the pass wrote.
+  bool replay_ = false;
+  workload::Rng pass_rng_;
+  uint64_t pass_writes_ = 0;     // writes_ as the pass started
+  uint64_t pass_written_ = 0;    // bytes of writes completed in this pass
+  uint64_t replay_budget_ = 0;   // bytes to verify (the pass's writes)
+  uint64_t replay_issued_ = 0;
+  uint64_t replay_numberio_ = 0;
 };
 
 }  // namespace iofleet::agent

@@ -98,6 +98,18 @@ class IoGenerator {
 
   // Starts a new pass: same random sequence again when repeatable (fio's lfsr/map reset).
   void ResetPass();
+  // experimental_verify: MarkPassStart keeps the direction and block size
+  // draws as a pass starts; ReplayPass starts the pass over from there, so
+  // the same sequence comes out again (offsets repeat as ResetPass does).
+  void MarkPassStart() {
+    mark_rwmix_ = rwmix_;
+    mark_bs_ = bs_;
+  }
+  void ReplayPass() {
+    rwmix_ = mark_rwmix_;
+    bs_ = mark_bs_;
+    ResetPass();
+  }
   std::span<const int> fds() const { return fds_; }
   // zonemode=zbd: the first zone error of any file (a failed reset, an I/O
   // that cannot fit a zone); OK when none.
@@ -189,6 +201,8 @@ class IoGenerator {
   std::vector<int> fds_;
   std::optional<workload::RwMix> rwmix_;
   std::optional<workload::BlockSizePicker> bs_;
+  std::optional<workload::RwMix> mark_rwmix_;
+  std::optional<workload::BlockSizePicker> mark_bs_;
   // Offset unit per direction: its smallest block size.
   std::array<uint64_t, jobspec::kNumDdirs> unit_{4096, 4096, 4096};
   uint64_t max_bs_ = 4096;

@@ -297,6 +297,7 @@ bool IoLoop::NextPass(uint64_t now) {
     return true;
   }
   if (++loops_done_ < job_.loops) {
+    if (data_ != nullptr) data_->NewPass();
     gen_.ResetPass();
     return true;
   }

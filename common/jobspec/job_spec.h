@@ -213,6 +213,9 @@ struct JobSpec {
   uint32_t verify_backlog = 0;       // verify after every N writes; 0 = after the pass
   uint32_t verify_backlog_batch = 0; // blocks verified per backlog round; 0 = backlog
   bool verify_only = false;
+  // experimental_verify: the verify phase replays the pass's offset sequence
+  // (no write log).
+  bool experimental_verify = false;
   bool verify_state_save = true;
   bool verify_state_load = false;
 
@@ -315,6 +318,8 @@ struct JobSpec {
   // the job's name. Files: PREFIX_bw.N.log (N = the clone's job number, or no
   // ".N" with per_job_logs=0), PREFIX_iops, PREFIX_{lat,slat,clat}, PREFIX_clat_hist.
   std::string write_bw_log;
+  // write_iolog: fio's iolog (version 3: "<usec> <file> <action> [offset len]").
+  std::string write_iolog;
   std::string write_iops_log;
   std::string write_lat_log;
   std::string write_hist_log;
