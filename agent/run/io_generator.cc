@@ -90,6 +90,16 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
       oo.distribution.seed = oo.seed + static_cast<uint64_t>(d);
       oo.distribution.scatter_seed = oo.seed;  // one hot set per file for every direction
       if (!jobspec::IsRandom(job.rw) && job.rw_seq_add > 0) {
+        // Offsets are whole units of the smallest block size: a hole that is
+        // not a multiple of it would be rounded away without a word (fio's
+        // rw=read:512k with bs=1m reads at 0, 1.5m, 3m...), so it is refused.
+        if (job.rw_seq_add % unit_[d] != 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "job \"", job.name, "\": option \"rw\": value \"", jobspec::RwPatternName(job.rw),
+              ":", job.rw_seq_add, "\": a sequential hole that is not a multiple of the ",
+              DdirName(d), " block size ", unit_[d],
+              " is not implemented by the agent yet (give a multiple of it)"));
+        }
         oo.sequential_skip_blocks = job.rw_seq_add / unit_[d];
         const uint64_t end = std::max(files[i].file_size, fs.region_start + fs.region_len);
         oo.file_blocks = (end - fs.region_start) / unit_[d];

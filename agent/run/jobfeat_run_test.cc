@@ -55,6 +55,26 @@ TEST_F(JobFeatTest, NumberIosStopsTheJobAfterNTimesLoopsIos) {
   EXPECT_EQ(r.reported[0].dir[0].total_ios, 256u);
 }
 
+// fio 3.33 reads rw=read:512k with bs=1m at 0, 1.5m, 3m, ... (5 I/Os on 8 MiB).
+// The agent's sequential offsets are whole blocks, so a hole that is not one is
+// refused, naming it, instead of being rounded to no hole (8 back-to-back I/Os).
+TEST_F(JobFeatTest, SequentialHoleNotAMultipleOfTheBlockIsRefused) {
+  auto list = jobspec::ParseJobText(
+      "[h]\nrw=read:512k\nbs=1m\nsize=8m\nfilename=" + Path("h.dat") + "\n", "test.fio");
+  ASSERT_TRUE(list.ok()) << list.status();
+  auto r = RunJobs(*list, RunOptions{});
+  const std::string msg = r.ok() ? (r->reported.empty() ? "" : r->reported[0].error_text)
+                                 : std::string(r.status().message());
+  EXPECT_THAT(msg, ::testing::HasSubstr("option \"rw\": value \"read:524288\": a sequential hole"));
+  if (r.ok()) {
+    for (const auto& js : r->reported) EXPECT_EQ(js.dir[0].total_ios, 0u);
+  }
+  // A whole-block hole runs as fio's: 0, 2m, 4m, 6m.
+  RunResult ok = MustRun("[h]\nrw=read:1m\nbs=1m\nsize=8m\nfilename=" + Path("h.dat") + "\n");
+  ASSERT_EQ(ok.reported.size(), 1u);
+  EXPECT_EQ(ok.reported[0].dir[0].total_ios, 4u);
+}
+
 // fio 3.33, rw=write bs=4k size=1m number_ios=1: with create_on_open=1 the file
 // is 4096 bytes after the job (no layout: the open creates it), without it 1 MiB.
 TEST_F(JobFeatTest, CreateOnOpenSkipsTheLayout) {
