@@ -168,6 +168,7 @@ struct ControllerMetrics::AgentSeries {
 ControllerMetrics::ControllerMetrics(MetricsOptions options)
     : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
+  telemetry_ = std::make_unique<TelemetryGauges>(r);
   run_info_ = &prometheus::BuildGauge()
                    .Name("iofleet_run_info")
                    .Help(
@@ -520,6 +521,12 @@ void ControllerMetrics::Load(const std::vector<AgentRow>& agents,
 
 void ControllerMetrics::OnBatchCommitted(
     const WriteBatch& batch, const std::function<std::string(const std::string&)>& job_name) {
+  // Run telemetry of finished runs (the run row, with its host, is in the same batch).
+  for (const ResultRow& res : batch.results) {
+    for (const RunRow& r : batch.upsert_runs) {
+      if (r.id == res.run_id && !r.host.empty()) telemetry_->Update(r.host, res.result_json);
+    }
+  }
   if (batch.upsert_agents.empty() && batch.upsert_runs.empty()) return;
   // Job names of runs that start now, looked up outside the lock.
   std::vector<std::string> names(batch.upsert_runs.size());

@@ -49,6 +49,8 @@
 //     iofleet_http_request_duration_seconds{method,route}  histogram; route is the
 //         route template ("/api/v1/runs/{id}"), never the raw path
 //
+//   Run telemetry per agent (its latest finished run's means): telemetry_gauges.h
+//
 // Label values are capped at kMaxLabelBytes bytes and made valid UTF-8.
 //
 // Thread-safety: every method may be called from any thread. The ingest path
@@ -66,6 +68,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/metrics/telemetry_gauges.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -211,6 +214,8 @@ class ControllerMetrics final : public SchedulerObserver {
     std::map<int, prometheus::Counter*> by_code;
   };
   std::map<std::pair<std::string, std::string>, HttpSeries> http_;
+
+  std::unique_ptr<TelemetryGauges> telemetry_;  // run telemetry per agent
 };
 
 }  // namespace iofleet::controller::metrics
