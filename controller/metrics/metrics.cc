@@ -519,14 +519,13 @@ void ControllerMetrics::Load(const std::vector<AgentRow>& agents,
   for (size_t i = 0; i < active_runs.size(); ++i) RunStateLocked(active_runs[i], names[i]);
 }
 
+void ControllerMetrics::OnRunTelemetry(const std::string& host,
+                                       const std::map<std::string, double>& means) {
+  telemetry_->Update(host, means);
+}
+
 void ControllerMetrics::OnBatchCommitted(
     const WriteBatch& batch, const std::function<std::string(const std::string&)>& job_name) {
-  // Run telemetry of finished runs (the run row, with its host, is in the same batch).
-  for (const ResultRow& res : batch.results) {
-    for (const RunRow& r : batch.upsert_runs) {
-      if (r.id == res.run_id && !r.host.empty()) telemetry_->Update(r.host, res.result_json);
-    }
-  }
   if (batch.upsert_agents.empty() && batch.upsert_runs.empty()) return;
   // Job names of runs that start now, looked up outside the lock.
   std::vector<std::string> names(batch.upsert_runs.size());

@@ -135,6 +135,9 @@ class ControllerMetrics final : public SchedulerObserver {
   void OnBatchCommitted(const WriteBatch& batch,
                         const std::function<std::string(const std::string& job_id)>& job_name);
   void OnStoreWrite(bool ok, double seconds);
+  // A finished run's telemetry means on `host` (history::TelemetryMeans),
+  // after its result was committed: the agent's telemetry gauges.
+  void OnRunTelemetry(const std::string& host, const std::map<std::string, double>& means);
   void OnIntervalStored(bool inserted);
   // One interval record as it arrives (before it is stored). Records of runs
   // without live series, and replays (seq already seen), are ignored.

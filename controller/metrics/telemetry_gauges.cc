@@ -2,7 +2,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
-#include "controller/history/telemetry.h"
 
 namespace iofleet::controller::metrics {
 
@@ -28,8 +27,7 @@ TelemetryGauges::TelemetryGauges(prometheus::Registry& r) {
                     "Interrupts per second on the run devices' IRQ lines, mean over the agent's latest run");
 }
 
-void TelemetryGauges::Update(const std::string& host, const std::string& result_json) {
-  const std::map<std::string, double> means = history::TelemetryMeansOfResult(result_json);
+void TelemetryGauges::Update(const std::string& host, const std::map<std::string, double>& means) {
   if (means.empty()) return;
   std::lock_guard<std::mutex> l(mu_);
   std::vector<Entry>& entries = by_host_[host];

@@ -31,9 +31,9 @@ class TelemetryGauges {
  public:
   explicit TelemetryGauges(prometheus::Registry& registry);
 
-  // The run on `host` finished with this result document; no-op when it
-  // carries no telemetry.
-  void Update(const std::string& host, const std::string& result_json);
+  // The run on `host` finished with these telemetry means
+  // (history::TelemetryMeans); no-op when empty.
+  void Update(const std::string& host, const std::map<std::string, double>& means);
 
  private:
   struct Entry {
