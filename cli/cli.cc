@@ -1,9 +1,12 @@
 #include "cli/cli.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -24,45 +27,142 @@
 #include "cli/format.h"
 #include "cli/history_cmd.h"
 #include "cli/http_client.h"
+#include "cli/watch_view.h"
+#include "common/secrets/secrets.h"
 
 namespace iofleet::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: iofleet [--controller=URL] [--token=TOKEN] [--ca=PEM] COMMAND [ARGS]\n"
+    "usage: iofleet [--controller=URL] [--token=TOKEN | --token-file=FILE] [--ca=PEM]\n"
+    "               [--cert=PEM --key=PEM] COMMAND [ARGS]\n"
     "\n"
-    "commands:\n"
-    "  submit JOBFILE [--hosts h1,h2 | --selector k=v,...] [--repeat N] [--tag k=v]...\n"
-    "                 [--name NAME] [--wait [--fail-on=WHAT] [--allow-unaudited]]\n"
-    "                 [--timeout SECONDS] [--baseline tag:KEY=VALUE (with --wait)]\n"
-    "  status [JOB]            jobs, or one job with its runs\n"
-    "  watch JOB               live IOPS, bandwidth and p99 per run, with ETA\n"
-    "  agents                  registered agents\n"
-    "  runs [--job JOB]        runs (of one job)\n"
-    "  result RUN [--format=json|normal]\n"
-    "  cancel JOB\n"
-    "  compare JOB [JOB_B] [--format=markdown|json|junit] [--fail-on=WHAT] [--allow-unaudited]\n"
-    "                          a job's variants, or two jobs (A = JOB, B = JOB_B)\n"
-    "  history series [--AXIS=V]... | show SERIES | alerts [--state S] [--metric M]\n"
-    "          | report ALERT | triage ALERT STATE | repro ALERT [--output FILE]\n"
+    "commands (`iofleet help COMMAND` or `iofleet COMMAND --help` for each):\n"
+    "  submit JOBFILE [--wait]  submit a job (fio job file or JSON), optionally wait\n"
+    "  status [JOB]             jobs newest first with run counts, or one job's runs\n"
+    "  watch JOB                live IOPS, bandwidth and p99 per run, with ETA\n"
+    "  agents                   registered agents\n"
+    "  runs [--job JOB]         runs (of one job)\n"
+    "  result RUN               a run's fio result (--format=json|normal)\n"
+    "  cancel JOB               cancel a job's queued and running runs\n"
+    "  compare JOB [JOB_B]      A/B (or sweep) verdicts of a job's variants, or two jobs\n"
+    "  history ...              regression series, alerts, reports, triage, repro\n"
     "\n"
     "--controller defaults to $IOFLEET_CONTROLLER or http://127.0.0.1:7080;\n"
-    "--token to $IOFLEET_TOKEN (sent as Authorization: Bearer); --ca (CA bundle that\n"
-    "signed an https:// controller's certificate) to $IOFLEET_CA, else the system's.\n"
-    "JOBFILE is fio job text; a .json file holds fio options as JSON, or a whole\n"
-    "POST /jobs body (with \"fio\" or \"options\", plus \"variants\", \"sweep\", ...);\n"
-    "'-' reads stdin.\n"
+    "--token to $IOFLEET_TOKEN (sent as Authorization: Bearer); --token-file (or\n"
+    "$IOFLEET_TOKEN_FILE) reads it from a file (mode 0600); --ca (CA bundle that\n"
+    "signed an https:// controller's certificate) to $IOFLEET_CA, else the system's;\n"
+    "--cert/--key ($IOFLEET_CERT/$IOFLEET_KEY): a client certificate for a REST port\n"
+    "that requires mutual TLS.\n"
+    "List commands (status, runs, agents) take -o json (the API's JSON) or -o wide.\n"
     "\n"
-    "A/B verdicts (compare, submit --wait of a job with variants): every answer opens\n"
-    "with \"N of M runs usable\" and why the others are not. --fail-on=WHAT picks what\n"
-    "exits non-zero: regression (default), inconclusive (any row without a decided\n"
-    "verdict: inconclusive, noisy, no usable data), both as regression,inconclusive,\n"
-    "or none. --allow-unaudited admits runs with no arm audit on record (older runs).\n"
-    "\n"
-    "Exit status: 0 ok; 1 the operation failed (HTTP error, a run did not succeed,\n"
-    "timeout, no comparison could be made); 2 bad usage; 3 a regression (compare\n"
-    "outcome fail) with --fail-on regression; 4 an inconclusive comparison (outcome\n"
-    "warn) with --fail-on inconclusive.\n";
+    "Exit status, the same for every command:\n"
+    "  0  ok\n"
+    "  1  the operation or a run failed (the controller's error, a run that did\n"
+    "     not succeed, no comparison could be made)\n"
+    "  2  bad usage (the message names the flag)\n"
+    "  3  a regression verdict (compare outcome fail) under --fail-on regression\n"
+    "  4  the controller is unreachable, unavailable (HTTP 503) or did not answer\n"
+    "     in time, or submit --wait --timeout passed\n"
+    "  5  an inconclusive comparison (outcome warn) under --fail-on inconclusive\n";
+
+constexpr char kFailOnHelp[] =
+    "A/B verdicts: every answer opens with \"N of M runs usable\" and why the others\n"
+    "are not. --fail-on=WHAT picks what exits non-zero: regression (default, exit 3),\n"
+    "inconclusive (any row without a decided verdict: inconclusive, noisy, no usable\n"
+    "data; exit 5), both as regression,inconclusive, or none. --allow-unaudited admits\n"
+    "runs with no arm audit on record (older runs).\n";
+
+struct CommandHelp {
+  const char* name;
+  const char* text;
+};
+
+const CommandHelp kCommandHelp[] = {
+    {"submit",
+     "usage: iofleet submit JOBFILE [--hosts h1,h2 | --selector k=v,...] [--repeat N]\n"
+     "                      [--tag k=v]... [--name NAME]\n"
+     "                      [--wait [--timeout DURATION] [--poll-ms MS]\n"
+     "                              [--fail-on=WHAT] [--allow-unaudited]\n"
+     "                              [--baseline tag:KEY=VALUE]]\n"
+     "\n"
+     "Submits JOBFILE and prints the job id. JOBFILE is fio job text; a .json file\n"
+     "holds fio options as JSON, or a whole POST /jobs body (with \"fio\" or\n"
+     "\"options\", plus \"variants\", \"sweep\", ...); '-' reads stdin.\n"
+     "--wait polls until every run ended: on a terminal it shows the live progress\n"
+     "of `iofleet watch` and a summary at the end; otherwise it prints one line\n"
+     "per finished run on stderr. --timeout (30, 90s, 2m, 1h) gives up (exit 4).\n"
+     "Exit: 0 all runs succeeded (and no gated verdict), 1 a run failed,\n"
+     "3 regression, 4 unreachable or timeout, 5 inconclusive.\n"},
+    {"status",
+     "usage: iofleet status [JOB] [--limit N] [--name TEXT] [--tag k=v]... [--state S]\n"
+     "                      [-o json|wide]\n"
+     "\n"
+     "Without JOB: jobs newest first, with their run counts (queued, running, done,\n"
+     "failed) and variants/sweep; --limit N (default 20, 0 = all), --name (jobs whose\n"
+     "name contains TEXT), --tag k=v (all given tags match), --state (queued, running,\n"
+     "succeeded, failed, cancelled) are applied by the controller.\n"
+     "With JOB: the job and every run (host, target, state, variant, cell, time,\n"
+     "error or why a queued run waits).\n"},
+    {"watch",
+     "usage: iofleet watch JOB [--interval-ms MS]\n"
+     "\n"
+     "Live view of a job until it ends: per run IOPS, bandwidth and p99 of the last\n"
+     "interval, then each finished run's final result; ETA across hosts. Redraws in\n"
+     "place on a terminal; prints a block on each change otherwise.\n"
+     "Exit: 0 all runs succeeded, 1 a run failed, 4 unreachable.\n"},
+    {"agents",
+     "usage: iofleet agents [-o json|wide]\n"
+     "\n"
+     "Registered agents: state, kernel, CPUs, engines, labels, last heartbeat;\n"
+     "-o wide adds CPU model, NUMA nodes, devices, peer and protocol version.\n"},
+    {"runs",
+     "usage: iofleet runs [--job JOB] [--state S] [-o json|wide]\n"
+     "\n"
+     "Runs (of one job), oldest first; -o wide adds job, cell, attempt and audit.\n"},
+    {"result",
+     "usage: iofleet result RUN [--format=json|normal]\n"
+     "\n"
+     "A finished run's result: fio's JSON (default), or fio's normal text output as\n"
+     "the agent prints it (--format=normal), disk stats included. Where the run's\n"
+     "fio log files are goes to stderr.\n"},
+    {"cancel",
+     "usage: iofleet cancel JOB\n"
+     "\n"
+     "Cancels the job's queued and running runs (exit 1 when it already ended).\n"},
+    {"compare",
+     "usage: iofleet compare JOB [JOB_B] [--format=markdown|json|junit] [--fail-on=WHAT]\n"
+     "                       [--allow-unaudited]\n"
+     "\n"
+     "The job's A/B (or sweep) comparison table with verdicts; with JOB_B, the two\n"
+     "jobs compared (A = JOB, B = JOB_B).\n"},
+    {"history",
+     "usage: iofleet history series [--AXIS=V]... | show SERIES\n"
+     "                       | alerts [--state S] [--metric M] | report ALERT\n"
+     "                       | triage ALERT STATE | repro ALERT [--output FILE]\n"
+     "\n"
+     "Regression tracking: the series runs feed, their points, alerts and their\n"
+     "triage, an alert's report and its reproduction bundle.\n"},
+};
+
+const char* CommandHelpText(const std::string& cmd) {
+  for (const CommandHelp& h : kCommandHelp) {
+    if (cmd == h.name) return h.text;
+  }
+  return nullptr;
+}
+
+int PrintHelp(const std::string& cmd) {
+  const char* t = CommandHelpText(cmd);
+  if (t == nullptr) {
+    fprintf(stderr, "iofleet: no command \"%s\"\n%s", cmd.c_str(), kUsage);
+    return kExitUsage;
+  }
+  fputs(t, stdout);
+  if (cmd == "submit" || cmd == "compare") printf("\n%s", kFailOnHelp);
+  printf("\nGlobal flags and exit codes: iofleet --help\n");
+  return kExitOk;
+}
 
 struct FlagDef {
   const char* name;
@@ -121,17 +221,53 @@ std::optional<std::string> ParseFlags(const std::string& cmd, const std::vector<
   return std::nullopt;
 }
 
+std::string g_cmd;  // the command being run, for usage hints
+
 int Usage(const std::string& msg) {
-  fprintf(stderr, "iofleet: %s\n(run `iofleet --help` for usage)\n", msg.c_str());
+  fprintf(stderr, "iofleet: %s\n(run `iofleet %s--help` for usage)\n", msg.c_str(),
+          CommandHelpText(g_cmd) != nullptr ? (g_cmd + " ").c_str() : "");
   return kExitUsage;
 }
 
-int Fail(const std::string& msg) {
+int Fail(const std::string& msg, int code = kExitFailed) {
   fprintf(stderr, "iofleet: %s\n", TerminalSafe(msg).c_str());
-  return kExitFailed;
+  return code;
 }
 
-int Fail(const absl::Status& s) { return Fail(std::string(s.message())); }
+int Fail(const absl::Status& s) { return Fail(std::string(s.message()), ExitCodeFor(s)); }
+
+// A failed call's status with context in front, keeping its code (and so its exit code).
+absl::Status Context(const absl::Status& s, const std::string& prefix) {
+  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+// -o / --output (and the older --json): "table", "json" or "wide".
+enum class OutMode { kTable, kJson, kWide };
+std::optional<std::string> ParseOutMode(const Args& a, OutMode* out) {
+  *out = a.Has("json") ? OutMode::kJson : OutMode::kTable;
+  for (const char* f : {"o", "output"}) {
+    if (!a.Has(f)) continue;
+    const std::string v = a.Get(f);
+    if (v == "json") {
+      *out = OutMode::kJson;
+    } else if (v == "wide") {
+      *out = OutMode::kWide;
+    } else if (v == "table") {
+      *out = OutMode::kTable;
+    } else {
+      return absl::StrCat("flag -", std::string(f).size() > 1 ? "-" : "", f, ": \"", v,
+                          "\" is not json, wide or table");
+    }
+  }
+  return std::nullopt;
+}
+
+// The flags every list command takes.
+void AddOutputFlags(std::vector<FlagDef>* defs) {
+  defs->push_back({"json", false});
+  defs->push_back({"o", true});
+  defs->push_back({"output", true});
+}
 
 // JSON escapes C0 controls itself; C1 ones (e.g. CSI, U+009B) only as ASCII.
 std::string Pretty(const json& j) {
@@ -366,7 +502,7 @@ int VerdictCheck(const ApiClient& api, const std::string& id, const FailOn& fail
         absl::StrContains(cmp.status().message(), "(field variants)")) {
       return kExitOk;
     }
-    return Fail(absl::StrCat("job ", id, ": no verdict: ", cmp.status().message()));
+    return Fail(Context(cmp.status(), absl::StrCat("job ", id, ": no verdict: ")));
   }
   const std::string headline = CompareHeadline(*cmp);
   fprintf(stderr, "iofleet: job %s: %s%scompare outcome %s\n", id.c_str(),
@@ -420,21 +556,13 @@ absl::StatusOr<json> GetAll(const ApiClient& api, const std::string& path, const
   return all;
 }
 
-std::string RunCounts(const json& job) {
-  const json& runs = JArray(job, "runs");
-  if (!runs.empty()) {
-    int done = 0;
-    for (const json& r : runs) done += IsTerminal(RunState(r)) ? 1 : 0;
-    return absl::StrCat(done, "/", runs.size());
-  }
-  auto it = job.find("run_counts");
-  if (it == job.end() || !it->is_object()) return "-";
-  std::vector<std::string> parts;
-  for (auto c = it->begin(); c != it->end(); ++c) {
-    parts.push_back(absl::StrCat(NormState(c.key()), ":", JU64(*it, {c.key().c_str()})));
-  }
-  return parts.empty() ? "0" : absl::StrJoin(parts, ",");
-}
+// The final job and its view (WatchLoop, below).
+struct Watched {
+  json job;
+  WatchView view;
+};
+absl::StatusOr<Watched> WatchLoop(const ApiClient& api, const std::string& id, uint32_t every_ms,
+                                  bool tty, bool print_changes, uint64_t timeout_s);
 
 int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   Args a;
@@ -552,7 +680,19 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
   printf("%s\n", TerminalSafe(id).c_str());
   fflush(stdout);
   if (!a.Has("wait")) return kExitOk;
-  auto job = PollUntilDone(api, id, timeout_s, poll_ms, /*progress=*/true);
+  absl::StatusOr<json> job;
+  if (isatty(STDOUT_FILENO) == 1) {
+    // The live view of `iofleet watch`, then a summary of every run.
+    auto w = WatchLoop(api, id, poll_ms, /*tty=*/true, /*print_changes=*/false, timeout_s);
+    if (w.ok()) {
+      printf("%s", RenderWatchSummary(w->view).c_str());
+      job = std::move(w->job);
+    } else {
+      job = w.status();
+    }
+  } else {
+    job = PollUntilDone(api, id, timeout_s, poll_ms, /*progress=*/true);
+  }
   if (!job.ok()) return Fail(job.status());
   const Outcome o = JudgeRuns(id, *job);
   fputs(SampleNotes(JArray(*job, "runs"), "iofleet: warning: ").c_str(), stderr);
@@ -564,33 +704,103 @@ int CmdSubmit(const ApiClient& api, const std::vector<std::string>& rest) {
 
 int CmdStatus(const ApiClient& api, const std::vector<std::string>& rest) {
   Args a;
-  if (auto e = ParseFlags("status", rest, {{"json", false}}, &a)) return Usage(*e);
+  std::vector<FlagDef> defs = {{"limit", true}, {"name", true}, {"tag", true}, {"state", true}};
+  AddOutputFlags(&defs);
+  if (auto e = ParseFlags("status", rest, defs, &a)) return Usage(*e);
+  OutMode mode;
+  if (auto e = ParseOutMode(a, &mode)) return Usage(*e);
   if (a.positional.size() > 1) return Usage("status: at most one JOB");
   if (a.positional.empty()) {
-    auto jobs = GetAll(api, "/jobs", "jobs");
+    uint32_t limit = 20;
+    if (a.Has("limit") && !absl::SimpleAtoi(a.Get("limit"), &limit)) {
+      return Usage(absl::StrCat("flag --limit: \"", a.Get("limit"), "\" is not an integer >= 0"));
+    }
+    std::vector<std::pair<std::string, std::string>> query = {{"order", "newest"}};
+    if (a.Has("name")) query.push_back({"name", a.Get("name")});
+    if (a.Has("state")) {
+      const std::string st = a.Get("state");
+      if (st != "queued" && st != "running" && st != "succeeded" && st != "failed" &&
+          st != "cancelled") {
+        return Usage(absl::StrCat("flag --state: \"", st,
+                                  "\" is not queued, running, succeeded, failed or cancelled"));
+      }
+      query.push_back({"state", st});
+    }
+    auto tags = a.flags.find("tag");
+    if (tags != a.flags.end()) {
+      for (const std::string& kv : tags->second) {
+        const size_t eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0) {
+          return Usage(absl::StrCat("flag --tag: \"", kv, "\" is not key=value"));
+        }
+        query.push_back({"tag", kv});
+      }
+    }
+    // The controller filters, orders and limits: a large store is not paged
+    // through in full for the newest 20.
+    absl::StatusOr<json> jobs;
+    if (limit == 0) {
+      jobs = GetAll(api, "/jobs" + BuildQuery(query), "jobs");
+    } else {
+      query.push_back({"page_size", std::to_string(limit)});
+      auto page = api.Get("/jobs" + BuildQuery(query));
+      if (page.ok()) {
+        json list = json::array();
+        for (const json& j : JArray(*page, "jobs")) {
+          if (list.size() < limit) list.push_back(j);
+        }
+        jobs = std::move(list);
+      } else {
+        jobs = page.status();
+      }
+    }
     if (!jobs.ok()) return Fail(jobs.status());
-    if (a.Has("json")) {
+    if (mode == OutMode::kJson) {
       printf("%s\n", Pretty(*jobs).c_str());
       return kExitOk;
     }
+    std::vector<std::string> header = {"JOB",    "NAME",   "STATE",   "QUEUED", "RUNNING",
+                                       "DONE",   "FAILED", "VARIANTS/SWEEP", "CREATED"};
+    if (mode == OutMode::kWide) {
+      header.insert(header.end() - 1, {"CANCELLED", "TAGS"});
+    }
     std::vector<std::vector<std::string>> rows;
     for (const json& j : *jobs) {
-      rows.push_back({JStr(j, {"id"}), JStr(j, {"name"}), NormState(JStr(j, {"state"})),
-                      RunCounts(j), Ago(JU64(j, {"created_ms"}))});
+      const RunTally t = TallyRuns(j);
+      auto n = [&](uint64_t v) { return t.known ? std::to_string(v) : std::string("-"); };
+      std::vector<std::string> row = {JStr(j, {"id"}),    JStr(j, {"name"}),
+                                      NormState(JStr(j, {"state"})),
+                                      n(t.queued),        n(t.running),
+                                      n(t.done),          n(t.failed),
+                                      ArmsSummary(j),     Ago(JU64(j, {"created_ms"}))};
+      if (mode == OutMode::kWide) {
+        std::vector<std::string> tags;
+        if (auto it = j.find("tags"); it != j.end() && it->is_object()) {
+          for (auto kv = it->begin(); kv != it->end(); ++kv) {
+            tags.push_back(kv.key() + "=" + (kv->is_string() ? kv->get<std::string>() : kv->dump()));
+          }
+        }
+        row.insert(row.end() - 1, {n(t.cancelled), absl::StrJoin(tags, ",")});
+      }
+      rows.push_back(std::move(row));
     }
-    printf("%s", RenderTable({"JOB", "NAME", "STATE", "RUNS", "CREATED"}, rows).c_str());
+    printf("%s", RenderTable(header, rows).c_str());
     return kExitOk;
   }
   auto job = api.Get("/jobs/" + a.positional[0]);
   if (!job.ok()) return Fail(job.status());
-  if (a.Has("json")) {
+  if (mode == OutMode::kJson) {
     printf("%s\n", Pretty(*job).c_str());
     return kExitOk;
   }
-  printf("job %s  name=%s  state=%s  created %s\n", TerminalSafe(JStr(*job, {"id"})).c_str(),
-         TerminalSafe(JStr(*job, {"name"})).c_str(),
+  const RunTally t = TallyRuns(*job);
+  printf("job %s  name=%s  state=%s  created %s  runs: %llu queued, %llu running, %llu done, "
+         "%llu failed, %llu cancelled\n",
+         TerminalSafe(JStr(*job, {"id"})).c_str(), TerminalSafe(JStr(*job, {"name"})).c_str(),
          TerminalSafe(NormState(JStr(*job, {"state"}))).c_str(),
-         Ago(JU64(*job, {"created_ms"})).c_str());
+         Ago(JU64(*job, {"created_ms"})).c_str(), static_cast<unsigned long long>(t.queued),
+         static_cast<unsigned long long>(t.running), static_cast<unsigned long long>(t.done),
+         static_cast<unsigned long long>(t.failed), static_cast<unsigned long long>(t.cancelled));
   printf("%s", RenderTable(kRunHeader, RunRows(JArray(*job, "runs"))).c_str());
   printf("%s", SampleNotes(JArray(*job, "runs"), "* ").c_str());
   return kExitOk;
@@ -598,35 +808,58 @@ int CmdStatus(const ApiClient& api, const std::vector<std::string>& rest) {
 
 int CmdRuns(const ApiClient& api, const std::vector<std::string>& rest) {
   Args a;
-  if (auto e = ParseFlags("runs", rest, {{"job", true}, {"json", false}}, &a)) return Usage(*e);
+  std::vector<FlagDef> defs = {{"job", true}, {"state", true}};
+  AddOutputFlags(&defs);
+  if (auto e = ParseFlags("runs", rest, defs, &a)) return Usage(*e);
+  OutMode mode;
+  if (auto e = ParseOutMode(a, &mode)) return Usage(*e);
   if (!a.positional.empty()) return Usage("runs: unexpected argument (use --job JOB)");
+  std::vector<std::pair<std::string, std::string>> query;
+  if (a.Has("job")) query.push_back({"job_id", a.Get("job")});
+  if (a.Has("state")) query.push_back({"state", a.Get("state")});
   json runs = json::array();
   if (a.Has("job")) {
-    auto job = api.Get("/jobs/" + a.Get("job"));  // NotFound names the job
+    auto job = api.Get("/jobs/" + UrlEncode(a.Get("job")));  // NotFound names the job
     if (!job.ok()) return Fail(job.status());
-    auto list = GetAll(api, "/runs?job_id=" + a.Get("job"), "runs");
-    runs = list.ok() ? *list : JArray(*job, "runs");
-  } else {
-    auto list = GetAll(api, "/runs", "runs");
-    if (!list.ok()) return Fail(list.status());
-    runs = *list;
   }
-  if (a.Has("json")) {
+  auto list = GetAll(api, "/runs" + BuildQuery(query), "runs");
+  if (!list.ok()) return Fail(list.status());
+  runs = *list;
+  if (mode == OutMode::kJson) {
     printf("%s\n", Pretty(runs).c_str());
+    return kExitOk;
+  }
+  if (mode == OutMode::kWide) {
+    std::vector<std::vector<std::string>> rows = RunRows(runs);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const json& r = runs[i];
+      rows[i].insert(rows[i].begin() + 1, JStr(r, {"job_id"}));
+      rows[i].insert(rows[i].begin() + 6, JStr(r, {"cell"}));
+      rows[i].insert(rows[i].end() - 1, {JStr(r, {"attempt"}), JStr(r, {"audit"})});
+    }
+    std::vector<std::string> header = kRunHeader;
+    header.insert(header.begin() + 1, "JOB");
+    header.insert(header.begin() + 6, "CELL");
+    header.insert(header.end() - 1, {"ATTEMPT", "AUDIT"});
+    printf("%s", RenderTable(header, rows).c_str());
   } else {
     printf("%s", RenderTable(kRunHeader, RunRows(runs)).c_str());
-    printf("%s", SampleNotes(runs, "* ").c_str());
   }
+  printf("%s", SampleNotes(runs, "* ").c_str());
   return kExitOk;
 }
 
 int CmdAgents(const ApiClient& api, const std::vector<std::string>& rest) {
   Args a;
-  if (auto e = ParseFlags("agents", rest, {{"json", false}}, &a)) return Usage(*e);
+  std::vector<FlagDef> defs;
+  AddOutputFlags(&defs);
+  if (auto e = ParseFlags("agents", rest, defs, &a)) return Usage(*e);
+  OutMode mode;
+  if (auto e = ParseOutMode(a, &mode)) return Usage(*e);
   if (!a.positional.empty()) return Usage("agents: no arguments expected");
   auto agents = api.Get("/agents");
   if (!agents.ok()) return Fail(agents.status());
-  if (a.Has("json")) {
+  if (mode == OutMode::kJson) {
     printf("%s\n", Pretty(*agents).c_str());
     return kExitOk;
   }
@@ -652,14 +885,25 @@ int CmdAgents(const ApiClient& api, const std::vector<std::string>& rest) {
         if (e.is_string()) engines.push_back(e.get<std::string>());
       }
     }
-    rows.push_back({JStr(ag, {"name"}), JStr(ag, {"state"}),
-                    JStr(inv, {"kernel_release", "kernel"}), JStr(inv, {"cpu_count"}),
-                    absl::StrJoin(engines, ","), absl::StrJoin(labels, ","),
-                    Ago(JU64(ag, {"last_seen_ms"}))});
+    std::vector<std::string> row = {JStr(ag, {"name"}), JStr(ag, {"state"}),
+                                    JStr(inv, {"kernel_release", "kernel"}),
+                                    JStr(inv, {"cpu_count"}), absl::StrJoin(engines, ","),
+                                    absl::StrJoin(labels, ","), Ago(JU64(ag, {"last_seen_ms"}))};
+    if (mode == OutMode::kWide) {
+      const size_t numa = JArray(inv, "numa_nodes").size();
+      const size_t devs = JArray(inv, "block_devices").size();
+      row.insert(row.end() - 1,
+                 {JStr(inv, {"cpu_model"}), numa ? std::to_string(numa) : "-",
+                  std::to_string(devs), JStr(ag, {"peer"}), JStr(ag, {"protocol_version"})});
+    }
+    rows.push_back(std::move(row));
   }
-  printf("%s", RenderTable({"AGENT", "STATE", "KERNEL", "CPUS", "ENGINES", "LABELS", "LAST SEEN"},
-                           rows)
-                   .c_str());
+  std::vector<std::string> header = {"AGENT", "STATE", "KERNEL", "CPUS", "ENGINES", "LABELS",
+                                     "LAST SEEN"};
+  if (mode == OutMode::kWide) {
+    header.insert(header.end() - 1, {"CPU MODEL", "NUMA", "DEVICES", "PEER", "PROTO"});
+  }
+  printf("%s", RenderTable(header, rows).c_str());
   return kExitOk;
 }
 
@@ -775,76 +1019,133 @@ int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
   return GateExit(id, cmp, fail_on);
 }
 
-int CmdWatch(const ApiClient& api, const std::vector<std::string>& rest) {
-  Args a;
-  if (auto e = ParseFlags("watch", rest, {{"interval-ms", true}}, &a)) return Usage(*e);
-  if (a.positional.size() != 1) return Usage("watch: exactly one JOB expected");
-  uint32_t every_ms = 1000;
-  if (a.Has("interval-ms") && (!absl::SimpleAtoi(a.Get("interval-ms"), &every_ms) || every_ms == 0)) {
-    return Usage(absl::StrCat("flag --interval-ms: \"", a.Get("interval-ms"),
-                              "\" is not an integer >= 1"));
+// The terminal's size (80x24 when unknown).
+void TerminalSize(int* width, int* height) {
+  *width = 80;
+  *height = 24;
+  winsize ws{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0) {
+    *width = ws.ws_col;
+    *height = ws.ws_row;
   }
-  const std::string& id = a.positional[0];
-  const bool tty = isatty(STDOUT_FILENO) == 1;
+}
+
+// Follows a job until every run is terminal: on a terminal the view redraws in
+// place (RenderWatch, fitted to the screen); otherwise, with `print_changes`,
+// a block is printed whenever something changed. Returns the final job and
+// its view. A controller never reached fails at once; one reached before is
+// given 60 failed polls (a restart). `timeout_s` > 0: DeadlineExceeded after it.
+absl::StatusOr<Watched> WatchLoop(const ApiClient& api, const std::string& id, uint32_t every_ms,
+                                  bool tty, bool print_changes, uint64_t timeout_s) {
+  const auto start = std::chrono::steady_clock::now();
   int drawn = 0;
-  std::map<std::string, WindowStats> final_stats;  // terminal runs: fetched once
-  std::map<std::string, uint64_t> printed_seq;      // non-tty: print on change only
+  std::map<std::string, WatchRun> finals;      // terminal runs: result read once
+  std::map<std::string, uint64_t> printed_seq;  // non-tty: print on change only
   uint64_t est = 0;
-  bool est_known = false;
+  int kb_base = 1024;
+  bool reached = false;
   int failures = 0;
   for (;;) {
+    if (timeout_s > 0 &&
+        std::chrono::steady_clock::now() - start > std::chrono::seconds(timeout_s)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("job ", id, ": not finished after ", timeout_s, " s (--timeout)"));
+    }
     auto job = api.Get("/jobs/" + id);
     if (!job.ok()) {
-      if (job.status().code() == absl::StatusCode::kNotFound || ++failures > 60) {
-        return Fail(job.status());
+      if (job.status().code() == absl::StatusCode::kNotFound || !reached || ++failures > 60) {
+        return job.status();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(every_ms));
       continue;
     }
-    failures = 0;
-    if (!est_known) {
-      est = EstimateRuntimeSeconds(JobFioText(*job));
-      est_known = true;
+    if (!reached) {
+      const std::string text = JobFioText(*job);
+      est = EstimateRuntimeSeconds(text);
+      kb_base = KbBaseOf(text);
     }
+    failures = 0;
+    reached = true;
     const json& runs = JArray(*job, "runs");
     const uint64_t now = NowMs();
-    std::vector<std::vector<std::string>> rows;
-    uint64_t eta = 0;
-    bool eta_known = est > 0;
+    WatchView v;
+    v.job_id = id;
+    v.name = JStr(*job, {"name"});
+    v.state = NormState(JStr(*job, {"state"}));
+    v.kb_base = kb_base;
+    v.eta_known = est > 0;
+    uint64_t first_start = 0;
     size_t queued = 0;
     bool changed = false;
     for (const json& r : runs) {
       const std::string rid = RunId(r), st = RunState(r);
-      WindowStats w;
-      if (auto it = final_stats.find(rid); it != final_stats.end()) {
-        w = it->second;
+      if (auto it = finals.find(rid); it != finals.end()) {
+        v.runs.push_back(it->second);
+        continue;
+      }
+      WatchRun w;
+      w.id = rid;
+      w.host = JStr(r, {"host", "agent"});
+      w.variant = JStr(r, {"variant"});
+      w.cell = JStr(r, {"cell"});
+      w.state = st + (SamplesIncomplete(r) ? "*" : "");
+      w.note = JStr(r, {"error"});
+      if (st == "queued" && !JStr(r, {"waiting_for"}).empty()) {
+        w.note = "waiting: " + JStr(r, {"waiting_for"});
+      }
+      const uint64_t started = JU64(r, {"started_ms"});
+      if (started > 0) {
+        w.started = true;
+        if (first_start == 0 || started < first_start) first_start = started;
+        const uint64_t end = JU64(r, {"finished_ms"}) ? JU64(r, {"finished_ms"}) : now;
+        w.elapsed_s = end > started ? (end - started) / 1000 : 0;
+      }
+      if (IsTerminal(st)) {
+        // The final result, not the last 1 s sample.
+        auto full = api.Get("/runs/" + rid);
+        if (full.ok()) {
+          json result;
+          if (auto it = full->find("result"); it != full->end() && it->is_object()) result = *it;
+          FinalFromResult(result, &w);
+        }
+        finals[rid] = w;
+        changed = true;
       } else if (st != "queued" && st != "assigned") {
         auto samples = api.Get("/runs/" + rid + "/samples");
-        if (samples.ok()) w = LatestWindow(*samples);
-        if (IsTerminal(st)) final_stats[rid] = w;
+        if (samples.ok()) {
+          const WindowStats ws = LatestWindow(*samples);
+          if (ws.valid) {
+            w.have_rates = true;
+            for (int d = 0; d < 2; ++d) {
+              w.iops[d] = ws.dir_iops[d];
+              w.bps[d] = ws.dir_bytes_per_s[d];
+            }
+            w.p99_ns = ws.p99_ns;
+          }
+          if (printed_seq[rid] != ws.seq + 1) changed = true;
+          printed_seq[rid] = ws.seq + 1;
+        }
       }
       if (st == "queued" || st == "assigned") ++queued;
       if (st == "running" && est > 0) {
-        const uint64_t started = JU64(r, {"started_ms"});
         const uint64_t end = (started ? started : now) + est * 1000;
-        eta = std::max(eta, end > now ? (end - now) / 1000 : 0);
+        v.eta_s = std::max(v.eta_s, end > now ? (end - now) / 1000 : 0);
       }
-      if (printed_seq[rid] != w.seq + 1 + (IsTerminal(st) ? 1u << 30 : 0)) changed = true;
-      printed_seq[rid] = w.seq + 1 + (IsTerminal(st) ? 1u << 30 : 0);
-      rows.push_back({rid, JStr(r, {"host", "agent"}), st,
-                      w.valid ? FormatCount(w.iops) : "-",
-                      w.valid ? FormatBytesPerSec(w.bytes_per_s) : "-",
-                      w.valid && w.p99_ns ? FormatNs(w.p99_ns) : "-",
-                      w.valid ? std::to_string(w.records) : "0"});
+      v.runs.push_back(std::move(w));
     }
-    if (eta_known && queued > 0) eta += est * queued;  // pessimistic: one after another
-    const bool done = AllTerminal(*job);
-    std::string head = absl::StrCat("job ", TerminalSafe(id), " (", TerminalSafe(JStr(*job, {"name"})),
-                                    ")  ", TerminalSafe(NormState(JStr(*job, {"state"}))));
-    if (!done) absl::StrAppend(&head, "  ETA ", eta_known ? FormatDuration(eta) : "?");
-    std::string table = RenderTable({"RUN", "HOST", "STATE", "IOPS", "BW", "P99", "SAMPLES"}, rows);
-    std::string block = head + "\n" + table;
-    if (tty) {
+    // ETA across hosts: the longest running run, then the queued ones one
+    // after another (pessimistic: a lease per host serialises them).
+    if (v.eta_known && queued > 0) v.eta_s += est * queued;
+    if (first_start > 0 && now > first_start) v.elapsed_s = (now - first_start) / 1000;
+    v.done = AllTerminal(*job);
+    if (tty && v.done && !print_changes) {
+      // The caller prints a summary in its place.
+      if (drawn > 0) printf("\x1b[%dA\x1b[J", drawn);
+      fflush(stdout);
+    } else if (tty) {
+      int width, height;
+      TerminalSize(&width, &height);
+      const std::string block = RenderWatch(v, width, height - 1);
       std::string out;
       if (drawn > 0) out += absl::StrCat("\x1b[", drawn, "A");
       int lines = 0;
@@ -859,53 +1160,81 @@ int CmdWatch(const ApiClient& api, const std::vector<std::string>& rest) {
       drawn = lines;
       fputs(out.c_str(), stdout);
       fflush(stdout);
-    } else if (changed || done) {
-      printf("%s\n", block.c_str());
+    } else if (print_changes && (changed || v.done)) {
+      printf("%s\n", RenderWatch(v, 0, 0).c_str());
       fflush(stdout);
     }
-    if (done) {
-      const Outcome o = JudgeRuns(id, *job);
-      if (o.code != kExitOk) return Fail(o.reason);
-      return kExitOk;
-    }
+    if (v.done) return Watched{*std::move(job), std::move(v)};
     std::this_thread::sleep_for(std::chrono::milliseconds(every_ms));
   }
 }
 
+int CmdWatch(const ApiClient& api, const std::vector<std::string>& rest) {
+  Args a;
+  if (auto e = ParseFlags("watch", rest, {{"interval-ms", true}}, &a)) return Usage(*e);
+  if (a.positional.size() != 1) return Usage("watch: exactly one JOB expected");
+  uint32_t every_ms = 1000;
+  if (a.Has("interval-ms") && (!absl::SimpleAtoi(a.Get("interval-ms"), &every_ms) || every_ms == 0)) {
+    return Usage(absl::StrCat("flag --interval-ms: \"", a.Get("interval-ms"),
+                              "\" is not an integer >= 1"));
+  }
+  const std::string& id = a.positional[0];
+  auto w = WatchLoop(api, id, every_ms, isatty(STDOUT_FILENO) == 1, /*print_changes=*/true, 0);
+  if (!w.ok()) return Fail(w.status());
+  const Outcome o = JudgeRuns(id, w->job);
+  if (o.code != kExitOk) return Fail(o.reason);
+  return kExitOk;
+}
+
 }  // namespace
 
+int ExitCodeFor(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return kExitUnreachable;
+    default:
+      return kExitFailed;
+  }
+}
+
 int CliMain(int argc, char** argv) {
+  g_cmd.clear();
   std::string controller;
   if (const char* env = getenv("IOFLEET_CONTROLLER"); env != nullptr && *env) controller = env;
   if (controller.empty()) controller = "http://127.0.0.1:7080";
-  std::string token;
-  if (const char* env = getenv("IOFLEET_TOKEN"); env != nullptr) token = env;
+  std::string token, token_file;
+  bool token_flag = false, token_file_flag = false;
   std::string ca;
   if (const char* env = getenv("IOFLEET_CA"); env != nullptr) ca = env;
+  std::string cert, key;
+  if (const char* env = getenv("IOFLEET_CERT"); env != nullptr) cert = env;
+  if (const char* env = getenv("IOFLEET_KEY"); env != nullptr) key = env;
   std::string cmd;
   std::vector<std::string> rest;
+  bool want_help = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     // Global flags are accepted before or after the command.
-    if (a == "--controller" || a == "--token" || a == "--ca") {
-      if (i + 1 >= argc) return Usage(absl::StrCat("flag ", a, " needs a value"));
-      (a == "--controller" ? controller : a == "--token" ? token : ca) = argv[++i];
-      continue;
-    }
-    if (a.rfind("--ca=", 0) == 0) {
-      ca = a.substr(5);
-      continue;
-    }
-    if (a.rfind("--controller=", 0) == 0) {
-      controller = a.substr(13);
-      continue;
-    }
-    if (a.rfind("--token=", 0) == 0) {
-      token = a.substr(8);
+    std::string* global = nullptr;
+    std::string name = a.substr(0, a.find('='));
+    if (name == "--controller") global = &controller;
+    if (name == "--token") global = &token, token_flag = true;
+    if (name == "--token-file") global = &token_file, token_file_flag = true;
+    if (name == "--ca") global = &ca;
+    if (name == "--cert") global = &cert;
+    if (name == "--key") global = &key;
+    if (global != nullptr) {
+      if (a.size() > name.size()) {
+        *global = a.substr(name.size() + 1);
+      } else {
+        if (i + 1 >= argc) return Usage(absl::StrCat("flag ", a, " needs a value"));
+        *global = argv[++i];
+      }
       continue;
     }
     if (cmd.empty()) {
-      if (a == "-h" || a == "--help" || a == "help") {
+      if (a == "-h" || a == "--help") {
         fputs(kUsage, stdout);
         return kExitOk;
       }
@@ -917,17 +1246,41 @@ int CliMain(int argc, char** argv) {
       cmd = a;
       continue;
     }
+    if (a == "-h" || a == "--help") want_help = true;
     rest.push_back(a);
   }
   if (cmd.empty()) {
     fputs(kUsage, stderr);
     return kExitUsage;
   }
-  for (const std::string& r : rest) {
-    if (r == "-h" || r == "--help") {
+  if (cmd == "help") {
+    if (rest.empty() || rest[0] == "-h" || rest[0] == "--help") {
       fputs(kUsage, stdout);
       return kExitOk;
     }
+    return PrintHelp(rest[0]);
+  }
+  if (CommandHelpText(cmd) == nullptr) {
+    return Usage(absl::StrCat("unknown command \"", cmd, "\""));
+  }
+  g_cmd = cmd;
+  if (want_help) return PrintHelp(cmd);
+  // The token: --token or --token-file (not both), else $IOFLEET_TOKEN, else
+  // $IOFLEET_TOKEN_FILE. A file is checked as the controller checks its own
+  // (common/secrets): not readable by others, no whitespace inside.
+  if (token_flag && token_file_flag) return Usage("flags --token and --token-file are exclusive");
+  if (!token_flag && !token_file_flag) {
+    if (const char* env = getenv("IOFLEET_TOKEN"); env != nullptr && *env) {
+      token = env;
+    } else if (const char* envf = getenv("IOFLEET_TOKEN_FILE"); envf != nullptr && *envf) {
+      token_file = envf;
+      token_file_flag = true;
+    }
+  }
+  if (token_file_flag) {
+    auto t = secrets::ReadTokenFile(token_file, "token-file");
+    if (!t.ok()) return Usage(std::string(t.status().message()));
+    token = *t;
   }
   auto url = NormalizeControllerUrl(controller);
   if (!url.ok()) return Usage(std::string(url.status().message()));
@@ -935,6 +1288,17 @@ int CliMain(int argc, char** argv) {
   if (!ca.empty()) {
     if (url->rfind("https://", 0) != 0) return Usage("--ca needs an https:// --controller URL");
     api.set_ca_file(ca);
+  }
+  if (!cert.empty() || !key.empty()) {
+    if (cert.empty() || key.empty()) return Usage("--cert and --key go together");
+    if (url->rfind("https://", 0) != 0) return Usage("--cert needs an https:// --controller URL");
+    for (const std::string* f : {&cert, &key}) {
+      if (access(f->c_str(), R_OK) != 0) {
+        return Usage(absl::StrCat(f == &cert ? "--cert" : "--key", ": cannot read \"", *f,
+                                  "\": ", strerror(errno)));
+      }
+    }
+    api.set_client_cert(cert, key);
   }
   if (cmd == "submit") return CmdSubmit(api, rest);
   if (cmd == "status") return CmdStatus(api, rest);
@@ -945,7 +1309,7 @@ int CliMain(int argc, char** argv) {
   if (cmd == "cancel") return CmdCancel(api, rest);
   if (cmd == "compare") return CmdCompare(api, rest);
   if (cmd == "history") return CmdHistory(api, rest);
-  return Usage(absl::StrCat("unknown command \"", cmd, "\""));
+  return Usage(absl::StrCat("unknown command \"", cmd, "\""));  // unreachable
 }
 
 }  // namespace iofleet::cli

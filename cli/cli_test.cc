@@ -1,6 +1,9 @@
 // Flag handling of CliMain: every usage error exits 2 before any network call.
 #include "cli/cli.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -42,11 +45,78 @@ TEST(CliTest, UsageErrorsExit2) {
   EXPECT_EQ(RunCli({"cancel"}), kExitUsage);
   EXPECT_EQ(RunCli({"--controller=ftp://x", "agents"}), kExitUsage);
   EXPECT_EQ(RunCli({"--controller"}), kExitUsage);
+  // A client certificate needs its key, an https:// URL and readable files.
+  EXPECT_EQ(RunCli({"--cert=/etc/hostname", "agents"}), kExitUsage);
+  EXPECT_EQ(RunCli({"--cert=/etc/hostname", "--key=/etc/hostname", "agents"}), kExitUsage);
+  EXPECT_EQ(RunCli({"--controller=https://127.0.0.1:1", "--cert=/nonexistent",
+                    "--key=/nonexistent", "agents"}),
+            kExitUsage);
 }
 
-TEST(CliTest, HelpExits0) { EXPECT_EQ(RunCli({"--help"}), kExitOk); }
+TEST(CliTest, HelpExits0) {
+  EXPECT_EQ(RunCli({"--help"}), kExitOk);
+  EXPECT_EQ(RunCli({"help"}), kExitOk);
+  // Per-command help, both spellings, before any flag check or network call.
+  for (const char* c : {"submit", "status", "watch", "agents", "runs", "result", "cancel",
+                        "compare"}) {
+    EXPECT_EQ(RunCli({"help", c}), kExitOk) << c;
+    EXPECT_EQ(RunCli({c, "--help"}), kExitOk) << c;
+    EXPECT_EQ(RunCli({c, "-h"}), kExitOk) << c;
+  }
+  EXPECT_EQ(RunCli({"help", "frobnicate"}), kExitUsage);
+}
 
-TEST(CliTest, UnreachableControllerExits1) { EXPECT_EQ(RunCli({"agents"}), kExitFailed); }
+TEST(CliTest, OutputModes) {
+  EXPECT_EQ(RunCli({"agents", "-o", "yaml"}), kExitUsage);
+  EXPECT_EQ(RunCli({"status", "--output=xml"}), kExitUsage);
+  EXPECT_EQ(RunCli({"runs", "-o"}), kExitUsage);
+  EXPECT_EQ(RunCli({"status", "--limit=-1"}), kExitUsage);
+  EXPECT_EQ(RunCli({"status", "--tag=x"}), kExitUsage);
+  EXPECT_EQ(RunCli({"status", "--state=done"}), kExitUsage);
+  // Valid modes get as far as the (unreachable) controller.
+  EXPECT_EQ(RunCli({"agents", "-o", "wide"}), kExitUnreachable);
+  EXPECT_EQ(RunCli({"status", "-o", "json"}), kExitUnreachable);
+  EXPECT_EQ(RunCli({"runs", "-o=wide"}), kExitUnreachable);
+}
+
+TEST(CliTest, TokenFile) {
+  EXPECT_EQ(RunCli({"--token=a", "--token-file=/x", "agents"}), kExitUsage);
+  EXPECT_EQ(RunCli({"--token-file=/nonexistent/token", "agents"}), kExitUsage);
+  const std::string dir = testing::TempDir();
+  const std::string open_file = dir + "/tok_open";
+  FILE* f = fopen(open_file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("secret-token\n", f);
+  fclose(f);
+  chmod(open_file.c_str(), 0644);
+  EXPECT_EQ(RunCli({"--token-file", open_file, "agents"}), kExitUsage);  // o+r refused
+  chmod(open_file.c_str(), 0600);
+  EXPECT_EQ(RunCli({"--token-file", open_file, "agents"}), kExitUnreachable);
+  setenv("IOFLEET_TOKEN_FILE", "/nonexistent/token", 1);
+  EXPECT_EQ(RunCli({"agents"}), kExitUsage);
+  unsetenv("IOFLEET_TOKEN_FILE");
+}
+
+// Exit 4, and a message that says what and where.
+TEST(CliTest, UnreachableControllerExits4) {
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunCli({"agents"}), kExitUnreachable);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("connection refused: http://127.0.0.1:1 (set IOFLEET_CONTROLLER or "
+                     "--controller)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(RunCli({"status"}), kExitUnreachable);
+  EXPECT_EQ(RunCli({"runs"}), kExitUnreachable);
+  EXPECT_EQ(RunCli({"watch", "j1"}), kExitUnreachable);  // at once: never reached
+}
+
+TEST(CliTest, ExitCodeFor) {
+  EXPECT_EQ(ExitCodeFor(absl::UnavailableError("x")), kExitUnreachable);
+  EXPECT_EQ(ExitCodeFor(absl::DeadlineExceededError("x")), kExitUnreachable);
+  EXPECT_EQ(ExitCodeFor(absl::NotFoundError("x")), kExitFailed);
+  EXPECT_EQ(ExitCodeFor(absl::InvalidArgumentError("x")), kExitFailed);
+}
 
 TEST(CliTest, NormalizeControllerUrl) {
   EXPECT_EQ(*NormalizeControllerUrl("127.0.0.1:7080"), "http://127.0.0.1:7080");

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/printable.h"
@@ -226,14 +227,21 @@ WindowStats LatestWindow(const json& records) {
   if (have_full) w.seq = full_seq;
   w.valid = true;
   uint64_t ios = 0, bytes = 0, t_start = UINT64_MAX, t_end = 0;
+  uint64_t dir_ios[2] = {0, 0}, dir_bytes[2] = {0, 0};
   std::vector<std::pair<uint32_t, uint64_t>> hist;
   for (const json& r : recs) {
     if (JU64(r, {"seq"}) != w.seq) continue;
     t_start = std::min(t_start, JU64(r, {"t_start_ms"}));
     t_end = std::max(t_end, JU64(r, {"t_end_ms"}));
+    int di = 0;
     for (const char* d : {"read", "write", "trim"}) {
       const json* dir = Find(r, d);
+      const int this_dir = di++;
       if (dir == nullptr) continue;
+      if (this_dir < 2) {
+        dir_ios[this_dir] += JU64(*dir, {"ios"});
+        dir_bytes[this_dir] += JU64(*dir, {"bytes"});
+      }
       ios += JU64(*dir, {"ios"});
       bytes += JU64(*dir, {"bytes"});
       auto h = SparseHist(*dir);
@@ -246,6 +254,10 @@ WindowStats LatestWindow(const json& records) {
                           : 1.0;
   w.iops = static_cast<double>(ios) / secs;
   w.bytes_per_s = static_cast<double>(bytes) / secs;
+  for (int d = 0; d < 2; ++d) {
+    w.dir_iops[d] = static_cast<double>(dir_ios[d]) / secs;
+    w.dir_bytes_per_s[d] = static_cast<double>(dir_bytes[d]) / secs;
+  }
   w.p99_ns = SparseQuantile(hist, 0.99);
   return w;
 }
@@ -261,6 +273,19 @@ std::string FormatCount(double v) {
   } else {
     snprintf(buf, sizeof(buf), "%.0f", v);
   }
+  return buf;
+}
+
+std::string FormatBytesPerSec(double bps, int kb_base) {
+  if (kb_base != 1000) return FormatBytesPerSec(bps);
+  static const char* kUnits[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+  int u = 0;
+  while (bps >= 1000 * 9.995 && u < 4) {
+    bps /= 1000;
+    ++u;
+  }
+  char buf[32];
+  snprintf(buf, sizeof(buf), bps >= 100 || u == 0 ? "%.0f%s" : "%.1f%s", bps, kUnits[u]);
   return buf;
 }
 
@@ -608,6 +633,77 @@ std::string RenderLogFiles(const json& fio) {
     if (f.is_string()) absl::StrAppend(&out, "  ", TerminalSafe(f.get<std::string>()), "\n");
   }
   return out;
+}
+
+RunTally TallyRuns(const json& job) {
+  RunTally t;
+  auto add = [&t](const std::string& state, uint64_t n) {
+    t.known = true;
+    t.total += n;
+    if (state == "queued" || state == "assigned") {
+      t.queued += n;
+    } else if (state == "running") {
+      t.running += n;
+    } else if (state == "succeeded") {
+      t.done += n;
+    } else if (state == "failed" || state == "lost") {
+      t.failed += n;
+    } else if (state == "cancelled") {
+      t.cancelled += n;
+    }
+  };
+  if (auto it = job.find("runs"); it != job.end() && it->is_array()) {
+    for (const json& r : *it) add(NormState(JStr(r, {"state", "status"})), 1);
+    if (!it->empty()) return t;
+  }
+  if (auto it = job.find("run_counts"); it != job.end() && it->is_object()) {
+    t.known = true;
+    for (auto c = it->begin(); c != it->end(); ++c) {
+      add(NormState(c.key()), JU64(*it, {c.key().c_str()}));
+    }
+  }
+  return t;
+}
+
+std::string ArmsSummary(const json& job) {
+  const json* spec = &job;
+  if (auto it = job.find("spec"); it != job.end() && it->is_object()) spec = &*it;
+  std::vector<std::string> parts;
+  std::vector<std::string> names;
+  for (const json& v : JArray(*spec, "variants")) {
+    if (v.is_object()) names.push_back(JStr(v, {"name"}));
+  }
+  if (!names.empty()) parts.push_back(absl::StrJoin(names, "|"));
+  if (auto it = spec->find("sweep"); it != spec->end() && it->is_object()) {
+    for (auto kv = it->begin(); kv != it->end(); ++kv) {
+      size_t n = kv->is_array() ? kv->size() : JArray(*kv, "values").size();
+      parts.push_back(absl::StrCat(kv.key(), "=", n));
+    }
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, " x ");
+}
+
+std::string UrlEncode(const std::string& s) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string BuildQuery(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string q;
+  for (const auto& [k, v] : params) {
+    absl::StrAppend(&q, q.empty() ? "?" : "&", k, "=", UrlEncode(v));
+  }
+  return q;
 }
 
 }  // namespace iofleet::cli

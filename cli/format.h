@@ -48,6 +48,8 @@ struct WindowStats {
   uint64_t t_end_ms = 0;
   double iops = 0;
   double bytes_per_s = 0;
+  double dir_iops[2] = {0, 0};         // read, write
+  double dir_bytes_per_s[2] = {0, 0};  // read, write
   uint64_t p99_ns = 0;   // of the window's merged clat histogram (all directions)
   uint64_t total_ios = 0;  // over all records so far
   uint64_t records = 0;
@@ -60,6 +62,8 @@ uint64_t SparseQuantile(const std::vector<std::pair<uint32_t, uint64_t>>& hist, 
 // Units as fio prints them.
 std::string FormatCount(double v);          // 12.3k, 1.20M
 std::string FormatBytesPerSec(double bps);  // 512MiB/s
+// kb_base 1000 (fio's kb_base=1000): SI units as fio then prints them, 537MB/s.
+std::string FormatBytesPerSec(double bps, int kb_base);
 std::string FormatNs(uint64_t ns);          // 850ns, 12.3us, 4.1ms
 std::string FormatDuration(uint64_t seconds);  // 1h02m03s
 
@@ -109,5 +113,23 @@ absl::StatusOr<std::string> RenderResultNormal(const json& fio);
 // "fio logs on agent host H:" and the run's log files, one a line, from the
 // result's iofleet.logs ("" when the run wrote no log).
 std::string RenderLogFiles(const json& fio);
+
+// Run counts of a job (GET /jobs/{id} "runs", or a list entry's "run_counts"
+// map of state -> count): queued = queued + assigned, done = succeeded,
+// failed = failed + lost. known = false when the answer carries neither.
+struct RunTally {
+  bool known = false;
+  uint64_t queued = 0, running = 0, done = 0, failed = 0, cancelled = 0, total = 0;
+};
+RunTally TallyRuns(const json& job);
+
+// A job's arms for a list column: "A|B" (variants), "bs=3 x iodepth=4" (sweep
+// options with their value counts), both joined by " x ", or "-".
+std::string ArmsSummary(const json& job);
+
+// Percent-encodes a query value (RFC 3986 unreserved characters pass through).
+std::string UrlEncode(const std::string& s);
+// "?k=v&k2=v2" with values encoded; "" when empty.
+std::string BuildQuery(const std::vector<std::pair<std::string, std::string>>& params);
 
 }  // namespace iofleet::cli

@@ -25,7 +25,7 @@ int Usage(const std::string& msg) {
 
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "iofleet: %s\n", TerminalSafe(std::string(s.message())).c_str());
-  return kExitFailed;
+  return ExitCodeFor(s);  // 4 for an unreachable controller, as every command
 }
 
 void Print(const std::string& s) { std::printf("%s\n", TerminalSafe(s, true).c_str()); }

@@ -25,11 +25,18 @@ class ApiClient {
   // PEM CA bundle that verifies an https:// controller's certificate; empty =
   // the system's trust store. The certificate is always verified.
   void set_ca_file(std::string path) { ca_file_ = std::move(path); }
+  // Client certificate and key (PEM) presented to an https:// controller whose
+  // REST port requires mutual TLS (--http-tls-client-ca).
+  void set_client_cert(std::string cert, std::string key) {
+    cert_file_ = std::move(cert);
+    key_file_ = std::move(key);
+  }
 
  private:
   std::string base_;   // scheme://host:port
   std::string token_;
   std::string ca_file_;
+  std::string cert_file_, key_file_;
 };
 
 // Validates and normalises a --controller value; InvalidArgument naming the flag.

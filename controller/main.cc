@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "common/config/config.h"
 #include "common/secrets/secrets.h"
+#include "controller/ha.h"
 #include "controller/migrate_command.h"
 #include "controller/server.h"
 
@@ -24,6 +25,7 @@ constexpr char kUsage[] =
     "                          [--metrics-auth=none|token] [--tls-cert=PEM --tls-key=PEM]\n"
     "                          [--tls-client-ca=PEM] [--http-tls-client-ca=PEM]\n"
     "                          [--max-body-bytes=N ...]\n"
+    "                          [--advertise=HOST:PORT [--lease-ttl=DURATION]]\n"
     "       iofleet-controller migrate ...  (an SQLite store into PostgreSQL; migrate --help)\n"
     "  --config             read flags from FILE (key = value lines); the command\n"
     "                       line overrides it (deploy/config/controller.conf.example)\n"
@@ -47,6 +49,13 @@ constexpr char kUsage[] =
     "                       with the number of agents past it (default 500)\n"
     "  --dashboard-dir      the built web dashboard served at / (default: the\n"
     "                       source tree's dashboard/dist; run dashboard/build.sh)\n"
+    "High availability (PostgreSQL only; docs/postgresql.md):\n"
+    "  --advertise          HOST:PORT agents dial to reach this controller's gRPC\n"
+    "                       port: run several controllers on one --store, one leader\n"
+    "                       (a lease row) runs the scheduler and listens; the others\n"
+    "                       wait. A leader that loses the lease exits with status 3\n"
+    "  --lease-ttl          the leader's lease (default 10s; renewed every TTL/4,\n"
+    "                       stepped down after 3/4 of it without a renewal)\n"
     "Security (docs/security.md; default: no auth, plain text, loopback):\n"
     "  --api-token-file     bearer token the REST and gRPC API require (file mode\n"
     "                       0600/0640; whitespace trimmed; empty refused)\n"
@@ -101,6 +110,7 @@ int main(int argc, char** argv) {
     return iofleet::controller::RunMigrateCommand(std::vector<std::string>(argv + 2, argv + argc));
   }
   iofleet::controller::ServerOptions opts;
+  iofleet::controller::HaOptions ha;
   // --config=FILE: the file's keys are flags, placed before the command line's.
   auto expanded = iofleet::config::ExpandConfigArgs(std::vector<std::string>(argv, argv + argc), 1);
   if (!expanded.ok()) {
@@ -153,6 +163,24 @@ int main(int argc, char** argv) {
     } else if (key == "--http-read-timeout") {
       if (!ParseTimeout(value, &opts.http_read_timeout_ms)) {
         std::fprintf(stderr, "iofleet-controller: --http-read-timeout: bad duration \"%s\"\n",
+                     value.c_str());
+        return 2;
+      }
+    } else if (key == "--advertise") {
+      if (value.empty()) {  // a config file's "advertise =": one controller
+        ha.advertise.clear();
+        continue;
+      }
+      if (value.find(':') == std::string::npos) {
+        std::fprintf(stderr, "iofleet-controller: --advertise: \"%s\" is not HOST:PORT\n",
+                     value.c_str());
+        return 2;
+      }
+      ha.advertise = value;
+    } else if (key == "--lease-ttl") {
+      if (!ParseTimeout(value, &ha.ttl_ms) || ha.ttl_ms < 1000) {
+        std::fprintf(stderr,
+                     "iofleet-controller: --lease-ttl: \"%s\" is not a duration of at least 1s\n",
                      value.c_str());
         return 2;
       }
@@ -223,6 +251,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (ha.advertise.empty() && ha.ttl_ms != iofleet::controller::HaOptions().ttl_ms) {
+    std::fprintf(stderr, "iofleet-controller: --lease-ttl needs --advertise (high availability)\n");
+    return 2;
+  }
   if (opts.data_dir.empty() && opts.store.empty()) {
     std::fprintf(stderr, "iofleet-controller: --data-dir (or --store) is required\n%s", kUsage);
     return 2;
@@ -242,6 +274,14 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  if (!ha.advertise.empty()) {
+    if (!opts.data_dir.empty()) {
+      std::fprintf(stderr, "iofleet-controller: --advertise (high availability) needs "
+                           "--store=postgresql://...; an SQLite store has one controller\n");
+      return 2;
+    }
+    return iofleet::controller::RunHighlyAvailable(opts, ha, sigs, argv);
+  }
   auto server = iofleet::controller::ControllerServer::Start(opts);
   if (!server.ok()) {
     std::fprintf(stderr, "iofleet-controller: %s\n",

@@ -25,6 +25,7 @@
 #include "controller/scheduler/scheduler.h"
 #include "controller/store/sqlite_store.h"
 #ifdef IOFLEET_WITH_POSTGRESQL
+#include "controller/store/pg_leader.h"
 #include "controller/store/postgres_store.h"
 #endif
 #ifdef IOFLEET_HAVE_HISTORY
@@ -99,8 +100,22 @@ absl::StatusOr<std::unique_ptr<Store>> OpenPostgres(const ServerOptions& options
                  "iofleet-controller: warning: the --store URI holds a password, which other "
                  "users can read in the process list; use a passfile (docs/postgresql.md)\n");
   }
+  if (options.leader_epoch == 0) {
+    // Without --advertise this controller writes unfenced: never beside a
+    // highly available leader of the same store.
+    absl::StatusOr<std::optional<LeaderLease>> lease = ReadLeaderLease(options.store);
+    if (lease.ok() && lease->has_value() && (*lease)->live) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "store: ", RedactPostgresUri(options.store), " is led by the highly available "
+          "controller \"", (*lease)->holder, "\" at ", (*lease)->address, " (epoch ",
+          (*lease)->epoch, "); start this one with --advertise to join them, or stop them first"));
+    }
+  }
   PostgresStoreOptions po;
   po.init = options.init;
+  po.fencing_epoch = options.leader_epoch;
+  po.fencing_holder = options.leader_holder;
+  po.on_fenced = options.on_fenced;
   absl::StatusOr<std::unique_ptr<Store>> db = OpenPostgresStore(options.store, po);
   if (!db.ok()) {
     return absl::Status(db.status().code(), absl::StrCat("store: ", db.status().message()));
@@ -134,6 +149,10 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   }
   if (options.data_dir.empty() && options.store.empty()) {
     return FieldError("data-dir", "is required (or --store=postgresql://...)");
+  }
+  if (options.leader_epoch > 0 && options.store.empty()) {
+    return FieldError("advertise", "high availability needs a PostgreSQL store (--store=postgresql://...); "
+                                   "an SQLite store has one controller");
   }
   IOFLEET_ASSIGN_OR_RETURN(auto grpc_hp, ParseHostPort(options.grpc_listen, "grpc-listen"));
   IOFLEET_ASSIGN_OR_RETURN(auto http_hp, ParseHostPort(options.http_listen, "http-listen"));
@@ -236,7 +255,8 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   IOFLEET_ASSIGN_OR_RETURN(s->scheduler_, Scheduler::Create(s->store_.get(), so));
 
   s->agent_service_ =
-      std::make_unique<grpcapi::AgentServiceImpl>(s->scheduler_.get(), options.agent_token);
+      std::make_unique<grpcapi::AgentServiceImpl>(s->scheduler_.get(), options.agent_token,
+                                                  static_cast<uint64_t>(options.leader_epoch));
   s->controller_service_ =
       std::make_unique<grpcapi::ControllerServiceImpl>(s->scheduler_.get(), options.api_token);
   grpc::ServerBuilder builder;

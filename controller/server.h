@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -88,6 +89,15 @@ struct ServerOptions {
   // runs to feed into series. 0 = the worker does not run (the series and
   // alerts routes still serve what is stored). Default: 1 s.
   uint32_t history_poll_ms = 1000;
+
+  // --- High availability (controller/ha.h; PostgreSQL only). The fencing
+  // epoch of the lease this controller won (0 = not HA: one controller, the
+  // store's controller lock); every store write is fenced on it and every
+  // Welcome and AssignRun carries it. on_fenced: the store refused a write
+  // because the lease moved on (called on the store's writer thread).
+  int64_t leader_epoch = 0;
+  std::string leader_holder;
+  std::function<void(const absl::Status&)> on_fenced;
 };
 
 class ControllerServer {

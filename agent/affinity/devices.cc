@@ -227,8 +227,8 @@ absl::StatusOr<TargetDevice> ResolveTargetDevice(absl::string_view path_view,
 }
 
 std::string DeviceFingerprintEntry(const TargetDevice& target, const std::string& sysfs) {
-  std::string kind = "none", model, fw;
-  uint64_t lba = 0, sectors = 0;
+  std::string kind = "none", model, fw, zoned;
+  uint64_t lba = 0, sectors = 0, zone_sectors = 0, nr_zones = 0;
   if (!target.block.empty()) {
     const std::string dir = sysfs + "/block/" + target.block;
     kind = BlockDeviceKind(target.block);
@@ -237,9 +237,19 @@ std::string DeviceFingerprintEntry(const TargetDevice& target, const std::string
     if (fw.empty()) fw = ReadTrimmed(dir + "/device/rev");
     ReadNumber(dir + "/queue/logical_block_size", &lba);
     ReadNumber(dir + "/size", &sectors);
+    zoned = ReadTrimmed(dir + "/queue/zoned");
+    if (!zoned.empty() && zoned != "none") {
+      ReadNumber(dir + "/queue/chunk_sectors", &zone_sectors);
+      ReadNumber(dir + "/queue/nr_zones", &nr_zones);
+    }
   }
   std::string entry =
       absl::StrCat(kind, ":", Clean(model), ":fw=", Clean(fw), ":lba=", lba, ":cap=", sectors * 512);
+  // A zoned device is never the same device as a conventional one of the same
+  // size (zonemode=zbd results differ): its model, zone size and count.
+  if (!zoned.empty() && zoned != "none") {
+    absl::StrAppend(&entry, ":zoned=", Clean(zoned), ":zone=", zone_sectors * 512, "x", nr_zones);
+  }
   if (!target.fs_type.empty()) absl::StrAppend(&entry, ":fs=", Clean(target.fs_type));
   return entry;
 }

@@ -57,11 +57,13 @@ absl::StatusOr<TargetDevice> ResolveTargetDevice(absl::string_view path,
                                                  const std::string& sysfs = "/sys");
 
 // One device's fingerprint entry, fields always in this order:
-//   KIND:MODEL:fw=FIRMWARE:lba=LOGICAL_BLOCK_BYTES:cap=CAPACITY_BYTES[:fs=FSTYPE]
+//   KIND:MODEL:fw=FIRMWARE:lba=LOGICAL_BLOCK_BYTES:cap=CAPACITY_BYTES
+//     [:zoned=MODEL:zone=ZONE_BYTESxZONES][:fs=FSTYPE]
 // e.g. "nvme:QEMU NVMe Ctrl:fw=7.2.22:lba=4096:cap=1073741824",
 //      "null_blk::fw=:lba=512:cap=1073741824", "none::fw=:lba=0:cap=0:fs=tmpfs".
 // MODEL and FIRMWARE are empty where the kernel has none; ':', ',' and '='
-// inside them become '_'. fs= is present only for a target that is a file.
+// inside them become '_'. zoned= is present only for a zoned device
+// (host-managed, host-aware), fs= only for a target that is a file.
 std::string DeviceFingerprintEntry(const TargetDevice& target, const std::string& sysfs = "/sys");
 
 // The fingerprint of a set of targets: the entries of the distinct devices

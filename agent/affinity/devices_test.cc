@@ -140,6 +140,18 @@ TEST_F(FakeSysfs, BlockDevicesCarryKindNvmeFieldsAndFingerprint) {
   EXPECT_EQ(b[3].fingerprint, "nvme:QEMU NVMe Ctrl:fw=7.2.22:lba=512:cap=1073741824");
 }
 
+// A zoned null_blk is a different device from a conventional one of the same
+// size: its fingerprint names the zoned model, zone size and count.
+TEST_F(FakeSysfs, ZonedDeviceFingerprintCarriesZones) {
+  const std::string plain = DeviceFingerprintEntry(TargetDevice{"nullb0", "", false}, root_.string());
+  const fs::path nullb = root_ / "devices/virtual/block/nullb0";
+  Write(nullb / "queue/zoned", "host-managed\n");
+  Write(nullb / "queue/chunk_sectors", "32768\n");
+  Write(nullb / "queue/nr_zones", "64\n");
+  const std::string zoned = DeviceFingerprintEntry(TargetDevice{"nullb0", "", false}, root_.string());
+  EXPECT_EQ(zoned, plain + ":zoned=host-managed:zone=16777216x64");
+}
+
 TEST_F(FakeSysfs, NvmeAndNullBlkFingerprintsDiffer) {
   const std::string nvme = DeviceFingerprintEntry(TargetDevice{"nvme1n1", "", false}, root_.string());
   const std::string nullb = DeviceFingerprintEntry(TargetDevice{"nullb0", "", false}, root_.string());

@@ -112,6 +112,11 @@ std::vector<BlockDeviceInfo> ListBlockDevices(const std::string& sysfs) {
       }
     }
     b.zoned = ReadTrimmed(dir + "/queue/zoned");
+    if (!b.zoned.empty() && b.zoned != "none") {
+      uint64_t zone_sectors = 0;
+      if (ReadNumber(dir + "/queue/chunk_sectors", &zone_sectors)) b.zone_size_bytes = zone_sectors * 512;
+      ReadNumber(dir + "/queue/nr_zones", &b.nr_zones);
+    }
     if (DIR* mq = opendir((dir + "/mq").c_str())) {
       while (dirent* q = readdir(mq)) {
         if (q->d_name[0] != '.') ++b.hw_queues;

@@ -31,6 +31,8 @@ struct BlockDeviceInfo {
   uint32_t nsid = 0;                 // NVMe namespace id; 0 otherwise
   uint32_t hw_queues = 0;            // blk-mq hardware queues (mq/ entries)
   std::string zoned;                 // queue/zoned: "none", "host-managed", ...
+  uint64_t zone_size_bytes = 0;      // zoned: queue/chunk_sectors * 512
+  uint32_t nr_zones = 0;             // zoned: queue/nr_zones
   std::string fingerprint;           // DeviceFingerprintEntry() of the whole device
 };
 

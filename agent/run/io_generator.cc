@@ -65,6 +65,7 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
     fs.fd = files[i].fd;
     fs.region_start = files[i].region_start;
     fs.region_len = files[i].region_len;
+    fs.zbd = files[i].zbd;
     fds_.push_back(fs.fd);
     for (int d = 0; d < jobspec::kNumDdirs; ++d) {
       if (shared && d > 0) {
@@ -122,6 +123,13 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
     if (__builtin_mul_overflow(job.number_ios, std::max<uint64_t>(job.loops, 1), &cap)) cap = UINT64_MAX;
     if (trimwrite_ && cap <= UINT64_MAX / 2) cap *= 2;
     ios_cap_ = cap;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status IoGenerator::ZoneError() const {
+  for (const auto& f : files_) {
+    if (f.zbd != nullptr && !f.zbd->error().ok()) return f.zbd->error();
   }
   return absl::OkStatus();
 }

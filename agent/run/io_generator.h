@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "agent/engines/engine.h"
+#include "agent/run/zbd.h"
 #include "agent/workload/block_size.h"
 #include "agent/workload/offset_gen.h"
 #include "agent/workload/rwmix.h"
@@ -39,6 +40,7 @@ struct GenFile {
   uint64_t region_start = 0;
   uint64_t region_len = 0;
   uint64_t file_size = 0;  // bytes in the file (>= region_start + region_len; 0 = that)
+  ZbdJob* zbd = nullptr;   // zonemode=zbd: the clone's zone state of this file (zbd.h)
 };
 
 class IoGenerator {
@@ -97,6 +99,9 @@ class IoGenerator {
   // Starts a new pass: same random sequence again when repeatable (fio's lfsr/map reset).
   void ResetPass();
   std::span<const int> fds() const { return fds_; }
+  // zonemode=zbd: the first zone error of any file (a failed reset, an I/O
+  // that cannot fit a zone); OK when none.
+  absl::Status ZoneError() const;
 
  private:
   struct FileState {
@@ -104,6 +109,7 @@ class IoGenerator {
     uint64_t region_start = 0;
     uint64_t region_len = 0;
     bool done = false;  // offsets used up in this pass
+    ZbdJob* zbd = nullptr;  // zonemode=zbd (zbd.h); null = no zones
     // Offset generator per direction: random patterns whose directions share
     // one unit share one (one random map per file, as fio); sequential ones
     // keep a cursor per direction.
@@ -126,17 +132,28 @@ class IoGenerator {
       trimmed_.len = 0;
       return true;
     }
+    if (f.zbd != nullptr) d = f.zbd->AdjustDdir(d);
     workload::OffsetGen& gen = *f.gen[d];
     uint64_t block;
     if (!gen.Next(&block)) return false;
     const uint64_t unit = unit_[d];
-    const uint64_t off = block * unit;
+    uint64_t off = block * unit;
     uint64_t len = bs_->Next(d, f.region_len - off);
     if (len == 0) return false;  // not even the smallest block fits before the end
     if (len > unit) {
       // Multi-unit I/O: mark the rest of the run (a random map may shorten it).
       const uint64_t units = gen.Commit(block, (len + unit - 1) / unit);
       if (units * unit < len) len = units * unit;
+    }
+    if (f.zbd != nullptr) {
+      // Zones move writes to the write pointer and reads into written data;
+      // a sequential cursor follows the moved I/O (fio's last_pos).
+      uint64_t abs = f.region_start + off;
+      if (!f.zbd->Adjust(d, &abs, &len)) return false;
+      off = abs - f.region_start;  // may wrap below the region: only used as abs below
+      if (gen.mode() == workload::OffsetMode::kSequential && abs >= f.region_start) {
+        gen.SetSequentialEnd((abs + len - f.region_start + unit - 1) / unit);
+      }
     }
     if (!trimwrite_) {
       pass_left_ -= len < pass_left_ ? len : pass_left_;

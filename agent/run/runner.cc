@@ -134,6 +134,7 @@ struct Plan {
   // steady-state group per clone or per group_reporting group.
   std::map<uint32_t, std::unique_ptr<FlowShared>> flows;
   std::vector<std::unique_ptr<SteadyStateGroup>> steady_states;
+  std::unique_ptr<ZbdRegistry> zbd;  // zonemode=zbd: zone state per file, for all clones
 };
 
 bool SameSteadyState(const JobSpec& a, const JobSpec& b) {
@@ -148,6 +149,10 @@ absl::Status ShareAcrossClones(Plan& plan) {
   std::map<int, int> members;
   for (CloneSpec& c : plan.clones) {
     const JobSpec& job = *c.job;
+    if (job.zone_mode == jobspec::ZoneMode::kZbd) {
+      if (!plan.zbd) plan.zbd = std::make_unique<ZbdRegistry>();
+      c.zbd = plan.zbd.get();
+    }
     if (job.flow != 0) {
       auto& f = plan.flows[job.flow_id];
       if (!f) f = std::make_unique<FlowShared>();

@@ -110,7 +110,12 @@ absl::Status Worker::Prepare() {
       }
     }
     fds_.push_back(fd);
-    gen_files.push_back(GenFile{fd, tf.region_start, tf.region_len, tf.file_size});
+    GenFile gf{fd, tf.region_start, tf.region_len, tf.file_size};
+    if (job.zone_mode == jobspec::ZoneMode::kZbd && !no_io) {
+      absl::Status zs = SetUpZones(tf, fd, sync_engine, &gf);
+      if (!zs.ok()) return absl::Status(zs.code(), JobPrefix(job) + std::string(zs.message()));
+    }
+    gen_files.push_back(gf);
   }
 
   // One buffer slot per iodepth entry, page aligned (O_DIRECT), one mapping.
@@ -239,6 +244,27 @@ absl::Status Worker::Prepare() {
   return absl::OkStatus();
 }
 
+absl::Status Worker::SetUpZones(const TargetFile& tf, int fd, bool sync_engine, GenFile* gf) {
+  const jobspec::JobSpec& job = *spec_.job;
+  if (spec_.zbd == nullptr) return absl::InternalError("zonemode=zbd without the run's zone registry");
+  auto zf = spec_.zbd->Get(job, tf.path, fd, tf.file_size, tf.is_block_device);
+  if (!zf.ok()) return zf.status();
+  const bool writes = jobspec::HasWrite(job.rw) || jobspec::HasTrim(job.rw);
+  if ((*zf)->model() != ZonedModel::kNone && writes && !sync_engine && job.iodepth > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        tf.path, ": zonemode=zbd writes to a ", ZonedModelName((*zf)->model()),
+        " zoned device at iodepth > 1 are not implemented yet (a zone reset must first drain the "
+        "writes in flight); use iodepth=1 or a sync ioengine"));
+  }
+  absl::Status st = ZbdJob::AlignRegion(job, **zf, &gf->region_start, &gf->region_len);
+  if (!st.ok()) return st;
+  auto zj = ZbdJob::Create(job, *zf, fd, gf->region_start, gf->region_len);
+  if (!zj.ok()) return zj.status();
+  gf->zbd = zj->get();
+  zbd_.push_back(std::move(*zj));
+  return absl::OkStatus();
+}
+
 void Worker::Run() {
   const jobspec::JobSpec& job = *spec_.job;
   rusage ru0{};
@@ -278,6 +304,10 @@ void Worker::Run() {
   if (!s.ok() && js.error == 0) {
     js.error = EIO;
     js.error_text = std::string(s.message());
+  }
+  if (absl::Status zs = gen_.ZoneError(); !zs.ok() && js.error == 0) {
+    js.error = zs.code() == absl::StatusCode::kInvalidArgument ? EINVAL : EIO;
+    js.error_text = std::string(zs.message());
   }
   if (data_ != nullptr) {
     if (absl::Status vs = data_->SaveStateAtEnd(); !vs.ok()) {

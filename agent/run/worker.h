@@ -11,6 +11,7 @@
 #include "agent/run/data_path.h"
 #include "agent/run/io_generator.h"
 #include "agent/run/io_loop.h"
+#include "agent/run/zbd.h"
 #include "common/jobspec/job_spec.h"
 #include "common/stats/job_stats.h"
 
@@ -42,6 +43,7 @@ struct CloneSpec {
   int ss_member = 0;                           // this clone's index in that group
   JobLog* log = nullptr;           // the clone's log stream (job_log.h); nullptr = no logs
   std::string state_dir;           // verify state files (RunOptions::log_dir); "" = cwd
+  ZbdRegistry* zbd = nullptr;      // zonemode=zbd: the run's zone state per file (zbd.h)
 };
 
 class Worker {
@@ -67,6 +69,9 @@ class Worker {
 
  private:
   void Finish(uint64_t run_start_realtime_ms);
+  // zonemode=zbd: the file's zone state (shared through spec_.zbd), the
+  // region aligned to zones and this clone's ZbdJob in *gf.
+  absl::Status SetUpZones(const TargetFile& tf, int fd, bool sync_engine, GenFile* gf);
 
   CloneSpec spec_;
   std::atomic<bool>* cancel_;
@@ -78,6 +83,7 @@ class Worker {
   size_t slot_size_ = 0;
   std::vector<IoRequest> slots_;
   std::unique_ptr<IoEngine> engine_;
+  std::vector<std::unique_ptr<ZbdJob>> zbd_;  // zonemode=zbd: one per file
   IoGenerator gen_;
   std::unique_ptr<DataPath> data_;  // verify / per-write buffer contents; null = none
   std::unique_ptr<IoLoop> loop_;

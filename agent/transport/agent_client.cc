@@ -102,7 +102,7 @@ absl::Status RunLogDir(const std::string& log_dir, const jobspec::JobList& list,
   return absl::OkStatus();
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const ServeOptions& opt) {
+std::shared_ptr<grpc::Channel> MakeChannel(const ServeOptions& opt, const std::string& address) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(opt.backoff_initial_ms));
@@ -121,7 +121,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const ServeOptions& opt) {
     creds = grpc::SslCredentials(ssl);
     if (!opt.tls_server_name.empty()) args.SetSslTargetNameOverride(opt.tls_server_name);
   }
-  return grpc::CreateCustomChannel(opt.controller, creds, args);
+  return grpc::CreateCustomChannel(address, creds, args);
 }
 
 }  // namespace
@@ -135,8 +135,8 @@ class AgentClient::Session {
   };
   using Item = std::variant<act::Send, act::Replay, CloseItem>;
 
-  Session(AgentClient* owner, uint64_t conn, AgentMessage hello)
-      : owner_(owner), conn_(conn), hello_(std::move(hello)) {}
+  Session(AgentClient* owner, uint64_t conn, AgentMessage hello, std::string address)
+      : owner_(owner), conn_(conn), hello_(std::move(hello)), address_(std::move(address)) {}
 
   uint64_t conn() const { return conn_; }
   void Start() {
@@ -174,6 +174,7 @@ class AgentClient::Session {
   AgentClient* const owner_;
   const uint64_t conn_;
   const AgentMessage hello_;
+  const std::string address_;  // the controller dialled
   std::thread thread_;
 
   std::mutex mu_;
@@ -186,7 +187,7 @@ class AgentClient::Session {
 
 void AgentClient::Session::Main() {
   const ServeOptions& opt = owner_->opt_;
-  auto stub = iofleet::v1::AgentService::NewStub(MakeChannel(opt));
+  auto stub = iofleet::v1::AgentService::NewStub(MakeChannel(opt, address_.empty() ? opt.controller : address_));
   grpc::ClientContext ctx;
   if (!opt.token.empty()) ctx.AddMetadata("authorization", "Bearer " + opt.token);
   ctx.set_wait_for_ready(false);
@@ -423,6 +424,7 @@ absl::Status AgentClient::Init() {
   }
   CoreConfig cfg;
   cfg.controller = opt_.controller;
+  cfg.controllers = opt_.controllers;
   cfg.spool_dir = opt_.spool_dir;
   cfg.agent_name = opt_.name;
   cfg.labels = opt_.labels;
@@ -556,7 +558,7 @@ void AgentClient::Execute(Action action) {
         if constexpr (std::is_same_v<T, act::Log>) {
           Log(a.text);
         } else if constexpr (std::is_same_v<T, act::Connect>) {
-          session_ = std::make_shared<Session>(this, a.conn, std::move(a.hello));
+          session_ = std::make_shared<Session>(this, a.conn, std::move(a.hello), std::move(a.address));
           session_->Start();
         } else if constexpr (std::is_same_v<T, act::Send> || std::is_same_v<T, act::Replay>) {
           if (session_ && session_->conn() == a.conn) session_->Push(std::move(a));

@@ -205,7 +205,7 @@ void AgentCore::Timers(const CoreTime& now, std::vector<Action>* out) {
     stream_open_ = true;
     welcomed_ = closing_ = rejected_ = timed_out_ = false;
     hello_at_ = t;
-    out->push_back(act::Connect{conn_, Hello()});
+    out->push_back(act::Connect{conn_, Hello(), address()});
   }
   if (stream_open_ && !welcomed_ && !closing_ && t >= hello_at_ + kWelcomeTimeoutMs) {
     timed_out_ = true;
@@ -286,6 +286,10 @@ void AgentCore::SendLive(AgentMessage msg, std::string finished_run, std::vector
   out->push_back(act::Send{conn_, std::move(msg), std::move(finished_run)});
 }
 
+const std::string& AgentCore::address() const {
+  return cfg_.controllers.empty() ? cfg_.controller : cfg_.controllers[addr_];
+}
+
 bool AgentCore::OfCurrentStore(const Run& run) const {
   return run.store_id.empty() || run.store_id == store_id_;
 }
@@ -327,12 +331,24 @@ void AgentCore::OnWelcome(const CoreTime& now, const iofleet::v1::Welcome& w,
     // in full, on a new stream, without counting it as a failure.
     knows_hashes_ = false;
     reconnect_now_ = true;
-    Log(out, absl::StrCat("controller at ", cfg_.controller, " speaks protocol ",
+    Log(out, absl::StrCat("controller at ", address(), " speaks protocol ",
                           w.protocol_version(),
                           " (no inventory by hash): reconnecting with the full inventory"));
     Close(/*graceful=*/false, out);
     return;
   }
+  if (w.leader_epoch() != 0 && w.leader_epoch() < leader_epoch_) {
+    // A deposed leader (high availability): its lease moved to a newer epoch
+    // this agent has already seen. Refused; the next address is tried.
+    rejected_ = true;
+    Log(out, absl::StrCat("controller at ", address(), " is a deposed leader (epoch ",
+                          w.leader_epoch(), "; this agent has seen epoch ", leader_epoch_,
+                          "): refused, trying the next controller"));
+    Close(/*graceful=*/false, out);
+    return;
+  }
+  leader_epoch_ = std::max(leader_epoch_, w.leader_epoch());
+  round_failures_ = 0;
   knows_hashes_ = knows_hashes;
   welcomed_ = true;
   welcome_at_ = now.mono_ms;
@@ -380,13 +396,13 @@ void AgentCore::OnWelcome(const CoreTime& now, const iofleet::v1::Welcome& w,
     runs_.erase(id);
     out->push_back(act::RemoveSpool{id});
   }
-  Log(out, absl::StrCat("connected to ", cfg_.controller, " as ", cfg_.agent_name,
+  Log(out, absl::StrCat("connected to ", address(), " as ", cfg_.agent_name,
                         " (protocol ", w.protocol_version(), ", heartbeat ", hb_ms_,
                         " ms); replaying the spools of ", replayed, " run(s)",
                         w.need_inventory() ? "; the controller asked for the inventory" : ""));
   for (const auto& [store, ids] : foreign) {
     Log(out, absl::StrCat(
-                 "WARNING: the controller at ", cfg_.controller, " serves store ",
+                 "WARNING: the controller at ", address(), " serves store ",
                  store_id_.empty() ? std::string("(none: an older controller)") : store_id_, ", but ",
                  ids.size(), " run(s) of this agent belong to store ", store, ": ",
                  absl::StrJoin(ids, ", "),
@@ -407,6 +423,13 @@ void AgentCore::OnAssign(const iofleet::v1::AssignRun& a, std::vector<Action>* o
     Log(out, absl::StrCat("run ", a.run_id(), " assigned again; already known, ignored"));
     return;
   }
+  if (a.leader_epoch() != 0 && a.leader_epoch() < leader_epoch_) {
+    Log(out, absl::StrCat("run ", a.run_id(), " refused: assigned by leader epoch ",
+                          a.leader_epoch(), ", older than epoch ", leader_epoch_,
+                          " this agent has seen (a deposed leader)"));
+    return;
+  }
+  leader_epoch_ = std::max(leader_epoch_, a.leader_epoch());
   Run& r = runs_[a.run_id()];
   r.job_id = a.job_id();
   r.store_id = store_id_;
@@ -448,22 +471,35 @@ void AgentCore::OnStreamEnded(const CoreTime& now, const ev::StreamEnded& e,
   stream_open_ = false;
   welcomed_ = false;
   if (!e.hello_written) {
-    Log(out, absl::StrCat("connect to ", cfg_.controller, " failed: ", e.status));
+    Log(out, absl::StrCat("connect to ", address(), " failed: ", e.status));
   } else if (was_welcomed) {
-    Log(out, absl::StrCat("stream to ", cfg_.controller, " closed: ", e.status));
+    Log(out, absl::StrCat("stream to ", address(), " closed: ", e.status));
   } else if (!rejected_ && !timed_out_ && !reconnect_now_) {
-    Log(out, absl::StrCat("stream to ", cfg_.controller, " ended before Welcome: ", e.status));
+    Log(out, absl::StrCat("stream to ", address(), " ended before Welcome: ", e.status));
   }
   if (shutdown_) return;
   uint64_t delay = 0;
+  const size_t naddr = cfg_.controllers.size();
   if (reconnect_now_) {
     reconnect_now_ = false;
+  } else if (naddr > 1) {
+    // Several controllers (high availability): the next one, at once until a
+    // whole round failed; then one backoff step per round.
+    addr_ = (addr_ + 1) % naddr;
+    if (was_welcomed) {
+      if (now.mono_ms - welcome_at_ >= kStableSessionMs) backoff_.Reset(hb_ms_);
+      round_failures_ = 0;
+    }
+    if (++round_failures_ >= naddr) {
+      round_failures_ = 0;
+      delay = backoff_.NextDelayMs();
+    }
   } else {
     if (was_welcomed && now.mono_ms - welcome_at_ >= kStableSessionMs) backoff_.Reset(hb_ms_);
     delay = backoff_.NextDelayMs();
   }
   reconnect_at_ = now.mono_ms + delay;
-  Log(out, absl::StrCat("reconnecting to ", cfg_.controller, " in ", delay, " ms"));
+  Log(out, absl::StrCat("reconnecting to ", address(), " in ", delay, " ms"));
 }
 
 bool AgentCore::TryHold(const std::string& run_id, Run& run, std::vector<Action>* out) {

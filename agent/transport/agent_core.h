@@ -53,7 +53,10 @@ struct CoreTime {
 };
 
 struct CoreConfig {
-  std::string controller;  // HOST:PORT, for log lines
+  std::string controller;  // HOST:PORT, for log lines (the first of controllers)
+  // Every controller address (high availability); empty = {controller}. The
+  // core connects to one at a time and moves to the next when a stream ends.
+  std::vector<std::string> controllers;
   std::string spool_dir;   // for log lines
   std::string agent_name;
   std::map<std::string, std::string> labels;
@@ -156,6 +159,7 @@ struct Log {
 struct Connect {
   uint64_t conn = 0;
   iofleet::v1::AgentMessage hello;
+  std::string address;  // the controller to dial (HOST:PORT)
 };
 // Write `msg` on stream `conn` (after everything queued before it). finished_run
 // is set for a RunFinished: the writer reports FinishSent once written.
@@ -258,6 +262,11 @@ class AgentCore {
   const std::map<std::string, std::string>& held_keys() const { return held_; }
   bool has_run(const std::string& run_id) const { return runs_.count(run_id) != 0; }
   const ReconnectBackoff& backoff() const { return backoff_; }
+  // The newest leader epoch seen in a Welcome or AssignRun (0: none; a
+  // controller that is not highly available sends none).
+  uint64_t leader_epoch() const { return leader_epoch_; }
+  // The controller address the current (or next) stream dials.
+  const std::string& address() const;
 
  private:
   enum class Phase { kSettingUp, kWaitingKeys, kRunning, kEnding, kFinished };
@@ -328,6 +337,12 @@ class AgentCore {
   bool rejected_ = false;   // conn_ was rejected (logged already)
   bool timed_out_ = false;  // no Welcome in time (logged already)
   bool reconnect_now_ = false;
+  // High availability: the address index dialled, the failed dials since the
+  // last Welcome (a full round of them takes one backoff step), and the
+  // newest leader epoch seen.
+  size_t addr_ = 0;
+  size_t round_failures_ = 0;
+  uint64_t leader_epoch_ = 0;
   uint64_t reconnect_at_ = 0;
   uint64_t hello_at_ = 0;
   uint64_t welcome_at_ = 0;

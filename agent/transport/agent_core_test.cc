@@ -782,3 +782,119 @@ TEST(AgentCoreSpoolTest, ARunSpooledByAnEarlierProcessIsClosedAndReplayed) {
 
 }  // namespace
 }  // namespace iofleet::agent
+
+namespace iofleet::agent {
+namespace {
+
+// --- High availability: several controller addresses, leader epochs.
+namespace ha {
+
+struct Driver {
+  explicit Driver(std::vector<std::string> controllers) : core(Cfg(std::move(controllers))) {
+    core.SetInventory(Inv("host-a"), "sha256:aaa");
+  }
+  static CoreConfig Cfg(std::vector<std::string> controllers) {
+    CoreConfig c;
+    c.controller = controllers.front();
+    c.controllers = std::move(controllers);
+    c.spool_dir = "/spool";
+    c.agent_name = "agent-a";
+    c.backoff_initial_ms = 250;
+    c.backoff_max_ms = 1000;
+    c.seed = 5;
+    return c;
+  }
+  std::vector<Action> Feed(Event e) {
+    std::vector<Action> out;
+    core.Handle(now, std::move(e), &out);
+    return out;
+  }
+  // The Connect the core makes after the stream ended: at once (in `ended`'s
+  // actions) or at its next deadline; its address ("" if none).
+  std::string NextConnect(const std::vector<Action>& ended) {
+    if (auto c = Of<act::Connect>(ended); !c.empty()) return c[0].address;
+    const uint64_t t = core.NextTickMs();
+    if (t != UINT64_MAX && t > now.mono_ms) {
+      now.wall_ms += t - now.mono_ms;
+      now.mono_ms = t;
+    }
+    auto c = Of<act::Connect>(Feed(ev::Tick{}));
+    return c.empty() ? "" : c[0].address;
+  }
+  std::vector<Action> Welcome(uint64_t epoch) {
+    ControllerMessage m;
+    m.mutable_welcome()->set_protocol_version(2);
+    m.mutable_welcome()->set_heartbeat_interval_ms(1000);
+    m.mutable_welcome()->set_store_id("store-1");
+    m.mutable_welcome()->set_leader_epoch(epoch);
+    return Feed(ev::FromController{core.conn(), std::move(m)});
+  }
+  std::vector<Action> Assign(const std::string& run, uint64_t epoch) {
+    ControllerMessage m;
+    m.mutable_assign()->set_run_id(run);
+    m.mutable_assign()->set_job_id("job-1");
+    m.mutable_assign()->set_fio_text("[j]\nsize=4k\n");
+    m.mutable_assign()->set_leader_epoch(epoch);
+    return Feed(ev::FromController{core.conn(), std::move(m)});
+  }
+  std::vector<Action> End(bool hello_written = true) {
+    return Feed(ev::StreamEnded{core.conn(), hello_written, "code 14: unavailable"});
+  }
+  AgentCore core;
+  CoreTime now{1000, 1700000000000};
+};
+
+TEST(AgentCoreHaTest, TriesEveryControllerInTurnThenBacksOff) {
+  Driver d({"a:7070", "b:7070", "c:7070"});
+  auto first = Of<act::Connect>(d.Feed(ev::Start{}));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].address, "a:7070");
+  const uint64_t t0 = d.now.mono_ms;
+  // a is a follower: nothing listens there.
+  EXPECT_EQ(d.NextConnect(d.End(/*hello_written=*/false)), "b:7070");
+  EXPECT_EQ(d.NextConnect(d.End(false)), "c:7070");
+  EXPECT_EQ(d.now.mono_ms, t0) << "the next address of a round is dialled at once";
+  auto round = d.End(false);  // a whole round failed: one backoff step
+  EXPECT_TRUE(Of<act::Connect>(round).empty());
+  EXPECT_EQ(d.NextConnect(round), "a:7070");
+  EXPECT_GT(d.now.mono_ms, t0);
+  d.Welcome(1);
+  EXPECT_EQ(d.core.leader_epoch(), 1u);
+  // The leader goes away: the agent moves on to the next address at once.
+  const uint64_t t1 = d.now.mono_ms;
+  EXPECT_EQ(d.NextConnect(d.End()), "b:7070");
+  EXPECT_EQ(d.now.mono_ms, t1);
+}
+
+TEST(AgentCoreHaTest, RefusesAssignmentOlderThanNewestEpochSeen) {
+  Driver d({"a:7070", "b:7070"});
+  d.Feed(ev::Start{});
+  d.Welcome(5);
+  auto ok = d.Assign("run-new", 5);
+  ASSERT_EQ(Of<act::StartRun>(ok).size(), 1u) << Logs(ok);
+  auto newer = d.Assign("run-newer", 6);  // a newer leader's assignment raises the mark
+  ASSERT_EQ(Of<act::StartRun>(newer).size(), 1u) << Logs(newer);
+  EXPECT_EQ(d.core.leader_epoch(), 6u);
+  auto stale = d.Assign("run-old", 5);
+  EXPECT_TRUE(Of<act::StartRun>(stale).empty()) << "a deposed leader's assignment ran";
+  EXPECT_TRUE(Logged(stale, "refused: assigned by leader epoch 5, older than epoch 6")) << Logs(stale);
+  auto plain = d.Assign("run-plain", 0);  // no epoch: a controller that is not HA
+  EXPECT_EQ(Of<act::StartRun>(plain).size(), 1u) << Logs(plain);
+}
+
+TEST(AgentCoreHaTest, RefusesWelcomeOfDeposedLeaderAndTriesTheNext) {
+  Driver d({"a:7070", "b:7070"});
+  d.Feed(ev::Start{});
+  d.Welcome(7);
+  EXPECT_EQ(d.NextConnect(d.End()), "b:7070");
+  auto w = d.Welcome(6);  // b still thinks it leads with an older epoch
+  EXPECT_EQ(Of<act::CloseStream>(w).size(), 1u) << Logs(w);
+  EXPECT_TRUE(Logged(w, "deposed leader (epoch 6; this agent has seen epoch 7)")) << Logs(w);
+  EXPECT_TRUE(Of<act::Replay>(w).empty());
+  EXPECT_EQ(d.NextConnect(d.End()), "a:7070");
+}
+
+}  // namespace ha
+
+}  // namespace
+}  // namespace iofleet::agent

@@ -47,6 +47,8 @@ void CollectInventory(iofleet::v1::Inventory* out) {
       pd->set_hw_queues(d.hw_queues);
       pd->set_physical_block_size(d.physical_block_size);
       pd->set_zoned(d.zoned);
+      pd->set_zone_size_bytes(d.zone_size_bytes);
+      pd->set_nr_zones(d.nr_zones);
       pd->set_fingerprint(d.fingerprint);
     }
     for (const affinity::NvmeControllerInfo& c : inv->nvme_controllers) {

@@ -30,7 +30,7 @@ absl::Status ParseU32(const std::string& flag, const std::string& v, uint32_t mi
 }  // namespace
 
 const char* ServeUsage() {
-  return "usage: iofleet-agent serve --controller=HOST:PORT [--labels=k=v,...]\n"
+  return "usage: iofleet-agent serve --controller=HOST:PORT[,HOST:PORT...] [--labels=k=v,...]\n"
          "         [--allow-path=PREFIX]... [--name=ID] [--spool-dir=DIR] [--log-dir=DIR]\n"
          "         [--token-file=FILE | --token=T] [--tls-ca=PEM] [--tls-cert=PEM --tls-key=PEM]\n"
          "         [--tls-server-name=NAME]\n"
@@ -74,10 +74,17 @@ absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
       value = argv[++i];
     }
     if (flag == "controller") {
-      if (value.empty() || value.find(':') == std::string::npos) {
-        return FlagError(flag, absl::StrCat("\"", value, "\" is not HOST:PORT"));
+      // HOST:PORT, or a comma-separated list of them (high availability).
+      o.controllers.clear();
+      for (absl::string_view a : absl::StrSplit(absl::string_view(value.data(), value.size()),
+                                                ',')) {
+        if (a.empty() || a.find(':') == absl::string_view::npos) {
+          return FlagError(flag, absl::StrCat("\"", a, "\" (in \"", value,
+                                              "\") is not HOST:PORT"));
+        }
+        o.controllers.emplace_back(a);
       }
-      o.controller = value;
+      o.controller = o.controllers.front();
     } else if (flag == "labels") {
       for (absl::string_view kv : absl::StrSplit(absl::string_view(value.data(), value.size()), ',',
                                                  absl::SkipEmpty())) {

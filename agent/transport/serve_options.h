@@ -11,7 +11,10 @@
 namespace iofleet::agent {
 
 struct ServeOptions {
-  std::string controller;                     // HOST:PORT (required)
+  std::string controller;                     // HOST:PORT (required): the first of controllers
+  // --controller=A:7070,B:7070: every controller of a highly available store;
+  // the agent finds the leader among them (docs/postgresql.md). One or more.
+  std::vector<std::string> controllers;
   std::map<std::string, std::string> labels;  // --labels=k=v,k2=v2
   std::vector<std::string> allow_paths;       // --allow-path=PREFIX (repeatable); empty = any;
                                               // matched on resolved paths by whole

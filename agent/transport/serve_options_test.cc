@@ -42,6 +42,23 @@ TEST(ServeOptionsTest, DefaultsNameAndSpoolDir) {
   EXPECT_EQ(o->log_dir, "/var/tmp/iofleet-agent-" + o->name + "/logs");
 }
 
+TEST(ServeOptionsTest, ControllerTakesAListOfAddresses) {
+  auto o = Parse({"--controller=a:7070,b:7071,c:7072"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->controllers, (std::vector<std::string>{"a:7070", "b:7071", "c:7072"}));
+  EXPECT_EQ(o->controller, "a:7070");
+  o = Parse({"--controller=h:1"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->controllers, (std::vector<std::string>{"h:1"}));
+  o = Parse({"--controller=a:7070,,b:7071"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("--controller"), absl::string_view::npos);
+  o = Parse({"--controller=a:7070,nohostport"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("\"nohostport\""), absl::string_view::npos)
+      << o.status();
+}
+
 TEST(ServeOptionsTest, ErrorsNameTheFlag) {
   auto o = Parse({"--labels=a=b"});
   ASSERT_FALSE(o.ok());

@@ -142,6 +142,9 @@ class OffsetGen {
 
   // Starts a new pass.
   void Reset();
+  // Sequential mode: the next block starts at `block_end` (an I/O was moved,
+  // e.g. to a zone's write pointer; fio's last_pos follows the I/O issued).
+  void SetSequentialEnd(uint64_t block_end) { last_end_ = block_end; }
 
   uint64_t n_blocks() const { return n_blocks_; }
   OffsetMode mode() const { return mode_; }

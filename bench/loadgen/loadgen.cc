@@ -147,6 +147,62 @@ struct Stats {
   std::atomic<uint64_t> bytes_sent{0};
 };
 
+// A fio JSON result for a run of `fio_text` that streamed `seconds` records:
+// "global options" and one entry per job (numjobs clones) with its "job
+// options" echoed as written, as the agent (and fio) echo them, so the
+// controller's arm audit checks a real echo and the run can succeed. Options
+// are "key=value" lines; a bare flag echoes with an empty value.
+std::string FakeResult(const std::string& fio_text, uint64_t seconds) {
+  nlohmann::json globals = nlohmann::json::object();
+  std::vector<std::pair<std::string, nlohmann::json>> sections;  // name, options
+  nlohmann::json* cur = nullptr;
+  std::istringstream in(fio_text);
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    const size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos || line[b] == '#' || line[b] == ';') continue;
+    line = line.substr(b);
+    if (line.front() == '[' && line.back() == ']') {
+      const std::string name = line.substr(1, line.size() - 2);
+      if (name == "global") {
+        cur = &globals;
+      } else {
+        sections.emplace_back(name, nlohmann::json::object());
+        cur = &sections.back().second;
+      }
+      continue;
+    }
+    if (cur == nullptr) continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) {
+      (*cur)[line] = "";
+    } else {
+      (*cur)[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+  }
+  nlohmann::json jobs = nlohmann::json::array();
+  for (auto& [name, opts] : sections) {
+    int clones = 1;
+    const nlohmann::json& nj = opts.contains("numjobs") ? opts["numjobs"]
+                               : globals.contains("numjobs") ? globals["numjobs"]
+                                                             : nlohmann::json();
+    if (nj.is_string()) clones = std::max(1, std::atoi(nj.get<std::string>().c_str()));
+    for (int c = 0; c < clones; ++c) {
+      jobs.push_back({{"jobname", name},
+                      {"groupid", 0},
+                      {"error", 0},
+                      {"job options", opts},
+                      {"job_runtime", seconds * 1000},
+                      {"read", {{"io_bytes", 0}, {"io_kbytes", 0}, {"bw", 0}, {"iops", 0.0}}}});
+    }
+  }
+  nlohmann::json root = {{"fio version", "iofleet-loadgen"},
+                         {"global options", globals},
+                         {"jobs", jobs}};
+  return root.dump();
+}
+
 class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage> {
  public:
   SimAgent(int index, const std::string& session, Stats* stats, const Options* opt,
@@ -191,6 +247,7 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
         std::lock_guard<std::mutex> l(mu_);
         if (run_id_.empty()) {
           run_id_ = in_.assign().run_id();
+          fio_text_ = in_.assign().fio_text();
           run_start_ = Clock::now();
           stats_->assigned++;
           const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -267,7 +324,7 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
       auto* rf = f.mutable_run_finished();
       rf->set_run_id(run_id_);
       rf->set_ok(true);
-      rf->set_result_json("{\"fio version\":\"iofleet-loadgen\",\"jobs\":[]}");
+      rf->set_result_json(FakeResult(fio_text_, seq_));
       rf->set_last_seq_total(seq_ * static_cast<uint64_t>(opt_->jobs_per_agent));
       rf->set_unix_ms(now);
       out->push_back(std::move(f));
@@ -347,6 +404,7 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
   bool finished_ = false;
   bool cancelled_by_us_ = false;
   std::string run_id_;
+  std::string fio_text_;  // the run's job file, as AssignRun gave it
   Clock::time_point run_start_;
   uint64_t seq_ = 0;
   std::atomic<uint32_t> hb_ticks_{5};  // heartbeat every this many 1 s ticks
@@ -481,7 +539,9 @@ int64_t CountStoredPg(const std::string& uri, const std::string& host_like, int6
 #endif
 
 // Counts what the controller stored for this session's runs (hosts lg-<session>-*).
-int64_t CountStored(const std::string& db_path, const std::string& host_like, int64_t* results) {
+// `run_states` (SQLite only): the session's runs by state.
+int64_t CountStored(const std::string& db_path, const std::string& host_like, int64_t* results,
+                    std::map<std::string, int64_t>* run_states = nullptr) {
 #ifdef IOFLEET_WITH_POSTGRESQL
   if (db_path.rfind("postgres", 0) == 0) return CountStoredPg(db_path, host_like, results);
 #endif
@@ -506,6 +566,16 @@ int64_t CountStored(const std::string& db_path, const std::string& host_like, in
   if (results && sqlite3_prepare_v2(db, q2, -1, &st, nullptr) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, host_like.c_str(), -1, SQLITE_TRANSIENT);
     if (sqlite3_step(st) == SQLITE_ROW) *results = sqlite3_column_int64(st, 0);
+  }
+  sqlite3_finalize(st);
+  st = nullptr;
+  const char* q3 = "SELECT state, count(*) FROM runs WHERE host LIKE ?1 GROUP BY state";
+  if (run_states && sqlite3_prepare_v2(db, q3, -1, &st, nullptr) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, host_like.c_str(), -1, SQLITE_TRANSIENT);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      (*run_states)[reinterpret_cast<const char*>(sqlite3_column_text(st, 0))] =
+          sqlite3_column_int64(st, 1);
+    }
   }
   sqlite3_finalize(st);
   sqlite3_close(db);
@@ -603,10 +673,29 @@ int main(int argc, char** argv) {
   }
   std::vector<std::unique_ptr<SimAgent>> agents;
   agents.reserve(static_cast<size_t>(opt.agents));
+  // Ticker: agents are spread over the second in 100 slots of 10 ms. It runs
+  // from the first connection on, so agents welcomed early heartbeat while the
+  // rest connect (a long connect phase must not make them look silent).
+  std::atomic<size_t> started{0};
+  std::atomic<bool> stop{false};
+  std::thread ticker([&] {
+    uint64_t tick = 0;
+    auto next = Clock::now();
+    while (!stop.load()) {
+      for (int slot = 0; slot < 100 && !stop.load(); ++slot) {
+        const size_t n = started.load(std::memory_order_acquire);
+        for (size_t i = static_cast<size_t>(slot); i < n; i += 100) agents[i]->Tick(tick);
+        next += std::chrono::milliseconds(10);
+        std::this_thread::sleep_until(next);
+      }
+      ++tick;
+    }
+  });
   const auto t_connect = Clock::now();
   for (int i = 0; i < opt.agents; ++i) {
     agents.push_back(std::make_unique<SimAgent>(i, session, &stats, &opt, &templates));
     agents.back()->Start(stubs[static_cast<size_t>(i / opt.agents_per_conn)].get());
+    started.store(agents.size(), std::memory_order_release);
     if ((i + 1) % 100 == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100000 / opt.connect_per_s));
     }
@@ -684,20 +773,6 @@ int main(int argc, char** argv) {
   const ProcSample p0 = ReadProc(opt.pid);
   const ProcSample self0 = ReadProc(getpid());
 
-  // Ticker: agents are spread over the second in 100 slots of 10 ms.
-  std::atomic<bool> stop{false};
-  std::thread ticker([&] {
-    uint64_t tick = 0;
-    auto next = Clock::now();
-    while (!stop.load()) {
-      for (int slot = 0; slot < 100 && !stop.load(); ++slot) {
-        for (size_t i = static_cast<size_t>(slot); i < agents.size(); i += 100) agents[i]->Tick(tick);
-        next += std::chrono::milliseconds(10);
-        std::this_thread::sleep_until(next);
-      }
-      ++tick;
-    }
-  });
   // Wait for assignments, the run time and the RunFinished messages.
   const auto deadline = t_submit + std::chrono::seconds(
                                         opt.duration_s + 120 + groups * opt.stagger_ms / 1000);
@@ -745,6 +820,8 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   const double settle_s = std::chrono::duration<double>(Clock::now() - t_sent).count();
+  std::map<std::string, int64_t> run_states;
+  (void)CountStored(opt.db, host_like, nullptr, &run_states);
   const ProcSample p2 = ReadProc(opt.pid);
   stop = true;
   ticker.join();
@@ -795,6 +872,7 @@ int main(int argc, char** argv) {
       {"records_lost", lost},
       {"records_stored_at_send_end", stored_at_send_end},
       {"results_stored", results},
+      {"runs_by_state", run_states},
       {"runs_finished_sent", stats.finished_sent.load()},
       {"stream_failures", stats.failed.load()},
       {"write_failures", stats.write_failures.load()},

@@ -8,7 +8,7 @@
 //   iofleet-store-bench --store=sqlite:DIR | --store=postgresql://... [--init]
 //                       [--records=200000] [--producers=4] [--runs=1000]
 //                       [--in-flight=10000] [--rate=0]
-//                       [--results=20000] [--result-bytes=6000]
+//                       [--results=20000] [--result-bytes=6000] [--shared]
 //
 // Producers append records round-robin over --runs runs (job_index 0, seq
 // 0, 1, ...), each record with a sparse clat histogram of 20-60 nonzero buckets
@@ -22,6 +22,13 @@
 // its lease release and a ResultRow whose result_json is a fio-shaped JSON of
 // about --result-bytes bytes; the time per Write() is its commit latency.
 // --results=0 skips the phase. Prints one JSON line.
+//
+// --shared (PostgreSQL): do not take the store's controller lock, so several
+// bench processes write into one database at once, as several controllers
+// would (bench/RESULTS.md "N controllers on one PostgreSQL"); run ids carry
+// the pid, so the processes' records never collide.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -57,6 +64,7 @@ struct Options {
   std::string store;
   bool init = false;
   int64_t records = 200000;
+  bool shared = false;
   int producers = 4;
   int runs = 1000;
   int64_t in_flight = 10000;
@@ -206,6 +214,8 @@ int main(int argc, char** argv) {
       opt.store = v;
     } else if (a == "--init") {
       opt.init = true;
+    } else if (a == "--shared") {
+      opt.shared = true;
     } else if (Flag(a, "records", &v)) {
       ok = absl::SimpleAtoi(v, &opt.records) && opt.records > 0;
     } else if (Flag(a, "producers", &v)) {
@@ -242,6 +252,7 @@ int main(int argc, char** argv) {
     backend = "postgresql";
     iofleet::controller::PostgresStoreOptions po;
     po.init = opt.init;
+    po.exclusive = !opt.shared;
     store = iofleet::controller::OpenPostgresStore(opt.store, po);
 #else
     store = absl::UnimplementedError("built without PostgreSQL support");
@@ -260,7 +271,8 @@ int main(int argc, char** argv) {
   const auto t0 = Clock::now();
   std::vector<std::thread> producers;
   const std::string tag =
-      std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "-" +
+      std::to_string(getpid());
   for (int p = 0; p < opt.producers; ++p) {
     producers.emplace_back([&] {
       for (;;) {

@@ -81,6 +81,10 @@ enum class RandomDistribution { kRandom, kZipf, kPareto, kNormal, kZoned, kZoned
 enum class ThinktimeBlocksType { kComplete, kIssue };
 // Steady-state criterion: fio's four plus iofleet's mean completion latency.
 enum class SsMetric { kIops, kBw, kLat };
+// fio's zonemode: zones strided over the file, or zoned block device semantics
+// (write pointers; emulated from zonesize on files and non-zoned devices).
+enum class ZoneMode { kNone, kStrided, kZbd };
+const char* ZoneModeName(ZoneMode m);  // "none", "strided", "zbd"
 
 // One zone of random_distribution=zoned (size in percent) or zoned_abs (bytes).
 struct ZoneSplitEntry {
@@ -285,6 +289,21 @@ struct JobSpec {
   uint64_t latency_window_us = 0;
   double latency_percentile = 100.0;
   bool latency_run = false;
+
+  // --- Zones (zonemode; agent/run/zbd.h) ---
+  ZoneMode zone_mode = ZoneMode::kNone;
+  uint64_t zone_size = 0;          // zonesize: zbd: the zone size (0 = the device's; files need
+                                   // it); strided: bytes done per zone before skipping
+  uint64_t zone_range = 0;         // zonerange: strided zone size (0 = zonesize)
+  uint64_t zone_skip = 0;          // zoneskip: bytes skipped after each zone (sequential I/O)
+  uint32_t zone_skip_zones = 0;    // zoneskip=Nz: N zones (resolved with zonesize in Fixup)
+  uint64_t zone_capacity = 0;      // zonecapacity (emulated zones): 0 = zonesize
+  bool read_beyond_wp = false;     // reads may go past a zone's write pointer
+  uint32_t max_open_zones = 0;     // 0 = no limit (or the device's limit)
+  uint32_t job_max_open_zones = 0; // 0 = no per-job limit
+  bool ignore_zone_limits = false; // ignore the device's max open zones
+  double zone_reset_threshold = 0; // 0..1: written share of the range above which zones reset
+  double zone_reset_frequency = 0; // 0..1: resets per write once above the threshold
 
   // --- Outputs and logs (docs/logs.md) ---
   bool disk_util = true;           // report the devices' counters (fio's disk_util)

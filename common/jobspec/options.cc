@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "common/jobspec/internal.h"
 #include "common/jobspec/options_pacing.h"
+#include "common/jobspec/options_zones.h"
 #include "common/jobspec/pattern.h"
 
 namespace iofleet::jobspec {
@@ -1344,8 +1345,6 @@ using S = OptionStatus;
 using T = OptionType;
 
 // Reasons shared by several rows.
-constexpr const char* kZonesOnly =
-    "has an effect only with zonemode=zbd or strided zones, which iofleet refuses";
 constexpr const char* kIologOnly =
     "has an effect only together with read_iolog, which iofleet refuses";
 constexpr const char* kDeprecated = "is deprecated in fio 3.33, which ignores it";
@@ -1996,28 +1995,31 @@ std::vector<OptionRow> MakeTable() {
    .apply = internal::ApplyLatencyRun, .render = internal::RenderLatencyRun},
 
   // --- zones -------------------------------------------------------------------
-  {.name = "zonemode", .type = T::kChoice, .def = "none", .help = "Mode for the zonesize, zonerange and zoneskip parameters",
-   .category = C::kZones, .status = S::kRefused, .reason = "zoned I/O (zonemode=strided or zbd) is not implemented yet", .example = "zbd"},
-  {.name = "zonesize", .type = T::kSize, .def = "0", .help = "Amount of data to read per zone (sets strided zones)",
-   .category = C::kZones, .status = S::kRefused, .reason = "zoned I/O (zonesize) is not implemented yet", .example = "256m"},
-  {.name = "zonerange", .type = T::kSize, .def = "0", .help = "Give size of an IO zone",
-   .category = C::kZones, .status = S::kNoOp, .reason = kZonesOnly},
-  {.name = "zoneskip", .type = T::kSizePercent, .def = "0", .help = "Space between IO zones",
-   .category = C::kZones, .status = S::kNoOp, .reason = kZonesOnly},
-  {.name = "zonecapacity", .type = T::kSize, .def = "0", .help = "Capacity per zone",
-   .category = C::kZones, .status = S::kNoOp, .reason = kZonesOnly},
-  {.name = "read_beyond_wp", .type = T::kBool, .def = "0", .help = "Allow reads beyond the zone write pointer",
-   .category = C::kZones, .status = S::kNoOp, .reason = kZonesOnly},
-  {.name = "max_open_zones", .type = T::kInt, .def = "0", .help = "Limit on the number of simultaneously opened sequential write zones with zonemode=zbd",
-   .category = C::kZones, .status = S::kNoOp, .reason = kZonesOnly},
-  {.name = "job_max_open_zones", .type = T::kInt, .def = "0", .help = "Limit on the number of simultaneously opened sequential write zones with zonemode=zbd by one thread/process",
-   .category = C::kZones, .status = S::kNoOp, .reason = kZonesOnly},
-  {.name = "ignore_zone_limits", .type = T::kBool, .def = "0", .help = "Ignore the zone resource limits (max open/active zones) reported by the device",
-   .category = C::kZones, .status = S::kNoOp, .reason = kZonesOnly},
-  {.name = "zone_reset_threshold", .type = T::kFloatList, .help = "Zoned block device reset threshold",
-   .category = C::kZones, .status = S::kNoOp, .reason = kZonesOnly},
-  {.name = "zone_reset_frequency", .type = T::kFloatList, .help = "Zoned block device zone reset frequency in HZ",
-   .category = C::kZones, .status = S::kNoOp, .reason = kZonesOnly},
+  {.name = "zonemode", .type = T::kChoice, .def = "none", .help = "Mode for the zonesize, zonerange and zoneskip parameters: none, strided (zonesize bytes per zonerange, then zoneskip) or zbd (zoned block device write pointers; emulated from zonesize on files and conventional devices)",
+   .category = C::kZones, .example = "zbd", .example_with = "zonesize=1m", .apply = internal::ApplyZoneMode,
+   .render = internal::RenderZoneMode, .check = internal::CheckZones},
+  {.name = "zonesize", .type = T::kSize, .def = "0", .help = "zbd: the zone size (mandatory on files and non-zoned devices, must match a zoned device's); strided: bytes done in each zone",
+   .category = C::kZones, .example = "256m", .apply = internal::ApplyZoneSize, .render = internal::RenderZoneSize},
+  {.name = "zonerange", .type = T::kSize, .def = "0", .help = "Size of a zone with zonemode=strided (0 = zonesize)",
+   .category = C::kZones, .example = "512m", .apply = internal::ApplyZoneRange, .render = internal::RenderZoneRange},
+  {.name = "zoneskip", .type = T::kSizePercent, .def = "0", .help = "Bytes (or Nz zones) skipped after each zone's zonesize bytes, sequential I/O only",
+   .category = C::kZones, .example = "2g", .apply = internal::ApplyZoneSkip, .render = internal::RenderZoneSkip},
+  {.name = "zonecapacity", .type = T::kSize, .def = "0", .help = "Writable bytes per emulated zone with zonemode=zbd (0 = zonesize; a zoned device reports its own)",
+   .category = C::kZones, .example = "768k", .example_with = "zonemode=zbd zonesize=1m", .apply = internal::ApplyZoneCapacity,
+   .render = internal::RenderZoneCapacity},
+  {.name = "read_beyond_wp", .type = T::kBool, .def = "0", .help = "Allow reads beyond the zone write pointer with zonemode=zbd (otherwise reads stay within written data)",
+   .category = C::kZones, .example = "1", .apply = internal::ApplyReadBeyondWp, .render = internal::RenderReadBeyondWp},
+  {.name = "max_open_zones", .type = T::kInt, .def = "0", .help = "Limit on the number of simultaneously opened sequential write zones with zonemode=zbd (0 = none, or a host-managed device's limit)",
+   .category = C::kZones, .example = "8", .apply = internal::ApplyMaxOpenZones, .render = internal::RenderMaxOpenZones},
+  {.name = "job_max_open_zones", .type = T::kInt, .def = "0", .help = "Limit on the number of simultaneously opened sequential write zones with zonemode=zbd by one thread/process (needs max_open_zones)",
+   .category = C::kZones, .example = "2", .example_with = "max_open_zones=8", .apply = internal::ApplyJobMaxOpenZones,
+   .render = internal::RenderJobMaxOpenZones},
+  {.name = "ignore_zone_limits", .type = T::kBool, .def = "0", .help = "Ignore the zone resource limits (max open zones) reported by the device",
+   .category = C::kZones, .example = "1", .apply = internal::ApplyIgnoreZoneLimits, .render = internal::RenderIgnoreZoneLimits},
+  {.name = "zone_reset_threshold", .type = T::kFloatList, .def = "0", .help = "Share (0..1) of the I/O range written in zones with write pointers above which zones are reset as zone_reset_frequency says",
+   .category = C::kZones, .example = "0.5", .apply = internal::ApplyZoneResetThreshold, .render = internal::RenderZoneResetThreshold},
+  {.name = "zone_reset_frequency", .type = T::kFloatList, .def = "0", .help = "Zone resets per write (0..1) once zone_reset_threshold is exceeded",
+   .category = C::kZones, .example = "0.25", .apply = internal::ApplyZoneResetFrequency, .render = internal::RenderZoneResetFrequency},
 
   // --- buffers -----------------------------------------------------------------
   {.name = "zero_buffers", .type = T::kBool, .def = "0", .help = "Init IO buffers to all zeroes",

@@ -25,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "common/jobspec/expr.h"
 #include "common/jobspec/internal.h"
+#include "common/jobspec/options_zones.h"
 #include "common/jobspec/options.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
@@ -316,6 +317,7 @@ void FixupLogs(Builder& b) {
 // written, what it changed.
 void Fixup(Builder& b) {
   JobSpec& s = b.spec;
+  internal::FixupZones(b);
   for (int d = 0; d < kNumDdirs; ++d) {
     s.bs_min[d] = b.min_bs_raw[d] ? b.min_bs_raw[d] : s.bs[d];
     s.bs_max[d] = b.max_bs_raw[d] ? b.max_bs_raw[d] : s.bs[d];
@@ -898,6 +900,10 @@ absl::Status CheckRunnable(const JobList& list) {
                   "backward sequential I/O (a negative ':N') parses but is not implemented by the "
                   "agent yet");
     }
+    if (j.zone_mode == ZoneMode::kStrided) {
+      return fail("zonemode", "strided",
+                  "strided zones parse but are not implemented by the agent yet (zonemode=zbd is)");
+    }
     const std::pair<const char*, uint32_t> zones[] = {{"size", j.size_zones},
                                                       {"io_size", j.io_size_zones},
                                                       {"offset", j.offset_zones},
@@ -905,8 +911,8 @@ absl::Status CheckRunnable(const JobList& list) {
     for (const auto& [name, n] : zones) {
       if (n > 0) {
         return fail(name, absl::StrCat(n, "z"),
-                    "a size in zones needs zonemode=zbd or strided zones, which iofleet does not "
-                    "implement yet (fio ignores it without a zone size)");
+                    "a size in zones needs zonemode=zbd or strided with zonesize (fio ignores it "
+                    "without a zone size; iofleet does not take it from a zoned device yet)");
       }
     }
   }

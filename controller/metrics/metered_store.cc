@@ -92,6 +92,13 @@ class MeteredStore final : public Store {
   absl::StatusOr<std::vector<JobRow>> ListJobs(int64_t after_seq, int limit) override {
     return inner_->ListJobs(after_seq, limit);
   }
+  absl::StatusOr<std::vector<JobRow>> ListJobsNewestFirst(int64_t before_seq, int limit) override {
+    return inner_->ListJobsNewestFirst(before_seq, limit);
+  }
+  absl::StatusOr<std::map<std::string, uint64_t>> CountRunsByState(
+      const std::string& job_id) override {
+    return inner_->CountRunsByState(job_id);
+  }
   absl::StatusOr<RunRow> GetRun(const std::string& id) override { return inner_->GetRun(id); }
   absl::StatusOr<std::vector<RunRow>> ListRuns(const std::string& job_id, int64_t after_seq,
                                                int limit) override {

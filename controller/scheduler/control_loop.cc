@@ -156,9 +156,12 @@ void ControlLoop::Iterate(std::vector<Item> items) {
       hello_sessions.insert(h->session);
     }
     if (auto* t = std::get_if<TickEvent>(&it.ev)) {
-      // Any message keeps an agent alive: the streams know when they last read one.
+      // Any message keeps an agent alive: the streams know when they last read
+      // one. A stream with messages still being handled reads nothing more
+      // meanwhile: that wait is the controller's, not the agent's silence.
       for (const auto& [session, sender] : sessions_) {
-        const uint64_t heard = sender->last_heard_mono_ms();
+        const uint64_t heard =
+            sender->in_flight() > 0 ? now.mono_ms : sender->last_heard_mono_ms();
         if (heard != 0) t->heard.emplace_back(session, heard);
       }
     }
@@ -209,6 +212,21 @@ void ControlLoop::Iterate(std::vector<Item> items) {
   Publish(now.mono_ms);
   stats.messages = Execute(d);
   for (const std::string& job : d.jobs_finished) watches_->JobFinished(job);
+  if (!d.timeouts.empty()) {
+    // Said once per silent agent: when the controller last read its stream.
+    const uint64_t mono = options_.mono_clock();
+    for (const CloseSession& c : d.closes) {
+      auto it = sessions_.find(c.session);
+      if (it == sessions_.end()) continue;
+      const uint64_t heard = it->second->last_heard_mono_ms();
+      std::fprintf(stderr,
+                   "iofleet-controller: closing agent stream %llu (%s): %s, last message read "
+                   "%llu ms ago\n",
+                   static_cast<unsigned long long>(c.session), it->second->peer().c_str(),
+                   std::string(c.why.message()).c_str(),
+                   static_cast<unsigned long long>(mono > heard ? mono - heard : 0));
+    }
+  }
   if (options_.observer != nullptr) {
     for (const std::string& a : d.heartbeats) options_.observer->OnHeartbeat(a);
     for (const std::string& a : d.timeouts) options_.observer->OnHeartbeatTimeout(a);

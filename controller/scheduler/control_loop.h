@@ -64,6 +64,10 @@ class AgentSender {
   virtual void Close(const absl::Status& status) = 0;
   // The peer's address ("ipv4:127.0.0.1:5000"), for messages. Default: empty.
   virtual std::string peer() const { return ""; }
+  // Messages read from the stream and not yet handled, a Hello included
+  // (default: 0): while any is, the stream reads nothing more, and the agent
+  // is not silent (liveness counts it heard).
+  virtual int in_flight() const { return 0; }
 
   // The stream's session id (set when its Hello is posted; 0 before).
   uint64_t session() const { return session_.load(std::memory_order_acquire); }

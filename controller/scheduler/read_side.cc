@@ -119,10 +119,17 @@ absl::StatusOr<v1::Job> ReadSide::GetJob(const std::string& id) const {
 absl::StatusOr<v1::ListJobsResponse> ReadSide::ListJobs(const v1::ListRequest& req) const {
   IOFLEET_ASSIGN_OR_RETURN(int64_t after, ParsePageToken(req.page_token()));
   const int limit = PageSize(req.page_size());
+  const bool newest = req.newest_first();
+  // Rows of one store page after `cursor` in the requested order.
+  auto page = [&](int64_t cursor, int n) {
+    return newest ? store_->ListJobsNewestFirst(cursor, n) : store_->ListJobs(cursor, n);
+  };
+  const bool filtered = !req.filter_state().empty() || !req.name_contains().empty() ||
+                        !req.tags().empty();
   v1::ListJobsResponse resp;
   int64_t last = after;
   while (resp.jobs_size() < limit) {
-    IOFLEET_ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_->ListJobs(last, limit + 1));
+    IOFLEET_ASSIGN_OR_RETURN(std::vector<JobRow> rows, page(last, limit + 1));
     if (rows.empty()) {
       last = -1;
       break;
@@ -131,11 +138,38 @@ absl::StatusOr<v1::ListJobsResponse> ReadSide::ListJobs(const v1::ListRequest& r
       if (resp.jobs_size() == limit) break;
       last = row.seq;
       if (!req.filter_state().empty() && row.state != req.filter_state()) continue;
+      if (!req.name_contains().empty() &&
+          row.name.find(req.name_contains()) == std::string::npos) {
+        continue;
+      }
+      v1::JobSpec spec;
+      if (filtered || newest) {
+        google::protobuf::util::JsonParseOptions opts;
+        opts.ignore_unknown_fields = true;
+        (void)google::protobuf::util::JsonStringToMessage(row.spec_json, &spec, opts);
+      }
+      bool tags_match = true;
+      for (const auto& [k, v] : req.tags()) {
+        auto it = spec.tags().find(k);
+        if (it == spec.tags().end() || it->second != v) tags_match = false;
+      }
+      if (!tags_match) continue;
       v1::Job* j = resp.add_jobs();
       j->set_id(row.id);
       j->set_name(row.name);
       j->set_state(row.state);
       j->set_created_ms(row.created_ms);
+      if (newest) {
+        // The status view (newest first): counts, tags, variants and sweep,
+        // without the job text.
+        IOFLEET_ASSIGN_OR_RETURN(auto counts, store_->CountRunsByState(row.id));
+        for (const auto& [state, n] : counts) {
+          (*j->mutable_run_counts())[state] = static_cast<uint32_t>(n);
+        }
+        *j->mutable_spec()->mutable_tags() = spec.tags();
+        *j->mutable_spec()->mutable_variants() = spec.variants();
+        *j->mutable_spec()->mutable_sweep() = spec.sweep();
+      }
     }
     if (static_cast<int>(rows.size()) <= limit && resp.jobs_size() < limit) {
       last = -1;  // exhausted
@@ -144,7 +178,7 @@ absl::StatusOr<v1::ListJobsResponse> ReadSide::ListJobs(const v1::ListRequest& r
   }
   if (last >= 0) {
     // More may follow: only hand out a token when a row exists past `last`.
-    IOFLEET_ASSIGN_OR_RETURN(std::vector<JobRow> more, store_->ListJobs(last, 1));
+    IOFLEET_ASSIGN_OR_RETURN(std::vector<JobRow> more, page(last, 1));
     if (!more.empty()) resp.set_next_page_token(absl::StrCat(last));
   }
   return resp;

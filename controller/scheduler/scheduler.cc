@@ -3,7 +3,10 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <mutex>
 #include <random>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +31,11 @@ uint64_t SteadyNowMs() {
                                    std::chrono::steady_clock::now().time_since_epoch())
                                    .count());
 }
+
+// Threads for the agent protocol's blocking work (work_pool.h). RunFinished's
+// sample check may wait for the store to commit the run's queued records:
+// several wait at once, so a burst of finishing runs is not one at a time.
+constexpr size_t kAgentWorkThreads = 8;
 
 bool IsTerminalJobState(const std::string& s) {
   absl::StatusOr<JobState> js = ParseJobState(s);
@@ -113,10 +121,12 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store,
   lo.observer = options.observer;
   IOFLEET_ASSIGN_OR_RETURN(s->loop_,
                            ControlLoop::Create(store, &s->view_, &s->watches_, std::move(lo)));
+  s->work_ = std::make_unique<WorkPool>(kAgentWorkThreads);
   return s;
 }
 
 Scheduler::~Scheduler() {
+  work_.reset();  // its tasks post to the loop
   loop_.reset();
   // Interval callbacks reference the watch hub; let them drain.
   (void)store_->Flush();
@@ -163,14 +173,77 @@ absl::StatusOr<v1::Job> Scheduler::CancelJob(const std::string& id) {
   return read_->GetJob(id);
 }
 
+namespace {
+
+// A watch's switch from the stored records (replay) to the live ones: live
+// records that arrive while the replay is read are held, then passed on unless
+// the replay already carried them (same run, clone and seq).
+struct ReplayGate {
+  using Key = std::tuple<std::string, uint32_t, uint64_t>;
+  static Key KeyOf(const v1::IntervalRecord& r) { return {r.run_id(), r.job_index(), r.seq()}; }
+
+  std::mutex mu;
+  bool replaying = true;
+  bool finished = false;  // fn(nullptr) arrived during the replay
+  std::vector<v1::IntervalRecord> held;
+  std::set<Key> replayed;
+  Scheduler::WatchFn fn;
+};
+
+}  // namespace
+
 absl::StatusOr<uint64_t> Scheduler::Watch(const std::string& job_id, WatchFn fn) {
-  // Registered first: a job that ends after this is reported by the loop; one
-  // that ended before is seen final in the store below.
-  const uint64_t id = watches_.Add(job_id, std::move(fn));
+  auto gate = std::make_shared<ReplayGate>();
+  gate->fn = std::move(fn);
+  // Registered first: every record queued for the store from now on is fanned
+  // out after its commit (IngestInterval sees the watcher); a job that ends
+  // after this is reported by the loop, one that ended before is seen final
+  // in the store below.
+  const uint64_t id = watches_.Add(job_id, [gate](const v1::IntervalRecord* rec) {
+    std::lock_guard<std::mutex> l(gate->mu);
+    if (gate->replaying) {
+      if (rec == nullptr) {
+        gate->finished = true;
+      } else {
+        gate->held.push_back(*rec);
+      }
+      return;
+    }
+    if (rec != nullptr && gate->replayed.count(ReplayGate::KeyOf(*rec)) != 0) return;
+    gate->fn(rec);
+  });
   absl::StatusOr<JobRow> job = store_->GetJob(job_id);
-  if (!job.ok()) {
+  absl::Status st = job.status();
+  // No gap: a record committed before Add is in the read below; one committed
+  // after it is fanned out (IngestInterval asks for watchers after the commit).
+  // No duplicate: one that is both is dropped by key.
+  std::vector<v1::IntervalRecord> stored;
+  if (st.ok()) {
+    absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(job_id, 0, 0);
+    st = runs.status();
+    for (size_t i = 0; st.ok() && i < runs->size(); ++i) {
+      absl::StatusOr<std::vector<IntervalRow>> rows = store_->ListIntervals((*runs)[i].id);
+      st = rows.status();
+      if (!st.ok()) break;
+      for (const IntervalRow& row : *rows) stored.push_back(FromRow(row));
+    }
+  }
+  if (!st.ok()) {
     watches_.Remove(id);
-    return job.status();
+    return st;
+  }
+  {
+    std::lock_guard<std::mutex> l(gate->mu);
+    for (const v1::IntervalRecord& r : stored) {
+      gate->replayed.insert(ReplayGate::KeyOf(r));
+      gate->fn(&r);
+    }
+    for (const v1::IntervalRecord& r : gate->held) {
+      if (gate->replayed.count(ReplayGate::KeyOf(r)) == 0) gate->fn(&r);
+    }
+    gate->held.clear();
+    gate->replaying = false;
+    if (gate->finished) gate->fn(nullptr);
   }
   if (IsTerminalJobState(job->state)) watches_.Finish(id);
   return id;
@@ -194,20 +267,27 @@ void Scheduler::AgentHelloAsync(const v1::Hello& hello, std::shared_ptr<AgentSen
   sender->set_session(session);
   sender->MarkHeard(mono_clock_());
   HelloEvent ev = HelloEventOf(hello, *version, session, sender->peer());
+  if (ev.running_runs.empty()) {
+    loop_->PostHello(std::move(ev), std::move(sender), std::move(done));
+    return;
+  }
   // Runs it reports that the controller no longer holds (lost while the agent
   // was away) still block their targets until the agent stops them: their
-  // stored rows say where and what.
-  for (const std::string& id : ev.running_runs) {
-    auto sit = ev.run_store_ids.find(id);
-    if (sit != ev.run_store_ids.end() && !sit->second.empty() && sit->second != store_id()) {
-      continue;  // another store's run
+  // stored rows say where and what. Store reads: on the work pool.
+  work_->Post([this, ev = std::move(ev), sender = std::move(sender),
+               done = std::move(done)]() mutable {
+    for (const std::string& id : ev.running_runs) {
+      auto sit = ev.run_store_ids.find(id);
+      if (sit != ev.run_store_ids.end() && !sit->second.empty() && sit->second != store_id()) {
+        continue;  // another store's run
+      }
+      std::string host, job;
+      if (view_.RunOwner(id, &host, &job)) continue;  // held: the core knows it
+      absl::StatusOr<RunRow> row = store_->GetRun(id);
+      if (row.ok()) ev.reported_rows[id] = {row->host, LeaseKeys(*row)};
     }
-    std::string host, job;
-    if (view_.RunOwner(id, &host, &job)) continue;  // held: the core knows it
-    absl::StatusOr<RunRow> row = store_->GetRun(id);
-    if (row.ok()) ev.reported_rows[id] = {row->host, LeaseKeys(*row)};
-  }
-  loop_->PostHello(std::move(ev), std::move(sender), std::move(done));
+    loop_->PostHello(std::move(ev), std::move(sender), std::move(done));
+  });
 }
 
 absl::Status Scheduler::AgentHello(const v1::Hello& hello, std::shared_ptr<AgentSender> sender) {
@@ -225,19 +305,32 @@ void Scheduler::IngestInterval(const std::string& agent, const v1::IntervalRecor
   std::string host, job_id;
   if (!view_.RunOwner(rec.run_id(), &host, &job_id)) {
     // Replays may arrive after the run left the active set (e.g. lost, then
-    // the agent came back): store them if the run is this agent's.
-    absl::StatusOr<RunRow> row = store_->GetRun(rec.run_id());
-    if (!row.ok()) return;
-    host = row->host;
-    job_id = row->job_id;
+    // the agent came back): stored if the run is this agent's. That takes a
+    // store read: on the work pool, not on the stream's (gRPC) thread.
+    work_->Post([this, agent, rec] {
+      absl::StatusOr<RunRow> row = store_->GetRun(rec.run_id());
+      if (!row.ok()) {
+        LogError(absl::StrCat("interval record ", rec.seq(), " of run ", rec.run_id(),
+                              " from agent ", agent, " not stored"),
+                 row.status());
+        return;
+      }
+      if (row->host != agent) return;
+      AppendInterval(row->job_id, rec);
+    });
+    return;
   }
   if (host != agent) return;
-  std::function<void(bool)> done;
-  if (watches_.HasWatchers(job_id)) {
-    done = [this, job_id, rec](bool inserted) {
-      if (inserted) watches_.FanOut(job_id, rec);
-    };
-  }
+  AppendInterval(job_id, rec);
+}
+
+void Scheduler::AppendInterval(const std::string& job_id, const v1::IntervalRecord& rec) {
+  // Watchers are looked up after the commit, not before the append: a watch
+  // that starts in between reads the record from the store or gets it here
+  // (Watch's replay relies on that to leave no gap).
+  std::function<void(bool)> done = [this, job_id, rec](bool inserted) {
+    if (inserted && watches_.HasWatchers(job_id)) watches_.FanOut(job_id, rec);
+  };
   store_->AppendInterval(ToRow(rec), std::move(done));
 }
 
@@ -321,8 +414,16 @@ absl::StatusOr<RunFinishedEvent> Scheduler::PrepareFinished(const std::string& a
 }
 
 void Scheduler::AgentMessageAsync(const std::string& agent, AgentSender* sender,
-                                  const v1::AgentMessage& msg, ControlLoop::Done done) {
+                                  const v1::AgentMessage& msg, ControlLoop::Done handled) {
   sender->MarkHeard(mono_clock_());
+  // The agent's silence is counted from when the controller is ready to hear
+  // it again: a message the controller took long to handle (its stream reads
+  // nothing meanwhile) is not the agent's silence. `handled` keeps the sender
+  // alive (the stream's state), so it is marked before `handled` runs.
+  ControlLoop::Done done = [this, sender, handled = std::move(handled)](const absl::Status& st) {
+    sender->MarkHeard(mono_clock_());
+    if (handled) handled(st);
+  };
   const uint64_t session = sender->session();
   switch (msg.msg_case()) {
     case v1::AgentMessage::kInterval:
@@ -376,9 +477,15 @@ void Scheduler::AgentMessageAsync(const std::string& agent, AgentSender* sender,
         }
         if (done) done(st);
       };
-      absl::StatusOr<RunFinishedEvent> ev = PrepareFinished(agent, session, msg.run_finished());
-      if (!ev.ok()) return finish(ev.status());
-      loop_->Post(std::move(*ev), std::move(finish));
+      // Store reads and maybe a wait for the run's queued records: off the
+      // stream's thread. The stream reads nothing more until this is handled
+      // (agent_service.cc), so the agent's messages keep their order.
+      work_->Post([this, agent, session, fin = msg.run_finished(),
+                   finish = std::move(finish)]() mutable {
+        absl::StatusOr<RunFinishedEvent> ev = PrepareFinished(agent, session, fin);
+        if (!ev.ok()) return finish(ev.status());
+        loop_->Post(std::move(*ev), std::move(finish));
+      });
       return;
     }
     default:

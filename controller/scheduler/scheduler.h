@@ -40,6 +40,7 @@
 #include "controller/scheduler/protocol.h"
 #include "controller/scheduler/read_side.h"
 #include "controller/scheduler/watch_hub.h"
+#include "controller/scheduler/work_pool.h"
 #include "controller/store/store.h"
 #include "iofleet/v1/agent.pb.h"
 #include "iofleet/v1/controller.pb.h"
@@ -107,8 +108,9 @@ class Scheduler {
     return read_->GetSamples(run_id);
   }
 
-  // Live interval records of `job_id`'s runs, each delivered once, after it is
-  // stored. `fn(nullptr)` signals the job reached a final state. `fn` runs on
+  // Interval records of `job_id`'s runs: first every record already stored
+  // (replay, run by run in (clone, seq) order), then the live ones as they are
+  // stored; each record exactly once, none missed at the switch-over. `fn(nullptr)` signals the job reached a final state. `fn` runs on
   // store/control-loop threads and must not block or call back into the
   // Scheduler. NotFound for an unknown job. Every watch is ended with Unwatch.
   using WatchFn = WatchHub::WatchFn;
@@ -153,6 +155,7 @@ class Scheduler {
   absl::Status CheckSamples(const std::string& run_id, const v1::RunFinished& fin,
                             RunFinishedEvent* ev);
   void IngestInterval(const std::string& agent, const v1::IntervalRecord& rec);
+  void AppendInterval(const std::string& job_id, const v1::IntervalRecord& rec);
 
   Store* const store_;
   const ApiLimits limits_;
@@ -161,7 +164,11 @@ class Scheduler {
   LiveView view_;
   WatchHub watches_;
   std::unique_ptr<ReadSide> read_;
-  std::unique_ptr<ControlLoop> loop_;  // last: stopped first
+  std::unique_ptr<ControlLoop> loop_;
+  // Blocking agent-protocol work (RunFinished's store reads and sample check,
+  // replayed records of runs no longer active): never on a gRPC thread. Last:
+  // drained first, while the loop its tasks post to still runs.
+  std::unique_ptr<WorkPool> work_;
 };
 
 }  // namespace iofleet::controller

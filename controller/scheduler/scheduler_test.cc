@@ -74,11 +74,16 @@ class RecordingSender : public AgentSender {
     std::lock_guard<std::mutex> l(mu_);
     return closed_;
   }
+  // What the stream reports as read and not yet handled (the gRPC stream's
+  // read gate: it reads nothing more meanwhile).
+  int in_flight() const override { return in_flight_.load(); }
+  void set_in_flight(int n) { in_flight_ = n; }
 
  private:
   std::mutex mu_;
   std::vector<v1::ControllerMessage> msgs_;
   bool closed_ = false;
+  std::atomic<int> in_flight_{0};
 };
 
 constexpr char kJob[] = "[job]\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\nsize=1m\n";
@@ -664,6 +669,32 @@ TEST_F(SchedulerTest, WallClockStepDoesNotLoseRuns) {
   mono_ += 15001;  // real silence still counts
   sched_->Tick();
   EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_LOST);
+}
+
+// Issue 14 (loadgen, 6,000 agents beside a CPU hog): agents whose streams were
+// alive were declared silent because the controller had not read their next
+// message yet. A stream with messages still being handled does not read more,
+// so that wait is the controller's: the agent is not silent. Its silence counts
+// again from when the controller could hear it.
+TEST_F(SchedulerTest, AMessageStillBeingHandledKeepsItsAgentAlive) {
+  separate_mono_ = true;
+  Reopen();
+  auto a = Connect("a");
+  const std::string j = Submit(Spec({"a"}));
+  Started("a", a.get(), j + "-1");
+  a->set_in_flight(1);  // e.g. a RunFinished waiting for the store
+  mono_ += 40000;       // long past the 15 s timeout, nothing read meanwhile
+  sched_->Tick();
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_RUNNING);
+  EXPECT_FALSE(a->closed());
+  a->set_in_flight(0);  // handled: from here the agent is heard again
+  mono_ += 10000;
+  sched_->Tick();
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_RUNNING);
+  mono_ += 6000;  // now 16 s of real silence
+  sched_->Tick();
+  EXPECT_EQ(StateOf(j + "-1"), v1::RUN_STATE_LOST);
+  EXPECT_TRUE(a->closed());
 }
 
 TEST_F(SchedulerTest, RunsOfAnotherStoreAreLeftAlone) {

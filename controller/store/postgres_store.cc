@@ -894,6 +894,9 @@ class PostgresStore final : public Store {
       begin = PgExecScript(wconn_.get(), "BEGIN");
     }
     if (!begin.ok()) return DropIfBroken(begin);
+    if (options_.fencing_epoch > 0) {
+      if (absl::Status s = Fence(); !s.ok()) return Abort(s);
+    }
     for (size_t i = 0; i < items.size();) {
       Item& item = *items[i];
       if (item.kind == Item::kBatch) {
@@ -911,6 +914,36 @@ class PostgresStore final : public Store {
     absl::Status commit = PgExecScript(wconn_.get(), "COMMIT");
     if (!commit.ok()) return Abort(commit);
     return absl::OkStatus();
+  }
+
+  // High availability: the transaction writes only while the lease row still
+  // names this leader's epoch (pg_leader.h). FOR SHARE holds a takeover off
+  // until this transaction ends, so no write of this epoch commits after the
+  // next epoch begins.
+  absl::Status Fence() {
+    PgParams p;
+    p.Add(options_.fencing_epoch).Add(options_.fencing_holder);
+    absl::StatusOr<PgResult> r = PgExec(
+        wconn_.get(),
+        "SELECT 1 FROM iofleet_leader WHERE id = 1 AND epoch = $1 AND holder = $2"
+        " AND expires_at > clock_timestamp() FOR SHARE",
+        p);
+    if (!r.ok()) return r.status();
+    if (PQntuples(r->get()) == 0) {
+      absl::Status fenced = absl::FailedPreconditionError(absl::StrCat(
+          "store: fenced: this controller's leadership (epoch ", options_.fencing_epoch,
+          ") is over (another controller took the lease, or it expired); nothing was written"));
+      if (options_.on_fenced) options_.on_fenced(fenced);
+      return fenced;
+    }
+    PgParams q;
+    q.Add(options_.fencing_epoch);
+    return PgExec(wconn_.get(),
+                  "UPDATE iofleet_leader_epochs SET writes = writes + 1,"
+                  " first_write = coalesce(first_write, clock_timestamp()),"
+                  " last_write = clock_timestamp() WHERE epoch = $1",
+                  q)
+        .status();
   }
 
   absl::Status DropIfBroken(absl::Status s) {
@@ -1123,10 +1156,12 @@ absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
     return absl::InvalidArgumentError(
         absl::StrCat("store identity \"", options.init_store_id, "\" is not a UUID"));
   }
+  PostgresStoreOptions o = options;
+  if (o.fencing_epoch > 0) o.exclusive = false;  // the lease row decides who writes
   IOFLEET_ASSIGN_OR_RETURN(PgConn c, PgConnect(uri, "controller"));
-  IOFLEET_RETURN_IF_ERROR(Migrate(c.get(), uri, options.init, options.init_store_id));
-  IOFLEET_RETURN_IF_ERROR(PostgresStore::SetUpWriter(c.get(), uri, options.exclusive));
-  return std::unique_ptr<Store>(new PostgresStore(uri, options, std::move(c)));
+  IOFLEET_RETURN_IF_ERROR(Migrate(c.get(), uri, o.init, o.init_store_id));
+  IOFLEET_RETURN_IF_ERROR(PostgresStore::SetUpWriter(c.get(), uri, o.exclusive));
+  return std::unique_ptr<Store>(new PostgresStore(uri, std::move(o), std::move(c)));
 }
 
 absl::StatusOr<int> ReadPostgresSchemaVersion(const std::string& uri) {

@@ -50,6 +50,16 @@ struct PostgresStoreOptions {
   int max_batch = 1024;
   // Read connections opened at most (reads wait for a free one). Default: 4.
   int read_connections = 4;
+  // High availability (pg_leader.h): the fencing epoch and holder of the
+  // leader this store writes for. When > 0 the controller lock is not taken
+  // (several controllers share the store; the lease row decides who writes)
+  // and every write transaction first locks the lease row FOR SHARE and checks
+  // it still holds this epoch and holder, unexpired; if not, nothing of the
+  // transaction is applied, it fails FailedPrecondition ("fenced") and
+  // on_fenced runs (on the writer thread; it must not call into the store).
+  int64_t fencing_epoch = 0;
+  std::string fencing_holder;
+  std::function<void(const absl::Status&)> on_fenced;
 };
 
 // Whether `spec` names a PostgreSQL store ("postgresql://" or "postgres://").

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <limits>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -450,6 +451,30 @@ class SqliteStore final : public Store {
     s.Bind(1, after_seq).Bind(2, limit <= 0 ? -1 : limit);
     std::vector<JobRow> out;
     while (s.Step()) out.push_back(ReadJob(s));
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<std::vector<JobRow>> ListJobsNewestFirst(int64_t before_seq, int limit) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, absl::StrCat("SELECT ", kJobColumns,
+                              " FROM jobs WHERE seq < ? ORDER BY seq DESC LIMIT ?")
+                     .c_str());
+    s.Bind(1, before_seq <= 0 ? std::numeric_limits<int64_t>::max() : before_seq)
+        .Bind(2, limit <= 0 ? -1 : limit);
+    std::vector<JobRow> out;
+    while (s.Step()) out.push_back(ReadJob(s));
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<std::map<std::string, uint64_t>> CountRunsByState(
+      const std::string& job_id) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, "SELECT state, COUNT(*) FROM runs WHERE job_id = ? GROUP BY state");
+    s.Bind(1, job_id);
+    std::map<std::string, uint64_t> out;
+    while (s.Step()) out[s.Text(0)] = static_cast<uint64_t>(s.Int(1));
     if (!s.status().ok()) return s.status();
     return out;
   }

@@ -1,5 +1,7 @@
 #include "controller/store/store.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace iofleet::controller {
@@ -21,6 +23,31 @@ absl::StatusOr<RunState> ParseRunState(absl::string_view name) {
 bool IsTerminal(RunState s) {
   return s == RunState::kSucceeded || s == RunState::kFailed || s == RunState::kCancelled ||
          s == RunState::kLost;
+}
+
+absl::StatusOr<std::vector<JobRow>> Store::ListJobsNewestFirst(int64_t before_seq, int limit) {
+  std::vector<JobRow> all;
+  int64_t after = 0;
+  for (;;) {
+    absl::StatusOr<std::vector<JobRow>> page = ListJobs(after, 1000);
+    if (!page.ok()) return page.status();
+    if (page->empty()) break;
+    after = page->back().seq;
+    for (JobRow& j : *page) {
+      if (before_seq <= 0 || j.seq < before_seq) all.push_back(std::move(j));
+    }
+  }
+  std::reverse(all.begin(), all.end());
+  if (limit > 0 && static_cast<int>(all.size()) > limit) all.resize(limit);
+  return all;
+}
+
+absl::StatusOr<std::map<std::string, uint64_t>> Store::CountRunsByState(const std::string& job_id) {
+  absl::StatusOr<std::vector<RunRow>> runs = ListRuns(job_id, 0, 0);
+  if (!runs.ok()) return runs.status();
+  std::map<std::string, uint64_t> out;
+  for (const RunRow& r : *runs) ++out[RunStateName(r.state)];
+  return out;
 }
 
 bool IsAlertState(absl::string_view state) {

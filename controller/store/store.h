@@ -243,6 +243,14 @@ class Store {
   virtual absl::StatusOr<JobRow> GetJob(const std::string& id) = 0;            // NotFound
   // Jobs with seq > after_seq, ascending, at most `limit`.
   virtual absl::StatusOr<std::vector<JobRow>> ListJobs(int64_t after_seq, int limit) = 0;
+  // Jobs with seq < before_seq (before_seq <= 0: from the newest), newest first,
+  // at most `limit` (limit <= 0: all). The default pages through ListJobs;
+  // stores override it with one query.
+  virtual absl::StatusOr<std::vector<JobRow>> ListJobsNewestFirst(int64_t before_seq, int limit);
+  // A job's runs counted by state (RunStateName keys; states without runs
+  // absent). The default reads the runs; stores override it with one query.
+  virtual absl::StatusOr<std::map<std::string, uint64_t>> CountRunsByState(
+      const std::string& job_id);
 
   virtual absl::StatusOr<RunRow> GetRun(const std::string& id) = 0;            // NotFound
   // Runs with seq > after_seq (of `job_id` when not empty), ascending, at most `limit`

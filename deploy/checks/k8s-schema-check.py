@@ -257,7 +257,7 @@ class Checker:
             if not isinstance(lp, str) or not lp or lp.startswith("/") or ".." in lp.split("/"):
                 self.err(where, f"seccompProfile.localhostProfile {lp!r}: a path relative to the kubelet's seccomp dir")
             elif self.repo and os.path.basename(lp) not in self.seccomp_profiles:
-                self.err(where, f"seccompProfile.localhostProfile {lp!r}: no deploy/seccomp/{os.path.basename(lp)} to install")
+                self.err(where, f"seccompProfile.localhostProfile {lp!r}: no deploy/seccomp/{os.path.basename(lp)} (or script making it) to install")
         elif prof.get("localhostProfile") is not None:
             self.err(where, "seccompProfile.localhostProfile is only for type Localhost")
 
@@ -581,11 +581,15 @@ def main(argv):
     ck = Checker()
     ck.generated_cms = set()
     ck.generated_secrets = set()
-    # Localhost seccomp profiles must be ones the repository ships (deploy/seccomp).
+    # Localhost seccomp profiles must be ones the repository ships or makes
+    # (deploy/seccomp: a profile file, or the script that derives it on the node).
     here = os.path.dirname(os.path.abspath(__file__))
     seccomp_dir = os.path.join(os.path.dirname(here), "seccomp")
     ck.repo = os.path.isdir(seccomp_dir)
-    ck.seccomp_profiles = set(os.listdir(seccomp_dir)) if ck.repo else set()
+    makers = {"make-agent-profile.py": "iofleet-agent.json"}
+    ck.seccomp_profiles = set()
+    for f in (os.listdir(seccomp_dir) if ck.repo else []):
+        ck.seccomp_profiles.add(makers.get(f, f))
     files, kustomize_dirs = [], []
     for p in paths:
         if os.path.isdir(p):

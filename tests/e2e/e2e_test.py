@@ -697,6 +697,66 @@ def case_logs_and_normal():
         check(all(f in p.stderr for f in want), f"stderr:\n{p.stderr}")
 
 
+def case_cli_exit_codes():
+    """The CLI's documented exit codes and -o json over a real controller: 4 for
+    an unreachable controller (with the URL and how to set it), 1 for a failed
+    run and an unknown job (with the controller's message), 0 and parseable JSON
+    from every list command; a late gRPC watcher gets every stored record once."""
+    with Env() as env:
+        p = env.cli("--controller=http://127.0.0.1:1", "agents", check_rc=4)
+        check("connection refused: http://127.0.0.1:1 (set IOFLEET_CONTROLLER or --controller)"
+              in p.stderr, f"unreachable: {p.stderr}")
+        p = env.cli("status", "no-such-job", check_rc=1)
+        check("not found" in p.stderr and "HTTP 404" in p.stderr, f"404: {p.stderr}")
+        env.cli("status", "--state=bogus", check_rc=2)
+
+        target = env.agents["agent-a"].target()
+        ok = env.write("ok.fio", fio_job(target, runtime=1))
+        job_id = env.cli("submit", ok, "--hosts=agent-a", "--tag", "suite=exit", "--wait",
+                         check_rc=0).stdout.split()[0]
+        outside = os.path.join(env.dir, "outside.dat")
+        with open(outside, "wb") as f:
+            f.write(b"\0" * (1 << 20))
+        bad = env.write("bad.fio", fio_job(outside, runtime=1))
+        p = env.cli("submit", bad, "--hosts=agent-a", "--wait", check_rc=1)
+        bad_id = p.stdout.split()[0]
+        check("did not succeed" in p.stderr, f"failed run: {p.stderr}")
+        env.cli("watch", bad_id, check_rc=1)
+
+        jobs = json.loads(env.cli("status", "-o", "json", check_rc=0).stdout)
+        check([j["id"] for j in jobs][:2] == [bad_id, job_id], f"newest first: {jobs}")
+        check(jobs[1]["run_counts"] == {"succeeded": 1} and jobs[0]["run_counts"] == {"failed": 1},
+              f"run counts: {jobs}")
+        tagged = json.loads(env.cli("status", "--tag=suite=exit", "-o", "json").stdout)
+        check([j["id"] for j in tagged] == [job_id], f"--tag: {tagged}")
+        one = json.loads(env.cli("status", "--limit=1", "-o", "json").stdout)
+        check([j["id"] for j in one] == [bad_id], f"--limit=1: {one}")
+        table = env.cli("status", check_rc=0).stdout
+        check("QUEUED" in table and "FAILED" in table and job_id in table, f"status:\n{table}")
+        wide = env.cli("status", "-o", "wide", check_rc=0).stdout
+        check("suite=exit" in wide, f"status -o wide:\n{wide}")
+        runs = json.loads(env.cli("runs", "-o", "json", check_rc=0).stdout)
+        check(len(runs) == 2, f"runs -o json: {runs}")
+        agents = json.loads(env.cli("agents", "-o", "json", check_rc=0).stdout)
+        check(len(agents["agents"]) == 2, f"agents -o json: {agents}")
+        check("CPU MODEL" in env.cli("agents", "-o", "wide", check_rc=0).stdout, "agents -o wide")
+
+        # `result --format=normal` is the agent's own rendering of the stored JSON,
+        # the disk stats block included when the agent measured one.
+        rid = run_of(env.job(job_id))["id"]
+        res = json.loads(env.cli("result", rid, check_rc=0).stdout)
+        normal = env.cli("result", rid, "--format=normal", check_rc=0).stdout
+        check("Run status group 0 (all jobs):" in normal, f"normal:\n{normal}")
+        check(("Disk stats (read/write):" in normal) == bool(res.get("disk_util")),
+              f"disk stats block vs disk_util {res.get('disk_util')}:\n{normal}")
+
+        # WatchJob attached after the job ended: the whole run, each record once.
+        stored = len(env.samples(rid))
+        check(stored >= 1, "no records stored")
+        n = int(env.grpc("watch", job_id, "--count=0", "--timeout-s=20").strip())
+        check(n == stored, f"late WatchJob got {n} records, {stored} stored")
+
+
 def case_submit_wait_regression():
     """submit --wait exits 3 with the regressed metric when compare says so; a
     .json job file may be a whole POST /jobs body (here: two variants)."""

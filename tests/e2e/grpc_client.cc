@@ -8,7 +8,8 @@
 //   iofleet-e2e-grpc --controller=HOST:PORT cancel ID                   -> Job as JSON, or
 //                    "CancelJob: code N: message" on stderr and exit 1
 //   iofleet-e2e-grpc --controller=HOST:PORT watch ID --count=N --timeout-s=T
-//                    -> prints how many IntervalRecords arrived (exit 0 when >= N)
+//                    -> prints how many IntervalRecords arrived (exit 0 when >= N);
+//                    --count=0 reads until the stream ends (the job is final)
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -144,7 +145,7 @@ int main(int argc, char** argv) {
     auto reader = stub->WatchJob(&ctx, req);
     iofleet::v1::IntervalRecord rec;
     long n = 0;
-    while (n < want && reader->Read(&rec)) ++n;
+    while ((want == 0 || n < want) && reader->Read(&rec)) ++n;
     ctx.TryCancel();
     (void)reader->Finish();
     printf("%ld\n", n);

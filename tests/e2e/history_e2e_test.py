@@ -96,7 +96,7 @@ def case_baseline():
         jf = env.write("ci.fio", fio)
         p = env.cli("submit", jf, "--hosts", "agent-a", "--repeat", "3", "--tag", "branch=main",
                     "--wait", "--baseline", "tag:branch=v6.12")
-        check(p.returncode in (0, 3, 4), f"rc {p.returncode}: {p.stderr}")
+        check(p.returncode in (0, 3, 5), f"rc {p.returncode}: {p.stderr}")
         check(f"vs baseline {base}" in p.stderr, f"baseline not {base}: {p.stderr}")
         p = env.cli("submit", jf, "--hosts", "agent-a", "--wait", "--baseline", "tag:branch=v5.4",
                     check_rc=1)
@@ -109,7 +109,7 @@ def case_baseline():
         # Cross-job compare from the CLI: A = base, B = the newest job.
         jobs = [j["id"] for j in env.get("/jobs")["jobs"]]
         p = env.cli("compare", base, jobs[-1], "--format=json")
-        check(p.returncode in (0, 3, 4), f"compare rc {p.returncode}: {p.stderr}")
+        check(p.returncode in (0, 3, 5), f"compare rc {p.returncode}: {p.stderr}")
         check(json.loads(p.stdout).get("job_ids") == [base, jobs[-1]], p.stdout[:400])
 
 

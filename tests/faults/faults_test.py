@@ -134,8 +134,11 @@ class Controller:
     (a new store in the case's data dir); restarts must find that store."""
 
     def __init__(self, env, ip="127.0.0.1", grpc_port=None, http_port=None,
-                 heartbeat_timeout="3s", extra_args=(), proc_env=None, store=None):
+                 heartbeat_timeout="3s", extra_args=(), proc_env=None, store=None,
+                 name="controller", netns=None):
         self.env = env
+        self.name = name  # log file prefix (several controllers: ha_test.py)
+        self.netns = netns  # run inside this network namespace
         self.store = store  # --store=URI (PostgreSQL) instead of --data-dir
         self.ip = ip
         self.grpc_port = grpc_port or 0
@@ -160,10 +163,11 @@ class Controller:
         self.starts += 1
         if init is None:
             init = self.starts == 1
-        path = os.path.join(self.env.dir, f"controller.{self.starts}.log")
+        path = os.path.join(self.env.dir, f"{self.name}.{self.starts}.log")
         self.log_path = path
         logf = open(path, "w")
         self.proc = subprocess.Popen(
+            (["ip", "netns", "exec", self.netns] if self.netns else []) +
             [os.path.join(BUILD, "bin", "iofleet-controller"),
              f"--store={self.store}" if self.store else f"--data-dir={data_dir or self.env.data_dir}",
              f"--grpc-listen={self.grpc}",

@@ -288,10 +288,10 @@ def case_zero_usable(fleet):
     status, xml = fleet.compare(job, "format=junit")
     check(status == 200 and "<!-- 0 of 10 runs usable; 10 runs: failed" in xml, xml[:300])
     # CLI: the default gate (regression) passes a warn outcome, but says it first;
-    # --fail-on=inconclusive exits 4.
+    # --fail-on=inconclusive exits 5.
     p = fleet.cli("compare", job, rc=0)
     check(p.stdout.startswith("**0 of 10 runs usable.**"), p.stdout[:300])
-    p = fleet.cli("compare", job, "--fail-on=regression,inconclusive", rc=4)
+    p = fleet.cli("compare", job, "--fail-on=regression,inconclusive", rc=5)
     check("inconclusive" in p.stderr and "0 of 10 runs usable" in p.stderr, p.stderr)
 
 

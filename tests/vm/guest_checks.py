@@ -234,15 +234,91 @@ def case_numa():
         check("[  SKIPPED ]" not in gtest.stdout, f"{binary}: a NUMA test skipped on two nodes")
 
 
+def blkzone_report(dev):
+    """(start, bytes written) of every zone of /dev/DEV, from util-linux blkzone
+    (its wptr is relative to the zone start; 0 for a conventional zone)."""
+    out = subprocess.run(["blkzone", "report", f"/dev/{dev}"], check=True, capture_output=True,
+                         text=True).stdout
+    zones = []
+    for line in out.splitlines():
+        m = re.search(r"start: (0x[0-9a-f]+), len (0x[0-9a-f]+).*wptr (0x[0-9a-f]+)", line)
+        if m:
+            zones.append((int(m.group(1), 16) * 512, int(m.group(3), 16) * 512))
+    return zones
+
+
+def fio_run(*args):
+    p = subprocess.run(["fio", "--output-format=json", *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise TestFailure(f"fio {' '.join(args)}: exit {p.returncode}: {p.stderr}")
+    return json.loads(p.stdout[p.stdout.find("{"):])["jobs"][0]
+
+
+def case_zbd():
+    """zonemode=zbd on a zoned null_blk (host-managed): iofleet and fio 3.33 run
+    the same jobs from the same zone state and must leave the same write
+    pointers and do the same number of I/Os."""
+    devs = [d for d in sorted(os.listdir("/sys/block")) if d.startswith("nullb")
+            and sysfs(f"/sys/block/{d}/queue/zoned") == "host-managed"]
+    check(devs, "no zoned null_blk (host-managed) in the guest")
+    dev = devs[0]
+    zone = int(sysfs(f"/sys/block/{dev}/queue/chunk_sectors")) * 512
+    inv = {d["name"]: d for d in inventory().get("block_devices", [])}
+    d = inv.get(dev, {})
+    check(d.get("zoned") == "host-managed", f"inventory does not report {dev} as host-managed: {d}")
+    check(int(d.get("zoneSizeBytes", d.get("zone_size_bytes", 0))) == zone,
+          f"inventory zone size of {dev}: {d}")
+    check(int(d.get("nrZones", d.get("nr_zones", 0))) == int(sysfs(f"/sys/block/{dev}/queue/nr_zones")),
+          f"inventory zone count of {dev}: {d}")
+    check(":zoned=host-managed:zone=" in d.get("fingerprint", ""),
+          f"fingerprint of {dev} does not say zoned: {d.get('fingerprint')}")
+    base = [f"--filename=/dev/{dev}", "--ioengine=psync", "--direct=1", "--zonemode=zbd",
+            "--bs=64k"]
+    jobs = [
+        # Sequential write over 2.5 zones, then the same again from where the
+        # first left the write pointers (full zones are reset first).
+        ["--name=w", "--rw=write", f"--size={4 * zone}", f"--io_size={5 * zone // 2}"],
+        ["--name=w", "--rw=write", f"--size={4 * zone}", f"--io_size={5 * zone // 2}"],
+        # Reads stop at the written data (read_beyond_wp=0).
+        ["--name=r", "--rw=read", f"--size={4 * zone}"],
+        # Two open zones at most, random writes.
+        ["--name=rw", "--rw=randwrite", "--max_open_zones=2", "--norandommap",
+         f"--offset={8 * zone}", f"--size={8 * zone}", f"--io_size={3 * zone}"],
+    ]
+    results = {}
+    for tool in ("iofleet", "fio"):
+        subprocess.run(["blkzone", "reset", f"/dev/{dev}"], check=True)
+        seen = []
+        for job in jobs:
+            js = agent_run(*base, *job) if tool == "iofleet" else fio_run(*base, *job)
+            check(js.get("error", 0) == 0, f"{tool} {job}: error {js.get('error')}")
+            seen.append((js["read"]["total_ios"], js["write"]["total_ios"]))
+        zones = blkzone_report(dev)
+        results[tool] = (seen, [written for _, written in zones[:16]])
+        print(f"{tool}: ios (read, write) per job {seen}; bytes written per zone "
+              f"{results[tool][1]}")
+    io_i, wp_i = results["iofleet"]
+    io_f, wp_f = results["fio"]
+    check(io_i[:3] == io_f[:3], f"I/O counts differ: iofleet {io_i[:3]} fio {io_f[:3]}")
+    check(wp_i[:8] == wp_f[:8], f"write pointers differ: iofleet {wp_i[:8]} fio {wp_f[:8]}")
+    # The random job: same number of writes; which zones it filled or reset
+    # depends on each tool's random offsets (iofleet's are not fio's), but
+    # neither leaves more than max_open_zones=2 zones partly written.
+    check(io_i[3] == io_f[3], f"random write counts differ: iofleet {io_i[3]} fio {io_f[3]}")
+    for tool, wps in (("iofleet", wp_i), ("fio", wp_f)):
+        partial = [w for w in wps[8:16] if 0 < w < zone]
+        check(len(partial) <= 2, f"{tool}: {len(partial)} zones partly written with max_open_zones=2")
+
+
 def main():
     global BUILD
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", required=True)
-    ap.add_argument("case", choices=["nvme", "numa"])
+    ap.add_argument("case", choices=["nvme", "numa", "zbd"])
     args = ap.parse_args()
     BUILD = e2e_test.BUILD = os.path.abspath(args.build_dir)
     try:
-        {"nvme": case_nvme, "numa": case_numa}[args.case]()
+        {"nvme": case_nvme, "numa": case_numa, "zbd": case_zbd}[args.case]()
     except TestFailure as e:
         print(f"FAIL {args.case}: {e}")
         return 1

@@ -30,14 +30,24 @@ class Session final : public AgentSender {
  public:
   using Reactor = grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>;
 
-  Session(Reactor* reactor, std::string peer) : reactor_(reactor), peer_(std::move(peer)) {}
+  Session(Reactor* reactor, std::string peer, uint64_t leader_epoch)
+      : reactor_(reactor), peer_(std::move(peer)), leader_epoch_(leader_epoch) {}
 
   std::string peer() const override { return peer_; }
+  int in_flight() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return in_flight_ + (hello_pending_ ? 1 : 0);
+  }
 
   void Send(const v1::ControllerMessage& msg) override {
     std::lock_guard<std::mutex> l(mu_);
     if (reactor_ == nullptr || finishing_) return;
     queue_.push_back(msg);
+    if (leader_epoch_ > 0) {  // high availability: the fencing epoch (agent.proto)
+      v1::ControllerMessage& m = queue_.back();
+      if (m.has_welcome()) m.mutable_welcome()->set_leader_epoch(leader_epoch_);
+      if (m.has_assign()) m.mutable_assign()->set_leader_epoch(leader_epoch_);
+    }
     NextWriteLocked();
   }
 
@@ -77,15 +87,20 @@ class Session final : public AgentSender {
     reading_ = false;
     NextReadLocked();
   }
-  // A message was handed to the Scheduler: until End, it counts against the gate.
-  void Begin() {
+  // A message was handed to the Scheduler: until End, it counts against the
+  // gate. A `barrier` message (RunFinished, handled off the gRPC thread) stops
+  // reading until it is handled, so what the agent sends after it is handled
+  // after it.
+  void Begin(bool barrier) {
     std::lock_guard<std::mutex> l(mu_);
     ++in_flight_;
+    if (barrier) ++barriers_;
   }
   // A message was handled: read on if the gate allows.
-  void End() {
+  void End(bool barrier) {
     std::lock_guard<std::mutex> l(mu_);
     --in_flight_;
+    if (barrier) --barriers_;
     NextReadLocked();
   }
   void ReadNext() {
@@ -127,7 +142,7 @@ class Session final : public AgentSender {
     }
   }
   void NextReadLocked() {
-    if (reactor_ == nullptr || reading_ || finishing_ || hello_pending_ ||
+    if (reactor_ == nullptr || reading_ || finishing_ || hello_pending_ || barriers_ > 0 ||
         in_flight_ >= kMaxInFlight) {
       return;
     }
@@ -135,9 +150,10 @@ class Session final : public AgentSender {
     reactor_->StartRead(&in_);
   }
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   Reactor* reactor_;
   const std::string peer_;
+  const uint64_t leader_epoch_;
   std::deque<v1::ControllerMessage> queue_;  // front is in flight while writing_
   bool writing_ = false;
   bool finishing_ = false;
@@ -146,6 +162,7 @@ class Session final : public AgentSender {
   v1::AgentMessage in_;
   bool reading_ = false;
   int in_flight_ = 0;
+  int barriers_ = 0;
   bool hello_pending_ = false;
   std::string agent_;
 };
@@ -156,9 +173,9 @@ class AgentStreamReactor final
   // `token`: the enrolment token Hello must carry unless `authenticated` (the
   // call's metadata already had it); empty = none needed.
   AgentStreamReactor(Scheduler* scheduler, const std::string& token, bool authenticated,
-                     std::string peer)
+                     std::string peer, uint64_t leader_epoch)
       : scheduler_(scheduler),
-        session_(std::make_shared<Session>(this, std::move(peer))),
+        session_(std::make_shared<Session>(this, std::move(peer), leader_epoch)),
         token_(token),
         authenticated_(authenticated || token.empty()) {
     session_->ReadNext();
@@ -200,9 +217,12 @@ class AgentStreamReactor final
     }
     if (agent_.empty()) agent_ = session_->agent();
     if (!in.has_hello() && !agent_.empty()) {
-      session_->Begin();
+      const bool barrier = in.has_run_finished();
+      session_->Begin(barrier);
       scheduler_->AgentMessageAsync(agent_, session_.get(), in,
-                                    [s = session_](const absl::Status&) { s->End(); });
+                                    [s = session_, barrier](const absl::Status&) {
+                                      s->End(barrier);
+                                    });
     }
     session_->Consumed();
   }
@@ -244,7 +264,8 @@ class AgentStreamReactor final
 grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentServiceImpl::Connect(
     grpc::CallbackServerContext* context) {
   return new AgentStreamReactor(scheduler_, agent_token_,
-                                CheckBearer(*context, agent_token_).ok(), context->peer());
+                                CheckBearer(*context, agent_token_).ok(), context->peer(),
+                                leader_epoch_);
 }
 
 }  // namespace iofleet::controller::grpcapi

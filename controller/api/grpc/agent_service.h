@@ -19,8 +19,11 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   // `agent_token` (the enrolment token) must arrive as metadata
   // "authorization: Bearer <token>" or in Hello.enrolment_token; otherwise the
   // agent gets Reject and the stream ends UNAUTHENTICATED.
-  explicit AgentServiceImpl(Scheduler* scheduler, std::string agent_token = "")
-      : scheduler_(scheduler), agent_token_(std::move(agent_token)) {}
+  // `leader_epoch` > 0 (high availability): stamped on every Welcome and
+  // AssignRun (their leader_epoch), so agents refuse a deposed leader.
+  explicit AgentServiceImpl(Scheduler* scheduler, std::string agent_token = "",
+                            uint64_t leader_epoch = 0)
+      : scheduler_(scheduler), agent_token_(std::move(agent_token)), leader_epoch_(leader_epoch) {}
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -28,6 +31,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
  private:
   Scheduler* const scheduler_;
   const std::string agent_token_;
+  const uint64_t leader_epoch_;
 };
 
 }  // namespace iofleet::controller::grpcapi

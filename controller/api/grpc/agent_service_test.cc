@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "controller/api/grpc/controller_service.h"
 #include "controller/store/sqlite_store.h"
@@ -267,6 +268,104 @@ TEST_F(GrpcTest, RunLifecycleOverTheStream) {
   v1::Job j;
   ASSERT_TRUE(api_->GetJob(&jctx, jreq, &j).ok());
   EXPECT_EQ(j.state(), "succeeded");
+
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// WatchJob replays what is stored, then streams live: watchers that attach
+// after records were stored, while records arrive, and after the job ended
+// each get every record once, in order.
+TEST_F(GrpcTest, WatchJobReplaysStoredRecordsThenStreamsLive) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(30));
+  auto stream = agents_->Connect(&ctx);
+  ASSERT_TRUE(stream->Write(Hello("a")));
+  v1::ControllerMessage msg;
+  ASSERT_TRUE(stream->Read(&msg));
+  ASSERT_TRUE(msg.has_welcome());
+  const std::string job = SubmitTo("a");
+  ASSERT_TRUE(stream->Read(&msg));
+  ASSERT_TRUE(msg.has_assign()) << msg.DebugString();
+  const std::string run = msg.assign().run_id();
+  v1::AgentMessage started;
+  started.mutable_run_started()->set_run_id(run);
+  started.mutable_run_started()->set_unix_ms(1234);
+  ASSERT_TRUE(stream->Write(started));
+  ASSERT_TRUE(Eventually([&] { return GetRun(run).state() == v1::RUN_STATE_RUNNING; }));
+
+  auto write = [&](uint64_t seq) {
+    v1::AgentMessage rec;
+    v1::IntervalRecord* r = rec.mutable_interval();
+    r->set_run_id(run);
+    r->set_job_name("job");
+    r->set_seq(seq);
+    r->mutable_read()->set_ios(1000 + seq);
+    r->mutable_read()->set_bytes(4096 * (1000 + seq));
+    r->mutable_read()->add_clat_bucket(100);
+    r->mutable_read()->add_clat_count(1000 + seq);
+    return stream->Write(rec);
+  };
+  auto stored = [&] {
+    grpc::ClientContext c;
+    c.set_deadline(Deadline());
+    v1::GetRunRequest req;
+    req.set_id(run);
+    v1::SamplesResponse resp;
+    return api_->GetSamples(&c, req, &resp).ok() ? resp.records_size() : -1;
+  };
+  struct Watcher {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReader<v1::IntervalRecord>> reader;
+  };
+  auto attach = [&](Watcher& w) {
+    w.ctx.set_deadline(Deadline(30));
+    v1::GetJobRequest req;
+    req.set_id(job);
+    w.reader = api_->WatchJob(&w.ctx, req);
+  };
+  auto drain = [](Watcher& w) {
+    std::vector<uint64_t> seqs;
+    v1::IntervalRecord rec;
+    while (w.reader->Read(&rec)) seqs.push_back(rec.seq());
+    EXPECT_TRUE(w.reader->Finish().ok());
+    return seqs;
+  };
+
+  constexpr uint64_t kTotal = 60;
+  for (uint64_t seq = 0; seq < 10; ++seq) ASSERT_TRUE(write(seq));
+  ASSERT_TRUE(Eventually([&] { return stored() == 10; }));
+  Watcher late;  // attaches mid-run: 0..9 are only in the store
+  attach(late);
+  // Attaches while records are being written and committed.
+  Watcher racing;
+  std::thread t([&] {
+    for (uint64_t seq = 10; seq < 40; ++seq) {
+      if (!write(seq)) return;
+      if (seq == 20) attach(racing);
+    }
+  });
+  t.join();
+  for (uint64_t seq = 40; seq < kTotal; ++seq) ASSERT_TRUE(write(seq));
+  ASSERT_TRUE(Eventually([&] { return stored() == static_cast<int>(kTotal); }));
+
+  v1::AgentMessage fin;
+  fin.mutable_run_finished()->set_run_id(run);
+  fin.mutable_run_finished()->set_ok(true);
+  fin.mutable_run_finished()->set_result_json(
+      R"({"fio version":"iofleet-0.1","jobs":[{"jobname":"job","job options":)"
+      R"({"size":"1m","rw":"randread","filename":"/dev/nvme0n1"}}]})");
+  fin.mutable_run_finished()->set_last_seq_total(kTotal);
+  ASSERT_TRUE(stream->Write(fin));
+  ASSERT_TRUE(Eventually([&] { return GetRun(run).state() == v1::RUN_STATE_SUCCEEDED; }));
+
+  std::vector<uint64_t> want(kTotal);
+  for (uint64_t i = 0; i < kTotal; ++i) want[i] = i;
+  EXPECT_EQ(drain(late), want);
+  EXPECT_EQ(drain(racing), want);
+  Watcher after;  // the job is over: the whole run, then the end
+  attach(after);
+  EXPECT_EQ(drain(after), want);
 
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());

@@ -32,9 +32,13 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<v1::IntervalRecord
   static constexpr size_t kMaxBuffered = 10000;
 
   WatchJobReactor(Scheduler* scheduler, const std::string& job_id) : scheduler_(scheduler) {
+    // Watch replays the stored records before it returns: all of them are
+    // kept (the cap applies to live records beyond that backlog).
     absl::StatusOr<uint64_t> id =
         scheduler_->Watch(job_id, [this](const v1::IntervalRecord* rec) { Push(rec); });
     std::lock_guard<std::mutex> l(mu_);
+    replaying_ = false;
+    cap_ = kMaxBuffered + queue_.size();
     if (!id.ok()) {
       FinishLocked(ToGrpcStatus(id.status()));
       return;
@@ -75,7 +79,9 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<v1::IntervalRecord
     if (rec == nullptr) {
       job_done_ = true;
     } else {
-      if (queue_.size() >= kMaxBuffered && queue_.size() > 1) queue_.erase(queue_.begin() + 1);
+      if (!replaying_ && queue_.size() >= cap_ && queue_.size() > 1) {
+        queue_.erase(queue_.begin() + 1);
+      }
       queue_.push_back(*rec);
     }
     NextLocked();
@@ -101,6 +107,8 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<v1::IntervalRecord
   std::mutex mu_;
   std::deque<v1::IntervalRecord> queue_;  // front is in flight while writing_
   uint64_t watch_id_ = 0;
+  bool replaying_ = true;       // inside Watch: the stored records arrive
+  size_t cap_ = kMaxBuffered;  // queue bound once the replay is in
   bool writing_ = false;
   bool job_done_ = false;
   bool finished_ = false;

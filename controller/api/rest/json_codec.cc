@@ -317,6 +317,9 @@ json JobToJson(const v1::Job& job, bool with_runs) {
     }
     j["runs"] = runs;
     j["run_counts"] = counts;
+  } else if (!job.run_counts().empty()) {
+    j["run_counts"] = std::map<std::string, uint32_t>(job.run_counts().begin(),
+                                                      job.run_counts().end());
   }
   return j;
 }

@@ -66,6 +66,23 @@ absl::StatusOr<v1::ListRequest> ListParams(const httplib::Request& req) {
   lr.set_page_token(req.get_param_value("page_token"));
   lr.set_filter_state(req.get_param_value("state"));
   lr.set_job_id(req.get_param_value("job_id"));
+  // GET /jobs: ?order=newest, ?name=TEXT (contains), ?tag=k=v (repeatable).
+  if (req.has_param("order")) {
+    const std::string order = req.get_param_value("order");
+    if (order != "newest" && order != "oldest") {
+      return FieldError("order", absl::StrCat("\"", order, "\" is not newest or oldest"));
+    }
+    lr.set_newest_first(order == "newest");
+  }
+  lr.set_name_contains(req.get_param_value("name"));
+  for (size_t i = 0; i < req.get_param_value_count("tag"); ++i) {
+    const std::string kv = req.get_param_value("tag", i);
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return FieldError("tag", absl::StrCat("\"", kv, "\" is not key=value"));
+    }
+    (*lr.mutable_tags())[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
   return lr;
 }
 
@@ -321,6 +338,21 @@ void RestServer::Routes() {
             json recs = json::array();
             for (const v1::IntervalRecord& r : resp.records()) recs.push_back(IntervalToJson(r));
             Reply(res, 200, {{"run_id", std::string(req.matches[1])}, {"records", recs}});
+            return absl::OkStatus();
+          }));
+
+  // Every stored interval record of a job's runs, in one answer (the REST side
+  // of WatchJob's replay): a dashboard reloaded mid-run draws the whole run
+  // from it, then keeps polling and merges by (run_id, job_index, seq).
+  srv.Get(R"(/api/v1/jobs/([^/]+)/records)",
+          Wrap([this](const httplib::Request& req, httplib::Response& res) {
+            IOFLEET_ASSIGN_OR_RETURN(v1::Job job, scheduler_->GetJob(req.matches[1]));
+            json recs = json::array();
+            for (const v1::Run& run : job.runs()) {
+              IOFLEET_ASSIGN_OR_RETURN(v1::SamplesResponse resp, scheduler_->GetSamples(run.id()));
+              for (const v1::IntervalRecord& r : resp.records()) recs.push_back(IntervalToJson(r));
+            }
+            Reply(res, 200, {{"job_id", job.id()}, {"state", job.state()}, {"records", recs}});
             return absl::OkStatus();
           }));
 

@@ -184,6 +184,70 @@ TEST_F(RestServerTest, Paging) {
   ExpectFieldError(Get("/api/v1/runs?state=weird"), 400, "state");
 }
 
+// The status view: newest first, filtered and limited by the controller, with
+// run counts, tags and arms per job; the page token continues to older jobs.
+TEST_F(RestServerTest, JobsNewestFirstFilteredWithCounts) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    json body = {{"name", i % 2 == 0 ? "fio-even" : "other"},
+                 {"fio", kFio},
+                 {"hosts", {"a"}},
+                 {"repeat", i + 1},
+                 {"tags", {{"branch", i < 3 ? "x" : "y"}, {"n", std::to_string(i)}}}};
+    if (i == 4) body["sweep"] = {{"bs", {"4k", "64k"}}};
+    auto r = Submit(body);
+    ASSERT_EQ(r.first, 201) << r.second.dump();
+    ids.push_back(r.second["id"]);
+  }
+  ASSERT_EQ(Post("/api/v1/jobs/" + ids[1] + "/cancel", "").first, 200);
+
+  auto all = Get("/api/v1/jobs?order=newest&page_size=3");
+  ASSERT_EQ(all.first, 200) << all.second.dump();
+  ASSERT_EQ(all.second["jobs"].size(), 3u);
+  EXPECT_EQ(all.second["jobs"][0]["id"], ids[4]);
+  EXPECT_EQ(all.second["jobs"][1]["id"], ids[3]);
+  EXPECT_EQ(all.second["jobs"][2]["id"], ids[2]);
+  // Job 4: repeat 5 x 2 sweep cells, all queued; its sweep and tags come along.
+  EXPECT_EQ(all.second["jobs"][0]["run_counts"]["queued"], 10);
+  EXPECT_EQ(all.second["jobs"][0]["spec"]["sweep"]["bs"].size(), 2u);
+  EXPECT_EQ(all.second["jobs"][0]["tags"]["branch"], "y");
+  const std::string token = all.second["next_page_token"];
+  ASSERT_FALSE(token.empty());
+  auto older = Get("/api/v1/jobs?order=newest&page_size=3&page_token=" + token);
+  ASSERT_EQ(older.first, 200);
+  ASSERT_EQ(older.second["jobs"].size(), 2u);
+  EXPECT_EQ(older.second["jobs"][0]["id"], ids[1]);
+  EXPECT_EQ(older.second["jobs"][0]["run_counts"]["cancelled"], 2);
+  EXPECT_EQ(older.second["jobs"][1]["id"], ids[0]);
+  EXPECT_EQ(older.second["next_page_token"], "");
+
+  auto named = Get("/api/v1/jobs?order=newest&name=even");
+  ASSERT_EQ(named.first, 200);
+  ASSERT_EQ(named.second["jobs"].size(), 3u);  // 4, 2, 0
+  EXPECT_EQ(named.second["jobs"][2]["id"], ids[0]);
+  auto tagged = Get("/api/v1/jobs?order=newest&tag=branch%3Dx&tag=n%3D2");
+  ASSERT_EQ(tagged.second["jobs"].size(), 1u);
+  EXPECT_EQ(tagged.second["jobs"][0]["id"], ids[2]);
+  auto state = Get("/api/v1/jobs?order=newest&state=cancelled");
+  ASSERT_EQ(state.second["jobs"].size(), 1u);
+  EXPECT_EQ(state.second["jobs"][0]["id"], ids[1]);
+  ExpectFieldError(Get("/api/v1/jobs?order=sideways"), 400, "order");
+  ExpectFieldError(Get("/api/v1/jobs?tag=novalue"), 400, "tag");
+  // Oldest first stays the default order.
+  auto plain = Get("/api/v1/jobs");
+  EXPECT_EQ(plain.second["jobs"][0]["id"], ids[0]);
+}
+
+TEST_F(RestServerTest, JobRecordsRoute) {
+  auto r = Submit({{"fio", kFio}, {"hosts", {"a"}}});
+  ASSERT_EQ(r.first, 201);
+  auto recs = Get("/api/v1/jobs/" + r.second["id"].get<std::string>() + "/records");
+  ASSERT_EQ(recs.first, 200) << recs.second.dump();
+  EXPECT_TRUE(recs.second["records"].is_array());
+  EXPECT_EQ(recs.second["state"], "queued");
+  EXPECT_EQ(Get("/api/v1/jobs/nope/records").first, 404);
+}
+
 TEST_F(RestServerTest, AgentsListIsJson) {
   auto r = Get("/api/v1/agents");
   ASSERT_EQ(r.first, 200);

@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Highly available controllers: three real controllers on one real PostgreSQL,
+real agents, real faults.
+
+Usage: ha_test.py --build-dir BUILD CASE...
+
+Cases (each its own ctest test, labels "faults;postgres"; SKIP, exit 77, when
+PostgreSQL is not installed, or, for netcut, without root):
+  leader_kill  a controller without --advertise is refused beside the leader
+               (it would write unfenced); the leader is killed with SIGKILL
+               mid-run: a follower leads
+               within 15 s (lease TTL 4 s), the agent finds it in its
+               --controller list, the run continues and finishes with every
+               interval record stored exactly once, a new job is placed, and
+               epoch 1's last fenced write precedes epoch 2's start.
+  pg_outage    PostgreSQL is stopped for 20 s mid-run: the leader steps down
+               (it cannot renew), every controller keeps retrying, the agent
+               spools; once PostgreSQL is back a leader is elected and the run
+               finishes with every record stored exactly once.
+  netcut       the leader runs in a network namespace and its veth is taken
+               down: it steps down before its lease ends (its log's step-down
+               time < the lease expiry the database stored), a follower in the
+               root namespace takes over, the run finishes complete, and no two
+               leaders acted (every write of epoch e is fenced before epoch
+               e + 1 began).
+
+Uses faults_test.py's process harness and tests/fixtures/postgres.py.
+"""
+import argparse
+import os
+import re
+import socket
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "fixtures"))
+import faults_test as ft  # noqa: E402
+from faults_test import Env, TestSkip, check, check_records, fio_job, log, wait_for  # noqa: E402
+from postgres import PostgresServer, PostgresUnavailable  # noqa: E402
+from postgres_test import run_controller, use_pg_queries  # noqa: E402
+
+TTL = "4s"
+
+
+def postgres(env, tcp=None):
+    try:
+        pg = PostgresServer(tcp=tcp)
+    except PostgresUnavailable as e:
+        raise TestSkip(str(e))
+    env.cleanups.append(pg.cleanup)
+    pg.start()
+    return pg
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def add_controllers(env, uri, specs):
+    """specs: [(ip, grpc_port, http_port, netns)]. Controllers named c0, c1, ...
+    advertising their gRPC address; c0 starts first with --init."""
+    ctls = []
+    for i, (ip, gp, hp, ns) in enumerate(specs):
+        c = ft.Controller(env, ip=ip, grpc_port=gp, http_port=hp, heartbeat_timeout="15s",
+                          store=uri, name=f"c{i}", netns=ns,
+                          extra_args=[f"--advertise={ip}:{gp}", f"--lease-ttl={TTL}"])
+        ctls.append(c)
+    return ctls
+
+
+def log_text(c):
+    with open(c.log_path, errors="replace") as f:
+        return f.read()
+
+
+def leader(env, pg, uri, ctls):
+    """The controller the lease row names (live), once its HTTP API answers."""
+    rows = pg.psql("SELECT epoch, address FROM iofleet_leader "
+                   "WHERE id = 1 AND expires_at > clock_timestamp()", db=uri, check=False)
+    if not rows.strip():
+        return None
+    epoch, address = rows.strip().split("|")
+    for c in ctls:
+        if c.grpc == address and c.alive():
+            env.controller = c
+            try:
+                env.get("/agents")
+            except Exception:
+                return None
+            return c, int(epoch)
+    return None
+
+
+def wait_leader(env, pg, uri, ctls, timeout, min_epoch=1):
+    def f():
+        got = leader(env, pg, uri, ctls)
+        return got if got and got[1] >= min_epoch else None
+    return wait_for(f, timeout, f"a leader of epoch >= {min_epoch}", interval=0.2)
+
+
+def epochs(pg, uri):
+    """epoch -> (holder, acquired_ms, lease_expires_ms, writes, first_ms, last_ms)."""
+    out = {}
+    for line in pg.psql(
+            "SELECT epoch, holder, (extract(epoch FROM acquired_at) * 1000)::bigint,"
+            " (extract(epoch FROM lease_expires_at) * 1000)::bigint, writes,"
+            " coalesce((extract(epoch FROM first_write) * 1000)::bigint, 0),"
+            " coalesce((extract(epoch FROM last_write) * 1000)::bigint, 0)"
+            " FROM iofleet_leader_epochs ORDER BY epoch", db=uri).splitlines():
+        if line:
+            f = line.split("|")
+            out[int(f[0])] = (f[1], int(f[2]), int(f[3]), int(f[4]), int(f[5]), int(f[6]))
+    return out
+
+
+def check_fencing(pg, uri):
+    """No two leaders acted: every write of epoch e committed before epoch e + 1
+    was acquired. Returns the epochs table."""
+    ep = epochs(pg, uri)
+    ks = sorted(ep)
+    check(ks == list(range(1, len(ks) + 1)), f"epochs {ks} are not 1..N")
+    for e in ks[:-1]:
+        nxt = ep[e + 1]
+        if ep[e][3] > 0:
+            check(ep[e][5] < nxt[1],
+                  f"epoch {e} wrote at {ep[e][5]} ms, after epoch {e + 1} began at {nxt[1]} ms")
+    return ep
+
+
+def start_cluster(env, pg, uri, specs):
+    ctls = add_controllers(env, uri, specs)
+    ctls[0].start(init=True, wait=False)
+    c0, e0 = wait_leader(env, pg, uri, ctls[:1], 30)
+    check(c0 is ctls[0] and e0 == 1, f"first leader {c0.name} epoch {e0}")
+    for c in ctls[1:]:
+        c.start(init=False, wait=False)
+    wait_for(lambda: all("follower: the leader is" in log_text(c) for c in ctls[1:]), 20,
+             "followers campaigning")
+    return ctls
+
+
+def run_through(env, ctls, runtime, agent_kw=None):
+    a = env.add_agent("agent-a", controller=",".join(c.grpc for c in ctls), **(agent_kw or {}))
+    env.wait_agents_up(["agent-a"])
+    j = env.submit(fio_job(a.target, runtime=runtime, numjobs=2), ["agent-a"], name="through")
+    r = env.wait_state(j, "running", 20)["id"]
+    wait_for(lambda: len(env.samples(r)) >= 4, 15, "samples before the fault")
+    return a, j, r
+
+
+def finish(env, pg, uri, a, j, r, runtime):
+    job = env.wait_job(j, runtime + 60)
+    check(job["state"] == "succeeded", f"job through the fault: {job}")
+    n = check_records(env, r, 2, runtime - 1)
+    after = env.submit(fio_job(a.target, runtime=1), ["agent-a"], name="after")
+    check(env.wait_job(after, 60)["state"] == "succeeded", "job placed by the new leader")
+    return n
+
+
+def case_leader_kill():
+    with Env("ha_leader_kill") as env:
+        pg = postgres(env)
+        uri = pg.create_database()
+        use_pg_queries(env, pg, uri)
+        ctls = start_cluster(env, pg, uri,
+                             [("127.0.0.1", free_port(), free_port(), None) for _ in range(3)])
+        # A controller without --advertise would write unfenced beside the leader.
+        rc, out = run_controller([f"--store={uri}", "--grpc-listen=127.0.0.1:0",
+                                  "--http-listen=127.0.0.1:0"])
+        check(rc != 0 and "is led by the highly available controller" in out,
+              f"a plain controller beside the HA leader: exit {rc}: {out}")
+        runtime = 16
+        a, j, r = run_through(env, ctls, runtime)
+        old = env.controller
+        old.kill()
+        t_kill = time.time()
+        log(f"leader {old.name} killed (SIGKILL)")
+        new, epoch = wait_leader(env, pg, uri, ctls, 20, min_epoch=2)
+        failover_s = time.time() - t_kill
+        check(failover_s <= 15, f"a new leader after {failover_s:.1f}s (> 15 s)")
+        check(new is not old and epoch == 2, f"new leader {new.name} epoch {epoch}")
+        n = finish(env, pg, uri, a, j, r, runtime)
+        ep = check_fencing(pg, uri)
+        alog = open(a.log_path, errors="replace").read()
+        check(f"connected to {new.grpc}" in alog, "the agent never reached the new leader")
+        env.figures = {"failover_s": round(failover_s, 1), "records": n,
+                       "epochs": {e: v[3] for e, v in ep.items()},
+                       "agent_reconnects": a.reconnects()}
+
+
+def case_pg_outage():
+    with Env("ha_pg_outage") as env:
+        pg = postgres(env)
+        uri = pg.create_database()
+        use_pg_queries(env, pg, uri)
+        ctls = start_cluster(env, pg, uri,
+                             [("127.0.0.1", free_port(), free_port(), None) for _ in range(3)])
+        runtime = 30
+        a, j, r = run_through(env, ctls, runtime)
+        old = env.controller
+        pg.stop()
+        t_down = time.time()
+        log("PostgreSQL stopped")
+        wait_for(lambda: "stepping down" in log_text(old), 10, "the leader stepping down")
+        stepped_s = time.time() - t_down
+        time.sleep(max(0.0, 20 - (time.time() - t_down)))
+        check(all(c.alive() for c in ctls), "a controller died during the outage")
+        pg.start()
+        log(f"PostgreSQL back after {time.time() - t_down:.1f}s")
+        new, epoch = wait_leader(env, pg, uri, ctls, 30, min_epoch=2)
+        n = finish(env, pg, uri, a, j, r, runtime)
+        ep = check_fencing(pg, uri)
+        env.figures = {"leader_stepped_down_after_s": round(stepped_s, 1), "records": n,
+                       "new_leader": new.name, "epoch": epoch,
+                       "agent_reconnects": a.reconnects(),
+                       "epochs": {e: v[3] for e, v in ep.items()}}
+
+
+def case_netcut():
+    ft.need_root("network namespaces")
+    with Env("ha_netcut") as env:
+        nets = ft.make_net(env, 1)
+        ns, veth = nets[0]
+        bridge_ip, ns_ip = f"{ft.NET}.1", f"{ft.NET}.11"
+        pg = postgres(env, tcp=f"{bridge_ip}:{free_port()}")
+        with open(os.path.join(pg.data, "pg_hba.conf"), "a") as f:  # the namespaces' net
+            f.write(f"host all all {ft.NET}.0/24 trust\n")
+        pg.psql("SELECT pg_reload_conf()")
+        uri = pg.create_database()
+        tcp_uri = uri.split("?")[0].replace("@:", f"@{bridge_ip}:")
+        use_pg_queries(env, pg, uri)
+        specs = [(ns_ip, 17301, 17302, ns),
+                 (bridge_ip, free_port(), free_port(), None),
+                 (bridge_ip, free_port(), free_port(), None)]
+        ctls = add_controllers(env, tcp_uri, specs)
+        ctls[0].start(init=True, wait=False)
+        wait_leader(env, pg, uri, ctls[:1], 30)
+        for c in ctls[1:]:
+            c.start(init=False, wait=False)
+        wait_for(lambda: all("follower: the leader is" in log_text(c) for c in ctls[1:]), 20,
+                 "followers campaigning")
+        runtime = 25
+        a, j, r = run_through(env, ctls, runtime)
+        old = ctls[0]
+        ft.sh("ip", "link", "set", veth, "down")
+        env.cleanups.append(lambda: ft.sh("ip", "link", "set", veth, "up", check_rc=False))
+        t_cut = time.time()
+        log(f"{veth} down: the leader is cut from PostgreSQL")
+        wait_for(lambda: "stepping down" in log_text(old), 10, "the cut leader stepping down")
+        m = re.search(r"stepping down at unix_ms (\d+)", log_text(old))
+        step_ms = int(m.group(1))
+        new, epoch = wait_leader(env, pg, uri, ctls[1:], 20, min_epoch=2)
+        failover_s = time.time() - t_cut
+        ep = epochs(pg, uri)
+        check(step_ms < ep[1][2],
+              f"epoch 1 stepped down at {step_ms} ms, not before its lease ended at {ep[1][2]} ms")
+        ft.sh("ip", "link", "set", veth, "up")
+        n = finish(env, pg, uri, a, j, r, runtime)
+        # Back on the network, the old leader is a follower and writes nothing.
+        wait_for(lambda: log_text(old).count("follower: the leader is") >= 1, 20,
+                 "the old leader rejoining as a follower")
+        ep = check_fencing(pg, uri)
+        check(ep[1][5] < ep[2][1], f"epoch 1's last write {ep[1][5]} after epoch 2 began {ep[2][1]}")
+        env.figures = {"failover_s": round(failover_s, 1), "records": n,
+                       "stepped_down_before_expiry_ms": ep[1][2] - step_ms,
+                       "epochs": {e: v[3] for e, v in ep.items()}}
+
+
+CASES = {"leader_kill": case_leader_kill, "pg_outage": case_pg_outage, "netcut": case_netcut}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("cases", nargs="+")
+    args = ap.parse_args()
+    ft.BUILD = os.path.abspath(args.build_dir)
+    return ft.run_cases(CASES, args.cases)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
