@@ -134,6 +134,12 @@ std::string DiskUtilTracker::Add(const std::string& path) {
   return index < 0 ? "" : devices_[static_cast<size_t>(index)].name;
 }
 
+std::vector<std::string> DiskUtilTracker::Names() const {
+  std::vector<std::string> out;
+  for (const Device& d : devices_) out.push_back(d.name);
+  return out;
+}
+
 std::vector<stats::DiskUtil> DiskUtilTracker::Finish() {
   std::vector<stats::DiskUtil> out;
   const uint64_t now = Clock::MonotonicNs();

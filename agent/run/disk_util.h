@@ -36,6 +36,9 @@ class DiskUtilTracker {
   // each was added, in fio's order (a device, then its slaves).
   std::vector<stats::DiskUtil> Finish();
 
+  // The tracked devices' names, in Finish()'s order.
+  std::vector<std::string> Names() const;
+
  private:
   struct Counters {
     std::array<uint64_t, 2> ios{}, merges{}, sectors{}, ticks{};

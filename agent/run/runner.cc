@@ -30,6 +30,7 @@
 #include "agent/run/budget.h"
 #include "agent/run/destructive.h"
 #include "agent/run/disk_util.h"
+#include "agent/telemetry/sampler.h"
 #include "agent/run/job_log.h"
 #include "agent/run/worker.h"
 #include "agent/workload/offset_gen.h"
@@ -717,6 +718,21 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
     }
   });
 
+  // Telemetry beside the run: the block devices under every file that gets
+  // I/O (with their slaves, as disk_util resolves them), sampled by a thread of
+  // its own from now until the last phase ends.
+  telemetry::Sampler::Options telemetry_options;
+  {
+    DiskUtilTracker resolver;
+    for (const CloneSpec& c : plan.clones) {
+      if (EngineDoesNoIo(*c.job)) continue;
+      for (const TargetFile& f : c.files) resolver.Add(f.path);
+    }
+    telemetry_options.devices = resolver.Names();
+  }
+  telemetry::Sampler sampler(std::move(telemetry_options));
+  sampler.Start();
+
   // fio's disk_util: a job's devices are tracked from when it starts.
   DiskUtilTracker disks;
   for (size_t p = 0; p + 1 < phase_start.size(); ++p) {
@@ -766,6 +782,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   }
   all_done.store(true);
   reporter.join();
+  const std::string telemetry_json = sampler.Stop();
   std::vector<LogWriter::CloneStats> log_stats;
   std::vector<std::string> log_files = logs->Finish(&log_stats);
   std::string log_error = logs->error();
@@ -783,6 +800,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   result.header.timestamp_ms = Clock::RealtimeMs();
   result.header.global_options = list.global_options;
   result.header.disk_util = disks.Finish();
+  result.header.telemetry_json = telemetry_json;
   result.log_error = log_error;
   if (!log_files.empty()) {
     char cwd[PATH_MAX];

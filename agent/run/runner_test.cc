@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/affinity/numa.h"
 #include "agent/engines/engine.h"
+#include "agent/run/disk_util.h"
 #include "agent/run/io_loop.h"
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
@@ -538,6 +539,42 @@ TEST(FsyncUnlessCancelledTest, CancelledBeforeIsNotWaitedFor) {
   EXPECT_EQ(FsyncUnlessCancelled(fd, &cancel), ECANCELED);
   ::close(fd);
   ::unlink(path);
+}
+
+}  // namespace
+}  // namespace iofleet::agent
+
+namespace iofleet::agent {
+namespace {
+
+// Telemetry beside a run: the sampler finds the file's block device, samples
+// it with the CPUs, and the result JSON carries it under iofleet.telemetry.
+TEST_F(RunnerTest, RunCarriesTelemetryOfItsDevice) {
+  const std::string file = Path("tele.dat");
+  DiskUtilTracker probe;
+  const std::string dev = probe.Add(dir_);
+  RunResult r = MustRun("[t]\nioengine=psync\nrw=randwrite\nbs=4k\nsize=4m\ndirect=1\n"
+                        "time_based\nruntime=1200ms\nfilename=" + file + "\n");
+  ASSERT_FALSE(r.header.telemetry_json.empty());
+  auto j = nlohmann::json::parse(stats::FioJson(r.header, r.reported, false, true));
+  ASSERT_TRUE(j["iofleet"].contains("telemetry")) << j["iofleet"].dump();
+  const auto& t = j["iofleet"]["telemetry"];
+  EXPECT_EQ(t["interval_ms"], 1000);
+  // A 1.2 s run: one full second, then the rest as a partial sample.
+  ASSERT_GE(t["sample_ms"].size(), 1u);
+  EXPECT_EQ(t["ctxt_s"].size(), t["sample_ms"].size());
+  EXPECT_EQ(t["cpus"].size(), static_cast<size_t>(sysconf(_SC_NPROCESSORS_CONF)));
+  double ctxt = 0;
+  for (const auto& v : t["ctxt_s"]) ctxt += v.get<double>();
+  EXPECT_GT(ctxt, 0.0);  // the run's own psync threads switch
+  if (dev.empty()) GTEST_SKIP() << dir_ << " has no block device (tmpfs?): CPU telemetry only";
+  ASSERT_TRUE(t["devices"].contains(dev)) << t["devices"].dump();
+  double util = 0;
+  for (const auto& v : t["devices"][dev]["util_pct"]) util += v.get<double>();
+  EXPECT_GT(util, 0.0) << "direct writes for 1.2 s left the device idle?";
+  // Without the iofleet object (fio's own JSON), no telemetry.
+  auto plain = nlohmann::json::parse(stats::FioJson(r.header, r.reported, false));
+  EXPECT_FALSE(plain.contains("iofleet"));
 }
 
 }  // namespace

@@ -300,6 +300,11 @@ class JsonWriter {
     Element(key);
     AppendQuoted(v);
   }
+  // A value that is already JSON (one object or array, no newline needed).
+  void Raw(const char* key, const std::string& json) {
+    Element(key);
+    out_ += json;
+  }
   std::string Take() { return std::move(out_); }
 
  private:
@@ -614,6 +619,7 @@ void WriteIofleetJson(JsonWriter& w, const ReportHeader& header, const std::vect
     w.EndArray();
     w.EndObject();
   }
+  if (!header.telemetry_json.empty()) w.Raw("telemetry", header.telemetry_json);
   w.EndObject();
 }
 

@@ -45,6 +45,9 @@ struct ReportHeader {
   // log), absolute paths on `log_host`. Only in the "iofleet" object.
   std::string log_host;
   std::vector<std::string> log_files;
+  // The run's telemetry (agent/telemetry/sampler.h), a JSON object written
+  // as-is under "iofleet" -> "telemetry"; empty = none. Only in the "iofleet" object.
+  std::string telemetry_json;
 };
 
 // Folds jobs that have group_reporting into one entry per groupid, as fio does

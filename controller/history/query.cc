@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "controller/history/ingest.h"
 #include "controller/history/summary.h"
+#include "controller/history/telemetry.h"
 #include "controller/history/worker.h"
 #include "controller/scheduler/field_error.h"
 #include "iofleet/v1/agent.pb.h"
@@ -207,6 +208,7 @@ absl::StatusOr<json> AlertJson(Store& store, const std::string& id, const Params
   json metrics = json::array();
   std::string table = LkpHeader();
   std::map<std::string, std::string> key_axes;
+  std::vector<std::string> before_runs, after_runs;  // the alert's own metric's points
   for (const auto& [k, v] : axes.items()) {
     if (k != "job_name" && v.is_string()) key_axes[k] = v.get<std::string>();
   }
@@ -225,6 +227,12 @@ absl::StatusOr<json> AlertJson(Store& store, const std::string& id, const Params
     if (before.empty() || after.empty()) continue;
     if (static_cast<int>(before.size()) > window) before.erase(before.begin(), before.end() - window);
     if (static_cast<int>(after.size()) > window) after.resize(static_cast<size_t>(window));
+    if (key_axes["metric"] == a->metric || before_runs.empty()) {
+      before_runs.clear();
+      after_runs.clear();
+      for (const Point& q : before) before_runs.push_back(q.id);
+      for (const Point& q : after) after_runs.push_back(q.id);
+    }
     const ChangeSummary s = Summarize(key_axes["metric"], before, after);
     absl::StrAppend(&table, "\n", LkpRow(s));
     metrics.push_back({{"metric", s.metric},
@@ -237,6 +245,18 @@ absl::StatusOr<json> AlertJson(Store& store, const std::string& id, const Params
   }
   j["metrics"] = metrics;
   j["lkp"] = table;
+
+  // Telemetry that moved between the same runs (agent telemetry in each result).
+  auto means_of = [&store](const std::vector<std::string>& ids) {
+    std::vector<std::map<std::string, double>> out;
+    for (const std::string& id : ids) {
+      absl::StatusOr<std::optional<ResultRow>> res = store.GetResult(id);
+      out.push_back(res.ok() && res->has_value() ? TelemetryMeansOfResult((*res)->result_json)
+                                                 : std::map<std::string, double>{});
+    }
+    return out;
+  };
+  j["telemetry_moved"] = TelemetryMoved(means_of(before_runs), means_of(after_runs));
 
   // Other series alerted at the same job.
   absl::StatusOr<std::vector<AlertRow>> all = store.ListAlerts();

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -66,7 +67,8 @@ class HistoryWorkerTest : public ::testing::Test {
   // One CI job (one run) for commit c<i>, measuring `iops`. The target path
   // alternates: paths are not part of the workload.
   void AddJob(int i, double iops, RunState state = RunState::kSucceeded,
-              const std::string& branch = "main", const std::string& rw = "randread") {
+              const std::string& branch = "main", const std::string& rw = "randread",
+              const json& telemetry = nullptr) {
     const std::string job_id = absl::StrCat("job-", i);
     JobRow j;
     j.id = job_id;
@@ -106,6 +108,11 @@ class HistoryWorkerTest : public ::testing::Test {
                     {"bw_bytes", iops * 4096},
                     {"clat_ns", {{"N", 100000}, {"mean", 1e9 / iops * 8}}}}}}}}}
               .dump();
+      if (!telemetry.is_null()) {
+        json doc = json::parse(res.result_json);
+        doc["iofleet"] = {{"jobs", json::array()}, {"telemetry", telemetry}};
+        res.result_json = doc.dump();
+      }
       b.results.push_back(res);
     }
     ASSERT_TRUE(store_->Write(std::move(b)).ok());
@@ -281,6 +288,40 @@ TEST(HistoryIngestTest, WorkloadAndCmdlineNormalisation) {
             "ro mitigations=off");
   EXPECT_EQ(SeriesKeyOf({{"metric", "iops"}}).size(), 16u);
   EXPECT_NE(SeriesKeyOf({{"metric", "iops"}}), SeriesKeyOf({{"metric", "bw_bytes"}}));
+}
+
+// The report lists the agent telemetry that moved with the regression (the
+// runs' iofleet.telemetry), and not what stayed put.
+TEST_F(HistoryWorkerTest, AlertReportListsTelemetryThatMoved) {
+  auto tele = [](double softirq, double util) {
+    return json{{"interval_ms", 1000},
+                {"sample_ms", {1000, 1000}},
+                {"devices", {{"nvme0n1", {{"util_pct", {util, util}}, {"await_ms", {0.1, 0.1}}}}}},
+                {"cpus",
+                 {{{"cpu", 0}, {"softirq_pct", {softirq, softirq}}, {"usr_pct", {30, 30}}},
+                  {{"cpu", 1}, {"softirq_pct", {softirq, softirq}}, {"usr_pct", {30, 30}}}}},
+                {"ctxt_s", {1000, 1000}},
+                {"intr_s", {500, 500}}};
+  };
+  for (int i = 0; i < 20; ++i) AddJob(i, Noisy(100000, 0.01), RunState::kSucceeded, "main", "randread", tele(5, 80));
+  for (int i = 20; i < 40; ++i) AddJob(i, Noisy(90000, 0.01), RunState::kSucceeded, "main", "randread", tele(15, 81));
+  auto w = Worker();
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  auto alerts = ListAlertsJson(*store_, {{"metric", "iops"}});
+  ASSERT_TRUE(alerts.ok()) << alerts.status();
+  ASSERT_EQ((*alerts)["alerts"].size(), 1u) << alerts->dump(2);
+  auto report = AlertJson(*store_, (*alerts)["alerts"][0]["id"], Params());
+  ASSERT_TRUE(report.ok()) << report.status();
+  const json& t = (*report)["telemetry_moved"];
+  EXPECT_GT(t["runs"][0].get<int>(), 0) << t.dump(2);
+  EXPECT_GT(t["runs"][1].get<int>(), 0) << t.dump(2);
+  std::set<std::string> moved;
+  for (const json& m : t["moved"]) moved.insert(m["metric"].get<std::string>());
+  EXPECT_TRUE(moved.count("cpu.softirq_pct")) << t.dump(2);
+  EXPECT_TRUE(moved.count("cpu0.softirq_pct")) << t.dump(2);
+  EXPECT_FALSE(moved.count("dev.nvme0n1.util_pct")) << t.dump(2);  // +1.25%: did not move
+  EXPECT_FALSE(moved.count("cpu.usr_pct")) << t.dump(2);
+  EXPECT_NEAR(t["moved"][0]["change_pct"].get<double>(), 200, 1e-9) << t.dump(2);
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 #include <mutex>
 #include <unordered_map>
 #include <utility>
+#include <vector>
+
+#include "controller/history/telemetry.h"
 
 namespace iofleet::controller::metrics {
 namespace {
@@ -38,6 +41,16 @@ class MeteredStore final : public Store {
         c.name = j.name;
       }
     }
+    // Finished runs' telemetry means (the result is moved into the store; its
+    // run row, with the host, comes in the same batch).
+    std::vector<std::pair<std::string, std::map<std::string, double>>> telemetry;
+    for (const ResultRow& res : batch.results) {
+      for (const RunRow& r : batch.upsert_runs) {
+        if (r.id != res.run_id || r.host.empty()) continue;
+        auto means = history::TelemetryMeansOfResult(res.result_json);
+        if (!means.empty()) telemetry.emplace_back(r.host, std::move(means));
+      }
+    }
     const auto t0 = std::chrono::steady_clock::now();
     absl::Status st = inner_->Write(std::move(batch));
     const double secs =
@@ -46,6 +59,9 @@ class MeteredStore final : public Store {
     if (st.ok() && observe) {
       metrics_->OnBatchCommitted(seen,
                                  [this](const std::string& job_id) { return JobName(job_id); });
+    }
+    if (st.ok()) {
+      for (const auto& [host, means] : telemetry) metrics_->OnRunTelemetry(host, means);
     }
     return st;
   }

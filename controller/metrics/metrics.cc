@@ -168,6 +168,7 @@ struct ControllerMetrics::AgentSeries {
 ControllerMetrics::ControllerMetrics(MetricsOptions options)
     : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
+  telemetry_ = std::make_unique<TelemetryGauges>(r);
   run_info_ = &prometheus::BuildGauge()
                    .Name("iofleet_run_info")
                    .Help(
@@ -516,6 +517,11 @@ void ControllerMetrics::Load(const std::vector<AgentRow>& agents,
     SetAgentRowLocked(a);
   }
   for (size_t i = 0; i < active_runs.size(); ++i) RunStateLocked(active_runs[i], names[i]);
+}
+
+void ControllerMetrics::OnRunTelemetry(const std::string& host,
+                                       const std::map<std::string, double>& means) {
+  telemetry_->Update(host, means);
 }
 
 void ControllerMetrics::OnBatchCommitted(

@@ -49,6 +49,8 @@
 //     iofleet_http_request_duration_seconds{method,route}  histogram; route is the
 //         route template ("/api/v1/runs/{id}"), never the raw path
 //
+//   Run telemetry per agent (its latest finished run's means): telemetry_gauges.h
+//
 // Label values are capped at kMaxLabelBytes bytes and made valid UTF-8.
 //
 // Thread-safety: every method may be called from any thread. The ingest path
@@ -66,6 +68,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/metrics/telemetry_gauges.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -132,6 +135,9 @@ class ControllerMetrics final : public SchedulerObserver {
   void OnBatchCommitted(const WriteBatch& batch,
                         const std::function<std::string(const std::string& job_id)>& job_name);
   void OnStoreWrite(bool ok, double seconds);
+  // A finished run's telemetry means on `host` (history::TelemetryMeans),
+  // after its result was committed: the agent's telemetry gauges.
+  void OnRunTelemetry(const std::string& host, const std::map<std::string, double>& means);
   void OnIntervalStored(bool inserted);
   // One interval record as it arrives (before it is stored). Records of runs
   // without live series, and replays (seq already seen), are ignored.
@@ -211,6 +217,8 @@ class ControllerMetrics final : public SchedulerObserver {
     std::map<int, prometheus::Counter*> by_code;
   };
   std::map<std::pair<std::string, std::string>, HttpSeries> http_;
+
+  std::unique_ptr<TelemetryGauges> telemetry_;  // run telemetry per agent
 };
 
 }  // namespace iofleet::controller::metrics

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "common/stats/histogram.h"
 #include "controller/metrics/http_metrics.h"
 #include "controller/metrics/metered_store.h"
@@ -385,6 +387,75 @@ TEST(MeteredStore, ObservesWritesIntervalsAndLoadsState) {
                      {"job_name", "nightly"},
                      {"variant", ""},
                      {"cell", ""}}));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A finished run's telemetry (iofleet.telemetry in its result, written through
+// the metered store with its run row) becomes the agent's telemetry gauges; the
+// next run of the agent replaces them.
+TEST(MeteredStore, RunTelemetryGaugesPerAgentAndDevice) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("iofleet-metrics-tele-" + std::to_string(getpid())))
+                              .string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ControllerMetrics m;
+  {
+    auto inner = OpenSqliteStore(dir + "/db");
+    ASSERT_TRUE(inner.ok()) << inner.status();
+    std::unique_ptr<Store> s = NewMeteredStore(std::move(*inner), &m);
+    auto finish = [&](const std::string& id, const std::string& dev, double util) {
+      nlohmann::json t = {
+          {"interval_ms", 1000},
+          {"sample_ms", {1000}},
+          {"devices", {{dev, {{"util_pct", {util}}, {"await_ms", {2.0}}, {"aqu_sz", {4.0}},
+                              {"rrqm_s", {0.0}}, {"wrqm_s", {7.0}}}}}},
+          {"cpus", {{{"cpu", 0}, {"sys_pct", {10.0}}, {"dev_irq_s", {100.0}}},
+                    {{"cpu", 1}, {"sys_pct", {30.0}}, {"dev_irq_s", {50.0}}}}},
+          {"ctxt_s", {1234.0}},
+          {"intr_s", {999.0}}};
+      WriteBatch b;
+      JobRow j;
+      j.id = "j" + id;
+      j.name = "tele";
+      j.state = "succeeded";
+      b.upsert_jobs.push_back(j);
+      RunRow r;
+      r.id = id;
+      r.job_id = j.id;
+      r.host = "h1";
+      r.state = RunState::kSucceeded;
+      r.fio_text = "[x]\n";
+      b.upsert_runs.push_back(r);
+      ResultRow res;
+      res.run_id = id;
+      res.ok = true;
+      res.result_json =
+          nlohmann::json{{"jobs", nlohmann::json::array()}, {"iofleet", {{"telemetry", t}}}}.dump();
+      b.results.push_back(res);
+      ASSERT_TRUE(s->Write(std::move(b)).ok());
+    };
+    finish("t-1", "vda", 80);
+    std::string t = m.Serialize();
+    EXPECT_EQ(Get(t, "iofleet_agent_device_util_percent", {{"host", "h1"}, {"device", "vda"}}), 80);
+    EXPECT_NEAR(Get(t, "iofleet_agent_device_await_seconds", {{"host", "h1"}, {"device", "vda"}})
+                    .value_or(-1),
+                0.002, 1e-12);
+    EXPECT_EQ(Get(t, "iofleet_agent_device_queue_size", {{"host", "h1"}, {"device", "vda"}}), 4);
+    EXPECT_EQ(Get(t, "iofleet_agent_device_merges_per_second",
+                  {{"host", "h1"}, {"device", "vda"}, {"direction", "write"}}),
+              7);
+    EXPECT_EQ(Get(t, "iofleet_agent_cpu_percent", {{"host", "h1"}, {"class", "sys"}}), 40);  // summed
+    EXPECT_EQ(Get(t, "iofleet_agent_context_switches_per_second", {{"host", "h1"}}), 1234);
+    EXPECT_EQ(Get(t, "iofleet_agent_interrupts_per_second", {{"host", "h1"}}), 999);
+    EXPECT_EQ(Get(t, "iofleet_agent_device_interrupts_per_second", {{"host", "h1"}}), 150);
+
+    finish("t-2", "nvme0n1", 50);
+    t = m.Serialize();
+    EXPECT_EQ(Get(t, "iofleet_agent_device_util_percent", {{"host", "h1"}, {"device", "nvme0n1"}}),
+              50);
+    EXPECT_FALSE(Get(t, "iofleet_agent_device_util_percent", {{"host", "h1"}, {"device", "vda"}}));
   }
   std::filesystem::remove_all(dir);
 }

@@ -434,6 +434,20 @@ def run_test(build, src, tmp, prom_bin, promtool, procs):
     time.sleep(3)
     _, scrape_end = http_get(http + "/metrics")
 
+    # Run telemetry (issue 16): sampled by the agent, stored with the result,
+    # exported per agent; the scrape with those gauges still lints clean.
+    tele = result.get("iofleet", {}).get("telemetry")
+    check(isinstance(tele, dict) and tele.get("sample_ms") and tele.get("cpus"),
+          f"result lacks iofleet.telemetry: {str(tele)[:300]}")
+    for name in ("iofleet_agent_cpu_percent", "iofleet_agent_context_switches_per_second"):
+        check(re.search(rf'^{name}{{[^}}]*host="a1"', scrape_end, re.M),
+              f"/metrics lacks {name} for a1 after the run")
+    r = subprocess.run([promtool, "check", "metrics"], input=scrape_end, text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    check(r.returncode == 0 and not r.stdout.strip(),
+          f"promtool check metrics after the run (rc {r.returncode}):\n{r.stdout}")
+    log(f"telemetry: {len(tele['sample_ms'])} samples, devices {sorted(tele['devices'])}")
+
     win = "2m"
     ios_sel = f'iofleet_run_ios_total{{direction="read"}} * on(host,slot) group_left {info_sel}'
     sampled_sel = f'iofleet_run_sampled_seconds_total * on(host,slot) group_left {info_sel}'
