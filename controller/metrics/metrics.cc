@@ -315,6 +315,7 @@ std::string ControllerMetrics::Serialize() {
     std::lock_guard<std::mutex> l(mu_);
     SweepLocked(options_.clock ? options_.clock() : SteadyMs());
   }
+  DropDoomed(SIZE_MAX);  // a scrape shows no expired run
   try {
     std::ostringstream out;
     prometheus::TextSerializer().Serialize(out, registry_->Collect());
@@ -480,25 +481,42 @@ void ControllerMetrics::EndRunSeriesLocked(const std::string& run_id) {
 
 void ControllerMetrics::SweepLocked(uint64_t now) {
   for (auto it = series_.begin(); it != series_.end();) {
-    RunSeries& rs = *it->second;
-    if (rs.expire_ms == 0 || rs.expire_ms > now) {
+    if (it->second->expire_ms == 0 || it->second->expire_ms > now) {
       ++it;
       continue;
     }
-    run_info_->Remove(rs.info);
-    run_sampled_->Remove(rs.sampled);
+    doomed_.push_back(std::move(it->second));
+    series_.erase(it++);
+  }
+}
+
+void ControllerMetrics::DropDoomed(size_t max) {
+  std::vector<std::unique_ptr<RunSeries>> batch;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (doomed_.empty()) return;
+    const size_t n = std::min(max, doomed_.size());
+    batch.reserve(n);
+    for (size_t i = doomed_.size() - n; i < doomed_.size(); ++i) batch.push_back(std::move(doomed_[i]));
+    doomed_.resize(doomed_.size() - n);
+  }
+  for (const auto& rs : batch) {
+    run_info_->Remove(rs->info);
+    run_sampled_->Remove(rs->sampled);
     for (int d = 0; d < 3; ++d) {
-      if (rs.ios[d] != nullptr) run_ios_->Remove(rs.ios[d]);
-      if (rs.bytes[d] != nullptr) run_bytes_->Remove(rs.bytes[d]);
-      if (rs.errors[d] != nullptr) run_errors_->Remove(rs.errors[d]);
-      if (rs.clat[d] != nullptr) run_clat_->Remove(rs.clat[d]);
+      if (rs->ios[d] != nullptr) run_ios_->Remove(rs->ios[d]);
+      if (rs->bytes[d] != nullptr) run_bytes_->Remove(rs->bytes[d]);
+      if (rs->errors[d] != nullptr) run_errors_->Remove(rs->errors[d]);
+      if (rs->clat[d] != nullptr) run_clat_->Remove(rs->clat[d]);
     }
-    auto sit = slots_.find(rs.host);
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& rs : batch) {
+    auto sit = slots_.find(rs->host);
     if (sit != slots_.end()) {
-      sit->second.erase(rs.slot);
+      sit->second.erase(rs->slot);
       if (sit->second.empty()) slots_.erase(sit);
     }
-    series_.erase(it++);
   }
 }
 
@@ -511,12 +529,15 @@ void ControllerMetrics::Load(const std::vector<AgentRow>& agents,
     if (r.state == RunState::kAssigned || r.state == RunState::kRunning)
       names[i] = job_name(r.job_id);
   }
-  std::lock_guard<std::mutex> l(mu_);
-  for (AgentRow a : agents) {
-    a.state = "down";  // nobody is connected yet
-    SetAgentRowLocked(a);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (AgentRow a : agents) {
+      a.state = "down";  // nobody is connected yet
+      SetAgentRowLocked(a);
+    }
+    for (size_t i = 0; i < active_runs.size(); ++i) RunStateLocked(active_runs[i], names[i]);
   }
-  for (size_t i = 0; i < active_runs.size(); ++i) RunStateLocked(active_runs[i], names[i]);
+  DropDoomed();
 }
 
 void ControllerMetrics::OnRunTelemetry(const std::string& host,
@@ -551,15 +572,18 @@ void ControllerMetrics::OnBatchCommitted(
     }
   }
   const uint64_t now = options_.clock ? options_.clock() : SteadyMs();
-  std::lock_guard<std::mutex> l(mu_);
-  for (const AgentRow& a : batch.upsert_agents) SetAgentRowLocked(a);
-  for (size_t i = 0; i < batch.upsert_runs.size(); ++i) {
-    RunStateLocked(batch.upsert_runs[i], names[i]);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const AgentRow& a : batch.upsert_agents) SetAgentRowLocked(a);
+    for (size_t i = 0; i < batch.upsert_runs.size(); ++i) {
+      RunStateLocked(batch.upsert_runs[i], names[i]);
+    }
+    if (now >= next_sweep_ms_) {
+      SweepLocked(now);
+      next_sweep_ms_ = now + 1000;
+    }
   }
-  if (now >= next_sweep_ms_) {
-    SweepLocked(now);
-    next_sweep_ms_ = now + 1000;
-  }
+  DropDoomed();
 }
 
 prometheus::Histogram& ControllerMetrics::AddClatLocked(RunSeries& rs, int dir) {

@@ -165,7 +165,17 @@ class ControllerMetrics final : public SchedulerObserver {
   void StartRunSeriesLocked(const RunRow& row, const std::string& job_name);
   void EndRunSeriesLocked(const std::string& run_id);
   prometheus::Histogram& AddClatLocked(RunSeries& rs, int dir);
+  // Moves the run series whose linger has passed out of series_ into doomed_;
+  // their slots stay taken until DropDoomed() has removed their metrics, so a
+  // new run on the host cannot be handed the same labels meanwhile.
   void SweepLocked(uint64_t now);
+  // Removes up to `max` doomed series' metrics from their families,
+  // without mu_: prometheus-cpp 1.0's Family::Remove scans the whole family,
+  // so thousands of runs ending together cost seconds, which under mu_ held up
+  // every interval record (OnInterval on the agents' stream threads; issue 14's
+  // 10,000-agent stall). Callers: every public method that may sweep, after
+  // releasing mu_.
+  void DropDoomed(size_t max = 64);
   void AdjustRunGaugeLocked(const std::string& host, RunState s, double delta);
 
   const MetricsOptions options_;
@@ -210,6 +220,7 @@ class ControllerMetrics final : public SchedulerObserver {
   std::map<std::string, std::unique_ptr<AgentSeries>> agents_;
   std::vector<double> scratch_;  // per-bucket increments, all zero between uses
   uint64_t next_sweep_ms_ = 0;
+  std::vector<std::unique_ptr<RunSeries>> doomed_;  // swept, metrics not yet removed
 
   std::mutex http_mu_;
   struct HttpSeries {

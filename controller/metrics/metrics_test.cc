@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "common/stats/histogram.h"
 #include "controller/metrics/http_metrics.h"
 #include "controller/metrics/metered_store.h"
@@ -258,6 +259,36 @@ TEST_F(MetricsTest, RunLifecycleCountersHistogramAndRemoval) {
   for (const char* s : {"queued", "assigned", "running"}) {
     EXPECT_EQ(Get(t, "iofleet_runs", {{"state", s}}), 0) << s;
   }
+}
+
+// Thousands of runs ending together: their series are removed off the metrics
+// lock in chunks (issue 14: prometheus-cpp's Family::Remove scans the family, and
+// under the lock that stalled every interval record at 10,000 agents). Until a
+// series' metrics are gone its slot stays taken, so no new run shares its labels;
+// a scrape shows none of them.
+TEST_F(MetricsTest, ExpiredRunsLeaveInChunksAndKeepTheirSlotsUntilGone) {
+  constexpr int kRuns = 150;
+  for (int i = 0; i < kRuns; ++i) State(absl::StrCat("r", i), RunState::kRunning);
+  for (int i = 0; i < kRuns; ++i) State(absl::StrCat("r", i), RunState::kSucceeded);
+  now_ += 10001;
+  // This commit sweeps all 150 and drops a first chunk: the new run cannot take
+  // a slot whose old series may still be registered.
+  State("fresh", RunState::kRunning);
+  m_->OnInterval(Interval("fresh", 0, 5));
+  m_->OnInterval(Interval("r7", 0, 99));  // expired: not counted anywhere
+  const std::string t = m_->Serialize();
+  EXPECT_EQ(
+      Get(t, "iofleet_run_ios_total", {{"host", "h1"}, {"slot", "150"}, {"direction", "read"}}),
+      5);
+  for (int slot : {0, 7, 63, 64, 149}) {
+    EXPECT_FALSE(
+        Get(t, "iofleet_run_sampled_seconds_total", {{"host", "h1"}, {"slot", absl::StrCat(slot)}})
+            .has_value())
+        << slot;
+  }
+  // All gone after the scrape: the next run gets slot 0 again.
+  State("next", RunState::kRunning);
+  EXPECT_TRUE(Get(m_->Serialize(), "iofleet_run_sampled_seconds_total", {{"host", "h1"}, {"slot", "0"}}));
 }
 
 TEST_F(MetricsTest, TrimAppearsOnFirstUse) {
