@@ -145,6 +145,8 @@ struct Stats {
   std::atomic<uint64_t> records_written{0};  // write completed OK
   std::atomic<uint64_t> write_failures{0};
   std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> heartbeats_sent{0};
+  std::atomic<int> ended_by_controller{0};  // streams the controller ended before the loadgen did
 };
 
 // A fio JSON result for a run of `fio_text` that streamed `seconds` records:
@@ -290,6 +292,7 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
 
   void OnDone(const grpc::Status& s) override {
     std::lock_guard<std::mutex> l(mu_);
+    if (!cancelled_by_us_) stats_->ended_by_controller++;
     if (!s.ok() && !cancelled_by_us_) {
       if (stats_->failed++ < 5) {
         fprintf(stderr, "agent %s: stream ended: %s\n", name_.c_str(), s.error_message().c_str());
@@ -309,15 +312,19 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
     for (AgentMessage& m : out) Send(std::move(m));
   }
 
+  // A simulated agent behaves as a real one: it heartbeats from Welcome until
+  // the load generator ends, before, during and after its run (listing the
+  // run while it runs), so an idle agent is never closed as silent.
   void TickLocked(uint64_t tick, std::vector<AgentMessage>* out) {
-    if (broken_ || done_ || finished_) return;
+    if (broken_ || done_) return;
     if ((tick + static_cast<uint64_t>(index_)) % hb_ticks_.load() == 0) {
       AgentMessage hb;
       hb.mutable_heartbeat()->set_unix_ms(NowMs());
-      if (!run_id_.empty()) hb.mutable_heartbeat()->add_running_runs(run_id_);
+      if (!run_id_.empty() && !finished_) hb.mutable_heartbeat()->add_running_runs(run_id_);
       out->push_back(std::move(hb));
+      stats_->heartbeats_sent++;
     }
-    if (run_id_.empty()) return;
+    if (run_id_.empty() || finished_) return;
     const uint64_t now = NowMs();
     if (seq_ >= static_cast<uint64_t>(opt_->duration_s)) {
       AgentMessage f;
@@ -875,6 +882,8 @@ int main(int argc, char** argv) {
       {"runs_by_state", run_states},
       {"runs_finished_sent", stats.finished_sent.load()},
       {"stream_failures", stats.failed.load()},
+      {"streams_ended_by_controller", stats.ended_by_controller.load()},
+      {"heartbeats_sent", stats.heartbeats_sent.load()},
       {"write_failures", stats.write_failures.load()},
       {"send_phase_s", send_s},
       {"records_per_s", send_s > 0 ? static_cast<double>(sent) / send_s : 0},
