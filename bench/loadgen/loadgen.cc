@@ -333,6 +333,10 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
       rf->set_ok(true);
       rf->set_result_json(FakeResult(fio_text_, seq_));
       rf->set_last_seq_total(seq_ * static_cast<uint64_t>(opt_->jobs_per_agent));
+      // As a real agent: the records made per job (seqs 0..next_seq-1), so the
+      // controller checks counts instead of waiting for the store and reading
+      // every seq (without it each RunFinished cost a Store::Flush()).
+      for (int j = 0; j < opt_->jobs_per_agent; ++j) rf->add_next_seq(seq_);
       rf->set_unix_ms(now);
       out->push_back(std::move(f));
       finished_ = true;
@@ -877,6 +881,11 @@ int main(int argc, char** argv) {
       {"rest_post_jobs", post_lat.Report()},
       {"records_stored", stored},
       {"records_lost", lost},
+      // Records made but not stored, whether or not their write completed: a
+      // stream the controller closed fails the writes still queued in it, and
+      // some of those were read before it closed (then records_lost < 0).
+      {"records_not_stored",
+       stored < 0 ? -1 : static_cast<int64_t>(stats.records_sent.load()) - stored},
       {"records_stored_at_send_end", stored_at_send_end},
       {"results_stored", results},
       {"runs_by_state", run_states},
@@ -911,6 +920,7 @@ int main(int argc, char** argv) {
     kill(spawned, SIGKILL);
     waitpid(spawned, &st, 0);
   }
-  const bool ok = lost == 0 && stats.assigned.load() == opt.agents && sent > 0;
+  const bool ok = lost == 0 && stored == static_cast<int64_t>(stats.records_sent.load()) &&
+                  stats.assigned.load() == opt.agents && sent > 0;
   return ok ? 0 : 1;
 }
