@@ -10,9 +10,11 @@
 // records the controller stored (SQLite, read-only) are compared with those sent,
 // and the controller's CPU time and RSS are read from /proc/PID. Agents
 // heartbeat at the interval the controller's Welcome tells them (it grows with
-// the fleet). While runs stream, a prober times REST calls: GET /api/v1/jobs
-// and POST /api/v1/jobs (a one-run job for a host that never registers,
-// cancelled at the end), --probe-per-s of each.
+// the fleet), from Welcome until the load generator ends, as real agents do,
+// and RunFinished carries next_seq as the agent's does. While runs stream, a
+// prober times REST calls: GET /api/v1/jobs and POST /api/v1/jobs (a one-run
+// job for a host that never registers, cancelled at the end), --probe-per-s of
+// each.
 //
 //   iofleet-loadgen --agents=1000 [--jobs-per-agent=1] [--duration-s=30]
 //                   [--group-size=250] [--stagger-ms=1000] [--probe-per-s=5]
