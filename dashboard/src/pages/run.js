@@ -203,6 +203,7 @@ export function runPage(main, { args }) {
   let source = 'stream';
   let streaming = false; // a watch stream is open
   let lastRun = null;
+  let streamed = 0; // records that came through the stream
   const streamCtl = new AbortController();
 
   function draw(changed) {
@@ -228,9 +229,10 @@ export function runPage(main, { args }) {
 
   function showStatus(run, cols) {
     const active = !TERMINAL_STATES.has(run.state);
-    charts.dataset.source = source;
+    charts.dataset.source = streaming ? 'stream' : source === 'poll' ? 'poll' : 'snapshot';
+    charts.dataset.streamed = String(streamed);
     live.textContent = active
-      ? `Live: ${cols.x.length} intervals, ${source === 'stream' ? 'streamed as they are stored' : 'refreshing every second'}.`
+      ? `Live: ${cols.x.length} intervals, ${streaming ? 'streamed as they are stored' : 'refreshing every second'}.`
       : `${cols.x.length} intervals. The run is ${run.state}.`;
   }
 
@@ -248,6 +250,7 @@ export function runPage(main, { args }) {
       signal: streamCtl.signal,
       onOpen: () => opened(),
       onRecords: (recs) => {
+        streamed += recs.length;
         if (series.add(recs) && lastRun) {
           const cols = draw(true);
           renderHead(lastRun, cols);
