@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "controller/api/rest/json_codec.h"
+#include "controller/api/rest/proto_json.h"
 #include "controller/scheduler/field_error.h"
 
 namespace iofleet::controller::rest {
@@ -158,7 +158,7 @@ absl::Status ServeJobWatch(Scheduler& scheduler, WatchStreams& streams,
           }
         }
         std::string out;
-        for (const v1::IntervalRecord& r : batch) out += Event("record", IntervalToJson(r));
+        for (const v1::IntervalRecord& r : batch) out += Event("record", ToJson(r));
         if (marker) out += Event("replayed", {{"records", st->replayed}});
         if (dropped) {
           out += Event("dropped",

@@ -1,7 +1,7 @@
 // GET /api/v1/jobs/{id}/watch: the REST side of gRPC WatchJob, as server-sent
 // events (text/event-stream, one event per blank-line-terminated block).
 //
-//   event: record     data: an interval record (IntervalToJson), once each:
+//   event: record     data: an interval record (proto_json ToJson, as /samples), once each:
 //                     first every stored record of the job's runs, then the
 //                     live ones as they are committed (Scheduler::Watch: no gap,
 //                     no duplicate at the switch-over)
