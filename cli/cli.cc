@@ -185,8 +185,8 @@ struct UsageError {
 };
 
 // Parses command flags through the binaries' one flag parser (common/flags):
-// the command's table, values kept per flag in order; a switch given
-// =false is absent. Returns an error message naming the flag.
+// the command's table, values kept per flag in order; a switch takes no
+// value. Returns an error message naming the flag.
 std::optional<std::string> ParseFlags(const std::string& cmd, const std::vector<std::string>& in,
                                       const std::vector<FlagDef>& defs, Args* out) {
   iofleet::flags::FlagSet fs(absl::StrCat("iofleet ", cmd));
@@ -198,18 +198,12 @@ std::optional<std::string> ParseFlags(const std::string& cmd, const std::vector<
                 return absl::OkStatus();
               }});
     } else {
-      fs.Add({name, "", "", "", [out, name](const std::string& v) {
-                bool on = false;
-                if (!iofleet::flags::ParseBool(v, &on)) {
-                  return iofleet::flags::NotA(v, "true or false");
-                }
-                if (on) {
-                  out->flags[name].push_back("");
-                } else {
-                  out->flags.erase(name);
-                }
+      fs.Add({name, "", "", "",
+              [out, name](const std::string&) {
+                out->flags[name].push_back("");
                 return absl::OkStatus();
-              }});
+              },
+              /*bare_only=*/true});
     }
   }
   absl::Status s = fs.Parse(in, 0, &out->positional);

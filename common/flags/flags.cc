@@ -41,7 +41,7 @@ bool ParseDurationMs(const std::string& v, uint64_t* ms) {
 }
 
 FlagSet& FlagSet::Section(const std::string& title) {
-  return Add({"", "", title, "", nullptr});
+  return Add({"", "", title, "", nullptr, false});
 }
 
 FlagSet& FlagSet::Add(FlagDef def) {
@@ -131,6 +131,9 @@ absl::Status FlagSet::Parse(const std::vector<std::string>& args, size_t first,
     const FlagDef* def = Find(name);
     if (def == nullptr) {
       return absl::NotFoundError(absl::StrCat("unknown flag \"", arg, "\""));
+    }
+    if (has_value && def->bare_only) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, ": takes no value"));
     }
     if (!has_value) {
       if (def->value_name.empty()) {

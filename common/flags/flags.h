@@ -38,6 +38,9 @@ struct FlagDef {
   // Checks and stores a value. An error's message says what is wrong with
   // the value; Parse puts "--NAME: " in front of it.
   std::function<absl::Status(const std::string& value)> apply;
+  // A switch that takes no value at all: --name=V is refused (the CLI's
+  // switches); other switches take --name=true|false.
+  bool bare_only = false;
 };
 
 // A value error in the house form: `"VALUE" is not WHAT`.

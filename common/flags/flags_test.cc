@@ -77,6 +77,18 @@ TEST(FlagSetTest, ErrorsNameTheFlagAndTheValue) {
   s = Parse(fs, {"--nope=1"});
   EXPECT_TRUE(absl::IsNotFound(s));
   EXPECT_EQ(s.message(), "unknown flag \"--nope=1\"");
+  // A bare-only switch (the CLI's) refuses any value.
+  bool wait = false;
+  FlagSet cli("iofleet submit");
+  cli.Add({"wait", "", "", "", [&wait](const std::string&) {
+             wait = true;
+             return absl::OkStatus();
+           },
+           /*bare_only=*/true});
+  EXPECT_EQ(Parse(cli, {"--wait=yes"}).message(), "--wait: takes no value");
+  EXPECT_FALSE(wait);
+  EXPECT_TRUE(Parse(cli, {"--wait"}).ok());
+  EXPECT_TRUE(wait);
   // A helper's message that names the flag already is kept as it is.
   FlagSet named("prog");
   named.Add({"token-file", "FILE", "", "", [](const std::string&) {

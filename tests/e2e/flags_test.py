@@ -89,7 +89,7 @@ def case_cli():
     env = dict(os.environ, IOFLEET_CONTROLLER="http://127.0.0.1:1")
     for args, needle in ((["status", "--limit"], "--limit: needs a value"),
                          (["status", "--bogus"], "unknown flag \"--bogus\" for `status`"),
-                         (["submit", "x.fio", "--wait=maybe"], '--wait: "maybe" is not true or false')):
+                         (["submit", "x.fio", "--wait=yes"], "--wait: takes no value")):
         p = subprocess.run([cli, *args], capture_output=True, text=True, timeout=30, env=env)
         check(p.returncode == 2, f"iofleet {args} exit {p.returncode}: {p.stderr}")
         check(needle in p.stderr, f"{needle!r} not in: {p.stderr}")
