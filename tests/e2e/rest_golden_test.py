@@ -114,7 +114,7 @@ def capture(env):
         return status, payload
 
     a = env.agents["agent-a"]
-    target = a.target()
+    target = a.target
     fio = ("[global]\nioengine=psync\nbs=4k\nsize=1m\ntime_based=1\nruntime=1\n"
            f"filename={target}\n[job]\nrw=randread\n")
 
