@@ -77,7 +77,10 @@ constexpr char kUsage[] =
     "  --max-http-connections open REST connections; past it new ones get 503\n"
     "                         (default 256)\n"
     "  --http-read-timeout    time a client has to send a whole request, head and\n"
-    "                         body (default 10s; slower clients get 408)\n";
+    "                         body (default 10s; slower clients get 408)\n"
+    "History (docs/history.md):\n"
+    "  --history-rerun-budget extra runs a side the controller may add to settle a\n"
+    "                         change whose verdict is UNKNOWN (default 20; 0 = off)\n";
 
 bool ParseTimeout(const std::string& v, uint64_t* ms) {
   double secs = 0;
@@ -240,6 +243,15 @@ int main(int argc, char** argv) {
         return 2;
       }
       opts.max_heartbeats_per_s = static_cast<uint32_t>(n);
+    } else if (key == "--history-rerun-budget") {
+      // Extra runs a side for an UNKNOWN change (docs/history.md); 0 = off.
+      uint64_t n = 0;
+      if (!absl::SimpleAtoi(value, &n) || n > 1000) {
+        std::fprintf(stderr, "iofleet-controller: %s: \"%s\" is not an integer in 0..1000\n",
+                     key.c_str(), value.c_str());
+        return 2;
+      }
+      opts.history_rerun_budget = static_cast<int>(n);
     } else if (key == "--heartbeat-timeout") {
       if (!ParseTimeout(value, &opts.heartbeat_timeout_ms)) {
         std::fprintf(stderr, "iofleet-controller: --heartbeat-timeout: bad duration \"%s\"\n",

@@ -73,6 +73,13 @@ void InstallHistoryRoutes(rest::RestServer& server, Store* store, Params params,
               Reply(res, 200, *j);
               return absl::OkStatus();
             }));
+    srv.Get(R"(/api/v1/runs/([^/]+)/telemetry)",
+            WrapStatusHandler([store](const httplib::Request& req, httplib::Response& res) {
+              absl::StatusOr<json> j = RunTelemetryJson(*store, req.matches[1]);
+              if (!j.ok()) return j.status();
+              Reply(res, 200, *j);
+              return absl::OkStatus();
+            }));
     srv.Get("/api/v1/baseline",
             WrapStatusHandler([store](const httplib::Request& req, httplib::Response& res) {
               if (!req.has_param("job")) return FieldError("job", "missing (the job to gate)");
