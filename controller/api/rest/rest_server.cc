@@ -182,6 +182,12 @@ bool NeedsToken(const std::string& path, bool metrics_auth) {
 // hands each complete request to Handle().
 class RoutingServer : public httplib::Server {
  public:
+  // httplib writes a streamed (chunked) body only while its listening socket
+  // is set; this server has none, so it says "serving" with a value that is no
+  // descriptor until EndStreams.
+  static constexpr int kServingWithoutSocket = -2;
+  RoutingServer() { svr_sock_ = kServingWithoutSocket; }
+  void EndStreams() { svr_sock_ = INVALID_SOCKET; }
   bool Handle(httplib::Stream& strm, bool close_connection, bool& connection_closed) {
     return process_request(strm, close_connection, connection_closed, nullptr);
   }
@@ -356,6 +362,12 @@ void RestServer::Routes() {
             return absl::OkStatus();
           }));
 
+  srv.Get(R"(/api/v1/jobs/([^/]+)/watch)",
+          Wrap([this](const httplib::Request& req, httplib::Response& res) {
+            return ServeJobWatch(*scheduler_, watch_streams_, options_.watch, req.matches[1],
+                                 req, res);
+          }));
+
   srv.Get("/api/v1/agents", Wrap([this](const httplib::Request& req, httplib::Response& res) {
             IOFLEET_ASSIGN_OR_RETURN(v1::ListRequest lr, ListParams(req));
             IOFLEET_ASSIGN_OR_RETURN(v1::ListAgentsResponse resp, scheduler_->ListAgents(lr));
@@ -395,6 +407,12 @@ absl::StatusOr<int> RestServer::Start(const std::string& host, int port) {
       Dump({{"status", "ok"}, {"store_id", scheduler_->store_id()}});
   fo.healthz_body = [health] { return health; };
   fo.error_body = FrontErrorBody;
+  fo.max_streams = options_.max_watch_streams;
+  fo.write_timeout_ms = options_.write_timeout_ms;
+  fo.is_stream = [](const std::string& method, const std::string& path) {
+    return method == "GET" && absl::StartsWith(path, "/api/v1/jobs/") &&
+           absl::EndsWith(path, "/watch");
+  };
   if (metrics_ != nullptr) {
     fo.observe = [m = metrics_](const std::string& method, const std::string& path, int status) {
       m->OnHttpRequest(method.empty() ? "-" : method,
@@ -412,6 +430,8 @@ absl::StatusOr<int> RestServer::Start(const std::string& host, int port) {
 }
 
 void RestServer::Stop() {
+  watch_streams_.StopAll();
+  server_->EndStreams();
   if (front_) front_->Stop();
 }
 

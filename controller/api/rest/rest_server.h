@@ -11,6 +11,9 @@
 //   GET  /api/v1/runs                 ?job_id&page_size&page_token&state
 //   GET  /api/v1/runs/{id}            state, host, timings, result (fio JSON) when done
 //   GET  /api/v1/runs/{id}/samples    {"records": [...]} interval time series
+//   GET  /api/v1/jobs/{id}/records    every stored interval record of the job's runs
+//   GET  /api/v1/jobs/{id}/watch      ?run=: server-sent events, stored records then
+//                                     live ones (watch_stream.h); own thread each
 //   GET  /api/v1/agents               {"agents": [...]}
 //
 // Errors: {"error": {"code", "message", "field"}} with the status from status_map.h.
@@ -34,6 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "controller/scheduler/limits.h"
+#include "controller/api/rest/watch_stream.h"
 #include "controller/scheduler/scheduler.h"
 
 namespace httplib {
@@ -71,6 +75,15 @@ struct RestOptions {
   uint64_t request_timeout_ms = 10000;
   // Threads running handlers. Default: 8.
   size_t workers = 8;
+  // A response write fails when the client takes no bytes for this long (a
+  // watch stream's client included). Default: 10 s.
+  uint64_t write_timeout_ms = 10000;
+  // GET /jobs/{id}/watch streams open at once (each on its own thread); one more
+  // gets 503. Default: 64.
+  size_t max_watch_streams = 64;
+  // Per watch stream: live records buffered before a slow client is dropped, and
+  // the keep-alive comment interval (watch_stream.h).
+  WatchStreamOptions watch;
 };
 
 class RoutingServer;
@@ -120,6 +133,7 @@ class RestServer {
   const RestOptions options_;
   std::string tls_error_;  // why the TLS context could not be set up
   SSL_CTX* tls_ctx_ = nullptr;
+  WatchStreams watch_streams_;
   std::unique_ptr<RoutingServer> server_;  // routes; never listens itself
   std::unique_ptr<HttpFront> front_;
 };
