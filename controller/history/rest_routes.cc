@@ -76,6 +76,13 @@ void InstallHistoryRoutes(rest::RestServer& server, Store* store, Params params,
               Reply(res, 200, *j);
               return absl::OkStatus();
             });
+    add("GET", R"(/api/v1/runs/([^/]+)/telemetry)",
+            [store](const httplib::Request& req, httplib::Response& res) {
+              absl::StatusOr<json> j = RunTelemetryJson(*store, req.matches[1]);
+              if (!j.ok()) return j.status();
+              Reply(res, 200, *j);
+              return absl::OkStatus();
+            });
     add("GET", "/api/v1/baseline",
             [store](const httplib::Request& req, httplib::Response& res) {
               if (!req.has_param("job")) return FieldError("job", "missing (the job to gate)");

@@ -49,6 +49,12 @@ def case_feed():
         check(one["change_points"] == [] and one["note"] != "",
               f"3 points: nothing to detect, and it says why: {one['note']!r}")
         check(env.get("/alerts")["alerts"] == [], "no alert")
+        # The run's agent telemetry second by second (at least the last, partial sample).
+        tele = env.get(f"/runs/{one['points'][0]['run_id']}/telemetry")
+        check(len(tele["seconds"]) >= 1 and "cpu" in tele["seconds"][0] and tele["means"],
+              f"telemetry view {tele}")
+        st, body = env.api("GET", "/runs/nope/telemetry", ok=False)
+        check(st == 404, f"{st} {body}")
         n_series = len(env.get("/series")["series"])
         check(n_series >= 3, f"iops, bw, latency series: {n_series}")
 
