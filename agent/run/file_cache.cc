@@ -31,7 +31,9 @@ int FadviseAdvice(const jobspec::JobSpec& job) {
 
 bool InvalidatesOnTimeBasedWrap(const jobspec::JobSpec& job) {
   if (!job.invalidate || job.direct) return false;
-  if (!jobspec::IsRandom(job.rw)) return true;
+  // A backward sequential job never reaches fio's end-of-file check
+  // (last_pos only goes down), so fio never drops its cache mid-run.
+  if (!jobspec::IsRandom(job.rw)) return job.rw_seq_add >= 0;
   return !job.norandommap && job.random_distribution == jobspec::RandomDistribution::kRandom;
 }
 

@@ -5,7 +5,8 @@
 //    over: every loop and every io_size wrap (fio closes and reopens them),
 //    and each time a time_based job comes to the end of its files (fio's
 //    loop_cache_invalidate) unless the job is random with norandommap or a
-//    non-uniform distribution, whose offsets never run out in fio.
+//    non-uniform distribution, whose offsets never run out in fio, or
+//    sequential backwards (rw=read:-8k), which never reaches fio's end check.
 //  * fadvise_hint=1 advises POSIX_FADV_RANDOM for random jobs and
 //    POSIX_FADV_SEQUENTIAL for the others when a file is opened (random /
 //    sequential force one), which turns the kernel's read-ahead off or up.
