@@ -154,7 +154,7 @@ TEST_F(JobFeat3Test, CmdprioErrorsNameTheOptionOrTheEngine) {
     return list.ok() ? std::string("parsed") : std::string(list.status().message());
   };
   EXPECT_THAT(err("ioengine=libaio\ncmdprio_percentage=101\n"),
-              HasSubstr("option \"cmdprio_percentage\": value \"101\": must be <= 100"));
+              HasSubstr("option \"cmdprio_percentage\": value \"101\" must be <= 100"));
   EXPECT_THAT(err("ioengine=libaio\ncmdprio_percentage=10\ncmdprio_bssplit=4k/10\n"),
               HasSubstr("mutually exclusive"));
   EXPECT_THAT(err("ioengine=io_uring\ncmdprio_bssplit=4k/60:4k/50\n"), HasSubstr("exceeds 100"));
@@ -212,7 +212,7 @@ TEST_F(JobFeat3Test, FillDeviceWritesUntilEnospcWithoutAnError) {
   // A job that does not write cannot fill the file system here: refused, named.
   auto ro = jobspec::ParseJobText("[f]\nrw=read\nfill_device=1\nfilename=" + mnt + "/x\n", "test.fio");
   EXPECT_FALSE(ro.ok());
-  EXPECT_THAT(std::string(ro.status().message()), HasSubstr("option \"fill_device\": value \"1\": with rw=read"));
+  EXPECT_THAT(std::string(ro.status().message()), HasSubstr("option \"fill_device\": value \"1\" with rw=read"));
 }
 
 // Distinct 4 KiB blocks of a file, and how many blocks repeat one seen before.

@@ -325,9 +325,10 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
         plan.map_blocks[ji] += MapBlocks(job, region, min_bs);
         // create_on_open: no layout; the job's open() creates the file (fio
         // neither extends nor pre-writes it, filesetup.c).
-        // fill_device: no layout either (fio neither truncates nor fallocates).
-        if (!EngineDoesNoIo(job) && !facts.is_block && !job.create_on_open && !job.fill_device) {
-          const uint64_t need = start + region;
+        if (!EngineDoesNoIo(job) && !facts.is_block && !job.create_on_open) {
+          // fill_device: the file is created but not sized (fio neither
+          // truncates nor fallocates it): the writes grow it until ENOSPC.
+          const uint64_t need = job.fill_device ? 0 : start + region;
           auto [it, inserted] = plan.layout.try_emplace(name);
           LayoutEntry& entry = it->second;
           if (inserted) {
