@@ -37,6 +37,11 @@ struct IoRequest {
   int fd = -1;
   int file_index = 0;     // index into the worker's file table (registered-file slot)
   IoOp op = IoOp::kRead;
+  // cmdprio (agent/workload/cmdprio.h): this I/O's priority ((class << 13) |
+  // level) for the SQE / iocb, 0 = the engine's default (prio/prioclass);
+  // prio_slot: its per-priority stats slot (0 = the job's own priority).
+  uint8_t prio_slot = 0;
+  uint16_t ioprio = 0;
   int32_t res = 0;        // sync completion: bytes or -errno
   uint64_t start_ns = 0;  // when the I/O was prepared
   uint64_t issue_ns = 0;  // when it was handed to the kernel

@@ -34,6 +34,7 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   auto rwmix = workload::RwMix::ForJob(job, *seeds);
   if (!rwmix.ok()) return rwmix.status();
   rwmix_.emplace(std::move(*rwmix));
+  cmdprio_ = workload::CmdprioPlan::ForJob(job, *seeds);
   const uint64_t job_unit = workload::JobMinBlockSize(job);
   uint64_t max_blocks = 0;
   for (const auto& f : files) max_blocks = std::max(max_blocks, f.region_len / job_unit);

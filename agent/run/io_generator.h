@@ -29,6 +29,7 @@
 #include "agent/engines/engine.h"
 #include "agent/run/zbd.h"
 #include "agent/workload/block_size.h"
+#include "agent/workload/cmdprio.h"
 #include "agent/workload/offset_gen.h"
 #include "agent/workload/rwmix.h"
 #include "common/jobspec/job_spec.h"
@@ -82,6 +83,7 @@ class IoGenerator {
       FileState& f = files_[fi];
       if (!f.done) {
         if (Fill(f, fi, r, d)) {
+          if (cmdprio_.active()) cmdprio_.Pick(static_cast<int>(r.op), r.len, &r.ioprio, &r.prio_slot);
           if (--service_left_ == 0) NextFile();
           return true;
         }
@@ -116,6 +118,8 @@ class IoGenerator {
   // files start over, never per I/O. An io_size wrap does it by itself when
   // the job has invalidate=1 (fio reopens the files then).
   void InvalidateCaches() const;
+  // cmdprio: the per-I/O priorities Next() assigns (inactive without cmdprio).
+  const workload::CmdprioPlan& cmdprio() const { return cmdprio_; }
   // zonemode=zbd: the first zone error of any file (a failed reset, an I/O
   // that cannot fit a zone); OK when none.
   absl::Status ZoneError() const;
@@ -206,6 +210,7 @@ class IoGenerator {
   std::vector<FileState> files_;
   std::vector<int> fds_;
   std::optional<workload::RwMix> rwmix_;
+  workload::CmdprioPlan cmdprio_;
   std::optional<workload::BlockSizePicker> bs_;
   std::optional<workload::RwMix> mark_rwmix_;
   std::optional<workload::BlockSizePicker> mark_bs_;

@@ -38,6 +38,9 @@ int FsyncUnlessCancelled(int fd, const std::atomic<bool>* cancel) {
 
 void IoLoop::ResetStats(uint64_t now) {
   stats_ = HotStats{};
+  for (auto& v : prio_hot_) {
+    for (PrioHot& p : v) p = PrioHot{};
+  }
   last_was_sync_ = false;  // fio's reset_all_stats at the end of the ramp
   epoch_ns_ = now;
   epoch_realtime_ms_ = Clock::RealtimeMs();
@@ -379,6 +382,13 @@ void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
     if (job_.disable_clat) ds.lat[stats::kClat] = stats::RunningStat{}, ds.hist[stats::kClat].Clear();
     if (job_.disable_lat) ds.lat[stats::kLat] = stats::RunningStat{}, ds.hist[stats::kLat].Clear();
     if (job_.disable_bw) ds.bw = stats::RunningStat{}, ds.iops = stats::RunningStat{};
+    ds.prios.clear();
+    if (d < 2 && !prio_hot_[d].empty() && !job_.disable_clat) {
+      const std::vector<uint32_t>& slots = gen_.cmdprio().slots(d);
+      for (size_t i = 0; i < prio_hot_[d].size(); ++i) {
+        ds.prios.push_back(stats::PrioStats{slots[i], prio_hot_[d][i].lat.ToRunningStat(), prio_hot_[d][i].hist});
+      }
+    }
     ds.has_sched_lat = pacer_.rated(d);
     if (ds.has_sched_lat) {
       ds.sched_lat = hd.sched_lat.ToRunningStat();

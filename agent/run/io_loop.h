@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -176,6 +177,13 @@ class IoLoop {
     last_was_sync_ = false;
     HotDir& hd = stats_.dir[d];
     if (res < 0) {
+      if (job_.fill_device && r.op == IoOp::kWrite && (res == -ENOSPC || res == -EDQUOT)) {
+        // fill_device: the file system is full; that ends the job, without an
+        // error (fio's td_clear_error + fio_mark_td_terminate).
+        if constexpr (Src::kHooks) src.OnFailed(r);
+        stop_issuing_ = true;
+        return;
+      }
       ++hd.errors;
       if constexpr (Src::kHooks) src.OnFailed(r);
       IoFailed(r, -res);
@@ -190,13 +198,20 @@ class IoLoop {
     if (track_hist_[stats::kClat]) hd.hist[stats::kClat].Add(clat);
     if (track_hist_[stats::kLat]) hd.hist[stats::kLat].Add(lat);
     ++stats_.lat_buckets[stats::LatencyBucketIndex(clat)];
+    if (prio_on_ && d < 2 && !prio_hot_[d].empty()) {
+      // cmdprio: fio keeps clat per priority (lat with lat_percentiles).
+      PrioHot& p = prio_hot_[d][r.prio_slot];
+      const uint64_t v = job_.lat_percentiles ? lat : clat;
+      p.lat.Add(v);
+      p.hist.Add(v);
+    }
     if constexpr (Src::kHooks) {
       if (const int err = src.OnComplete(r); err != 0) DataFailed(r, err);
     }
     if constexpr (kLog) {
       if (ramp_end_ns_ == 0) {  // fio logs nothing during the ramp
         log_->Push(LogEntry{now - epoch_ns_, lat, clat, r.offset, static_cast<uint32_t>(res),
-                            static_cast<uint8_t>(d), LogEntry::kCompletion});
+                            static_cast<uint8_t>(d), LogEntry::kCompletion, r.ioprio});
       }
     }
   }
@@ -342,6 +357,14 @@ class IoLoop {
   std::vector<IoRequest*> batch_;
   std::array<bool, stats::kNumLatKinds> track_hist_{};
   HotStats stats_;
+  // cmdprio: completion latency per direction (read, write) and priority slot
+  // (the generator's CmdprioPlan); sized once in Run().
+  struct PrioHot {
+    stats::LatencySum lat;
+    stats::Histogram hist;
+  };
+  std::array<std::vector<PrioHot>, 2> prio_hot_;
+  bool prio_on_ = false;
 
   uint64_t now_ = 0;
   uint64_t start_ns_ = 0;
@@ -407,6 +430,8 @@ template <class E>
 absl::Status IoLoop::Run(E& e) {
   const uint64_t t = Clock::NowNs();
   now_ = start_ns_ = t;
+  prio_on_ = gen_.cmdprio().active();
+  for (int d = 0; d < 2; ++d) prio_hot_[d].resize(prio_on_ ? gen_.cmdprio().slots(d).size() : 0);
   ResetStats(t);
   ramp_end_ns_ = job_.ramp_time_us ? t + job_.ramp_time_us * 1000 : 0;
   const uint64_t run_start = ramp_end_ns_ ? ramp_end_ns_ : t;
@@ -627,7 +652,7 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
         for (IoRequest* q : batch_) {
           if (q->op == IoOp::kFsync) continue;
           log_->Push(LogEntry{t - epoch_ns_, slat, 0, q->offset, q->len,
-                              static_cast<uint8_t>(q->op), LogEntry::kSubmit});
+                              static_cast<uint8_t>(q->op), LogEntry::kSubmit, q->ioprio});
         }
       }
     }

@@ -270,7 +270,7 @@ void LogWriter::Line(File& f, uint64_t t_ms, uint64_t value, int ddir, uint64_t 
   t_ms += f.epoch_offset_ms->load(std::memory_order_relaxed);
   // fio: a per-I/O line carries the I/O's priority (prio/prioclass), a
   // windowed one 0; without log_prio the column says whether it is RT (class 1).
-  const uint16_t prio = f.avg_msec == 0 ? f.ioprio : 0;
+  const uint16_t prio = f.avg_msec == 0 ? (cur_ioprio_ != 0 ? cur_ioprio_ : f.ioprio) : 0;
   if (f.binary) {
     PackedSample s{};
     s.time = t_ms;
@@ -335,6 +335,7 @@ void LogWriter::Process(size_t clone, const LogEntry& e) {
   const jobspec::JobSpec& job = *clones_[clone].job;
   const uint64_t t_ms = e.t_ns / 1000000;
   const int d = e.ddir;
+  cur_ioprio_ = (e.kind == LogEntry::kCompletion || e.kind == LogEntry::kSubmit) ? e.ioprio : 0;
   switch (e.kind) {
     case LogEntry::kCompletion:
       if (cf.files[kLat]) Sample(*cf.files[kLat], job, t_ms, e.a, d, e.bytes, e.offset, true);

@@ -50,6 +50,7 @@ struct LogEntry {
   uint32_t bytes;
   uint8_t ddir;
   Kind kind;
+  uint16_t ioprio = 0;  // kCompletion/kSubmit: the I/O's cmdprio value (0 = the job's)
 };
 static_assert(sizeof(LogEntry) == 40);
 
@@ -227,6 +228,9 @@ class LogWriter {
   void Sample(File& f, const jobspec::JobSpec& job, uint64_t t_ms, uint64_t value, int ddir,
               uint64_t bs, uint64_t offset, bool per_io_window_rule);
   void Line(File& f, uint64_t t_ms, uint64_t value, int ddir, uint64_t bs, uint64_t offset);
+  // The priority of the I/O whose entry is being processed (cmdprio; 0 = the
+  // job's prio/prioclass), for per-I/O lines.
+  uint16_t cur_ioprio_ = 0;
   void HistText(File& f, const HistLine& h, uint32_t coarseness);
   void Flush(File& f, bool final);
   void Fail(const File& f, int err);

@@ -278,6 +278,17 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
           start = static_cast<uint64_t>(static_cast<double>(facts.size) * job.offset_percent / 100.0);
           start = start / min_bs * min_bs;
         }
+        if (per_file == 0 && job.fill_device && !facts.is_block && !EngineDoesNoIo(job)) {
+          // fill_device without size (fio: size -1, ENOSPC ends the job): the
+          // region is what the file holds past its offset plus the free space
+          // of its file system, plus slack so that the end is ENOSPC, not the
+          // region's end.
+          auto space = FreeBytesOf(name);
+          if (!space.ok()) return space.status();
+          constexpr uint64_t kFillSlack = 64ull << 20;
+          per_file = (facts.size > start ? facts.size - start : 0) + space->free_bytes + kFillSlack;
+          per_file = (per_file + min_bs - 1) / min_bs * min_bs;
+        }
         if (per_file == 0) {
           if (EngineDoesNoIo(job)) {
             return JobError(job, "size", "", "the null engine needs size= (it has no file)");
@@ -315,7 +326,9 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
         // create_on_open: no layout; the job's open() creates the file (fio
         // neither extends nor pre-writes it, filesetup.c).
         if (!EngineDoesNoIo(job) && !facts.is_block && !job.create_on_open) {
-          const uint64_t need = start + region;
+          // fill_device: the file is created but not sized (fio neither
+          // truncates nor fallocates it): the writes grow it until ENOSPC.
+          const uint64_t need = job.fill_device ? 0 : start + region;
           auto [it, inserted] = plan.layout.try_emplace(name);
           LayoutEntry& entry = it->second;
           if (inserted) {
@@ -355,6 +368,19 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
     }
   }
   if (absl::Status st = ShareAcrossClones(plan); !st.ok()) return st;
+  // dedupe_global: every clone's buffer stream seed, in thread order (fio's
+  // working set rotates through all jobs' buffer states).
+  if (std::any_of(list.jobs.begin(), list.jobs.end(), [](const JobSpec& j) { return j.dedupe_global; })) {
+    std::vector<uint64_t> streams;
+    for (const auto& c : plan.clones) {
+      auto seeds = workload::MakeJobSeeds(*c.job, static_cast<uint32_t>(c.thread_number));
+      if (!seeds.ok()) return seeds.status();
+      streams.push_back(seeds->seeds[workload::kSeedBuffer]);
+    }
+    for (auto& c : plan.clones) {
+      if (c.job->dedupe_global) c.dedupe_streams = streams;
+    }
+  }
   return plan;
 }
 

@@ -152,6 +152,21 @@ absl::Status Worker::Prepare() {
     auto f = workload::BufferFiller::Create(job, *seeds, std::move(pattern));
     if (!f.ok()) return f.status();
     filler.emplace(std::move(*f));
+    if (job.dedupe_working_set && job.dedupe_percentage != 0) {
+      // fio: (size x dedupe_working_set_percentage / 100) / the smallest write
+      // unique buffers, size being the job's bytes over all its files.
+      uint64_t size = 0;
+      for (const TargetFile& tf : spec_.files) size += tf.region_len;
+      const uint64_t unique =
+          std::max<uint64_t>(size * job.dedupe_working_set_percentage / 100 / std::max<uint64_t>(job.bs_min[1], 1), 1);
+      const bool global = job.dedupe_global && !spec_.dedupe_streams.empty();
+      std::vector<uint64_t> streams =
+          global ? spec_.dedupe_streams : std::vector<uint64_t>{seeds->seeds[workload::kSeedBuffer]};
+      const size_t own = global ? static_cast<size_t>(spec_.thread_number - 1) % streams.size() : 0;
+      filler->SetWorkingSet(workload::DedupeWorkingSet(unique, streams, own, global),
+                            seeds->seeds[workload::kSeedDedupeWorkingSet],
+                            job.random_generator == jobspec::RandomGenerator::kTausworthe64);
+    }
   }
   {
     const uint32_t slots = static_cast<uint32_t>(buffers_size_ / slot_size_);

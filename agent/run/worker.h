@@ -44,6 +44,9 @@ struct CloneSpec {
   JobLog* log = nullptr;           // the clone's log stream (job_log.h); nullptr = no logs
   std::string state_dir;           // verify state files (RunOptions::log_dir); "" = cwd
   ZbdRegistry* zbd = nullptr;      // zonemode=zbd: the run's zone state per file (zbd.h)
+  // dedupe_global: the buffer seed of every clone of the run, in thread order
+  // (fio's working set spans all jobs); empty when no job sets it.
+  std::vector<uint64_t> dedupe_streams;
 };
 
 class Worker {

@@ -90,8 +90,32 @@ absl::StatusOr<BufferFiller> BufferFiller::Create(const jobspec::JobSpec& job,
   return f;
 }
 
+std::vector<uint64_t> DedupeWorkingSet(uint64_t unique, const std::vector<uint64_t>& streams, size_t own,
+                                       bool global) {
+  std::vector<uint64_t> out;
+  if (unique == 0 || streams.empty()) return out;
+  out.reserve(unique);
+  const uint64_t per_stream = std::max<uint64_t>(unique / streams.size(), 1);
+  size_t t = own;
+  Rng cur(streams[t], /*use64=*/true);
+  for (uint64_t i = 0; i < unique; ++i) {
+    if (global && i != 0 && i % per_stream == 0) {
+      t = (t + 1) % streams.size();
+      cur.Seed(streams[t], /*use64=*/true);
+    }
+    out.push_back(cur.Next());
+  }
+  return out;
+}
+
 uint64_t BufferFiller::NextSeed() {
   if (dedupe_pct_ == 0) return buf_rng_.Next();
+  if (!ws_.empty() && dedupe_pct_ < 100) {
+    // working_set: 1..100 as fio's rand_between(1, 100), then an index.
+    const uint64_t v = 1 + dedupe_rng_.Below(100);
+    if (v <= dedupe_pct_) return ws_[ws_rng_.Below(ws_.size())];
+    return buf_rng_.Next();
+  }
   if (have_prev_) {
     // 1..100, as fio's rand_between(1, 100).
     const uint64_t v = 1 + dedupe_rng_.Below(100);

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/workload/random.h"
@@ -34,6 +35,14 @@ void FillRandom(char* buf, size_t len, uint64_t seed);
 // (100-pct)% random (from `seed`), the rest zeroes, or `pattern` when given.
 void FillPercentage(char* buf, size_t len, uint64_t seed, uint32_t pct, size_t segment,
                     const jobspec::Pattern* pattern);
+
+// fio 3.33's dedupe working set (dedupe.c): `unique` buffer seeds. Without
+// `global`, the first `unique` seeds of the job's own buffer stream; with it,
+// runs of max(unique / T, 1) seeds from the start of each of the T buffer
+// streams `streams` (every job clone of the run, in thread order), beginning
+// with the clone's own (`own`), so all jobs share one working set.
+std::vector<uint64_t> DedupeWorkingSet(uint64_t unique, const std::vector<uint64_t>& streams, size_t own,
+                                       bool global);
 
 class BufferFiller {
  public:
@@ -55,6 +64,12 @@ class BufferFiller {
   }
   // The buffer fill for `len` bytes (refill_buffers' per-write fill).
   void Fill(char* buf, size_t len);
+  // dedupe_mode=working_set: deduplicated buffers repeat a seed drawn from
+  // `seeds` (DedupeWorkingSet) with the index stream `index_seed`.
+  void SetWorkingSet(std::vector<uint64_t> seeds, uint64_t index_seed, bool use64) {
+    ws_ = std::move(seeds);
+    ws_rng_.Seed(index_seed, use64);
+  }
 
  private:
   BufferFiller() = default;
@@ -84,6 +99,8 @@ class BufferFiller {
   uint64_t prev_seed_ = 0;   // the last unique buffer's seed (dedupe repeats it)
   bool have_prev_ = false;
   uint64_t writes_ = 0;      // scramble stamp
+  std::vector<uint64_t> ws_;  // dedupe working set; empty = dedupe_mode=repeat
+  Rng ws_rng_;                // fio's dedupe_working_set_index_state
 };
 
 }  // namespace iofleet::agent::workload

@@ -122,6 +122,8 @@ enum SeedSlot : int {
   kSeedZone = 16,
   kSeedPoisson2 = 17,
   kSeedPoisson3 = 18,
+  kSeedPrioCmds = 19,          // cmdprio's per-I/O draw (fio's prio_state, 32-bit)
+  kSeedDedupeWorkingSet = 20,  // dedupe_mode=working_set's index draw
   kNumSeedSlots = 23,
 };
 

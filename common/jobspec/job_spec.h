@@ -103,6 +103,16 @@ struct BsSplitEntry {
   bool operator==(const BsSplitEntry&) const = default;
 };
 
+// One cmdprio_bssplit entry (fio 3.33's bs/perc[/class/level]): `perc` percent
+// of the I/Os of size `bs` get priority `ioprio`; ioprio -1 = the job's
+// cmdprio_class/cmdprio for that direction.
+struct CmdprioSplitEntry {
+  uint64_t bs = 0;
+  uint32_t perc = 0;
+  int32_t ioprio = -1;
+  bool operator==(const CmdprioSplitEntry&) const = default;
+};
+
 // One job as fio would run it (one entry per [section], before numjobs cloning).
 struct JobSpec {
   std::string name;
@@ -144,6 +154,20 @@ struct JobSpec {
   bool ioprio_set = false;  // prio or prioclass given
   // fio's ioprio_value(): (class << 13) | level, class 0 -> BE (2); 0 = unset.
   uint32_t IoprioValue() const { return ioprio_set ? ((prioclass ? prioclass : 2u) << 13) | prio : 0; }
+  // cmdprio (io_uring, libaio; fio's engines/cmdprio.c), per direction
+  // (read, write; trim never): cmdprio_percentage % of the I/Os carry the
+  // priority (cmdprio_class << 13) | cmdprio in their SQE / iocb, the others
+  // the job's prio/prioclass. cmdprio_bssplit (exclusive with the percentage)
+  // gives the share and priority per block size instead; entries with perc 0
+  // are dropped, the rest sorted by bs (stable), as fio does.
+  std::array<uint32_t, 2> cmdprio_percentage{0, 0};
+  std::array<uint32_t, 2> cmdprio_class{0, 0};  // 0 = unset: RT (1) when used
+  std::array<uint32_t, 2> cmdprio_level{0, 0};
+  std::array<std::vector<CmdprioSplitEntry>, 2> cmdprio_bssplit;
+  bool CmdprioActive() const {
+    return cmdprio_percentage[0] || cmdprio_percentage[1] || !cmdprio_bssplit[0].empty() ||
+           !cmdprio_bssplit[1].empty();
+  }
   bool group_reporting = false;
   bool new_group = false;
   bool stonewall = false;
@@ -232,6 +256,19 @@ struct JobSpec {
   bool zero_buffers = false;
   bool scramble_buffers = true;
   uint32_t dedupe_percentage = 0;
+  // dedupe_mode=working_set: a deduplicated buffer repeats one of a working
+  // set of unique buffers (dedupe_working_set_percentage % of the job's size
+  // in smallest writes) drawn at random, instead of the previous one (repeat);
+  // dedupe_global: the working set is spread over every job of the run, so
+  // jobs write each other's duplicates (fio 3.33's dedupe.c).
+  bool dedupe_working_set = false;
+  uint32_t dedupe_working_set_percentage = 5;
+  bool dedupe_global = false;
+  // fill_device (fill_fs): write until ENOSPC/EDQUOT, which ends the job
+  // without an error; with no size the file's region is the free space of
+  // its file system (plus slack, so the end is ENOSPC), and the file is not
+  // laid out first (fio: size -1, no truncate or fallocate).
+  bool fill_device = false;
 
   // Files and errors.
   FallocateMode fallocate = FallocateMode::kNative;

@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/jobspec/internal.h"
+#include "common/jobspec/options_cmdprio.h"
 #include "common/jobspec/options_pacing.h"
 #include "common/jobspec/options_zones.h"
 #include "common/jobspec/pattern.h"
@@ -1130,6 +1131,30 @@ void RenderFadviseHint(const JobSpec& j, const Builder& t, Options* out) {
   }
 }
 
+absl::Status ApplyDedupeMode(const OptionRow&, Builder& b, const OptCtx& c) {
+  auto v = ChoiceOf<bool>(c.value, {{"repeat", false}, {"working_set", true}});
+  if (!v.ok()) return v.status();
+  b.spec.dedupe_working_set = *v;
+  return absl::OkStatus();
+}
+
+void RenderDedupeMode(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.dedupe_working_set != t.spec.dedupe_working_set) {
+    out->emplace_back("dedupe_mode", j.dedupe_working_set ? "working_set" : "repeat");
+  }
+}
+
+// fill_device fills the file system by writing; fio lays a read-only job's
+// file out to the full file system first, which iofleet does not.
+std::optional<CheckFailure> CheckFillDevice(const OptionRow&, const JobSpec& j) {
+  if (j.fill_device && !HasWrite(j.rw)) {
+    return Fail("1", absl::StrCat("with rw=", RwPatternName(j.rw),
+                                  " (no writes) is not implemented yet: fio fills the file system first, "
+                                  "then reads; iofleet fills it with writing jobs only"));
+  }
+  return std::nullopt;
+}
+
 #define IOFLEET_SYNC_WORDS \
   {{"none", SyncMode::kNone}, {"sync", SyncMode::kSync}, {"dsync", SyncMode::kDsync}, \
    {"0", SyncMode::kNone}, {"1", SyncMode::kSync}}
@@ -1367,7 +1392,6 @@ constexpr const char* kIologOnly =
 constexpr const char* kDeprecated = "is deprecated in fio 3.33, which ignores it";
 constexpr const char* kCgroupOnly =
     "has an effect only together with cgroup, which iofleet refuses";
-constexpr const char* kCmdprio = "I/O priorities per command (cmdprio) are not implemented yet";
 constexpr const char* kProfileOnly =
     "an option of a fio built-in profile (fio registers it for every job); it has an effect only "
     "with profile=..., which iofleet refuses";
@@ -1448,9 +1472,10 @@ std::vector<OptionRow> MakeTable() {
   {.name = "file_append", .type = T::kBool, .def = "0", .help = "IO will start at the end of the file(s)",
    .category = C::kFiles, .status = S::kRefused, .reason = "starting I/O at the end of the file (file_append) is not implemented yet",
    .example = "1"},
-  {.name = "fill_device", .aliases = "fill_fs", .type = T::kBool, .def = "0", .help = "Write until an ENOSPC error occurs",
-   .category = C::kFiles, .status = S::kRefused, .reason = "writing until the device is full (fill_device) is not implemented yet",
-   .example = "1"},
+  {.name = "fill_device", .aliases = "fill_fs", .type = T::kBool, .def = "0",
+   .help = "Write until an ENOSPC error occurs (the end of the job, not an error; no size: the file system's free space)",
+   .category = C::kFiles, .example = "1", .example_with = "rw=write", .apply = SetBool<&JobSpec::fill_device>,
+   .render = IOFLEET_RENDER_BOOL(fill_device, "fill_device"), .check = CheckFillDevice},
   {.name = "fallocate", .type = T::kChoice, .def = "native", .help = "Whether pre-allocation is performed when laying out files: none, native, posix, keep, truncate (0 = none, 1 = posix)",
    .category = C::kFiles, .example = "none", .apply = ApplyFallocate, .render = RenderFallocate},
   {.name = "fadvise_hint", .type = T::kChoice, .def = "1", .help = "Use fadvise() to advise the kernel on IO pattern: 0 (none), 1 (random or sequential by the job's rw), random, sequential",
@@ -2066,15 +2091,20 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kBuffers, .example = "50", .apply = SetPercent<&JobSpec::dedupe_percentage>,
    .render = IOFLEET_RENDER_U32(dedupe_percentage, "dedupe_percentage"),
    .check = CheckU32<&JobSpec::dedupe_percentage>},
-  {.name = "dedupe_mode", .type = T::kChoice, .def = "repeat", .help = "Mode for the deduplication buffer generation",
-   .category = C::kBuffers, .status = S::kRefused,
-   .reason = "dedupe buffers drawn from a working set (dedupe_mode=working_set) are not implemented yet",
-   .example = "working_set"},
-  {.name = "dedupe_working_set_percentage", .type = T::kInt, .def = "5",
+  {.name = "dedupe_mode", .type = T::kChoice, .def = "repeat",
+   .help = "Mode for the deduplication buffer generation: repeat (the previous unique buffer) or working_set "
+           "(one of a working set of unique buffers, drawn at random)",
+   .category = C::kBuffers, .example = "working_set", .example_with = "dedupe_percentage=50",
+   .apply = ApplyDedupeMode, .render = RenderDedupeMode},
+  {.name = "dedupe_working_set_percentage", .type = T::kInt, .def = "5", .min = 0, .max = 100,
    .help = "Dedupe working set size in percentages from file or device size used to generate dedupe patterns from",
-   .category = C::kBuffers, .status = S::kNoOp, .reason = "has an effect only with dedupe_mode=working_set, which iofleet refuses"},
-  {.name = "dedupe_global", .type = T::kBool, .def = "0", .help = "Share deduplication buffers across jobs",
-   .category = C::kBuffers, .status = S::kNoOp, .reason = "has an effect only with dedupe_mode=working_set, which iofleet refuses"},
+   .category = C::kBuffers, .example = "20", .apply = SetPercent<&JobSpec::dedupe_working_set_percentage>,
+   .render = IOFLEET_RENDER_U32(dedupe_working_set_percentage, "dedupe_working_set_percentage"),
+   .check = CheckU32<&JobSpec::dedupe_working_set_percentage>},
+  {.name = "dedupe_global", .type = T::kBool, .def = "0",
+   .help = "Share deduplication buffers across jobs (with dedupe_mode=working_set)",
+   .category = C::kBuffers, .example = "1", .apply = SetBool<&JobSpec::dedupe_global>,
+   .render = IOFLEET_RENDER_BOOL(dedupe_global, "dedupe_global")},
 
   // --- I/O logs and replay -----------------------------------------------------
   {.name = "write_iolog", .type = T::kString, .help = "Store IO pattern to file (fio's iolog version 3: add/open, one line per I/O issued with its time in usec, close; under serve, in the run's directory)",
@@ -2122,18 +2152,25 @@ std::vector<OptionRow> MakeTable() {
   {.name = "userspace_reap", .type = T::kBool, .def = "0", .help = "Use alternative user-space reap implementation",
    .category = C::kEngine, .engines = "libaio", .example = "1",
    .apply = SetBool<&JobSpec::userspace_reap>, .render = IOFLEET_RENDER_BOOL(userspace_reap, "userspace_reap")},
-  {.name = "cmdprio_percentage", .type = T::kDdirList, .help = "Send high priority I/O this percentage of the time",
-   .category = C::kEngine, .engines = "io_uring io_uring_cmd libaio", .status = S::kRefused, .reason = kCmdprio,
-   .noop_values = "0", .example = "10"},
-  {.name = "cmdprio_class", .type = T::kDdirList, .help = "Set asynchronous IO priority class",
-   .category = C::kEngine, .engines = "io_uring io_uring_cmd libaio", .status = S::kNoOp,
-   .reason = "has an effect only together with cmdprio_percentage or cmdprio_bssplit, which iofleet refuses"},
-  {.name = "cmdprio", .type = T::kDdirList, .help = "Set asynchronous IO priority level",
-   .category = C::kEngine, .engines = "io_uring io_uring_cmd libaio", .status = S::kNoOp,
-   .reason = "has an effect only together with cmdprio_percentage or cmdprio_bssplit, which iofleet refuses"},
-  {.name = "cmdprio_bssplit", .type = T::kString, .help = "Set priority percentages for different block sizes",
-   .category = C::kEngine, .engines = "io_uring io_uring_cmd libaio", .status = S::kRefused, .reason = kCmdprio,
-   .example = "4k/50"},
+  {.name = "cmdprio_percentage", .type = T::kDdirList,
+   .help = "Send high priority I/O this percentage of the time (read,write; the I/Os drawn carry cmdprio_class/cmdprio)",
+   .category = C::kEngine, .engines = "io_uring io_uring_cmd libaio", .example = "10",
+   .apply = internal::ApplyCmdprioPercentage, .render = internal::RenderCmdprioPercentage,
+   .check = internal::CheckCmdprioPercentage},
+  {.name = "cmdprio_class", .type = T::kDdirList,
+   .help = "Set asynchronous IO priority class (read,write; 1 RT, 2 BE, 3 IDLE; RT when unset)",
+   .category = C::kEngine, .engines = "io_uring io_uring_cmd libaio", .example = "2",
+   .apply = internal::ApplyCmdprioClass, .render = internal::RenderCmdprioClass,
+   .check = internal::CheckCmdprioClass},
+  {.name = "cmdprio", .type = T::kDdirList, .help = "Set asynchronous IO priority level (read,write; 0-7)",
+   .category = C::kEngine, .engines = "io_uring io_uring_cmd libaio", .example = "3",
+   .apply = internal::ApplyCmdprioLevel, .render = internal::RenderCmdprioLevel,
+   .check = internal::CheckCmdprioLevel},
+  {.name = "cmdprio_bssplit", .type = T::kString,
+   .help = "Set priority percentages for different block sizes (bs/perc[/class/level]:...,... per direction)",
+   .category = C::kEngine, .engines = "io_uring io_uring_cmd libaio", .example = "4k/50",
+   .apply = internal::ApplyCmdprioBssplit, .render = internal::RenderCmdprioBssplit,
+   .check = internal::CheckCmdprioBssplit},
   {.name = "nonvectored", .type = T::kInt, .def = "-1", .help = "Use non-vectored read/write commands",
    .category = C::kEngine, .engines = "io_uring io_uring_cmd", .status = S::kRefused,
    .reason = "vectored io_uring commands (nonvectored=0: IORING_OP_READV/WRITEV, NVME_URING_CMD_IO_VEC) are not implemented yet; iofleet always issues non-vectored commands, which is what fio's default (-1, probed) picks on kernels with IORING_OP_READ and what nonvectored=1 asks for",

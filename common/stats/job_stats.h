@@ -27,6 +27,14 @@ inline constexpr int kLatBucketsNs = 10;
 inline constexpr int kLatBucketsUs = 10;
 inline constexpr int kLatBucketsMs = 12;
 
+// cmdprio: the completion latency of the I/Os of one priority (fio's
+// clat_prio_stat): clat, or lat with lat_percentiles, as fio 3.33.
+struct PrioStats {
+  uint32_t ioprio = 0;  // (class << 13) | level; 0 = none given
+  RunningStat lat;
+  Histogram hist;
+};
+
 struct DirStats {
   uint64_t io_bytes = 0;   // bytes completed
   uint64_t total_ios = 0;  // I/Os issued (fio counts at issue)
@@ -44,6 +52,9 @@ struct DirStats {
   bool has_sched_lat = false;
   RunningStat sched_lat;
   Histogram sched_hist;
+  // cmdprio (read and write only): one entry per priority the job can issue,
+  // the job's own first; JSON "prios" lists those with samples when >= 2 do.
+  std::vector<PrioStats> prios;
 };
 
 // fio's steady-state block (steadystate_duration set): what was checked and

@@ -88,6 +88,17 @@ void MergeDir(DirStats& dst, const DirStats& src) {
     dst.sched_lat.Merge(src.sched_lat);
     dst.sched_hist.Merge(src.sched_hist);
   }
+  // cmdprio: per priority value, as fio's sum_clat_prio_stats.
+  for (const PrioStats& p : src.prios) {
+    auto it = std::find_if(dst.prios.begin(), dst.prios.end(),
+                           [&](const PrioStats& q) { return q.ioprio == p.ioprio; });
+    if (it == dst.prios.end()) {
+      dst.prios.push_back(p);
+    } else {
+      it->lat.Merge(p.lat);
+      it->hist.Merge(p.hist);
+    }
+  }
 }
 
 template <size_t N>
@@ -427,6 +438,23 @@ void WriteDirJson(JsonWriter& w, const char* name, const DirStats& d, const JobS
   WriteLatJson(w, "slat_ns", d.lat[kSlat], d.hist[kSlat], js.slat_percentiles, plist, json_plus);
   WriteLatJson(w, "clat_ns", d.lat[kClat], d.hist[kClat], js.clat_percentiles, plist, json_plus);
   WriteLatJson(w, "lat_ns", d.lat[kLat], d.hist[kLat], js.lat_percentiles, plist, json_plus);
+  // cmdprio: fio 3.33's "prios" array, only when at least two priorities have
+  // samples; each entry's latency is clat, or lat with lat_percentiles.
+  size_t with_samples = 0;
+  for (const PrioStats& p : d.prios) with_samples += p.lat.n > 0 ? 1 : 0;
+  if (with_samples >= 2) {
+    w.BeginArray("prios");
+    for (const PrioStats& p : d.prios) {
+      if (p.lat.n == 0) continue;
+      w.BeginObject();
+      w.Uint("prioclass", p.ioprio >> 13);
+      w.Uint("prio", p.ioprio & 7);
+      WriteLatJson(w, js.lat_percentiles ? "lat_ns" : "clat_ns", p.lat, p.hist,
+                   js.clat_percentiles || js.lat_percentiles, plist, json_plus);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
 
   if (d.bw.n > 0) {
     w.Uint("bw_min", d.bw.min);

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
@@ -86,6 +87,14 @@ struct DirView {
   double bw_agg = 0, bw_mean = 0, bw_dev = 0;
   uint64_t iops_min = 0, iops_max = 0, iops_samples = 0;
   double iops_mean = 0, iops_dev = 0;
+  // cmdprio: JSON "prios" (fio lists them only when >= 2 have samples).
+  struct Prio {
+    uint64_t prioclass = 0;
+    uint64_t prio = 0;
+    LatView lat;
+  };
+  std::vector<Prio> prios;
+  bool prios_total_lat = false;  // the entries hold lat_ns (lat_percentiles), not clat_ns
 };
 
 struct JobView {
@@ -182,6 +191,20 @@ DirView ReadDir(const json* o) {
   d.iops_mean = Dbl(o, "iops_mean");
   d.iops_dev = Dbl(o, "iops_stddev");
   d.iops_samples = U64(o, "iops_samples");
+  if (const json* pr = Child(o, "prios"); pr != nullptr && pr->is_array()) {
+    for (const json& e : *pr) {
+      DirView::Prio p;
+      p.prioclass = U64(&e, "prioclass");
+      p.prio = U64(&e, "prio");
+      const json* l = Child(&e, "clat_ns");
+      if (l == nullptr) {
+        l = Child(&e, "lat_ns");
+        d.prios_total_lat = l != nullptr;
+      }
+      p.lat = ReadLat(l);
+      d.prios.push_back(std::move(p));
+    }
+  }
   return d;
 }
 
@@ -492,9 +515,30 @@ void ShowDirNormal(std::string& out, const JobView& j, const DirView& d, int ddi
   if (d.slat.n > 0) DisplayLat(out, "slat", d.slat);
   if (d.clat.n > 0) DisplayLat(out, "clat", d.clat);
   if (d.lat.n > 0) DisplayLat(out, " lat", d.lat);
+  // cmdprio: fio's per-priority lines ("clat prio 1/0", "lat prio 1/0" with
+  // lat_percentiles), after the job's own latency lines.
+  const char* prio_type = d.prios_total_lat ? "lat" : "clat";
+  if (d.prios.size() >= 2) {
+    for (const DirView::Prio& p : d.prios) {
+      if (p.lat.n == 0) continue;
+      const std::string name = absl::StrCat(prio_type, " prio ", p.prioclass, "/", p.prio);
+      DisplayLat(out, name.c_str(), p.lat);
+    }
+  }
   if (d.slat.n > 0) ShowPercentiles(out, d.slat, "slat");
   if (d.clat.n > 0) ShowPercentiles(out, d.clat, "clat");
   if (d.lat.n > 0) ShowPercentiles(out, d.lat, "lat");
+  if (d.prios.size() >= 2) {
+    const uint64_t all = d.prios_total_lat ? d.lat.n : d.clat.n;
+    for (const DirView::Prio& p : d.prios) {
+      if (p.lat.n == 0 || all == 0) continue;
+      char name[64];
+      std::snprintf(name, sizeof(name), "%s prio %llu/%llu (%.2f%% of IOs)", prio_type,
+                    static_cast<unsigned long long>(p.prioclass), static_cast<unsigned long long>(p.prio),
+                    100.0 * static_cast<double>(p.lat.n) / static_cast<double>(all));
+      ShowPercentiles(out, p.lat, name);
+    }
+  }
   if (d.bw_samples > 0) {
     double min = static_cast<double>(d.bw_min);
     double max = static_cast<double>(d.bw_max);

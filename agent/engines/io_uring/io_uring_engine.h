@@ -60,7 +60,7 @@ class IoUringEngine final : public IoEngine {
         break;
     }
     if (registered_files_) sqe->flags |= IOSQE_FIXED_FILE;
-    if (req.op == IoOp::kRead || req.op == IoOp::kWrite) sqe->ioprio = ioprio_;
+    if (req.op == IoOp::kRead || req.op == IoOp::kWrite) sqe->ioprio = req.ioprio != 0 ? req.ioprio : ioprio_;
     io_uring_sqe_set_data(sqe, &req);
     ++rc_.pending;
     return QueueResult::kQueued;

@@ -19,6 +19,9 @@
 
 namespace iofleet::agent {
 
+// linux/aio_abi.h's IOCB_FLAG_IOPRIO: aio_reqprio carries the I/O's priority.
+inline constexpr unsigned kIocbFlagIoprio = 1u << 1;
+
 class LibaioEngine final : public IoEngine {
  public:
   // Known at compile time so the I/O loop picks its sync or async shape statically.
@@ -47,6 +50,10 @@ class LibaioEngine final : public IoEngine {
         if (nqueued_ > 0) return QueueResult::kBusy;
         req.res = ::fsync(req.fd) == 0 ? 0 : -errno;
         return QueueResult::kCompleted;
+    }
+    if (req.ioprio != 0) {  // cmdprio: this I/O's own priority (fio's libaio does the same)
+      cb->aio_reqprio = static_cast<short>(req.ioprio);
+      cb->u.c.flags |= kIocbFlagIoprio;
     }
     cb->data = &req;
     queued_[nqueued_++] = cb;
