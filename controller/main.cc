@@ -25,7 +25,8 @@ constexpr char kUsage[] =
     "                          [--metrics-auth=none|token] [--tls-cert=PEM --tls-key=PEM]\n"
     "                          [--tls-client-ca=PEM] [--http-tls-client-ca=PEM]\n"
     "                          [--max-body-bytes=N ...]\n"
-    "                          [--advertise=HOST:PORT [--lease-ttl=DURATION]]\n"
+    "                          [--advertise=HOST:PORT [--advertise-http=HOST:PORT]\n"
+    "                           [--lease-ttl=DURATION]]\n"
     "       iofleet-controller migrate ...  (an SQLite store into PostgreSQL; migrate --help)\n"
     "  --config             read flags from FILE (key = value lines); the command\n"
     "                       line overrides it (deploy/config/controller.conf.example)\n"
@@ -52,8 +53,12 @@ constexpr char kUsage[] =
     "High availability (PostgreSQL only; docs/postgresql.md):\n"
     "  --advertise          HOST:PORT agents dial to reach this controller's gRPC\n"
     "                       port: run several controllers on one --store, one leader\n"
-    "                       (a lease row) runs the scheduler and listens; the others\n"
-    "                       wait. A leader that loses the lease exits with status 3\n"
+    "                       (a lease row) runs the scheduler; the others (followers)\n"
+    "                       listen too: REST relayed to the leader, gRPC API calls\n"
+    "                       forwarded, agents redirected to the leader. A leader\n"
+    "                       that loses the lease restarts as a follower\n"
+    "  --advertise-http     HOST:PORT followers relay REST clients to while this one\n"
+    "                       leads (default: --advertise's host, --http-listen's port)\n"
     "  --lease-ttl          the leader's lease (default 10s; renewed every TTL/4,\n"
     "                       stepped down after 3/4 of it without a renewal)\n"
     "Security (docs/security.md; default: no auth, plain text, loopback):\n"
@@ -177,6 +182,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       ha.advertise = value;
+    } else if (key == "--advertise-http") {
+      if (!value.empty() && value.find(':') == std::string::npos) {
+        std::fprintf(stderr, "iofleet-controller: --advertise-http: \"%s\" is not HOST:PORT\n",
+                     value.c_str());
+        return 2;
+      }
+      ha.advertise_http = value;
     } else if (key == "--lease-ttl") {
       if (!ParseTimeout(value, &ha.ttl_ms) || ha.ttl_ms < 1000) {
         std::fprintf(stderr,
@@ -250,6 +262,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "iofleet-controller: unknown flag \"%s\"\n%s", arg.c_str(), kUsage);
       return 2;
     }
+  }
+  if (ha.advertise.empty() && !ha.advertise_http.empty()) {
+    std::fprintf(stderr, "iofleet-controller: --advertise-http needs --advertise (high availability)\n");
+    return 2;
   }
   if (ha.advertise.empty() && ha.ttl_ms != iofleet::controller::HaOptions().ttl_ms) {
     std::fprintf(stderr, "iofleet-controller: --lease-ttl needs --advertise (high availability)\n");
