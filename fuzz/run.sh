@@ -22,12 +22,17 @@ CXX=${CXX_FUZZ:-clang++}
 command -v "$CXX" >/dev/null || { echo "fuzz: $CXX not found (scripts/deps.sh installs clang)" >&2; exit 77; }
 
 mkdir -p "$build"
+launcher=()
+if command -v ccache >/dev/null; then  # as scripts/build.sh: cache hits across clones
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
 san="$san -fno-omit-frame-pointer -gline-tables-only"
 cmake -S "$root" -B "$build" -DIOFLEET_FUZZ=ON -DIOFLEET_BUILD_TESTS=OFF \
   -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_FLAGS_DEBUG="-O1" -DCMAKE_CXX_FLAGS_DEBUG="-O1" \
-  -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" >"$build/fuzz-cmake.log" 2>&1 ||
+  -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" "${launcher[@]}" >"$build/fuzz-cmake.log" 2>&1 ||
   { cat "$build/fuzz-cmake.log" >&2; exit 1; }
 # shellcheck disable=SC2086
 cmake --build "$build" -j"$jobs" --target $targets proto_seed >"$build/fuzz-build.log" 2>&1 ||

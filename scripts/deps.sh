@@ -12,6 +12,7 @@ image_pkgs=(
 )
 pkgs=(
   build-essential cmake pkg-config git python3
+  ccache                           # compiler cache: rebuilds of an unchanged tree (CI clones) hit it
   libabsl-dev                      # Status/StatusOr, string utilities
   nlohmann-json3-dev               # JSON (fio-compatible output, REST bodies)
   liburing-dev                     # io_uring engine

@@ -164,6 +164,10 @@ void IoLoop::SlowTick(uint64_t now) {
     // Ramp over: everything measured so far is discarded, as fio does.
     ramp_end_ns_ = 0;
     ResetStats(now);
+    // The runtime counts from the epoch just set, as fio's runtime_exceeded
+    // (time since td->epoch): a tick that saw the ramp's end late must not
+    // shorten the measured run by its lateness.
+    if (job_.runtime_us != 0) runtime_end_ns_ = now + job_.runtime_us * 1000;
     return;
   }
   // A sample or histogram line due once the runtime is over is not taken: the
