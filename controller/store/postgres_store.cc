@@ -1243,7 +1243,7 @@ absl::StatusOr<std::map<std::string, int64_t>> ImportIntoPostgres(
     for (size_t i = 0; i < all_tables->size(); ++i) {
       absl::StrAppend(&truncate, i ? ", " : "", "\"", (*all_tables)[i], "\"");
     }
-    if (auto s = PgExecScript(c, truncate); !s.ok()) return fail(s);
+    if (auto s = PgExecScript(c, truncate.c_str()); !s.ok()) return fail(s);
   }
   // The copy keeps the source's identity, so agents keep trusting this store.
   if (auto r = PgExec(c, "UPDATE store_identity SET id = $1", PgParams().Add(store_id)); !r.ok()) {
