@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "agent/engines/engine.h"
 #include "agent/run/agent_cli.h"
-#include "common/config/config.h"
 #ifdef IOFLEET_HAVE_TRANSPORT
 #include "agent/transport/convert.h"
 #include "agent/transport/serve.h"
+#include "agent/transport/serve_options.h"
 #include "google/protobuf/util/json_util.h"
 #endif
 
@@ -74,8 +74,9 @@ int main(int argc, char** argv) {
   }
   if (cmd == "serve") {
 #ifdef IOFLEET_HAVE_TRANSPORT
-    // --config=FILE: its keys are serve flags, placed before the command line's.
-    auto args = iofleet::config::ExpandConfigArgs(std::vector<std::string>(argv, argv + argc), 2);
+    // --config=FILE: its keys (checked by serve's flag table) are serve flags,
+    // placed before the command line's.
+    auto args = iofleet::agent::ExpandServeConfig(std::vector<std::string>(argv, argv + argc));
     if (!args.ok()) {
       std::fprintf(stderr, "iofleet-agent serve: %s\n", std::string(args.status().message()).c_str());
       return 2;

@@ -28,6 +28,7 @@
 #include "cli/history_cmd.h"
 #include "cli/http_client.h"
 #include "cli/watch_view.h"
+#include "common/flags/flags.h"
 #include "common/secrets/secrets.h"
 
 namespace iofleet::cli {
@@ -183,42 +184,32 @@ struct UsageError {
   std::string message;
 };
 
-// Parses command flags; returns an error message naming the flag.
+// Parses command flags through the binaries' one flag parser (common/flags):
+// the command's table, values kept per flag in order; a switch takes no
+// value. Returns an error message naming the flag.
 std::optional<std::string> ParseFlags(const std::string& cmd, const std::vector<std::string>& in,
                                       const std::vector<FlagDef>& defs, Args* out) {
-  for (size_t i = 0; i < in.size(); ++i) {
-    const std::string& a = in[i];
-    if (a.size() < 2 || a[0] != '-' || a == "-") {
-      out->positional.push_back(a);
-      continue;
+  iofleet::flags::FlagSet fs(absl::StrCat("iofleet ", cmd));
+  for (const FlagDef& d : defs) {
+    const std::string name = d.name;
+    if (d.takes_value) {
+      fs.Add({name, "VALUE", "", "", [out, name](const std::string& v) {
+                out->flags[name].push_back(v);
+                return absl::OkStatus();
+              }});
+    } else {
+      fs.Add({name, "", "", "",
+              [out, name](const std::string&) {
+                out->flags[name].push_back("");
+                return absl::OkStatus();
+              },
+              /*bare_only=*/true});
     }
-    if (a == "--") {
-      for (size_t k = i + 1; k < in.size(); ++k) out->positional.push_back(in[k]);
-      break;
-    }
-    std::string name = a.substr(a[1] == '-' ? 2 : 1), value;
-    bool has_value = false;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-      has_value = true;
-    }
-    const FlagDef* def = nullptr;
-    for (const FlagDef& d : defs) {
-      if (name == d.name) def = &d;
-    }
-    if (def == nullptr) return absl::StrCat("unknown flag --", name, " for `", cmd, "`");
-    if (def->takes_value) {
-      if (!has_value) {
-        if (i + 1 >= in.size()) return absl::StrCat("flag --", name, " needs a value");
-        value = in[++i];
-      }
-    } else if (has_value) {
-      return absl::StrCat("flag --", name, " takes no value");
-    }
-    out->flags[name].push_back(value);
   }
-  return std::nullopt;
+  absl::Status s = fs.Parse(in, 0, &out->positional);
+  if (s.ok()) return std::nullopt;
+  if (absl::IsNotFound(s)) return absl::StrCat(s.message(), " for `", cmd, "`");
+  return std::string(s.message());
 }
 
 std::string g_cmd;  // the command being run, for usage hints

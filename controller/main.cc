@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/time.h"
 #include "common/config/config.h"
+#include "common/flags/flags.h"
 #include "common/secrets/secrets.h"
 #include "controller/ha.h"
 #include "controller/migrate_command.h"
@@ -17,7 +18,7 @@
 
 namespace {
 
-constexpr char kUsage[] =
+constexpr char kSynopsis[] =
     "usage: iofleet-controller --data-dir=DIR | --store=URI [--init] [--grpc-listen=HOST:PORT]\n"
     "                          [--http-listen=HOST:PORT] [--heartbeat-timeout=DURATION]\n"
     "                          [--dashboard-dir=DIR] [--config=FILE]\n"
@@ -28,79 +29,170 @@ constexpr char kUsage[] =
     "                          [--advertise=HOST:PORT [--advertise-http=HOST:PORT]\n"
     "                           [--lease-ttl=DURATION]]\n"
     "       iofleet-controller migrate ...  (an SQLite store into PostgreSQL; migrate --help)\n"
-    "  --config             read flags from FILE (key = value lines); the command\n"
-    "                       line overrides it (deploy/config/controller.conf.example)\n"
-    "  --data-dir           where the store (iofleet.db, SQLite) lives; locked while\n"
-    "                       the controller runs (a second controller on it exits)\n"
-    "  --store              postgresql://USER@HOST[:PORT]/DB: the store in PostgreSQL\n"
-    "                       instead (password from a passfile or PGPASSFILE; a second\n"
-    "                       controller on it exits; docs/postgresql.md); sqlite:DIR is\n"
-    "                       --data-dir=DIR. Default: SQLite in --data-dir\n"
-    "  --init               create the data dir (or the schema in the PostgreSQL\n"
-    "                       database) and a new, empty store when there is none;\n"
-    "                       without it a missing or empty data dir/database is an error\n"
-    "                       (an existing store is opened either way)\n"
-    "  --grpc-listen        agents and gRPC API (default 127.0.0.1:7070; port 0 = any)\n"
-    "  --http-listen        REST API (default 127.0.0.1:7080; port 0 = any)\n"
-    "  --heartbeat-timeout  agent silence before its runs are lost (default 15s;\n"
-    "                       a bare number is seconds, or e.g. 500ms, 1m); at least\n"
-    "                       3 heartbeat intervals of the agent\n"
-    "  --max-heartbeats-per-second  heartbeats the fleet is asked for at most: the\n"
-    "                       interval told to agents (timeout/3, at most 5 s) grows\n"
-    "                       with the number of agents past it (default 500)\n"
-    "  --dashboard-dir      the built web dashboard served at / (default: the\n"
-    "                       source tree's dashboard/dist; run dashboard/build.sh)\n"
-    "High availability (PostgreSQL only; docs/postgresql.md):\n"
-    "  --advertise          HOST:PORT agents dial to reach this controller's gRPC\n"
-    "                       port: run several controllers on one --store, one leader\n"
-    "                       (a lease row) runs the scheduler; the others (followers)\n"
-    "                       listen too: REST relayed to the leader, gRPC API calls\n"
-    "                       forwarded, agents redirected to the leader. A leader\n"
-    "                       that loses the lease restarts as a follower\n"
-    "  --advertise-http     HOST:PORT followers relay REST clients to while this one\n"
-    "                       leads (default: --advertise's host, --http-listen's port)\n"
-    "  --lease-ttl          the leader's lease (default 10s; renewed every TTL/4,\n"
-    "                       stepped down after 3/4 of it without a renewal)\n"
-    "Security (docs/security.md; default: no auth, plain text, loopback):\n"
-    "  --api-token-file     bearer token the REST and gRPC API require (file mode\n"
-    "                       0600/0640; whitespace trimmed; empty refused)\n"
-    "  --agent-token-file   enrolment token agents must present (agent token-file)\n"
-    "  --metrics-auth       none (default): /metrics is open; token: it needs the\n"
-    "                       API token\n"
-    "  --tls-cert, --tls-key  PEM certificate chain and key: HTTPS and gRPC over TLS\n"
-    "  --tls-client-ca      PEM CA: the gRPC port requires client certificates signed\n"
-    "                       by it (mutual TLS for agents)\n"
-    "  --http-tls-client-ca PEM CA: the REST port (API and dashboard) requires client\n"
-    "                       certificates signed by it (mutual TLS for API clients)\n"
-    "Limits (over a limit: HTTP 413 for the body, else 400 naming field and flag):\n"
-    "  --max-body-bytes       REST request body (default 8388608)\n"
-    "  --max-fio-text-bytes   job file text / options JSON (default 1048576)\n"
-    "  --max-jobs-per-submit  job sections per submitted job file (default 256)\n"
-    "  --max-runs-per-job     runs one job expands into (default 10000)\n"
-    "  --max-labels           agent labels, job tags, selector entries (default 64)\n"
-    "  --max-label-length     bytes per label key or value (default 256)\n"
-    "  --max-http-connections open REST connections; past it new ones get 503\n"
-    "                         (default 256)\n"
-    "  --http-read-timeout    time a client has to send a whole request, head and\n"
-    "                         body (default 10s; slower clients get 408)\n";
+    "  --config=FILE                  read flags from FILE (key = value lines, a key is\n"
+    "                                 a flag name below); the command line overrides it\n"
+    "                                 (deploy/config/controller.conf.example)\n";
 
-bool ParseTimeout(const std::string& v, uint64_t* ms) {
-  double secs = 0;
-  if (absl::SimpleAtod(v, &secs) && secs > 0) {
-    *ms = static_cast<uint64_t>(secs * 1000);
-    return *ms > 0;
-  }
-  absl::Duration d;
-  if (!absl::ParseDuration(v, &d) || d <= absl::ZeroDuration()) return false;
-  *ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(d));
-  return *ms > 0;
-}
-
-bool ParseCount(const std::string& v, size_t* out) {
-  uint64_t n = 0;
-  if (!absl::SimpleAtoi(v, &n) || n == 0) return false;
-  *out = static_cast<size_t>(n);
-  return true;
+// The controller's flags: one table (common/flags) that parses the command
+// line and the config file's keys and generates --help.
+void DeclareFlags(iofleet::flags::FlagSet& fs, iofleet::controller::ServerOptions& opts,
+                  iofleet::controller::HaOptions& ha) {
+  using iofleet::flags::NotA;
+  auto count = [&fs](const std::string& name, size_t* out, const std::string& help,
+                     const std::string& def) {
+    fs.Add({name, "N", help, def, [out](const std::string& v) {
+              uint64_t n = 0;
+              if (!absl::SimpleAtoi(v, &n) || n == 0) return NotA(v, "a positive integer");
+              *out = static_cast<size_t>(n);
+              return absl::OkStatus();
+            }});
+  };
+  auto token_file = [&fs](const std::string& name, std::string* out, const std::string& help) {
+    fs.Add({name, "FILE", help, "", [name, out](const std::string& v) {
+              if (v.empty()) {  // empty = no token (a config file's "api-token-file =")
+                out->clear();
+                return absl::OkStatus();
+              }
+              auto token = iofleet::secrets::ReadTokenFile(v, name);
+              if (!token.ok()) return token.status();
+              *out = *token;
+              return absl::OkStatus();
+            }});
+  };
+  fs.String("data-dir", &opts.data_dir,
+            "where the store (iofleet.db, SQLite) lives; locked while\n"
+            "the controller runs (a second controller on it exits)",
+            "DIR");
+  fs.Add({"store", "URI",
+          "postgresql://USER@HOST[:PORT]/DB: the store in PostgreSQL\n"
+          "instead (password from a passfile or PGPASSFILE; a second\n"
+          "controller on it exits; docs/postgresql.md); sqlite:DIR is\n"
+          "--data-dir=DIR. Default: SQLite in --data-dir",
+          "", [&opts](const std::string& v) {
+            // sqlite:DIR is --data-dir=DIR; "" (a config file's "store =") is none.
+            if (absl::StartsWith(v, "sqlite:")) {
+              opts.data_dir = v.substr(7);
+            } else {
+              opts.store = v;
+            }
+            return absl::OkStatus();
+          }});
+  fs.Switch("init", &opts.init,
+            "create the data dir (or the schema in the PostgreSQL\n"
+            "database) and a new, empty store when there is none;\n"
+            "without it a missing or empty data dir/database is an error\n"
+            "(an existing store is opened either way); --init=false too");
+  fs.String("grpc-listen", &opts.grpc_listen, "agents and gRPC API (port 0 = any)", "HOST:PORT",
+            "127.0.0.1:7070");
+  fs.String("http-listen", &opts.http_listen, "REST API (port 0 = any)", "HOST:PORT",
+            "127.0.0.1:7080");
+  fs.Duration("heartbeat-timeout", &opts.heartbeat_timeout_ms,
+              "agent silence before its runs are lost (a bare number\n"
+              "is seconds, or e.g. 500ms, 1m); at least 3 heartbeat\n"
+              "intervals of the agent",
+              "15s");
+  fs.Add({"max-heartbeats-per-second", "N",
+          "heartbeats the fleet is asked for at most: the interval\n"
+          "told to agents (timeout/3, at most 5 s) grows with the\n"
+          "number of agents past it",
+          "500", [&opts](const std::string& v) {
+            uint64_t n = 0;
+            if (!absl::SimpleAtoi(v, &n) || n == 0 || n > 1000000) {
+              return NotA(v, "an integer in 1..1000000");
+            }
+            opts.max_heartbeats_per_s = static_cast<uint32_t>(n);
+            return absl::OkStatus();
+          }});
+  fs.String("dashboard-dir", &opts.dashboard_dir,
+            "the built web dashboard served at / (default: the\n"
+            "source tree's dashboard/dist; run dashboard/build.sh)",
+            "DIR");
+  fs.Section("High availability (PostgreSQL only; docs/postgresql.md):");
+  fs.Add({"advertise", "HOST:PORT",
+          "the address agents dial to reach this controller's gRPC\n"
+          "port: run several controllers on one --store, one leader\n"
+          "(a lease row) runs the scheduler; the others (followers)\n"
+          "listen too: REST relayed to the leader, gRPC API calls\n"
+          "forwarded, agents redirected to the leader. A leader\n"
+          "that loses the lease restarts as a follower",
+          "", [&ha](const std::string& v) {
+            if (!v.empty() && v.find(':') == std::string::npos) return NotA(v, "HOST:PORT");
+            ha.advertise = v;  // "" (a config file's "advertise ="): one controller
+            return absl::OkStatus();
+          }});
+  fs.Add({"advertise-http", "HOST:PORT",
+          "the address followers relay REST clients to while this\n"
+          "one leads (default: --advertise's host, --http-listen's port)",
+          "", [&ha](const std::string& v) {
+            if (!v.empty() && v.find(':') == std::string::npos) return NotA(v, "HOST:PORT");
+            ha.advertise_http = v;
+            return absl::OkStatus();
+          }});
+  fs.Add({"lease-ttl", "DURATION",
+          "the leader's lease (renewed every TTL/4, stepped down\n"
+          "after 3/4 of it without a renewal)",
+          "10s", [&ha](const std::string& v) {
+            uint64_t ms = 0;
+            if (!iofleet::flags::ParseDurationMs(v, &ms) || ms < 1000) {
+              return NotA(v, "a duration of at least 1s");
+            }
+            ha.ttl_ms = ms;
+            return absl::OkStatus();
+          }});
+  fs.Section("Security (docs/security.md; default: no auth, plain text, loopback):");
+  token_file("api-token-file", &opts.api_token,
+             "bearer token the REST and gRPC API require (file mode\n"
+             "0600/0640; whitespace trimmed; empty refused)");
+  token_file("agent-token-file", &opts.agent_token,
+             "enrolment token agents must present (agent token-file)");
+  fs.Add({"metrics-auth", "none|token",
+          "none: /metrics is open; token: it needs the API token", "none",
+          [&opts](const std::string& v) {
+            if (v != "none" && v != "token") return NotA(v, "none or token");
+            opts.metrics_auth = v == "token";
+            return absl::OkStatus();
+          }});
+  fs.String("tls-cert", &opts.tls_cert_file,
+            "PEM certificate chain (with --tls-key): HTTPS and gRPC\nover TLS", "PEM");
+  fs.String("tls-key", &opts.tls_key_file, "PEM key of --tls-cert", "PEM");
+  fs.String("tls-client-ca", &opts.tls_client_ca_file,
+            "PEM CA: the gRPC port requires client certificates signed\n"
+            "by it (mutual TLS for agents)",
+            "PEM");
+  fs.String("http-tls-client-ca", &opts.http_tls_client_ca_file,
+            "PEM CA: the REST port (API and dashboard) requires client\n"
+            "certificates signed by it (mutual TLS for API clients)",
+            "PEM");
+  fs.Section("Limits (over a limit: HTTP 413 for the body, else 400 naming field and flag):");
+  iofleet::controller::ApiLimits& l = opts.limits;
+  count("max-body-bytes", &l.max_body_bytes, "REST request body", "8388608");
+  count("max-fio-text-bytes", &l.max_fio_text_bytes, "job file text / options JSON", "1048576");
+  count("max-jobs-per-submit", &l.max_jobs_per_submit, "job sections per submitted job file",
+        "256");
+  count("max-runs-per-job", &l.max_runs_per_job, "runs one job expands into", "10000");
+  count("max-labels", &l.max_labels, "agent labels, job tags, selector entries", "64");
+  count("max-label-length", &l.max_label_length, "bytes per label key or value", "256");
+  count("max-http-connections", &opts.max_http_connections,
+        "open REST connections; past it new ones get 503", "256");
+  fs.Add({"http-read-timeout", "DURATION",
+          "time a client has to send a whole request, head and\n"
+          "body (slower clients get 408)",
+          "10s", [&opts](const std::string& v) {
+            if (!iofleet::flags::ParseDurationMs(v, &opts.http_read_timeout_ms)) {
+              return absl::InvalidArgumentError(absl::StrCat("bad duration \"", v, "\""));
+            }
+            return absl::OkStatus();
+          }});
+  fs.Section("History (docs/history.md):");
+  fs.Add({"history-rerun-budget", "N",
+          "extra runs a side the controller may add to settle a\n"
+          "change whose verdict is UNKNOWN (0 = off)",
+          "20", [&opts](const std::string& v) {
+            uint64_t n = 0;
+            if (!absl::SimpleAtoi(v, &n) || n > 1000) return NotA(v, "an integer in 0..1000");
+            opts.history_rerun_budget = static_cast<int>(n);
+            return absl::OkStatus();
+          }});
 }
 
 bool IsLoopback(const std::string& listen) {
@@ -116,152 +208,25 @@ int main(int argc, char** argv) {
   }
   iofleet::controller::ServerOptions opts;
   iofleet::controller::HaOptions ha;
-  // --config=FILE: the file's keys are flags, placed before the command line's.
-  auto expanded = iofleet::config::ExpandConfigArgs(std::vector<std::string>(argv, argv + argc), 1);
+  iofleet::flags::FlagSet flags("iofleet-controller");
+  DeclareFlags(flags, opts, ha);
+  const std::string usage = flags.Help(kSynopsis);
+  // --config=FILE: the file's keys (checked by the flag table) are flags,
+  // placed before the command line's.
+  auto expanded = flags.ExpandConfig(std::vector<std::string>(argv, argv + argc), 1);
   if (!expanded.ok()) {
     std::fprintf(stderr, "iofleet-controller: %s\n", std::string(expanded.status().message()).c_str());
     return 2;
   }
   const std::vector<std::string>& args = *expanded;
-  const int nargs = static_cast<int>(args.size());
-  for (int i = 1; i < nargs; ++i) {
-    std::string arg = args[i];
-    std::string key = arg, value;
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      key = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    } else if (arg != "--help" && arg != "-h" && arg != "--init" && i + 1 < nargs) {
-      value = args[++i];
-    }
-    if (key == "--help" || key == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (key == "--data-dir") {
-      opts.data_dir = value;
-    } else if (key == "--store") {
-      // sqlite:DIR is --data-dir=DIR; "" (a config file's "store =") is none.
-      if (absl::StartsWith(value, "sqlite:")) {
-        opts.data_dir = value.substr(7);
-      } else {
-        opts.store = value;
-      }
-    } else if (key == "--init") {
-      // A bare --init, or --init=true|false (config files: "init = true").
-      if (eq == std::string::npos) {
-        opts.init = true;
-      } else if (value == "true" || value == "1" || value == "yes") {
-        opts.init = true;
-      } else if (value == "false" || value == "0" || value == "no") {
-        opts.init = false;
-      } else {
-        std::fprintf(stderr, "iofleet-controller: --init: \"%s\" is not true or false\n",
-                     value.c_str());
-        return 2;
-      }
-    } else if (key == "--max-http-connections") {
-      if (!ParseCount(value, &opts.max_http_connections)) {
-        std::fprintf(stderr, "iofleet-controller: %s: \"%s\" is not a positive integer\n",
-                     key.c_str(), value.c_str());
-        return 2;
-      }
-    } else if (key == "--http-read-timeout") {
-      if (!ParseTimeout(value, &opts.http_read_timeout_ms)) {
-        std::fprintf(stderr, "iofleet-controller: --http-read-timeout: bad duration \"%s\"\n",
-                     value.c_str());
-        return 2;
-      }
-    } else if (key == "--advertise") {
-      if (value.empty()) {  // a config file's "advertise =": one controller
-        ha.advertise.clear();
-        continue;
-      }
-      if (value.find(':') == std::string::npos) {
-        std::fprintf(stderr, "iofleet-controller: --advertise: \"%s\" is not HOST:PORT\n",
-                     value.c_str());
-        return 2;
-      }
-      ha.advertise = value;
-    } else if (key == "--advertise-http") {
-      if (!value.empty() && value.find(':') == std::string::npos) {
-        std::fprintf(stderr, "iofleet-controller: --advertise-http: \"%s\" is not HOST:PORT\n",
-                     value.c_str());
-        return 2;
-      }
-      ha.advertise_http = value;
-    } else if (key == "--lease-ttl") {
-      if (!ParseTimeout(value, &ha.ttl_ms) || ha.ttl_ms < 1000) {
-        std::fprintf(stderr,
-                     "iofleet-controller: --lease-ttl: \"%s\" is not a duration of at least 1s\n",
-                     value.c_str());
-        return 2;
-      }
-    } else if (key == "--grpc-listen") {
-      opts.grpc_listen = value;
-    } else if (key == "--http-listen") {
-      opts.http_listen = value;
-    } else if (key == "--dashboard-dir") {
-      opts.dashboard_dir = value;
-    } else if (key == "--api-token-file" || key == "--agent-token-file") {
-      if (value.empty()) {  // empty = no token (a config file's "api-token-file =")
-        (key == "--api-token-file" ? opts.api_token : opts.agent_token).clear();
-        continue;
-      }
-      auto token = iofleet::secrets::ReadTokenFile(value, key.substr(2));
-      if (!token.ok()) {
-        std::fprintf(stderr, "iofleet-controller: %s\n",
-                     std::string(token.status().message()).c_str());
-        return 2;
-      }
-      (key == "--api-token-file" ? opts.api_token : opts.agent_token) = *token;
-    } else if (key == "--metrics-auth") {
-      if (value != "none" && value != "token") {
-        std::fprintf(stderr, "iofleet-controller: --metrics-auth: \"%s\" is not none or token\n",
-                     value.c_str());
-        return 2;
-      }
-      opts.metrics_auth = value == "token";
-    } else if (key == "--tls-cert") {
-      opts.tls_cert_file = value;
-    } else if (key == "--tls-key") {
-      opts.tls_key_file = value;
-    } else if (key == "--tls-client-ca") {
-      opts.tls_client_ca_file = value;
-    } else if (key == "--http-tls-client-ca") {
-      opts.http_tls_client_ca_file = value;
-    } else if (key == "--max-body-bytes" || key == "--max-fio-text-bytes" ||
-               key == "--max-jobs-per-submit" || key == "--max-runs-per-job" ||
-               key == "--max-labels" || key == "--max-label-length") {
-      iofleet::controller::ApiLimits& l = opts.limits;
-      size_t* field = key == "--max-body-bytes"        ? &l.max_body_bytes
-                      : key == "--max-fio-text-bytes"  ? &l.max_fio_text_bytes
-                      : key == "--max-jobs-per-submit" ? &l.max_jobs_per_submit
-                      : key == "--max-runs-per-job"    ? &l.max_runs_per_job
-                      : key == "--max-labels"          ? &l.max_labels
-                                                       : &l.max_label_length;
-      if (!ParseCount(value, field)) {
-        std::fprintf(stderr, "iofleet-controller: %s: \"%s\" is not a positive integer\n",
-                     key.c_str(), value.c_str());
-        return 2;
-      }
-    } else if (key == "--max-heartbeats-per-second") {
-      size_t n = 0;
-      if (!ParseCount(value, &n) || n > 1000000) {
-        std::fprintf(stderr, "iofleet-controller: %s: \"%s\" is not an integer in 1..1000000\n",
-                     key.c_str(), value.c_str());
-        return 2;
-      }
-      opts.max_heartbeats_per_s = static_cast<uint32_t>(n);
-    } else if (key == "--heartbeat-timeout") {
-      if (!ParseTimeout(value, &opts.heartbeat_timeout_ms)) {
-        std::fprintf(stderr, "iofleet-controller: --heartbeat-timeout: bad duration \"%s\"\n",
-                     value.c_str());
-        return 2;
-      }
-    } else {
-      std::fprintf(stderr, "iofleet-controller: unknown flag \"%s\"\n%s", arg.c_str(), kUsage);
-      return 2;
-    }
+  if (absl::Status s = flags.Parse(args, 1); !s.ok()) {
+    std::fprintf(stderr, "iofleet-controller: %s\n%s", std::string(s.message()).c_str(),
+                 absl::IsNotFound(s) ? usage.c_str() : "");
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::fputs(usage.c_str(), stdout);
+    return 0;
   }
   if (ha.advertise.empty() && !ha.advertise_http.empty()) {
     std::fprintf(stderr, "iofleet-controller: --advertise-http needs --advertise (high availability)\n");
@@ -272,7 +237,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (opts.data_dir.empty() && opts.store.empty()) {
-    std::fprintf(stderr, "iofleet-controller: --data-dir (or --store) is required\n%s", kUsage);
+    std::fprintf(stderr, "iofleet-controller: --data-dir (or --store) is required\n%s",
+                 usage.c_str());
     return 2;
   }
 

@@ -90,6 +90,9 @@ struct ServerOptions {
   // runs to feed into series. 0 = the worker does not run (the series and
   // alerts routes still serve what is stored). Default: 1 s.
   uint32_t history_poll_ms = 1000;
+  // Extra runs a side the worker may submit to settle an UNKNOWN change
+  // (controller/history/rerun.h) (--history-rerun-budget). 0 = never. Default 20.
+  int history_rerun_budget = 20;
 
   // --- High availability (controller/ha.h; PostgreSQL only). The fencing
   // epoch of the lease this controller won (0 = not HA: one controller, the

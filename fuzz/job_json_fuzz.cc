@@ -1,8 +1,9 @@
 // libFuzzer target: the REST body of POST /api/v1/jobs. The bytes go through
-// JobSpecFromJson (the REST decoder), the request limits and ExpandJob (what the
+// rest::FromJson (the REST decoder: protobuf's JSON mapping behind the REST
+// field rules), the request limits and ExpandJob (what the
 // scheduler does on submit) against a small fake fleet, and independently
 // through jobspec::ParseJobJson (the "options" form). A decoded spec re-encodes
-// with SpecToJson to a body that decodes again. Errors must be InvalidArgument
+// with rest::ToJson to a body that decodes again. Errors must be InvalidArgument
 // naming a field.
 #include <cstddef>
 #include <cstdint>
@@ -11,7 +12,9 @@
 #include <string_view>
 
 #include "common/jobspec/parser.h"
-#include "controller/api/rest/json_codec.h"
+#include "controller/api/rest/api_routes.h"
+#include "controller/api/rest/proto_json.h"
+#include "iofleet/v1/job.pb.h"
 #include "controller/fleet/registry.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/field_error.h"
@@ -67,14 +70,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data), size);
   const ApiLimits limits = Limits();
 
-  auto spec = iofleet::controller::rest::JobSpecFromJson(body);
+  namespace rest = iofleet::controller::rest;
+  iofleet::v1::JobSpec decoded;
+  absl::Status decode = rest::FromJson(body, &decoded);
+  if (decode.ok()) decode = rest::CheckSubmittedSpec(decoded);
+  using SpecOr = absl::StatusOr<iofleet::v1::JobSpec>;
+  const SpecOr spec = decode.ok() ? SpecOr(decoded) : SpecOr(decode);
   if (spec.ok()) {
-    const std::string again =
-        iofleet::controller::rest::Dump(iofleet::controller::rest::SpecToJson(*spec));
-    auto spec2 = iofleet::controller::rest::JobSpecFromJson(again);
-    if (!spec2.ok()) {
-      fprintf(stderr, "SpecToJson output does not decode: %s\n%s\n",
-              spec2.status().ToString().c_str(), again.c_str());
+    const std::string again = rest::Dump(rest::ToJson(*spec));
+    iofleet::v1::JobSpec spec2;
+    absl::Status st2 = rest::FromJson(again, &spec2);
+    if (!st2.ok()) {
+      fprintf(stderr, "ToJson output does not decode: %s\n%s\n", st2.ToString().c_str(),
+              again.c_str());
       abort();
     }
     absl::Status st = iofleet::controller::CheckJobSpecLimits(*spec, limits);
@@ -88,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   } else {
-    Check(spec.status(), "JobSpecFromJson");
+    Check(spec.status(), "rest::FromJson");
     if (iofleet::controller::ErrorField(spec.status()).empty()) {
       fprintf(stderr, "error names no field: %s\n", spec.status().ToString().c_str());
       abort();

@@ -3,10 +3,10 @@
 // controller applies to them:
 //   byte 0 even: v1::AgentMessage (AgentService.Connect)
 //     Hello        -> CheckHelloLimits, NegotiateProtocolVersion, HelloEventOf
-//                     (inventory -> JSON), AgentRegistry::Register, AgentToJson-shaped
+//                     (inventory -> JSON), AgentRegistry::Register, REST JSON (rest::ToJson)
 //                     rendering
-//     Interval     -> ToRow (store row), IntervalToJson (REST), compare's WithinRunCv
-//     RunFinished  -> compare::ExtractRunMetrics on result_json, RunToJson
+//     Interval     -> ToRow (store row), rest::ToJson (REST), compare's WithinRunCv
+//     RunFinished  -> compare::ExtractRunMetrics on result_json, rest::ToJson
 //     Heartbeat/RunStarted -> decoded only (the scheduler looks them up by id)
 //   byte 0 odd:  v1::SubmitJobRequest (ControllerService.SubmitJob)
 //                -> CheckJobSpecLimits, ExpandJob against the fleet built so far
@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "controller/api/rest/json_codec.h"
+#include "controller/api/rest/proto_json.h"
 #include "controller/compare/run_metrics.h"
 #include "controller/fleet/registry.h"
 #include "controller/scheduler/expand.h"
@@ -79,11 +79,11 @@ void OnAgentMessage(const iofleet::v1::AgentMessage& m) {
     iofleet::v1::Agent a;
     a.set_name(row.name);
     a.set_inventory_json(row.inventory_json);
-    (void)rest::Dump(rest::AgentToJson(a));
+    (void)rest::Dump(rest::ToJson(a));
   } else if (m.has_interval()) {
     const iofleet::v1::IntervalRecord& r = m.interval();
     IntervalRow row = ToRow(r);
-    (void)rest::Dump(rest::IntervalToJson(r));
+    (void)rest::Dump(rest::ToJson(r));
     compare::IntervalWindow w;
     w.job_index = row.job_index;
     w.seq = row.seq;
@@ -103,7 +103,7 @@ void OnAgentMessage(const iofleet::v1::AgentMessage& m) {
     run.set_id(f.run_id());
     run.set_error(f.error());
     run.set_result_json(f.result_json());
-    (void)rest::Dump(rest::RunToJson(run));
+    (void)rest::Dump(rest::ToJson(run));
   }
 }
 
@@ -114,7 +114,7 @@ void OnSubmit(const iofleet::v1::SubmitJobRequest& req) {
   if (!st.ok()) return;
   auto runs = ExpandJob(req.spec(), *TheFleet().Snapshot(), limits);
   Check(runs.status(), "ExpandJob");
-  (void)rest::Dump(rest::SpecToJson(req.spec()));
+  (void)rest::Dump(rest::ToJson(req.spec()));
 }
 
 }  // namespace

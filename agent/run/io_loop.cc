@@ -326,6 +326,10 @@ void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
   const uint64_t runtime_ms = (elapsed_ns / 1000 + 999) / 1000;
   js.job_runtime_ms = runtime_ms;
   js.job_start_ms = epoch_realtime_ms_;
+  if (log_ != nullptr) {
+    js.log_stalls = log_->stalls();
+    js.log_stall_us = log_->stall_ns() / 1000;
+  }
   js.error = error_;
   js.error_text = error_text_;
   // continue_on_error: the first error that did not stop the job is the job's

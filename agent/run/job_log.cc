@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/stats/histogram.h"
 
 namespace iofleet::agent {
@@ -61,8 +62,12 @@ LogPlan LogPlan::For(const jobspec::JobSpec& job) {
 
 // ------------------------------------------------------------------ JobLog
 
-JobLog::JobLog(const LogPlan& plan, const jobspec::JobSpec* job, int thread_number)
-    : plan_(plan), job_(job), thread_number_(thread_number) {
+JobLog::JobLog(const LogPlan& plan, const jobspec::JobSpec* job, int thread_number,
+               size_t max_queued_chunks)
+    : plan_(plan),
+      job_(job),
+      thread_number_(thread_number),
+      max_queued_chunks_(std::max<size_t>(1, max_queued_chunks)) {
   chunk_ = std::make_unique<Chunk>();
   cur_ = chunk_->data();
   end_ = cur_ + kChunkEntries;
@@ -74,7 +79,16 @@ void JobLog::Rotate() {
   std::unique_ptr<Chunk> next;
   const size_t n = static_cast<size_t>(cur_ - chunk_->data());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (filled_.size() >= max_queued_chunks_) {
+      // The writer is behind: wait for it (once per chunk at most, off the
+      // per-I/O path) instead of growing without bound, and account for it.
+      const uint64_t t0 = Clock::NowNs();
+      stalls_.fetch_add(1, std::memory_order_relaxed);
+      if (wake_writer_ != nullptr) wake_writer_->notify_one();
+      taken_.wait(lock, [&] { return filled_.size() < max_queued_chunks_; });
+      stall_ns_.fetch_add(Clock::NowNs() - t0, std::memory_order_relaxed);
+    }
     filled_.push_back(Filled{std::move(chunk_), n});
     if (!free_.empty()) {
       next = std::move(free_.back());
@@ -150,7 +164,8 @@ std::vector<std::pair<std::string, std::string>> LogWriter::FileNames(
 }
 
 absl::StatusOr<std::unique_ptr<LogWriter>> LogWriter::Create(const std::vector<Clone>& clones,
-                                                             const std::string& log_dir) {
+                                                             const std::string& log_dir,
+                                                             size_t max_queued_chunks) {
   std::unique_ptr<LogWriter> w(new LogWriter());
   w->clones_ = clones;
   w->logs_.resize(clones.size());
@@ -161,7 +176,9 @@ absl::StatusOr<std::unique_ptr<LogWriter>> LogWriter::Create(const std::vector<C
     const LogPlan plan = LogPlan::For(job);
     if (!plan.Any()) continue;
     any = true;
-    w->logs_[i] = std::make_unique<JobLog>(plan, &job, clones[i].thread_number);
+    w->logs_[i] =
+        std::make_unique<JobLog>(plan, &job, clones[i].thread_number, max_queued_chunks);
+    w->logs_[i]->wake_writer_ = &w->cv_;
     const std::vector<std::pair<std::string, std::string>> names =
         FileNames(job, clones[i].thread_number, log_dir);
     size_t next = 0;
@@ -418,6 +435,7 @@ void LogWriter::Drain() {
       filled.swap(log->filled_);
       hist.swap(log->hist_);
     }
+    log->taken_.notify_one();
     for (JobLog::Filled& c : filled) {
       for (size_t k = 0; k < c.n; ++k) Process(i, (*c.chunk)[k]);
     }

@@ -7,8 +7,12 @@
 // mutex once per kChunkEntries entries): no syscall, lock or allocation per
 // I/O. A LogWriter thread per run turns the chunks into text (fio's window
 // averages, the per-I/O bandwidth samples...) and writes the files while the
-// run goes on, so memory stays bounded. Jobs without logs have no JobLog and
-// their I/O loop is compiled without any of this.
+// run goes on. Memory stays bounded: when the writer falls behind (a slow or
+// full log file system) by max_queued_chunks chunks, the worker waits for it
+// rather than queue without end, and the time it waited is reported with the
+// job (iofleet.jobs[].log_stall_us in the JSON), since it is time the job did
+// no I/O. Jobs without logs have no JobLog and their I/O loop is compiled
+// without any of this.
 #pragma once
 
 #include <array>
@@ -84,6 +88,9 @@ class LogWriter;
 class JobLog {
  public:
   static constexpr size_t kChunkEntries = 4096;
+  // Filled chunks a worker may have waiting for the writer (40 B entries:
+  // 64 chunks are 10 MiB, about 130 ms of a 1M IOPS job's latency log).
+  static constexpr size_t kDefaultMaxQueuedChunks = 64;
 
   const LogPlan& plan() const { return plan_; }
 
@@ -99,7 +106,13 @@ class JobLog {
   // clock log_alternate_epoch_clock_id instead (fio's set_epoch_time).
   void MarkEpoch();
 
-  JobLog(const LogPlan& plan, const jobspec::JobSpec* job, int thread_number);
+  // How often, and for how long in all, the worker waited for the writer to
+  // take its chunks (see the file comment). Any thread.
+  uint64_t stalls() const { return stalls_.load(std::memory_order_relaxed); }
+  uint64_t stall_ns() const { return stall_ns_.load(std::memory_order_relaxed); }
+
+  JobLog(const LogPlan& plan, const jobspec::JobSpec* job, int thread_number,
+         size_t max_queued_chunks = kDefaultMaxQueuedChunks);
   ~JobLog();
   JobLog(const JobLog&) = delete;
   JobLog& operator=(const JobLog&) = delete;
@@ -123,6 +136,11 @@ class JobLog {
   // Shared with the writer.
   std::mutex mu_;
   std::vector<Filled> filled_;
+  std::condition_variable taken_;  // the writer took filled_
+  std::condition_variable* wake_writer_ = nullptr;
+  size_t max_queued_chunks_;
+  std::atomic<uint64_t> stalls_{0};
+  std::atomic<uint64_t> stall_ns_{0};
   std::vector<std::unique_ptr<Chunk>> free_;
   std::vector<HistLine> hist_;
   bool ended_ = false;
@@ -148,8 +166,10 @@ class LogWriter {
   // `log_dir`: where relative log names go ("" = the current directory).
   // Errors (InvalidArgument naming the job, option and file) when a file
   // cannot be created. nullptr-free: clones without logs get no JobLog.
-  static absl::StatusOr<std::unique_ptr<LogWriter>> Create(const std::vector<Clone>& clones,
-                                                           const std::string& log_dir);
+  // `max_queued_chunks`: see JobLog::kDefaultMaxQueuedChunks.
+  static absl::StatusOr<std::unique_ptr<LogWriter>> Create(
+      const std::vector<Clone>& clones, const std::string& log_dir,
+      size_t max_queued_chunks = JobLog::kDefaultMaxQueuedChunks);
   ~LogWriter();
 
   // The clone's stream, or nullptr when the clone writes no log.

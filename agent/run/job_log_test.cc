@@ -3,12 +3,17 @@
 // the side-by-side figures).
 #include "agent/run/job_log.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -279,6 +284,81 @@ TEST_F(JobLogTest, WriteErrorReported) {
   EXPECT_EQ(r->reported[0].dir[1].total_ios, 100u);
   EXPECT_THAT(r->log_error, HasSubstr(Path("j_iops.1.log")));
   EXPECT_THAT(r->log_error, HasSubstr("No space left"));
+}
+
+// A writer that cannot keep up (here: the log files are pipes nobody reads
+// yet) does not make the worker's queue grow without end: the worker waits
+// once max_queued_chunks chunks are pending, the wait is counted, and once the
+// files drain every line is still written, none lost.
+TEST_F(JobLogTest, SlowWriterStallsTheWorkerInsteadOfGrowingAndLosesNothing) {
+  auto list = jobspec::ParseJobText("[j]\nioengine=psync\nrw=read\nbs=4k\nsize=1m\n"
+                                    "write_lat_log=q\nfilename=" + Path("data") + "\n",
+                                    "test.fio");
+  ASSERT_TRUE(list.ok()) << list.status();
+  const jobspec::JobSpec& job = list->jobs[0];
+  std::vector<int> readers;
+  for (const auto& [option, path] : LogWriter::FileNames(job, 1, dir_)) {
+    ASSERT_EQ(mkfifo(path.c_str(), 0600), 0) << path;
+    const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK);  // so the writer's open succeeds
+    ASSERT_GE(fd, 0) << path;
+    readers.push_back(fd);
+  }
+  constexpr size_t kMaxQueued = 2;
+  auto w = LogWriter::Create({LogWriter::Clone{&job, 1}}, dir_, kMaxQueued);
+  ASSERT_TRUE(w.ok()) << w.status();
+  JobLog* log = (*w)->log(0);
+  ASSERT_NE(log, nullptr);
+  // Far more than the writer can hold before its pipes block (1 MiB of pending
+  // text per file, the pipe) plus the queue: the worker must wait.
+  constexpr uint64_t kEntries = 40 * JobLog::kChunkEntries;
+  std::thread worker([log] {
+    for (uint64_t i = 0; i < kEntries; ++i) {
+      log->Push(LogEntry{(i + 1) * 1000, 2000, 1500, (i % 256) * 4096, 4096, 0,
+                         LogEntry::kCompletion});
+    }
+    log->End((kEntries + 1) * 1000);
+  });
+  for (int i = 0; i < 3000 && log->stalls() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(log->stalls(), 1u);
+  // Drain the pipes until the writer closes them, counting lines.
+  std::vector<uint64_t> lines(readers.size(), 0);
+  std::thread drain([&] {
+    std::vector<bool> open_fd(readers.size(), true);
+    char buf[1 << 16];
+    size_t left = readers.size();
+    while (left > 0) {
+      std::vector<pollfd> pfds;
+      for (size_t k = 0; k < readers.size(); ++k) {
+        if (open_fd[k]) pfds.push_back(pollfd{readers[k], POLLIN, 0});
+      }
+      poll(pfds.data(), pfds.size(), 100);
+      for (size_t k = 0; k < readers.size(); ++k) {
+        if (!open_fd[k]) continue;
+        const ssize_t n = read(readers[k], buf, sizeof(buf));
+        if (n > 0) {
+          for (ssize_t b = 0; b < n; ++b) lines[k] += buf[b] == '\n';
+        } else if (n == 0) {  // the writer (open since Create) closed it: Finish
+          open_fd[k] = false;
+          --left;
+        }
+      }
+    }
+  });
+  worker.join();
+  std::vector<LogWriter::CloneStats> stats;
+  (*w)->Finish(&stats);
+  drain.join();
+  for (int fd : readers) close(fd);
+  EXPECT_EQ((*w)->error(), "");
+  EXPECT_GT(log->stall_ns(), 0u);
+  // lat and clat have a line per completion; slat none (no submissions pushed).
+  const auto names = LogWriter::FileNames(job, 1, dir_);
+  for (size_t k = 0; k < names.size(); ++k) {
+    const bool slat = names[k].second.find("_slat.") != std::string::npos;
+    EXPECT_EQ(lines[k], slat ? 0u : kEntries) << names[k].second;
+  }
 }
 
 }  // namespace

@@ -2,13 +2,14 @@
 
 #include <unistd.h>
 
-#include <filesystem>
-#include <string_view>
-#include <system_error>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/flags/flags.h"
 #include "common/secrets/secrets.h"
 
 namespace iofleet::agent {
@@ -18,134 +19,174 @@ absl::Status FlagError(const std::string& flag, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
 }
 
-absl::Status ParseU32(const std::string& flag, const std::string& v, uint32_t min, uint32_t* out) {
-  uint32_t x = 0;
-  if (!absl::SimpleAtoi(v, &x) || x < min) {
-    return FlagError(flag, absl::StrCat("\"", v, "\" is not an integer >= ", min));
+// An integer >= min (the message the agent has always given).
+std::function<absl::Status(const std::string&)> U32AtLeast(uint32_t min, uint32_t* out) {
+  return [min, out](const std::string& v) {
+    uint32_t x = 0;
+    if (!absl::SimpleAtoi(v, &x) || x < min) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", v, "\" is not an integer >= ", min));
+    }
+    *out = x;
+    return absl::OkStatus();
+  };
+}
+
+std::function<absl::Status(const std::string&)> NonEmpty(const char* what, std::string* out) {
+  return [what, out](const std::string& v) {
+    if (v.empty()) return absl::InvalidArgumentError(absl::StrCat("empty ", what));
+    *out = v;
+    return absl::OkStatus();
+  };
+}
+
+constexpr char kSynopsis[] =
+    "usage: iofleet-agent serve --controller=HOST:PORT[,HOST:PORT...] [--labels=k=v,...]\n"
+    "         [--allow-path=PREFIX]... [--name=ID] [--spool-dir=DIR] [--log-dir=DIR]\n"
+    "         [--token-file=FILE | --token=T] [--tls-ca=PEM] [--tls-cert=PEM --tls-key=PEM]\n"
+    "         [--tls-server-name=NAME]\n"
+    "         [--interval-ms=1000] [--backoff-initial-ms=250] [--backoff-max-ms=30000]\n"
+    "         [--sync-batch=64] [--sync-interval-ms=1000] [--spool-reserve-bytes=1048576]\n"
+    "         [--config=FILE]  (key = value lines, a key is a flag name below)\n";
+
+// The flags of `serve`: one table (common/flags) for the command line, the
+// config file's keys and --help.
+void DeclareServeFlags(flags::FlagSet& fs, ServeOptions& o) {
+  fs.Add({"controller", "HOST:PORT[,...]",
+          "the controller (required); several: every controller of a\n"
+          "highly available store, the agent finds the leader",
+          "", [&o](const std::string& value) {
+            o.controllers.clear();
+            for (absl::string_view a :
+                 absl::StrSplit(absl::string_view(value.data(), value.size()), ',')) {
+              if (a.empty() || a.find(':') == absl::string_view::npos) {
+                return absl::InvalidArgumentError(
+                    absl::StrCat("\"", a, "\" (in \"", value, "\") is not HOST:PORT"));
+              }
+              o.controllers.emplace_back(a);
+            }
+            o.controller = o.controllers.front();
+            return absl::OkStatus();
+          }});
+  fs.Add({"labels", "k=v,...", "labels jobs select this agent by", "",
+          [&o](const std::string& value) {
+            for (absl::string_view kv : absl::StrSplit(absl::string_view(value.data(), value.size()),
+                                                       ',', absl::SkipEmpty())) {
+              const size_t eq = kv.find('=');
+              if (eq == absl::string_view::npos || eq == 0) {
+                return absl::InvalidArgumentError(absl::StrCat("\"", kv, "\" is not key=value"));
+              }
+              o.labels[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+            }
+            return absl::OkStatus();
+          }});
+  fs.Add({"allow-path", "PREFIX",
+          "a path prefix runs may use (repeatable; none: any),\n"
+          "matched on resolved paths by whole components",
+          "", [&o](const std::string& v) {
+            if (v.empty()) return absl::InvalidArgumentError("empty prefix");
+            o.allow_paths.push_back(v);
+            return absl::OkStatus();
+          }});
+  fs.Add({"name", "ID", "this agent's name", "the hostname", NonEmpty("name", &o.name)});
+  fs.Add({"spool-dir", "DIR", "records and results not yet acknowledged",
+          "/var/tmp/iofleet-agent-NAME", NonEmpty("directory", &o.spool_dir)});
+  fs.Add({"log-dir", "DIR", "a run's fio logs, in <log-dir>/<run id>/", "SPOOL-DIR/logs",
+          NonEmpty("directory", &o.log_dir)});
+  fs.Add({"token", "T",
+          "bearer / enrolment token (prefer --token-file: argv is\n"
+          "visible to every local user)",
+          "", [&o](const std::string& v) {
+            if (!v.empty()) {  // empty = none (a config file's "token =")
+              if (absl::Status s = secrets::CheckToken(v, "token"); !s.ok()) return s;
+            }
+            o.token = v;
+            return absl::OkStatus();
+          }});
+  fs.Add({"token-file", "FILE", "reads the token from FILE (mode 0600/0640)", "",
+          [&o](const std::string& v) {
+            if (v.empty()) return absl::OkStatus();  // a config file's "token-file ="
+            auto token = secrets::ReadTokenFile(v, "token-file");
+            if (!token.ok()) return token.status();
+            o.token = *token;
+            return absl::OkStatus();
+          }});
+  for (const char* f : {"tls-ca", "tls-cert", "tls-key"}) {
+    const std::string flag = f;
+    fs.Add({flag, "PEM",
+            flag == "tls-ca"     ? "CA bundle that signed the controller's certificate\n"
+                                   "(default: the system roots); any --tls-* turns TLS on"
+            : flag == "tls-cert" ? "client certificate (mutual TLS), with --tls-key"
+                                 : "the client certificate's private key",
+            "", [&o, flag](const std::string& v) {
+              if (v.empty()) return absl::OkStatus();  // a config file's "tls-ca ="
+              auto pem = secrets::ReadPemFile(v, flag,
+                                              flag == "tls-key" ? secrets::PemKind::kPrivateKey
+                                                                : secrets::PemKind::kCertificates);
+              if (!pem.ok()) return pem.status();
+              (flag == "tls-ca" ? o.tls_ca_pem : flag == "tls-cert" ? o.tls_cert_pem
+                                                                    : o.tls_key_pem) = *pem;
+              o.tls = true;
+              return absl::OkStatus();
+            }});
   }
-  *out = x;
-  return absl::OkStatus();
+  fs.Add({"tls-server-name", "NAME", "the name to verify instead of HOST", "",
+          [&o](const std::string& v) {
+            if (v.empty()) return absl::OkStatus();
+            o.tls_server_name = v;
+            o.tls = true;
+            return absl::OkStatus();
+          }});
+  fs.Add({"interval-ms", "N", "interval record period", "1000", U32AtLeast(10, &o.interval_ms)});
+  fs.Add({"backoff-initial-ms", "N", "first reconnect delay", "250",
+          U32AtLeast(1, &o.backoff_initial_ms)});
+  fs.Add({"backoff-max-ms", "N", "reconnect delay cap", "30000", U32AtLeast(1, &o.backoff_max_ms)});
+  fs.Add({"sync-batch", "N", "fsync the spool after this many records", "64",
+          U32AtLeast(1, &o.sync_batch)});
+  fs.Add({"sync-interval-ms", "N", "... or this often", "1000",
+          U32AtLeast(1, &o.sync_interval_ms)});
+  fs.Add({"spool-reserve-bytes", "N",
+          "spool space set aside per run for its result (at most 1 TiB)", "1048576",
+          [&o](const std::string& v) {
+            if (!absl::SimpleAtoi(v, &o.spool_reserve_bytes) ||
+                o.spool_reserve_bytes > (uint64_t{1} << 40)) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat("\"", v, "\" is not a byte count <= 1 TiB"));
+            }
+            return absl::OkStatus();
+          }});
 }
 
 }  // namespace
 
 const char* ServeUsage() {
-  return "usage: iofleet-agent serve --controller=HOST:PORT[,HOST:PORT...] [--labels=k=v,...]\n"
-         "         [--allow-path=PREFIX]... [--name=ID] [--spool-dir=DIR] [--log-dir=DIR]\n"
-         "         [--token-file=FILE | --token=T] [--tls-ca=PEM] [--tls-cert=PEM --tls-key=PEM]\n"
-         "         [--tls-server-name=NAME]\n"
-         "         [--interval-ms=1000] [--backoff-initial-ms=250] [--backoff-max-ms=30000]\n"
-         "         [--sync-batch=64] [--sync-interval-ms=1000] [--spool-reserve-bytes=1048576]\n";
+  static const std::string* usage = [] {
+    ServeOptions o;
+    flags::FlagSet fs("iofleet-agent serve");
+    DeclareServeFlags(fs, o);
+    return new std::string(fs.Help(kSynopsis));
+  }();
+  return usage->c_str();
+}
+
+absl::StatusOr<std::vector<std::string>> ExpandServeConfig(const std::vector<std::string>& args) {
+  ServeOptions o;
+  flags::FlagSet fs("iofleet-agent serve");
+  DeclareServeFlags(fs, o);
+  return fs.ExpandConfig(args, 2);
 }
 
 absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv) {
   ServeOptions o;
-  int i = 1;
-  if (i < argc && std::string_view(argv[i]) == "serve") ++i;
-  for (; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      o.help = true;
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unexpected argument \"", arg, "\" (flags are --name=value)"));
-    }
-    std::string flag = arg.substr(2), value;
-    bool has_value = false;
-    if (const size_t eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-      has_value = true;
-    }
-    static const char* kKnown[] = {"controller",   "labels",          "allow-path",
-                                   "name",         "spool-dir",       "token",
-                                   "interval-ms",  "backoff-initial-ms", "backoff-max-ms",
-                                   "sync-batch",   "sync-interval-ms",
-                                   "token-file",   "tls-ca",          "tls-cert",
-                                   "tls-key",      "tls-server-name",
-                                   "spool-reserve-bytes", "log-dir"};
-    bool known = false;
-    for (const char* k : kKnown) known = known || flag == k;
-    if (!known) return FlagError(flag, "unknown flag for `serve`");
-    if (!has_value) {
-      if (i + 1 >= argc) return FlagError(flag, "needs a value");
-      value = argv[++i];
-    }
-    if (flag == "controller") {
-      // HOST:PORT, or a comma-separated list of them (high availability).
-      o.controllers.clear();
-      for (absl::string_view a : absl::StrSplit(absl::string_view(value.data(), value.size()),
-                                                ',')) {
-        if (a.empty() || a.find(':') == absl::string_view::npos) {
-          return FlagError(flag, absl::StrCat("\"", a, "\" (in \"", value,
-                                              "\") is not HOST:PORT"));
-        }
-        o.controllers.emplace_back(a);
-      }
-      o.controller = o.controllers.front();
-    } else if (flag == "labels") {
-      for (absl::string_view kv : absl::StrSplit(absl::string_view(value.data(), value.size()), ',',
-                                                 absl::SkipEmpty())) {
-        const size_t eq = kv.find('=');
-        if (eq == absl::string_view::npos || eq == 0) {
-          return FlagError(flag, absl::StrCat("\"", kv, "\" is not key=value"));
-        }
-        o.labels[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
-      }
-    } else if (flag == "allow-path") {
-      if (value.empty()) return FlagError(flag, "empty prefix");
-      o.allow_paths.push_back(value);
-    } else if (flag == "name") {
-      if (value.empty()) return FlagError(flag, "empty name");
-      o.name = value;
-    } else if (flag == "spool-dir") {
-      if (value.empty()) return FlagError(flag, "empty directory");
-      o.spool_dir = value;
-    } else if (flag == "log-dir") {
-      if (value.empty()) return FlagError(flag, "empty directory");
-      o.log_dir = value;
-    } else if (flag == "token") {
-      if (!value.empty()) {  // empty = none (a config file's "token =")
-        if (absl::Status s = secrets::CheckToken(value, flag); !s.ok()) return s;
-      }
-      o.token = value;
-    } else if (flag == "token-file") {
-      if (value.empty()) continue;  // empty = none (a config file's "token-file =")
-      auto token = secrets::ReadTokenFile(value, flag);
-      if (!token.ok()) return token.status();
-      o.token = *token;
-    } else if (flag == "tls-ca" || flag == "tls-cert" || flag == "tls-key") {
-      if (value.empty()) continue;  // empty = unset (a config file's "tls-ca =")
-      auto pem = secrets::ReadPemFile(value, flag,
-                                      flag == "tls-key" ? secrets::PemKind::kPrivateKey
-                                                        : secrets::PemKind::kCertificates);
-      if (!pem.ok()) return pem.status();
-      (flag == "tls-ca" ? o.tls_ca_pem : flag == "tls-cert" ? o.tls_cert_pem : o.tls_key_pem) =
-          *pem;
-      o.tls = true;
-    } else if (flag == "tls-server-name") {
-      if (value.empty()) continue;
-      o.tls_server_name = value;
-      o.tls = true;
-    } else if (flag == "interval-ms") {
-      if (absl::Status s = ParseU32(flag, value, 10, &o.interval_ms); !s.ok()) return s;
-    } else if (flag == "backoff-initial-ms") {
-      if (absl::Status s = ParseU32(flag, value, 1, &o.backoff_initial_ms); !s.ok()) return s;
-    } else if (flag == "backoff-max-ms") {
-      if (absl::Status s = ParseU32(flag, value, 1, &o.backoff_max_ms); !s.ok()) return s;
-    } else if (flag == "sync-batch") {
-      if (absl::Status s = ParseU32(flag, value, 1, &o.sync_batch); !s.ok()) return s;
-    } else if (flag == "spool-reserve-bytes") {
-      if (!absl::SimpleAtoi(value, &o.spool_reserve_bytes) ||
-          o.spool_reserve_bytes > (uint64_t{1} << 40)) {
-        return FlagError(flag, absl::StrCat("\"", value, "\" is not a byte count <= 1 TiB"));
-      }
-    } else if (flag == "sync-interval-ms") {
-      if (absl::Status s = ParseU32(flag, value, 1, &o.sync_interval_ms); !s.ok()) return s;
-    }
+  std::vector<std::string> args(argv, argv + argc);
+  size_t first = 1;
+  if (first < args.size() && args[first] == "serve") ++first;
+  flags::FlagSet fs("iofleet-agent serve");
+  DeclareServeFlags(fs, o);
+  if (absl::Status s = fs.Parse(args, first); !s.ok()) {
+    // An unknown flag is a bad argument like any other (InvalidArgument).
+    return absl::InvalidArgumentError(s.message());
   }
+  o.help = fs.help_requested();
   if (o.help) return o;
   if (o.controller.empty()) return FlagError("controller", "is required (HOST:PORT)");
   if (o.tls_cert_pem.empty() != o.tls_key_pem.empty()) {

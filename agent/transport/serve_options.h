@@ -53,7 +53,12 @@ struct ServeOptions {
 // Errors are InvalidArgument naming the flag.
 absl::StatusOr<ServeOptions> ParseServeFlags(int argc, char** argv);
 
-// Usage text for --help and errors.
+// Usage text for --help and errors (generated from the flag table).
 const char* ServeUsage();
+
+// args as main() has them (argv[0], "serve", flags...): --config=FILE's keys,
+// checked against serve's flag table, placed before the command line's flags
+// (common/flags/flags.h FlagSet::ExpandConfig).
+absl::StatusOr<std::vector<std::string>> ExpandServeConfig(const std::vector<std::string>& args);
 
 }  // namespace iofleet::agent

@@ -117,6 +117,10 @@ struct JobStats {
   uint64_t latency_window_us = 0;
   double latency_percentile = 100.0;
   SteadyStateStats steadystate;
+  // Times the job waited for its log writer to catch up, and how long in all
+  // (us): time without I/O that a slow log file system cost the job. iofleet only.
+  uint64_t log_stalls = 0;
+  uint64_t log_stall_us = 0;
   int members = 1;  // jobs folded into this entry ("jobs=" in the normal report)
   int pid = 0;      // worker process id, shown as "pid=" in the normal report
 };

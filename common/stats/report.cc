@@ -111,6 +111,8 @@ void MergeJob(JobStats& dst, const JobStats& src) {
   dst.ctx += src.ctx;
   dst.majf += src.majf;
   dst.minf += src.minf;
+  dst.log_stalls += src.log_stalls;
+  dst.log_stall_us += src.log_stall_us;
   AddArray(dst.iodepth_level, src.iodepth_level);
   AddArray(dst.iodepth_submit, src.iodepth_submit);
   AddArray(dst.iodepth_complete, src.iodepth_complete);
@@ -608,6 +610,10 @@ void WriteIofleetJson(JsonWriter& w, const ReportHeader& header, const std::vect
     w.Int("members", js.members);
     w.String("error_text", js.error_text);
     w.Uint("kb_base", js.kb_base != 0 ? js.kb_base : 1024);
+    if (js.log_stalls != 0) {  // the job waited for its logs to be written
+      w.Uint("log_stalls", js.log_stalls);
+      w.Uint("log_stall_us", js.log_stall_us);
+    }
     w.EndObject();
   }
   w.EndArray();

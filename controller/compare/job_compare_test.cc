@@ -7,12 +7,10 @@
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 #include <sqlite3.h>
-#include <stdlib.h>
 
 #include <cmath>
 #include <deque>
 #include <functional>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
@@ -26,7 +24,7 @@
 #include "common/stats/report.h"
 #include "controller/api/grpc/controller_service.h"
 #include "controller/api/rest/rest_server.h"
-#include "controller/store/sqlite_store.h"
+#include "controller/testing/rest_stack.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "iofleet/v1/controller.grpc.pb.h"
@@ -63,26 +61,16 @@ struct Perf {
   double clat_ns = 0;
 };
 
-class CompareApiTest : public ::testing::Test {
+class CompareApiTest : public testing::RestStackTest {
  protected:
   void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_cmpapi_XXXXXX").string();
-    dir_ = mkdtemp(tmpl.data());
-    auto store = OpenSqliteStore(dir_ + "/ctl.db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    SchedulerOptions o;
-    o.tick_interval_ms = 0;
-    auto s = Scheduler::Create(store_.get(), o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    sched_ = std::move(*s);
-    rest_ = std::make_unique<rest::RestServer>(sched_.get());
-    auto port = rest_->Start("127.0.0.1", 0);
-    ASSERT_TRUE(port.ok()) << port.status();
-    http_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
-    http_->set_read_timeout(60, 0);
+    testing::RestStackOptions o;
+    o.read_timeout_s = 60;
+    StartStack(std::move(o));
+    sched_ = stack_->scheduler();
+    http_ = stack_->client();
 
-    service_ = std::make_unique<grpcapi::ControllerServiceImpl>(sched_.get());
+    service_ = std::make_unique<grpcapi::ControllerServiceImpl>(sched_);
     grpc::ServerBuilder b;
     int gport = 0;
     b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &gport);
@@ -94,14 +82,10 @@ class CompareApiTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    rest_->Stop();
+    stack_->server()->Stop();
     grpc_->Shutdown();
     grpc_.reset();
-    rest_.reset();
-    sched_.reset();
-    store_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    stack_.reset();
   }
 
   std::shared_ptr<Sender> Connect(const std::string& name, const std::string& cpu) {
@@ -270,11 +254,8 @@ class CompareApiTest : public ::testing::Test {
     return nullptr;
   }
 
-  std::string dir_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Scheduler> sched_;
-  std::unique_ptr<rest::RestServer> rest_;
-  std::unique_ptr<httplib::Client> http_;
+  Scheduler* sched_ = nullptr;
+  httplib::Client* http_ = nullptr;
   std::unique_ptr<grpcapi::ControllerServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<v1::ControllerService::Stub> stub_;
@@ -453,7 +434,7 @@ TEST_F(CompareApiTest, UnauditedRunsAreExcludedUnlessAdmitted) {
   // every run one, as an older store's rows are.
   {
     sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((dir_ + "/ctl.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_open(stack_->db_path().c_str(), &db), SQLITE_OK);
     sqlite3_busy_timeout(db, 5000);
     EXPECT_EQ(sqlite3_exec(db, "UPDATE runs SET audit=''", nullptr, nullptr, nullptr), SQLITE_OK)
         << sqlite3_errmsg(db);

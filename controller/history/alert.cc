@@ -287,9 +287,19 @@ absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metri
     return std::nullopt;
   };
   const size_t sw = static_cast<size_t>(dp.side_window);
+  // side_window points that are not extra (Point::extra) each side of idx, cut at
+  // the neighbouring confirmed changes.
   auto sides = [&](size_t idx) {
-    const size_t lo = std::max(prev_confirmed(idx).value_or(0), idx > sw ? idx - sw : 0);
-    const size_t hi = std::min(next_confirmed(idx).value_or(n), idx + sw);
+    const size_t floor = prev_confirmed(idx).value_or(0);
+    const size_t ceil = next_confirmed(idx).value_or(n);
+    size_t lo = idx, hi = idx, k = 0;
+    while (lo > floor && k < sw) {
+      --lo;
+      if (!series[lo].extra) ++k;
+    }
+    for (k = 0; hi < ceil && k < sw; ++hi) {
+      if (!series[hi].extra) ++k;
+    }
     return std::pair<size_t, size_t>{lo, hi};
   };
   auto median_of = [&](size_t b, size_t e) {

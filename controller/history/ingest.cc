@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/match.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -127,6 +128,10 @@ RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agen
   key["kernel_cmdline"] = NormalizeCmdline(inv.kernel_cmdline());
   auto branch = spec.tags().find("branch");
   key["branch"] = branch == spec.tags().end() ? "" : branch->second;
+  if (auto ref = spec.tags().find(std::string(kReferenceTag)); ref != spec.tags().end()) {
+    const std::string v = absl::AsciiStrToLower(ref->second);
+    if (v == "1" || v == "true" || v == "yes") key["reference"] = "1";
+  }
 
   json tags = json::object();
   for (const auto& [k, v] : spec.tags()) tags[k] = v;

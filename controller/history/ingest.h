@@ -17,6 +17,7 @@
 //   kernel_cmdline  without BOOT_IMAGE=, initrd= and root= (they name the kernel
 //                   image or the root disk, not a setting)
 //   branch          the job's tag "branch" ("" without)
+//   reference       "1" for a job tagged iofleet.reference=1 (absent otherwise)
 //
 // and the point records the axes that move along the series: kernel_release, the
 // job's tags (commit, build, ...), host, agent_version, job name. The series'
@@ -38,6 +39,12 @@
 #include "controller/store/store.h"
 
 namespace iofleet::controller::history {
+
+// A job tagged iofleet.reference=1 (or true/yes) is the pinned control of its
+// batch: its series carry the key axis reference=1, and a change in another
+// series of the same host class, branch and metric at a place where the
+// reference series moved too is marked likely environmental (alert.h).
+inline constexpr std::string_view kReferenceTag = "iofleet.reference";
 
 struct RunPoints {
   std::vector<SeriesRow> series;       // one per metric, with the key axes

@@ -57,6 +57,17 @@ json SeriesSummaryJson(const SeriesRow& s) {
           {"created_ms", s.created_ms}};
 }
 
+// The extra-run bookkeeping of an UNKNOWN change (rerun.h), without the job list.
+json ReRunsSummary(const json& r) {
+  if (!r.is_object()) return nullptr;
+  return {{"state", r.value("state", std::string())},
+          {"requested_before", r.value("requested_before", 0)},
+          {"requested_after", r.value("requested_after", 0)},
+          {"budget_per_side", r.value("budget_per_side", 0)},
+          {"jobs", r.value("jobs", json::array()).size()},
+          {"reason", r.value("reason", std::string())}};
+}
+
 json AlertSummaryJson(const AlertRow& a) {
   json detail = ParseOr(a.detail_json, json::object());
   json tags = json::object();
@@ -78,6 +89,9 @@ json AlertSummaryJson(const AlertRow& a) {
           {"first_run", {{"run_id", a.first_run_id}, {"job_id", a.job_id}, {"tags", tags},
                          {"kernel_release", kernel}}},
           {"likely_environmental", detail.value("likely_environmental", false)},
+          {"verdict", detail.value("verdict", std::string())},
+          {"decision", detail.value("decision", std::string())},
+          {"reruns", detail.contains("reruns") ? ReRunsSummary(detail["reruns"]) : json()},
           {"created_ms", a.created_ms},
           {"updated_ms", a.updated_ms}};
 }
@@ -384,6 +398,35 @@ absl::StatusOr<json> SetAlertState(Store& store, const std::string& id, const st
   a->state = state;
   a->updated_ms = now_ms;
   return AlertSummaryJson(*a);
+}
+
+absl::StatusOr<json> RunTelemetryJson(Store& store, const std::string& run_id) {
+  absl::StatusOr<RunRow> run = store.GetRun(run_id);
+  if (!run.ok()) return run.status();
+  absl::StatusOr<std::optional<ResultRow>> result = store.GetResult(run_id);
+  if (!result.ok()) return result.status();
+  if (!result->has_value() || (*result)->result_json.empty()) {
+    return absl::NotFoundError(absl::StrCat("run ", run_id, " has no result (yet)"));
+  }
+  const json doc = json::parse((*result)->result_json, nullptr, /*allow_exceptions=*/false);
+  const json* t = nullptr;
+  if (doc.is_object() && doc.contains("iofleet") && doc["iofleet"].is_object() &&
+      doc["iofleet"].contains("telemetry") && doc["iofleet"]["telemetry"].is_object()) {
+    t = &doc["iofleet"]["telemetry"];
+  }
+  if (t == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        "run ", run_id, ": its result has no telemetry (iofleet.telemetry; agents before "
+        "the telemetry sampler do not write it)"));
+  }
+  json means = json::object();
+  for (const auto& [k, v] : TelemetryMeans(*t)) means[k] = Num(v);
+  return json{{"run_id", run_id},
+              {"host", run->host},
+              {"interval_ms", t->value("interval_ms", 0)},
+              {"irq_lines", t->value("irq_lines", json::array())},
+              {"seconds", TelemetrySeconds(*t)},
+              {"means", means}};
 }
 
 }  // namespace iofleet::controller::history

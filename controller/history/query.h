@@ -15,6 +15,7 @@
 //   ReproJson         the first run after the change: job text as run, the job
 //                     spec, the host's inventory, agent version, kernel cmdline
 //   SetAlertState     triage: untriaged | acknowledged | invalid | fixed
+//   RunTelemetryJson  one run's agent telemetry, one row per second
 //
 // Errors: InvalidArgument naming the field (an unknown filter, a bad state),
 // NotFound (series, alert).
@@ -49,6 +50,11 @@ absl::StatusOr<nlohmann::json> ReproJson(Store& store, const std::string& alert_
 // looked for) when no job qualifies.
 absl::StatusOr<nlohmann::json> FindBaseline(Store& store, const std::string& job_id,
                                             const std::string& tag);
+// One run's agent telemetry second by second (telemetry.h TelemetrySeconds):
+// {"run_id", "host", "interval_ms", "irq_lines", "seconds": [...], "means"}.
+// NotFound for an unknown run, a run without a result, or a result without
+// telemetry (each named).
+absl::StatusOr<nlohmann::json> RunTelemetryJson(Store& store, const std::string& run_id);
 // Returns the updated alert (ListAlertsJson's shape).
 absl::StatusOr<nlohmann::json> SetAlertState(Store& store, const std::string& id,
                                              const std::string& state, uint64_t now_ms);

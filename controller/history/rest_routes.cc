@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "controller/api/rest/json_codec.h"
+#include "controller/api/rest/proto_json.h"
 #include "controller/history/query.h"
 #include "controller/scheduler/field_error.h"
 
@@ -31,40 +31,43 @@ Filters FiltersOf(const httplib::Request& req) {
 
 void InstallHistoryRoutes(rest::RestServer& server, Store* store, Params params,
                           std::function<uint64_t()> clock) {
-  server.InstallRoutes([store, params, clock](httplib::Server& srv) {
-    using rest::WrapStatusHandler;
-    srv.Get("/api/v1/series",
-            WrapStatusHandler([store](const httplib::Request& req, httplib::Response& res) {
+  // Rows of the REST route table with no gRPC method (history has no RPCs yet).
+  auto add = [&server](const char* method, const char* path, rest::StatusHandler h) {
+    server.AddRoute({method, path, "", "", "", std::move(h)});
+  };
+  {
+    add("GET", "/api/v1/series",
+            [store](const httplib::Request& req, httplib::Response& res) {
               absl::StatusOr<json> j = ListSeriesJson(*store, FiltersOf(req));
               if (!j.ok()) return j.status();
               Reply(res, 200, *j);
               return absl::OkStatus();
-            }));
-    srv.Get(R"(/api/v1/series/([^/]+))",
-            WrapStatusHandler([store, params](const httplib::Request& req,
+            });
+    add("GET", R"(/api/v1/series/([^/]+))",
+            [store, params](const httplib::Request& req,
                                               httplib::Response& res) {
               absl::StatusOr<json> j = SeriesJson(*store, req.matches[1], params);
               if (!j.ok()) return j.status();
               Reply(res, 200, *j);
               return absl::OkStatus();
-            }));
-    srv.Get("/api/v1/alerts",
-            WrapStatusHandler([store](const httplib::Request& req, httplib::Response& res) {
+            });
+    add("GET", "/api/v1/alerts",
+            [store](const httplib::Request& req, httplib::Response& res) {
               absl::StatusOr<json> j = ListAlertsJson(*store, FiltersOf(req));
               if (!j.ok()) return j.status();
               Reply(res, 200, *j);
               return absl::OkStatus();
-            }));
-    srv.Get(R"(/api/v1/alerts/([^/]+))",
-            WrapStatusHandler([store, params](const httplib::Request& req,
+            });
+    add("GET", R"(/api/v1/alerts/([^/]+))",
+            [store, params](const httplib::Request& req,
                                               httplib::Response& res) {
               absl::StatusOr<json> j = AlertJson(*store, req.matches[1], params);
               if (!j.ok()) return j.status();
               Reply(res, 200, *j);
               return absl::OkStatus();
-            }));
-    srv.Get(R"(/api/v1/alerts/([^/]+)/repro)",
-            WrapStatusHandler([store](const httplib::Request& req, httplib::Response& res) {
+            });
+    add("GET", R"(/api/v1/alerts/([^/]+)/repro)",
+            [store](const httplib::Request& req, httplib::Response& res) {
               const std::string id = req.matches[1];
               absl::StatusOr<json> j = ReproJson(*store, id);
               if (!j.ok()) return j.status();
@@ -72,9 +75,16 @@ void InstallHistoryRoutes(rest::RestServer& server, Store* store, Params params,
                              absl::StrCat("attachment; filename=\"iofleet-repro-", id, ".json\""));
               Reply(res, 200, *j);
               return absl::OkStatus();
-            }));
-    srv.Get("/api/v1/baseline",
-            WrapStatusHandler([store](const httplib::Request& req, httplib::Response& res) {
+            });
+    add("GET", R"(/api/v1/runs/([^/]+)/telemetry)",
+            [store](const httplib::Request& req, httplib::Response& res) {
+              absl::StatusOr<json> j = RunTelemetryJson(*store, req.matches[1]);
+              if (!j.ok()) return j.status();
+              Reply(res, 200, *j);
+              return absl::OkStatus();
+            });
+    add("GET", "/api/v1/baseline",
+            [store](const httplib::Request& req, httplib::Response& res) {
               if (!req.has_param("job")) return FieldError("job", "missing (the job to gate)");
               if (!req.has_param("tag")) return FieldError("tag", "missing (KEY=VALUE)");
               absl::StatusOr<json> j =
@@ -82,9 +92,9 @@ void InstallHistoryRoutes(rest::RestServer& server, Store* store, Params params,
               if (!j.ok()) return j.status();
               Reply(res, 200, *j);
               return absl::OkStatus();
-            }));
-    srv.Post(R"(/api/v1/alerts/([^/]+)/state)",
-             WrapStatusHandler([store, clock](const httplib::Request& req,
+            });
+    add("POST", R"(/api/v1/alerts/([^/]+)/state)",
+             [store, clock](const httplib::Request& req,
                                               httplib::Response& res) {
                json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
                if (body.is_discarded() || !body.is_object()) {
@@ -100,8 +110,8 @@ void InstallHistoryRoutes(rest::RestServer& server, Store* store, Params params,
                if (!j.ok()) return j.status();
                Reply(res, 200, *j);
                return absl::OkStatus();
-             }));
-  });
+             });
+  }
 }
 
 }  // namespace iofleet::controller::history

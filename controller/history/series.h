@@ -38,6 +38,11 @@ struct Point {
   // NaN = unknown, the default).
   int runs = 1;
   double cv = std::numeric_limits<double>::quiet_NaN();
+  // A repetition added next to a change to settle an UNKNOWN verdict (worker.h,
+  // "reruns"), not a new position on the axis: the side windows around a change
+  // (DecisionParams::side_window) count only points that are not extra, so the
+  // repetitions add to a side instead of pushing its older points out.
+  bool extra = false;
 };
 
 class Series {

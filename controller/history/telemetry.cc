@@ -162,4 +162,47 @@ json TelemetryMoved(const std::vector<std::map<std::string, double>>& before,
   return out;
 }
 
+json TelemetrySeconds(const json& t) {
+  json rows = json::array();
+  if (!t.is_object() || !t.contains("sample_ms") || !t["sample_ms"].is_array()) return rows;
+  const json& ms = t["sample_ms"];
+  auto at = [](const json& arr, size_t i) -> double {
+    return arr.is_array() && i < arr.size() && arr[i].is_number() ? arr[i].get<double>() : 0.0;
+  };
+  double t_ms = 0;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const double dur = ms[i].is_number() ? ms[i].get<double>() : 0.0;
+    t_ms += dur;
+    json row = {{"t_s", t_ms / 1000.0}, {"dur_ms", dur}};
+    json devs = json::object();
+    if (t.contains("devices") && t["devices"].is_object()) {
+      for (const auto& [name, d] : t["devices"].items()) {
+        json one = json::object();
+        for (const char* k : {"util_pct", "await_ms", "aqu_sz", "rrqm_s", "wrqm_s"}) {
+          if (d.contains(k)) one[k] = at(d[k], i);
+        }
+        devs[name] = one;
+      }
+    }
+    row["devices"] = devs;
+    json cpu = json::object();
+    double dev_irq = 0;
+    const json cpus = t.value("cpus", json::array());
+    if (cpus.is_array() && !cpus.empty()) {
+      for (const char* k : {"usr_pct", "sys_pct", "irq_pct", "softirq_pct", "iowait_pct"}) {
+        double sum = 0;
+        for (const json& c : cpus) sum += at(c.value(k, json::array()), i);
+        cpu[k] = sum / static_cast<double>(cpus.size());
+      }
+      for (const json& c : cpus) dev_irq += at(c.value("dev_irq_s", json::array()), i);
+    }
+    row["cpu"] = cpu;
+    row["dev_irq_s"] = dev_irq;
+    row["ctxt_s"] = at(t.value("ctxt_s", json::array()), i);
+    row["intr_s"] = at(t.value("intr_s", json::array()), i);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 }  // namespace iofleet::controller::history

@@ -35,4 +35,12 @@ nlohmann::json TelemetryMoved(const std::vector<std::map<std::string, double>>& 
                               const std::vector<std::map<std::string, double>>& after,
                               double threshold_pct = kTelemetryMovedPct);
 
+// The per-second view of one run's telemetry (GET /api/v1/runs/{id}/telemetry):
+// one row per sample, [{"t_s" (end of the sample, seconds from the first
+// sample's start), "dur_ms", "devices": {NAME: {util_pct, await_ms, aqu_sz,
+// rrqm_s, wrqm_s}}, "cpu": {usr_pct, sys_pct, irq_pct, softirq_pct, iowait_pct}
+// (mean over CPUs), "dev_irq_s" (summed over CPUs), "ctxt_s", "intr_s"}].
+// Empty when `telemetry` has no samples.
+nlohmann::json TelemetrySeconds(const nlohmann::json& telemetry);
+
 }  // namespace iofleet::controller::history

@@ -3,11 +3,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "controller/history/ingest.h"
+#include "controller/history/rerun.h"
 
 namespace iofleet::controller::history {
 namespace {
@@ -79,6 +82,16 @@ json AssessmentJson(const Assessment& a, const std::vector<SeriesPointRow>& poin
             {"confirmed", a.change.confirmed},
             {"detectors", votes},
             {"likely_environmental", a.likely_environmental},
+            {"reference",
+             a.reference ? json{{"checked", a.reference->checked},
+                                {"moved", a.reference->moved},
+                                {"change_pct", Num(a.reference->change_pct)},
+                                {"p_mann_whitney", Num(a.reference->p_mann_whitney)},
+                                {"p_welch", Num(a.reference->p_welch)},
+                                {"before_points", a.reference->before_points},
+                                {"after_points", a.reference->after_points},
+                                {"reason", a.reference->reason}}
+                         : json()},
             {"summary",
              {{"metric", a.summary.metric},
               {"before", SideJson(a.summary.before)},
@@ -100,21 +113,77 @@ json AssessmentJson(const Assessment& a, const std::vector<SeriesPointRow>& poin
 
 namespace {
 
-// The usable points (value > 0) of stored rows as a Series; `kept` receives their rows.
+// Slots on the series' axis per stored order: a point keeps order * kOrderSlots,
+// the repetitions of its run (rerun.h) take the slots after it.
+constexpr int64_t kOrderSlots = 1024;
+
+std::string RerunOf(const SeriesPointRow& p, std::string* side) {
+  const json axes = PointAxes(p);
+  const json tags = axes.value("tags", json::object());
+  if (!tags.is_object()) return "";
+  if (side != nullptr) *side = tags.value(std::string(kRerunSideTag), std::string());
+  return tags.value(std::string(kRerunOfTag), std::string());
+}
+
+// The usable points (value > 0) of stored rows as a Series; `kept` receives their
+// rows in the Series' order. A repetition of a run of this series (rerun.h) is
+// placed right after that run, as an extra point; one that ran on another kernel
+// than its anchor is left out (`*excluded` counts them).
 absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
-                                    std::vector<SeriesPointRow>* kept) {
-  std::vector<Point> pts;
-  for (SeriesPointRow& p : rows) {
+                                    std::vector<SeriesPointRow>* kept, int* excluded = nullptr) {
+  std::map<std::string, const SeriesPointRow*> by_run;
+  for (const SeriesPointRow& p : rows) {
+    if (RerunOf(p, nullptr).empty()) by_run[p.run_id] = &p;
+  }
+  struct Slot {
+    int64_t anchor_order;
+    int rank;  // 0 = a point of its own; 1.. = repetitions in stored order
+    int64_t order;
+    size_t row;
+    bool extra;
+  };
+  std::vector<Slot> slots;
+  std::map<std::string, int> reps;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SeriesPointRow& p = rows[i];
     if (!(std::isfinite(p.value) && p.value > 0)) continue;
+    const std::string anchor = RerunOf(p, nullptr);
+    auto at = anchor.empty() ? by_run.end() : by_run.find(anchor);
+    if (at == by_run.end()) {
+      slots.push_back({p.order, 0, p.order, i, false});
+      continue;
+    }
+    if (PointAxes(p).value("kernel_release", std::string()) !=
+        PointAxes(*at->second).value("kernel_release", std::string())) {
+      if (excluded != nullptr) ++*excluded;
+      continue;
+    }
+    const int rank = ++reps[anchor];
+    if (rank >= kOrderSlots) continue;  // beyond any budget
+    slots.push_back({at->second->order, rank, p.order, i, true});
+  }
+  std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) {
+    return std::tie(a.anchor_order, a.rank, a.order) < std::tie(b.anchor_order, b.rank, b.order);
+  });
+  std::vector<Point> pts;
+  for (const Slot& sl : slots) {
+    SeriesPointRow& p = rows[sl.row];
     Point q;
     q.id = p.run_id;
-    q.order = p.order;
-    q.time = p.time_ms == 0 ? absl::InfinitePast() : absl::FromUnixMillis(p.time_ms);
+    q.order = sl.anchor_order * kOrderSlots + sl.rank;
+    q.extra = sl.extra;
+    // Repetitions ran later than the points after them: their time says nothing
+    // about when the series reported (stoppage.h).
+    q.time = p.time_ms == 0 || sl.extra ? absl::InfinitePast() : absl::FromUnixMillis(p.time_ms);
     q.value = p.value;
     q.cv = std::isfinite(p.cv) && p.cv >= 0 ? p.cv : std::nan("");
     // Runs finish out of creation order: times only count when they never go back.
-    if (!pts.empty() && pts.back().time != absl::InfinitePast() && q.time < pts.back().time) {
-      q.time = absl::InfinitePast();
+    if (q.time != absl::InfinitePast()) {
+      for (auto it = pts.rbegin(); it != pts.rend(); ++it) {
+        if (it->time == absl::InfinitePast()) continue;
+        if (q.time < it->time) q.time = absl::InfinitePast();
+        break;
+      }
     }
     pts.push_back(std::move(q));
     kept->push_back(std::move(p));
@@ -137,11 +206,44 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
   }
   absl::StatusOr<std::vector<SeriesPointRow>> rows = store.ListSeriesPoints(key);
   if (!rows.ok()) return rows.status();
-  absl::StatusOr<Series> series = SeriesOfRows(std::move(*rows), &out.points);
+  absl::StatusOr<Series> series =
+      SeriesOfRows(std::move(*rows), &out.points, &out.reruns_excluded);
   if (!series.ok()) return series.status();
-  absl::StatusOr<Analysis> analysis = Analyze(*series, *policy, params);
+  // The pinned control (ingest.h, kReferenceTag) of the same host class, branch
+  // and metric, when there is one and this series is not it.
+  std::optional<Series> reference;
+  const json axes = json::parse(row->axes_json, nullptr, /*allow_exceptions=*/false);
+  if (axes.is_object() && axes.value("reference", std::string()) != "1") {
+    absl::StatusOr<std::vector<SeriesRow>> all = store.ListSeries();
+    if (!all.ok()) return all.status();
+    for (const SeriesRow& other : *all) {
+      if (other.metric != row->metric || other.key == key) continue;
+      const json oa = json::parse(other.axes_json, nullptr, /*allow_exceptions=*/false);
+      if (!oa.is_object() || oa.value("reference", std::string()) != "1") continue;
+      bool same_class = true;
+      for (const char* k : {"cpu_model", "numa", "device", "kernel_cmdline", "branch"}) {
+        if (oa.value(k, std::string()) != axes.value(k, std::string())) same_class = false;
+      }
+      if (!same_class) continue;
+      absl::StatusOr<std::vector<SeriesPointRow>> ref_rows = store.ListSeriesPoints(other.key);
+      if (!ref_rows.ok()) return ref_rows.status();
+      std::vector<SeriesPointRow> ref_kept;
+      absl::StatusOr<Series> ref = SeriesOfRows(std::move(*ref_rows), &ref_kept);
+      if (!ref.ok() || ref->empty()) continue;
+      reference = std::move(*ref);
+      out.reference_key = other.key;
+      break;
+    }
+  }
+  absl::StatusOr<Analysis> analysis =
+      Analyze(*series, *policy, params, reference ? &*reference : nullptr);
   if (!analysis.ok()) return analysis.status();
   out.analysis = std::move(*analysis);
+  // The Series' orders leave room for repetitions (kOrderSlots); report the stored ones.
+  for (Assessment& a : out.analysis.changes) {
+    a.last_before_order = out.points[a.change.index - 1].order;
+    a.first_after_order = out.points[a.change.index].order;
+  }
   out.note = out.analysis.detection.note;
   return out;
 }
@@ -272,6 +374,23 @@ absl::Status HistoryWorker::PollOnce() {
         }
         if (rp.points.empty()) {
           ++skipped;
+          // A repetition that failed feeds no point: re-analyse the change it was
+          // asked for anyway, so its alert learns the round is over.
+          auto job_it = jobs.find(run.job_id);
+          if (job_it == jobs.end()) {
+            absl::StatusOr<JobRow> job = store_->GetJob(run.job_id);
+            if (job.ok()) job_it = jobs.emplace(run.job_id, std::move(*job)).first;
+          }
+          if (job_it != jobs.end()) {
+            const json spec = json::parse(job_it->second.spec_json, nullptr, false);
+            const json tags = spec.is_object() ? spec.value("tags", json::object()) : json();
+            const std::string alert_id =
+                tags.is_object() ? tags.value(std::string(kRerunAlertTag), std::string()) : "";
+            if (!alert_id.empty()) {
+              absl::StatusOr<AlertRow> alert = store_->GetAlert(alert_id);
+              if (alert.ok()) touched.insert(alert->series_key);
+            }
+          }
         } else {
           ++ingested;
         }
@@ -359,6 +478,127 @@ absl::Status HistoryWorker::CheckStoppages() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The run a repetition of points[i] repeats: points[i] itself, or the run it is a
+// repetition of (repetitions are never repeated).
+const SeriesPointRow* AnchorOf(const std::vector<SeriesPointRow>& points, size_t i) {
+  const std::string of = RerunOf(points[i], nullptr);
+  if (of.empty()) return &points[i];
+  for (const SeriesPointRow& p : points) {
+    if (p.run_id == of) return &p;
+  }
+  return nullptr;
+}
+
+std::string RerunStateOf(Decision d) {
+  switch (d) {
+    case Decision::kAlert:
+      return "DIFFERENT";
+    case Decision::kSame:
+      return "SAME";
+    case Decision::kNeedMoreRuns:
+      return "running";
+    default:
+      return std::string(DecisionName(d));
+  }
+}
+
+}  // namespace
+
+absl::Status HistoryWorker::RequestReruns(const Assessment& a,
+                                          const std::vector<SeriesPointRow>& points,
+                                          const std::string& alert_id,
+                                          const std::vector<AlertRow>& others, json& reruns) {
+  bool pending = false;
+  for (json& j : reruns["jobs"]) {
+    std::string st = j.value("state", std::string());
+    if (!JobStateFinal(st)) {
+      absl::StatusOr<JobRow> job = store_->GetJob(j.value("job_id", std::string()));
+      if (job.ok()) st = job->state;
+      j["state"] = st;
+    }
+    if (!JobStateFinal(st)) pending = true;
+  }
+  const int budget = options_.rerun_budget_per_side;
+  reruns["budget_per_side"] = budget;
+  const int before = reruns.value("requested_before", 0);
+  const int after = reruns.value("requested_after", 0);
+  if (pending) {
+    reruns["state"] = "running";
+    reruns["reason"] = absl::StrCat("UNKNOWN: waiting for the extra runs asked for (", before,
+                                    " before, ", after, " after the change)");
+    return absl::OkStatus();
+  }
+  const int done = std::min(before, after);
+  if (done >= budget) {
+    reruns["state"] = "budget_spent";
+    reruns["reason"] = absl::StrCat("still UNKNOWN after ", before, " extra runs before and ",
+                                    after, " after the change (budget ", budget,
+                                    " a side, --history-rerun-budget): ", a.reason);
+    return absl::OkStatus();
+  }
+  const int n = std::max(
+      1, std::min({a.more_runs_per_side, budget - done, options_.rerun_step_per_side}));
+  const SeriesPointRow* anchors[2] = {AnchorOf(points, a.change.index - 1),
+                                      AnchorOf(points, a.change.index)};
+  const char* sides[2] = {"before", "after"};
+  std::string errors;
+  for (int k = 0; k < 2; ++k) {
+    if (anchors[k] == nullptr) {
+      absl::StrAppend(&errors, sides[k], ": the run to repeat is not in the series; ");
+      continue;
+    }
+    // The other metrics of the same runs (bw, latencies) ask for the same
+    // repetitions: join a round another alert has running for this run.
+    bool joined = false;
+    for (const AlertRow& other : others) {
+      if (other.id == alert_id || joined) continue;
+      const json d = json::parse(other.detail_json, nullptr, /*allow_exceptions=*/false);
+      if (!d.is_object() || !d.contains("reruns") || !d["reruns"].is_object()) continue;
+      for (const json& j : d["reruns"].value("jobs", json::array())) {
+        if (j.value("anchor_run", std::string()) != anchors[k]->run_id) continue;
+        absl::StatusOr<JobRow> job = store_->GetJob(j.value("job_id", std::string()));
+        if (!job.ok() || JobStateFinal(job->state)) continue;
+        json mine = j;
+        mine["state"] = job->state;
+        mine["shared_with"] = other.id;
+        reruns["jobs"].push_back(mine);
+        const int runs = j.value("runs", 0);
+        reruns[k == 0 ? "requested_before" : "requested_after"] = (k == 0 ? before : after) + runs;
+        joined = true;
+        break;
+      }
+    }
+    if (joined) continue;
+    absl::StatusOr<JobRow> job = store_->GetJob(anchors[k]->job_id);
+    if (!job.ok()) return job.status();
+    absl::StatusOr<v1::JobSpec> spec =
+        RerunSpec(*job, PointAxes(*anchors[k]), anchors[k]->run_id, sides[k], alert_id, n);
+    absl::StatusOr<std::string> id =
+        spec.ok() ? options_.submit_job(*spec) : absl::StatusOr<std::string>(spec.status());
+    if (!id.ok()) {
+      absl::StrAppend(&errors, sides[k], ": ", id.status().message(), "; ");
+      continue;
+    }
+    reruns["jobs"].push_back({{"job_id", *id},
+                              {"side", sides[k]},
+                              {"anchor_run", anchors[k]->run_id},
+                              {"runs", n},
+                              {"state", "queued"}});
+    reruns[k == 0 ? "requested_before" : "requested_after"] = (k == 0 ? before : after) + n;
+    std::lock_guard<std::mutex> l(mu_);
+    ++stats_.rerun_jobs;
+  }
+  reruns["state"] = "running";
+  reruns["reason"] =
+      errors.empty()
+          ? absl::StrCat("UNKNOWN: asked for ", n, " more runs each side (budget ", budget,
+                         " a side); ", a.reason)
+          : absl::StrCat("UNKNOWN: extra runs could not be submitted: ", errors);
+  return absl::OkStatus();
+}
+
 absl::Status HistoryWorker::Detect(const std::string& series_key) {
   absl::StatusOr<SeriesAnalysis> sa = AnalyzeStoredSeries(*store_, series_key, options_.params);
   {
@@ -375,19 +615,45 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
   const std::string stoppage_id = HexDigest(absl::StrCat(series_key, "|stoppage"));
   std::map<std::string, size_t> index_of;
   for (size_t i = 0; i < sa->points.size(); ++i) index_of[sa->points[i].run_id] = i;
-  WriteBatch batch;
-  for (const Assessment& a : sa->analysis.changes) {
-    if (a.decision != Decision::kAlert) continue;
-    AlertRow row;
-    row.id = HexDigest(absl::StrCat(series_key, "|", a.first_after_id));
-    for (const AlertRow& e : *existing) {
-      if (e.series_key != series_key || e.id == stoppage_id) continue;
-      auto at = index_of.find(e.first_run_id);
+  std::vector<const AlertRow*> mine;
+  for (const AlertRow& e : *existing) {
+    if (e.series_key == series_key && e.id != stoppage_id) mine.push_back(&e);
+  }
+  auto match = [&](const Assessment& a) -> const AlertRow* {
+    const AlertRow* best = nullptr;
+    size_t best_d = static_cast<size_t>(kSameAlertPoints) + 1;
+    for (const AlertRow* e : mine) {
+      auto at = index_of.find(e->first_run_id);
       if (at == index_of.end()) continue;
       const size_t d = at->second > a.change.index ? at->second - a.change.index
                                                    : a.change.index - at->second;
-      if (d <= static_cast<size_t>(kSameAlertPoints)) row.id = e.id;
+      if (d < best_d) {
+        best = e;
+        best_d = d;
+      }
     }
+    return best;
+  };
+  const bool rerun_on = options_.submit_job && options_.rerun_budget_per_side > 0;
+  std::set<std::string> matched;
+  WriteBatch batch;
+  for (const Assessment& a : sa->analysis.changes) {
+    const AlertRow* prior = match(a);
+    json reruns;  // null: no extra runs were ever asked for this change
+    if (prior != nullptr) {
+      const json d = json::parse(prior->detail_json, nullptr, /*allow_exceptions=*/false);
+      if (d.is_object() && d.contains("reruns") && d["reruns"].is_object()) reruns = d["reruns"];
+    }
+    const bool verifying = reruns.is_object();
+    if (a.decision == Decision::kNeedMoreRuns) {
+      if (!verifying && !rerun_on) continue;
+    } else if (a.decision != Decision::kAlert && !verifying) {
+      continue;
+    }
+    if (prior != nullptr) matched.insert(prior->id);
+    if (a.decision == Decision::kPending) continue;  // its place is not known yet: wait
+    AlertRow row;
+    row.id = prior != nullptr ? prior->id : HexDigest(absl::StrCat(series_key, "|", a.first_after_id));
     row.series_key = series_key;
     row.metric = sa->series.metric;
     row.state = "untriaged";
@@ -400,7 +666,53 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
     row.updated_ms = now;
     json detail = AssessmentJson(a, sa->points);
     detail["parameters"] = sa->analysis.parameters;
+    if (!sa->reference_key.empty()) detail["reference_series"] = sa->reference_key;
+    if (a.decision == Decision::kNeedMoreRuns) {
+      if (!verifying) reruns = NewReruns(options_.rerun_budget_per_side);
+      if (rerun_on) {
+        if (absl::Status s = RequestReruns(a, sa->points, row.id, *existing, reruns); !s.ok()) {
+          return s;
+        }
+      } else {
+        reruns["state"] = "budget_spent";
+        reruns["reason"] = "extra runs are off (--history-rerun-budget=0)";
+      }
+    } else if (verifying) {
+      reruns["state"] = RerunStateOf(a.decision);
+      reruns["reason"] = a.reason;
+    }
+    if (reruns.is_object()) {
+      reruns["reruns_excluded"] = sa->reruns_excluded;
+      detail["reruns"] = reruns;
+    }
     row.detail_json = detail.dump();
+    batch.upsert_alerts.push_back(std::move(row));
+  }
+  // Changes that were being settled and are no longer found once their runs are in.
+  for (const AlertRow* e : mine) {
+    if (matched.count(e->id) > 0) continue;
+    json d = json::parse(e->detail_json, nullptr, /*allow_exceptions=*/false);
+    if (!d.is_object() || !d.contains("reruns") || !d["reruns"].is_object()) continue;
+    json& reruns = d["reruns"];
+    if (reruns.value("state", std::string()) != "running") continue;
+    bool pending = false;
+    for (json& j : reruns["jobs"]) {
+      std::string st = j.value("state", std::string());
+      if (!JobStateFinal(st)) {
+        absl::StatusOr<JobRow> job = store_->GetJob(j.value("job_id", std::string()));
+        if (job.ok()) st = job->state;
+        j["state"] = st;
+      }
+      if (!JobStateFinal(st)) pending = true;
+    }
+    if (pending) continue;
+    reruns["state"] = "not_detected";
+    reruns["reason"] = absl::StrCat("no change is detected here any more with ",
+                                    reruns.value("requested_before", 0), " extra runs before and ",
+                                    reruns.value("requested_after", 0), " after");
+    AlertRow row = *e;
+    row.updated_ms = now;
+    row.detail_json = d.dump();
     batch.upsert_alerts.push_back(std::move(row));
   }
   const size_t n = batch.upsert_alerts.size();

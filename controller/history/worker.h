@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "controller/history/alert.h"
 #include "controller/store/store.h"
+#include "iofleet/v1/job.pb.h"
 
 namespace iofleet::controller::history {
 
@@ -51,6 +52,16 @@ struct WorkerOptions {
   uint32_t stoppage_check_ms = 60000;
   // Wall clock in unix ms (stored times). Default: the system clock.
   std::function<uint64_t()> clock;
+  // Extra runs for UNKNOWN changes (rerun.h): submits a job (the scheduler's
+  // SubmitJob) and returns its id. Unset: UNKNOWN changes stay assessments only.
+  std::function<absl::StatusOr<std::string>(const v1::JobSpec&)> submit_job;
+  // Most runs added on each side of one change; 0 = never add runs. When they
+  // are spent and the verdict is still UNKNOWN, the alert says so
+  // ("budget_spent"). Default 20 (Pinpoint adds 10 a side per round).
+  int rerun_budget_per_side = 20;
+  // Most runs asked for at once per side (a round); the next round waits until
+  // the jobs of this one finished and the change is re-analysed. Default 10.
+  int rerun_step_per_side = 10;
 };
 
 struct WorkerStats {
@@ -61,6 +72,7 @@ struct WorkerStats {
   uint64_t detections = 0;     // series analysed
   uint64_t alerts_written = 0;
   uint64_t stoppages = 0;      // stoppage alerts written
+  uint64_t rerun_jobs = 0;     // jobs submitted to settle UNKNOWN changes (rerun.h)
   std::string last_error;      // the last poll's failure, "" when it succeeded
 };
 
@@ -85,6 +97,11 @@ class HistoryWorker {
   HistoryWorker(Store* store, WorkerOptions options);
   void Loop();
   absl::Status Detect(const std::string& series_key);
+  // Submits the next round of extra runs for an UNKNOWN change (rerun.h), or
+  // records why not (still waiting, budget spent); updates `reruns` in place.
+  absl::Status RequestReruns(const Assessment& a, const std::vector<SeriesPointRow>& points,
+                             const std::string& alert_id, const std::vector<AlertRow>& others,
+                             nlohmann::json& reruns);
   absl::Status CheckStoppages();
 
   Store* const store_;
@@ -111,6 +128,11 @@ struct SeriesAnalysis {
   std::vector<SeriesPointRow> points;  // the usable points (value > 0), in order
   Analysis analysis;
   std::string note;  // why nothing could be detected (too few points, ...), or ""
+  // Repetitions (rerun.h) left out because they ran on another kernel than their anchor.
+  int reruns_excluded = 0;
+  // The pinned control series the changes were checked against (ingest.h
+  // kReferenceTag), "" when none.
+  std::string reference_key;
 };
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
                                                    const Params& params);

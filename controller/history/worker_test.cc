@@ -15,6 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "controller/history/ingest.h"
 #include "controller/history/query.h"
+#include "controller/history/rerun.h"
+#include "controller/scheduler/scheduler.h"
 #include "controller/store/sqlite_store.h"
 #include "gtest/gtest.h"
 
@@ -68,8 +70,9 @@ class HistoryWorkerTest : public ::testing::Test {
   // alternates: paths are not part of the workload.
   void AddJob(int i, double iops, RunState state = RunState::kSucceeded,
               const std::string& branch = "main", const std::string& rw = "randread",
-              const json& telemetry = nullptr) {
-    const std::string job_id = absl::StrCat("job-", i);
+              const json& telemetry = nullptr, const std::string& prefix = "job-",
+              bool reference = false) {
+    const std::string job_id = absl::StrCat(prefix, i);
     JobRow j;
     j.id = job_id;
     j.name = "ci-randread";
@@ -77,7 +80,11 @@ class HistoryWorkerTest : public ::testing::Test {
     j.created_ms = 1000 + i;
     j.spec_json = json{{"name", "ci-randread"},
                        {"fio_text", "[j]\nrw=randread\n"},
-                       {"tags", {{"branch", branch}, {"commit", absl::StrCat("c", i)}}}}
+                       {"tags", reference ? json{{"branch", branch},
+                                                 {"commit", absl::StrCat("c", i)},
+                                                 {"iofleet.reference", "1"}}
+                                          : json{{"branch", branch},
+                                                 {"commit", absl::StrCat("c", i)}}}}
                       .dump();
     RunRow r;
     r.id = absl::StrCat(job_id, "-r0");
@@ -279,6 +286,282 @@ TEST_F(HistoryWorkerTest, BaselineIsTheNewestTaggedJobOfTheSameWorkload) {
   auto none = FindBaseline(*store_, "job-4", "branch=v5.4");
   EXPECT_TRUE(absl::IsNotFound(none.status())) << none.status();
   EXPECT_TRUE(absl::IsNotFound(FindBaseline(*store_, "job-99", "branch=v6.12").status()));
+}
+
+// A pinned control job (tagged iofleet.reference=1) in every batch: a change
+// it shares is marked likely environmental; one it does not share is not.
+TEST_F(HistoryWorkerTest, AChangeTheReferenceSharesIsLikelyEnvironmental) {
+  for (int i = 0; i < 40; ++i) {
+    AddJob(i, Noisy(i < 20 ? 100000 : 90000, 0.01));
+    // The control workload moved with it (the host, not the code under test).
+    AddJob(i, Noisy(i < 20 ? 50000 : 45000, 0.01), RunState::kSucceeded, "main", "randwrite",
+           nullptr, "ref-", /*reference=*/true);
+  }
+  auto w = Worker();
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  auto all = ListSeriesJson(*store_, {{"metric", "iops"}});
+  ASSERT_EQ((*all)["series"].size(), 2u) << all->dump(2);
+  std::string main_key, ref_key;
+  for (const json& s : (*all)["series"]) {
+    (s["axes"].value("reference", "") == "1" ? ref_key : main_key) = s["key"];
+  }
+  ASSERT_FALSE(main_key.empty());
+  ASSERT_FALSE(ref_key.empty());
+  auto alerts = ListAlertsJson(*store_, {{"series", main_key}});
+  ASSERT_EQ((*alerts)["alerts"].size(), 1u) << alerts->dump(2);
+  EXPECT_EQ((*alerts)["alerts"][0]["likely_environmental"], true) << alerts->dump(2);
+  auto d = json::parse(store_->GetAlert((*alerts)["alerts"][0]["id"])->detail_json);
+  EXPECT_EQ(d["reference_series"], ref_key);
+  EXPECT_EQ(d["reference"]["moved"], true) << d.dump(2);
+  EXPECT_NEAR(d["reference"]["change_pct"].get<double>(), -10, 2) << d.dump(2);
+  EXPECT_NE(d["reason"].get<std::string>().find("likely environmental"), std::string::npos);
+}
+
+TEST_F(HistoryWorkerTest, AChangeTheReferenceDoesNotShareIsNotEnvironmental) {
+  for (int i = 0; i < 40; ++i) {
+    AddJob(i, Noisy(i < 20 ? 100000 : 90000, 0.01));
+    AddJob(i, Noisy(50000, 0.01), RunState::kSucceeded, "main", "randwrite", nullptr, "ref-",
+           /*reference=*/true);
+  }
+  auto w = Worker();
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  auto alerts = ListAlertsJson(*store_, {{"metric", "iops"}});
+  ASSERT_EQ((*alerts)["alerts"].size(), 1u) << alerts->dump(2);
+  EXPECT_EQ((*alerts)["alerts"][0]["likely_environmental"], false) << alerts->dump(2);
+  auto d = json::parse(store_->GetAlert((*alerts)["alerts"][0]["id"])->detail_json);
+  EXPECT_EQ(d["reference"]["checked"], true) << d.dump(2);
+  EXPECT_EQ(d["reference"]["moved"], false) << d.dump(2);
+}
+
+// GET /api/v1/runs/{id}/telemetry: the run's telemetry one row per second.
+TEST_F(HistoryWorkerTest, RunTelemetrySecondBySecond) {
+  const json tele = {{"interval_ms", 1000},
+                     {"sample_ms", {1000, 1002}},
+                     {"devices", {{"nvme0n1", {{"util_pct", {80, 90}}, {"await_ms", {0.1, 0.3}}}}}},
+                     {"cpus",
+                      {{{"cpu", 0}, {"softirq_pct", {4, 6}}, {"dev_irq_s", {100, 200}}},
+                       {{"cpu", 1}, {"softirq_pct", {6, 10}}, {"dev_irq_s", {300, 0}}}}},
+                     {"ctxt_s", {1000, 1100}},
+                     {"intr_s", {500, 600}},
+                     {"irq_lines", {"nvme0q1"}}};
+  AddJob(0, 1000, RunState::kSucceeded, "main", "randread", tele);
+  AddJob(1, 1000);
+  auto t = RunTelemetryJson(*store_, "job-0-r0");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)["host"], "host-1");
+  EXPECT_EQ((*t)["irq_lines"], json({"nvme0q1"}));
+  const json& sec = (*t)["seconds"];
+  ASSERT_EQ(sec.size(), 2u) << t->dump(2);
+  EXPECT_DOUBLE_EQ(sec[0]["t_s"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(sec[1]["t_s"].get<double>(), 2.002);
+  EXPECT_DOUBLE_EQ(sec[1]["devices"]["nvme0n1"]["util_pct"].get<double>(), 90);
+  EXPECT_DOUBLE_EQ(sec[1]["devices"]["nvme0n1"]["await_ms"].get<double>(), 0.3);
+  EXPECT_DOUBLE_EQ(sec[0]["cpu"]["softirq_pct"].get<double>(), 5);  // mean over CPUs
+  EXPECT_DOUBLE_EQ(sec[1]["cpu"]["softirq_pct"].get<double>(), 8);
+  EXPECT_DOUBLE_EQ(sec[0]["dev_irq_s"].get<double>(), 400);          // sum over CPUs
+  EXPECT_DOUBLE_EQ(sec[1]["ctxt_s"].get<double>(), 1100);
+  EXPECT_TRUE((*t)["means"].contains("cpu.softirq_pct")) << t->dump(2);
+  auto none = RunTelemetryJson(*store_, "job-1-r0");
+  EXPECT_TRUE(absl::IsNotFound(none.status())) << none.status();
+  EXPECT_NE(none.status().message().find("no telemetry"), std::string::npos);
+  EXPECT_TRUE(absl::IsNotFound(RunTelemetryJson(*store_, "nope").status()));
+}
+
+// UNKNOWN is not a verdict: a confirmed change too close to the threshold (2 %
+// for iops) for a verdict (-1.5 % or -2 % at 1 % noise) gets extra runs on both sides, submitted to a real scheduler on the
+// same store (the anchor runs' job text, host and kernel, the original tags);
+// the agent's part is played by writing their results as the scheduler does.
+class HistoryRerunTest : public HistoryWorkerTest {
+ protected:
+  std::unique_ptr<HistoryWorker> RerunWorker(int budget, int step) {
+    SchedulerOptions so;
+    so.clock = [this] { return now_ms_; };
+    so.tick_interval_ms = 0;
+    auto sched = Scheduler::Create(store_.get(), so);
+    EXPECT_TRUE(sched.ok()) << sched.status();
+    sched_ = std::move(*sched);
+    WorkerOptions o;
+    o.clock = [this] { return now_ms_; };
+    o.rerun_budget_per_side = budget;
+    o.rerun_step_per_side = step;
+    o.submit_job = [this](const v1::JobSpec& spec) {
+      submitted_.push_back(spec);
+      return sched_->SubmitJob(spec);
+    };
+    auto w = HistoryWorker::Create(store_.get(), o);
+    EXPECT_TRUE(w.ok()) << w.status();
+    return std::move(*w);
+  }
+
+  // The queued runs of rerun job `job_id` finish on host-1 with iops drawn from
+  // `level` (what an agent's RunFinished writes: state, result, audit).
+  void FinishRerun(const std::string& job_id, double level, double cv) {
+    auto runs = store_->ListRuns(job_id, 0, 0);
+    ASSERT_TRUE(runs.ok()) << runs.status();
+    ASSERT_FALSE(runs->empty());
+    auto job = store_->GetJob(job_id);
+    ASSERT_TRUE(job.ok());
+    WriteBatch b;
+    for (RunRow r : *runs) {
+      r.state = RunState::kSucceeded;
+      r.host = "host-1";
+      // The text the original runs ran (the hand-written runs of AddJob stand
+      // for what the scheduler rendered from the same spec).
+      r.fio_text = "[global]\nfilename=/dev/nvme0n1\n[j]\nrw=randread\n";
+      r.finished_ms = now_ms_;
+      r.audit = "ok";
+      const double iops = Noisy(level, cv);
+      ResultRow res;
+      res.run_id = r.id;
+      res.ok = true;
+      res.finished_ms = now_ms_;
+      res.device_fingerprint = "nvme Samsung PM1733 fw EPK9 3.84TB";
+      res.result_json = json{{"jobs",
+                              {{{"jobname", "j"},
+                                {"error", 0},
+                                {"job_runtime", 10000},
+                                {"read",
+                                 {{"iops", iops},
+                                  {"bw_bytes", iops * 4096},
+                                  {"clat_ns", {{"N", 100000}, {"mean", 1e9 / iops * 8}}}}}}}}}
+                            .dump();
+      b.upsert_runs.push_back(r);
+      b.results.push_back(res);
+    }
+    JobRow j = *job;
+    j.state = "succeeded";
+    b.upsert_jobs.push_back(j);
+    ASSERT_TRUE(store_->Write(std::move(b)).ok());
+  }
+
+  json IopsAlert() {
+    auto alerts = ListAlertsJson(*store_, {{"metric", "iops"}});
+    EXPECT_TRUE(alerts.ok()) << alerts.status();
+    if (!alerts.ok() || (*alerts)["alerts"].size() != 1) {
+      ADD_FAILURE() << (alerts.ok() ? alerts->dump(2) : "");
+      return json::object();
+    }
+    auto one = store_->GetAlert((*alerts)["alerts"][0]["id"]);
+    EXPECT_TRUE(one.ok());
+    return json::parse(one->detail_json);
+  }
+
+  // Finishes every rerun job the last round asked for: the before side at
+  // `before`, the after side at `after`.
+  void FinishRound(const json& reruns, size_t from, double before, double after, double cv) {
+    for (size_t i = from; i < reruns["jobs"].size(); ++i) {
+      const json& j = reruns["jobs"][i];
+      FinishRerun(j["job_id"], j["side"] == "before" ? before : after, cv);
+    }
+  }
+
+  void TearDown() override {
+    sched_.reset();
+    HistoryWorkerTest::TearDown();
+  }
+
+  std::unique_ptr<Scheduler> sched_;
+  std::vector<v1::JobSpec> submitted_;
+};
+
+TEST_F(HistoryRerunTest, UnknownChangeGetsExtraRunsBothSidesUntilSame) {
+  for (int i = 0; i < 20; ++i) AddJob(i, Noisy(100000, 0.01));
+  for (int i = 20; i < 40; ++i) AddJob(i, Noisy(98500, 0.01));
+  auto w = RerunWorker(/*budget=*/40, /*step=*/20);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  json d = IopsAlert();
+  ASSERT_EQ(d["verdict"], "UNKNOWN")
+      << d.dump(2) << SeriesJson(*store_, ListSeriesJson(*store_, {{"metric", "iops"}})
+                                              ->at("series")[0]["key"],
+                                  Params())
+                          ->at("change_points")
+                          .dump(2);
+  ASSERT_EQ(d["decision"], "need_more_runs") << d.dump(2);
+  json r = d["reruns"];
+  EXPECT_EQ(r["state"], "running") << r.dump(2);
+  ASSERT_EQ(r["jobs"].size(), 2u) << r.dump(2);
+  // Both sides, anchored at the runs either side of the change, and only two
+  // jobs for all three metrics of those runs (bw and latency join them).
+  EXPECT_EQ(submitted_.size(), 2u);
+  EXPECT_EQ(r["jobs"][0]["side"], "before");
+  EXPECT_EQ(r["jobs"][0]["anchor_run"], d["last_before_run"]);
+  EXPECT_EQ(r["jobs"][1]["side"], "after");
+  EXPECT_EQ(r["jobs"][1]["anchor_run"], d["first_after_run"]);
+  const int n = r["requested_before"];
+  EXPECT_GT(n, 0);
+  EXPECT_LE(n, 20);
+  EXPECT_EQ(r["requested_after"], n);
+  // The repetition: the anchor job's text, on its host and kernel, its tags kept.
+  ASSERT_EQ(submitted_.size(), 2u);
+  const v1::JobSpec& spec = submitted_[0];
+  EXPECT_EQ(spec.fio_text(), "[j]\nrw=randread\n");
+  ASSERT_EQ(spec.hosts_size(), 1);
+  EXPECT_EQ(spec.hosts(0), "host-1");
+  EXPECT_EQ(spec.selector().at("kernel"), "6.12.0");
+  EXPECT_EQ(spec.repeat(), static_cast<uint32_t>(n));
+  EXPECT_EQ(spec.tags().at("branch"), "main");
+  EXPECT_EQ(spec.tags().at(std::string(kRerunSideTag)), "before");
+  auto runs = store_->ListRuns(r["jobs"][0]["job_id"], 0, 0);
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(runs->size(), static_cast<size_t>(n));  // queued by the scheduler
+
+  // Nothing more is asked while the round runs.
+  AddJob(40, Noisy(98500, 0.01));
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(submitted_.size(), 2u);
+
+  // The runs come in at the same levels: the interval narrows inside ±2 %.
+  size_t finished = 0;
+  for (int round = 0; round < 2 && r["state"] == "running"; ++round) {
+    FinishRound(r, finished, 100000, 98500, 0.01);
+    finished = r["jobs"].size();
+    ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+    r = IopsAlert()["reruns"];
+  }
+  d = IopsAlert();
+  EXPECT_EQ(d["reruns"]["state"], "SAME") << d.dump(2);
+  EXPECT_EQ(d["verdict"], "SAME") << d.dump(2);
+  EXPECT_LE(d["reruns"]["requested_before"].get<int>(), 40);
+  // The extra runs are in the series next to their anchors, and counted.
+  EXPECT_GE(d["summary"]["before"]["points"].get<int>(), 20 + n) << d["summary"].dump(2);
+  // Once settled, no further runs are asked.
+  const size_t jobs = submitted_.size();
+  AddJob(41, Noisy(98500, 0.01));
+  ASSERT_TRUE(w->PollOnce().ok());
+  EXPECT_EQ(submitted_.size(), jobs);
+}
+
+TEST_F(HistoryRerunTest, ExtraRunsStopAtTheBudget) {
+  for (int i = 0; i < 20; ++i) AddJob(i, Noisy(100000, 0.01));
+  for (int i = 20; i < 40; ++i) AddJob(i, Noisy(98000, 0.01));
+  auto w = RerunWorker(/*budget=*/8, /*step=*/5);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  json r = IopsAlert()["reruns"];
+  ASSERT_EQ(r["state"], "running") << IopsAlert().dump(2);
+  EXPECT_EQ(r["requested_before"], 5);
+  size_t finished = 0;
+  for (int round = 0; round < 4 && r["state"] == "running"; ++round) {
+    FinishRound(r, finished, 100000, 98000, 0.01);
+    finished = r["jobs"].size();
+    ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+    r = IopsAlert()["reruns"];
+  }
+  // A 2 % change at 1 % noise stays UNKNOWN: 5 + 3 runs a side, then it stops.
+  EXPECT_EQ(r["state"], "budget_spent") << r.dump(2);
+  EXPECT_EQ(r["requested_before"], 8);
+  EXPECT_EQ(r["requested_after"], 8);
+  EXPECT_EQ(r["jobs"].size(), 4u);
+  EXPECT_NE(r["reason"].get<std::string>().find("still UNKNOWN after 8 extra runs"),
+            std::string::npos)
+      << r.dump(2);
+  const size_t jobs = submitted_.size();
+  AddJob(40, Noisy(98000, 0.01));
+  ASSERT_TRUE(w->PollOnce().ok());
+  EXPECT_EQ(submitted_.size(), jobs);
+  // The alert list shows it for what it is.
+  auto alerts = ListAlertsJson(*store_, {{"metric", "iops"}});
+  EXPECT_EQ((*alerts)["alerts"][0]["reruns"]["state"], "budget_spent") << alerts->dump(2);
+  EXPECT_EQ((*alerts)["alerts"][0]["verdict"], "UNKNOWN");
 }
 
 TEST(HistoryIngestTest, WorkloadAndCmdlineNormalisation) {

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 
 #include <atomic>
-#include <filesystem>
 #include <future>
 #include <mutex>
 #include <string>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
+#include "common/testing/temp_dir.h"
 #include "controller/scheduler/field_error.h"
 #include "controller/store/sqlite_store.h"
 #include "gmock/gmock.h"
@@ -23,21 +23,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_sched_XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using iofleet::testing::TempDir;
 
 // The agent end of a stream: records what the controller sends.
 class RecordingSender : public AgentSender {

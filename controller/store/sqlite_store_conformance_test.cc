@@ -1,9 +1,8 @@
 // The store conformance suite (store_conformance.h) on SQLite: a fresh file in a
 // temp dir per test.
-#include <stdlib.h>
+#include <memory>
 
-#include <filesystem>
-
+#include "common/testing/temp_dir.h"
 #include "controller/store/sqlite_store.h"
 #include "controller/store/store_conformance.h"
 
@@ -12,22 +11,17 @@ namespace {
 
 struct SqliteBackend {
   static constexpr const char* kName = "sqlite";
-  std::string dir;
+  std::unique_ptr<iofleet::testing::TempDir> dir;
 
   absl::Status SetUp() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_store_XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) return absl::InternalError("mkdtemp");
-    dir = tmpl;
-    return absl::OkStatus();
+    dir = std::make_unique<iofleet::testing::TempDir>("iofleet_store");
+    return dir->ok() ? absl::OkStatus() : absl::InternalError("mkdtemp");
   }
-  absl::StatusOr<std::unique_ptr<Store>> Open() { return OpenSqliteStore(dir + "/db.sqlite"); }
+  absl::StatusOr<std::unique_ptr<Store>> Open() { return OpenSqliteStore(dir->File("db.sqlite")); }
   absl::StatusOr<std::unique_ptr<Store>> OpenOther() {
-    return OpenSqliteStore(dir + "/other.sqlite");
+    return OpenSqliteStore(dir->File("other.sqlite"));
   }
-  void TearDown() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
+  void TearDown() { dir.reset(); }
 };
 
 }  // namespace

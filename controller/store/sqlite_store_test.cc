@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <string>
 
+#include "common/testing/temp_dir.h"
 #include "controller/store/store_conformance.h"
 
 #include "gmock/gmock.h"
@@ -18,21 +18,7 @@
 namespace iofleet::controller {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_store_XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using iofleet::testing::TempDir;
 
 using conformance::Job;
 using conformance::MakeRun;
@@ -63,7 +49,7 @@ TEST(SqliteStoreTest, RefusesNewerSchema) {
   sqlite3_close(db);
   auto store = OpenSqliteStore(path);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(store.status().message()), testing::HasSubstr("newer"));
+  EXPECT_THAT(std::string(store.status().message()), ::testing::HasSubstr("newer"));
 }
 
 // A version-3 file (results without device_fingerprint) gains the column with

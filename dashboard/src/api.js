@@ -449,3 +449,74 @@ export async function getCompareJobs(a, b, { partial = false, unaudited = false,
   if (unaudited) params.unaudited = 'allow';
   return normCompare(await request('GET', '/compare', { params, signal }));
 }
+
+// ------------------------------------------------------------------ watch stream
+//
+// GET /jobs/{id}/watch[?run=RUN]: server-sent events (controller/api/rest/
+// watch_stream.h): "record" per interval record (the stored ones first, then
+// live ones, each once), "replayed" after the stored ones, "end" when the job is
+// final, "dropped" when this client fell too far behind. Read through fetch (not
+// EventSource) so that it carries the API token. Resolves with how the stream
+// ended: {ended: 'end'|'dropped'|'closed', state, error}; rejects (ApiError) when
+// the controller refuses it (an old controller without the route answers 404).
+export function parseSse(buffer, onEvent) {
+  let rest = buffer.replace(/\r\n/g, '\n');
+  for (;;) {
+    const at = rest.indexOf('\n\n');
+    if (at < 0) return rest;
+    const block = rest.slice(0, at);
+    rest = rest.slice(at + 2);
+    let event = 'message';
+    const data = [];
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':')) continue; // comment (keep-alive)
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+      if (field === 'event') event = value;
+      else if (field === 'data') data.push(value);
+    }
+    if (data.length) onEvent(event, data.join('\n'));
+  }
+}
+
+export async function watchJob(jobId, { run = '', signal, onOpen, onRecords, onReplayed } = {}) {
+  const path = `/jobs/${encodeURIComponent(jobId)}/watch${query({ run })}`;
+  let resp;
+  try {
+    resp = await fetch(`${API_BASE}${path}`, { headers: { Accept: 'text/event-stream', ...authHeaders() }, signal });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError(0, 'UNAVAILABLE', `cannot reach the controller: ${e.message}`);
+  }
+  if (!resp.ok || !resp.body) {
+    const text = await resp.text().catch(() => '');
+    let err = {};
+    try {
+      err = JSON.parse(text).error || {};
+    } catch {
+      err = {};
+    }
+    throw new ApiError(resp.status, err.code, err.message || `HTTP ${resp.status}`, err.field);
+  }
+  if (onOpen) onOpen();
+  const reader = resp.body.getReader();
+  const dec = new TextDecoder();
+  let buf = '';
+  let out = { ended: 'closed', state: '', error: '' };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += dec.decode(value, { stream: true });
+    const recs = [];
+    buf = parseSse(buf, (event, data) => {
+      const d = JSON.parse(data);
+      if (event === 'record') recs.push(normRecord(d));
+      else if (event === 'replayed' && onReplayed) onReplayed(num(d.records));
+      else if (event === 'end') out = { ended: 'end', state: normState(d.state), error: '' };
+      else if (event === 'dropped') out = { ended: 'dropped', state: '', error: (d.error && d.error.message) || 'dropped' };
+    });
+    if (recs.length && onRecords) onRecords(recs);
+  }
+  return out;
+}

@@ -173,7 +173,7 @@ describe('dashboard against the real controller and agent', { skip, timeout: 240
     await page.getByLabel('Job name').fill('e2e psync randread');
     await page
       .getByLabel('fio job file')
-      .fill(`[global]\nioengine=psync\nfilename=${join(tmp, 'e2e.dat')}\nsize=16m\nbs=4k\ntime_based\nruntime=5\n\n[rr]\nrw=randread\n`);
+      .fill(`[global]\nioengine=psync\nfilename=${join(tmp, 'e2e.dat')}\nsize=16m\nbs=4k\ntime_based\nruntime=10\n\n[rr]\nrw=randread\n`);
     await page.getByLabel('Hosts', { exact: true }).fill('a1');
     await page.getByLabel('Tags').fill('suite=dashboard-e2e');
     await page.getByRole('button', { name: 'Submit job' }).click();
@@ -190,10 +190,28 @@ describe('dashboard against the real controller and agent', { skip, timeout: 240
     await page.waitForFunction(() => Number(document.querySelector('.chart[data-chart="IOPS"]').dataset.points) >= 1);
     const n1 = Number(await iops.getAttribute('data-points'));
     const state = await page.locator('h1 .badge').innerText();
+    // Requests the page makes after the reload below (the live source).
+    const api = [];
+    const onReq = (r) => {
+      const u = r.url();
+      if (/\/api\/v1\/(runs\/[^/]+\/samples|jobs\/[^/]+\/watch)/.test(u)) api.push(u);
+    };
+    let reloaded = false;
     if (state === 'running') {
       await page.waitForFunction((n) => Number(document.querySelector('.chart[data-chart="IOPS"]').dataset.points) > n, n1);
       assert.ok(Number(await iops.getAttribute('data-points')) > n1, 'the chart grew while the run ran');
       await b.shot('e2e-run-live');
+      // Reload mid-run: the watch stream replays what is stored, then streams.
+      page.on('request', onReq);
+      reloaded = (await page.locator('h1 .badge').innerText()) === 'running';
+      await page.reload();
+      if (reloaded) {
+        await page.waitForFunction(() => {
+          const c = document.querySelector('section.charts');
+          return (c?.dataset.source === 'stream' && Number(c.dataset.streamed) > 0) || document.querySelector('#result h2');
+        });
+        await b.shot('e2e-run-live-after-reload');
+      }
     }
     await page.locator('#result h2').waitFor({ timeout: 30000 });
     assert.match(await page.locator('h1 .badge').innerText(), /succeeded/);
@@ -206,6 +224,16 @@ describe('dashboard against the real controller and agent', { skip, timeout: 240
     // The latency chart has percentiles from the real histograms.
     const samples = await getJson(`/runs/${encodeURIComponent(runId)}/samples`);
     assert.ok(samples.body.records.length >= 3);
+    // Every stored interval is a point of the chart (one job: one record per window).
+    assert.equal(Number(await iops.getAttribute('data-points')), samples.body.records.length);
+    page.off('request', onReq);
+    if (reloaded) {
+      assert.ok(api.some((u) => /\/jobs\/[^/]+\/watch\?run=/.test(u)), `the page opened the watch stream: ${api.join(' ')}`);
+      assert.ok(Number(await page.locator('section.charts').first().getAttribute('data-streamed')) > 0, 'records came through the stream');
+      // While the run ran, records came from the stream only: the one snapshot
+      // is the last call, made once the run was over.
+      assert.ok(api.filter((u) => /\/samples/.test(u)).length <= 1, `snapshots: ${api.join(' ')}`);
+    }
     await b.shot('e2e-run-result');
   });
 

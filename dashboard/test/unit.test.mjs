@@ -3,7 +3,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { bucketValue, histPercentile, histPercentiles, SeriesBuilder, expectedRuntime, parseFioTime, parseCell } from '../src/stats.js';
-import { normRun, normAgent, normRecord, normCompare, normJob, normState } from '../src/api.js';
+import { normRun, normAgent, normRecord, normCompare, normJob, normState, parseSse } from '../src/api.js';
 import { buildBody, formFieldFor, parseVariants, parseSweep } from '../src/pages/submit.js';
 import { iodepthGroups } from '../src/pages/compare.js';
 import { bucketIndex } from '../testlib/fake_api.mjs';
@@ -183,5 +183,25 @@ describe('printable', async () => {
     assert.equal(printable('csi\u009b'), 'csi\\u009b');
     assert.equal(printable('a\nb\tc é'), 'a\nb\tc é');
     assert.equal(printable(42), '42');
+  });
+});
+
+describe('watch stream (server-sent events)', () => {
+  it('parses events split anywhere across reads, skips comments, keeps the tail', () => {
+    const text =
+      'event: record\ndata: {"seq":"0"}\n\n: keepalive\n\nevent: replayed\r\ndata: {"records":1}\r\n\r\n' +
+      'event: record\ndata: {"seq":"1"}\n\nevent: end\ndata: {"state":"succeeded"}\n\n';
+    for (let cut = 0; cut <= text.length; cut++) {
+      const got = [];
+      let buf = parseSse(text.slice(0, cut), (e, d) => got.push([e, JSON.parse(d)]));
+      buf = parseSse(buf + text.slice(cut), (e, d) => got.push([e, JSON.parse(d)]));
+      assert.equal(buf, '');
+      assert.deepEqual(
+        got.map(([e]) => e),
+        ['record', 'replayed', 'record', 'end'],
+        `cut at ${cut}`,
+      );
+      assert.equal(got[3][1].state, 'succeeded');
+    }
   });
 });

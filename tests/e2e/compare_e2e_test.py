@@ -21,47 +21,36 @@ appends the measured tables (markdown) to FILE.
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
-import urllib.error
-import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e_test as harness  # noqa: E402  (Controller, Agent: one copy of the process handling)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import iofleet_harness as h  # noqa: E402  (the one harness of tests/*)
+from iofleet_harness import TestFailure, check  # noqa: E402
 
 BUILD = None
 REPORT = None
 AGENT = "cmp-agent"
 
 
-class TestFailure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise TestFailure(msg)
-
-
 def log(msg):
     print(msg, flush=True)
 
 
-class Env:
-    """One controller and one agent, started with the e2e harness's classes."""
+class Env(h.Env):
+    """One controller and one agent, started with the shared harness's classes."""
+
+    rest_timeout = 120
 
     def __init__(self, keep=False):
-        self.dir = tempfile.mkdtemp(prefix="iofleet-cmp-e2e-", dir="/var/tmp")
-        self.data_dir = os.path.join(self.dir, "data")
-        self.keep = keep
-        harness.BUILD = BUILD
-        self.controller = harness.Controller(self)
-        self.agent = harness.Agent(self, AGENT, {"role": "compare"})
+        super().__init__("cmp-e2e", keep=keep, tmp_root="/var/tmp")
+        self.controller = h.Controller(self)
+        self.agent = h.Agent(self, AGENT, labels={"role": "compare"}, target_size=0,
+                             backoff_max_ms=500)
+        self.agents[AGENT] = self.agent
         self.allow = self.agent.allow
         self.http = None
 
@@ -69,43 +58,11 @@ class Env:
         self.controller.start()
         self.http = self.controller.http
         self.agent.start()
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                ags = self.get("/agents")["agents"]
-                if any(a["name"] == AGENT and a["state"] == "up" for a in ags):
-                    return self
-            except Exception:
-                pass
-            time.sleep(0.2)
-        raise TestFailure("agent did not register")
-
-    def __exit__(self, exc_type, exc, tb):
-        self.agent.stop()
-        self.controller.stop()
-        harness.finish_dir(self.dir, keep=exc_type is not None or self.keep)
-        return False
-
-    def request(self, method, path, body=None):
-        url = f"http://{self.http}/api/v1{path}"
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=120) as r:
-                return r.status, r.headers.get("Content-Type", ""), r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.headers.get("Content-Type", ""), e.read().decode()
-
-    def get(self, path):
-        status, _, text = self.request("GET", path)
-        check(200 <= status < 300, f"GET {path} -> {status}: {text}")
-        return json.loads(text)
+        self.wait_agents_up([AGENT], timeout=30)
+        return self
 
     def submit(self, body):
-        status, _, text = self.request("POST", "/jobs", body)
-        check(status == 201, f"POST /jobs -> {status}: {text}")
-        return json.loads(text)["id"]
+        return self.post_job(body)
 
     def wait_job(self, job_id, timeout):
         deadline = time.time() + timeout
@@ -124,7 +81,7 @@ class Env:
         raise TestFailure(f"job {job_id} not finished after {timeout}s")
 
     def cli(self, *args):
-        p = subprocess.run([os.path.join(BUILD, "bin", "iofleet"),
+        p = subprocess.run([h.bin_path("bin", "iofleet"),
                             f"--controller=http://{self.http}", *args],
                            capture_output=True, text=True, timeout=120)
         return p.returncode, p.stdout, p.stderr
@@ -189,7 +146,7 @@ def run_compare_job(env, body, timeout):
 
 
 def standalone_iops(path, engine, runtime):
-    args = [os.path.join(BUILD, "bin", "iofleet-agent"), "run", "--name=alone",
+    args = [h.bin_path("bin", "iofleet-agent"), "run", "--name=alone",
             f"--ioengine={engine}", "--output-format=json"]
     args += [f"--{k}={v}" for k, v in base_options(path, runtime).items()]
     p = subprocess.run(args, capture_output=True, text=True, timeout=120)
@@ -305,7 +262,7 @@ def main():
     ap.add_argument("--report")
     ap.add_argument("cases", nargs="+")
     a = ap.parse_args()
-    BUILD = os.path.abspath(a.build_dir)
+    BUILD = h.set_build(a.build_dir)
     REPORT = a.report
     names = list(CASES) if a.cases == ["all"] else a.cases
     failed = []

@@ -3,8 +3,9 @@
 
 Usage: e2e_test.py --build-dir BUILD CASE [CASE...]   (or "all")
 
-Each case starts its own iofleet-controller (ports 0, or fixed ports where it
-restarts the controller) and two `iofleet-agent serve` processes with different
+Each case starts its own iofleet-controller (port 0, the ports it bound read
+from its log; reserved ports where it restarts the controller: see
+tests/lib/iofleet_harness.py, the harness every suite shares) and two `iofleet-agent serve` processes with different
 names, labels and --allow-path directories, in a fresh temp dir. Jobs use the
 psync engine on small temp files. Only the Python standard library is used; the
 SQLite file is opened read-only with the sqlite3 module. On failure the temp dir
@@ -13,7 +14,6 @@ is kept and the tails of the process logs are printed.
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -21,54 +21,14 @@ import sqlite3
 import stat
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-import traceback
-import urllib.error
-import urllib.request
 
-BUILD = None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import iofleet_harness as h  # noqa: E402  (the one harness of tests/*)
+from iofleet_harness import TestFailure, check, wait_for  # noqa: E402  (history_e2e_test imports them from here)
 
-
-class TestFailure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise TestFailure(msg)
-
-
-def wait_for(pred, timeout, what, interval=0.1):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise TestFailure(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-def finish_dir(path, keep, tail_lines=25):
-    """A test's temp dir at its end: removed, or (a failure, or asked to keep it)
-    kept and named, with the tail of every process log in it printed."""
-    if not keep:
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    print(f"--- kept {path}", file=sys.stderr)
-    for f in sorted(os.listdir(path)):
-        if f.endswith(".log"):
-            with open(os.path.join(path, f), errors="replace") as fh:
-                tail = fh.readlines()[-tail_lines:]
-            print(f"--- {f} (tail)\n" + "".join(tail), file=sys.stderr)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+BUILD = None  # kept for the suites that set e2e_test.BUILD; Env hands it to the harness
+Controller = h.Controller  # noqa: F841  (the names other suites import from here)
 
 
 # fio's log-linear bucket index -> value (ns), as common/stats/histogram.h.
@@ -79,112 +39,23 @@ def plat_idx_to_val(idx):
     return (1 << (e + 6)) + int((idx % 64 + 0.5) * (1 << e))
 
 
-class Controller:
-    def __init__(self, env, grpc_port=0, http_port=0):
-        self.env = env
-        self.grpc_port = grpc_port
-        self.http_port = http_port
-        self.proc = None
-        self.grpc = None
-        self.http = None
-        self.starts = 0
+class Agent(h.Agent):
+    """An agent with this suite's labels and a 500 ms reconnect backoff cap."""
 
-    def start(self):
-        self.starts += 1
-        log = open(os.path.join(self.env.dir, f"controller.{self.starts}.log"), "w")
-        self.grpc = self.http = None
-        # The first start makes the store (--init); a restart must find it.
-        self.proc = subprocess.Popen(
-            [os.path.join(BUILD, "bin", "iofleet-controller"),
-             f"--data-dir={self.env.data_dir}",
-             f"--grpc-listen=127.0.0.1:{self.grpc_port}",
-             f"--http-listen=127.0.0.1:{self.http_port}"] + (["--init"] if self.starts == 1 else []),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        found = threading.Event()
-
-        def pump():
-            for line in self.proc.stdout:
-                log.write(line)
-                log.flush()
-                m = re.search(r"grpc listening on (\S+)", line)
-                if m:
-                    self.grpc = m.group(1)
-                m = re.search(r"http listening on (\S+)", line)
-                if m:
-                    self.http = m.group(1)
-                if self.grpc and self.http:
-                    found.set()
-            log.close()
-
-        threading.Thread(target=pump, daemon=True).start()
-        deadline = time.time() + 20
-        while not found.wait(0.1):
-            if self.proc.poll() is not None or time.time() > deadline:
-                raise TestFailure("controller did not report its listen addresses "
-                                  f"(exit {self.proc.poll()})")
-        self.grpc_port = int(self.grpc.rsplit(":", 1)[1])
-        self.http_port = int(self.http.rsplit(":", 1)[1])
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-class Agent:
     def __init__(self, env, name, labels):
-        self.env = env
-        self.name = name
-        self.labels = labels
-        self.allow = os.path.join(env.dir, f"allow-{name}")
-        self.spool = os.path.join(env.dir, f"spool-{name}")
-        os.makedirs(self.allow, exist_ok=True)
-        self.proc = None
-        self.log_path = os.path.join(env.dir, f"{name}.log")
-
-    def start(self):
-        log = open(self.log_path, "a")
-        self.proc = subprocess.Popen(
-            [os.path.join(BUILD, "bin", "iofleet-agent"), "serve",
-             f"--controller={self.env.controller.grpc}",
-             f"--name={self.name}",
-             "--labels=" + ",".join(f"{k}={v}" for k, v in self.labels.items()),
-             f"--allow-path={self.allow}",
-             f"--spool-dir={self.spool}",
-             "--backoff-initial-ms=100", "--backoff-max-ms=500"],
-            stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def target(self, name="target.dat", size=4 << 20):
-        path = os.path.join(self.allow, name)
-        if not os.path.exists(path):
-            with open(path, "wb") as f:
-                f.write(os.urandom(size))
-        return path
+        super().__init__(env, name, labels=labels, backoff_max_ms=500)
 
 
-class Env:
-    """One controller + agents a (rack=r1) and b (rack=r2), both tier=gold."""
+class Env(h.Env):
+    """One controller + agents a (rack=r1) and b (rack=r2), both tier=gold.
+    restartable: the controller gets reserved ports (it is restarted while the
+    agents dial it); otherwise it binds port 0."""
 
     def __init__(self, fixed_ports=False):
-        self.dir = tempfile.mkdtemp(prefix="iofleet-e2e-")
-        self.data_dir = os.path.join(self.dir, "data")
-        ports = (free_port(), free_port()) if fixed_ports else (0, 0)
-        self.controller = Controller(self, *ports)
-        self.agents = {}
+        if BUILD and h.BUILD != BUILD:
+            h.set_build(BUILD)
+        super().__init__("e2e", tail_lines=25)
+        self.controller = h.Controller(self, reserve_ports=fixed_ports)
 
     def __enter__(self):
         self.controller.start()
@@ -193,46 +64,8 @@ class Env:
             a = Agent(self, name, labels)
             a.start()
             self.agents[name] = a
-        self.wait_agents_up(list(self.agents))
+        self.wait_agents_up(list(self.agents), timeout=20)
         return self
-
-    def __exit__(self, exc_type, exc, tb):
-        for a in self.agents.values():
-            a.stop()
-        self.controller.stop()
-        finish_dir(self.dir, keep=exc_type is not None)
-        return False
-
-    # REST -----------------------------------------------------------------
-    def api(self, method, path, body=None, ok=True):
-        url = f"http://{self.controller.http}/api/v1{path}"
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=15) as r:
-                status, text = r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            status, text = e.code, e.read().decode()
-        payload = json.loads(text) if text else None
-        if ok and not 200 <= status < 300:
-            raise TestFailure(f"{method} {path} -> {status}: {text}")
-        return status, payload
-
-    def get(self, path):
-        return self.api("GET", path)[1]
-
-    def agents_json(self):
-        return {a["name"]: a for a in self.get("/agents")["agents"]}
-
-    def wait_agents_up(self, names, timeout=20):
-        def up():
-            try:
-                ags = self.agents_json()
-            except Exception:
-                return False
-            return all(n in ags and ags[n]["state"] == "up" for n in names)
-        wait_for(up, timeout, f"agents {names} up")
 
     def submit(self, fio, name="e2e", hosts=None, selector=None, repeat=None, tags=None):
         body = {"name": name, "fio": fio}
@@ -244,38 +77,13 @@ class Env:
             body["repeat"] = repeat
         if tags:
             body["tags"] = tags
-        status, res = self.api("POST", "/jobs", body)
-        check(status == 201, f"POST /jobs status {status}")
-        return res["id"]
-
-    def job(self, job_id):
-        return self.get(f"/jobs/{job_id}")
+        return self.post_job(body)
 
     def wait_job(self, job_id, timeout=60):
-        def done():
-            j = self.job(job_id)
-            runs = j.get("runs", [])
-            if runs and all(r["state"] in ("succeeded", "failed", "cancelled", "lost")
-                            for r in runs):
-                return j
-            return None
-        return wait_for(done, timeout, f"job {job_id} to finish", interval=0.25)
-
-    def samples(self, run_id):
-        return self.get(f"/runs/{run_id}/samples")["records"]
-
-    # CLI / gRPC helper ----------------------------------------------------
-    def cli(self, *args, check_rc=None, timeout=90):
-        env = dict(os.environ, IOFLEET_CONTROLLER=f"http://{self.controller.http}")
-        p = subprocess.run([os.path.join(BUILD, "bin", "iofleet"), *args], env=env,
-                           capture_output=True, text=True, timeout=timeout)
-        if check_rc is not None and p.returncode != check_rc:
-            raise TestFailure(f"iofleet {' '.join(args)} exited {p.returncode} (want {check_rc})"
-                              f"\nstdout: {p.stdout}\nstderr: {p.stderr}")
-        return p
+        return self.wait_runs_done(job_id, timeout)
 
     def grpc(self, *args, timeout=60):
-        p = subprocess.run([os.path.join(BUILD, "tests", "iofleet-e2e-grpc"),
+        p = subprocess.run([h.bin_path("tests", "iofleet-e2e-grpc"),
                             f"--controller={self.controller.grpc}", *args],
                            capture_output=True, text=True, timeout=timeout)
         if p.returncode != 0:
@@ -283,21 +91,9 @@ class Env:
                               f"{p.stderr}")
         return p.stdout
 
-    def write(self, name, text):
-        path = os.path.join(self.dir, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
-    def db(self):
-        path = os.path.join(self.data_dir, "iofleet.db")
-        check(os.path.exists(path), f"{path} missing")
-        return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-
 
 def fio_job(target, runtime=2, rw="randread", numjobs=1, extra=""):
-    return (f"[global]\nioengine=psync\nbs=4k\nsize=4m\ntime_based=1\nruntime={runtime}\n"
-            f"filename={target}\n{extra}\n[job]\nrw={rw}\nnumjobs={numjobs}\n")
+    return h.fio_job(target, runtime=runtime, rw=rw, numjobs=numjobs, extra=extra)
 
 
 def run_of(job):
@@ -373,7 +169,7 @@ def case_agents_register():
 
 def case_submit_rest():
     with Env() as env:
-        target = env.agents["agent-a"].target()
+        target = env.agents["agent-a"].target
         jf = env.write("job.fio", fio_job(target, runtime=2))
         p = env.cli("submit", jf, "--hosts", "agent-a", "--tag", "suite=e2e", "--wait",
                     check_rc=0)
@@ -391,7 +187,7 @@ def case_submit_rest():
 
 def case_submit_grpc():
     with Env() as env:
-        target = env.agents["agent-b"].target()
+        target = env.agents["agent-b"].target
         jf = env.write("job.fio", fio_job(target, runtime=2))
         job_id = env.grpc("submit", f"--fio-file={jf}", "--hosts=agent-b", "--name=grpc").strip()
         check(job_id, "no job id from gRPC SubmitJob")
@@ -415,7 +211,7 @@ def case_submit_grpc():
 
 def case_selectors():
     with Env() as env:
-        t_b = env.agents["agent-b"].target()
+        t_b = env.agents["agent-b"].target
         jb = env.write("b.fio", fio_job(t_b, runtime=1))
         p = env.cli("submit", jb, "--selector", "rack=r2", "--wait", check_rc=0)
         run = run_of(env.job(p.stdout.split()[0]))
@@ -432,7 +228,7 @@ def case_selectors():
         check(all(r["state"] == "succeeded" for r in job["runs"]),
               f"states {[(r['host'], r['state'], r['error']) for r in job['runs']]}")
         # Several selector terms must all match.
-        t_a = env.agents["agent-a"].target()
+        t_a = env.agents["agent-a"].target
         one = env.submit(fio_job(t_a, runtime=1), selector={"rack": "r1", "tier": "gold"})
         job = env.wait_job(one)
         check([r["host"] for r in job["runs"]] == ["agent-a"], f"rack=r1,tier=gold: {job['runs']}")
@@ -441,7 +237,7 @@ def case_selectors():
 
 def case_lease_wait():
     with Env() as env:
-        target = env.agents["agent-a"].target()
+        target = env.agents["agent-a"].target
         j1 = env.submit(fio_job(target, runtime=3), name="first", hosts=["agent-a"])
         j2 = env.submit(fio_job(target, runtime=1), name="second", hosts=["agent-a"])
 
@@ -461,7 +257,7 @@ def case_lease_wait():
 
 def case_cancel():
     with Env() as env:
-        target = env.agents["agent-a"].target()
+        target = env.agents["agent-a"].target
         job_id = env.submit(fio_job(target, runtime=60), hosts=["agent-a"])
         wait_for(lambda: run_of(env.job(job_id))["state"] == "running", 15, "run running")
         wait_for(lambda: env.samples(run_of(env.job(job_id))["id"]), 10, "first interval")
@@ -509,7 +305,7 @@ def case_allow_path():
 
 def case_results_match_sqlite():
     with Env() as env:
-        target = env.agents["agent-b"].target()
+        target = env.agents["agent-b"].target
         job_id = env.submit(fio_job(target, runtime=2, rw="randrw", numjobs=2), hosts=["agent-b"])
         job = env.wait_job(job_id)
         run = run_of(job)
@@ -559,7 +355,7 @@ def case_results_match_sqlite():
 
 def case_controller_restart_queue():
     with Env(fixed_ports=True) as env:
-        target = env.agents["agent-a"].target()
+        target = env.agents["agent-a"].target
         j1 = env.submit(fio_job(target, runtime=5), name="running", hosts=["agent-a"])
         j2 = env.submit(fio_job(target, runtime=1), name="queued", hosts=["agent-a"])
         wait_for(lambda: run_of(env.job(j1))["state"] == "running", 15, "first running")
@@ -580,7 +376,7 @@ def case_controller_restart_queue():
 
 def case_spool_replay():
     with Env(fixed_ports=True) as env:
-        target = env.agents["agent-b"].target()
+        target = env.agents["agent-b"].target
         job_id = env.submit(fio_job(target, runtime=6, numjobs=2), hosts=["agent-b"])
         wait_for(lambda: run_of(env.job(job_id))["state"] == "running", 15, "run running")
         run_id = run_of(env.job(job_id))["id"]
@@ -601,7 +397,7 @@ def case_agent_restart():
     had are replayed and the run is closed as failed with a clear error."""
     with Env() as env:
         agent = env.agents["agent-a"]
-        target = agent.target()
+        target = agent.target
         job_id = env.submit(fio_job(target, runtime=30), hosts=["agent-a"])
         wait_for(lambda: run_of(env.job(job_id))["state"] == "running", 15, "run running")
         run_id = run_of(env.job(job_id))["id"]
@@ -621,7 +417,7 @@ def case_agent_restart():
 
 def case_intervals_add_up():
     with Env() as env:
-        target = env.agents["agent-a"].target()
+        target = env.agents["agent-a"].target
         job_id = env.submit(fio_job(target, runtime=3, rw="randrw", numjobs=2),
                             hosts=["agent-a"])
         run = run_of(env.wait_job(job_id))
@@ -633,7 +429,7 @@ def case_intervals_add_up():
 
 def case_cli_commands():
     with Env() as env:
-        target = env.agents["agent-a"].target()
+        target = env.agents["agent-a"].target
         jf = env.write("job.fio", fio_job(target, runtime=2))
         job_id = env.cli("submit", jf, "--hosts=agent-a", "--repeat=2", check_rc=0).stdout.strip()
         w = env.cli("watch", job_id, check_rc=0)
@@ -668,7 +464,7 @@ def case_logs_and_normal():
     agent's own text (pid and all) on stdout and the log files on stderr."""
     with Env() as env:
         agent = env.agents["agent-a"]
-        target = agent.target()
+        target = agent.target
         extra = "write_bw_log=b\nwrite_lat_log=l\nlog_avg_msec=500\n"
         jf = env.write("logs.fio", fio_job(target, runtime=2, extra=extra))
         job_id = env.cli("submit", jf, "--hosts=agent-a", check_rc=0).stdout.strip()
@@ -710,7 +506,7 @@ def case_cli_exit_codes():
         check("not found" in p.stderr and "HTTP 404" in p.stderr, f"404: {p.stderr}")
         env.cli("status", "--state=bogus", check_rc=2)
 
-        target = env.agents["agent-a"].target()
+        target = env.agents["agent-a"].target
         ok = env.write("ok.fio", fio_job(target, runtime=1))
         job_id = env.cli("submit", ok, "--hosts=agent-a", "--tag", "suite=exit", "--wait",
                          check_rc=0).stdout.split()[0]
@@ -761,7 +557,7 @@ def case_submit_wait_regression():
     """submit --wait exits 3 with the regressed metric when compare says so; a
     .json job file may be a whole POST /jobs body (here: two variants)."""
     with Env() as env:
-        target = env.agents["agent-a"].target()
+        target = env.agents["agent-a"].target
         body = {"hosts": ["agent-a"], "repeat": 5,
                 "options": {"global": {"bs": "4k", "size": "4m", "time_based": "1",
                                        "runtime": "1", "filename": target, "rw": "randread"},
@@ -853,10 +649,10 @@ def case_lease_alias():
         allow = agent.allow
         j = lambda target, extra="": fio_job(target, runtime=2, extra=extra)
         pairs = []
-        f1 = agent.target("sym-target.dat", 1 << 20)
+        f1 = agent.make_target("sym-target.dat", 1 << 20)
         os.symlink(f1, os.path.join(allow, "sym.dat"))
         pairs.append(("symlink", j(f1), j(os.path.join(allow, "sym.dat"))))
-        f2 = agent.target("hard-target.dat", 1 << 20)
+        f2 = agent.make_target("hard-target.dat", 1 << 20)
         os.link(f2, os.path.join(allow, "hard.dat"))
         pairs.append(("hard link", j(f2), j(os.path.join(allow, "hard.dat"))))
         # Not there yet when the jobs are resolved: the first run creates it.
@@ -873,8 +669,8 @@ def case_lease_alias():
         cleanups = []
         try:
             if os.geteuid() == 0:
-                f3 = agent.target("bind-target.dat", 1 << 20)
-                bound = agent.target("bound.dat", 1)
+                f3 = agent.make_target("bind-target.dat", 1 << 20)
+                bound = agent.make_target("bound.dat", 1)
                 sh("mount", "--bind", f3, bound)
                 cleanups.append(lambda: sh("umount", bound, check_rc=False))
                 pairs.append(("bind-mounted file", j(f3), j(bound)))
@@ -896,7 +692,7 @@ def case_lease_alias():
                     os.mknod(node, 0o600 | stat.S_IFBLK, os.makedev(*dev_numbers(name)))
                 os.symlink(disk, os.path.join(allow, "by-id-disk"))
                 pairs.append(("by-id symlink to a disk", j(disk), j(os.path.join(allow, "by-id-disk"))))
-                node_bind = agent.target("disk-bind", 1)
+                node_bind = agent.make_target("disk-bind", 1)
                 sh("mount", "--bind", loop, node_bind)
                 cleanups.append(lambda: sh("umount", node_bind, check_rc=False))
                 pairs.append(("bind-mounted device node", j(disk_b), j(node_bind)))
@@ -931,8 +727,8 @@ def case_lease_identity_change():
     B starts, and B waits for A instead of running on file 1 beside it."""
     with Env() as env:
         agent = env.agents["agent-a"]
-        f1 = agent.target("one.dat", 1 << 20)
-        f2 = agent.target("two.dat", 1 << 20)
+        f1 = agent.make_target("one.dat", 1 << 20)
+        f2 = agent.make_target("two.dat", 1 << 20)
         link = os.path.join(agent.allow, "moving.dat")
         os.symlink(f2, link)
         ja = env.submit(fio_job(f1, runtime=6), name="A on file 1", hosts=["agent-a"])
@@ -1004,27 +800,9 @@ def main():
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("cases", nargs="+")
     args = ap.parse_args()
-    BUILD = os.path.abspath(args.build_dir)
-    for b in ("bin/iofleet-controller", "bin/iofleet-agent", "bin/iofleet", "tests/iofleet-e2e-grpc"):
-        if not os.path.exists(os.path.join(BUILD, b)):
-            print(f"missing {b} in {BUILD}: build it first", file=sys.stderr)
-            return 1
-    names = list(CASES) if args.cases == ["all"] else args.cases
-    failed = []
-    for n in names:
-        if n not in CASES:
-            print(f"unknown case {n}; known: {', '.join(CASES)}", file=sys.stderr)
-            return 2
-        t0 = time.time()
-        try:
-            CASES[n]()
-            print(f"PASS {n} ({time.time() - t0:.1f}s)")
-        except Exception as e:  # TestFailure or anything unexpected
-            failed.append(n)
-            print(f"FAIL {n} ({time.time() - t0:.1f}s): {e}", file=sys.stderr)
-            if not isinstance(e, TestFailure):
-                traceback.print_exc()
-    return 1 if failed else 0
+    BUILD = h.set_build(args.build_dir)
+    return h.run_cases(CASES, args.cases, ("bin/iofleet-controller", "bin/iofleet-agent",
+                                           "bin/iofleet", "tests/iofleet-e2e-grpc"))
 
 
 if __name__ == "__main__":

@@ -7,16 +7,14 @@ kernel, a controller restart feeds nothing twice, and the REST routes and
 
 Usage: history_e2e_test.py --build-dir BUILD feed
 """
-import argparse
 import json
 import os
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_test  # noqa: E402
-from e2e_test import Env, TestFailure, check, fio_job, run_of, wait_for  # noqa: E402
+from e2e_test import Env, check, fio_job, run_of, wait_for  # noqa: E402
 
 
 def series_points(env, key):
@@ -25,7 +23,7 @@ def series_points(env, key):
 
 def case_feed():
     with Env(fixed_ports=True) as env:
-        target = env.agents["agent-a"].target()
+        target = env.agents["agent-a"].target
         commits = ["c1", "c2", "c3"]
         for c in commits:
             jid = env.submit(fio_job(target, runtime=1), name="ci-randread", hosts=["agent-a"],
@@ -51,6 +49,12 @@ def case_feed():
         check(one["change_points"] == [] and one["note"] != "",
               f"3 points: nothing to detect, and it says why: {one['note']!r}")
         check(env.get("/alerts")["alerts"] == [], "no alert")
+        # The run's agent telemetry second by second (at least the last, partial sample).
+        tele = env.get(f"/runs/{one['points'][0]['run_id']}/telemetry")
+        check(len(tele["seconds"]) >= 1 and "cpu" in tele["seconds"][0] and tele["means"],
+              f"telemetry view {tele}")
+        st, body = env.api("GET", "/runs/nope/telemetry", ok=False)
+        check(st == 404, f"{st} {body}")
         n_series = len(env.get("/series")["series"])
         check(n_series >= 3, f"iops, bw, latency series: {n_series}")
 
@@ -85,7 +89,7 @@ def case_baseline():
     """submit --baseline tag:branch=v6.12 --wait: A = the newest job tagged
     branch=v6.12 with the same workload, B = this job; exit as an A/B."""
     with Env() as env:
-        target = env.agents["agent-a"].target()
+        target = env.agents["agent-a"].target
         fio = fio_job(target, runtime=1)
         base = env.submit(fio, name="ci", hosts=["agent-a"], repeat=3,
                           tags={"branch": "v6.12"})
@@ -117,23 +121,7 @@ CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.start
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build-dir", required=True)
-    ap.add_argument("cases", nargs="+")
-    args = ap.parse_args()
-    e2e_test.BUILD = os.path.abspath(args.build_dir)
-    failed = []
-    for n in (list(CASES) if args.cases == ["all"] else args.cases):
-        t0 = time.time()
-        try:
-            CASES[n]()
-            print(f"PASS {n} ({time.time() - t0:.1f}s)")
-        except Exception as e:  # TestFailure or anything unexpected
-            failed.append(n)
-            print(f"FAIL {n} ({time.time() - t0:.1f}s): {e}", file=sys.stderr)
-            if not isinstance(e, TestFailure):
-                traceback.print_exc()
-    return 1 if failed else 0
+    return e2e_test.h.main(CASES, ("bin/iofleet-controller", "bin/iofleet-agent", "bin/iofleet"))
 
 
 if __name__ == "__main__":

@@ -42,11 +42,7 @@ GROW_FIRST = 64 << 20  # cancel once layout has written this much
 
 
 def vm_hwm_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
+    return ft.h.proc_status_kb(pid, "VmHWM")
 
 
 def run_agent(args, timeout=60):
@@ -211,8 +207,8 @@ def main():
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("cases", nargs="+", choices=sorted(CASES))
     args = ap.parse_args()
-    ft.BUILD = os.path.abspath(args.build_dir)
-    AGENT = os.path.join(ft.BUILD, "bin", "iofleet-agent")
+    ft.BUILD = ft.h.set_build(args.build_dir)
+    AGENT = ft.h.bin_path("bin", "iofleet-agent")
     for name in args.cases:
         log(f"=== {name}")
         try:

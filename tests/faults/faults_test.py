@@ -37,26 +37,23 @@ Child processes get PR_SET_PDEATHSIG so they die with this script. Each case
 prints one "FIGURES {json}" line with what it measured (RELIABILITY.md).
 """
 import argparse
-import ctypes
 import json
 import os
 import re
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-import traceback
-import urllib.error
-import urllib.request
 
-BUILD = None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import iofleet_harness as h  # noqa: E402  (the one harness of tests/*)
+from iofleet_harness import (TERMINAL, TestFailure, TestSkip, check, log, rss_kb,  # noqa: E402,F401
+                             sh, stop_proc, wait_for)
+
+BUILD = None  # kept for the suites that set ft.BUILD; run_cases hands it to the harness
 SOAK_SECONDS = 90
 SOAK_AGENTS = 50
-TERMINAL = ("succeeded", "failed", "cancelled", "lost")
 
 # Names of what the namespace cases create; all carry an "ioff" prefix so leftover
 # removal touches nothing else (deploy/local-fleet uses iofbr0/iofleet-agentN/iofvN).
@@ -66,13 +63,7 @@ NS_PREFIX = "ioff-ns"
 VETH_PREFIX = "ioffv"
 MOUNT_MARK = "iofleet-faults-tmpfs"
 
-
-class TestFailure(Exception):
-    pass
-
-
-class TestSkip(Exception):
-    """The case cannot run here (not root, no iproute2): ctest SKIP (exit 77)."""
+_die_with_parent = h.die_with_parent  # the name agent_budget_test.py uses
 
 
 def need_root(what):
@@ -82,304 +73,41 @@ def need_root(what):
         raise TestSkip("needs iproute2 (ip)")
 
 
-def check(cond, msg):
-    if not cond:
-        raise TestFailure(msg)
-
-
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def wait_for(pred, timeout, what, interval=0.2):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise TestFailure(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _die_with_parent():
-    _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def sh(*args, check_rc=True):
-    p = subprocess.run(list(args), capture_output=True, text=True)
-    if check_rc and p.returncode != 0:
-        raise TestFailure(f"{' '.join(args)} exited {p.returncode}: {p.stderr.strip()}")
-    return p
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+def _sync_build():
+    if BUILD and h.BUILD != BUILD:
+        h.set_build(BUILD)
 
 
 # ---------------------------------------------------------------------------
-# Processes.
+# Processes: the harness's, with this suite's defaults (a 3 s heartbeat
+# timeout; agents labelled host=NAME with a 4 MiB target.dat).
 
-class Controller:
-    """The controller process. The first start binds port 0 (unless ports are
-    given) and reads the ports it bound from its log ("grpc listening on ...");
-    restarts reuse them, so agents find it again. The first start passes --init
-    (a new store in the case's data dir); restarts must find that store."""
-
-    def __init__(self, env, ip="127.0.0.1", grpc_port=None, http_port=None,
-                 heartbeat_timeout="3s", extra_args=(), proc_env=None, store=None,
-                 name="controller", netns=None):
-        self.env = env
-        self.name = name  # log file prefix (several controllers: ha_test.py)
-        self.netns = netns  # run inside this network namespace
-        self.store = store  # --store=URI (PostgreSQL) instead of --data-dir
-        self.ip = ip
-        self.grpc_port = grpc_port or 0
-        self.http_port = http_port or 0
-        self.hb = heartbeat_timeout
-        self.extra_args = list(extra_args)
-        self.proc_env = proc_env  # environment of the process (None: inherit)
-        self.proc = None
-        self.starts = 0
-        self.log_path = None
-
-    @property
-    def grpc(self):
-        return f"{self.ip}:{self.grpc_port}"
-
-    @property
-    def http(self):
-        return f"{self.ip}:{self.http_port}"
-
-    def start(self, init=None, data_dir=None, wait=True):
-        """init: pass --init (default: on the first start only). Returns the log path."""
-        self.starts += 1
-        if init is None:
-            init = self.starts == 1
-        path = os.path.join(self.env.dir, f"{self.name}.{self.starts}.log")
-        self.log_path = path
-        logf = open(path, "w")
-        self.proc = subprocess.Popen(
-            (["ip", "netns", "exec", self.netns] if self.netns else []) +
-            [os.path.join(BUILD, "bin", "iofleet-controller"),
-             f"--store={self.store}" if self.store else f"--data-dir={data_dir or self.env.data_dir}",
-             f"--grpc-listen={self.grpc}",
-             f"--http-listen={self.http}", f"--heartbeat-timeout={self.hb}"]
-            + (["--init"] if init else []) + self.extra_args,
-            stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
-            env=self.proc_env)
-        logf.close()
-        self.env.procs.append(self.proc)
-        if not wait:
-            return path
-
-        def listening():
-            check(self.proc.poll() is None,
-                  f"controller exited {self.proc.returncode}: {open(path).read()[-500:]}")
-            with open(path) as f:
-                t = f.read()
-            g = re.search(r"grpc listening on (\S+)", t)
-            h = re.search(r"http listening on (\S+)", t)
-            if not (g and h):
-                return False
-            self.grpc_port = int(g.group(1).rsplit(":", 1)[1])
-            self.http_port = int(h.group(1).rsplit(":", 1)[1])
-            return True
-        wait_for(listening, 20, "controller listening")
-        return path
-
-    def store_id(self):
-        with open(self.log_path) as f:
-            m = re.search(r"^store (\S+) in ", f.read(), re.M)
-        return m.group(1) if m else None
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait()
-
-    def stop(self):
-        stop_proc(self.proc)
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
+class Controller(h.Controller):
+    def __init__(self, env, heartbeat_timeout="3s", **kw):
+        super().__init__(env, heartbeat_timeout=heartbeat_timeout, **kw)
 
 
-def stop_proc(proc, timeout=15):
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+Agent = h.Agent
 
 
-class Agent:
-    def __init__(self, env, name, netns=None, controller=None, target_size=4 << 20,
-                 agent_name=None, extra_args=()):
-        self.env = env
-        self.extra_args = list(extra_args)
-        self.name = name  # this harness's key: log, spool and allow dir names
-        self.agent_name = agent_name or name  # --name
-        self.netns = netns
-        self.controller = controller  # HOST:PORT; default: env.controller.grpc
-        self.allow = os.path.join(env.dir, f"allow-{name}")
-        self.spool = os.path.join(env.dir, f"spool-{name}")
-        self.log_path = os.path.join(env.dir, f"{name}.log")
-        os.makedirs(self.allow, exist_ok=True)
-        self.target = os.path.join(self.allow, "target.dat")
-        if not os.path.exists(self.target):
-            with open(self.target, "wb") as f:
-                f.write(os.urandom(target_size))
-        self.proc = None
-
-    def start(self):
-        cmd = [os.path.join(BUILD, "bin", "iofleet-agent"), "serve",
-               f"--controller={self.controller or self.env.controller.grpc}",
-               f"--name={self.agent_name}", f"--labels=host={self.agent_name}",
-               f"--allow-path={self.allow}", f"--spool-dir={self.spool}",
-               "--backoff-initial-ms=100", "--backoff-max-ms=1000"] + self.extra_args
-        if self.netns:
-            cmd = ["ip", "netns", "exec", self.netns] + cmd
-        logf = open(self.log_path, "a")
-        self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
-        logf.close()
-        self.env.procs.append(self.proc)
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait()
-
-    def stop(self):
-        stop_proc(self.proc)
-
-    def reconnects(self):
-        with open(self.log_path, errors="replace") as f:
-            return max(0, len(re.findall(r"connected to \S+ as", f.read())) - 1)
-
-    def spool_files(self):
-        try:
-            return [f for f in os.listdir(self.spool) if f.endswith(".spool")]
-        except FileNotFoundError:
-            return []
-
-
-class Env:
+class Env(h.Env):
     """A temp dir, a controller, agents; REST and SQLite helpers; cleanup."""
 
     def __init__(self, name, data_dir=None):
+        _sync_build()
+        super().__init__(f"faults-{name}", data_dir=data_dir)
         self.name = name
-        self.dir = tempfile.mkdtemp(prefix=f"iofleet-faults-{name}-")
-        self.data_dir = data_dir or os.path.join(self.dir, "data")
-        self.procs = []
-        self.cleanups = []  # callables run last-first after the processes are gone
-        self.controller = None
-        self.agents = {}
-        self.figures = {}
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        for a in self.agents.values():
-            try:
-                a.stop()
-            except Exception:
-                pass
-        if self.controller:
-            try:
-                self.controller.stop()
-            except Exception:
-                pass
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for fn in reversed(self.cleanups):
-            try:
-                fn()
-            except Exception as e:  # keep cleaning
-                print(f"cleanup: {e}", file=sys.stderr)
-        if self.figures:
-            log(f"FIGURES {self.name} {json.dumps(self.figures)}")
-        if exc_type is None:
-            shutil.rmtree(self.dir, ignore_errors=True)
-        else:
-            print(f"--- kept {self.dir}", file=sys.stderr)
-            for f in sorted(os.listdir(self.dir)):
-                if f.endswith(".log"):
-                    with open(os.path.join(self.dir, f), errors="replace") as fh:
-                        tail = fh.readlines()[-30:]
-                    print(f"--- {f} (tail)\n" + "".join(tail), file=sys.stderr)
-        return False
 
     def add_controller(self, **kw):
         self.controller = Controller(self, **kw)
         self.controller.start()
         return self.controller
 
-    def add_agent(self, name, **kw):
-        a = Agent(self, name, **kw)
-        self.agents[name] = a
-        a.start()
-        return a
-
-    # REST -----------------------------------------------------------------
-    def api(self, method, path, body=None, ok=True, timeout=15):
-        url = f"http://{self.controller.http}/api/v1{path}"
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                status, text = r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            status, text = e.code, e.read().decode()
-        try:
-            payload = json.loads(text) if text else None
-        except ValueError:
-            payload = {"raw": text}
-        if ok and not 200 <= status < 300:
-            raise TestFailure(f"{method} {path} -> {status}: {text}")
-        return status, payload
-
-    def get(self, path):
-        return self.api("GET", path)[1]
-
-    def agents_up(self, names):
-        try:
-            ags = {a["name"]: a for a in self.get("/agents")["agents"]}
-        except Exception:
-            return False
-        return all(n in ags and ags[n]["state"] == "up" for n in names)
-
-    def wait_agents_up(self, names, timeout=30):
-        wait_for(lambda: self.agents_up(names), timeout, f"agents {list(names)} up")
-
     def submit(self, fio, hosts, name="faults", retries=None, ok=True):
         body = {"name": name, "fio": fio, "hosts": hosts}
         if retries is not None:
             body["retries"] = retries
-        status, res = self.api("POST", "/jobs", body, ok=ok)
-        if ok:
-            check(status == 201, f"POST /jobs status {status}")
-            return res["id"]
-        return status, res
-
-    def job(self, job_id):
-        return self.get(f"/jobs/{job_id}")
-
-    def runs(self, job_id):
-        return self.job(job_id)["runs"]
+        return self.post_job(body, ok=ok)
 
     def run(self, job_id, index=0):
         return self.runs(job_id)[index]
@@ -398,30 +126,9 @@ class Env:
             return j if j["state"] in ("succeeded", "failed", "cancelled") else None
         return wait_for(done, timeout, f"job {job_id} to finish", interval=0.25)
 
-    def samples(self, run_id):
-        return self.get(f"/runs/{run_id}/samples")["records"]
-
-    # SQLite -----------------------------------------------------------------
-    def db_path(self):
-        return os.path.join(self.data_dir, "iofleet.db")
-
-    def db(self):
-        return sqlite3.connect(f"file:{self.db_path()}?mode=ro", uri=True, timeout=10)
-
-    def query(self, sql, *args):
-        db = self.db()
-        try:
-            return db.execute(sql, args).fetchall()
-        finally:
-            db.close()
-
-    def integrity(self):
-        return self.query("PRAGMA integrity_check")[0][0]
-
 
 def fio_job(target, runtime=4, numjobs=1, rw="randread", extra=""):
-    return (f"[global]\nioengine=psync\nbs=4k\nsize=4m\ntime_based=1\nruntime={runtime}\n"
-            f"filename={target}\n{extra}\n[job]\nrw={rw}\nnumjobs={numjobs}\n")
+    return h.fio_job(target, runtime=runtime, numjobs=numjobs, rw=rw, extra=extra)
 
 
 def check_records(env, run_id, clones, min_per_clone, contiguous_time=True):
@@ -582,7 +289,7 @@ def case_agent_sigkill():
 
 def case_controller_sigkill():
     with Env("controller_sigkill") as env:
-        c = env.add_controller(heartbeat_timeout="15s")
+        c = env.add_controller(heartbeat_timeout="15s", reserve_ports=True)
         a = env.add_agent("agent-a")
         b = env.add_agent("agent-b")
         env.wait_agents_up(["agent-a", "agent-b"])
@@ -860,7 +567,7 @@ def case_spool_full():
         os.makedirs(mnt)
         sh("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt)
         env.cleanups.append(lambda: sh("umount", mnt, check_rc=False))
-        c = env.add_controller(heartbeat_timeout="60s")
+        c = env.add_controller(heartbeat_timeout="60s", reserve_ports=True)
         a = Agent(env, "agent-a", extra_args=["--interval-ms=250"])
         a.spool = os.path.join(mnt, "spool")
         env.agents["agent-a"] = a
@@ -927,14 +634,14 @@ def case_spool_full():
         note = run["samples_note"]
         check("not stored" in note and "could not write" in note, f"note: {note}")
         # gRPC and the CLI say it too.
-        p = subprocess.run([os.path.join(BUILD, "tests", "iofleet-e2e-grpc"),
+        p = subprocess.run([h.bin_path("tests", "iofleet-e2e-grpc"),
                             f"--controller={c.grpc}", "get-run", run_id],
                            capture_output=True, text=True, timeout=30)
         check(p.returncode == 0, f"gRPC get-run: {p.stderr}")
         g = json.loads(p.stdout)
         check(g.get("samples_incomplete") is True and len(g.get("missing_seqs", [])) == len(missing),
               f"gRPC GetRun: {p.stdout[:300]}")
-        p = subprocess.run([os.path.join(BUILD, "bin", "iofleet"), "status", j],
+        p = subprocess.run([h.bin_path("bin", "iofleet"), "status", j],
                            env=dict(os.environ, IOFLEET_CONTROLLER=f"http://{c.http}"),
                            capture_output=True, text=True, timeout=30)
         check(p.returncode == 0 and "succeeded*" in p.stdout and "samples incomplete" in p.stdout,
@@ -1034,38 +741,10 @@ CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.start
 
 
 def run_cases(cases, names, binaries=("bin/iofleet-controller", "bin/iofleet-agent")):
-    """Runs the named cases (or "all") of `cases` in order, each printing PASS,
-    SKIP or FAIL; returns the exit status (1 on any failure, 77 when every case
-    was skipped, 2 for an unknown name). Shared by the fault suites
-    (faults_test.py, safety_test.py, postgres_test.py)."""
-    for b in binaries:
-        if not os.path.exists(os.path.join(BUILD, b)):
-            print(f"missing {b} in {BUILD}: build it first", file=sys.stderr)
-            return 1
-    # ctest's timeout kills us with SIGKILL (children follow via PDEATHSIG); a
-    # SIGTERM/SIGINT unwinds through the cases' cleanup.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    names = list(cases) if names == ["all"] else names
-    failed, skipped = [], []
-    for n in names:
-        if n not in cases:
-            print(f"unknown case {n}; known: {', '.join(cases)}", file=sys.stderr)
-            return 2
-        t0 = time.time()
-        try:
-            cases[n]()
-            print(f"PASS {n} ({time.time() - t0:.1f}s)")
-        except TestSkip as e:
-            skipped.append(n)
-            print(f"SKIP {n}: {e}")
-        except Exception as e:  # noqa: BLE001
-            failed.append(n)
-            print(f"FAIL {n} ({time.time() - t0:.1f}s): {e}", file=sys.stderr)
-            if not isinstance(e, TestFailure):
-                traceback.print_exc()
-    if failed:
-        return 1
-    return 77 if skipped and len(skipped) == len(names) else 0
+    """The harness's run_cases (iofleet_harness.run_cases) with BUILD handed
+    over; the fault suites (safety, postgres, ha, agent_budget) call it."""
+    _sync_build()
+    return h.run_cases(cases, names, binaries)
 
 
 def main():

@@ -32,10 +32,8 @@ PostgreSQL is not installed, or, for netcut, without root):
 
 Uses faults_test.py's process harness and tests/fixtures/postgres.py.
 """
-import argparse
 import os
 import re
-import socket
 import sys
 import time
 
@@ -60,12 +58,12 @@ def postgres(env, tcp=None):
     return pg
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+def free_port(ip="127.0.0.1"):
+    """A controller's port, known before it starts (it advertises it): the
+    harness's reservation, below the ephemeral range and locked, so nothing
+    takes it between here and the controller's bind (a follower binds only
+    once it leads, seconds later)."""
+    return ft.h.reserve_port(ip)
 
 
 def add_controllers(env, uri, specs):
@@ -234,7 +232,7 @@ def case_netcut():
         nets = ft.make_net(env, 1)
         ns, veth = nets[0]
         bridge_ip, ns_ip = f"{ft.NET}.1", f"{ft.NET}.11"
-        pg = postgres(env, tcp=f"{bridge_ip}:{free_port()}")
+        pg = postgres(env, tcp=f"{bridge_ip}:{free_port(bridge_ip)}")
         with open(os.path.join(pg.data, "pg_hba.conf"), "a") as f:  # the namespaces' net
             f.write(f"host all all {ft.NET}.0/24 trust\n")
         pg.psql("SELECT pg_reload_conf()")
@@ -242,8 +240,8 @@ def case_netcut():
         tcp_uri = uri.split("?")[0].replace("@:", f"@{bridge_ip}:")
         use_pg_queries(env, pg, uri)
         specs = [(ns_ip, 17301, 17302, ns),
-                 (bridge_ip, free_port(), free_port(), None),
-                 (bridge_ip, free_port(), free_port(), None)]
+                 (bridge_ip, free_port(bridge_ip), free_port(bridge_ip), None),
+                 (bridge_ip, free_port(bridge_ip), free_port(bridge_ip), None)]
         ctls = add_controllers(env, tcp_uri, specs)
         ctls[0].start(init=True, wait=False)
         wait_leader(env, pg, uri, ctls[:1], 30)
@@ -345,12 +343,7 @@ CASES = {"leader_kill": case_leader_kill, "pg_outage": case_pg_outage, "netcut":
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build-dir", required=True)
-    ap.add_argument("cases", nargs="+")
-    args = ap.parse_args()
-    ft.BUILD = os.path.abspath(args.build_dir)
-    return ft.run_cases(CASES, args.cases)
+    return ft.h.main(CASES)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ PostgreSQL is not installed):
 
 Uses faults_test.py's process harness and tests/fixtures/postgres.py.
 """
-import argparse
 import os
 import re
 import subprocess
@@ -64,7 +63,7 @@ def use_pg_queries(env, pg, uri):
 
 
 def run_controller(args, timeout=30):
-    p = subprocess.run([os.path.join(ft.BUILD, "bin", "iofleet-controller")] + args,
+    p = subprocess.run([ft.h.bin_path("bin", "iofleet-controller")] + args,
                        capture_output=True, text=True, timeout=timeout)
     return p.returncode, p.stdout + p.stderr
 
@@ -243,12 +242,7 @@ CASES = {"store_flag": case_store_flag, "migrate": case_migrate, "pg_outage": ca
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build-dir", required=True)
-    ap.add_argument("cases", nargs="+")
-    args = ap.parse_args()
-    ft.BUILD = os.path.abspath(args.build_dir)
-    return ft.run_cases(CASES, args.cases)
+    return ft.h.main(CASES)
 
 
 if __name__ == "__main__":

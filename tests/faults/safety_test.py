@@ -30,7 +30,6 @@ Cases (each its own ctest test, label "faults"; RELIABILITY.md has the figures):
 
 Uses faults_test.py's harness (Env, Controller, Agent, check_records, ...).
 """
-import argparse
 import json
 import os
 import re
@@ -52,7 +51,7 @@ FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 
 def cli(env, *args, timeout=30):
     """Runs the iofleet CLI; returns (rc, stdout bytes, stderr bytes)."""
-    p = subprocess.run([os.path.join(ft.BUILD, "bin", "iofleet"),
+    p = subprocess.run([ft.h.bin_path("bin", "iofleet"),
                         f"--controller=http://{env.controller.http}"] + list(args),
                        capture_output=True, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
@@ -223,7 +222,7 @@ class SlowClients:
 
 def case_slow_http():
     with Env("slow_http") as env:
-        c = env.add_controller(heartbeat_timeout="15s")
+        c = env.add_controller(heartbeat_timeout="15s", reserve_ports=True)
         http = c.http
         latencies = {"/healthz": [], "/api/v1/jobs": []}
         failures = []
@@ -290,7 +289,7 @@ def case_cancel_finished():
         st, body = env.api("POST", f"/jobs/{j}/cancel", {}, ok=False)
         check(st == 409, f"cancel of a succeeded job -> {st} {body}")
         check("already succeeded" in body["error"]["message"], f"body {body}")
-        grpc = subprocess.run([os.path.join(ft.BUILD, "tests", "iofleet-e2e-grpc"),
+        grpc = subprocess.run([ft.h.bin_path("tests", "iofleet-e2e-grpc"),
                                f"--controller={env.controller.grpc}", "cancel", j],
                               capture_output=True, text=True, timeout=30)
         check(grpc.returncode == 1 and "code 9:" in grpc.stderr,  # FAILED_PRECONDITION
@@ -523,12 +522,7 @@ CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.start
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build-dir", required=True)
-    ap.add_argument("cases", nargs="+")
-    args = ap.parse_args()
-    ft.BUILD = os.path.abspath(args.build_dir)
-    return ft.run_cases(CASES, args.cases, binaries=("bin/iofleet-controller", "bin/iofleet-agent", "bin/iofleet"))
+    return ft.h.main(CASES, ("bin/iofleet-controller", "bin/iofleet-agent", "bin/iofleet"))
 
 
 if __name__ == "__main__":

@@ -29,28 +29,18 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import iofleet_harness as h  # noqa: E402  (the one harness of tests/*)
+from iofleet_harness import SKIP, TestFailure, check  # noqa: E402
+
 RUNTIME_S = 8
-
-
-class TestFailure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise TestFailure(msg)
 
 
 def log(msg):
@@ -58,23 +48,7 @@ def log(msg):
 
 
 def wait_for(pred, timeout, what, interval=0.2):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = pred()
-        except Exception as e:  # noqa: BLE001 - retried until the deadline
-            last = e
-        if last and not isinstance(last, Exception):
-            return last
-        time.sleep(interval)
-    raise TestFailure(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return h.wait_for(pred, timeout, what, interval, retry_errors=True)
 
 
 def http_get(url, timeout=10):
@@ -112,41 +86,6 @@ def find_prometheus():
             except (subprocess.TimeoutExpired, OSError) as e:
                 log(f"apt-get install failed: {e}")
     return which()
-
-
-class Proc:
-    def __init__(self, name, args, logdir, on_line=None):
-        self.name = name
-        self.log_path = os.path.join(logdir, f"{name}.log")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, errors="replace")
-        self.on_line = on_line
-        self.thread = threading.Thread(target=self._pump, daemon=True)
-        self.thread.start()
-
-    def _pump(self):
-        with open(self.log_path, "w") as f:
-            for line in self.proc.stdout:
-                f.write(line)
-                f.flush()
-                if self.on_line:
-                    self.on_line(line)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def tail(self, n=30):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
 
 
 class Prom:
@@ -297,65 +236,32 @@ def main():
               "is not possible here", flush=True)
         return SKIP
 
-    tmp = tempfile.mkdtemp(prefix="iofleet-prom-")
-    procs = []
-    ok = False
+    h.set_build(build)
     try:
-        run_test(build, src, tmp, prom_bin, promtool, procs)
-        ok = True
+        with h.Env("prom", keep=args.keep) as env:
+            run_test(env, src, prom_bin, promtool)
         return 0
     except TestFailure as e:
         print(f"FAIL: {e}", flush=True)
         return 1
-    finally:
-        for p in reversed(procs):
-            p.stop()
-        if ok and not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print(f"--- kept {tmp}", file=sys.stderr)
-            if not ok:
-                for p in procs:
-                    print(f"--- {p.name}.log (tail)\n{p.tail()}", file=sys.stderr)
 
 
-def run_test(build, src, tmp, prom_bin, promtool, procs):
-    allow = os.path.join(tmp, "allow")
-    os.makedirs(allow)
-
-    # Controller.
-    addrs = {}
-    ready = threading.Event()
-
-    def on_ctl(line):
-        for k in ("grpc", "http"):
-            m = re.search(rf"{k} listening on (\S+)", line)
-            if m:
-                addrs[k] = m.group(1)
-        if len(addrs) == 2:
-            ready.set()
-    ctl = Proc("controller", [os.path.join(build, "bin", "iofleet-controller"),
-                              f"--data-dir={os.path.join(tmp, 'data')}",
-                              "--grpc-listen=127.0.0.1:0", "--http-listen=127.0.0.1:0",
-                              "--init"],
-               tmp, on_ctl)
-    procs.append(ctl)
-    check(ready.wait(20), "controller did not report its listen addresses")
+def run_test(env, src, prom_bin, promtool):
+    tmp = env.dir
+    ctl = env.add_controller()  # binds port 0, reports the ports it bound
+    addrs = {"grpc": ctl.grpc, "http": ctl.http}
     http = f"http://{addrs['http']}"
     api = http + "/api/v1"
 
     # Agent.
-    agent = Proc("agent", [os.path.join(build, "bin", "iofleet-agent"), "serve",
-                           f"--controller={addrs['grpc']}", "--name=a1",
-                           f"--allow-path={allow}", f"--spool-dir={os.path.join(tmp, 'spool')}"],
-                 tmp)
-    procs.append(agent)
+    agent = env.add_agent("a1", labels={}, target_size=0)
+    allow = agent.allow
     wait_for(lambda: any(a["name"] == "a1" and a["state"] == "up"
                          for a in json.loads(http_get(api + "/agents")[1])["agents"]),
              20, "agent a1 up")
 
     # Prometheus.
-    port = free_port()
+    port = h.reserve_port()  # below the ephemeral range, locked: no race with other binds
     cfg = os.path.join(tmp, "prometheus.yml")
     with open(cfg, "w") as f:
         f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
@@ -363,11 +269,11 @@ def run_test(build, src, tmp, prom_bin, promtool, procs):
                 "scrape_configs:\n  - job_name: iofleet-controller\n"
                 "    metrics_path: /metrics\n"
                 f"    static_configs:\n      - targets: ['{addrs['http']}']\n")
-    prom = Proc("prometheus", [prom_bin, f"--config.file={cfg}",
-                               f"--storage.tsdb.path={os.path.join(tmp, 'tsdb')}",
-                               f"--web.listen-address=127.0.0.1:{port}",
-                               "--web.enable-lifecycle", "--log.level=warn"], tmp)
-    procs.append(prom)
+    env.procs.append(h.spawn([prom_bin, f"--config.file={cfg}",
+                              f"--storage.tsdb.path={os.path.join(tmp, 'tsdb')}",
+                              f"--web.listen-address=127.0.0.1:{port}",
+                              "--web.enable-lifecycle", "--log.level=warn"],
+                            os.path.join(tmp, "prometheus.log")))
     P = Prom(f"http://127.0.0.1:{port}")
     wait_for(lambda: http_get(P.base + "/-/ready")[0] == 200, 60, "prometheus ready", 0.5)
     wait_for(lambda: P.scalar('up{job="iofleet-controller"}') == 1.0, 30,

@@ -5,8 +5,8 @@ on one machine are two hosts), through REST and the `iofleet` CLI.
 
 Usage: truth_test.py --build-dir BUILD CASE [CASE...]   (or "all")
 
-Each case gets its own controller, agents and temp dir (the e2e harness's
-Controller and Agent classes, tests/e2e/e2e_test.py). Workloads are psync reads
+Each case gets its own controller, agents and temp dir (the shared harness,
+tests/lib/iofleet_harness.py). Workloads are psync reads
 of a 4 MiB page-cached file in each agent's allowed directory, 1 s runs, so the
 whole suite takes a few minutes.
 
@@ -24,27 +24,13 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-import time
-import traceback
-import urllib.error
-import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-import e2e_test as harness  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import iofleet_harness as h  # noqa: E402  (the one harness of tests/*)
+from iofleet_harness import TestFailure, check  # noqa: E402
 
-BUILD = None
 FILE_SIZE = 4 << 20
 CASES = {}
-
-
-class TestFailure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise TestFailure(msg)
 
 
 def log(msg):
@@ -58,50 +44,27 @@ def case(agents):
     return register
 
 
-class Fleet:
+class Fleet(h.Env):
     """A controller and `n` agents (agent-1, agent-2, ...) with a 4 MiB data file each."""
 
+    rest_timeout = 120
+
     def __init__(self, n):
-        harness.BUILD = BUILD
-        self.dir = tempfile.mkdtemp(prefix="iofleet-truth-", dir="/var/tmp")
-        self.data_dir = os.path.join(self.dir, "data")
-        self.controller = harness.Controller(self)
-        self.agents = [harness.Agent(self, f"agent-{i + 1}", {"suite": "truth"})
-                       for i in range(n)]
+        super().__init__("truth", tmp_root="/var/tmp", tail_lines=20)
+        self.agents = []  # a list here: cases index it
+        self.controller = h.Controller(self)
+        for i in range(n):
+            a = h.Agent(self, f"agent-{i + 1}", labels={"suite": "truth"}, target_size=0,
+                        backoff_max_ms=500)
+            self.agents.append(a)
 
     def __enter__(self):
         self.controller.start()
         for a in self.agents:
             a.start()
-            a.target("data.dat", FILE_SIZE)
-        names = {a.name for a in self.agents}
-        harness.wait_for(lambda: names <= {a["name"] for a in self.get("/agents")["agents"]
-                                           if a["state"] == "up"}, 30, "agents up")
+            a.make_target("data.dat", FILE_SIZE)
+        self.wait_agents_up([a.name for a in self.agents], timeout=30)
         return self
-
-    def __exit__(self, exc_type, exc, tb):
-        for a in self.agents:
-            a.stop()
-        self.controller.stop()
-        harness.finish_dir(self.dir, keep=exc_type is not None, tail_lines=20)
-        return False
-
-    # REST ---------------------------------------------------------------
-    def request(self, method, path, body=None):
-        url = f"http://{self.controller.http}/api/v1{path}"
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=120) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-    def get(self, path):
-        status, text = self.request("GET", path)
-        check(status == 200, f"GET {path} -> {status}: {text}")
-        return json.loads(text)
 
     # Jobs ---------------------------------------------------------------
     def body(self, name, variants, repeat=5, runtime=1, options=None):
@@ -116,12 +79,12 @@ class Fleet:
                 "variants": [{"name": n, "options": o} for n, o in variants]}
 
     def submit(self, body):
-        status, text = self.request("POST", "/jobs", body)
+        status, _, text = self.request("POST", "/jobs", body)
         check(status == 201, f"POST /jobs -> {status}: {text}")
         return json.loads(text)["id"]
 
     def wait(self, job_id, timeout=180):
-        job = harness.wait_for(
+        job = h.wait_for(
             lambda: (lambda j: j if j["runs"] and all(
                 r["state"] in ("succeeded", "failed", "cancelled", "lost") for r in j["runs"])
                 else None)(self.get(f"/jobs/{job_id}")),
@@ -135,7 +98,7 @@ class Fleet:
         check(not bad, f"honest arms without a passing arm audit: {bad[:3]}")
 
     def compare(self, job_id, query=""):
-        status, text = self.request("GET", f"/jobs/{job_id}/compare" +
+        status, _, text = self.request("GET", f"/jobs/{job_id}/compare" +
                                     (f"?{query}" if query else ""))
         return status, text
 
@@ -145,7 +108,7 @@ class Fleet:
         return json.loads(text)
 
     def cli(self, *args, rc=None, timeout=300):
-        p = subprocess.run([os.path.join(BUILD, "bin", "iofleet"),
+        p = subprocess.run([h.bin_path("bin", "iofleet"),
                             f"--controller=http://{self.controller.http}", *args],
                            capture_output=True, text=True, timeout=timeout)
         if rc is not None:
@@ -384,36 +347,21 @@ def case_path_alias(fleet):
     log(f"  {len(spans)} runs on one file under two names, one at a time")
 
 
+def run_case(agents, fn):
+    def run():
+        with Fleet(agents) as fleet:
+            fn(fleet)
+    return run
+
+
 def main():
-    global BUILD
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("cases", nargs="+")
     a = ap.parse_args()
-    BUILD = os.path.abspath(a.build_dir)
-    for b in ("bin/iofleet-controller", "bin/iofleet-agent", "bin/iofleet"):
-        if not os.path.exists(os.path.join(BUILD, b)):
-            print(f"missing {b} in {BUILD}: build it first", file=sys.stderr)
-            return 1
-    names = list(CASES) if a.cases == ["all"] else a.cases
-    failed = []
-    for name in names:
-        if name not in CASES:
-            print(f"unknown case {name}; known: {', '.join(CASES)}", file=sys.stderr)
-            return 2
-        agents, fn = CASES[name]
-        log(f"=== {name} ({agents} agent{'s' if agents > 1 else ''})")
-        t0 = time.time()
-        try:
-            with Fleet(agents) as fleet:
-                fn(fleet)
-            log(f"PASS {name} ({time.time() - t0:.0f}s)")
-        except Exception as e:  # TestFailure or anything unexpected
-            if not isinstance(e, TestFailure):
-                traceback.print_exc()
-            log(f"FAIL {name} ({time.time() - t0:.0f}s): {e}")
-            failed.append(name)
-    return 1 if failed else 0
+    h.set_build(a.build_dir)
+    return h.run_cases({name: run_case(*CASES[name]) for name in CASES}, a.cases,
+                       ("bin/iofleet-controller", "bin/iofleet-agent", "bin/iofleet"))
 
 
 if __name__ == "__main__":

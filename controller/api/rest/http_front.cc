@@ -252,6 +252,10 @@ HttpFront::Counters HttpFront::counters() const {
   c.refused = refused_.load();
   c.timed_out = timed_out_.load();
   c.healthz = healthz_.load();
+  {
+    std::lock_guard<std::mutex> l(streams_mu_);
+    c.streams = streams_;
+  }
   return c;
 }
 
@@ -323,6 +327,12 @@ void HttpFront::Stop() {
   cv_.notify_all();
   for (std::thread& t : workers_) t.join();
   workers_.clear();
+  {
+    // Stream handlers watch their own stop signal (RestServer::Stop); a write
+    // to a client that takes nothing ends within write_timeout_ms.
+    std::unique_lock<std::mutex> l(streams_mu_);
+    streams_cv_.wait(l, [&] { return streams_ == 0; });
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     work_.clear();
@@ -575,19 +585,40 @@ bool HttpFront::Advance(Conn* c) {
       // handler would read until the client closes.
       c->in.insert(end, "\r\nContent-Length: 0");
     }
-    Dispatch(c);
+    Dispatch(c, opt_.is_stream && opt_.is_stream(h.method, h.path));
     return false;
   }
   return true;
 }
 
-void HttpFront::Dispatch(Conn* c) {
+void HttpFront::Dispatch(Conn* c, bool stream) {
+  if (stream) {
+    std::unique_lock<std::mutex> l(streams_mu_);
+    if (streams_ >= opt_.max_streams) {
+      l.unlock();
+      Respond(c, 503,
+              absl::StrCat("too many push streams: ", opt_.max_streams,
+                           " are open; retry later or poll the snapshot routes"),
+              "", "");
+      return;
+    }
+    ++streams_;
+  }
   if (c->watched) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   c->watched = false;
   c->want_write = false;
   c->state = Conn::State::kWorking;
   c->pos = 0;
   std::unique_ptr<Conn> owned = Remove(c);
+  if (stream) {
+    std::thread([this, owned = std::move(owned)]() mutable {
+      Serve(std::move(owned), /*close=*/true);
+      std::lock_guard<std::mutex> l(streams_mu_);
+      --streams_;
+      streams_cv_.notify_all();  // under the lock: Stop cannot return before it
+    }).detach();
+    return;
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     work_.push_back(std::move(owned));
@@ -605,28 +636,33 @@ void HttpFront::WorkerLoop() {
       c = std::move(work_.front());
       work_.pop_front();
     }
-    FrontStream strm(c.get(), opt_.write_timeout_ms);
-    bool connection_closed = false;
-    const bool last = stopping_.load() || c->requests + 1 >= opt_.keep_alive_max_requests;
-    const bool ok = handler_(strm, last, connection_closed);
-    if (!ok || connection_closed || last || stopping_.load()) {
-      if (c->counted) open_.fetch_sub(1);
-      continue;  // ~Conn closes the socket
-    }
-    c->in.erase(0, c->pos);
-    c->pos = 0;
-    c->requests++;
-    c->started = !c->in.empty();
-    c->sent_continue = false;
-    c->deadline_ms = MonoMs() + (c->started ? opt_.request_timeout_ms : opt_.keep_alive_ms);
-    c->state = Conn::State::kReading;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      returned_.push_back(std::move(c));
-    }
-    const uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof(one));
+    Serve(std::move(c), /*close=*/false);
   }
+}
+
+void HttpFront::Serve(std::unique_ptr<Conn> c, bool close) {
+  FrontStream strm(c.get(), opt_.write_timeout_ms);
+  bool connection_closed = false;
+  const bool last =
+      close || stopping_.load() || c->requests + 1 >= opt_.keep_alive_max_requests;
+  const bool ok = handler_(strm, last, connection_closed);
+  if (!ok || connection_closed || last || stopping_.load()) {
+    if (c->counted) open_.fetch_sub(1);
+    return;  // ~Conn closes the socket
+  }
+  c->in.erase(0, c->pos);
+  c->pos = 0;
+  c->requests++;
+  c->started = !c->in.empty();
+  c->sent_continue = false;
+  c->deadline_ms = MonoMs() + (c->started ? opt_.request_timeout_ms : opt_.keep_alive_ms);
+  c->state = Conn::State::kReading;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    returned_.push_back(std::move(c));
+  }
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
 }
 
 void HttpFront::TakeReturned() {

@@ -14,6 +14,11 @@
 //     httplib's routing (the handler) on the buffered bytes; the connection then
 //     returns to the event thread for its next request. Writing a response
 //     fails when the client takes no bytes for `write_timeout_ms`.
+//   - A request that `is_stream(method, path)` names (a push stream such as
+//     GET /api/v1/jobs/{id}/watch) runs on a thread of its own instead of a
+//     pool worker, so that long-lived streams never starve the API; at most
+//     `max_streams` at once (one more gets 503), and the connection is closed
+//     when the stream ends.
 //   - At most `max_connections` client connections are open; one more gets a
 //     503 with a JSON error naming the limit and is closed (over TLS it is
 //     closed without a response, which would need a handshake first).
@@ -70,6 +75,11 @@ struct HttpFrontOptions {
   std::function<std::string()> healthz_body;
   // JSON body of the errors the front writes itself (408, 413, 431, 503).
   std::function<std::string(int http_status, const std::string& message)> error_body;
+  // Requests served as long-lived streams on their own threads (see above).
+  // Optional: none by default.
+  std::function<bool(const std::string& method, const std::string& path)> is_stream;
+  // Streams open at once; one more gets 503. Default: 64.
+  size_t max_streams = 64;
   // Called for every response the front writes itself (metrics). Optional.
   std::function<void(const std::string& method, const std::string& path, int status)> observe;
 };
@@ -98,6 +108,7 @@ class HttpFront {
     uint64_t refused = 0;       // over max_connections (503)
     uint64_t timed_out = 0;     // 408: a request not complete within request_timeout_ms
     uint64_t healthz = 0;       // answered on the event thread
+    uint64_t streams = 0;       // push streams open now
   };
   Counters counters() const;
 
@@ -113,7 +124,10 @@ class HttpFront {
   // Answers /healthz, rejects what cannot be served, or hands a complete
   // request to a worker. False when `c` was closed or handed off.
   bool Advance(Conn* c);
-  void Dispatch(Conn* c);
+  void Dispatch(Conn* c, bool stream);
+  // Runs the handler on `c` (a worker or a stream thread), then hands the
+  // connection back to the event thread or closes it.
+  void Serve(std::unique_ptr<Conn> c, bool close);
   void TakeReturned();
   void Expire();
   void Watch(Conn* c, bool out);
@@ -145,6 +159,11 @@ class HttpFront {
   std::deque<std::unique_ptr<Conn>> returned_;  // connections back from the workers
 
   std::atomic<uint64_t> accepted_{0}, refused_{0}, timed_out_{0}, healthz_{0};
+
+  // Stream threads (detached) still running; Stop waits for none to be left.
+  mutable std::mutex streams_mu_;
+  std::condition_variable streams_cv_;
+  size_t streams_ = 0;
 };
 
 }  // namespace iofleet::controller::rest

@@ -1,12 +1,9 @@
 // Authentication, request limits and malformed bodies of the REST API.
 #include <httplib.h>
-#include <stdlib.h>
-
-#include <filesystem>
 
 #include "controller/api/rest/rest_server.h"
 #include "controller/metrics/metrics.h"
-#include "controller/store/sqlite_store.h"
+#include "controller/testing/rest_stack.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -20,32 +17,20 @@ using ::testing::HasSubstr;
 constexpr char kFio[] = "[job]\nfilename=/dev/nvme0n1\nrw=randread\nsize=1m\n";
 constexpr char kToken[] = "s3cret-Token_1";
 
-class RestSecurityTest : public ::testing::Test {
+class RestSecurityTest : public testing::RestStackTest {
  protected:
   void Start(RestOptions ro, ApiLimits limits = ApiLimits()) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_rsec_XXXXXX").string();
-    dir_ = mkdtemp(tmpl.data());
-    auto store = OpenSqliteStore(dir_ + "/ctl.db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    SchedulerOptions o;
-    o.tick_interval_ms = 0;
-    o.limits = limits;
-    auto s = Scheduler::Create(store_.get(), o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    sched_ = std::move(*s);
     metrics_ = std::make_unique<metrics::ControllerMetrics>();
-    server_ = std::make_unique<RestServer>(sched_.get(), metrics_.get(), std::move(ro));
-    auto port = server_->Start("127.0.0.1", 0);
-    ASSERT_TRUE(port.ok()) << port.status();
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
+    testing::RestStackOptions o;
+    o.scheduler.limits = limits;
+    o.rest = std::move(ro);
+    o.metrics = metrics_.get();
+    StartStack(std::move(o));
+    client_ = stack_->client();
   }
   void TearDown() override {
-    server_.reset();
-    sched_.reset();
-    store_.reset();
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+    stack_.reset();  // the server before the metrics it reports to
+    metrics_.reset();
   }
 
   std::pair<int, json> Do(const std::string& method, const std::string& path,
@@ -74,13 +59,10 @@ class RestSecurityTest : public ::testing::Test {
     EXPECT_THAT(r.second["error"]["message"].get<std::string>(), HasSubstr(text));
   }
 
-  std::string dir_, raw_;
+  std::string raw_;
   httplib::Headers last_headers_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<metrics::ControllerMetrics> metrics_;
-  std::unique_ptr<RestServer> server_;
-  std::unique_ptr<httplib::Client> client_;
+  httplib::Client* client_ = nullptr;
 };
 
 TEST_F(RestSecurityTest, TokenGuardsTheApi) {

@@ -6,21 +6,16 @@
 
 #include <exception>
 #include <functional>
-#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/secrets/secrets.h"
 #include "common/status.h"
 #include "controller/api/rest/http_front.h"
-#include "controller/api/rest/json_codec.h"
+#include "controller/api/rest/proto_json.h"
 #include "controller/api/status_map.h"
 #include "controller/metrics/http_metrics.h"
-#if IOFLEET_HAVE_COMPARE
-#include "controller/compare/job_compare.h"
-#endif
 #include "controller/scheduler/field_error.h"
 
 namespace iofleet::controller::rest {
@@ -52,67 +47,6 @@ httplib::Server::Handler Wrap(Handler h) {
     }
     if (!s.ok()) ReplyError(res, s);
   };
-}
-
-absl::StatusOr<v1::ListRequest> ListParams(const httplib::Request& req) {
-  v1::ListRequest lr;
-  if (req.has_param("page_size")) {
-    uint32_t n = 0;
-    if (!absl::SimpleAtoi(req.get_param_value("page_size"), &n)) {
-      return FieldError("page_size", "must be a non-negative integer");
-    }
-    lr.set_page_size(n);
-  }
-  lr.set_page_token(req.get_param_value("page_token"));
-  lr.set_filter_state(req.get_param_value("state"));
-  lr.set_job_id(req.get_param_value("job_id"));
-  // GET /jobs: ?order=newest, ?name=TEXT (contains), ?tag=k=v (repeatable).
-  if (req.has_param("order")) {
-    const std::string order = req.get_param_value("order");
-    if (order != "newest" && order != "oldest") {
-      return FieldError("order", absl::StrCat("\"", order, "\" is not newest or oldest"));
-    }
-    lr.set_newest_first(order == "newest");
-  }
-  lr.set_name_contains(req.get_param_value("name"));
-  for (size_t i = 0; i < req.get_param_value_count("tag"); ++i) {
-    const std::string kv = req.get_param_value("tag", i);
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return FieldError("tag", absl::StrCat("\"", kv, "\" is not key=value"));
-    }
-    (*lr.mutable_tags())[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return lr;
-}
-
-// GET /jobs/{id}/compare (job_id set) and GET /compare?a=JOB_A&b=JOB_B (job_id
-// empty): see controller/compare/job_compare.h. 409 while runs are pending.
-absl::Status CompareRoute(Scheduler& scheduler, const httplib::Request& req,
-                          httplib::Response& res, const std::string& job_id) {
-#if IOFLEET_HAVE_COMPARE
-  auto param = [&req](const std::string& k) -> std::optional<std::string> {
-    if (!req.has_param(k)) return std::nullopt;
-    return req.get_param_value(k);
-  };
-  IOFLEET_ASSIGN_OR_RETURN(compare::JobCompareParams params, compare::ParseCompareParams(param));
-  absl::StatusOr<compare::JobComparison> c =
-      job_id.empty() ? compare::CompareJobs(scheduler, param("a").value_or(""),
-                                            param("b").value_or(""), params)
-                     : compare::CompareJob(scheduler, job_id, params);
-  if (!c.ok() && c.status().code() == absl::StatusCode::kFailedPrecondition) {
-    Reply(res, 409, ErrorToJson(c.status()));  // runs still queued/running
-    return absl::OkStatus();
-  }
-  if (!c.ok()) return c.status();
-  compare::RenderedComparison out = compare::RenderComparison(*c, params.format);
-  res.status = 200;
-  res.set_content(out.body, out.content_type);
-  return absl::OkStatus();
-#else
-  if (!job_id.empty()) IOFLEET_RETURN_IF_ERROR(scheduler.GetJob(job_id).status());
-  return absl::UnimplementedError("compare is not available in this build");
-#endif
 }
 
 std::string OpenSslErrors() {
@@ -182,6 +116,12 @@ bool NeedsToken(const std::string& path, bool metrics_auth) {
 // hands each complete request to Handle().
 class RoutingServer : public httplib::Server {
  public:
+  // httplib writes a streamed (chunked) body only while its listening socket
+  // is set; this server has none, so it says "serving" with a value that is no
+  // descriptor until EndStreams.
+  static constexpr int kServingWithoutSocket = -2;
+  RoutingServer() { svr_sock_ = kServingWithoutSocket; }
+  void EndStreams() { svr_sock_ = INVALID_SOCKET; }
   bool Handle(httplib::Stream& strm, bool close_connection, bool& connection_closed) {
     return process_request(strm, close_connection, connection_closed, nullptr);
   }
@@ -221,8 +161,14 @@ std::function<void(const httplib::Request&, httplib::Response&)> WrapStatusHandl
   return Wrap(std::move(h));
 }
 
-void RestServer::InstallRoutes(const std::function<void(httplib::Server&)>& install) {
-  install(*server_);
+void RestServer::AddRoute(ApiRoute route) {
+  httplib::Server::Handler h = Wrap(route.handler);
+  if (route.method == "GET") {
+    server_->Get(route.path, std::move(h));
+  } else {
+    server_->Post(route.path, std::move(h));
+  }
+  routes_.push_back(std::move(route));
 }
 
 uint64_t RestServer::refused_connections() const {
@@ -267,102 +213,14 @@ void RestServer::Routes() {
     Reply(res, 200, {{"status", "ok"}, {"store_id", scheduler_->store_id()}});
   });
 
-  srv.Post("/api/v1/jobs", Wrap([this](const httplib::Request& req, httplib::Response& res) {
-             IOFLEET_ASSIGN_OR_RETURN(v1::JobSpec spec, JobSpecFromJson(req.body));
-             IOFLEET_ASSIGN_OR_RETURN(std::string id, scheduler_->SubmitJob(spec));
-             res.set_header("Location", absl::StrCat("/api/v1/jobs/", id));
-             Reply(res, 201, {{"id", id}});
-             return absl::OkStatus();
-           }));
+  for (ApiRoute& r : ControllerRoutes(scheduler_)) AddRoute(std::move(r));
 
-  srv.Get("/api/v1/jobs", Wrap([this](const httplib::Request& req, httplib::Response& res) {
-            IOFLEET_ASSIGN_OR_RETURN(v1::ListRequest lr, ListParams(req));
-            IOFLEET_ASSIGN_OR_RETURN(v1::ListJobsResponse resp, scheduler_->ListJobs(lr));
-            json jobs = json::array();
-            for (const v1::Job& j : resp.jobs()) jobs.push_back(JobToJson(j, false));
-            Reply(res, 200, {{"jobs", jobs}, {"next_page_token", resp.next_page_token()}});
-            return absl::OkStatus();
-          }));
-
-  srv.Get(R"(/api/v1/jobs/([^/]+))",
+  // The streamed route (its body is an event stream, not one message): the
+  // live side of WatchJob, whose replay alone is the /records row above.
+  srv.Get(R"(/api/v1/jobs/([^/]+)/watch)",
           Wrap([this](const httplib::Request& req, httplib::Response& res) {
-            IOFLEET_ASSIGN_OR_RETURN(v1::Job job, scheduler_->GetJob(req.matches[1]));
-            Reply(res, 200, JobToJson(job, true));
-            return absl::OkStatus();
-          }));
-
-  srv.Post(R"(/api/v1/jobs/([^/]+)/cancel)",
-           Wrap([this](const httplib::Request& req, httplib::Response& res) {
-             absl::StatusOr<v1::Job> job = scheduler_->CancelJob(req.matches[1]);
-             if (absl::IsFailedPrecondition(job.status())) {
-               Reply(res, 409, ErrorToJson(job.status()));  // already finished: unchanged
-               return absl::OkStatus();
-             }
-             if (!job.ok()) return job.status();
-             Reply(res, 200, JobToJson(*job, true));
-             return absl::OkStatus();
-           }));
-
-  srv.Get(R"(/api/v1/jobs/([^/]+)/compare)",
-          Wrap([this](const httplib::Request& req, httplib::Response& res) {
-            return CompareRoute(*scheduler_, req, res, req.matches[1]);
-          }));
-  srv.Get("/api/v1/compare", Wrap([this](const httplib::Request& req, httplib::Response& res) {
-            return CompareRoute(*scheduler_, req, res, "");
-          }));
-
-  srv.Get("/api/v1/runs", Wrap([this](const httplib::Request& req, httplib::Response& res) {
-            IOFLEET_ASSIGN_OR_RETURN(v1::ListRequest lr, ListParams(req));
-            IOFLEET_ASSIGN_OR_RETURN(v1::ListRunsResponse resp, scheduler_->ListRuns(lr));
-            json runs = json::array();
-            for (const v1::Run& r : resp.runs()) {
-              json rj = RunToJson(r);
-              rj.erase("result");
-              runs.push_back(std::move(rj));
-            }
-            Reply(res, 200, {{"runs", runs}, {"next_page_token", resp.next_page_token()}});
-            return absl::OkStatus();
-          }));
-
-  srv.Get(R"(/api/v1/runs/([^/]+))",
-          Wrap([this](const httplib::Request& req, httplib::Response& res) {
-            IOFLEET_ASSIGN_OR_RETURN(v1::Run run, scheduler_->GetRun(req.matches[1]));
-            Reply(res, 200, RunToJson(run));
-            return absl::OkStatus();
-          }));
-
-  srv.Get(R"(/api/v1/runs/([^/]+)/samples)",
-          Wrap([this](const httplib::Request& req, httplib::Response& res) {
-            IOFLEET_ASSIGN_OR_RETURN(v1::SamplesResponse resp,
-                                     scheduler_->GetSamples(req.matches[1]));
-            json recs = json::array();
-            for (const v1::IntervalRecord& r : resp.records()) recs.push_back(IntervalToJson(r));
-            Reply(res, 200, {{"run_id", std::string(req.matches[1])}, {"records", recs}});
-            return absl::OkStatus();
-          }));
-
-  // Every stored interval record of a job's runs, in one answer (the REST side
-  // of WatchJob's replay): a dashboard reloaded mid-run draws the whole run
-  // from it, then keeps polling and merges by (run_id, job_index, seq).
-  srv.Get(R"(/api/v1/jobs/([^/]+)/records)",
-          Wrap([this](const httplib::Request& req, httplib::Response& res) {
-            IOFLEET_ASSIGN_OR_RETURN(v1::Job job, scheduler_->GetJob(req.matches[1]));
-            json recs = json::array();
-            for (const v1::Run& run : job.runs()) {
-              IOFLEET_ASSIGN_OR_RETURN(v1::SamplesResponse resp, scheduler_->GetSamples(run.id()));
-              for (const v1::IntervalRecord& r : resp.records()) recs.push_back(IntervalToJson(r));
-            }
-            Reply(res, 200, {{"job_id", job.id()}, {"state", job.state()}, {"records", recs}});
-            return absl::OkStatus();
-          }));
-
-  srv.Get("/api/v1/agents", Wrap([this](const httplib::Request& req, httplib::Response& res) {
-            IOFLEET_ASSIGN_OR_RETURN(v1::ListRequest lr, ListParams(req));
-            IOFLEET_ASSIGN_OR_RETURN(v1::ListAgentsResponse resp, scheduler_->ListAgents(lr));
-            json agents = json::array();
-            for (const v1::Agent& a : resp.agents()) agents.push_back(AgentToJson(a));
-            Reply(res, 200, {{"agents", agents}});
-            return absl::OkStatus();
+            return ServeJobWatch(*scheduler_, watch_streams_, options_.watch, req.matches[1],
+                                 req, res);
           }));
 
   // Unrouted paths and wrong methods: keep the JSON error shape.
@@ -395,6 +253,12 @@ absl::StatusOr<int> RestServer::Start(const std::string& host, int port) {
       Dump({{"status", "ok"}, {"store_id", scheduler_->store_id()}});
   fo.healthz_body = [health] { return health; };
   fo.error_body = FrontErrorBody;
+  fo.max_streams = options_.max_watch_streams;
+  fo.write_timeout_ms = options_.write_timeout_ms;
+  fo.is_stream = [](const std::string& method, const std::string& path) {
+    return method == "GET" && absl::StartsWith(path, "/api/v1/jobs/") &&
+           absl::EndsWith(path, "/watch");
+  };
   if (metrics_ != nullptr) {
     fo.observe = [m = metrics_](const std::string& method, const std::string& path, int status) {
       m->OnHttpRequest(method.empty() ? "-" : method,
@@ -412,6 +276,8 @@ absl::StatusOr<int> RestServer::Start(const std::string& host, int port) {
 }
 
 void RestServer::Stop() {
+  watch_streams_.StopAll();
+  server_->EndStreams();
   if (front_) front_->Stop();
 }
 

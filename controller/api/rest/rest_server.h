@@ -1,17 +1,8 @@
-// REST + JSON API under /api/v1 (cpp-httplib), plus GET /healthz.
-//
-//   POST /api/v1/jobs                 submit -> 201 {"id"}
-//   GET  /api/v1/jobs                 ?page_size&page_token&state -> {"jobs", "next_page_token"}
-//   GET  /api/v1/jobs/{id}            job with runs and state
-//   POST /api/v1/jobs/{id}/cancel     cancel queued and running runs -> the job; 409 (and
-//                                     nothing changes) when the job already finished
-//   GET  /api/v1/jobs/{id}/compare    A/B table: ?format=json|markdown|junit&partial=1&seed=N
-//                                     &arm_a=&arm_b=&compared=k,..; 409 while runs are pending
-//   GET  /api/v1/compare?a=JOB&b=JOB  two finished jobs as arms A and B (same parameters)
-//   GET  /api/v1/runs                 ?job_id&page_size&page_token&state
-//   GET  /api/v1/runs/{id}            state, host, timings, result (fio JSON) when done
-//   GET  /api/v1/runs/{id}/samples    {"records": [...]} interval time series
-//   GET  /api/v1/agents               {"agents": [...]}
+// REST + JSON API under /api/v1 (cpp-httplib), plus GET /healthz. The routes
+// are one table (api_routes.h: each row names the gRPC method it serves) and
+// their JSON is the API protos' (proto_json.h).
+// GET /api/v1/jobs/{id}/watch (?run=) is the one streamed route: server-sent
+// events, stored records then live ones (watch_stream.h), each on its own thread.
 //
 // Errors: {"error": {"code", "message", "field"}} with the status from status_map.h.
 // Auth: with RestOptions::api_token set, every /api/... request needs
@@ -31,9 +22,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "controller/api/rest/api_routes.h"
 #include "controller/scheduler/limits.h"
+#include "controller/api/rest/watch_stream.h"
 #include "controller/scheduler/scheduler.h"
 
 namespace httplib {
@@ -71,14 +65,22 @@ struct RestOptions {
   uint64_t request_timeout_ms = 10000;
   // Threads running handlers. Default: 8.
   size_t workers = 8;
+  // A response write fails when the client takes no bytes for this long (a
+  // watch stream's client included). Default: 10 s.
+  uint64_t write_timeout_ms = 10000;
+  // GET /jobs/{id}/watch streams open at once (each on its own thread); one more
+  // gets 503. Default: 64.
+  size_t max_watch_streams = 64;
+  // Per watch stream: live records buffered before a slow client is dropped, and
+  // the keep-alive comment interval (watch_stream.h).
+  WatchStreamOptions watch;
 };
 
 class RoutingServer;
 class HttpFront;
 
-// A handler returning a Status: a failure becomes {"error": {...}} with its HTTP
-// status (status_map.h), an exception a 500. For routes added with InstallRoutes.
-using StatusHandler = std::function<absl::Status(const httplib::Request&, httplib::Response&)>;
+// A StatusHandler as an httplib handler: a failure becomes {"error": {...}}
+// with its HTTP status (status_map.h), an exception a 500.
 std::function<void(const httplib::Request&, httplib::Response&)> WrapStatusHandler(
     StatusHandler h);
 
@@ -97,9 +99,12 @@ class RestServer {
   // directory has no index.html, / answers with how to build it.
   void ServeDashboard(const std::string& dir);
 
-  // Adds routes beside the API's own (history: controller/history/rest_routes.h),
-  // behind the same auth gate, metrics and error shape. Call before Start.
-  void InstallRoutes(const std::function<void(httplib::Server&)>& install);
+  // Adds a row to the route table beside the API's own (history:
+  // controller/history/rest_routes.h), behind the same auth gate, metrics and
+  // error shape. Call before Start.
+  void AddRoute(ApiRoute route);
+  // The route table as served (the controller's rows, then those added).
+  const std::vector<ApiRoute>& routes() const { return routes_; }
 
   // Binds host:port (port 0 = any free port) and starts serving; returns the port.
   // InvalidArgument when the TLS certificate or key cannot be loaded.
@@ -120,6 +125,8 @@ class RestServer {
   const RestOptions options_;
   std::string tls_error_;  // why the TLS context could not be set up
   SSL_CTX* tls_ctx_ = nullptr;
+  WatchStreams watch_streams_;
+  std::vector<ApiRoute> routes_;
   std::unique_ptr<RoutingServer> server_;  // routes; never listens itself
   std::unique_ptr<HttpFront> front_;
 };

@@ -1,11 +1,8 @@
 #include "controller/api/rest/rest_server.h"
 
 #include <httplib.h>
-#include <stdlib.h>
 
-#include <filesystem>
-
-#include "controller/store/sqlite_store.h"
+#include "controller/testing/rest_stack.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -17,30 +14,12 @@ using nlohmann::json;
 
 constexpr char kFio[] = "[job]\nfilename=/dev/nvme0n1\nrw=randread\nsize=1m\n";
 
-class RestServerTest : public ::testing::Test {
+class RestServerTest : public testing::RestStackTest {
  protected:
   void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_rest_XXXXXX").string();
-    dir_ = mkdtemp(tmpl.data());
-    auto store = OpenSqliteStore(dir_ + "/ctl.db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    SchedulerOptions o;
-    o.tick_interval_ms = 0;
-    auto s = Scheduler::Create(store_.get(), o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    sched_ = std::move(*s);
-    server_ = std::make_unique<RestServer>(sched_.get());
-    auto port = server_->Start("127.0.0.1", 0);
-    ASSERT_TRUE(port.ok()) << port.status();
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
-  }
-  void TearDown() override {
-    server_.reset();
-    sched_.reset();
-    store_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    StartStack();
+    sched_ = stack_->scheduler();
+    client_ = stack_->client();
   }
 
   // Returns {status, parsed body}.
@@ -69,11 +48,8 @@ class RestServerTest : public ::testing::Test {
     EXPECT_TRUE(r.second["error"]["code"].is_string());
   }
 
-  std::string dir_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Scheduler> sched_;
-  std::unique_ptr<RestServer> server_;
-  std::unique_ptr<httplib::Client> client_;
+  Scheduler* sched_ = nullptr;
+  httplib::Client* client_ = nullptr;
 };
 
 TEST_F(RestServerTest, Healthz) {
@@ -106,7 +82,7 @@ TEST_F(RestServerTest, BadBodiesAre400NamingTheField) {
 TEST_F(RestServerTest, BadFioTextIs400NamingFio) {
   auto r = Submit({{"fio", "[job]\nrw=sideways\n"}, {"hosts", {"a"}}});
   ExpectFieldError(r, 400, "fio");
-  EXPECT_THAT(r.second["error"]["message"].get<std::string>(), testing::HasSubstr("rw"));
+  EXPECT_THAT(r.second["error"]["message"].get<std::string>(), ::testing::HasSubstr("rw"));
   auto o = Submit({{"options", {{"rw", "randread"}, {"iodepth", 0}}}, {"hosts", {"a"}}});
   ExpectFieldError(o, 400, "options");
 }

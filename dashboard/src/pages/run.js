@@ -1,7 +1,10 @@
 // One run: state and timings, live IOPS / bandwidth / clat percentile charts from
-// the interval records (polled every second while the run is active), and the
-// fio-compatible result once it is done.
-import { getRun, getJob, getSamples, TERMINAL_STATES } from '../api.js';
+// the interval records, and the fio-compatible result once it is done. Records
+// come from the job's watch stream (GET /jobs/{id}/watch?run=: the stored ones,
+// then live ones, so a reload mid-run draws the whole run); the run's state is
+// polled every second. Without the stream (an older controller, or too many
+// streams open) the page polls /runs/{id}/samples instead.
+import { getRun, getJob, getSamples, watchJob, TERMINAL_STATES } from '../api.js';
 import { h, replace, fmtTime, fmtDuration, fmtNum, fmtBytesRate, fmtNs, stateBadge, errorBox, poller } from '../dom.js';
 import { SeriesBuilder } from '../stats.js';
 import { LiveChart, COLORS } from '../charts.js';
@@ -196,26 +199,16 @@ export function runPage(main, { args }) {
     );
   }
 
-  const p = poller(async (signal) => {
-    let run;
-    let recs;
-    try {
-      [run, recs] = await Promise.all([getRun(id, { signal }), getSamples(id, { signal })]);
-    } catch (e) {
-      if (e.name === 'AbortError') throw e;
-      replace(head, errorBox(e));
-      return e.status !== 404;
-    }
-    if (!job && run.job_id) {
-      try {
-        job = await getJob(run.job_id, { signal });
-      } catch (e) {
-        if (e.name === 'AbortError') throw e;
-      }
-    }
-    const added = series.add(recs);
+  // How records arrive: 'stream' (the watch stream), 'poll' (GET samples).
+  let source = 'stream';
+  let streaming = false; // a watch stream is open
+  let lastRun = null;
+  let streamed = 0; // records that came through the stream
+  const streamCtl = new AbortController();
+
+  function draw(changed) {
     const cols = series.columns();
-    if (added || !chartIops.box.dataset.points || cols.x.length !== Number(chartIops.box.dataset.points)) {
+    if (changed || !chartIops.box.dataset.points || cols.x.length !== Number(chartIops.box.dataset.points)) {
       chartIops.setData([cols.x, cols.readIops, cols.writeIops, cols.trimIops]);
       chartBw.setData([cols.x, cols.readBw, cols.writeBw, cols.trimBw]);
       const pos = (a) => a.map((v) => (v > 0 ? v : null)); // log axis: no zeros
@@ -228,19 +221,101 @@ export function runPage(main, { args }) {
         chartLat.plot.setSeries(2 * i + 2, { show });
         if (cols.activeDirs.has(d) && !heatmaps.has(d)) heatmaps.set(d, new Heatmap(tails, d));
       }
-      for (const hm of heatmaps.values()) hm.update(recs, series.t0);
+      const all = [...series.windows.values()].flatMap((w) => w.records);
+      for (const hm of heatmaps.values()) hm.update(all, series.t0);
     }
-    renderHead(run, cols);
+    return cols;
+  }
+
+  function showStatus(run, cols) {
     const active = !TERMINAL_STATES.has(run.state);
+    charts.dataset.source = streaming ? 'stream' : source === 'poll' ? 'poll' : 'snapshot';
+    charts.dataset.streamed = String(streamed);
     live.textContent = active
-      ? `Live: ${cols.x.length} intervals, refreshing every second.`
+      ? `Live: ${cols.x.length} intervals, ${streaming ? 'streamed as they are stored' : 'refreshing every second'}.`
       : `${cols.x.length} intervals. The run is ${run.state}.`;
+  }
+
+  // Opens the job's watch stream for this run; on a drop or a cut it is opened
+  // again by the next tick (the replay brings what was missed; SeriesBuilder
+  // keeps each record once). Resolves once the stream is open or refused.
+  function openStream(jobId) {
+    streaming = true;
+    let opened;
+    const ready = new Promise((r) => {
+      opened = r;
+    });
+    watchJob(jobId, {
+      run: id,
+      signal: streamCtl.signal,
+      onOpen: () => opened(),
+      onRecords: (recs) => {
+        streamed += recs.length;
+        if (series.add(recs) && lastRun) {
+          const cols = draw(true);
+          renderHead(lastRun, cols);
+          showStatus(lastRun, cols);
+        }
+      },
+    })
+      .then(() => {
+        streaming = false; // "end", "dropped" or cut: the next tick decides
+      })
+      .catch((e) => {
+        streaming = false;
+        // No route (an older controller) or too many streams: poll instead.
+        if (e.name !== 'AbortError' && (e.status === 404 || e.status === 503 || e.status === 501)) source = 'poll';
+      })
+      .finally(() => opened());
+    return ready;
+  }
+
+  const p = poller(async (signal) => {
+    let run;
+    let recs = [];
+    try {
+      if (source === 'poll') [run, recs] = await Promise.all([getRun(id, { signal }), getSamples(id, { signal })]);
+      else run = await getRun(id, { signal });
+    } catch (e) {
+      if (e.name === 'AbortError') throw e;
+      replace(head, errorBox(e));
+      return e.status !== 404;
+    }
+    lastRun = run;
+    if (!job && run.job_id) {
+      try {
+        job = await getJob(run.job_id, { signal });
+      } catch (e) {
+        if (e.name === 'AbortError') throw e;
+      }
+    }
+    const active = !TERMINAL_STATES.has(run.state);
+    if (source === 'stream' && active && !streaming && run.job_id) {
+      await openStream(run.job_id);
+      if (source === 'poll') recs = await getSamples(id, { signal }); // refused: poll from now on
+    }
+    if (source === 'stream' && !active) {
+      // The run is over: its records are all stored. One snapshot completes
+      // what the stream had not delivered yet, and the stream is closed (it
+      // would stay open until the whole job ends).
+      try {
+        recs = await getSamples(id, { signal });
+      } catch (e) {
+        if (e.name === 'AbortError') throw e;
+      }
+      streamCtl.abort();
+    }
+    const added = series.add(recs);
+    const cols = draw(added > 0);
+    renderHead(run, cols);
+    showStatus(run, cols);
     renderResult(run);
     return active;
   }, POLL_MS);
 
   return () => {
     p.stop();
+    streamCtl.abort();
     chartIops.destroy();
     chartBw.destroy();
     chartLat.destroy();

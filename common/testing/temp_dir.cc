@@ -1,0 +1,56 @@
+#include "common/testing/temp_dir.h"
+
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace iofleet::testing {
+
+TempDir::TempDir(std::string_view prefix) {
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / (std::string(prefix) + "_XXXXXX")).string();
+  if (mkdtemp(tmpl.data()) != nullptr) path_ = std::move(tmpl);
+}
+
+TempDir::~TempDir() { Remove(); }
+
+TempDir::TempDir(TempDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
+
+TempDir& TempDir::operator=(TempDir&& other) noexcept {
+  if (this != &other) {
+    Remove();
+    path_ = std::exchange(other.path_, {});
+  }
+  return *this;
+}
+
+void TempDir::Remove() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+  path_.clear();
+}
+
+std::string TempDir::File(std::string_view name) const {
+  return path_ + "/" + std::string(name);
+}
+
+absl::StatusOr<std::string> TempDir::WriteFile(std::string_view name,
+                                               std::string_view contents) const {
+  std::string p = File(name);
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  f.close();
+  if (!f) return absl::InternalError(absl::StrCat("write ", p, ": ", std::strerror(errno)));
+  return p;
+}
+
+}  // namespace iofleet::testing

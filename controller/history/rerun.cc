@@ -1,0 +1,59 @@
+#include "controller/history/rerun.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace iofleet::controller::history {
+
+using nlohmann::json;
+
+absl::StatusOr<v1::JobSpec> RerunSpec(const JobRow& job, const json& anchor_axes,
+                                      const std::string& anchor_run, std::string_view side,
+                                      const std::string& alert_id, int runs) {
+  v1::JobSpec spec;
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  if (!google::protobuf::util::JsonStringToMessage(job.spec_json, &spec, opts).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", job.id, ": its spec cannot be read to repeat it"));
+  }
+  const std::string host =
+      anchor_axes.is_object() ? anchor_axes.value("host", std::string()) : std::string();
+  const std::string kernel =
+      anchor_axes.is_object() ? anchor_axes.value("kernel_release", std::string()) : "";
+  if (host.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", anchor_run, ": no host recorded to repeat it on"));
+  }
+  // The anchor's host only: its arm's own hosts/selector would fan out elsewhere.
+  spec.clear_hosts();
+  spec.add_hosts(host);
+  for (v1::Variant& v : *spec.mutable_variants()) {
+    v.clear_hosts();
+    v.clear_selector();
+  }
+  if (!kernel.empty()) (*spec.mutable_selector())["kernel"] = kernel;
+  spec.set_repeat(static_cast<uint32_t>(runs));
+  spec.set_wait_for_hosts(true);  // an offline host takes them when it is back
+  auto& tags = *spec.mutable_tags();
+  tags[std::string(kRerunOfTag)] = anchor_run;
+  tags[std::string(kRerunSideTag)] = std::string(side);
+  tags[std::string(kRerunAlertTag)] = alert_id;
+  return spec;
+}
+
+json NewReruns(int budget_per_side) {
+  return {{"state", "running"},
+          {"budget_per_side", budget_per_side},
+          {"requested_before", 0},
+          {"requested_after", 0},
+          {"jobs", json::array()},
+          {"reason", ""}};
+}
+
+bool JobStateFinal(std::string_view state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled";
+}
+
+}  // namespace iofleet::controller::history

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The binaries' flags through their one flag table (common/flags/flags.h), as
+a user meets them: --help lists every flag, a bad value is refused before
+anything starts (exit 2) naming the flag and the value, a config file's
+unknown key is refused naming the file and the key, and the shipped example
+configs are accepted. No controller or agent is left running: each process
+here exits on its own (or is stopped at once).
+
+Usage: flags_test.py --build-dir BUILD CASE...   (controller, agent, cli)
+"""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import iofleet_harness as h  # noqa: E402
+from iofleet_harness import check  # noqa: E402
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(*args, timeout=30):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout)
+
+
+def refused(p, *needles):
+    check(p.returncode == 2, f"exit {p.returncode}, want 2: {p.stderr[-500:]}")
+    for n in needles:
+        check(n in p.stderr, f"{n!r} not in stderr: {p.stderr[-500:]}")
+
+
+def case_controller():
+    ctl = h.bin_path("bin", "iofleet-controller")
+    p = run(ctl, "--help")
+    check(p.returncode == 0, f"--help exit {p.returncode}")
+    for flag in ("--data-dir=DIR", "--store=URI", "--init", "--grpc-listen=HOST:PORT",
+                 "--heartbeat-timeout=DURATION", "--advertise=HOST:PORT", "--lease-ttl=DURATION",
+                 "--api-token-file=FILE", "--metrics-auth=none|token", "--max-body-bytes=N",
+                 "--max-heartbeats-per-second=N", "--http-read-timeout=DURATION"):
+        check(flag in p.stdout, f"{flag} not in --help:\n{p.stdout}")
+    check("(default 15s)" in p.stdout, "heartbeat-timeout's default not shown")
+    with h.Env("flags") as env:
+        data = os.path.join(env.dir, "data")
+        refused(run(ctl, f"--data-dir={data}", "--lease-ttl=200ms"),
+                '--lease-ttl: "200ms" is not a duration of at least 1s')
+        refused(run(ctl, f"--data-dir={data}", "--max-body-bytes", "0"),
+                '--max-body-bytes: "0" is not a positive integer')
+        refused(run(ctl, f"--data-dir={data}", "--heartbeat-timeout=soon"),
+                '--heartbeat-timeout: bad duration "soon"')
+        refused(run(ctl, f"--data-dir={data}", "--init=maybe"), '--init: "maybe" is not true or false')
+        refused(run(ctl, f"--data-dir={data}", "--metrics-auth=basic"),
+                '--metrics-auth: "basic" is not none or token')
+        refused(run(ctl, f"--data-dir={data}", "--no-such-flag=1"),
+                'unknown flag "--no-such-flag=1"', "usage: iofleet-controller")
+        check(not os.path.exists(data), "a refused start made the data dir")
+        conf = env.write("typo.conf", f"data-dir = {data}\nhttp-lisen = 127.0.0.1:0\n")
+        refused(run(ctl, f"--config={conf}"),
+                f'{conf}: key "http-lisen" is not a flag of iofleet-controller')
+        # The shipped example is accepted (it starts; stopped at once).
+        conf = env.write("ok.conf", open(os.path.join(SRC, "deploy", "config",
+                                                      "controller.conf.example")).read()
+                         .replace("/var/lib/iofleet", data) +
+                         "grpc-listen = 127.0.0.1:0\nhttp-listen = 127.0.0.1:0\n")
+        c = h.Controller(env, extra_args=[f"--config={conf}"])
+        c.start(init=False, data_dir=data)  # init = true comes from the file
+        check(os.path.exists(os.path.join(data, "iofleet.db")), "the example config's store")
+        c.stop()
+
+
+def case_agent():
+    agent = h.bin_path("bin", "iofleet-agent")
+    p = run(agent, "serve", "--help")
+    check(p.returncode == 0, f"serve --help exit {p.returncode}")
+    for flag in ("--controller=HOST:PORT[,...]", "--allow-path=PREFIX", "--interval-ms=N",
+                 "--spool-reserve-bytes=N", "--token-file=FILE", "--tls-server-name=NAME"):
+        check(flag in p.stdout, f"{flag} not in serve --help:\n{p.stdout}")
+    refused(run(agent, "serve", "--controller=127.0.0.1:1", "--interval-ms=5"),
+            '--interval-ms: "5" is not an integer >= 10')
+    refused(run(agent, "serve", "--controller=nohostport"), '"nohostport"', "is not HOST:PORT")
+    refused(run(agent, "serve", "--controller=127.0.0.1:1", "--bogus=1"), 'unknown flag "--bogus=1"')
+    with h.Env("flags") as env:
+        conf = env.write("agent.conf", "controller = 127.0.0.1:1\nallow-paht = /tmp\n")
+        refused(run(agent, "serve", f"--config={conf}"),
+                f'{conf}: key "allow-paht" is not a flag of iofleet-agent serve')
+
+
+def case_cli():
+    cli = h.bin_path("bin", "iofleet")
+    env = dict(os.environ, IOFLEET_CONTROLLER="http://127.0.0.1:1")
+    for args, needle in ((["status", "--limit"], "--limit: needs a value"),
+                         (["status", "--bogus"], "unknown flag \"--bogus\" for `status`"),
+                         (["submit", "x.fio", "--wait=yes"], "--wait: takes no value")):
+        p = subprocess.run([cli, *args], capture_output=True, text=True, timeout=30, env=env)
+        check(p.returncode == 2, f"iofleet {args} exit {p.returncode}: {p.stderr}")
+        check(needle in p.stderr, f"{needle!r} not in: {p.stderr}")
+
+
+CASES = {"controller": case_controller, "agent": case_agent, "cli": case_cli}
+
+if __name__ == "__main__":
+    sys.exit(h.main(CASES, ("bin/iofleet-controller", "bin/iofleet-agent", "bin/iofleet")))
