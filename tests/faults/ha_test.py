@@ -61,8 +61,9 @@ def postgres(env, tcp=None):
 def free_port(ip="127.0.0.1"):
     """A controller's port, known before it starts (it advertises it): the
     harness's reservation, below the ephemeral range and locked, so nothing
-    takes it between here and the controller's bind (a follower binds only
-    once it leads, seconds later)."""
+    takes it between here and the controller's bind (a follower binds its
+    ports at once to serve for the leader; they pass to the controller when
+    it leads)."""
     return ft.h.reserve_port(ip)
 
 
