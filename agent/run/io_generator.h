@@ -41,6 +41,7 @@ struct GenFile {
   uint64_t region_len = 0;
   uint64_t file_size = 0;  // bytes in the file (>= region_start + region_len; 0 = that)
   ZbdJob* zbd = nullptr;   // zonemode=zbd: the clone's zone state of this file (zbd.h)
+  bool is_block_device = false;
 };
 
 class IoGenerator {
@@ -111,6 +112,10 @@ class IoGenerator {
     ResetPass();
   }
   std::span<const int> fds() const { return fds_; }
+  // Drops every file's cached pages of its region (file_cache.h): called as
+  // files start over, never per I/O. An io_size wrap does it by itself when
+  // the job has invalidate=1 (fio reopens the files then).
+  void InvalidateCaches() const;
   // zonemode=zbd: the first zone error of any file (a failed reset, an I/O
   // that cannot fit a zone); OK when none.
   absl::Status ZoneError() const;
@@ -120,6 +125,7 @@ class IoGenerator {
     int fd = -1;
     uint64_t region_start = 0;
     uint64_t region_len = 0;
+    bool is_block_device = false;
     bool done = false;  // offsets used up in this pass
     ZbdJob* zbd = nullptr;  // zonemode=zbd (zbd.h); null = no zones
     // Offset generator per direction: random patterns whose directions share
@@ -227,6 +233,7 @@ class IoGenerator {
   uint64_t ios_cap_ = UINT64_MAX;    // number_ios x loops (x2 trimwrite); never reset
   uint64_t filled_at_rewind_ = 0;
   bool wrap_ = false;
+  bool invalidate_on_rewind_ = false;  // invalidate=1: a wrap drops the cache (fio reopens)
   char* buffers_ = nullptr;
   size_t slot_size_ = 0;
 };

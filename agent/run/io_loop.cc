@@ -297,11 +297,14 @@ bool IoLoop::NextPass(uint64_t now) {
     }
   }
   if (job_.time_based && job_.runtime_us != 0) {
+    // fio drops the cache as a time_based job's files start over (file_cache.h).
+    if (invalidate_on_time_wrap_) gen_.InvalidateCaches();
     gen_.ResetPass();
     return true;
   }
   if (++loops_done_ < job_.loops) {
     if (data_ != nullptr) data_->NewPass();
+    if (job_.invalidate) gen_.InvalidateCaches();  // fio reopens the files each loop
     gen_.ResetPass();
     return true;
   }

@@ -34,6 +34,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/engines/engine.h"
 #include "agent/run/data_path.h"
+#include "agent/run/file_cache.h"
 #include "agent/run/io_generator.h"
 #include "agent/run/pacing.h"
 #include "agent/run/steady_state.h"
@@ -352,6 +353,7 @@ class IoLoop {
   uint64_t next_tick_ns_ = 0;
   uint64_t next_interval_ns_ = 0;
   uint64_t loops_done_ = 0;
+  bool invalidate_on_time_wrap_ = InvalidatesOnTimeBasedWrap(job_);  // file_cache.h
   uint32_t fsync_every_ = 0;     // job's fsync=N
   bool last_was_sync_ = false;   // the last I/O to complete was an fsync
   int last_write_fd_ = -1;       // file of the last write issued (fsync target)

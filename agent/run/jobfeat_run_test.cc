@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "agent/engines/engine.h"
@@ -240,6 +241,45 @@ TEST_F(JobFeatTest, WriteIologIsFiosLog) {
   int headers = 0;
   while (std::getline(again, line)) headers += line == "fio version 3 iolog";
   EXPECT_EQ(headers, 2);
+}
+
+// The read offsets and lengths of a job's write_iolog, "off+len" in 4 KiB units.
+std::string IologReads(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string t, file, what;
+    uint64_t off = 0, len = 0;
+    if (!(ls >> t >> file >> what >> off >> len) || what != "read") continue;
+    out += std::to_string(off / 4096) + "+" + std::to_string(len / 4096) + " ";
+  }
+  return out;
+}
+
+// Backward sequential I/O (examples/backwards-read.fio), offsets as fio 3.33's
+// write_iolog shows them for the same jobs on a 64 KiB file: block 0, then
+// each I/O starts -N before the previous one's end, wrapping to the region's
+// end minus N; a second loop goes on from where the first stopped.
+TEST_F(JobFeatTest, BackwardSequentialReadsFiosOffsets) {
+  const std::string f = Path("back.dat");
+  MustRun("[b]\nrw=read:-8k\nbs=4k\nsize=64k\nloops=2\nfilename=" + f + "\nwrite_iolog=" +
+          Path("b.log") + "\n");
+  EXPECT_EQ(IologReads(Path("b.log")),
+            "0+1 14+1 13+1 12+1 11+1 10+1 9+1 8+1 7+1 6+1 5+1 4+1 3+1 2+1 1+1 0+1 "
+            "14+1 13+1 12+1 11+1 10+1 9+1 8+1 7+1 6+1 5+1 4+1 3+1 2+1 1+1 0+1 14+1 ");
+  // With a block size range: fio 3.33, bsrange=4k-12k rw=read:-16k.
+  MustRun("[b]\nrw=read:-16k\nbsrange=4k-12k\nsize=64k\nfilename=" + f + "\nwrite_iolog=" +
+          Path("r.log") + "\n");
+  EXPECT_EQ(IologReads(Path("r.log")), "0+1 12+2 10+3 9+1 6+3 5+1 2+3 1+1 12+1 ");
+  // A step that is not whole blocks is refused, naming it.
+  auto list = jobspec::ParseJobText("[b]\nrw=read:-6k\nbs=4k\nsize=64k\nfilename=" + f + "\n",
+                                    "test.fio");
+  ASSERT_TRUE(list.ok()) << list.status();
+  auto r = RunJobs(*list, RunOptions{});
+  const std::string msg = r.ok() ? (r->reported.empty() ? "" : r->reported[0].error_text)
+                                 : std::string(r.status().message());
+  EXPECT_THAT(msg, ::testing::HasSubstr("value \"read:-6144\": a sequential backward step"));
 }
 
 }  // namespace

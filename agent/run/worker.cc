@@ -17,6 +17,7 @@
 #include "agent/affinity/cpu.h"
 #include "agent/affinity/numa.h"
 #include "agent/run/budget.h"
+#include "agent/run/file_cache.h"
 #include "agent/workload/buffer_fill.h"
 #include "agent/workload/random.h"
 #include "common/jobspec/pattern.h"
@@ -103,14 +104,16 @@ absl::Status Worker::Prepare() {
         return IoError(absl::StrCat(JobPrefix(job), "open", job.direct ? " O_DIRECT" : ""),
                        tf.path, errno);
       }
-      if (job.invalidate && !job.direct && !tf.is_block_device) {
-        // Drop cached pages of the region so buffered reads start cold, as fio does.
-        posix_fadvise(fd, static_cast<off_t>(tf.region_start), static_cast<off_t>(tf.region_len),
-                      POSIX_FADV_DONTNEED);
+      // Cold cache and access advice as fio's td_io_open_file (file_cache.h).
+      if (job.invalidate) InvalidateFileCache(fd, tf.is_block_device, tf.region_start, tf.region_len);
+      if (const int advice = FadviseAdvice(job); advice >= 0) {
+        (void)posix_fadvise(fd, static_cast<off_t>(tf.region_start),
+                            static_cast<off_t>(tf.region_len), advice);
       }
     }
     fds_.push_back(fd);
     GenFile gf{fd, tf.region_start, tf.region_len, tf.file_size};
+    gf.is_block_device = tf.is_block_device;
     if (job.zone_mode == jobspec::ZoneMode::kZbd && !no_io) {
       absl::Status zs = SetUpZones(tf, fd, sync_engine, &gf);
       if (!zs.ok()) return absl::Status(zs.code(), JobPrefix(job) + std::string(zs.message()));

@@ -59,6 +59,7 @@ absl::StatusOr<OffsetGen> OffsetGen::Create(const OffsetGenOptions& options) {
   g.n_blocks_ = options.n_blocks;
   g.file_blocks_ = std::max(options.file_blocks, options.n_blocks);
   g.skip_ = options.sequential_skip_blocks;
+  g.back_ = options.sequential_back_blocks;
   g.seq_nr_ = std::max<uint32_t>(1, options.random_sequencer_nr);
   g.reseed_on_reset_ = options.reseed_on_reset;
   g.seed_ = options.seed;
@@ -131,7 +132,9 @@ uint64_t OffsetGen::Commit(uint64_t block, uint64_t units) {
 }
 
 void OffsetGen::Reset() {
-  last_end_ = 0;
+  // A backward job goes on stepping back from where it was (fio 3.33 with
+  // loops=2 reads 0, 14, ..., 0, then 14, 13, ... on 16 blocks).
+  if (back_ == 0) last_end_ = 0;
   seq_left_ = 1;
   if (map_) map_->Reset();
   if (lfsr_) lfsr_->Reset();

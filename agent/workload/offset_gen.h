@@ -9,7 +9,13 @@
 //    skipped after each I/O; when the hole takes the next start to or past the
 //    end of the file (`file_blocks`), it wraps to block 0 (fio's
 //    get_next_seq_offset); a start inside the file but past the region, or an
-//    I/O ending at the end of the file, ends the pass.
+//    I/O ending at the end of the file, ends the pass. With
+//    `sequential_back_blocks` (rw=read:-<bytes>), each I/O after the first
+//    (block 0) starts that many blocks before the previous one's end; a start
+//    before block 0 wraps to n_blocks minus them (fio 3.33's backward rule:
+//    bs=4k rw=read:-8k reads 0, n-2, n-3, ..., 0, n-2, ...). The pass never
+//    runs out of offsets: its bytes end it, and the next pass goes on from
+//    there (fio's loops=2 does not start over at 0).
 //  * kRandomMap: tausworthe draw b = floor(n_blocks * r / (rand_max + 1)); if
 //    b is already used, the next free block after it (wrapping to 0) is taken
 //    instead (fio's axmap_next_free). Every block is used exactly once per
@@ -61,6 +67,7 @@ struct OffsetGenOptions {
   uint64_t seed = 0;                          // JobSeeds::block_offset()
   uint32_t random_sequencer_nr = 1;           // random modes; 1 = every I/O random
   uint64_t sequential_skip_blocks = 0;        // sequential holes, in blocks
+  uint64_t sequential_back_blocks = 0;        // backward steps (rw=read:-N), in blocks
   // Blocks from the region's start to the end of the file (>= n_blocks; 0 =
   // n_blocks): where a hole wraps to block 0.
   uint64_t file_blocks = 0;
@@ -91,6 +98,7 @@ class OffsetGen {
   bool Next(uint64_t* block) {
     switch (mode_) {
       case OffsetMode::kSequential: {
+        if (back_ != 0) return NextBackward(block);
         if (last_end_ >= n_blocks_) return false;
         uint64_t b = last_end_;
         if (b != 0 && skip_ != 0) {
@@ -157,11 +165,27 @@ class OffsetGen {
   // Random map: `drawn` was already used; take the next free block after it.
   bool NextFreeAfter(uint64_t drawn, uint64_t* block);
   bool SequentialTurn(uint64_t* block);
+  bool NextBackward(uint64_t* block) {
+    uint64_t b = 0;
+    if (last_end_ != 0) {
+      if (last_end_ >= back_) {
+        b = last_end_ - back_;
+      } else if (n_blocks_ > back_) {
+        b = n_blocks_ - back_;
+      } else {
+        return false;  // the step is the whole region: no start inside it
+      }
+    }
+    *block = b;
+    last_end_ = b + 1;
+    return true;
+  }
 
   OffsetMode mode_ = OffsetMode::kSequential;
   uint64_t n_blocks_ = 0;
   uint64_t file_blocks_ = 0;
   uint64_t skip_ = 0;
+  uint64_t back_ = 0;
   uint64_t last_end_ = 0;
   uint32_t seq_nr_ = 1;
   uint32_t seq_left_ = 1;  // fio starts at 1 so the first offset is random

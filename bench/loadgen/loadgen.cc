@@ -10,9 +10,11 @@
 // records the controller stored (SQLite, read-only) are compared with those sent,
 // and the controller's CPU time and RSS are read from /proc/PID. Agents
 // heartbeat at the interval the controller's Welcome tells them (it grows with
-// the fleet). While runs stream, a prober times REST calls: GET /api/v1/jobs
-// and POST /api/v1/jobs (a one-run job for a host that never registers,
-// cancelled at the end), --probe-per-s of each.
+// the fleet), from Welcome until the load generator ends, as real agents do,
+// and RunFinished carries next_seq as the agent's does. While runs stream, a
+// prober times REST calls: GET /api/v1/jobs and POST /api/v1/jobs (a one-run
+// job for a host that never registers, cancelled at the end), --probe-per-s of
+// each.
 //
 //   iofleet-loadgen --agents=1000 [--jobs-per-agent=1] [--duration-s=30]
 //                   [--group-size=250] [--stagger-ms=1000] [--probe-per-s=5]
@@ -145,6 +147,8 @@ struct Stats {
   std::atomic<uint64_t> records_written{0};  // write completed OK
   std::atomic<uint64_t> write_failures{0};
   std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> heartbeats_sent{0};
+  std::atomic<int> ended_by_controller{0};  // streams the controller ended before the loadgen did
 };
 
 // A fio JSON result for a run of `fio_text` that streamed `seconds` records:
@@ -290,6 +294,7 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
 
   void OnDone(const grpc::Status& s) override {
     std::lock_guard<std::mutex> l(mu_);
+    if (!cancelled_by_us_) stats_->ended_by_controller++;
     if (!s.ok() && !cancelled_by_us_) {
       if (stats_->failed++ < 5) {
         fprintf(stderr, "agent %s: stream ended: %s\n", name_.c_str(), s.error_message().c_str());
@@ -309,15 +314,19 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
     for (AgentMessage& m : out) Send(std::move(m));
   }
 
+  // A simulated agent behaves as a real one: it heartbeats from Welcome until
+  // the load generator ends, before, during and after its run (listing the
+  // run while it runs), so an idle agent is never closed as silent.
   void TickLocked(uint64_t tick, std::vector<AgentMessage>* out) {
-    if (broken_ || done_ || finished_) return;
+    if (broken_ || done_) return;
     if ((tick + static_cast<uint64_t>(index_)) % hb_ticks_.load() == 0) {
       AgentMessage hb;
       hb.mutable_heartbeat()->set_unix_ms(NowMs());
-      if (!run_id_.empty()) hb.mutable_heartbeat()->add_running_runs(run_id_);
+      if (!run_id_.empty() && !finished_) hb.mutable_heartbeat()->add_running_runs(run_id_);
       out->push_back(std::move(hb));
+      stats_->heartbeats_sent++;
     }
-    if (run_id_.empty()) return;
+    if (run_id_.empty() || finished_) return;
     const uint64_t now = NowMs();
     if (seq_ >= static_cast<uint64_t>(opt_->duration_s)) {
       AgentMessage f;
@@ -326,6 +335,10 @@ class SimAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage>
       rf->set_ok(true);
       rf->set_result_json(FakeResult(fio_text_, seq_));
       rf->set_last_seq_total(seq_ * static_cast<uint64_t>(opt_->jobs_per_agent));
+      // As a real agent: the records made per job (seqs 0..next_seq-1), so the
+      // controller checks counts instead of waiting for the store and reading
+      // every seq (without it each RunFinished cost a Store::Flush()).
+      for (int j = 0; j < opt_->jobs_per_agent; ++j) rf->add_next_seq(seq_);
       rf->set_unix_ms(now);
       out->push_back(std::move(f));
       finished_ = true;
@@ -870,11 +883,18 @@ int main(int argc, char** argv) {
       {"rest_post_jobs", post_lat.Report()},
       {"records_stored", stored},
       {"records_lost", lost},
+      // Records made but not stored, whether or not their write completed: a
+      // stream the controller closed fails the writes still queued in it, and
+      // some of those were read before it closed (then records_lost < 0).
+      {"records_not_stored",
+       stored < 0 ? -1 : static_cast<int64_t>(stats.records_sent.load()) - stored},
       {"records_stored_at_send_end", stored_at_send_end},
       {"results_stored", results},
       {"runs_by_state", run_states},
       {"runs_finished_sent", stats.finished_sent.load()},
       {"stream_failures", stats.failed.load()},
+      {"streams_ended_by_controller", stats.ended_by_controller.load()},
+      {"heartbeats_sent", stats.heartbeats_sent.load()},
       {"write_failures", stats.write_failures.load()},
       {"send_phase_s", send_s},
       {"records_per_s", send_s > 0 ? static_cast<double>(sent) / send_s : 0},
@@ -902,6 +922,7 @@ int main(int argc, char** argv) {
     kill(spawned, SIGKILL);
     waitpid(spawned, &st, 0);
   }
-  const bool ok = lost == 0 && stats.assigned.load() == opt.agents && sent > 0;
+  const bool ok = lost == 0 && stored == static_cast<int64_t>(stats.records_sent.load()) &&
+                  stats.assigned.load() == opt.agents && sent > 0;
   return ok ? 0 : 1;
 }

@@ -63,6 +63,9 @@ uint32_t VerifyChecksumBytes(VerifyType t);
 uint32_t VerifyHeaderBytes(VerifyType t);
 
 enum class FallocateMode { kNone, kPosix, kKeep, kNative, kTruncate };
+// fio's fadvise_hint: none (0), by the job's pattern (1: random or
+// sequential), or always random / sequential.
+enum class FadviseHint { kNone, kType, kRandom, kSequential };
 enum class SyncMode { kNone, kSync, kDsync };
 enum class FileService { kRoundRobin, kSequential, kRandom };
 // fio's ERROR_TYPE_*_BIT: which errors continue_on_error lets a job survive.
@@ -232,6 +235,7 @@ struct JobSpec {
 
   // Files and errors.
   FallocateMode fallocate = FallocateMode::kNative;
+  FadviseHint fadvise_hint = FadviseHint::kType;
   bool pre_read = false;
   bool create_only = false;
   bool create_on_open = false;

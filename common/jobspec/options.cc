@@ -1113,6 +1113,23 @@ void RenderFallocate(const JobSpec& j, const Builder& t, Options* out) {
   }
 }
 
+#define IOFLEET_FADVISE_WORDS                                                  \
+  {{"0", FadviseHint::kNone}, {"1", FadviseHint::kType}, {"random", FadviseHint::kRandom}, \
+   {"sequential", FadviseHint::kSequential}}
+
+absl::Status ApplyFadviseHint(const OptionRow&, Builder& b, const OptCtx& c) {
+  auto v = ChoiceOf<FadviseHint>(c.value, IOFLEET_FADVISE_WORDS);
+  if (!v.ok()) return v.status();
+  b.spec.fadvise_hint = *v;
+  return absl::OkStatus();
+}
+
+void RenderFadviseHint(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.fadvise_hint != t.spec.fadvise_hint) {
+    out->emplace_back("fadvise_hint", WordOf<FadviseHint>(j.fadvise_hint, IOFLEET_FADVISE_WORDS));
+  }
+}
+
 #define IOFLEET_SYNC_WORDS \
   {{"none", SyncMode::kNone}, {"sync", SyncMode::kSync}, {"dsync", SyncMode::kDsync}, \
    {"0", SyncMode::kNone}, {"1", SyncMode::kSync}}
@@ -1436,10 +1453,8 @@ std::vector<OptionRow> MakeTable() {
    .example = "1"},
   {.name = "fallocate", .type = T::kChoice, .def = "native", .help = "Whether pre-allocation is performed when laying out files: none, native, posix, keep, truncate (0 = none, 1 = posix)",
    .category = C::kFiles, .example = "none", .apply = ApplyFallocate, .render = RenderFallocate},
-  {.name = "fadvise_hint", .type = T::kChoice, .def = "1", .help = "Use fadvise() to advise the kernel on IO pattern",
-   .category = C::kFiles, .status = S::kRefused,
-   .reason = "fadvise hints are not implemented yet (iofleet issues none, as with fadvise_hint=0; fio's default 1 advises random or sequential access for buffered I/O)",
-   .noop_values = "0", .example = "sequential"},
+  {.name = "fadvise_hint", .type = T::kChoice, .def = "1", .help = "Use fadvise() to advise the kernel on IO pattern: 0 (none), 1 (random or sequential by the job's rw), random, sequential",
+   .category = C::kFiles, .example = "sequential", .apply = ApplyFadviseHint, .render = RenderFadviseHint},
   {.name = "create_serialize", .type = T::kBool, .def = "1", .help = "Serialize creation of job files",
    .category = C::kFiles, .status = S::kNoOp, .reason = "iofleet lays out every file before any job starts, so the order of creation cannot change results"},
   {.name = "create_fsync", .type = T::kBool, .def = "1", .help = "fsync file after creation",

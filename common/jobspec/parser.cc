@@ -895,11 +895,6 @@ absl::Status CheckRunnable(const JobList& list) {
                   "fio accepts it when parsing but cannot run it (it clones the job until its job "
                   "limit and fails); give numjobs >= 1");
     }
-    if (j.rw_seq_add < 0) {
-      return fail("rw", absl::StrCat(RwPatternName(j.rw), ":", j.rw_seq_add),
-                  "backward sequential I/O (a negative ':N') parses but is not implemented by the "
-                  "agent yet");
-    }
     if (j.zone_mode == ZoneMode::kStrided) {
       return fail("zonemode", "strided",
                   "strided zones parse but are not implemented by the agent yet (zonemode=zbd is)");
