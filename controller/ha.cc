@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #ifdef IOFLEET_WITH_POSTGRESQL
+#include "controller/ha_follower.h"
 #include "controller/store/pg_leader.h"
 #include "controller/store/postgres_store.h"
 #endif
@@ -92,6 +93,29 @@ int RunHighlyAvailable(ServerOptions options, const HaOptions& ha, const sigset_
   }
   LeaderElectorOptions eo;
   eo.address = ha.advertise;
+  eo.http_address = ha.advertise_http;
+  if (eo.http_address.empty()) {
+    // The advertised host with the REST port this controller listens on.
+    absl::StatusOr<std::pair<std::string, int>> http = ParseHostPort(options.http_listen,
+                                                                     "http-listen");
+    absl::StatusOr<std::pair<std::string, int>> adv = ParseHostPort(ha.advertise, "advertise");
+    if (!http.ok() || !adv.ok()) {
+      std::fprintf(stderr, "iofleet-controller: %s\n",
+                   std::string((http.ok() ? adv : http).status().message()).c_str());
+      return 2;
+    }
+    if (http->second == 0) {
+      std::fprintf(stderr,
+                   "iofleet-controller: --advertise: with --http-listen on port 0 followers "
+                   "cannot know the leader's REST port; give --advertise-http=HOST:PORT or a "
+                   "fixed --http-listen port\n");
+      return 2;
+    }
+    const std::string host = adv->first.find(':') != std::string::npos
+                                 ? absl::StrCat("[", adv->first, "]")
+                                 : adv->first;
+    eo.http_address = absl::StrCat(host, ":", http->second);
+  }
   eo.ttl_ms = ha.ttl_ms;
   absl::StatusOr<std::unique_ptr<LeaderElector>> created;
   // The database may not be up yet (all started together): keep trying.
@@ -129,7 +153,16 @@ int RunHighlyAvailable(ServerOptions options, const HaOptions& ha, const sigset_
   Log(absl::StrCat("\"", holder, "\" campaigning for the lease (advertise ", ha.advertise,
                    ", TTL ", ha.ttl_ms, " ms)"));
 
-  // --- Follower: campaign until the lease is won.
+  // --- Follower: campaign until the lease is won; meanwhile serve clients
+  // and agents on this controller's ports for the leader (ha_follower.h).
+  absl::StatusOr<std::unique_ptr<FollowerFront>> front = FollowerFront::Start(options);
+  if (!front.ok()) {
+    std::fprintf(stderr, "iofleet-controller: follower: %s\n",
+                 std::string(front.status().message()).c_str());
+    return 1;
+  }
+  Log(absl::StrCat("follower: serving gRPC on ", (*front)->grpc_address(), " and REST on ",
+                   (*front)->http_address(), " for the leader"));
   uint64_t won_at = 0;
   std::string last_seen;
   for (;;) {
@@ -142,14 +175,22 @@ int RunHighlyAvailable(ServerOptions options, const HaOptions& ha, const sigset_
     std::string now;
     if (!epoch.ok()) {
       now = absl::StrCat("store: ", epoch.status().message());
+      (*front)->SetLeader("", "", now);
     } else if (absl::StatusOr<LeaderLease> cur = elector->Current(); cur.ok()) {
       now = absl::StrCat("follower: the leader is \"", cur->holder, "\" at ", cur->address,
                          " (epoch ", cur->epoch, ")");
+      if (cur->live) {
+        (*front)->SetLeader(cur->address, cur->http_address);
+      } else {
+        (*front)->SetLeader("", "", "the lease has expired (an election is under way)");
+      }
     }
     if (now != last_seen) Log(now);
     last_seen = now;
     if (WaitSignal(sigs, retry_ms) != 0) return 0;
   }
+  (*front)->Stop();  // its ports are the leader's now
+  front->reset();
   const int64_t epoch = elector->epoch();
   Log(absl::StrCat("leader (epoch ", epoch, ")"));
 

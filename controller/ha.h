@@ -3,8 +3,9 @@
 // controller/store/pg_leader.h).
 //
 // A controller started with --advertise campaigns for the lease. While it is
-// a follower it opens no listener (agents and clients given every address try
-// the next one) and retries every TTL/5. Once it wins it opens the store fenced
+// a follower it listens on its ports for the leader (controller/ha_follower.h:
+// REST relayed to the leader, gRPC API calls forwarded, agents redirected to
+// the leader's address) and retries every TTL/5. Once it wins it opens the store fenced
 // on its epoch and starts the whole controller (scheduler, gRPC, REST); a
 // renewal thread renews every TTL/4. It steps down as soon as it cannot show
 // a renewal sent within the last 3/4 of the TTL, when the lease row names
@@ -28,6 +29,9 @@ namespace iofleet::controller {
 
 struct HaOptions {
   std::string advertise;   // the gRPC address agents dial to reach this controller
+  // The REST address followers relay clients to while this one leads
+  // (--advertise-http). Empty: advertise's host with --http-listen's port.
+  std::string advertise_http;
   uint64_t ttl_ms = 10000;  // --lease-ttl
 };
 

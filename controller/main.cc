@@ -26,7 +26,8 @@ constexpr char kSynopsis[] =
     "                          [--metrics-auth=none|token] [--tls-cert=PEM --tls-key=PEM]\n"
     "                          [--tls-client-ca=PEM] [--http-tls-client-ca=PEM]\n"
     "                          [--max-body-bytes=N ...]\n"
-    "                          [--advertise=HOST:PORT [--lease-ttl=DURATION]]\n"
+    "                          [--advertise=HOST:PORT [--advertise-http=HOST:PORT]\n"
+    "                           [--lease-ttl=DURATION]]\n"
     "       iofleet-controller migrate ...  (an SQLite store into PostgreSQL; migrate --help)\n"
     "  --config=FILE                  read flags from FILE (key = value lines, a key is\n"
     "                                 a flag name below); the command line overrides it\n"
@@ -110,11 +111,21 @@ void DeclareFlags(iofleet::flags::FlagSet& fs, iofleet::controller::ServerOption
   fs.Add({"advertise", "HOST:PORT",
           "the address agents dial to reach this controller's gRPC\n"
           "port: run several controllers on one --store, one leader\n"
-          "(a lease row) runs the scheduler and listens; the others\n"
-          "wait. A leader that loses the lease exits with status 3",
+          "(a lease row) runs the scheduler; the others (followers)\n"
+          "listen too: REST relayed to the leader, gRPC API calls\n"
+          "forwarded, agents redirected to the leader. A leader\n"
+          "that loses the lease restarts as a follower",
           "", [&ha](const std::string& v) {
             if (!v.empty() && v.find(':') == std::string::npos) return NotA(v, "HOST:PORT");
             ha.advertise = v;  // "" (a config file's "advertise ="): one controller
+            return absl::OkStatus();
+          }});
+  fs.Add({"advertise-http", "HOST:PORT",
+          "the address followers relay REST clients to while this\n"
+          "one leads (default: --advertise's host, --http-listen's port)",
+          "", [&ha](const std::string& v) {
+            if (!v.empty() && v.find(':') == std::string::npos) return NotA(v, "HOST:PORT");
+            ha.advertise_http = v;
             return absl::OkStatus();
           }});
   fs.Add({"lease-ttl", "DURATION",
@@ -216,6 +227,10 @@ int main(int argc, char** argv) {
   if (flags.help_requested()) {
     std::fputs(usage.c_str(), stdout);
     return 0;
+  }
+  if (ha.advertise.empty() && !ha.advertise_http.empty()) {
+    std::fprintf(stderr, "iofleet-controller: --advertise-http needs --advertise (high availability)\n");
+    return 2;
   }
   if (ha.advertise.empty() && ha.ttl_ms != iofleet::controller::HaOptions().ttl_ms) {
     std::fprintf(stderr, "iofleet-controller: --lease-ttl needs --advertise (high availability)\n");

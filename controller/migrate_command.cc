@@ -115,6 +115,14 @@ int RunMigrateCommand(const std::vector<std::string>& args) {
   mo.progress = [](const std::string& line) {
     std::fprintf(stderr, "migrate: %s\n", line.c_str());
   };
+  // Every table of the source's schema is copied, not only the rows the
+  // Store interface reads (history series, points, alerts, cursor...).
+  absl::StatusOr<std::vector<std::string>> tables = SqliteTableNames(db_path);
+  if (!tables.ok()) return Fail(1, std::string(tables.status().message()));
+  mo.more_tables = *tables;
+  mo.read_table = [db_path](const std::string& table, const std::vector<std::string>& columns,
+                            const std::function<absl::Status(const std::vector<std::string>&)>&
+                                row) { return ReadSqliteTable(db_path, table, columns, row); };
   absl::StatusOr<MigrateReport> report = MigrateToPostgres(**source, *counts, to, mo);
   if (!report.ok()) {
     return Fail(1, absl::StrCat(report.status().message(),

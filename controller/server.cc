@@ -56,6 +56,36 @@ absl::StatusOr<std::pair<std::string, int>> ParseHostPort(const std::string& val
   return std::make_pair(host, port);
 }
 
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeGrpcServerCredentials(
+    const ServerOptions& options) {
+  const bool tls = !options.tls_cert_file.empty() || !options.tls_key_file.empty();
+  std::shared_ptr<grpc::ServerCredentials> grpc_creds = grpc::InsecureServerCredentials();
+  if (tls) {
+    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
+      return FieldError("tls-cert", "--tls-cert and --tls-key go together");
+    }
+    IOFLEET_ASSIGN_OR_RETURN(std::string cert,
+                             secrets::ReadPemFile(options.tls_cert_file, "tls-cert",
+                                                  secrets::PemKind::kCertificates));
+    IOFLEET_ASSIGN_OR_RETURN(std::string key,
+                             secrets::ReadPemFile(options.tls_key_file, "tls-key",
+                                                  secrets::PemKind::kPrivateKey));
+    IOFLEET_RETURN_IF_ERROR(secrets::CheckKeyMatchesCertificate(cert, key));
+    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    if (!options.tls_client_ca_file.empty()) {
+      IOFLEET_ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                               secrets::ReadPemFile(options.tls_client_ca_file, "tls-client-ca",
+                                                    secrets::PemKind::kCertificates));
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    grpc_creds = grpc::SslServerCredentials(ssl);
+  } else if (!options.tls_client_ca_file.empty()) {
+    return FieldError("tls-client-ca", "needs --tls-cert and --tls-key (mutual TLS is TLS)");
+  }
+  return grpc_creds;
+}
+
 absl::StatusOr<int> LockDataDir(const std::string& data_dir) {
   const std::string path = (std::filesystem::path(data_dir) / "iofleet.lock").string();
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -176,30 +206,8 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
 
   // TLS material is checked here so a bad file is an error naming the flag.
   const bool tls = !options.tls_cert_file.empty() || !options.tls_key_file.empty();
-  std::shared_ptr<grpc::ServerCredentials> grpc_creds = grpc::InsecureServerCredentials();
-  if (tls) {
-    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
-      return FieldError("tls-cert", "--tls-cert and --tls-key go together");
-    }
-    IOFLEET_ASSIGN_OR_RETURN(std::string cert,
-                             secrets::ReadPemFile(options.tls_cert_file, "tls-cert",
-                                                  secrets::PemKind::kCertificates));
-    IOFLEET_ASSIGN_OR_RETURN(std::string key,
-                             secrets::ReadPemFile(options.tls_key_file, "tls-key",
-                                                  secrets::PemKind::kPrivateKey));
-    IOFLEET_RETURN_IF_ERROR(secrets::CheckKeyMatchesCertificate(cert, key));
-    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-    ssl.pem_key_cert_pairs.push_back({key, cert});
-    if (!options.tls_client_ca_file.empty()) {
-      IOFLEET_ASSIGN_OR_RETURN(ssl.pem_root_certs,
-                               secrets::ReadPemFile(options.tls_client_ca_file, "tls-client-ca",
-                                                    secrets::PemKind::kCertificates));
-      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-    }
-    grpc_creds = grpc::SslServerCredentials(ssl);
-  } else if (!options.tls_client_ca_file.empty()) {
-    return FieldError("tls-client-ca", "needs --tls-cert and --tls-key (mutual TLS is TLS)");
-  }
+  IOFLEET_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> grpc_creds,
+                           MakeGrpcServerCredentials(options));
   if (!options.http_tls_client_ca_file.empty()) {
     if (!tls) {
       return FieldError("http-tls-client-ca", "needs --tls-cert and --tls-key (mutual TLS is TLS)");

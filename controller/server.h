@@ -18,6 +18,7 @@
 
 namespace grpc {
 class Server;
+class ServerCredentials;
 }
 
 namespace iofleet::controller {
@@ -144,6 +145,11 @@ class ControllerServer {
 // the lock). FailedPrecondition naming the holder's pid when another process
 // holds it.
 absl::StatusOr<int> LockDataDir(const std::string& data_dir);
+
+// The gRPC port's credentials from --tls-cert/--tls-key/--tls-client-ca
+// (insecure without them); InvalidArgument naming the flag of a bad file.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeGrpcServerCredentials(
+    const ServerOptions& options);
 
 // Splits "host:port" ("[::1]:80" too); InvalidArgument naming `flag` otherwise.
 absl::StatusOr<std::pair<std::string, int>> ParseHostPort(const std::string& value,

@@ -287,6 +287,7 @@ void AgentCore::SendLive(AgentMessage msg, std::string finished_run, std::vector
 }
 
 const std::string& AgentCore::address() const {
+  if (!redirected_.empty()) return redirected_;
   return cfg_.controllers.empty() ? cfg_.controller : cfg_.controllers[addr_];
 }
 
@@ -306,6 +307,14 @@ void AgentCore::OnController(const CoreTime& now, ev::FromController e, std::vec
     case ControllerMessage::kReject:
       rejected_ = true;
       Log(out, absl::StrCat("controller rejected this agent: ", m.reject().reason()));
+      // A follower (high availability) names the leader: dialled next, at
+      // once. A chain of redirects without a Welcome is followed a few times
+      // only (followers that disagree while an election is under way), then
+      // the address list is tried as after any failure.
+      if (!m.reject().leader_address().empty() && redirects_ < kMaxRedirects) {
+        ++redirects_;
+        redirect_to_ = m.reject().leader_address();
+      }
       Close(/*graceful=*/false, out);
       break;
     case ControllerMessage::kAssign:
@@ -349,6 +358,7 @@ void AgentCore::OnWelcome(const CoreTime& now, const iofleet::v1::Welcome& w,
   }
   leader_epoch_ = std::max(leader_epoch_, w.leader_epoch());
   round_failures_ = 0;
+  redirects_ = 0;
   knows_hashes_ = knows_hashes;
   welcomed_ = true;
   welcome_at_ = now.mono_ms;
@@ -480,6 +490,23 @@ void AgentCore::OnStreamEnded(const CoreTime& now, const ev::StreamEnded& e,
   if (shutdown_) return;
   uint64_t delay = 0;
   const size_t naddr = cfg_.controllers.size();
+  redirected_.clear();  // a redirect holds for one stream
+  if (!redirect_to_.empty()) {
+    // Redirected to the leader: its address from the list when it is there
+    // (the round goes on from it), else that address for the next stream.
+    bool listed = false;
+    for (size_t i = 0; i < naddr; ++i) {
+      if (cfg_.controllers[i] == redirect_to_) {
+        addr_ = i;
+        listed = true;
+      }
+    }
+    if (!listed) redirected_ = redirect_to_;
+    redirect_to_.clear();
+    reconnect_at_ = now.mono_ms;
+    Log(out, absl::StrCat("redirected to the leader: reconnecting to ", address(), " at once"));
+    return;
+  }
   if (reconnect_now_) {
     reconnect_now_ = false;
   } else if (naddr > 1) {

@@ -343,6 +343,14 @@ class AgentCore {
   size_t addr_ = 0;
   size_t round_failures_ = 0;
   uint64_t leader_epoch_ = 0;
+  // A follower's Reject named the leader (Reject.leader_address): dialled
+  // next (redirect_to_ until the stream ends; redirected_ while it is the
+  // address dialled, when it is not in the list); redirects_ since the last
+  // Welcome, at most kMaxRedirects.
+  static constexpr int kMaxRedirects = 3;
+  std::string redirect_to_;
+  std::string redirected_;
+  int redirects_ = 0;
   uint64_t reconnect_at_ = 0;
   uint64_t hello_at_ = 0;
   uint64_t welcome_at_ = 0;

@@ -894,6 +894,51 @@ TEST(AgentCoreHaTest, RefusesWelcomeOfDeposedLeaderAndTriesTheNext) {
   EXPECT_EQ(d.NextConnect(d.End()), "a:7070");
 }
 
+TEST(AgentCoreHaTest, FollowsAFollowersRedirectToTheLeaderAtOnce) {
+  Driver d({"a:7070", "b:7070", "c:7070"});
+  d.Feed(ev::Start{});
+  const uint64_t t0 = d.now.mono_ms;
+  auto reject = [&](const std::string& leader) {
+    ControllerMessage m;
+    m.mutable_reject()->set_reason("this controller is a follower; the leader is at " + leader);
+    m.mutable_reject()->set_leader_address(leader);
+    return d.Feed(ev::FromController{d.core.conn(), std::move(m)});
+  };
+  // a is a follower naming c (in the list): c next, not b, at once.
+  auto r = reject("c:7070");
+  EXPECT_EQ(Of<act::CloseStream>(r).size(), 1u) << Logs(r);
+  EXPECT_EQ(d.NextConnect(d.End()), "c:7070");
+  EXPECT_EQ(d.now.mono_ms, t0) << "a redirect is followed at once";
+  // c has lost the lease meanwhile and names an address not in the list.
+  reject("10.0.0.9:7070");
+  EXPECT_EQ(d.NextConnect(d.End()), "10.0.0.9:7070");
+  d.Welcome(3);
+  EXPECT_EQ(d.core.leader_epoch(), 3u);
+  // That leader goes away: back to the list, from where the round was.
+  EXPECT_EQ(d.NextConnect(d.End()), "a:7070");
+}
+
+TEST(AgentCoreHaTest, ARedirectLoopFallsBackToTheList) {
+  Driver d({"a:7070", "b:7070"});
+  d.Feed(ev::Start{});
+  auto reject = [&](const std::string& leader) {
+    ControllerMessage m;
+    m.mutable_reject()->set_reason("follower");
+    m.mutable_reject()->set_leader_address(leader);
+    d.Feed(ev::FromController{d.core.conn(), std::move(m)});
+  };
+  // Followers that name each other (an election under way): three redirects
+  // are followed, then the list goes on as after a failure.
+  reject("b:7070");
+  EXPECT_EQ(d.NextConnect(d.End()), "b:7070");
+  reject("a:7070");
+  EXPECT_EQ(d.NextConnect(d.End()), "a:7070");
+  reject("b:7070");
+  EXPECT_EQ(d.NextConnect(d.End()), "b:7070");
+  reject("b:7070");  // the fourth is not followed: the next address (a)
+  EXPECT_EQ(d.NextConnect(d.End()), "a:7070");
+}
+
 }  // namespace ha
 
 }  // namespace

@@ -80,13 +80,25 @@ absl::StatusOr<MigrateReport> MigrateToPostgres(
   PostgresImportOptions io;
   io.replace = options.replace;
   io.progress = options.progress;
+  io.more_tables = options.more_tables;
+  io.read_table = options.read_table;
   IOFLEET_ASSIGN_OR_RETURN(auto copied, ImportIntoPostgres(source, to_uri, io));
   if (options.progress) options.progress("copied; verifying");
   IOFLEET_ASSIGN_OR_RETURN(auto target_counts, PostgresTableCounts(to_uri));
   Checker check(&report);
-  for (const char* t : {"agents", "jobs", "runs", "leases", "results", "intervals"}) {
+  std::set<std::string> tables;
+  for (const auto& [t, n] : source_counts) tables.insert(t);
+  for (const auto& [t, n] : target_counts) tables.insert(t);
+  for (const std::string& t : tables) {
     MigrateTableCount c{t};
-    if (auto it = source_counts.find(t); it != source_counts.end()) c.source = it->second;
+    if (auto it = source_counts.find(t); it != source_counts.end()) {
+      c.source = it->second;
+    } else {
+      check.Mismatch(absl::StrCat(t, ": a table of the target that the source does not have"));
+    }
+    if (!target_counts.count(t)) {
+      check.Mismatch(absl::StrCat(t, ": a table of the source that the target does not have"));
+    }
     c.copied = copied[t];
     c.target = target_counts[t];
     if (!c.ok()) {
@@ -169,10 +181,10 @@ absl::StatusOr<MigrateReport> MigrateToPostgres(
 }
 
 std::string FormatMigrateReport(const MigrateReport& r) {
-  std::string out = absl::StrFormat("  %-10s %12s %12s %12s\n", "table", "source", "copied",
+  std::string out = absl::StrFormat("  %-15s %12s %12s %12s\n", "table", "source", "copied",
                                     "target");
   for (const MigrateTableCount& c : r.counts) {
-    absl::StrAppend(&out, absl::StrFormat("  %-10s %12d %12d %12d  %s\n", c.table, c.source,
+    absl::StrAppend(&out, absl::StrFormat("  %-15s %12d %12d %12d  %s\n", c.table, c.source,
                                           c.copied, c.target, c.ok() ? "ok" : "MISMATCH"));
   }
   absl::StrAppend(&out, "  store id   ", r.source_store_id,

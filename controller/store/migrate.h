@@ -2,8 +2,9 @@
 // copy (docs/postgresql.md). The copy is ImportIntoPostgres (one transaction,
 // COPY, seqs and the store identity kept); the proof reads both stores back
 // through the Store interface and the databases' own row counts:
-//   - rows per table: source (counted by its database) = copied = target
-//     (counted by PostgreSQL);
+//   - rows per table, for every table either schema lists (not a hand list):
+//     source (counted by its database) = copied = target (counted by
+//     PostgreSQL); a table in one schema only is a mismatch naming it;
 //   - the store identity is the source's (agents keep trusting the store);
 //   - every agent, lease, job and run row equal field by field (seqs included),
 //     and the active runs in the same queue order;
@@ -29,6 +30,12 @@ struct MigrateOptions {
   // Default: 200.
   int sample_runs = 200;
   std::function<void(const std::string&)> progress;  // a line now and then
+  // The source's tables beyond the Store interface's rows (history...), and
+  // their reader: PostgresImportOptions::more_tables / read_table.
+  std::vector<std::string> more_tables;
+  std::function<absl::Status(const std::string& table, const std::vector<std::string>& columns,
+                             const std::function<absl::Status(const std::vector<std::string>&)>&)>
+      read_table;
 };
 
 struct MigrateTableCount {

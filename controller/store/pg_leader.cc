@@ -35,13 +35,15 @@ constexpr char kCreateTables[] =
     "CREATE TABLE IF NOT EXISTS iofleet_leader_epochs ("
     " epoch bigint PRIMARY KEY, holder text NOT NULL, address text NOT NULL,"
     " acquired_at timestamptz NOT NULL, lease_expires_at timestamptz,"
-    " writes bigint NOT NULL DEFAULT 0, first_write timestamptz, last_write timestamptz)";
+    " writes bigint NOT NULL DEFAULT 0, first_write timestamptz, last_write timestamptz);"
+    // The leader's REST address, where followers forward REST requests.
+    "ALTER TABLE iofleet_leader ADD COLUMN IF NOT EXISTS http_address text NOT NULL DEFAULT ''";
 
 // Takes an expired lease (epoch + 1) or renews this holder's own ($3 = the
 // epoch it holds; 0 never matches, epochs start at 1). The database re-checks
 // the WHERE clause on the row's newest version after a concurrent update.
 constexpr char kAcquire[] =
-    "UPDATE iofleet_leader SET holder = $1, address = $2,"
+    "UPDATE iofleet_leader SET holder = $1, address = $2, http_address = $5,"
     " epoch = CASE WHEN holder = $1 AND epoch = $3 THEN epoch ELSE epoch + 1 END,"
     " expires_at = clock_timestamp() + $4 * interval '1 millisecond',"
     " renewed_at = clock_timestamp()"
@@ -114,7 +116,7 @@ absl::StatusOr<int64_t> LeaderElector::TryAcquireOrRenew() {
   if (absl::Status s = PgExecScript(c, "BEGIN"); !s.ok()) return fail(s);
   PgParams p;
   p.Add(options_.holder).Add(options_.address).Add(epoch_).Add(
-      static_cast<int64_t>(options_.ttl_ms));
+      static_cast<int64_t>(options_.ttl_ms)).Add(options_.http_address);
   absl::StatusOr<PgResult> r = PgExec(c, kAcquire, p);
   if (!r.ok()) return fail(r.status());
   int64_t got = 0;
@@ -143,8 +145,8 @@ absl::StatusOr<LeaderLease> LeaderElector::Current() {
   IOFLEET_RETURN_IF_ERROR(EnsureConnected());
   absl::StatusOr<PgResult> r = PgExec(
       conn_->c.get(),
-      "SELECT epoch, holder, address, expires_at > clock_timestamp() FROM iofleet_leader "
-      "WHERE id = 1");
+      "SELECT epoch, holder, address, expires_at > clock_timestamp(), http_address "
+      "FROM iofleet_leader WHERE id = 1");
   if (!r.ok()) {
     if (PQstatus(conn_->c.get()) != CONNECTION_OK) conn_->c.reset();
     return r.status();
@@ -155,6 +157,7 @@ absl::StatusOr<LeaderLease> LeaderElector::Current() {
     l.holder = PgText(r->get(), 0, 1);
     l.address = PgText(r->get(), 0, 2);
     l.live = PgText(r->get(), 0, 3) == "t";
+    l.http_address = PgText(r->get(), 0, 4);
   }
   return l;
 }

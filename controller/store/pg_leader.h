@@ -39,6 +39,9 @@ struct LeaderElectorOptions {
   std::string holder;
   // The gRPC address agents dial to reach this controller (--advertise).
   std::string address;
+  // The REST address clients reach this controller at (--advertise-http):
+  // followers forward REST requests there.
+  std::string http_address;
   // Lease time to live. Default: 10 s.
   uint64_t ttl_ms = 10000;
 };
@@ -47,7 +50,8 @@ struct LeaderElectorOptions {
 struct LeaderLease {
   int64_t epoch = 0;     // 0: never taken
   std::string holder;    // "" when never taken
-  std::string address;
+  std::string address;       // gRPC (--advertise)
+  std::string http_address;  // REST (--advertise-http); "" from an older controller
   bool live = false;     // not expired on the database's clock
 };
 

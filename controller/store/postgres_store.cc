@@ -2,6 +2,7 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -1169,11 +1170,35 @@ absl::StatusOr<int> ReadPostgresSchemaVersion(const std::string& uri) {
   return SchemaVersionOf(c.get());
 }
 
+namespace {
+
+// The store's tables as the schema lists them: every table of the current
+// schema but schema_version, store_identity and the HA lease tables
+// (iofleet_*), which belong to the controllers, not to the store's data.
+absl::StatusOr<std::vector<std::string>> StoreTableNames(PGconn* c) {
+  IOFLEET_ASSIGN_OR_RETURN(
+      PgResult r, PgExec(c, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                            " AND tablename NOT IN ('schema_version', 'store_identity')"
+                            " AND tablename NOT LIKE 'iofleet\\_%' ORDER BY tablename"));
+  std::vector<std::string> out;
+  for (int i = 0; i < PQntuples(r.get()); ++i) out.push_back(PgText(r.get(), i, 0));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> PostgresTableNames(const std::string& uri) {
+  IOFLEET_ASSIGN_OR_RETURN(PgConn c, PgConnect(uri, "tool"));
+  return StoreTableNames(c.get());
+}
+
 absl::StatusOr<std::map<std::string, int64_t>> PostgresTableCounts(const std::string& uri) {
   IOFLEET_ASSIGN_OR_RETURN(PgConn c, PgConnect(uri, "tool"));
+  IOFLEET_ASSIGN_OR_RETURN(std::vector<std::string> tables, StoreTableNames(c.get()));
   std::map<std::string, int64_t> out;
-  for (const char* t : kTables) {
-    IOFLEET_ASSIGN_OR_RETURN(PgResult r, PgExec(c.get(), absl::StrCat("SELECT count(*) FROM ", t)));
+  for (const std::string& t : tables) {
+    IOFLEET_ASSIGN_OR_RETURN(PgResult r, PgExec(c.get(), absl::StrCat("SELECT count(*) FROM \"",
+                                                                     t, "\"")));
     out[t] = PgInt(r.get(), 0, 0);
   }
   return out;
@@ -1197,8 +1222,10 @@ absl::StatusOr<std::map<std::string, int64_t>> ImportIntoPostgres(
   // A target with rows is refused unless asked to replace them.
   int64_t rows = 0;
   std::string held;
-  for (const char* t : kTables) {
-    absl::StatusOr<PgResult> r = PgExec(c, absl::StrCat("SELECT count(*) FROM ", t));
+  absl::StatusOr<std::vector<std::string>> all_tables = StoreTableNames(c);
+  if (!all_tables.ok()) return fail(all_tables.status());
+  for (const std::string& t : *all_tables) {
+    absl::StatusOr<PgResult> r = PgExec(c, absl::StrCat("SELECT count(*) FROM \"", t, "\""));
     if (!r.ok()) return fail(r.status());
     const int64_t n = PgInt(r->get(), 0, 0);
     rows += n;
@@ -1212,10 +1239,11 @@ absl::StatusOr<std::map<std::string, int64_t>> ImportIntoPostgres(
           "contents, pass --replace")));
     }
     progress(absl::StrCat("replacing the target's rows (", held, ")"));
-    if (auto s = PgExecScript(c, "TRUNCATE agents, jobs, runs, leases, intervals, results");
-        !s.ok()) {
-      return fail(s);
+    std::string truncate = "TRUNCATE ";
+    for (size_t i = 0; i < all_tables->size(); ++i) {
+      absl::StrAppend(&truncate, i ? ", " : "", "\"", (*all_tables)[i], "\"");
     }
+    if (auto s = PgExecScript(c, truncate.c_str()); !s.ok()) return fail(s);
   }
   // The copy keeps the source's identity, so agents keep trusting this store.
   if (auto r = PgExec(c, "UPDATE store_identity SET id = $1", PgParams().Add(store_id)); !r.ok()) {
@@ -1322,6 +1350,47 @@ absl::StatusOr<std::map<std::string, int64_t>> ImportIntoPostgres(
     return absl::OkStatus();
   });
   if (!st.ok()) return fail(st);
+  // Every other table of the source (history: series, points, alerts, the
+  // worker's cursor; any table added to both schemas), column by column by
+  // name. A source table the target lacks is an error naming it.
+  for (const std::string& table : options.more_tables) {
+    if (std::find(std::begin(kTables), std::end(kTables), table) != std::end(kTables)) continue;
+    if (std::find(all_tables->begin(), all_tables->end(), table) == all_tables->end()) {
+      return fail(absl::FailedPreconditionError(absl::StrCat(
+          "table ", table, " of the source has no table in the PostgreSQL schema: this build "
+          "cannot migrate it")));
+    }
+    if (!options.read_table) {
+      return fail(absl::InvalidArgumentError("migrate: more_tables without read_table"));
+    }
+    absl::StatusOr<PgResult> cols = PgExec(
+        c,
+        "SELECT column_name, data_type FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position",
+        PgParams().Add(table));
+    if (!cols.ok()) return fail(cols.status());
+    std::vector<std::string> names;
+    std::vector<bool> boolean;
+    std::string list;
+    for (int i = 0; i < PQntuples(cols->get()); ++i) {
+      names.push_back(PgText(cols->get(), i, 0));
+      boolean.push_back(PgText(cols->get(), i, 1) == "boolean");
+      absl::StrAppend(&list, i ? ", " : "", "\"", names.back(), "\"");
+    }
+    st = copy(table.c_str(), list.c_str(), [&](internal::PgCopyIn& in) -> absl::Status {
+      return options.read_table(table, names, [&](const std::vector<std::string>& row) {
+        for (size_t i = 0; i < row.size(); ++i) {
+          if (boolean[i]) {
+            in.Bool(row[i] != "0" && row[i] != "" && row[i] != "f" && row[i] != "false");
+          } else {
+            in.Field(absl::string_view(row[i]));
+          }
+        }
+        return in.EndRow();
+      });
+    });
+    if (!st.ok()) return fail(st);
+  }
   // New rows continue after the copied seqs.
   for (const char* t : {"jobs", "runs"}) {
     auto r = PgExec(c, absl::StrCat("SELECT setval(pg_get_serial_sequence('", t,

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -80,9 +81,13 @@ absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
 // The schema_version of the store at `uri`; 0 = no iofleet store there.
 absl::StatusOr<int> ReadPostgresSchemaVersion(const std::string& uri);
 
-// Rows per table ("agents", "jobs", "runs", "leases", "intervals", "results"),
-// counted by the database (migrate's verification).
+// Rows per table of the store (every table of its schema but schema_version,
+// store_identity and the HA lease tables), counted by the database
+// (migrate's verification).
 absl::StatusOr<std::map<std::string, int64_t>> PostgresTableCounts(const std::string& uri);
+
+// The store's tables at `uri`, as PostgresTableCounts counts them.
+absl::StatusOr<std::vector<std::string>> PostgresTableNames(const std::string& uri);
 
 struct PostgresImportOptions {
   // Empty a target that already holds rows first. Default: false: a non-empty
@@ -90,6 +95,15 @@ struct PostgresImportOptions {
   bool replace = false;
   // Called now and then with a line of progress (table and rows so far).
   std::function<void(const std::string&)> progress;
+  // The source's tables (e.g. SqliteTableNames): those beyond the rows the
+  // Store interface reads (history series, points, alerts, cursor; any table
+  // added later) are copied column by column, by name, from read_table (the
+  // target's columns; rows as text; booleans as 0/1). A table the target
+  // lacks, or a source column it lacks, fails the import.
+  std::vector<std::string> more_tables;
+  std::function<absl::Status(const std::string& table, const std::vector<std::string>& columns,
+                             const std::function<absl::Status(const std::vector<std::string>&)>&)>
+      read_table;
 };
 
 // Copies everything `source` holds (agents, jobs, runs with their seqs, leases,

@@ -2,7 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <limits>
 #include <mutex>
@@ -930,11 +932,76 @@ absl::StatusOr<int> ReadSchemaVersion(const std::string& path) {
   return v;
 }
 
+namespace {
+
+absl::StatusOr<std::vector<std::string>> TableNames(sqlite3* db) {
+  Stmt s(db,
+         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+         "AND name NOT IN ('schema_version', 'store_identity') ORDER BY name");
+  std::vector<std::string> out;
+  while (s.Step()) out.push_back(s.Text(0));
+  if (!s.status().ok()) return s.status();
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> SqliteTableNames(const std::string& path) {
+  IOFLEET_ASSIGN_OR_RETURN(sqlite3 * db, OpenDb(path));
+  absl::StatusOr<std::vector<std::string>> out = TableNames(db);
+  sqlite3_close(db);
+  return out;
+}
+
+absl::Status ReadSqliteTable(
+    const std::string& path, const std::string& table, const std::vector<std::string>& columns,
+    const std::function<absl::Status(const std::vector<std::string>&)>& row) {
+  IOFLEET_ASSIGN_OR_RETURN(sqlite3 * db, OpenDb(path));
+  struct Close {
+    sqlite3* db;
+    ~Close() { sqlite3_close(db); }
+  } close_db{db};
+  // Every column of the source must have a place in the target: a column
+  // left behind would be data lost without a word.
+  std::vector<std::string> have;
+  {
+    Stmt info(db, absl::StrCat("SELECT name FROM pragma_table_info('", table, "')").c_str());
+    while (info.Step()) have.push_back(info.Text(0));
+    IOFLEET_RETURN_IF_ERROR(info.status());
+  }
+  if (have.empty()) {
+    return absl::NotFoundError(absl::StrCat("sqlite: the source has no table ", table));
+  }
+  for (const std::string& c : have) {
+    if (std::find(columns.begin(), columns.end(), c) == columns.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "table ", table, ": the source's column ", c, " has no column in the target"));
+    }
+  }
+  std::string sql = "SELECT ";
+  for (size_t i = 0; i < columns.size(); ++i) {
+    absl::StrAppend(&sql, i ? ", " : "", "\"", columns[i], "\"");
+  }
+  absl::StrAppend(&sql, " FROM \"", table, "\" ORDER BY rowid");
+  Stmt s(db, sql.c_str());
+  std::vector<std::string> values(columns.size());
+  while (s.Step()) {
+    for (size_t i = 0; i < columns.size(); ++i) values[i] = s.Text(static_cast<int>(i));
+    IOFLEET_RETURN_IF_ERROR(row(values));
+  }
+  return s.status();
+}
+
 absl::StatusOr<std::map<std::string, int64_t>> SqliteTableCounts(const std::string& path) {
   IOFLEET_ASSIGN_OR_RETURN(sqlite3 * db, OpenDb(path));
   std::map<std::string, int64_t> out;
-  for (const char* t : {"agents", "jobs", "runs", "leases", "intervals", "results"}) {
-    Stmt s(db, absl::StrCat("SELECT count(*) FROM ", t).c_str());
+  absl::StatusOr<std::vector<std::string>> tables = TableNames(db);
+  if (!tables.ok()) {
+    sqlite3_close(db);
+    return tables.status();
+  }
+  for (const std::string& t : *tables) {
+    Stmt s(db, absl::StrCat("SELECT count(*) FROM \"", t, "\"").c_str());
     if (!s.Step()) {
       absl::Status st = s.status().ok() ? absl::InternalError("sqlite: no row from count(*)")
                                         : s.status();

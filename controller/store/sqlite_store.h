@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "controller/store/store.h"
@@ -30,8 +32,19 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
 // The schema_version of an open database file (tests, tooling).
 absl::StatusOr<int> ReadSchemaVersion(const std::string& path);
 
-// Rows per table ("agents", "jobs", "runs", "leases", "intervals", "results"),
-// counted by SQLite (migrate's verification).
+// Rows per table of the store (every table in its schema but schema_version
+// and store_identity), counted by SQLite (migrate's verification).
 absl::StatusOr<std::map<std::string, int64_t>> SqliteTableCounts(const std::string& path);
+
+// The store's tables as its schema lists them (sqlite_master), but
+// schema_version and store_identity (migrate copies every one).
+absl::StatusOr<std::vector<std::string>> SqliteTableNames(const std::string& path);
+
+// Every row of `table` (in rowid order), its `columns` as text, to `row`.
+// FailedPrecondition naming the column when the table has a column not in
+// `columns` (it would be lost).
+absl::Status ReadSqliteTable(
+    const std::string& path, const std::string& table, const std::vector<std::string>& columns,
+    const std::function<absl::Status(const std::vector<std::string>&)>& row);
 
 }  // namespace iofleet::controller

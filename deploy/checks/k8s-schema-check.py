@@ -240,6 +240,9 @@ class Checker:
         given = [k for k in ("minAvailable", "maxUnavailable") if k in spec]
         if len(given) != 1:
             self.err(where, f"spec needs exactly one of minAvailable and maxUnavailable, has {given}")
+        pol = spec.get("unhealthyPodEvictionPolicy")
+        if pol is not None and pol not in {"IfHealthyBudget", "AlwaysAllow"}:
+            self.err(where, f"spec.unhealthyPodEvictionPolicy {pol!r}: IfHealthyBudget or AlwaysAllow")
         for k in given:
             v = spec[k]
             if not (isinstance(v, int) and v >= 0) and not (isinstance(v, str) and re.match(r"^[0-9]+%$", v)):
@@ -469,9 +472,24 @@ class Checker:
         for where, pdb in by_kind.get("PodDisruptionBudget", []):
             w = f"{label}: PodDisruptionBudget/{pdb['metadata'].get('name')}"
             ml = (((pdb.get("spec") or {}).get("selector") or {}).get("matchLabels") or {})
-            if ml and not any(all((((d.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}).get(k) == v
-                                  for k, v in ml.items()) for _, d in workloads):
+            matched = [d for _, d in workloads
+                       if all((((d.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}).get(k) == v
+                              for k, v in ml.items())] if ml else []
+            if ml and not matched:
                 self.err(w, f"selector {ml} matches no workload's pod labels")
+            # A budget its pods can never leave room in blocks every node drain
+            # (kubectl drain waits forever): with R replicas, minAvailable must
+            # be below R and maxUnavailable above 0. DaemonSets have no replicas.
+            spec = pdb.get("spec") or {}
+            if matched and all(d.get("kind") in ("Deployment", "StatefulSet") for d in matched):
+                replicas = sum(int((d.get("spec") or {}).get("replicas", 1)) for d in matched)
+                ma, mu = spec.get("minAvailable"), spec.get("maxUnavailable")
+                if isinstance(ma, int) and ma >= replicas:
+                    self.err(w, f"minAvailable {ma} with {replicas} replicas: no voluntary disruption is ever allowed (a drain blocks)")
+                if isinstance(ma, str) and ma.endswith("%") and int(ma[:-1]) >= 100:
+                    self.err(w, f"minAvailable {ma}: no voluntary disruption is ever allowed (a drain blocks)")
+                if mu in (0, "0%"):
+                    self.err(w, f"maxUnavailable {mu}: no voluntary disruption is ever allowed (a drain blocks)")
         for where, svc in by_kind.get("Service", []):
             spec = svc.get("spec") or {}
             sel = spec.get("selector") or {}

@@ -185,7 +185,8 @@ check_k8s() {
   fi
   local want
   for want in "is not a headless Service" "Secret 'no-such-secret' not defined" \
-              "exactly one of minAvailable and maxUnavailable" "localhostProfile '/var/lib"; do
+              "exactly one of minAvailable and maxUnavailable" "localhostProfile '/var/lib" \
+              "no voluntary disruption is ever allowed"; do
     grep -qF "$want" <<<"$out" || { echo "  k8s-schema-check.py no longer reports \"$want\" on testdata"; rc=1; }
   done
   return $rc

@@ -23,6 +23,12 @@ PostgreSQL is not installed, or, for netcut, without root):
                root namespace takes over, the run finishes complete, and no two
                leaders acted (every write of epoch e is fenced before epoch
                e + 1 began).
+  followers    every controller answers: an agent given only a follower's
+               address is redirected to the leader; jobs submitted and
+               cancelled through one follower, read through the other
+               (the same answers as the leader's, errors included); every
+               job, run and interval record stored once; after the leader is
+               killed the remaining follower relays to the new leader.
 
 Uses faults_test.py's process harness and tests/fixtures/postgres.py.
 """
@@ -55,8 +61,9 @@ def postgres(env, tcp=None):
 def free_port(ip="127.0.0.1"):
     """A controller's port, known before it starts (it advertises it): the
     harness's reservation, below the ephemeral range and locked, so nothing
-    takes it between here and the controller's bind (a follower binds only
-    once it leads, seconds later)."""
+    takes it between here and the controller's bind (a follower binds its
+    ports at once to serve for the leader; they pass to the controller when
+    it leads)."""
     return ft.h.reserve_port(ip)
 
 
@@ -270,7 +277,70 @@ def case_netcut():
                        "epochs": {e: v[3] for e, v in ep.items()}}
 
 
-CASES = {"leader_kill": case_leader_kill, "pg_outage": case_pg_outage, "netcut": case_netcut}
+def case_followers():
+    with Env("ha_followers") as env:
+        pg = postgres(env)
+        uri = pg.create_database()
+        use_pg_queries(env, pg, uri)
+        ctls = start_cluster(env, pg, uri,
+                             [("127.0.0.1", free_port(), free_port(), None) for _ in range(3)])
+        lead, f1, f2 = ctls
+        wait_for(lambda: all("follower: serving gRPC on" in log_text(c) for c in (f1, f2)), 20,
+                 "followers serving")
+        # An agent that knows only a follower ends up on the leader.
+        a = env.add_agent("agent-a", controller=f1.grpc)
+        env.controller = f1
+        env.wait_agents_up(["agent-a"])
+        alog = open(a.log_path, errors="replace").read()
+        check("redirected to the leader" in alog and f"connected to {lead.grpc}" in alog,
+              f"the agent did not follow the redirect to {lead.grpc}: {alog[-800:]}")
+        # Writes through follower 1, reads through follower 2.
+        jobs = [env.submit(fio_job(a.target, runtime=2, numjobs=2), ["agent-a"],
+                           name=f"through-f1-{i}") for i in range(3)]
+        env.controller = f2
+        records = 0
+        for j in jobs:
+            job = env.wait_job(j, 60)
+            check(job["state"] == "succeeded", f"job {j} through a follower: {job}")
+            records += check_records(env, job["runs"][0]["id"], 2, 1)
+        final_f2 = env.job(jobs[0])
+        env.controller = lead
+        check(env.job(jobs[0]) == final_f2, "a follower's answer differs from the leader's")
+        # Errors pass through with the leader's status and body.
+        env.controller = f2
+        st_f, body_f = env.api("GET", "/jobs/no-such-job", ok=False)
+        env.controller = lead
+        st_l, body_l = env.api("GET", "/jobs/no-such-job", ok=False)
+        check(st_f == st_l == 404 and body_f == body_l,
+              f"follower {st_f} {body_f} vs leader {st_l} {body_l}")
+        # A cancel through a follower.
+        env.controller = f1
+        long_job = env.submit(fio_job(a.target, runtime=60), ["agent-a"], name="to-cancel")
+        env.wait_state(long_job, "running", 20)
+        env.controller = f2
+        env.api("POST", f"/jobs/{long_job}/cancel", {})
+        check(env.wait_job(long_job, 30)["state"] == "cancelled", "cancel through a follower")
+        # Nothing lost or duplicated: one row per job and run.
+        n_jobs = env.query("SELECT count(*), count(DISTINCT name) FROM jobs")[0]
+        n_runs = env.query("SELECT count(*) FROM runs")[0][0]
+        check(n_jobs == (4, 4) and n_runs == 4, f"jobs {n_jobs}, runs {n_runs}: want 4 each")
+        # The leader dies: the remaining follower relays to the new one.
+        lead.kill()
+        new, epoch = wait_leader(env, pg, uri, [f1, f2], 20, min_epoch=2)
+        other = f2 if new is f1 else f1
+        env.controller = other
+        after = wait_for(lambda: env.api("POST", "/jobs", {"name": "after", "hosts": ["agent-a"],
+                                                           "fio": fio_job(a.target, runtime=1)},
+                                         ok=False)[1].get("id"), 20,
+                         "a submit through the remaining follower")
+        check(env.wait_job(after, 60)["state"] == "succeeded",
+              "a job submitted through the follower after the failover")
+        env.figures = {"jobs": 5, "records": records, "new_leader": new.name, "epoch": epoch,
+                       "agent_reconnects": a.reconnects()}
+
+
+CASES = {"leader_kill": case_leader_kill, "pg_outage": case_pg_outage, "netcut": case_netcut,
+         "followers": case_followers}
 
 
 def main():

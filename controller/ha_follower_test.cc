@@ -1,0 +1,150 @@
+// A follower's front (ha_follower.h) in front of a real controller (SQLite
+// store, real gRPC and REST on loopback) standing in for the leader: REST
+// relayed, gRPC API calls forwarded, agents redirected; no leader: 503 and
+// UNAVAILABLE naming why.
+#include "controller/ha_follower.h"
+
+#include <grpcpp/grpcpp.h>
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "absl/strings/numbers.h"
+#include "gtest/gtest.h"
+#include "iofleet/v1/agent.grpc.pb.h"
+#include "iofleet/v1/controller.grpc.pb.h"
+
+namespace iofleet::controller {
+namespace {
+
+int PortOf(const std::string& address) {
+  int port = 0;
+  EXPECT_TRUE(absl::SimpleAtoi(address.substr(address.rfind(':') + 1), &port)) << address;
+  return port;
+}
+
+class FollowerFrontTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_fol_XXXXXX").string();
+    dir_ = mkdtemp(tmpl.data());
+    ServerOptions lo;
+    lo.data_dir = dir_ + "/data";
+    lo.init = true;
+    lo.grpc_listen = "127.0.0.1:0";
+    lo.http_listen = "127.0.0.1:0";
+    auto l = ControllerServer::Start(lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    leader_ = std::move(*l);
+    ServerOptions fo;
+    fo.grpc_listen = "127.0.0.1:0";
+    fo.http_listen = "127.0.0.1:0";
+    auto f = FollowerFront::Start(fo);
+    ASSERT_TRUE(f.ok()) << f.status();
+    front_ = std::move(*f);
+  }
+  void TearDown() override {
+    front_.reset();
+    leader_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string dir_;
+  std::unique_ptr<ControllerServer> leader_;
+  std::unique_ptr<FollowerFront> front_;
+};
+
+TEST_F(FollowerFrontTest, RelaysRestForwardsGrpcAndRedirectsAgents) {
+  front_->SetLeader(leader_->grpc_address(), leader_->http_address());
+  // REST: a write through the follower, read back through it and the leader.
+  httplib::Client via("127.0.0.1", PortOf(front_->http_address()));
+  httplib::Client lead("127.0.0.1", PortOf(leader_->http_address()));
+  auto post = via.Post("/api/v1/jobs",
+                       R"({"fio": "[j]\nfilename=/dev/nvme0n1\nsize=1m\n", "hosts": ["x"],
+                           "wait_for_hosts": true, "name": "via-follower"})",
+                       "application/json");
+  ASSERT_TRUE(post);
+  ASSERT_EQ(post->status, 201) << post->body;
+  auto a = via.Get("/api/v1/jobs");
+  auto b = lead.Get("/api/v1/jobs");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->status, 200);
+  EXPECT_EQ(a->body, b->body);
+  EXPECT_NE(a->body.find("via-follower"), std::string::npos) << a->body;
+  auto missing = via.Get("/api/v1/jobs/no-such-job");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404) << "the leader's status comes back";
+
+  // gRPC API: forwarded to the leader.
+  auto ch = grpc::CreateChannel(front_->grpc_address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::ControllerService::NewStub(ch);
+  v1::ListRequest lr;
+  v1::ListJobsResponse jobs;
+  grpc::ClientContext c1;
+  grpc::Status st = stub->ListJobs(&c1, lr, &jobs);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(jobs.jobs_size(), 1);
+  EXPECT_EQ(jobs.jobs(0).name(), "via-follower");
+  v1::GetJobRequest gr;
+  gr.set_id("no-such-job");
+  v1::Job job;
+  grpc::ClientContext c2;
+  EXPECT_EQ(stub->GetJob(&c2, gr, &job).error_code(), grpc::StatusCode::NOT_FOUND);
+
+  // An agent's stream: a Reject naming the leader.
+  auto agent = v1::AgentService::NewStub(ch);
+  grpc::ClientContext c3;
+  auto stream = agent->Connect(&c3);
+  v1::AgentMessage hello;
+  hello.mutable_hello()->set_agent_name("agent-a");
+  ASSERT_TRUE(stream->Write(hello));
+  v1::ControllerMessage m;
+  ASSERT_TRUE(stream->Read(&m));
+  ASSERT_TRUE(m.has_reject());
+  EXPECT_EQ(m.reject().leader_address(), leader_->grpc_address());
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(FollowerFrontTest, NoLeaderIsAClearUnavailable) {
+  front_->SetLeader("", "", "the lease has expired (an election is under way)");
+  httplib::Client via("127.0.0.1", PortOf(front_->http_address()));
+  auto r = via.Get("/api/v1/jobs");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_NE(r->body.find("the lease has expired"), std::string::npos) << r->body;
+  auto stub = v1::ControllerService::NewStub(
+      grpc::CreateChannel(front_->grpc_address(), grpc::InsecureChannelCredentials()));
+  v1::ListJobsResponse jobs;
+  grpc::ClientContext c;
+  grpc::Status st = stub->ListJobs(&c, v1::ListRequest(), &jobs);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(st.error_message().find("the lease has expired"), std::string::npos);
+  // The leader's address known but nothing listening there: 503 naming it.
+  front_->SetLeader("127.0.0.1:1", "127.0.0.1:1");
+  auto r2 = via.Get("/api/v1/jobs");
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->status, 503);
+  EXPECT_NE(r2->body.find("127.0.0.1:1"), std::string::npos) << r2->body;
+}
+
+TEST_F(FollowerFrontTest, StopFreesThePortsForTheNewLeader) {
+  front_->SetLeader(leader_->grpc_address(), leader_->http_address());
+  const std::string grpc_addr = front_->grpc_address(), http_addr = front_->http_address();
+  httplib::Client via("127.0.0.1", PortOf(http_addr));
+  ASSERT_TRUE(via.Get("/healthz"));
+  front_->Stop();
+  // This follower won: the controller takes the same ports.
+  ServerOptions o;
+  o.data_dir = dir_ + "/data2";
+  o.init = true;
+  o.grpc_listen = grpc_addr;
+  o.http_listen = http_addr;
+  auto s = ControllerServer::Start(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  (*s)->Shutdown();
+}
+
+}  // namespace
+}  // namespace iofleet::controller
