@@ -114,7 +114,7 @@ void DeclareServeFlags(flags::FlagSet& fs, ServeOptions& o) {
     const std::string flag = f;
     fs.Add({flag, "PEM",
             flag == "tls-ca"     ? "CA bundle that signed the controller's certificate\n"
-                                   "(default: the system roots); any --tls-* turns TLS on"
+                                   "(default: the system roots); any tls-* flag turns TLS on"
             : flag == "tls-cert" ? "client certificate (mutual TLS), with --tls-key"
                                  : "the client certificate's private key",
             "", [&o, flag](const std::string& v) {
