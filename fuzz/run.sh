@@ -6,7 +6,8 @@
 #
 #   fuzz/run.sh [SECONDS]
 #   env: IOFLEET_FUZZ_BUILD_DIR (default <repo>/build-fuzz), IOFLEET_FUZZ_JOBS
-#        (build parallelism, default 1), IOFLEET_FUZZ_TARGETS (default: all three)
+#        (build parallelism, default 1), IOFLEET_FUZZ_TARGETS (default: all three),
+#        IOFLEET_FUZZ_BUILD_ONLY=1 (build, do not fuzz)
 #
 # New inputs found go to $build/fuzz/corpus/<target>/ (not the repo); copy the
 # interesting ones to fuzz/corpus/<target>/ by hand (`<fuzzer> -merge=1 dst src`).
@@ -37,6 +38,10 @@ cmake -S "$root" -B "$build" -DIOFLEET_FUZZ=ON -DIOFLEET_BUILD_TESTS=OFF \
 # shellcheck disable=SC2086
 cmake --build "$build" -j"$jobs" --target $targets proto_seed >"$build/fuzz-build.log" 2>&1 ||
   { tail -50 "$build/fuzz-build.log" >&2; exit 1; }
+
+# IOFLEET_FUZZ_BUILD_ONLY=1: build and stop (scripts/test.sh builds here with
+# every core before ctest, so fuzz.all only fuzzes).
+[ "${IOFLEET_FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 
 out=$build/fuzz
 mkdir -p "$out/artifacts"

@@ -315,7 +315,7 @@ const std::vector<std::string>& FioEngines() {
       "nfs",       "dfs",           "libhdfs",        "libiscsi",    "librpma_apm_client",
       "librpma_apm_server", "librpma_gpspm_client", "librpma_gpspm_server", "xnvme",
       "windowsaio", "solarisaio",   "guasi",          "libzbc",      "spdk",
-      "cpp_null",  "external"};
+      "cpp_null",  "external",    "ime_psync",      "ime_psyncv",  "ime_aio"};
   return k;
 }
 

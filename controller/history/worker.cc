@@ -506,10 +506,7 @@ std::string RerunStateOf(Decision d) {
 
 }  // namespace
 
-absl::Status HistoryWorker::RequestReruns(const Assessment& a,
-                                          const std::vector<SeriesPointRow>& points,
-                                          const std::string& alert_id,
-                                          const std::vector<AlertRow>& others, json& reruns) {
+bool HistoryWorker::RefreshRerunJobs(json& reruns) {
   bool pending = false;
   for (json& j : reruns["jobs"]) {
     std::string st = j.value("state", std::string());
@@ -520,6 +517,14 @@ absl::Status HistoryWorker::RequestReruns(const Assessment& a,
     }
     if (!JobStateFinal(st)) pending = true;
   }
+  return pending;
+}
+
+absl::Status HistoryWorker::RequestReruns(const Assessment& a,
+                                          const std::vector<SeriesPointRow>& points,
+                                          const std::string& alert_id,
+                                          const std::vector<AlertRow>& others, json& reruns) {
+  const bool pending = RefreshRerunJobs(reruns);
   const int budget = options_.rerun_budget_per_side;
   reruns["budget_per_side"] = budget;
   const int before = reruns.value("requested_before", 0);
@@ -695,16 +700,7 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
     if (!d.is_object() || !d.contains("reruns") || !d["reruns"].is_object()) continue;
     json& reruns = d["reruns"];
     if (reruns.value("state", std::string()) != "running") continue;
-    bool pending = false;
-    for (json& j : reruns["jobs"]) {
-      std::string st = j.value("state", std::string());
-      if (!JobStateFinal(st)) {
-        absl::StatusOr<JobRow> job = store_->GetJob(j.value("job_id", std::string()));
-        if (job.ok()) st = job->state;
-        j["state"] = st;
-      }
-      if (!JobStateFinal(st)) pending = true;
-    }
+    const bool pending = RefreshRerunJobs(reruns);
     if (pending) continue;
     reruns["state"] = "not_detected";
     reruns["reason"] = absl::StrCat("no change is detected here any more with ",

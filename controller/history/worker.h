@@ -102,6 +102,9 @@ class HistoryWorker {
   absl::Status RequestReruns(const Assessment& a, const std::vector<SeriesPointRow>& points,
                              const std::string& alert_id, const std::vector<AlertRow>& others,
                              nlohmann::json& reruns);
+  // Refreshes the state of each extra-run job in `reruns["jobs"]` that is not
+  // final yet from the store; true while any of them is still pending.
+  bool RefreshRerunJobs(nlohmann::json& reruns);
   absl::Status CheckStoppages();
 
   Store* const store_;
