@@ -1,7 +1,5 @@
 #include "controller/history/worker.h"
 
-#include <malloc.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -302,11 +300,6 @@ void HistoryWorker::Loop() {
   while (!stop_) {
     l.unlock();
     absl::Status s = PollOnce();
-    // A poll loads whole series (every point, for each detection) and frees
-    // them again: hand that memory back to the system, or the process keeps
-    // the high-water mark of its longest series' load (the 50-agent soak's one
-    // series of ~6,000 points in 90 s grew the controller's RSS by ~20 %).
-    malloc_trim(0);
     l.lock();
     if (!s.ok() && stats_.last_error != s.ToString()) {
       std::fprintf(stderr, "iofleet-controller: history: %s\n", s.ToString().c_str());
