@@ -187,7 +187,7 @@ void DeclareFlags(iofleet::flags::FlagSet& fs, iofleet::controller::ServerOption
   fs.Add({"history-rerun-budget", "N",
           "extra runs a side the controller may add to settle a\n"
           "change whose verdict is UNKNOWN (0 = off)",
-          "20", [&opts](const std::string& v) {
+          "0", [&opts](const std::string& v) {
             uint64_t n = 0;
             if (!absl::SimpleAtoi(v, &n) || n > 1000) return NotA(v, "an integer in 0..1000");
             opts.history_rerun_budget = static_cast<int>(n);

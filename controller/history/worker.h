@@ -57,8 +57,8 @@ struct WorkerOptions {
   std::function<absl::StatusOr<std::string>(const v1::JobSpec&)> submit_job;
   // Most runs added on each side of one change; 0 = never add runs. When they
   // are spent and the verdict is still UNKNOWN, the alert says so
-  // ("budget_spent"). Default 20 (Pinpoint adds 10 a side per round).
-  int rerun_budget_per_side = 20;
+  // ("budget_spent"). Default 0: opt in (--history-rerun-budget; Pinpoint adds 10 a side per round).
+  int rerun_budget_per_side = 0;
   // Most runs asked for at once per side (a round); the next round waits until
   // the jobs of this one finished and the change is re-analysed. Default 10.
   int rerun_step_per_side = 10;
