@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agent/engines/engine.h"
+#include "agent/run/run_test_fixture.h"
 #include "agent/run/runner.h"
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
@@ -36,27 +37,7 @@ bool Available(const std::string& name) {
   return false;
 }
 
-class JobFeat3Test : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/var/tmp/iofleet-jobfeat3-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-
-  RunResult MustRun(const std::string& text) {
-    auto list = jobspec::ParseJobText(text, "test.fio");
-    EXPECT_TRUE(list.ok()) << list.status();
-    if (!list.ok()) return RunResult{};
-    auto r = RunJobs(*list, RunOptions{});
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : RunResult{};
-  }
-
-  std::string dir_;
-};
+using JobFeat3Test = RunTestFixture;
 
 // cmdprio_percentage=50: about half the reads carry the cmdprio priority
 // (class 2 level 5 here); fio's JSON then lists both priorities under

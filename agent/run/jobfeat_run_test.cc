@@ -9,6 +9,7 @@
 #include <string>
 
 #include "agent/engines/engine.h"
+#include "agent/run/run_test_fixture.h"
 #include "agent/run/runner.h"
 #include "common/jobspec/parser.h"
 #include "gmock/gmock.h"
@@ -19,27 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class JobFeatTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/var/tmp/iofleet-jobfeat-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-
-  RunResult MustRun(const std::string& text) {
-    auto list = jobspec::ParseJobText(text, "test.fio");
-    EXPECT_TRUE(list.ok()) << list.status();
-    if (!list.ok()) return RunResult{};
-    auto r = RunJobs(*list, RunOptions{});
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : RunResult{};
-  }
-
-  std::string dir_;
-};
+using JobFeatTest = RunTestFixture;
 
 // fio 3.33: rw=randrw bs=4k size=1m number_ios=100 loops=2 issues 200 I/Os in
 // all (number_ios x loops; 99 reads + 101 writes there), not 2 x 256.
