@@ -278,6 +278,25 @@ void IoLoop::DataFailed(const IoRequest& r, int err) {
   IoFailed(r, err);
 }
 
+void IoLoop::AsyncFailed(DataPath& src) {
+  for (const AsyncVerifier::Failure& f : src.TakeAsyncFailures()) {
+    IoRequest q;
+    q.op = IoOp::kRead;
+    q.offset = f.offset;
+    q.len = f.len;
+    DataFailed(q, EILSEQ);
+  }
+}
+
+void IoLoop::DrainAsync(DataPath& src) {
+  const absl::Status s = src.DrainAsync();
+  if (!s.ok() && error_ == 0) {
+    error_ = EINVAL;
+    error_text_ = std::string(s.message());
+  }
+  AsyncFailed(src);
+}
+
 void IoLoop::BeginVerifyPhase() {
   write_phase_ns_ += now_ - phase_start_ns_;
   phase_start_ns_ = now_;

@@ -204,6 +204,7 @@ class IoLoop {
     if (coarse_) {  // no latency measured (gtod_reduce): the times are coarse
       if constexpr (Src::kHooks) {
         if (const int err = src.OnComplete(r); err != 0) DataFailed(r, err);
+        if (src.async_failed()) AsyncFailed(src);
       }
       return;
     }
@@ -223,6 +224,7 @@ class IoLoop {
     }
     if constexpr (Src::kHooks) {
       if (const int err = src.OnComplete(r); err != 0) DataFailed(r, err);
+      if (src.async_failed()) AsyncFailed(src);
     }
     if constexpr (kLog) {
       if (ramp_end_ns_ == 0) {  // fio logs nothing during the ramp
@@ -234,6 +236,10 @@ class IoLoop {
   // An I/O (or verify) error: fatal, or counted when continue_on_error covers it.
   void IoFailed(const IoRequest& r, int err);
   void DataFailed(const IoRequest& r, int err);
+  // verify_async: the helpers' failures, each accounted as a failed read.
+  void AsyncFailed(DataPath& src);
+  // verify_async: waits for the helpers, then accounts what they found.
+  void DrainAsync(DataPath& src);
 
   // The paced loop's completion work: scheduled latency, latency target,
   // serialize_overlap's in-flight marks.
@@ -513,6 +519,7 @@ absl::Status IoLoop::RunPhases(E& e, Src& src) {
     if constexpr (!Src::kHooks) {
       return st;
     } else {
+      DrainAsync(src);  // verify_async: every block handed over is checked
       if (!st.ok() || !phase_switch_) return st;
       phase_switch_ = false;
       if (error_ != 0 || ShouldStop(now_) || data_->stop_requested()) return st;
