@@ -233,6 +233,61 @@ TEST(AsyncVerifierTest, HelpersCheckEveryBlockAndReportTheBadOne) {
   EXPECT_FALSE((*a)->has_failures());
 }
 
+// Every I/O of one pass of a job (a job-file body) over a file of `file` bytes.
+std::vector<uint64_t> StridedOffsetsKiB(const std::string& options, uint64_t file) {
+  auto list = jobspec::ParseJobText("[s]\n" + options + "\n", "test.fio");
+  EXPECT_TRUE(list.ok()) << list.status();
+  if (!list.ok()) return {};
+  EXPECT_TRUE(jobspec::CheckRunnable(*list).ok());
+  const jobspec::JobSpec job = list->jobs[0];
+  std::vector<char> buffers(1 << 20);
+  IoGenerator gen;
+  absl::Status s = gen.Init(job, 1, {GenFile{3, 0, file, file}}, job.size, false, buffers.data(), 0);
+  EXPECT_TRUE(s.ok()) << s;
+  std::vector<uint64_t> out;
+  IoRequest r;
+  while (out.size() < 10000 && gen.Next(r)) out.push_back(r.offset / 1024);
+  return out;
+}
+
+// zonemode=strided: fio 3.33's offsets for the same jobs (fio --write_iolog,
+// rw=read bs=4k size=256k on a 256 KiB file). zonesize 16k, zonerange 64k,
+// zoneskip 32k: 16k at 0, 96k, 192k, then past the end back to 0, until 256k
+// are read (64 reads).
+TEST(StridedZoneTest, OffsetsAreFios) {
+  std::vector<uint64_t> want;
+  for (int i = 0; i < 16; ++i) {
+    for (uint64_t z : {0, 96, 192}) {
+      for (uint64_t k = 0; k < 16; k += 4) want.push_back(z + k);
+    }
+  }
+  want.resize(64);
+  EXPECT_EQ(StridedOffsetsKiB("rw=read\nbs=4k\nsize=256k\nzonemode=strided\nzonesize=16k\n"
+                              "zonerange=64k\nzoneskip=32k", 256 << 10),
+            want);
+  // zonesize 96k above zonerange 64k: the range is read again from its start
+  // until 96k are done (fio: 0..60k, 0..28k, then 64k..124k, 64k..92k, 128k..).
+  std::vector<uint64_t> want2;
+  for (uint64_t z : {0, 64, 128}) {
+    for (uint64_t k = 0; k < 64; k += 4) want2.push_back(z + k);
+    for (uint64_t k = 0; k < 32; k += 4) want2.push_back(z + k);
+  }
+  want2.resize(64);
+  EXPECT_EQ(StridedOffsetsKiB("rw=read\nbs=4k\nsize=256k\nzonemode=strided\nzonesize=96k\n"
+                              "zonerange=64k", 256 << 10),
+            want2);
+}
+
+// A real strided write job: the bytes asked are done, only inside the zones.
+TEST_F(JobFeat6Test, StridedWriteRuns) {
+  RunResult r = MustRun("[s]\nrw=write\nbs=4k\nsize=256k\nzonemode=strided\nzonesize=16k\n"
+                        "zonerange=64k\nfilename=" + Path("s.dat") + "\n");
+  ASSERT_EQ(r.reported.size(), 1u);
+  EXPECT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+  EXPECT_EQ(r.reported[0].dir[1].io_bytes, 256u << 10);
+  EXPECT_EQ(r.reported[0].dir[1].total_ios, 64u);
+}
+
 // Bad values are refused naming the option, before any I/O.
 TEST(VerifyAsyncOptionTest, BadValuesAreRefused) {
   auto r = jobspec::ParseJobText("[v]\nrw=write\nverify=md5\nverify_async=1000\n", "t.fio");
