@@ -32,6 +32,7 @@
 #include "agent/run/disk_util.h"
 #include "agent/telemetry/sampler.h"
 #include "agent/run/job_log.h"
+#include "agent/run/sched_session.h"
 #include "agent/run/worker.h"
 #include "agent/workload/offset_gen.h"
 #include "agent/workload/random.h"
@@ -768,6 +769,15 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
       if (!c.job->disk_util || EngineDoesNoIo(*c.job)) continue;
       for (const TargetFile& f : c.files) disks.Add(f.path);
     }
+    // fio's job processes are sessions of their own (sched_session.h): the
+    // phase's jobs get the CPU weight of as many sessions.
+    {
+      int sessions = 0;
+      for (size_t i = phase_start[p]; i < phase_start[p + 1]; ++i) {
+        if (!plan.clones[i].job->thread) ++sessions;
+      }
+      SetSessionCpuWeightOrNote(std::max(sessions, 1));
+    }
     std::vector<std::thread> threads;
     // All clones of a phase prepare, then start together.
     size_t ready = 0;
@@ -807,6 +817,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
     if (!first_error.ok()) break;
   }
   all_done.store(true);
+  SetSessionCpuWeightOrNote(1);
   reporter.join();
   const std::string telemetry_json = sampler.Stop();
   std::vector<LogWriter::CloneStats> log_stats;
