@@ -117,13 +117,22 @@ absl::StatusOr<int> SessionAutogroupNice() {
 
 absl::Status SetSessionCpuWeight(int sessions) {
   if (!LeadsSession()) return absl::OkStatus();
+  const int want = AutogroupNiceForSessions(sessions);
+  absl::StatusOr<int> now = SessionAutogroupNice();
+  if (!now.ok() && absl::IsNotFound(now.status())) return absl::OkStatus();  // no autogroup
+  if (now.ok() && *now == want) return absl::OkStatus();
   const int fd = open(kAutogroup, O_WRONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return absl::OkStatus();  // no autogroup in this kernel
     return absl::PermissionDeniedError(absl::StrCat("open ", kAutogroup, ": ", std::strerror(errno)));
   }
-  const std::string v = absl::StrCat(AutogroupNiceForSessions(sessions), "\n");
-  const ssize_t n = write(fd, v.data(), v.size());
+  const std::string v = absl::StrCat(want, "\n");
+  ssize_t n = write(fd, v.data(), v.size());
+  if (n < 0 && errno == EAGAIN) {
+    // Without CAP_SYS_ADMIN the kernel takes one such change per 100 ms, system-wide.
+    usleep(110 * 1000);
+    n = write(fd, v.data(), v.size());
+  }
   const int err = errno;
   close(fd);
   if (n < 0) {
