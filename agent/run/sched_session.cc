@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -41,8 +42,10 @@ int RunInOwnSession(const std::function<int()>& body) {
   const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) {
-    std::fprintf(stderr, "iofleet-agent: note: fork for a session of its own failed (%s); "
-                 "the jobs share the caller's session's CPU share\n", std::strerror(errno));
+    std::fprintf(stderr,
+                 "iofleet-agent: note: fork for a session of its own failed (%s); "
+                 "the jobs share the caller's session's CPU share\n",
+                 std::strerror(errno));
     return body();
   }
   if (child == 0) {
@@ -103,7 +106,8 @@ absl::StatusOr<int> SessionAutogroupNice() {
   const ssize_t n = read(fd, buf, sizeof(buf) - 1);
   const int err = errno;
   close(fd);
-  if (n <= 0) return absl::InternalError(absl::StrCat("read ", kAutogroup, ": ", std::strerror(err)));
+  if (n <= 0)
+    return absl::InternalError(absl::StrCat("read ", kAutogroup, ": ", std::strerror(err)));
   // "/autogroup-123 nice 0\n"
   const char* p = std::strstr(buf, "nice ");
   int nice = 0;
@@ -124,7 +128,8 @@ absl::Status SetSessionCpuWeight(int sessions) {
   const int fd = open(kAutogroup, O_WRONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return absl::OkStatus();  // no autogroup in this kernel
-    return absl::PermissionDeniedError(absl::StrCat("open ", kAutogroup, ": ", std::strerror(errno)));
+    return absl::PermissionDeniedError(
+        absl::StrCat("open ", kAutogroup, ": ", std::strerror(errno)));
   }
   const std::string v = absl::StrCat(want, "\n");
   ssize_t n = write(fd, v.data(), v.size());
@@ -136,9 +141,9 @@ absl::Status SetSessionCpuWeight(int sessions) {
   const int err = errno;
   close(fd);
   if (n < 0) {
-    return absl::PermissionDeniedError(absl::StrCat("write nice ", AutogroupNiceForSessions(sessions),
-                                                    " to ", kAutogroup, " (the CPU weight of ",
-                                                    sessions, " sessions): ", std::strerror(err)));
+    return absl::PermissionDeniedError(absl::StrCat("write nice ", want, " to ", kAutogroup,
+                                                    " (the CPU weight of ", sessions,
+                                                    " sessions): ", std::strerror(err)));
   }
   return absl::OkStatus();
 }

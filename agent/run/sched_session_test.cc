@@ -102,8 +102,9 @@ class SchedSessionRunTest : public RunTestFixture {};
 TEST_F(SchedSessionRunTest, FourJobsGetTheWeightOfFourSessionsWhileTheyRun) {
   if (!HaveAutogroup()) GTEST_SKIP() << "no /proc/self/autogroup (kernel without autogroup)";
   if (getsid(0) == getpid()) GTEST_SKIP() << "the test process leads its session already";
-  const std::string job = "[w]\nioengine=null\nrw=write\nbs=4k\nsize=1m\nnumjobs=4\n"
-                          "time_based=1\nruntime=600ms\n";
+  const std::string job =
+      "[w]\nioengine=null\nrw=write\nbs=4k\nsize=1m\nnumjobs=4\n"
+      "time_based=1\nruntime=600ms\n";
   // Exit codes: 10 = run failed, 11 = weight refused (not privileged),
   // 20 + k = nice seen during the run was -k (or 0 if never sampled),
   // +100 when the session is not reset to nice 0 after the run.
@@ -132,8 +133,9 @@ TEST_F(SchedSessionRunTest, FourJobsGetTheWeightOfFourSessionsWhileTheyRun) {
 TEST_F(SchedSessionRunTest, ThreadJobsShareOneSessionAsInFio) {
   if (!HaveAutogroup()) GTEST_SKIP() << "no /proc/self/autogroup (kernel without autogroup)";
   if (getsid(0) == getpid()) GTEST_SKIP() << "the test process leads its session already";
-  const std::string job = "[w]\nioengine=null\nrw=write\nbs=4k\nsize=1m\nnumjobs=4\nthread=1\n"
-                          "time_based=1\nruntime=300ms\n";
+  const std::string job =
+      "[w]\nioengine=null\nrw=write\nbs=4k\nsize=1m\nnumjobs=4\nthread=1\n"
+      "time_based=1\nruntime=300ms\n";
   const int rc = RunInOwnSession([&] {
     if (!SetSessionCpuWeight(2).ok()) return 11;  // -3: the run must set it back to 0
     auto list = jobspec::ParseJobText(job, "test.fio");
