@@ -762,6 +762,8 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
 
   // fio's disk_util: a job's devices are tracked from when it starts.
   DiskUtilTracker disks;
+  // This run's part of the session's CPU weight (sched_session.h).
+  SessionCpuShare cpu_share;
   for (size_t p = 0; p + 1 < phase_start.size(); ++p) {
     if (cancel->load()) break;
     for (size_t i = phase_start[p]; i < phase_start[p + 1]; ++i) {
@@ -776,7 +778,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
       for (size_t i = phase_start[p]; i < phase_start[p + 1]; ++i) {
         if (!plan.clones[i].job->thread) ++sessions;
       }
-      SetSessionCpuWeightOrNote(std::max(sessions, 1));
+      cpu_share.Set(std::max(sessions, 1));
     }
     std::vector<std::thread> threads;
     // All clones of a phase prepare, then start together.
@@ -817,7 +819,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
     if (!first_error.ok()) break;
   }
   all_done.store(true);
-  SetSessionCpuWeightOrNote(1);
+  cpu_share.Set(0);
   reporter.join();
   const std::string telemetry_json = sampler.Stop();
   std::vector<LogWriter::CloneStats> log_stats;

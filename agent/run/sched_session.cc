@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 
 namespace iofleet::agent {
@@ -97,6 +99,16 @@ void SetSessionCpuWeightOrNote(int sessions) {
                "job processes get %d, so under CPU contention from other sessions they get less "
                "CPU than fio's\n",
                std::string(s.message()).c_str(), sessions, sessions);
+}
+
+void SessionCpuShare::Set(int sessions) {
+  static absl::Mutex mu(absl::kConstInit);
+  static int total ABSL_GUARDED_BY(mu) = 0;
+  absl::MutexLock lock(&mu);
+  if (sessions == mine_) return;
+  total += sessions - mine_;
+  mine_ = sessions;
+  SetSessionCpuWeightOrNote(std::max(total, 1));
 }
 
 absl::StatusOr<int> SessionAutogroupNice() {

@@ -57,9 +57,26 @@ absl::Status SetSessionCpuWeight(int sessions);
 
 // SetSessionCpuWeight, and when it is refused for sessions > 1 a note on
 // stderr (once per process) that the jobs get less CPU than fio's under
-// contention from other sessions. The runner calls it as each phase starts
-// and with 1 when the run ends.
+// contention from other sessions. SessionCpuShare calls it with the sum of
+// the running runs' sessions.
 void SetSessionCpuWeightOrNote(int sessions);
+
+// One run's part of the session's CPU weight. A daemon that leads its session
+// may run several runs at once (on different devices): the session then weighs
+// as the sum of their jobs' sessions, and a run that ends takes only its own
+// part away (the last one brings the weight back to one session's).
+class SessionCpuShare {
+ public:
+  SessionCpuShare() = default;
+  SessionCpuShare(const SessionCpuShare&) = delete;
+  SessionCpuShare& operator=(const SessionCpuShare&) = delete;
+  ~SessionCpuShare() { Set(0); }
+  // This run now has `sessions` job sessions (0 when it ends).
+  void Set(int sessions);
+
+ private:
+  int mine_ = 0;
+};
 
 // The nice value of this process's autogroup (/proc/self/autogroup), or an
 // error when the kernel has none.

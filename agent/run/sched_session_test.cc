@@ -95,6 +95,36 @@ TEST(SchedSessionTest, ACallersSessionIsNeverReweighted) {
   EXPECT_EQ(*SessionAutogroupNice(), before);
 }
 
+// Two runs at once in one daemon: the session weighs as their jobs together,
+// and the first to end takes only its own part away.
+TEST(SchedSessionTest, ConcurrentRunsAddTheirSessionsAndEndIndependently) {
+  if (!HaveAutogroup()) GTEST_SKIP() << "no /proc/self/autogroup (kernel without autogroup)";
+  if (getsid(0) == getpid()) GTEST_SKIP() << "the test process leads its session already";
+  // Exit code: 11 = refused (not privileged); else a digit per step, the nice
+  // seen negated: 3 (a: 2 sessions), 6 (+ b: 2 more), 3 (a ended), 0 (b ended).
+  const int rc = RunInOwnSession([&] {
+    if (!SetSessionCpuWeight(2).ok()) return 11;
+    SetSessionCpuWeight(1).IgnoreError();
+    int code = 0;
+    auto step = [&] { code = code * 10 - SessionAutogroupNice().value_or(-9); };
+    {
+      SessionCpuShare b;
+      {
+        SessionCpuShare a;
+        a.Set(2);
+        step();
+        b.Set(2);
+        step();
+      }
+      step();
+    }
+    step();
+    return code == 3630 ? 0 : 1 + code % 200;
+  });
+  if (rc == 11) GTEST_SKIP() << "this user may not lower an autogroup's nice (CAP_SYS_NICE)";
+  EXPECT_EQ(rc, 0) << "want nice -3, -6, -3, 0 as two runs of 2 jobs start and end";
+}
+
 // The regression: a run of 4 jobs (threads) runs in a session whose autogroup
 // has the CPU weight of 4 sessions, as fio's 4 job processes have; 1 after.
 class SchedSessionRunTest : public RunTestFixture {};
