@@ -121,15 +121,15 @@ std::vector<prometheus::MetricFamily> RunSeriesTable::Collect() const {
       "A run on an agent while it is assigned/running (and shortly after); joins run and job "
       "ids to the host/slot labels of the iofleet_run_* series",
       MetricType::Gauge);
-  MetricFamily ios = Family("iofleet_run_ios_total",
-                            "I/Os completed by the run, from its interval records",
-                            MetricType::Counter);
-  MetricFamily bytes = Family("iofleet_run_bytes_total",
-                              "Bytes transferred by the run, from its interval records",
-                              MetricType::Counter);
-  MetricFamily errors = Family("iofleet_run_errors_total",
-                               "I/O errors of the run, from its interval records",
-                               MetricType::Counter);
+  MetricFamily ios =
+      Family("iofleet_run_ios_total", "I/Os completed by the run, from its interval records",
+             MetricType::Counter);
+  MetricFamily bytes =
+      Family("iofleet_run_bytes_total", "Bytes transferred by the run, from its interval records",
+             MetricType::Counter);
+  MetricFamily errors =
+      Family("iofleet_run_errors_total", "I/O errors of the run, from its interval records",
+             MetricType::Counter);
   MetricFamily sampled = Family(
       "iofleet_run_sampled_seconds_total",
       "Wall time covered by the run's interval records (clone 0); rate(iofleet_run_ios_total) "
@@ -148,9 +148,9 @@ std::vector<prometheus::MetricFamily> RunSeriesTable::Collect() const {
       const std::string slot = absl::StrCat(s.labels.slot);
       // Label names in order, as prometheus-cpp writes them.
       ClientMetric m;
-      m.label = {{"cell", s.labels.cell},         {"host", s.labels.host},
-                 {"job_id", s.labels.job_id},     {"job_name", s.labels.job_name},
-                 {"run_id", s.labels.run_id},     {"slot", slot},
+      m.label = {{"cell", s.labels.cell},      {"host", s.labels.host},
+                 {"job_id", s.labels.job_id},  {"job_name", s.labels.job_name},
+                 {"run_id", s.labels.run_id},  {"slot", slot},
                  {"variant", s.labels.variant}};
       m.gauge.value = 1;
       info.metric.push_back(std::move(m));

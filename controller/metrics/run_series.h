@@ -15,15 +15,15 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <prometheus/collectable.h>
-#include <prometheus/metric_family.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "controller/store/store.h"
