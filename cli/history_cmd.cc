@@ -134,6 +134,31 @@ int Show(const ApiClient& api, const Parsed& p) {
                           S(ax, "kernel_release"), ax.contains("tags") ? ax["tags"].dump() : ""));
   }
   if (!S(*r, "note").empty()) Print(absl::StrCat("note: ", S(*r, "note")));
+  // Per build (builds.h): only when some build ran more than once.
+  const json builds = r->value("builds", json::object());
+  bool several = false;
+  for (const json& g : builds.value("groups", json::array())) {
+    several = several || g.value("points", 0) > 1;
+  }
+  if (several) {
+    Print(absl::StrFormat("per %s:", S(builds, "tag")));
+    Print(absl::StrFormat("  %-20s %6s %14s %14s %9s %14s %14s  %s", "BUILD", "POINTS", "MEAN",
+                          "MEDIAN", "%STDDEV", "MIN", "MAX", "HOSTS"));
+    auto num = [](const json& g, const char* k, bool pct) -> std::string {
+      auto it = g.find(k);
+      if (it == g.end() || !it->is_number()) return "-";
+      const double v = it->get<double>();
+      return pct ? absl::StrFormat("%.2f", v) : absl::StrFormat("%.6g", v);
+    };
+    for (const json& g : builds["groups"]) {
+      std::vector<std::string> hosts;
+      for (const json& h : g.value("hosts", json::array())) hosts.push_back(h.get<std::string>());
+      Print(absl::StrFormat("  %-20s %6s %14s %14s %9s %14s %14s  %s", S(g, "value"),
+                            S(g, "points"), num(g, "mean", false), num(g, "median", false),
+                            num(g, "stddev_pct", true), num(g, "min", false),
+                            num(g, "max", false), absl::StrJoin(hosts, ",")));
+    }
+  }
   Print(absl::StrCat("parameters: ", S(*r, "parameters")));
   return kExitOk;
 }

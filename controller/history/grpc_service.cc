@@ -1,5 +1,6 @@
 #include "controller/history/grpc_service.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
@@ -28,6 +29,11 @@ std::string Str(const json& j, const char* k) {
 double Dbl(const json& j, const char* k) {
   auto it = j.find(k);
   return it != j.end() && it->is_number() ? it->get<double>() : 0;
+}
+// null (undefined: no value, %stddev of one point) is NaN, never 0.
+double NumOrNan(const json& j, const char* k) {
+  auto it = j.find(k);
+  return it != j.end() && it->is_number() ? it->get<double>() : std::nan("");
 }
 bool Bool(const json& j, const char* k) {
   auto it = j.find(k);
@@ -138,6 +144,24 @@ grpc::ServerUnaryReactor* HistoryServiceImpl::GetSeries(grpc::CallbackServerCont
     out->set_verdict(Str(c, "verdict"));
     out->set_decision(Str(c, "decision"));
     out->set_likely_environmental(Bool(c, "likely_environmental"));
+  }
+  if (auto b = j->find("builds"); b != j->end() && b->is_object()) {
+    resp->set_build_tag(Str(*b, "tag"));
+    for (const json& g : b->value("groups", json::array())) {
+      v1::BuildGroup* out = resp->add_builds();
+      out->set_value(Str(g, "value"));
+      out->set_points(Int<uint32_t>(g, "points"));
+      for (const json& r : g.value("runs", json::array())) out->add_run_ids(r.get<std::string>());
+      out->set_mean(NumOrNan(g, "mean"));
+      out->set_median(NumOrNan(g, "median"));
+      out->set_stddev_pct(NumOrNan(g, "stddev_pct"));
+      out->set_min(NumOrNan(g, "min"));
+      out->set_max(NumOrNan(g, "max"));
+      for (const json& h : g.value("hosts", json::array())) out->add_hosts(h.get<std::string>());
+      for (const json& k : g.value("kernel_releases", json::array())) {
+        out->add_kernel_releases(k.get<std::string>());
+      }
+    }
   }
   resp->set_json(rest::Dump(*j));
   return Finish(ctx, absl::OkStatus());

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 
+#include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -181,6 +182,13 @@ TEST_F(HistoryGrpcTest, SeriesAlertsTriageAndCompareAnswerAsRest) {
   EXPECT_EQ(series.change_points(0).first_after_run(), "job-20-r0");
   EXPECT_NEAR(series.change_points(0).change_pct(), -10, 1.5);
   EXPECT_TRUE(series.change_points(0).regression());
+  // Per build: one run per commit here (builds_test.cc has several).
+  EXPECT_EQ(series.build_tag(), "commit");
+  ASSERT_EQ(series.builds_size(), 40);
+  EXPECT_EQ(series.builds(20).value(), "c20");
+  EXPECT_EQ(series.builds(20).run_ids(0), "job-20-r0");
+  EXPECT_DOUBLE_EQ(series.builds(20).mean(), series.points(20).value());
+  EXPECT_TRUE(std::isnan(series.builds(20).stddev_pct()));  // one point: undefined
 
   // Alerts, filtered by metric; the alert with its report.
   v1::ListAlertsRequest areq;
