@@ -191,9 +191,11 @@ const CommandHelp kCommandHelp[] = {
      "usage: iofleet history series [--AXIS=V]... | show SERIES\n"
      "                       | alerts [--state S] [--metric M] | report ALERT\n"
      "                       | triage ALERT STATE | repro ALERT [--output FILE]\n"
+     "                       | telemetry RUN\n"
      "\n"
      "Regression tracking: the series runs feed, their points, alerts and their\n"
-     "triage, an alert's report and its reproduction bundle.\n"},
+     "triage, an alert's report and its reproduction bundle; a run's agent\n"
+     "telemetry second by second (disk util/await/queue, CPU, device IRQs).\n"},
 };
 
 const char* CommandHelpText(const std::string& cmd) {
