@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -221,6 +222,7 @@ struct FollowerFront::Impl {
   std::string grpc_address, http_address;
   std::mutex mu;
   bool stopped = false;
+  std::atomic<bool> stopping{false};  // forwarded streams end
 
   // A request this follower does not serve itself, for the leader.
   absl::Status Forward(const httplib::Request& req, httplib::Response& res);
@@ -234,18 +236,8 @@ absl::Status FollowerFront::Impl::Forward(const httplib::Request& req, httplib::
         absl::StrCat("this controller is a follower and cannot reach the leader: ", why));
   }
   if (req.method == "GET" && absl::EndsWith(req.path, "/watch")) {
-    // A stream: the client reads it from the leader itself.
-    const std::string url = absl::StrCat(http_client->tls() ? "https://" : "http://", leader,
-                                         req.target.empty() ? req.path : req.target);
-    res.status = 307;
-    res.set_header("Location", url);
-    res.set_content(
-        rest::Dump({{"error",
-                     {{"code", "UNAVAILABLE"},
-                      {"message", absl::StrCat("this controller is a follower; the live watch "
-                                               "stream is the leader's, at ", url)}}}}),
-        "application/json");
-    return absl::OkStatus();
+    // A stream (server-sent events): copied from the leader as it comes.
+    return http_client->ForwardStream(leader, req, res, [this] { return stopping.load(); });
   }
   return http_client->Forward(leader, req, res);
 }
@@ -372,6 +364,7 @@ void FollowerFront::Stop() {
     if (i.stopped) return;
     i.stopped = true;
   }
+  i.stopping.store(true);
   if (i.rest_server) i.rest_server->Stop();
   if (i.grpc_server) {
     i.grpc_server->Shutdown(

@@ -22,8 +22,8 @@
 //     alert triage), GET /agents (live state), /metrics and unknown paths are
 //     forwarded as HTTP/1.1 requests (ha_forward.h; over TLS when the
 //     controllers serve TLS; this follower terminates the client's TLS and
-//     checks its token first); GET /jobs/{id}/watch (a stream) answers 307
-//     with the leader's URL; gRPC SubmitJob, CancelJob, ListAgents and
+//     checks its token first); GET /jobs/{id}/watch (server-sent events) is
+//     streamed from the leader as it comes; gRPC SubmitJob, CancelJob, ListAgents and
 //     WatchJob are forwarded with their metadata (authorization) and deadline.
 //     No leader known, or none reachable: 503 / UNAVAILABLE naming why.
 //   - gRPC AgentService: an agent's stream is rejected with a Reject naming

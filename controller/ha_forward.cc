@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status.h"
 #include "controller/scheduler/field_error.h"
 
 namespace iofleet::controller {
@@ -110,11 +111,13 @@ bool HopByHop(const std::string& name) {
          n == "remote_addr" || n == "remote_port" || n == "local_addr" || n == "local_port";
 }
 
-// The connection, plain or TLS.
-class Conn {
+}  // namespace
+
+// The connection to the leader, plain or TLS.
+class ForwardConn {
  public:
-  Conn(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
-  ~Conn() {
+  ForwardConn(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
+  ~ForwardConn() {
     if (ssl_ != nullptr) SSL_free(ssl_);
     close(fd_);
   }
@@ -132,6 +135,37 @@ class Conn {
     }
     return true;
   }
+  // Appends what arrives next: >0 bytes, 0 at the end, -1 on an error, -2
+  // when nothing came within the receive timeout.
+  ssize_t ReadSome(std::string* out) {
+    char buf[16384];
+    for (;;) {
+      ssize_t n;
+      if (ssl_ != nullptr) {
+        n = SSL_read(ssl_, buf, sizeof(buf));
+        if (n <= 0) {
+          const int e = SSL_get_error(ssl_, static_cast<int>(n));
+          if (e == SSL_ERROR_ZERO_RETURN) return 0;
+          if (e == SSL_ERROR_WANT_READ ||
+              (e == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+            return -2;
+          }
+          return -1;
+        }
+      } else {
+        n = recv(fd_, buf, sizeof(buf), 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : -1;
+      }
+      out->append(buf, static_cast<size_t>(n));
+      return n;
+    }
+  }
+  void SetReceiveTimeout(int seconds) {
+    timeval tv{seconds, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+
   // Everything until the peer closes; false on an error or timeout.
   bool ReadAll(std::string* out) {
     char buf[16384];
@@ -160,6 +194,8 @@ class Conn {
   const int fd_;
   SSL* const ssl_;
 };
+
+namespace {
 
 // A chunked body (RFC 9112 7.1) decoded; false when it is malformed.
 bool Dechunk(absl::string_view in, std::string* out) {
@@ -222,13 +258,19 @@ LeaderHttpClient::~LeaderHttpClient() {
   if (ctx_ != nullptr) SSL_CTX_free(ctx_);
 }
 
-absl::Status LeaderHttpClient::Forward(const std::string& address, const httplib::Request& req,
-                                       httplib::Response& res) const {
-  auto unavailable = [&address](const std::string& why) {
-    return absl::UnavailableError(absl::StrCat(
-        "this controller is a follower and cannot reach the leader's REST API at ", address,
-        ": ", why));
-  };
+namespace {
+
+absl::Status Unreachable(const std::string& address, const std::string& why) {
+  return absl::UnavailableError(absl::StrCat(
+      "this controller is a follower and cannot reach the leader's REST API at ", address, ": ",
+      why));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ForwardConn>> LeaderHttpClient::Send(const std::string& address,
+                                                              const httplib::Request& req) const {
+  auto unavailable = [&address](const std::string& why) { return Unreachable(address, why); };
   std::string host, port;
   if (!SplitHostPort(address, &host, &port)) return unavailable("not HOST:PORT");
   std::string why;
@@ -251,7 +293,7 @@ absl::Status LeaderHttpClient::Forward(const std::string& address, const httplib
     }
     SSL_set_fd(ssl, fd);
   }
-  Conn conn(fd, ssl);
+  auto conn = std::make_unique<ForwardConn>(fd, ssl);
   if (ssl != nullptr && SSL_connect(ssl) != 1) {
     const long verify = SSL_get_verify_result(ssl);
     return unavailable(absl::StrCat(
@@ -266,24 +308,29 @@ absl::Status LeaderHttpClient::Forward(const std::string& address, const httplib
   if (!req.remote_addr.empty()) absl::StrAppend(&out, "X-Forwarded-For: ", req.remote_addr, "\r\n");
   absl::StrAppend(&out, "Content-Length: ", req.body.size(), "\r\nConnection: close\r\n\r\n");
   out += req.body;
-  if (!conn.WriteAll(out)) return unavailable("the connection broke while sending the request");
-  std::string in;
-  const bool complete = conn.ReadAll(&in);
-  const size_t head_end = in.find("\r\n\r\n");
-  if (head_end == std::string::npos) {
-    return unavailable(complete ? "its answer has no HTTP head" : "no answer (cut off or timed out)");
-  }
-  std::vector<absl::string_view> lines =
-      absl::StrSplit(absl::string_view(in).substr(0, head_end), "\r\n");
-  std::vector<absl::string_view> status_line = absl::StrSplit(lines[0], absl::MaxSplits(' ', 2));
+  if (!conn->WriteAll(out)) return unavailable("the connection broke while sending the request");
+  return conn;
+}
+
+namespace {
+
+// The leader's status line and headers (`head`: up to the blank line).
+struct Head {
   int status = 0;
-  if (status_line.size() < 2 || !absl::SimpleAtoi(status_line[1], &status)) {
-    return unavailable(absl::StrCat("its answer's status line is \"", lines[0], "\""));
-  }
   std::string content_type = "application/octet-stream";
   bool chunked = false;
   int64_t length = -1;
-  httplib::Headers headers;
+  httplib::Headers headers;  // but the hop-by-hop ones
+};
+
+absl::StatusOr<Head> ParseHead(absl::string_view head) {
+  std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
+  std::vector<absl::string_view> status_line = absl::StrSplit(lines[0], absl::MaxSplits(' ', 2));
+  Head h;
+  if (status_line.size() < 2 || !absl::SimpleAtoi(status_line[1], &h.status)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("its answer's status line is \"", lines[0], "\""));
+  }
   for (size_t i = 1; i < lines.size(); ++i) {
     const size_t colon = lines[i].find(':');
     if (colon == absl::string_view::npos) continue;
@@ -291,15 +338,60 @@ absl::Status LeaderHttpClient::Forward(const std::string& address, const httplib
     const std::string value(absl::StripAsciiWhitespace(lines[i].substr(colon + 1)));
     const std::string lower = absl::AsciiStrToLower(name);
     if (lower == "content-type") {
-      content_type = value;
+      h.content_type = value;
     } else if (lower == "transfer-encoding") {
-      chunked = absl::StrContains(absl::AsciiStrToLower(value), "chunked");
+      h.chunked = absl::StrContains(absl::AsciiStrToLower(value), "chunked");
     } else if (lower == "content-length") {
-      if (!absl::SimpleAtoi(value, &length)) length = -1;
+      if (!absl::SimpleAtoi(value, &h.length)) h.length = -1;
     } else if (!HopByHop(name)) {
-      headers.emplace(name, value);
+      h.headers.emplace(name, value);
     }
   }
+  return h;
+}
+
+// Takes the complete chunks at the front of `buf` (RFC 9112 7.1) into `out`;
+// sets *end at the last (zero-size) chunk. False when `buf` is malformed.
+bool TakeChunks(std::string* buf, std::string* out, bool* end) {
+  size_t pos = 0;
+  for (;;) {
+    const size_t eol = buf->find("\r\n", pos);
+    if (eol == std::string::npos) break;
+    absl::string_view size_text = absl::string_view(*buf).substr(pos, eol - pos);
+    if (size_t semi = size_text.find(';'); semi != absl::string_view::npos) {
+      size_text = size_text.substr(0, semi);
+    }
+    uint64_t n = 0;
+    if (!absl::SimpleHexAtoi(absl::StripAsciiWhitespace(size_text), &n)) return false;
+    if (n == 0) {
+      *end = true;
+      pos = buf->size();
+      break;
+    }
+    if (buf->size() < eol + 2 + n + 2) break;
+    out->append(*buf, eol + 2, n);
+    pos = eol + 2 + n + 2;
+  }
+  buf->erase(0, pos);
+  return true;
+}
+
+}  // namespace
+
+absl::Status LeaderHttpClient::Forward(const std::string& address, const httplib::Request& req,
+                                       httplib::Response& res) const {
+  auto unavailable = [&address](const std::string& why) { return Unreachable(address, why); };
+  IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<ForwardConn> conn, Send(address, req));
+  std::string in;
+  const bool complete = conn->ReadAll(&in);
+  const size_t head_end = in.find("\r\n\r\n");
+  if (head_end == std::string::npos) {
+    return unavailable(complete ? "its answer has no HTTP head" : "no answer (cut off or timed out)");
+  }
+  absl::StatusOr<Head> head = ParseHead(absl::string_view(in).substr(0, head_end));
+  if (!head.ok()) return unavailable(std::string(head.status().message()));
+  const bool chunked = head->chunked;
+  const int64_t length = head->length;
   absl::string_view raw = absl::string_view(in).substr(head_end + 4);
   std::string body;
   if (chunked) {
@@ -311,9 +403,67 @@ absl::Status LeaderHttpClient::Forward(const std::string& address, const httplib
     if (!complete) return unavailable("its answer was cut off");
     body = std::string(raw);
   }
-  res.status = status;
-  for (auto& [k, v] : headers) res.set_header(k.c_str(), v);
-  res.set_content(std::move(body), content_type.c_str());
+  res.status = head->status;
+  for (auto& [k, v] : head->headers) res.set_header(k.c_str(), v);
+  res.set_content(std::move(body), head->content_type.c_str());
+  return absl::OkStatus();
+}
+
+absl::Status LeaderHttpClient::ForwardStream(const std::string& address,
+                                             const httplib::Request& req, httplib::Response& res,
+                                             std::function<bool()> stopping) const {
+  auto unavailable = [&address](const std::string& why) { return Unreachable(address, why); };
+  IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<ForwardConn> conn, Send(address, req));
+  std::string in;
+  size_t head_end = std::string::npos;
+  while ((head_end = in.find("\r\n\r\n")) == std::string::npos) {
+    if (conn->ReadSome(&in) <= 0) return unavailable("no answer (cut off or timed out)");
+    if (in.size() > (64 << 10)) return unavailable("its answer's head is too long");
+  }
+  absl::StatusOr<Head> head = ParseHead(absl::string_view(in).substr(0, head_end));
+  if (!head.ok()) return unavailable(std::string(head.status().message()));
+  in.erase(0, head_end + 4);
+  if (!head->chunked) {
+    // Not a stream after all (an error): the whole answer, as Forward.
+    if (head->length < 0 || in.size() < static_cast<size_t>(head->length)) {
+      std::string more;
+      conn->ReadAll(&more);
+      in += more;
+    }
+    if (head->length >= 0 && in.size() > static_cast<size_t>(head->length)) in.resize(head->length);
+    res.status = head->status;
+    for (auto& [k, v] : head->headers) res.set_header(k.c_str(), v);
+    res.set_content(in, head->content_type.c_str());
+    return absl::OkStatus();
+  }
+  // Short receive timeouts from here: a stop is seen within a second.
+  conn->SetReceiveTimeout(1);
+  struct State {
+    std::unique_ptr<ForwardConn> conn;
+    std::string buf;
+  };
+  auto st = std::make_shared<State>();
+  st->conn = std::move(conn);
+  st->buf = std::move(in);
+  res.status = head->status;
+  for (auto& [k, v] : head->headers) res.set_header(k.c_str(), v);
+  res.set_chunked_content_provider(
+      head->content_type, [st, stopping](size_t, httplib::DataSink& sink) -> bool {
+        for (;;) {
+          std::string out;
+          bool end = false;
+          if (!TakeChunks(&st->buf, &out, &end)) return false;
+          if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+          if (end) {
+            sink.done();
+            return true;
+          }
+          if (!out.empty()) return true;
+          if (stopping()) return false;
+          const ssize_t n = st->conn->ReadSome(&st->buf);
+          if (n == 0 || n == -1) return false;  // the leader closed or failed
+        }
+      });
   return absl::OkStatus();
 }
 

@@ -14,6 +14,7 @@
 
 #include <openssl/ssl.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,8 @@ struct Response;
 }
 
 namespace iofleet::controller {
+
+class ForwardConn;  // ha_forward.cc
 
 class LeaderHttpClient {
  public:
@@ -43,8 +46,19 @@ class LeaderHttpClient {
   absl::Status Forward(const std::string& address, const httplib::Request& req,
                        httplib::Response& res) const;
 
+  // The same for a streamed answer (GET /jobs/{id}/watch, server-sent
+  // events): the leader's head is read here, then its body is copied to the
+  // client as it comes, until the leader ends it, either side closes, or the
+  // REST server stops (`stopping` is polled at least every second).
+  absl::Status ForwardStream(const std::string& address, const httplib::Request& req,
+                             httplib::Response& res,
+                             std::function<bool()> stopping) const;
+
  private:
   explicit LeaderHttpClient(SSL_CTX* ctx) : ctx_(ctx) {}
+  // A connection to `address` with `req` sent on it.
+  absl::StatusOr<std::unique_ptr<ForwardConn>> Send(const std::string& address,
+                                                  const httplib::Request& req) const;
   SSL_CTX* const ctx_;  // nullptr: plain HTTP
 };
 
