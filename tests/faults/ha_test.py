@@ -16,7 +16,9 @@ PostgreSQL is not installed, or, for netcut, without root):
   pg_outage    PostgreSQL is stopped for 20 s mid-run: the leader steps down
                (it cannot renew), every controller keeps retrying, the agent
                spools; once PostgreSQL is back a leader is elected and the run
-               finishes with every record stored exactly once.
+               finishes with every record stored exactly once; the old
+               leader, a follower started while PostgreSQL was down, reads its
+               store again.
   netcut       the leader runs in a network namespace and its veth is taken
                down: it steps down before its lease ends (its log's step-down
                time < the lease expiry the database stored), a follower in the
@@ -243,6 +245,11 @@ def case_pg_outage():
         new, epoch = wait_leader(env, pg, uri, ctls, 30, min_epoch=2)
         n = finish(env, pg, uri, a, j, r, runtime)
         ep = check_fencing(pg, uri)
+        # The old leader came back as a follower while PostgreSQL was down (no
+        # store to read): once it answers, the follower reads it itself.
+        if new is not old:
+            wait_for(lambda: ", reads from the store" in log_text(old), 20,
+                     f"{old.name} reading its store again")
         env.figures = {"leader_stepped_down_after_s": round(stepped_s, 1), "records": n,
                        "new_leader": new.name, "epoch": epoch,
                        "agent_reconnects": a.reconnects(),
