@@ -386,7 +386,12 @@ absl::Status LeaderHttpClient::Forward(const std::string& address, const httplib
   const bool complete = conn->ReadAll(&in);
   const size_t head_end = in.find("\r\n\r\n");
   if (head_end == std::string::npos) {
-    return unavailable(complete ? "its answer has no HTTP head" : "no answer (cut off or timed out)");
+    // The request went out: a write may have been applied all the same.
+    return unavailable(absl::StrCat(
+        complete ? "its answer has no HTTP head" : "no answer (cut off or timed out)",
+        req.method == "GET" ? std::string()
+                            : "; the request was sent, so whether the leader applied it is "
+                              "unknown: read it back before retrying"));
   }
   absl::StatusOr<Head> head = ParseHead(absl::string_view(in).substr(0, head_end));
   if (!head.ok()) return unavailable(std::string(head.status().message()));

@@ -41,8 +41,9 @@ class LeaderHttpClient {
   // Sends `req` (method, target, headers but the hop-by-hop ones, body) to
   // `address` (HOST:PORT) on a connection of its own and writes the leader's
   // status, headers and body into `res`. Unavailable naming the address when
-  // the leader cannot be reached or its answer is cut off (nothing is written
-  // to `res` then).
+  // the leader cannot be reached or its answer is cut off or takes more than
+  // 60 s (nothing is written to `res` then; for a write sent but not
+  // answered, the message says its outcome is unknown).
   absl::Status Forward(const std::string& address, const httplib::Request& req,
                        httplib::Response& res) const;
 

@@ -50,6 +50,8 @@ def main():
     ap.add_argument("--dir", default=None, help="work dir (default: a new temp dir, kept)")
     ap.add_argument("loadgen_args", nargs=argparse.REMAINDER)
     args = ap.parse_args()
+    # SIGTERM (timeout(1)) ends the run through the finally below: nothing left running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     lg_args = [a for a in args.loadgen_args if a != "--"]
     work = args.dir or tempfile.mkdtemp(prefix="iofleet-ha-loadgen-")
     os.makedirs(work, exist_ok=True)
