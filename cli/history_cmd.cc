@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/cli.h"
 #include "cli/format.h"
+#include "common/flags/flags.h"
 #include "nlohmann/json.hpp"
 
 namespace iofleet::cli {
@@ -56,34 +57,61 @@ std::string Encode(const std::string& v) {
 
 struct Parsed {
   std::vector<std::string> positional;
-  std::map<std::string, std::string> flags;
+  std::map<std::string, std::string> flags;  // filters (series, alerts); repro's output
   bool json = false;
 };
 
-// Every --name=value or --name value is a flag; --json is a switch.
-std::optional<std::string> Parse(const std::vector<std::string>& in, Parsed* out) {
-  for (size_t i = 0; i < in.size(); ++i) {
-    const std::string& a = in[i];
-    if (a.rfind("--", 0) != 0) {
-      out->positional.push_back(a);
-      continue;
+// The axes `history series` filters on (controller/history/query.cc's
+// SeriesAxes(), which refuses any other).
+constexpr const char* kSeriesAxes[] = {"metric",    "workload", "variant", "cell",
+                                       "cpu_model", "numa",     "device",  "kernel_cmdline",
+                                       "branch",    "job_name"};
+
+// Each subcommand's flags, one table (common/flags) each: series filters on
+// an axis, alerts on state, metric or series, repro writes to --output, and
+// every subcommand takes --json. A repeated flag keeps its last value.
+void DeclareFlags(const std::string& sub, iofleet::flags::FlagSet& fs, Parsed* out) {
+  auto value = [out](const std::string& name) {
+    return [out, name](const std::string& v) {
+      out->flags[name] = v;
+      return absl::OkStatus();
+    };
+  };
+  fs.Add({"json", "", "the API's JSON", "",
+          [out](const std::string&) {
+            out->json = true;
+            return absl::OkStatus();
+          },
+          /*bare_only=*/true});
+  if (sub == "series") {
+    for (const char* axis : kSeriesAxes) {
+      fs.Add({axis, "V", absl::StrCat("series whose ", axis, " is V"), "", value(axis)});
     }
-    std::string name = a.substr(2), value;
-    if (name == "json") {
-      out->json = true;
-      continue;
-    }
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    } else {
-      if (i + 1 >= in.size()) return absl::StrCat("flag --", name, " needs a value");
-      value = in[++i];
-    }
-    if (name.empty()) return std::string("empty flag name");
-    out->flags[name] = value;
+  } else if (sub == "alerts") {
+    fs.Add({"state", "S", "untriaged, acknowledged, invalid or fixed", "",
+            [out](const std::string& v) {
+              if (v != "untriaged" && v != "acknowledged" && v != "invalid" && v != "fixed") {
+                return iofleet::flags::NotA(
+                    v, "a triage state (untriaged, acknowledged, invalid, fixed)");
+              }
+              out->flags["state"] = v;
+              return absl::OkStatus();
+            }});
+    fs.Add({"metric", "M", "alerts on metric M", "", value("metric")});
+    fs.Add({"series", "SERIES", "alerts on one series", "", value("series")});
+  } else if (sub == "repro") {
+    fs.Add({"output", "FILE", "writes the bundle to FILE", "stdout", value("output")});
   }
-  return std::nullopt;
+}
+
+// Parses the words after SUB through SUB's table; an error names the flag.
+std::optional<std::string> Parse(const std::string& sub, const std::vector<std::string>& in,
+                                 Parsed* out) {
+  iofleet::flags::FlagSet fs(absl::StrCat("iofleet history ", sub));
+  DeclareFlags(sub, fs, out);
+  absl::Status s = fs.Parse(in, 0, &out->positional);
+  if (s.ok()) return std::nullopt;
+  return absl::StrCat(sub, ": ", s.message());
 }
 
 std::string Query(const std::map<std::string, std::string>& flags) {
@@ -134,6 +162,31 @@ int Show(const ApiClient& api, const Parsed& p) {
                           S(ax, "kernel_release"), ax.contains("tags") ? ax["tags"].dump() : ""));
   }
   if (!S(*r, "note").empty()) Print(absl::StrCat("note: ", S(*r, "note")));
+  // Per build (builds.h): only when some build ran more than once.
+  const json builds = r->value("builds", json::object());
+  bool several = false;
+  for (const json& g : builds.value("groups", json::array())) {
+    several = several || g.value("points", 0) > 1;
+  }
+  if (several) {
+    Print(absl::StrFormat("per %s:", S(builds, "tag")));
+    Print(absl::StrFormat("  %-20s %6s %14s %14s %9s %14s %14s  %s", "BUILD", "POINTS", "MEAN",
+                          "MEDIAN", "%STDDEV", "MIN", "MAX", "HOSTS"));
+    auto num = [](const json& g, const char* k, bool pct) -> std::string {
+      auto it = g.find(k);
+      if (it == g.end() || !it->is_number()) return "-";
+      const double v = it->get<double>();
+      return pct ? absl::StrFormat("%.2f", v) : absl::StrFormat("%.6g", v);
+    };
+    for (const json& g : builds["groups"]) {
+      std::vector<std::string> hosts;
+      for (const json& h : g.value("hosts", json::array())) hosts.push_back(h.get<std::string>());
+      Print(absl::StrFormat("  %-20s %6s %14s %14s %9s %14s %14s  %s", S(g, "value"),
+                            S(g, "points"), num(g, "mean", false), num(g, "median", false),
+                            num(g, "stddev_pct", true), num(g, "min", false),
+                            num(g, "max", false), absl::StrJoin(hosts, ",")));
+    }
+  }
   Print(absl::StrCat("parameters: ", S(*r, "parameters")));
   return kExitOk;
 }
@@ -198,27 +251,88 @@ int Repro(const ApiClient& api, const Parsed& p) {
   return kExitOk;
 }
 
+// One run's agent telemetry (GET /runs/{id}/telemetry): a row per second, one
+// block of columns per device, then the run's means.
+int Telemetry(const ApiClient& api, const Parsed& p) {
+  if (p.positional.size() != 1) return Usage("telemetry: exactly one RUN expected");
+  auto r = api.Get("/runs/" + Encode(p.positional[0]) + "/telemetry");
+  if (!r.ok()) return Fail(r.status());
+  if (p.json) return Print(r->dump(2)), kExitOk;
+  auto num = [](const json& j, const char* k) -> std::string {
+    auto it = j.find(k);
+    return it != j.end() && it->is_number() ? absl::StrFormat("%.1f", it->get<double>())
+                                            : std::string("-");
+  };
+  std::vector<std::string> irq;
+  for (const json& l : r->value("irq_lines", json::array())) {
+    irq.push_back(l.is_string() ? l.get<std::string>() : l.dump());
+  }
+  Print(absl::StrCat("run ", S(*r, "run_id"), " on ", S(*r, "host"), ", every ",
+                     S(*r, "interval_ms"), " ms; device IRQ lines: ",
+                     irq.empty() ? "none matched" : absl::StrJoin(irq, ",")));
+  std::vector<std::string> devices;
+  const json seconds = r->value("seconds", json::array());
+  if (!seconds.empty() && seconds[0].contains("devices") && seconds[0]["devices"].is_object()) {
+    for (const auto& [name, d] : seconds[0]["devices"].items()) devices.push_back(name);
+  }
+  std::string head = absl::StrFormat("%7s", "T_S");
+  for (const std::string& d : devices) {
+    absl::StrAppend(&head, absl::StrFormat("  %-10.10s %6s %8s %6s", d, "UTIL%", "AWAIT_MS",
+                                           "AQU"));
+  }
+  absl::StrAppend(&head, absl::StrFormat("  %5s %5s %5s %5s %6s %9s %9s", "USR%", "SYS%", "IRQ%",
+                                         "SIRQ%", "IOWT%", "DEVIRQ/S", "CTXT/S"));
+  Print(head);
+  for (const json& row : seconds) {
+    std::string line = absl::StrFormat("%7s", num(row, "t_s"));
+    const json devs = row.value("devices", json::object());
+    for (const std::string& d : devices) {
+      const json one = devs.value(d, json::object());
+      absl::StrAppend(&line, absl::StrFormat("  %-10s %6s %8s %6s", "", num(one, "util_pct"),
+                                             num(one, "await_ms"), num(one, "aqu_sz")));
+    }
+    const json cpu = row.value("cpu", json::object());
+    absl::StrAppend(&line, absl::StrFormat("  %5s %5s %5s %5s %6s %9s %9s", num(cpu, "usr_pct"),
+                                           num(cpu, "sys_pct"), num(cpu, "irq_pct"),
+                                           num(cpu, "softirq_pct"), num(cpu, "iowait_pct"),
+                                           num(row, "dev_irq_s"), num(row, "ctxt_s")));
+    Print(line);
+  }
+  const json means = r->value("means", json::object());
+  if (means.is_object() && !means.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : means.items()) {
+      parts.push_back(v.is_number() ? absl::StrFormat("%s=%.2f", k, v.get<double>())
+                                    : absl::StrCat(k, "=", v.dump()));
+    }
+    Print(absl::StrCat("means: ", absl::StrJoin(parts, " ")));
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int CmdHistory(const ApiClient& api, const std::vector<std::string>& args) {
-  if (args.empty()) return Usage("a subcommand is needed: series, show, alerts, report, triage, repro");
-  const std::string sub = args[0];
-  Parsed p;
-  if (auto e = Parse(std::vector<std::string>(args.begin() + 1, args.end()), &p)) return Usage(*e);
-  if (sub != "series" && sub != "alerts" && sub != "repro" && !p.flags.empty()) {
-    return Usage(absl::StrCat(sub, ": unknown flag --", p.flags.begin()->first));
+  if (args.empty()) {
+    return Usage("a subcommand is needed: series, show, alerts, report, triage, repro, telemetry");
   }
-  if (sub == "repro" && p.flags.size() > (p.flags.count("output") ? 1u : 0u)) {
-    return Usage("repro: only --output FILE is a flag");
+  const std::string sub = args[0];
+  if (sub != "series" && sub != "show" && sub != "alerts" && sub != "report" && sub != "triage" &&
+      sub != "repro" && sub != "telemetry") {
+    return Usage(absl::StrCat("unknown subcommand \"", sub,
+                              "\" (series, show, alerts, report, triage, repro, telemetry)"));
+  }
+  Parsed p;
+  if (auto e = Parse(sub, std::vector<std::string>(args.begin() + 1, args.end()), &p)) {
+    return Usage(*e);
   }
   if (sub == "series") return Series(api, p);
   if (sub == "show") return Show(api, p);
   if (sub == "alerts") return Alerts(api, p);
   if (sub == "report") return Report(api, p);
   if (sub == "triage") return Triage(api, p);
-  if (sub == "repro") return Repro(api, p);
-  return Usage(absl::StrCat("unknown subcommand \"", sub,
-                            "\" (series, show, alerts, report, triage, repro)"));
+  if (sub == "telemetry") return Telemetry(api, p);
+  return Repro(api, p);
 }
 
 }  // namespace iofleet::cli

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "controller/api/rest/api_routes.h"
 #include "controller/api/rest/proto_json.h"
 #include "controller/history/query.h"
 #include "controller/scheduler/field_error.h"
@@ -15,11 +16,7 @@ namespace iofleet::controller::history {
 namespace {
 
 using nlohmann::json;
-
-void Reply(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(rest::Dump(body), "application/json");
-}
+using rest::Reply;
 
 Filters FiltersOf(const httplib::Request& req) {
   Filters f;
@@ -31,7 +28,8 @@ Filters FiltersOf(const httplib::Request& req) {
 
 void InstallHistoryRoutes(rest::RestServer& server, Store* store, Params params,
                           std::function<uint64_t()> clock) {
-  // Rows of the REST route table with no gRPC method (history has no RPCs yet).
+  // Rows of the REST route table. Their gRPC twins are HistoryService's
+  // (grpc_service.h), not ControllerService methods, so `rpc` stays empty.
   auto add = [&server](const char* method, const char* path, rest::StatusHandler h) {
     server.AddRoute({method, path, "", "", "", std::move(h)});
   };
