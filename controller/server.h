@@ -28,6 +28,7 @@ class Store;
 class Scheduler;
 namespace rest {
 class RestServer;
+struct RestOptions;
 }
 namespace metrics {
 class ControllerMetrics;
@@ -154,6 +155,10 @@ absl::StatusOr<int> LockDataDir(const std::string& data_dir);
 // (insecure without them); InvalidArgument naming the flag of a bad file.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeGrpcServerCredentials(
     const ServerOptions& options);
+
+// The REST front end's options from the controller's (token, TLS, limits);
+// a follower's REST server takes the same (ha_follower.h).
+rest::RestOptions MakeRestOptions(const ServerOptions& options);
 
 // Splits "host:port" ("[::1]:80" too); InvalidArgument naming `flag` otherwise.
 absl::StatusOr<std::pair<std::string, int>> ParseHostPort(const std::string& value,
