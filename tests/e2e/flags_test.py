@@ -77,7 +77,8 @@ def case_controller():
         c = h.Controller(env, extra_args=["--max-watch-streams=1"])
         env.controller = c
         c.start(data_dir=os.path.join(env.dir, "data-watch"))
-        job = env.post_job({"name": "w", "fio": "[j]\nrw=read\nsize=1m\n", "hosts": ["nobody"]})
+        job = env.post_job({"name": "w", "fio": "[j]\nrw=read\nsize=1m\n", "hosts": ["nobody"],
+                            "wait_for_hosts": True})
         base = f"http://{c.http}/api/v1/jobs/{job}/watch"
         first = urllib.request.urlopen(base, timeout=15)
         try:
