@@ -19,7 +19,8 @@ std::string RunLogType(absl::string_view name) {
   return "";
 }
 
-absl::Status RecordRunLog(Store& store, const std::string& agent, const v1::RunLogFile& log) {
+absl::Status RecordRunLog(Store& store, const std::string& agent, const v1::RunLogFile& log,
+                          uint64_t max_run_bytes) {
   const std::string& name = log.name();
   if (name.empty() || name.find('/') != std::string::npos || name[0] == '.' || name.size() > 255) {
     return FieldError("run_log.name", absl::StrCat("\"", name, "\" cannot name a log file"));
@@ -46,7 +47,7 @@ absl::Status RecordRunLog(Store& store, const std::string& agent, const v1::RunL
   for (const RunLogRow& h : have) {
     if (h.name != name) total += h.stored_bytes;
   }
-  if (total + row.data.size() > kMaxRunLogsBytesPerRun) {
+  if (total + row.data.size() > max_run_bytes) {
     row.data.clear();
     row.truncated = true;
   }

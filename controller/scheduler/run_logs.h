@@ -33,8 +33,10 @@ std::string RunLogType(absl::string_view name);
 // Records one uploaded log file of `agent`'s run. A file of a run that is not
 // `agent`'s, or of an unknown run, is refused (PermissionDenied, NotFound);
 // a name that is empty, has a '/' or starts with '.' and data over
-// kMaxRunLogBytes are InvalidArgument naming the field.
-absl::Status RecordRunLog(Store& store, const std::string& agent, const v1::RunLogFile& log);
+// kMaxRunLogBytes are InvalidArgument naming the field. Past `max_run_bytes`
+// of the run's files together, the file is kept with no data (truncated).
+absl::Status RecordRunLog(Store& store, const std::string& agent, const v1::RunLogFile& log,
+                          uint64_t max_run_bytes = kMaxRunLogsBytesPerRun);
 
 // NotFound for an unknown run; a run with no logs has an empty list.
 absl::StatusOr<v1::ListRunLogsResponse> ListRunLogs(Store& store, const std::string& run_id);
