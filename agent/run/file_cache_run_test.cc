@@ -94,6 +94,27 @@ TEST_F(FileCacheTest, TimeBasedRandomDropsTheCacheAtEachWrapAsFio) {
   EXPECT_LE(disk_nrm, 2u * 256 * 1024) << "read " << io_nrm << " bytes, " << disk_nrm << " from the disk";
 }
 
+// A backward sequential job (rw=read:-8k) never reaches fio's end-of-file
+// check, so fio drops its file's cache only when it opens it: after the first
+// pass every read is a page-cache hit. A forward time_based sequential job
+// drops it at each wrap, so every pass reads from the disk.
+TEST_F(FileCacheTest, TimeBasedBackwardSequentialKeepsTheCacheAsFio) {
+  if (!DiskReadsCounted()) GTEST_SKIP() << "no disk reads counted in /proc/self/io here (tmpfs?)";
+  const uint64_t size = 256 * 1024;
+  const std::string job = "[b]\nbs=4k\nsize=256k\ntime_based\nruntime=800ms\nfilename=" +
+                          Path("b.dat") + "\n";
+  uint64_t io = 0;
+  const uint64_t disk = DiskReads(job + "rw=read:-8k\n", &io);
+  ASSERT_GE(io, 2 * size) << "fewer than two passes in 800 ms; nothing to check";
+  EXPECT_LE(disk, size * 3 / 2) << "read " << io << " bytes backwards, " << disk
+                                << " from the disk: the cache was dropped mid-run";
+  uint64_t io_fwd = 0;
+  const uint64_t disk_fwd = DiskReads(job + "rw=read\n", &io_fwd);
+  ASSERT_GE(io_fwd, 2 * size);
+  EXPECT_GE(disk_fwd, io_fwd * 9 / 10) << "read " << io_fwd << " bytes forwards, " << disk_fwd
+                                       << " from the disk";
+}
+
 // fadvise_hint=random (fio's default for random jobs) is POSIX_FADV_RANDOM:
 // no read-ahead, the disk reads exactly what the job reads; fio's default for a
 // sequential job (POSIX_FADV_SEQUENTIAL) reads ahead.
