@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "agent/run/run_test_fixture.h"
 #include "agent/run/runner.h"
 #include "common/jobspec/parser.h"
 #include "gtest/gtest.h"
@@ -28,16 +29,8 @@ uint64_t ReadBytes() {
   return 0;
 }
 
-class FileCacheTest : public ::testing::Test {
+class FileCacheTest : public RunTestFixture {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/var/tmp/iofleet-filecache-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-
   // Runs the job; returns the bytes the kernel read from the disk meanwhile,
   // and the job's read bytes in *io_bytes.
   uint64_t DiskReads(const std::string& text, uint64_t* io_bytes = nullptr) {
@@ -60,8 +53,6 @@ class FileCacheTest : public ::testing::Test {
     const uint64_t n = DiskReads("[probe]\nrw=read\nbs=64k\nsize=1m\nfilename=" + Path("probe.dat") + "\n");
     return n >= (1u << 20) / 2;
   }
-
-  std::string dir_;
 };
 
 // fio closes and reopens the files for each loop, which drops their cache
