@@ -96,6 +96,8 @@ rest::RestOptions MakeRestOptions(const ServerOptions& options) {
   ro.tls_client_ca_file = options.http_tls_client_ca_file;
   ro.max_body_bytes = options.limits.max_body_bytes;
   if (options.max_http_connections > 0) ro.max_connections = options.max_http_connections;
+  if (options.max_watch_streams > 0) ro.max_watch_streams = options.max_watch_streams;
+  if (options.watch_buffer_records > 0) ro.watch.max_buffered = options.watch_buffer_records;
   if (options.http_read_timeout_ms > 0) ro.request_timeout_ms = options.http_read_timeout_ms;
   return ro;
 }
@@ -281,6 +283,9 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
                                                   static_cast<uint64_t>(options.leader_epoch));
   s->controller_service_ =
       std::make_unique<grpcapi::ControllerServiceImpl>(s->scheduler_.get(), options.api_token);
+  if (options.watch_buffer_records > 0) {
+    s->controller_service_->set_watch_buffer_records(options.watch_buffer_records);
+  }
   grpc::ServerBuilder builder;
   int grpc_port = 0;
   const std::string grpc_host =

@@ -58,6 +58,11 @@ struct ServerOptions {
   // the time a client has to send a whole request (head and body). Defaults:
   // rest::RestOptions (256, 10 s).
   size_t max_http_connections = 0;    // 0 = default
+  // Live watch streams: REST streams open at once (GET /jobs/{id}/watch; one
+  // more gets 503), and live records buffered per watcher (REST and gRPC
+  // WatchJob) before a slow one is dropped. 0 = default (64, 10,000).
+  size_t max_watch_streams = 0;
+  size_t watch_buffer_records = 0;
   uint64_t http_read_timeout_ms = 0;  // 0 = default
   uint64_t heartbeat_timeout_ms = 15000;       // Default: 15 s
   // Heartbeats per second the fleet is asked for at most: the interval told to

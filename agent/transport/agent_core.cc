@@ -631,7 +631,9 @@ void AgentCore::OnRunMessage(ev::RunMessage e, std::vector<Action>* out) {
     }
   } else if (!e.spooled) {
     Log(out, absl::StrCat("run ", e.run_id, ": cannot spool its ",
-                          finished ? "RunFinished (kept in memory until delivered)" : "RunStarted",
+                          finished                ? "RunFinished (kept in memory until delivered)"
+                          : e.msg.has_run_log() ? "log file " + e.msg.run_log().name()
+                                                : std::string("RunStarted"),
                           ": ", e.spool_error));
   }
   if (finished) {

@@ -41,6 +41,7 @@
 #include "controller/scheduler/read_api.h"
 #include "controller/scheduler/read_side.h"
 #include "controller/scheduler/watch_hub.h"
+#include "controller/scheduler/run_logs.h"
 #include "controller/scheduler/work_pool.h"
 #include "controller/store/store.h"
 #include "iofleet/v1/agent.pb.h"
@@ -107,6 +108,13 @@ class Scheduler final : public ReadApi {
   }
   absl::StatusOr<v1::SamplesResponse> GetSamples(const std::string& run_id) override {
     return read_->GetSamples(run_id);
+  }
+  // A run's uploaded fio log files (run_logs.h).
+  absl::StatusOr<v1::ListRunLogsResponse> ListRunLogs(const std::string& run_id) {
+    return iofleet::controller::ListRunLogs(*store_, run_id);
+  }
+  absl::StatusOr<v1::RunLog> GetRunLog(const std::string& run_id, const std::string& name) {
+    return iofleet::controller::GetRunLog(*store_, run_id, name);
   }
 
   // Interval records of `job_id`'s runs: first every record already stored

@@ -200,6 +200,30 @@ std::vector<ApiRoute> ControllerReadRoutes(ReadApi* s) {
                       Reply(res, 200, j);
                       return absl::OkStatus();
                     }});
+  // A run's fio log files (docs/logs.md): the list, then one file as text.
+  routes.push_back({"GET", R"(/api/v1/runs/([^/]+)/logs)", "ListRunLogs",
+                    "iofleet.v1.GetRunRequest", "iofleet.v1.ListRunLogsResponse",
+                    [s](Req req, Res res) -> absl::Status {
+                      IOFLEET_ASSIGN_OR_RETURN(v1::ListRunLogsResponse resp,
+                                               s->ListRunLogs(req.matches[1]));
+                      json j = ToJson(resp);
+                      j["run_id"] = resp.run_id();
+                      if (!j.contains("logs")) j["logs"] = json::array();
+                      Reply(res, 200, j);
+                      return absl::OkStatus();
+                    }});
+  routes.push_back({"GET", R"(/api/v1/runs/([^/]+)/logs/([^/]+))", "GetRunLog",
+                    "iofleet.v1.GetRunLogRequest", "", [s](Req req, Res res) -> absl::Status {
+                      IOFLEET_ASSIGN_OR_RETURN(v1::RunLog log,
+                                               s->GetRunLog(req.matches[1], req.matches[2]));
+                      // The file as fio wrote it (text/plain, so a browser shows it);
+                      // a cut file says so in headers.
+                      res.status = 200;
+                      res.set_header("X-Iofleet-Log-Size", std::to_string(log.size_bytes()));
+                      res.set_header("X-Iofleet-Log-Truncated", log.truncated() ? "1" : "0");
+                      res.set_content(log.data(), "text/plain; charset=utf-8");
+                      return absl::OkStatus();
+                    }});
   routes.push_back({"GET", "/api/v1/agents", "ListAgents", "iofleet.v1.ListRequest",
                     "iofleet.v1.ListAgentsResponse", [s](Req req, Res res) -> absl::Status {
                       IOFLEET_ASSIGN_OR_RETURN(v1::ListRequest lr, ListParams(req));
