@@ -1,4 +1,5 @@
-// The read operations of the controller's API (jobs, runs, samples, agents),
+// The read operations of the controller's API (jobs, runs, samples, agents,
+// run log files),
 // as one interface: the Scheduler serves them on a leader or a lone
 // controller, StoreReads (store_reads.h) from a store connection alone on a
 // highly available follower (controller/ha_follower.h). The REST read routes
@@ -26,6 +27,10 @@ class ReadApi {
   virtual absl::StatusOr<v1::ListRunsResponse> ListRuns(const v1::ListRequest& req) = 0;
   virtual absl::StatusOr<v1::ListAgentsResponse> ListAgents(const v1::ListRequest& req) = 0;
   virtual absl::StatusOr<v1::SamplesResponse> GetSamples(const std::string& run_id) = 0;
+  // A run's uploaded fio log files (run_logs.h).
+  virtual absl::StatusOr<v1::ListRunLogsResponse> ListRunLogs(const std::string& run_id) = 0;
+  virtual absl::StatusOr<v1::RunLog> GetRunLog(const std::string& run_id,
+                                               const std::string& name) = 0;
 };
 
 }  // namespace iofleet::controller

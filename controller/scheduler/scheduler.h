@@ -110,10 +110,11 @@ class Scheduler final : public ReadApi {
     return read_->GetSamples(run_id);
   }
   // A run's uploaded fio log files (run_logs.h).
-  absl::StatusOr<v1::ListRunLogsResponse> ListRunLogs(const std::string& run_id) {
+  absl::StatusOr<v1::ListRunLogsResponse> ListRunLogs(const std::string& run_id) override {
     return iofleet::controller::ListRunLogs(*store_, run_id);
   }
-  absl::StatusOr<v1::RunLog> GetRunLog(const std::string& run_id, const std::string& name) {
+  absl::StatusOr<v1::RunLog> GetRunLog(const std::string& run_id,
+                                       const std::string& name) override {
     return iofleet::controller::GetRunLog(*store_, run_id, name);
   }
 

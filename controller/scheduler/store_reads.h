@@ -16,6 +16,7 @@
 
 #include "controller/scheduler/live_view.h"
 #include "controller/scheduler/read_api.h"
+#include "controller/scheduler/run_logs.h"
 #include "controller/scheduler/read_side.h"
 #include "controller/store/store.h"
 
@@ -37,6 +38,13 @@ class StoreReads final : public ReadApi {
   absl::StatusOr<v1::ListAgentsResponse> ListAgents(const v1::ListRequest& req) override;
   absl::StatusOr<v1::SamplesResponse> GetSamples(const std::string& run_id) override {
     return read_.GetSamples(run_id);
+  }
+  absl::StatusOr<v1::ListRunLogsResponse> ListRunLogs(const std::string& run_id) override {
+    return iofleet::controller::ListRunLogs(*store_, run_id);
+  }
+  absl::StatusOr<v1::RunLog> GetRunLog(const std::string& run_id,
+                                       const std::string& name) override {
+    return iofleet::controller::GetRunLog(*store_, run_id, name);
   }
 
  private:
