@@ -554,7 +554,7 @@ absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOpti
     if (jobspec::HasTrim(job.rw) && (eng->capabilities & kCapTrim) == 0) {
       return JobError(job, "rw", jobspec::RwPatternName(job.rw),
                       absl::StrCat("the ", job.ioengine,
-                                   " engine cannot trim (the sync engines psync, sync, pvsync and pvsync2 trim; io_uring_cmd trims NVMe namespaces)"));
+                                   " engine cannot trim (psync, sync, pvsync, pvsync2, libaio and io_uring trim files and block devices; io_uring_cmd trims NVMe namespaces)"));
     }
     const bool writes = jobspec::HasWrite(job.rw) || jobspec::HasTrim(job.rw);
     {
