@@ -239,6 +239,14 @@ struct JobSpec {
   bool verify_dump = false;
   uint32_t verify_backlog = 0;       // verify after every N writes; 0 = after the pass
   uint32_t verify_backlog_batch = 0; // blocks verified per backlog round; 0 = backlog
+  // trim_percentage: this share of the logged (verified) writes is trimmed,
+  // trim_backlog_batch (0 = trim_backlog) at a time whenever the log holds a
+  // multiple of trim_backlog blocks; trim_verify_zero: the verify then reads
+  // them back as zeros (otherwise they are not read back). agent/run/data_path.h.
+  uint32_t trim_percentage = 0;
+  bool trim_verify_zero = true;
+  uint32_t trim_backlog = 0;
+  uint32_t trim_backlog_batch = 0;
   bool verify_only = false;
   // experimental_verify: the verify phase replays the pass's offset sequence
   // (no write log).

@@ -1357,6 +1357,32 @@ std::optional<CheckFailure> CheckVerifyOffset(const OptionRow&, const JobSpec& j
   return std::nullopt;
 }
 
+// trim_percentage trims blocks of the verify log: it needs a write job that
+// logs its writes, and trim_backlog to say when (fio 3.33 trims nothing
+// without it and warns "trim entries leaked").
+std::optional<CheckFailure> CheckTrimPercentage(const OptionRow&, const JobSpec& j) {
+  if (j.trim_percentage == 0) return std::nullopt;
+  const std::string v = U(j.trim_percentage);
+  if (j.verify == VerifyType::kNone || j.verify == VerifyType::kNull || !j.do_verify) {
+    return Fail(v, "trims verified blocks: it needs verify=<type> and do_verify=1");
+  }
+  if (!HasWrite(j.rw)) return Fail(v, "trims written blocks: it needs a job that writes (rw=write, randwrite, rw, ...)");
+  if (j.experimental_verify || j.verify_only) {
+    return Fail(v, "trims blocks of the write log, which experimental_verify and verify_only do not keep");
+  }
+  if (j.trim_backlog == 0) {
+    return Fail(v, "needs trim_backlog=N to say when to trim (fio 3.33 trims nothing without it)");
+  }
+  return std::nullopt;
+}
+
+std::optional<CheckFailure> CheckTrimBacklog(const OptionRow&, const JobSpec& j) {
+  if (j.trim_backlog != 0 && j.trim_percentage == 0) {
+    return Fail(U(j.trim_backlog), "has an effect only with trim_percentage=N (the share of verified blocks to trim)");
+  }
+  return std::nullopt;
+}
+
 // The header (and checksum) must fit in each verify interval, behind
 // verify_offset; fio fails the first write with "Blocksize too small".
 std::optional<CheckFailure> CheckVerifyInterval(const OptionRow&, const JobSpec& j) {
@@ -1959,17 +1985,22 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kVerify, .status = S::kNoOp, .reason = kDeprecated},
   {.name = "verifysort_nr", .type = T::kInt, .help = "Pre-load and sort verify blocks for a read workload",
    .category = C::kVerify, .status = S::kNoOp, .reason = kDeprecated},
-  {.name = "trim_percentage", .type = T::kInt, .def = "0", .help = "Number of verify blocks to trim (i.e., discard)",
-   .category = C::kVerify, .status = S::kRefused,
-   .reason = "trimming a share of the verified blocks (trim_percentage, trim_backlog) is not implemented yet",
-   .example = "10"},
+  {.name = "trim_percentage", .type = T::kInt, .def = "0", .min = 0, .max = 100,
+   .help = "Number of verify blocks to trim (i.e., discard)", .category = C::kVerify, .example = "10",
+   .example_with = "verify=md5 rw=write trim_backlog=16", .apply = SetU32<&JobSpec::trim_percentage>,
+   .render = IOFLEET_RENDER_U32(trim_percentage, "trim_percentage"), .check = CheckTrimPercentage},
   {.name = "trim_verify_zero", .type = T::kBool, .def = "1",
    .help = "Verify that trimmed (i.e., discarded) blocks are returned as zeroes",
-   .category = C::kVerify, .status = S::kNoOp, .reason = "has an effect only together with trim_percentage, which iofleet refuses"},
-  {.name = "trim_backlog", .type = T::kInt, .help = "Trim after this number of blocks are written",
-   .category = C::kVerify, .status = S::kNoOp, .reason = "has an effect only together with trim_percentage, which iofleet refuses"},
-  {.name = "trim_backlog_batch", .type = T::kInt, .help = "Trim this number of IO blocks",
-   .category = C::kVerify, .status = S::kNoOp, .reason = "has an effect only together with trim_percentage, which iofleet refuses"},
+   .category = C::kVerify, .example = "0", .example_with = "verify=md5 rw=write trim_percentage=10 trim_backlog=16",
+   .apply = SetBool<&JobSpec::trim_verify_zero>, .render = IOFLEET_RENDER_BOOL(trim_verify_zero, "trim_verify_zero")},
+  {.name = "trim_backlog", .type = T::kInt, .min = 0, .max = UINT32_MAX, .help = "Trim after this number of blocks are written",
+   .category = C::kVerify, .example = "16", .example_with = "verify=md5 rw=write trim_percentage=10",
+   .apply = SetU32<&JobSpec::trim_backlog>, .render = IOFLEET_RENDER_U32(trim_backlog, "trim_backlog"),
+   .check = CheckTrimBacklog},
+  {.name = "trim_backlog_batch", .type = T::kInt, .min = 0, .max = UINT32_MAX, .help = "Trim this number of IO blocks",
+   .category = C::kVerify, .example = "4", .example_with = "verify=md5 rw=write trim_percentage=10 trim_backlog=16",
+   .apply = SetU32<&JobSpec::trim_backlog_batch>,
+   .render = IOFLEET_RENDER_U32(trim_backlog_batch, "trim_backlog_batch")},
 
   // --- rate, think time, latency target ---------------------------------------
   // (agent/run/pacing.h; README "Pacing and placement")
