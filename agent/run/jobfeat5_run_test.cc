@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/engines/engine.h"
+#include "agent/run/io_generator.h"
 #include "agent/run/run_test_fixture.h"
 #include "agent/run/runner.h"
 #include "agent/workload/verify.h"
@@ -230,6 +233,99 @@ TEST(TrimOptionsTest, BadCombinationsAreRefusedNamingTheOption) {
                                   "t.fio");
   ASSERT_FALSE(rd.ok());
   EXPECT_THAT(std::string(rd.status().message()), HasSubstr("job that writes"));
+}
+
+
+// file_service_type=zipf/pareto/normal: fio draws over nrfiles x 1024 ranges
+// (ranks in order from the hottest, its hash disabled) and serves range >> 10.
+// With center 0 the ranks start at file 0, so file i's share is the law's mass
+// on ranks [1024 i, 1024 (i+1)): computed here from the law itself. 40,000
+// draws over 4 files; Pearson's chi-square (3 degrees of freedom) must stay
+// under 30.7, its 1e-6 upper quantile: a correct generator fails it once in a
+// million seeds (and the seed is fixed, so the test is deterministic), while a
+// uniform choice or Zipf over 4 files instead of 4 x 1024 ranges scores in
+// the thousands.
+std::array<uint64_t, 4> FileCounts(const std::string& fst, uint64_t draws) {
+  auto list = jobspec::ParseJobText("[f]\nrw=randread\nnorandommap=1\nbs=4k\nnrfiles=4\nfile_service_type=" + fst +
+                                    "\n", "test.fio");
+  EXPECT_TRUE(list.ok()) << list.status();
+  if (!list.ok()) return {};
+  std::vector<char> buffers(1 << 16);
+  std::vector<GenFile> files;
+  for (int i = 0; i < 4; ++i) files.push_back(GenFile{3 + i, 0, 64ull << 20, 0});
+  IoGenerator gen;
+  absl::Status st = gen.Init(list->jobs[0], 1, files, draws * 4096, false, buffers.data(), 0);
+  EXPECT_TRUE(st.ok()) << st;
+  std::array<uint64_t, 4> n{};
+  IoRequest r;
+  for (uint64_t i = 0; i < draws && gen.Next(r); ++i) ++n[static_cast<size_t>(r.file_index)];
+  return n;
+}
+
+double ChiSquare(const std::array<uint64_t, 4>& n, const std::array<double, 4>& p) {
+  double total = 0, chi = 0;
+  for (uint64_t x : n) total += static_cast<double>(x);
+  for (size_t i = 0; i < 4; ++i) {
+    const double e = p[i] * total;
+    chi += (static_cast<double>(n[i]) - e) * (static_cast<double>(n[i]) - e) / e;
+  }
+  return chi;
+}
+
+TEST(FileServiceTest, NonUniformFileChoiceFollowsTheAskedLaw) {
+  constexpr uint64_t kDraws = 40000;
+  constexpr double kRanks = 4096;  // 4 files x 1024
+  constexpr double kBound = 30.7;  // chi-square, 3 dof, P = 1e-6
+  {
+    const double theta = 1.2;  // P(rank k) ~ (k+1)^-theta
+    std::array<double, 4> p{};
+    double h = 0;
+    for (int k = 0; k < 4096; ++k) {
+      const double w = std::pow(k + 1.0, -theta);
+      p[static_cast<size_t>(k / 1024)] += w;
+      h += w;
+    }
+    for (double& x : p) x /= h;
+    const auto n = FileCounts("zipf:1.2:0", kDraws);
+    EXPECT_LT(ChiSquare(n, p), kBound) << n[0] << " " << n[1] << " " << n[2] << " " << n[3];
+    EXPECT_GT(ChiSquare(n, {0.25, 0.25, 0.25, 0.25}), 1000.0);  // far from uniform
+  }
+  {
+    // fio's pareto: rank = floor((n-1) u^(ln h / ln(1-h))), so
+    // P(rank < x) = (x / (n-1))^(ln(1-h) / ln h).
+    const double hh = 0.3;
+    const double e = std::log(1 - hh) / std::log(hh);
+    auto cdf = [&](double x) { return std::min(1.0, std::pow(x / (kRanks - 1), e)); };
+    std::array<double, 4> p{};
+    for (int i = 0; i < 4; ++i) p[static_cast<size_t>(i)] = cdf(1024.0 * (i + 1)) - cdf(1024.0 * i);
+    const auto n = FileCounts("pareto:0.3:0", kDraws);
+    EXPECT_LT(ChiSquare(n, p), kBound) << n[0] << " " << n[1] << " " << n[2] << " " << n[3];
+  }
+  {
+    // normal:10: mean at the middle rank, deviation 10 % of the ranks, so the
+    // outer files get P(|z| > 2.5) / 2 each.
+    const double tail = 0.5 * std::erfc(2.5 / std::sqrt(2.0));
+    const std::array<double, 4> p{tail, 0.5 - tail, 0.5 - tail, tail};
+    const auto n = FileCounts("normal:10", kDraws);
+    EXPECT_LT(ChiSquare(n, p), kBound) << n[0] << " " << n[1] << " " << n[2] << " " << n[3];
+    const auto g = FileCounts("gauss:10", kDraws);  // fio's other name for it
+    EXPECT_EQ(g, n);
+  }
+}
+
+TEST(FileServiceTest, BadDistributionValuesAreRefusedAsFio) {
+  for (const std::string bad : {"zipf:1", "zipf:0", "pareto:1.5", "pareto:0", "normal:100", "zipf:1.2:2",
+                                "zipf:x"}) {
+    auto list = jobspec::ParseJobText("[f]\nrw=randread\nnrfiles=4\nsize=1m\nfile_service_type=" + bad + "\n",
+                                      "t.fio");
+    ASSERT_FALSE(list.ok()) << bad;
+    EXPECT_THAT(std::string(list.status().message()), HasSubstr("file_service_type")) << bad;
+  }
+  for (const std::string ok : {"zipf", "pareto", "normal", "gauss", "zipf:0.8:0.5"}) {
+    auto list = jobspec::ParseJobText("[f]\nrw=randread\nnrfiles=4\nsize=1m\nfile_service_type=" + ok + "\n",
+                                      "t.fio");
+    EXPECT_TRUE(list.ok()) << ok << ": " << list.status();
+  }
 }
 
 }  // namespace

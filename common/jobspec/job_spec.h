@@ -67,7 +67,8 @@ enum class FallocateMode { kNone, kPosix, kKeep, kNative, kTruncate };
 // sequential), or always random / sequential.
 enum class FadviseHint { kNone, kType, kRandom, kSequential };
 enum class SyncMode { kNone, kSync, kDsync };
-enum class FileService { kRoundRobin, kSequential, kRandom };
+// kZipf, kPareto, kGauss: fio's non-uniform file choice (normal = gauss).
+enum class FileService { kRoundRobin, kSequential, kRandom, kZipf, kPareto, kGauss };
 // fio's ERROR_TYPE_*_BIT: which errors continue_on_error lets a job survive.
 enum ErrorClass : uint32_t {
   kErrorRead = 1u << 0,
@@ -289,6 +290,9 @@ struct JobSpec {
   std::string filename_format;       // "" = fio's $jobname.$jobnum.$filenum
   FileService file_service_type = FileService::kRoundRobin;
   uint32_t file_service_nr = 1;      // I/Os per file before switching (the ':N')
+  // zipf/pareto/normal: theta, h or deviation (percent) and center (-1 = default).
+  double file_service_value = 0;
+  double file_service_center = -1;
   bool unlink = false;
   bool fsync_on_close = false;
   SyncMode sync = SyncMode::kNone;
