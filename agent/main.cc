@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/engines/engine.h"
 #include "agent/run/agent_cli.h"
+#include "agent/run/sched_session.h"
 #ifdef IOFLEET_HAVE_TRANSPORT
 #include "agent/transport/convert.h"
 #include "agent/transport/serve.h"
@@ -43,7 +44,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string cmd = argv[1];
-  if (cmd == "run") return iofleet::agent::RunMain(argc - 2, argv + 2);
+  // The jobs run in a session of their own, as fio's job processes do
+  // (agent/run/sched_session.h): this process stays in the caller's.
+  if (cmd == "run") {
+    return iofleet::agent::RunInOwnSession([&] { return iofleet::agent::RunMain(argc - 2, argv + 2); });
+  }
   if (cmd == "engines") {
     for (const auto& e : iofleet::agent::AvailableEngines()) {
       std::printf("%-13s %s%s%s\n", e.name.c_str(), e.available ? "available" : "unavailable",

@@ -34,7 +34,7 @@
 namespace iofleet::cli {
 namespace {
 
-constexpr char kUsage[] =
+constexpr char kUsageHead[] =
     "usage: iofleet [--controller=URL] [--token=TOKEN | --token-file=FILE] [--ca=PEM]\n"
     "               [--cert=PEM --key=PEM] COMMAND [ARGS]\n"
     "\n"
@@ -49,12 +49,10 @@ constexpr char kUsage[] =
     "  compare JOB [JOB_B]      A/B (or sweep) verdicts of a job's variants, or two jobs\n"
     "  history ...              regression series, alerts, reports, triage, repro\n"
     "\n"
-    "--controller defaults to $IOFLEET_CONTROLLER or http://127.0.0.1:7080;\n"
-    "--token to $IOFLEET_TOKEN (sent as Authorization: Bearer); --token-file (or\n"
-    "$IOFLEET_TOKEN_FILE) reads it from a file (mode 0600); --ca (CA bundle that\n"
-    "signed an https:// controller's certificate) to $IOFLEET_CA, else the system's;\n"
-    "--cert/--key ($IOFLEET_CERT/$IOFLEET_KEY): a client certificate for a REST port\n"
-    "that requires mutual TLS.\n"
+    "global flags, before or after the command:\n";
+
+constexpr char kUsageTail[] =
+    "\n"
     "List commands (status, runs, agents) take -o json (the API's JSON) or -o wide.\n"
     "\n"
     "Exit status, the same for every command:\n"
@@ -73,6 +71,57 @@ constexpr char kFailOnHelp[] =
     "inconclusive (any row without a decided verdict: inconclusive, noisy, no usable\n"
     "data; exit 5), both as regression,inconclusive, or none. --allow-unaudited admits\n"
     "runs with no arm audit on record (older runs).\n";
+
+// The global flags: one table (common/flags), read wherever they stand on
+// the line; the values are checked here, the environment's after parsing.
+struct GlobalFlags {
+  std::string controller, token, token_file, ca, cert, key;
+  bool token_flag = false, token_file_flag = false;
+};
+
+void DeclareGlobalFlags(iofleet::flags::FlagSet& fs, GlobalFlags* g) {
+  auto store = [](std::string* out, bool* given = nullptr) {
+    return [out, given](const std::string& v) {
+      *out = v;
+      if (given != nullptr) *given = true;
+      return absl::OkStatus();
+    };
+  };
+  fs.Add({"controller", "URL", "the controller's REST API, http[s]://HOST:PORT\n($IOFLEET_CONTROLLER)",
+          "http://127.0.0.1:7080", [g](const std::string& v) {
+            // Its errors name --controller and the value.
+            if (absl::Status s = NormalizeControllerUrl(v).status(); !s.ok()) return s;
+            g->controller = v;
+            return absl::OkStatus();
+          }});
+  fs.Add({"token", "TOKEN", "API token, sent as Authorization: Bearer ($IOFLEET_TOKEN)", "",
+          [g](const std::string& v) {
+            // Names --token, never echoing the secret.
+            if (absl::Status s = secrets::CheckToken(v, "token"); !s.ok()) return s;
+            g->token = v;
+            g->token_flag = true;
+            return absl::OkStatus();
+          }});
+  fs.Add({"token-file", "FILE",
+          "reads the token from FILE, mode 0600, not with --token\n($IOFLEET_TOKEN_FILE)", "",
+          store(&g->token_file, &g->token_file_flag)});
+  fs.Add({"ca", "PEM",
+          "CA bundle that signed an https:// controller's certificate\n"
+          "($IOFLEET_CA; default: the system's)",
+          "", store(&g->ca)});
+  fs.Add({"cert", "PEM",
+          "client certificate, with --key, for a REST port that requires\n"
+          "mutual TLS ($IOFLEET_CERT)",
+          "", store(&g->cert)});
+  fs.Add({"key", "PEM", "the client certificate's private key ($IOFLEET_KEY)", "", store(&g->key)});
+}
+
+std::string UsageText() {
+  GlobalFlags unused;
+  iofleet::flags::FlagSet fs("iofleet");
+  DeclareGlobalFlags(fs, &unused);
+  return fs.Help(kUsageHead) + kUsageTail;
+}
 
 struct CommandHelp {
   const char* name;
@@ -156,7 +205,7 @@ const char* CommandHelpText(const std::string& cmd) {
 int PrintHelp(const std::string& cmd) {
   const char* t = CommandHelpText(cmd);
   if (t == nullptr) {
-    fprintf(stderr, "iofleet: no command \"%s\"\n%s", cmd.c_str(), kUsage);
+    fprintf(stderr, "iofleet: no command \"%s\"\n%s", cmd.c_str(), UsageText().c_str());
     return kExitUsage;
   }
   fputs(t, stdout);
@@ -1191,42 +1240,30 @@ int ExitCodeFor(const absl::Status& s) {
 
 int CliMain(int argc, char** argv) {
   g_cmd.clear();
-  std::string controller;
-  if (const char* env = getenv("IOFLEET_CONTROLLER"); env != nullptr && *env) controller = env;
-  if (controller.empty()) controller = "http://127.0.0.1:7080";
-  std::string token, token_file;
-  bool token_flag = false, token_file_flag = false;
-  std::string ca;
-  if (const char* env = getenv("IOFLEET_CA"); env != nullptr) ca = env;
-  std::string cert, key;
-  if (const char* env = getenv("IOFLEET_CERT"); env != nullptr) cert = env;
-  if (const char* env = getenv("IOFLEET_KEY"); env != nullptr) key = env;
+  GlobalFlags g;
+  iofleet::flags::FlagSet globals("iofleet");
+  DeclareGlobalFlags(globals, &g);
+  if (const char* env = getenv("IOFLEET_CONTROLLER"); env != nullptr && *env) g.controller = env;
+  if (g.controller.empty()) g.controller = "http://127.0.0.1:7080";
+  if (const char* env = getenv("IOFLEET_CA"); env != nullptr) g.ca = env;
+  if (const char* env = getenv("IOFLEET_CERT"); env != nullptr) g.cert = env;
+  if (const char* env = getenv("IOFLEET_KEY"); env != nullptr) g.key = env;
   std::string cmd;
   std::vector<std::string> rest;
+  std::vector<std::string> global_args;  // parsed by the table after this pass
   bool want_help = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     // Global flags are accepted before or after the command.
-    std::string* global = nullptr;
-    std::string name = a.substr(0, a.find('='));
-    if (name == "--controller") global = &controller;
-    if (name == "--token") global = &token, token_flag = true;
-    if (name == "--token-file") global = &token_file, token_file_flag = true;
-    if (name == "--ca") global = &ca;
-    if (name == "--cert") global = &cert;
-    if (name == "--key") global = &key;
-    if (global != nullptr) {
-      if (a.size() > name.size()) {
-        *global = a.substr(name.size() + 1);
-      } else {
-        if (i + 1 >= argc) return Usage(absl::StrCat("flag ", a, " needs a value"));
-        *global = argv[++i];
-      }
+    const std::string name = a.substr(0, a.find('='));
+    if (name.size() > 2 && name.rfind("--", 0) == 0 && globals.Find(name.substr(2)) != nullptr) {
+      global_args.push_back(a);
+      if (a.size() == name.size() && i + 1 < argc) global_args.push_back(argv[++i]);
       continue;
     }
     if (cmd.empty()) {
       if (a == "-h" || a == "--help") {
-        fputs(kUsage, stdout);
+        fputs(UsageText().c_str(), stdout);
         return kExitOk;
       }
       if (a == "--version") {
@@ -1240,13 +1277,24 @@ int CliMain(int argc, char** argv) {
     if (a == "-h" || a == "--help") want_help = true;
     rest.push_back(a);
   }
+  if (absl::Status s = globals.Parse(global_args, 0); !s.ok()) {
+    return Usage(std::string(s.message()));
+  }
+  std::string& controller = g.controller;
+  std::string& token = g.token;
+  std::string& token_file = g.token_file;
+  bool& token_flag = g.token_flag;
+  bool& token_file_flag = g.token_file_flag;
+  std::string& ca = g.ca;
+  std::string& cert = g.cert;
+  std::string& key = g.key;
   if (cmd.empty()) {
-    fputs(kUsage, stderr);
+    fputs(UsageText().c_str(), stderr);
     return kExitUsage;
   }
   if (cmd == "help") {
     if (rest.empty() || rest[0] == "-h" || rest[0] == "--help") {
-      fputs(kUsage, stdout);
+      fputs(UsageText().c_str(), stdout);
       return kExitOk;
     }
     return PrintHelp(rest[0]);
@@ -1278,6 +1326,9 @@ int CliMain(int argc, char** argv) {
   ApiClient api(*url, token);
   if (!ca.empty()) {
     if (url->rfind("https://", 0) != 0) return Usage("--ca needs an https:// --controller URL");
+    if (access(ca.c_str(), R_OK) != 0) {
+      return Usage(absl::StrCat("--ca: cannot read \"", ca, "\": ", strerror(errno)));
+    }
     api.set_ca_file(ca);
   }
   if (!cert.empty() || !key.empty()) {

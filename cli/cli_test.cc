@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/http_client.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace iofleet::cli {
@@ -109,6 +110,64 @@ TEST(CliTest, UnreachableControllerExits4) {
   EXPECT_EQ(RunCli({"status"}), kExitUnreachable);
   EXPECT_EQ(RunCli({"runs"}), kExitUnreachable);
   EXPECT_EQ(RunCli({"watch", "j1"}), kExitUnreachable);  // at once: never reached
+}
+
+// Exit 2 and stderr, for a command line that must be refused before any request.
+std::string Refused(std::vector<std::string> args) {
+  testing::internal::CaptureStderr();
+  const int rc = RunCli(std::move(args));
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rc, kExitUsage) << err;
+  return err;
+}
+
+// The global flags on the flag table (cli.cc DeclareGlobalFlags): before or
+// after the command, a bad value exits 2 naming the flag and the value.
+TEST(CliTest, GlobalFlagsNameTheFlagAndValue) {
+  using ::testing::HasSubstr;
+  EXPECT_THAT(Refused({"--controller=ftp://x", "agents"}),
+              HasSubstr("--controller: \"ftp://x\" is not an http://HOST:PORT URL"));
+  EXPECT_THAT(Refused({"agents", "--controller", "ftp://y"}),  // after the command
+              HasSubstr("--controller: \"ftp://y\" is not an http://HOST:PORT URL"));
+  EXPECT_THAT(Refused({"agents", "--controller"}), HasSubstr("--controller: needs a value"));
+  // The token is a secret: the error names the flag and what is wrong, not the value.
+  const std::string tok = Refused({"--token=se cret", "agents"});
+  EXPECT_THAT(tok, HasSubstr("--token: the token contains whitespace or control characters"));
+  EXPECT_EQ(tok.find("se cret"), std::string::npos) << tok;
+  EXPECT_THAT(Refused({"--token=", "agents"}), HasSubstr("--token: the token is empty"));
+  EXPECT_THAT(Refused({"agents", "--token-file=/nonexistent/tok"}),
+              HasSubstr("--token-file: stat /nonexistent/tok: No such file"));
+  EXPECT_THAT(Refused({"--controller=https://127.0.0.1:1", "--ca=/nonexistent/ca.pem", "agents"}),
+              HasSubstr("--ca: cannot read \"/nonexistent/ca.pem\""));
+  EXPECT_THAT(Refused({"--controller=https://127.0.0.1:1", "--cert=/nonexistent/c.pem",
+                       "--key=/etc/hostname", "agents"}),
+              HasSubstr("--cert: cannot read \"/nonexistent/c.pem\""));
+  EXPECT_THAT(Refused({"--controller=https://127.0.0.1:1", "--cert=/etc/hostname",
+                       "--key=/nonexistent/k.pem", "agents"}),
+              HasSubstr("--key: cannot read \"/nonexistent/k.pem\""));
+  // Good values in either place get as far as the (unreachable) controller.
+  EXPECT_EQ(RunCli({"agents", "--controller=127.0.0.1:1", "--token=abc"}), kExitUnreachable);
+  EXPECT_EQ(RunCli({"--controller", "127.0.0.1:1", "agents"}), kExitUnreachable);
+}
+
+// `iofleet history`'s flags, one table per subcommand (history_cmd.cc).
+TEST(CliTest, HistoryFlagsNameTheFlagAndValue) {
+  using ::testing::HasSubstr;
+  EXPECT_THAT(Refused({"history", "alerts", "--state=done"}),
+              HasSubstr("alerts: --state: \"done\" is not a triage state"));
+  EXPECT_THAT(Refused({"history", "series", "--brnch=main"}),
+              HasSubstr("series: unknown flag \"--brnch=main\""));
+  EXPECT_THAT(Refused({"history", "series", "--json=1"}), HasSubstr("--json: takes no value"));
+  EXPECT_THAT(Refused({"history", "repro", "a1", "--output"}), HasSubstr("--output: needs a value"));
+  EXPECT_THAT(Refused({"history", "show", "s1", "--metric=iops"}),
+              HasSubstr("show: unknown flag \"--metric=iops\""));
+  EXPECT_THAT(Refused({"history", "frob"}), HasSubstr("unknown subcommand \"frob\""));
+  // Every filter the controller takes is a flag; good values reach the controller.
+  EXPECT_EQ(RunCli({"history", "series", "--branch=main", "--metric", "iops", "--job_name=j",
+                    "--json"}),
+            kExitUnreachable);
+  EXPECT_EQ(RunCli({"history", "alerts", "--state=untriaged", "--metric=iops", "--series=s"}),
+            kExitUnreachable);
 }
 
 TEST(CliTest, ExitCodeFor) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/cli.h"
 #include "cli/format.h"
+#include "common/flags/flags.h"
 #include "nlohmann/json.hpp"
 
 namespace iofleet::cli {
@@ -56,34 +57,61 @@ std::string Encode(const std::string& v) {
 
 struct Parsed {
   std::vector<std::string> positional;
-  std::map<std::string, std::string> flags;
+  std::map<std::string, std::string> flags;  // filters (series, alerts); repro's output
   bool json = false;
 };
 
-// Every --name=value or --name value is a flag; --json is a switch.
-std::optional<std::string> Parse(const std::vector<std::string>& in, Parsed* out) {
-  for (size_t i = 0; i < in.size(); ++i) {
-    const std::string& a = in[i];
-    if (a.rfind("--", 0) != 0) {
-      out->positional.push_back(a);
-      continue;
+// The axes `history series` filters on (controller/history/query.cc's
+// SeriesAxes(), which refuses any other).
+constexpr const char* kSeriesAxes[] = {"metric",    "workload", "variant", "cell",
+                                       "cpu_model", "numa",     "device",  "kernel_cmdline",
+                                       "branch",    "job_name"};
+
+// Each subcommand's flags, one table (common/flags) each: series filters on
+// an axis, alerts on state, metric or series, repro writes to --output, and
+// every subcommand takes --json. A repeated flag keeps its last value.
+void DeclareFlags(const std::string& sub, iofleet::flags::FlagSet& fs, Parsed* out) {
+  auto value = [out](const std::string& name) {
+    return [out, name](const std::string& v) {
+      out->flags[name] = v;
+      return absl::OkStatus();
+    };
+  };
+  fs.Add({"json", "", "the API's JSON", "",
+          [out](const std::string&) {
+            out->json = true;
+            return absl::OkStatus();
+          },
+          /*bare_only=*/true});
+  if (sub == "series") {
+    for (const char* axis : kSeriesAxes) {
+      fs.Add({axis, "V", absl::StrCat("series whose ", axis, " is V"), "", value(axis)});
     }
-    std::string name = a.substr(2), value;
-    if (name == "json") {
-      out->json = true;
-      continue;
-    }
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    } else {
-      if (i + 1 >= in.size()) return absl::StrCat("flag --", name, " needs a value");
-      value = in[++i];
-    }
-    if (name.empty()) return std::string("empty flag name");
-    out->flags[name] = value;
+  } else if (sub == "alerts") {
+    fs.Add({"state", "S", "untriaged, acknowledged, invalid or fixed", "",
+            [out](const std::string& v) {
+              if (v != "untriaged" && v != "acknowledged" && v != "invalid" && v != "fixed") {
+                return iofleet::flags::NotA(
+                    v, "a triage state (untriaged, acknowledged, invalid, fixed)");
+              }
+              out->flags["state"] = v;
+              return absl::OkStatus();
+            }});
+    fs.Add({"metric", "M", "alerts on metric M", "", value("metric")});
+    fs.Add({"series", "SERIES", "alerts on one series", "", value("series")});
+  } else if (sub == "repro") {
+    fs.Add({"output", "FILE", "writes the bundle to FILE", "stdout", value("output")});
   }
-  return std::nullopt;
+}
+
+// Parses the words after SUB through SUB's table; an error names the flag.
+std::optional<std::string> Parse(const std::string& sub, const std::vector<std::string>& in,
+                                 Parsed* out) {
+  iofleet::flags::FlagSet fs(absl::StrCat("iofleet history ", sub));
+  DeclareFlags(sub, fs, out);
+  absl::Status s = fs.Parse(in, 0, &out->positional);
+  if (s.ok()) return std::nullopt;
+  return absl::StrCat(sub, ": ", s.message());
 }
 
 std::string Query(const std::map<std::string, std::string>& flags) {
@@ -203,22 +231,21 @@ int Repro(const ApiClient& api, const Parsed& p) {
 int CmdHistory(const ApiClient& api, const std::vector<std::string>& args) {
   if (args.empty()) return Usage("a subcommand is needed: series, show, alerts, report, triage, repro");
   const std::string sub = args[0];
-  Parsed p;
-  if (auto e = Parse(std::vector<std::string>(args.begin() + 1, args.end()), &p)) return Usage(*e);
-  if (sub != "series" && sub != "alerts" && sub != "repro" && !p.flags.empty()) {
-    return Usage(absl::StrCat(sub, ": unknown flag --", p.flags.begin()->first));
+  if (sub != "series" && sub != "show" && sub != "alerts" && sub != "report" && sub != "triage" &&
+      sub != "repro") {
+    return Usage(absl::StrCat("unknown subcommand \"", sub,
+                              "\" (series, show, alerts, report, triage, repro)"));
   }
-  if (sub == "repro" && p.flags.size() > (p.flags.count("output") ? 1u : 0u)) {
-    return Usage("repro: only --output FILE is a flag");
+  Parsed p;
+  if (auto e = Parse(sub, std::vector<std::string>(args.begin() + 1, args.end()), &p)) {
+    return Usage(*e);
   }
   if (sub == "series") return Series(api, p);
   if (sub == "show") return Show(api, p);
   if (sub == "alerts") return Alerts(api, p);
   if (sub == "report") return Report(api, p);
   if (sub == "triage") return Triage(api, p);
-  if (sub == "repro") return Repro(api, p);
-  return Usage(absl::StrCat("unknown subcommand \"", sub,
-                            "\" (series, show, alerts, report, triage, repro)"));
+  return Repro(api, p);
 }
 
 }  // namespace iofleet::cli

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "absl/strings/numbers.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "iofleet/v1/agent.grpc.pb.h"
 #include "iofleet/v1/controller.grpc.pb.h"
@@ -27,8 +28,8 @@ int PortOf(const std::string& address) {
 class FollowerFrontTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_fol_XXXXXX").string();
-    dir_ = mkdtemp(tmpl.data());
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
     ServerOptions lo;
     lo.data_dir = dir_ + "/data";
     lo.init = true;
@@ -47,10 +48,9 @@ class FollowerFrontTest : public ::testing::Test {
   void TearDown() override {
     front_.reset();
     leader_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
-  std::string dir_;
+  iofleet::testing::TempDir tmp_{"iofleet_fol"};
+  std::string dir_;  // tmp_.path()
   std::unique_ptr<ControllerServer> leader_;
   std::unique_ptr<FollowerFront> front_;
 };

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/flags/flags.h"
 #include "controller/server.h"
 #include "controller/store/sqlite_store.h"
 #ifdef IOFLEET_WITH_POSTGRESQL
@@ -19,19 +20,42 @@
 namespace iofleet::controller {
 namespace {
 
-constexpr char kMigrateUsage[] =
+constexpr char kMigrateSynopsis[] =
     "usage: iofleet-controller migrate --from=sqlite:DIR --to=postgresql://USER@HOST/DB\n"
     "                                  [--replace] [--sample=N]\n"
     "Copies everything in the SQLite store in DIR (agents, jobs, runs, leases, results,\n"
     "interval records and the store's identity, so agents keep trusting it) into the\n"
     "PostgreSQL database, in one transaction, then verifies the copy: rows per table,\n"
     "every agent, lease, job and run row, and the results and interval records of a\n"
-    "sample of runs. Exit 0: copied and verified; 1: refused or a mismatch; 2: bad flag.\n"
-    "  --from     sqlite:DIR, the data dir of a stopped controller (its lock is taken)\n"
-    "  --to       a libpq URI; the password comes from a passfile (?passfile=FILE),\n"
-    "             PGPASSFILE or ~/.pgpass, never from the command line\n"
-    "  --replace  empty a target that already holds rows first (default: refuse it)\n"
-    "  --sample   runs whose results and records are compared (default 200; 0 = all)\n";
+    "sample of runs. Exit 0: copied and verified; 1: refused or a mismatch; 2: bad flag.\n";
+
+struct MigrateFlags {
+  std::string from, to;
+  bool replace = false;
+  int sample = 200;
+};
+
+// The command's one flag table (common/flags): parsing, errors naming the
+// flag and the value, and --help come from it.
+void DeclareMigrateFlags(iofleet::flags::FlagSet& fs, MigrateFlags* m) {
+  fs.String("from", &m->from, "the data dir of a stopped controller (its lock is taken)",
+            "sqlite:DIR");
+  fs.String("to", &m->to,
+            "a libpq URI; the password comes from a passfile (?passfile=FILE),\n"
+            "PGPASSFILE or ~/.pgpass, never from the command line",
+            "URI");
+  fs.Switch("replace", &m->replace,
+            "empty a target that already holds rows first (default: refuse it)");
+  fs.Add({"sample", "N", "runs whose results and records are compared; 0 = all", "200",
+          [m](const std::string& v) {
+            int n = 0;
+            if (!absl::SimpleAtoi(v, &n) || n < 0) {
+              return iofleet::flags::NotA(v, "a count (0 = all runs)");
+            }
+            m->sample = n;
+            return absl::OkStatus();
+          }});
+}
 
 int Fail(int code, const std::string& msg) {
   std::fprintf(stderr, "iofleet-controller migrate: %s\n", msg.c_str());
@@ -41,32 +65,20 @@ int Fail(int code, const std::string& msg) {
 }  // namespace
 
 int RunMigrateCommand(const std::vector<std::string>& args) {
-  std::string from, to;
-  bool replace = false;
-  int sample = 200;
-  for (const std::string& arg : args) {
-    const size_t eq = arg.find('=');
-    const std::string key = arg.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (key == "--help" || key == "-h") {
-      std::fputs(kMigrateUsage, stdout);
-      return 0;
-    } else if (key == "--from") {
-      from = value;
-    } else if (key == "--to") {
-      to = value;
-    } else if (key == "--replace" && (eq == std::string::npos || value == "true")) {
-      replace = true;
-    } else if (key == "--replace" && value == "false") {
-      replace = false;
-    } else if (key == "--sample") {
-      if (!absl::SimpleAtoi(value, &sample) || sample < 0) {
-        return Fail(2, absl::StrCat("--sample: \"", value, "\" is not a count (0 = all runs)"));
-      }
-    } else {
-      return Fail(2, absl::StrCat("unknown flag \"", arg, "\"\n", kMigrateUsage));
-    }
+  MigrateFlags m;
+  iofleet::flags::FlagSet fs("iofleet-controller migrate");
+  DeclareMigrateFlags(fs, &m);
+  const absl::Status parsed = fs.Parse(args, 0);
+  if (fs.help_requested()) {
+    std::fputs(fs.Help(kMigrateSynopsis).c_str(), stdout);
+    return 0;
   }
+  if (absl::IsNotFound(parsed)) {
+    return Fail(2, absl::StrCat(parsed.message(), "\n", fs.Help(kMigrateSynopsis)));
+  }
+  if (!parsed.ok()) return Fail(2, std::string(parsed.message()));
+  const std::string& from = m.from;
+  const std::string& to = m.to;
   if (!absl::StartsWith(from, "sqlite:") || from.size() == 7) {
     return Fail(2, absl::StrCat("--from: \"", from,
                                 "\" is not sqlite:DIR (migrate copies a controller's SQLite "
@@ -110,8 +122,8 @@ int RunMigrateCommand(const std::vector<std::string>& args) {
   std::printf("migrate: sqlite:%s -> %s\n", dir.c_str(), RedactPostgresUri(to).c_str());
   std::fflush(stdout);
   MigrateOptions mo;
-  mo.replace = replace;
-  mo.sample_runs = sample;
+  mo.replace = m.replace;
+  mo.sample_runs = m.sample;
   mo.progress = [](const std::string& line) {
     std::fprintf(stderr, "migrate: %s\n", line.c_str());
   };

@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/testing/temp_dir.h"
 #include "controller/scheduler/field_error.h"
 #include "gtest/gtest.h"
 
@@ -27,8 +28,9 @@ TEST(ParseHostPortTest, Forms) {
 }
 
 TEST(ControllerServerTest, StartsOnPortZeroAndSurvivesRestart) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_srv_XXXXXX").string();
-  const std::string dir = mkdtemp(tmpl.data());
+  iofleet::testing::TempDir tmp("iofleet_srv");
+  ASSERT_TRUE(tmp.ok());
+  const std::string& dir = tmp.path();
   ServerOptions o;
   o.data_dir = dir + "/data";
   o.grpc_listen = "127.0.0.1:0";
@@ -62,13 +64,12 @@ TEST(ControllerServerTest, StartsOnPortZeroAndSurvivesRestart) {
     (*s)->Shutdown();
   }
   EXPECT_TRUE(std::filesystem::exists(dir + "/data/iofleet.db"));
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }
 
 TEST(ControllerServerTest, NoStoreWithoutInitAndOneControllerPerDataDir) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_srv_XXXXXX").string();
-  const std::string dir = mkdtemp(tmpl.data());
+  iofleet::testing::TempDir tmp("iofleet_srv");
+  ASSERT_TRUE(tmp.ok());
+  const std::string& dir = tmp.path();
   ServerOptions o;
   o.data_dir = dir + "/data";
   o.grpc_listen = "127.0.0.1:0";
@@ -93,7 +94,6 @@ TEST(ControllerServerTest, NoStoreWithoutInitAndOneControllerPerDataDir) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->store_id(), id);
   (*again)->Shutdown();
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/affinity/inventory.h"
+#include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -32,9 +33,8 @@ void Write(const fs::path& p, const std::string& text) {
 class FakeSysfs : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iofleet-sysfs.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    ASSERT_TRUE(tmp_.ok());
+    root_ = tmp_.path();
     AddController("nvme0", "0000:41:00.0", "IOFLEETVM0001", 1, {{"nvme0n1", 4096}});
     AddController("nvme1", "0000:21:00.0", "IOFLEETVM0000", 0,
                   {{"nvme1n1", 512}, {"nvme1n2", 512}});
@@ -49,7 +49,6 @@ class FakeSysfs : public ::testing::Test {
     Write(loop / "size", "0\n");
     fs::create_symlink(loop, root_ / "block/loop0");
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   void AddController(const std::string& name, const std::string& pci, const std::string& serial,
                      int node, std::vector<std::pair<std::string, int>> namespaces) {
@@ -86,7 +85,8 @@ class FakeSysfs : public ::testing::Test {
     }
   }
 
-  fs::path root_;
+  iofleet::testing::TempDir tmp_{"iofleet-sysfs"};
+  fs::path root_;  // tmp_.path()
 };
 
 TEST(BlockDeviceKindTest, KernelNamesMapToKinds) {
@@ -161,11 +161,10 @@ TEST_F(FakeSysfs, NvmeAndNullBlkFingerprintsDiffer) {
 }
 
 TEST(DeviceFingerprintTest, FileOnThisHostNamesItsFileSystem) {
-  char tmpl[] = "/tmp/iofleet-fp.XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  iofleet::testing::TempDir tmp("iofleet-fp");
+  ASSERT_TRUE(tmp.ok());
+  const std::string& dir = tmp.path();
   const std::string fp = DeviceFingerprint({dir + "/a", dir + "/b"});
-  fs::remove_all(dir);
   // Two files on one file system are one device; the entry ends with its type.
   EXPECT_EQ(fp.find(','), std::string::npos) << fp;
   EXPECT_THAT(fp, HasSubstr(":fs=")) << fp;
@@ -180,11 +179,9 @@ TEST(DeviceFingerprintTest, UnresolvablePathSaysUnknown) {
 }
 
 TEST(DeviceFingerprintTest, EntriesAreSortedAndJoined) {
-  char tmpl[] = "/tmp/iofleet-fp.XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  const std::string fp = DeviceFingerprint({"/dev/null", dir + "/x"});
-  fs::remove_all(dir);
+  iofleet::testing::TempDir tmp("iofleet-fp");
+  ASSERT_TRUE(tmp.ok());
+  const std::string fp = DeviceFingerprint({"/dev/null", tmp.path() + "/x"});
   const size_t comma = fp.find(',');
   ASSERT_NE(comma, std::string::npos) << fp;
   EXPECT_LT(fp.substr(0, comma), fp.substr(comma + 1));

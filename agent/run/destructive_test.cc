@@ -12,6 +12,7 @@
 
 #include "agent/run/runner.h"
 #include "common/jobspec/parser.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace iofleet::agent {
@@ -61,11 +62,10 @@ TEST(DestructiveTest, MountPointsOfParsesMountinfo) {
 class FileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("iofleet_destructive_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  iofleet::testing::TempDir tmp_{"iofleet_destructive"};
   std::filesystem::path dir_;
 };
 

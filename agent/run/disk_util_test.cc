@@ -12,24 +12,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/temp_dir.h"
 
 namespace iofleet::agent {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/disk_util_test.XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ::iofleet::testing::TempDir;
 
 void Write(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());

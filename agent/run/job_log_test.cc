@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/run/run_test_fixture.h"
 #include "agent/run/runner.h"
 #include "common/jobspec/parser.h"
 #include "gmock/gmock.h"
@@ -31,17 +32,8 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-class JobLogTest : public ::testing::Test {
+class JobLogTest : public RunTestFixture {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/var/tmp/iofleet-joblog-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-
   absl::StatusOr<RunResult> Run(const std::string& text) {
     auto list = jobspec::ParseJobText(text, "test.fio");
     if (!list.ok()) return list.status();
@@ -79,8 +71,6 @@ class JobLogTest : public ::testing::Test {
     std::sort(names.begin(), names.end());
     return names;
   }
-
-  std::string dir_;
 };
 
 TEST(LogFileNamesTest, FioNamesPerCloneSharedAndCompressed) {

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/engines/engine.h"
+#include "agent/run/run_test_fixture.h"
 #include "agent/run/runner.h"
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
@@ -23,23 +24,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class PacingRunTest : public ::testing::Test {
+class PacingRunTest : public RunTestFixture {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/var/tmp/iofleet-pacing-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  RunResult MustRun(const std::string& text) {
-    auto list = jobspec::ParseJobText(text, "test.fio");
-    EXPECT_TRUE(list.ok()) << list.status();
-    if (!list.ok()) return {};
-    auto r = RunJobs(*list, {});
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : RunResult{};
-  }
   static bool EngineAvailable(const std::string& name) {
     for (const auto& e : AvailableEngines()) {
       if (e.name == name) return e.available;
@@ -47,8 +33,6 @@ class PacingRunTest : public ::testing::Test {
     return false;
   }
   std::string File() const { return "filename=" + dir_ + "/f.dat\nsize=16m\n"; }
-
-  std::string dir_;
 };
 
 // rate_iops with an async engine at depth 4: the count is within 1 % of

@@ -1,39 +1,46 @@
 // A test fixture for real runs on temp files: a fresh directory under /var/tmp
 // (disk-backed, so O_DIRECT works; /tmp may be tmpfs), removed after the test,
-// and MustRun (parse job text, run it, fail the test on any error).
+// Parse (job text to a JobList, failing the test on an error) and MustRun
+// (parse job text, run it, fail the test on any error). The agent run tests
+// (runner, job logs, page cache, pacing, verify, zbd, jobfeat*) all use it.
 #pragma once
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <string>
 
 #include "agent/run/runner.h"
 #include "common/jobspec/parser.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace iofleet::agent {
 
 class RunTestFixture : public ::testing::Test {
  protected:
+  // A subclass that overrides SetUp calls this first.
   void SetUp() override {
-    char tmpl[] = "/var/tmp/iofleet-run-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.ok()) << "cannot make a temp dir under " << iofleet::testing::kDiskTempRoot;
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
-  RunResult MustRun(const std::string& text) {
+  // `file_name` is the name errors cite for the job text.
+  jobspec::JobList Parse(const std::string& text, const std::string& file_name = "test.fio") {
+    auto list = jobspec::ParseJobText(text, file_name);
+    EXPECT_TRUE(list.ok()) << list.status();
+    return list.ok() ? *list : jobspec::JobList{};
+  }
+
+  RunResult MustRun(const std::string& text, RunOptions opts = {}) {
     auto list = jobspec::ParseJobText(text, "test.fio");
     EXPECT_TRUE(list.ok()) << list.status();
     if (!list.ok()) return RunResult{};
-    auto r = RunJobs(*list, RunOptions{});
+    auto r = RunJobs(*list, opts);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : RunResult{};
   }
 
-  std::string dir_;
+  iofleet::testing::TempDir tmp_{"iofleet-run", iofleet::testing::kDiskTempRoot};
+  std::string dir_;  // tmp_.path()
 };
 
 }  // namespace iofleet::agent

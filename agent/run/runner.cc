@@ -32,6 +32,7 @@
 #include "agent/run/disk_util.h"
 #include "agent/telemetry/sampler.h"
 #include "agent/run/job_log.h"
+#include "agent/run/sched_session.h"
 #include "agent/run/worker.h"
 #include "agent/workload/offset_gen.h"
 #include "agent/workload/random.h"
@@ -762,12 +763,23 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
 
   // fio's disk_util: a job's devices are tracked from when it starts.
   DiskUtilTracker disks;
+  // This run's part of the session's CPU weight (sched_session.h).
+  SessionCpuShare cpu_share;
   for (size_t p = 0; p + 1 < phase_start.size(); ++p) {
     if (cancel->load()) break;
     for (size_t i = phase_start[p]; i < phase_start[p + 1]; ++i) {
       const CloneSpec& c = plan.clones[i];
       if (!c.job->disk_util || EngineDoesNoIo(*c.job)) continue;
       for (const TargetFile& f : c.files) disks.Add(f.path);
+    }
+    // fio's job processes are sessions of their own (sched_session.h): the
+    // phase's jobs get the CPU weight of as many sessions.
+    {
+      int sessions = 0;
+      for (size_t i = phase_start[p]; i < phase_start[p + 1]; ++i) {
+        if (!plan.clones[i].job->thread) ++sessions;
+      }
+      cpu_share.Set(std::max(sessions, 1));
     }
     std::vector<std::thread> threads;
     // All clones of a phase prepare, then start together.
@@ -808,6 +820,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
     if (!first_error.ok()) break;
   }
   all_done.store(true);
+  cpu_share.Set(0);
   reporter.join();
   const std::string telemetry_json = sampler.Stop();
   std::vector<LogWriter::CloneStats> log_stats;

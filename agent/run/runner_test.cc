@@ -19,6 +19,7 @@
 #include "agent/engines/engine.h"
 #include "agent/run/disk_util.h"
 #include "agent/run/io_loop.h"
+#include "agent/run/run_test_fixture.h"
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
 #include "gmock/gmock.h"
@@ -31,37 +32,14 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class RunnerTest : public ::testing::Test {
+class RunnerTest : public RunTestFixture {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/var/tmp/iofleet-runner-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-
-  jobspec::JobList Parse(const std::string& text) {
-    auto list = jobspec::ParseJobText(text, "test.fio");
-    EXPECT_TRUE(list.ok()) << list.status();
-    return list.ok() ? *list : jobspec::JobList{};
-  }
-
-  RunResult MustRun(const std::string& text, RunOptions opts = {}) {
-    auto r = RunJobs(Parse(text), opts);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : RunResult{};
-  }
-
   static bool EngineAvailable(const std::string& name) {
     for (const auto& e : AvailableEngines()) {
       if (e.name == name) return e.available;
     }
     return false;
   }
-
-  std::string dir_;
 };
 
 // 64 MiB sequential read at 4k, not time based: exactly 16384 I/Os, every engine.

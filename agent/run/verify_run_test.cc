@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/run/data_path.h"
+#include "agent/run/run_test_fixture.h"
 #include "agent/run/runner.h"
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
@@ -30,22 +31,15 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class VerifyRunTest : public ::testing::Test {
+class VerifyRunTest : public RunTestFixture {
  protected:
   void SetUp() override {
-    char tmpl[] = "/var/tmp/iofleet-verify-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    RunTestFixture::SetUp();
     // verify_state_save writes its state file in the working directory, as fio.
     old_cwd_ = fs::current_path();
     fs::current_path(dir_);
   }
-  void TearDown() override {
-    fs::current_path(old_cwd_);
-    fs::remove_all(dir_);
-  }
-
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  void TearDown() override { fs::current_path(old_cwd_); }  // the fixture removes the dir
 
   stats::JobStats Run(const std::string& text) {
     auto list = jobspec::ParseJobText(text, "test.fio");
@@ -75,7 +69,6 @@ class VerifyRunTest : public ::testing::Test {
     ::close(fd);
   }
 
-  std::string dir_;
   fs::path old_cwd_;
   std::string last_json_;
 };

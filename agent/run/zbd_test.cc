@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "agent/run/run_test_fixture.h"
 #include "agent/run/runner.h"
 #include "common/jobspec/parser.h"
 #include "gmock/gmock.h"
@@ -213,23 +214,7 @@ TEST(ZbdTest, WriteRegionIsAlignedToZones) {
 
 // --- whole runs on a real temp file ------------------------------------------
 
-class ZbdRunTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/var/tmp/iofleet-zbd-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  RunResult MustRun(const std::string& text) {
-    auto list = jobspec::ParseJobText(text, "zbd.fio");
-    EXPECT_TRUE(list.ok()) << list.status();
-    auto r = RunJobs(*list, RunOptions{});
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : RunResult{};
-  }
-  std::string dir_;
-};
+using ZbdRunTest = RunTestFixture;
 
 // A write job fills one zone; the read job after it (stonewall, same file,
 // same run: fio shares the zone state by file name) reads exactly that zone,

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/transport/convert.h"
 #include "agent/transport/spool.h"
+#include "common/testing/temp_dir.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "iofleet/v1/agent.grpc.pb.h"
@@ -183,9 +184,8 @@ std::string NullJob(int runtime_s, int clones = 1) {
 class AgentClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iofleet_agent_client_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
     grpc::ServerBuilder b;
     b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     b.RegisterService(&ctl_);
@@ -196,7 +196,6 @@ class AgentClientTest : public ::testing::Test {
   void TearDown() override {
     StopAgent();
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    std::filesystem::remove_all(dir_);
   }
   void StartAgent() {
     ServeOptions o;
@@ -234,7 +233,8 @@ class AgentClientTest : public ::testing::Test {
     return dir_ + "/spool/" + SpoolFileName(run);
   }
 
-  std::string dir_;
+  iofleet::testing::TempDir tmp_{"iofleet_agent_client_test"};
+  std::string dir_;  // tmp_.path()
   int port_ = 0;
   ScriptedController ctl_;
   std::unique_ptr<grpc::Server> server_;

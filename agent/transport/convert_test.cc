@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace iofleet::agent {
@@ -36,9 +37,9 @@ TEST(ConvertTest, IntervalToProtoKeepsSparseHistogram) {
 }
 
 TEST(ConvertTest, ResolveTargetKeysChecksAllowPathsOnResolvedPaths) {
-  char tmpl[] = "/tmp/iofleet_convert.XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = std::filesystem::canonical(tmpl).string();
+  iofleet::testing::TempDir tmp("iofleet_convert");
+  ASSERT_TRUE(tmp.ok());
+  const std::string& dir = tmp.path();  // resolved
   std::filesystem::create_directory(dir + "/allowed");
   { std::ofstream(dir + "/allowed/f1") << "x"; }
   std::filesystem::create_symlink(dir + "/allowed/f1", dir + "/allowed/alias");
@@ -86,7 +87,6 @@ TEST(ConvertTest, ResolveTargetKeysChecksAllowPathsOnResolvedPaths) {
   AnswerResolveTargets(req, allow, &out);
   EXPECT_EQ(out.targets_size(), 0);
   EXPECT_NE(out.error().find("outside this agent's --allow-path"), std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent/transport/serve_options.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace iofleet::agent {
@@ -26,19 +27,17 @@ absl::StatusOr<ServeOptions> Parse(std::vector<std::string> args) {
 class ServeSecurityTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ =
-        (std::filesystem::temp_directory_path() / ("iofleet_serve_sec_" + std::to_string(getpid())))
-            .string();
-    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& text, mode_t mode = 0600) {
     const std::string p = dir_ + "/" + name;
     std::ofstream(p) << text;
     ::chmod(p.c_str(), mode);
     return p;
   }
-  std::string dir_;
+  iofleet::testing::TempDir tmp_{"iofleet_serve_sec"};
+  std::string dir_;  // tmp_.path()
 };
 
 TEST_F(ServeSecurityTest, TokenFile) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace iofleet::agent {
@@ -18,11 +19,9 @@ namespace {
 class SpoolTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iofleet_spool_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   static iofleet::v1::AgentMessage Interval(const std::string& run, uint64_t seq) {
     iofleet::v1::AgentMessage m;
@@ -35,7 +34,8 @@ class SpoolTest : public ::testing::Test {
     return m;
   }
 
-  std::string dir_;
+  iofleet::testing::TempDir tmp_{"iofleet_spool_test"};
+  std::string dir_;  // tmp_.path()
 };
 
 TEST_F(SpoolTest, AppendThenReadBackInOrder) {

@@ -1480,7 +1480,7 @@ std::vector<OptionRow> MakeTable() {
   {.name = "new_group", .type = T::kBool, .def = "0", .help = "Mark the start of a new group (for reporting)",
    .category = C::kJob, .example = "1", .apply = SetBool<&JobSpec::new_group>,
    .render = IOFLEET_RENDER_BOOL(new_group, "new_group")},
-  {.name = "thread", .type = T::kBool, .def = "0", .help = "Use threads instead of processes (iofleet always uses threads)",
+  {.name = "thread", .type = T::kBool, .def = "0", .help = "Use threads instead of processes (iofleet always uses threads; without thread=1 a phase of N jobs gets the CPU weight of N sessions, as fio's job processes: docs/agent-cpu-share.md)",
    .category = C::kJob, .example = "1", .apply = SetBool<&JobSpec::thread>,
    .render = IOFLEET_RENDER_BOOL(thread, "thread")},
   {.name = "exitall", .type = T::kBool, .def = "0", .help = "Terminate all jobs when one exits (which ones: exit_what)",

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/temp_dir.h"
+
 namespace iofleet::jobspec {
 namespace {
 
@@ -56,23 +58,16 @@ void ExpectOptionError(const std::string& line, const std::string& option,
       << "line: " << line;
 }
 
-class TempDir {
+// The shared temp dir, with Write making the file's parent dirs.
+class TempDir : public iofleet::testing::TempDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/jobspec_test_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
+  TempDir() : iofleet::testing::TempDir("jobspec_test") { EXPECT_TRUE(ok()); }
   std::string Write(const std::string& rel, const std::string& text) const {
-    const std::string p = path_ + "/" + rel;
+    const std::string p = path() + "/" + rel;
     std::filesystem::create_directories(std::filesystem::path(p).parent_path());
     std::ofstream(p) << text;
     return p;
   }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 // ---------------------------------------------------------------------------
@@ -189,7 +184,7 @@ TEST(GrammarTest, BareFlagsMeanOneForEveryBoolean) {
     JobSpec on = MustParseJob(std::string(f.with) + f.name + "\nruntime=10\n");
     EXPECT_FALSE(off.*f.field) << f.name;
     EXPECT_TRUE(on.*f.field) << f.name;
-    EXPECT_THAT(on.raw_options, testing::Contains(Pair(f.name, ""))) << f.name;
+    EXPECT_THAT(on.raw_options, ::testing::Contains(Pair(f.name, ""))) << f.name;
   }
   // Booleans whose default is 1.
   for (const Flag& f :
@@ -1537,7 +1532,7 @@ TEST(EffectiveOptionsTest, SameJobWrittenDifferentlyGivesTheSameOptions) {
   EXPECT_EQ(EffectiveOptions(a), EffectiveOptions(b));
   EXPECT_THAT(EffectiveOptions(a), ElementsAre(Pair("rw", "randread"), Pair("iodepth", "8")));
   EXPECT_THAT(EffectiveOptions(MustParseJob("iodepth=16\niodepth_batch_submit=8")),
-              testing::Contains(Pair("iodepth_batch", "8")));
+              ::testing::Contains(Pair("iodepth_batch", "8")));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace iofleet::secrets {
@@ -14,11 +15,9 @@ namespace {
 class SecretsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("iofleet_secrets_test_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string Write(const std::string& name, const std::string& content, mode_t mode = 0600) {
     const std::string p = (dir_ / name).string();
@@ -27,7 +26,8 @@ class SecretsTest : public ::testing::Test {
     return p;
   }
 
-  std::filesystem::path dir_;
+  iofleet::testing::TempDir tmp_{"iofleet_secrets_test"};
+  std::filesystem::path dir_;  // tmp_.path()
 };
 
 TEST_F(SecretsTest, TokenFileIsTrimmed) {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -21,23 +22,12 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-class TempDir {
+// The shared temp dir (its path resolved: /tmp may sit behind a symlink),
+// with dir / "rel" for a path in it.
+class TempDir : public iofleet::testing::TempDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/iofleet_targets.XXXXXX";
-    EXPECT_NE(mkdtemp(tmpl), nullptr);
-    // The temp dir itself may sit behind a symlink (e.g. /tmp on some hosts).
-    path_ = fs::canonical(tmpl).string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
+  TempDir() : iofleet::testing::TempDir("iofleet_targets") { EXPECT_TRUE(ok()); }
+  std::string operator/(const std::string& rel) const { return File(rel); }
 };
 
 void Touch(const std::string& p, const std::string& content = "x") {

@@ -14,10 +14,18 @@
 
 namespace iofleet::testing {
 
-TempDir::TempDir(std::string_view prefix) {
+TempDir::TempDir(std::string_view prefix)
+    : TempDir(prefix, std::filesystem::temp_directory_path().string()) {}
+
+TempDir::TempDir(std::string_view prefix, std::string_view parent) {
   std::string tmpl =
-      (std::filesystem::temp_directory_path() / (std::string(prefix) + "_XXXXXX")).string();
-  if (mkdtemp(tmpl.data()) != nullptr) path_ = std::move(tmpl);
+      (std::filesystem::path(parent) / (std::string(prefix) + "_XXXXXX")).string();
+  if (mkdtemp(tmpl.data()) == nullptr) return;
+  // Resolved: the parent may sit behind a symlink, and tests compare paths
+  // the code under test resolved.
+  std::error_code ec;
+  std::filesystem::path resolved = std::filesystem::canonical(tmpl, ec);
+  path_ = ec ? std::move(tmpl) : resolved.string();
 }
 
 TempDir::~TempDir() { Remove(); }

@@ -10,11 +10,17 @@
 
 namespace iofleet::testing {
 
+// Where tests that do real (O_DIRECT) I/O make their temp dirs.
+inline constexpr std::string_view kDiskTempRoot = "/var/tmp";
+
 class TempDir {
  public:
   // A new directory named PREFIX_XXXXXX; ok() is false (and path() empty)
   // when it could not be made (tests ASSERT_TRUE(dir.ok())).
   explicit TempDir(std::string_view prefix = "iofleet_test");
+  // The same under `parent` instead of $TMPDIR: tests that run real I/O use
+  // kDiskTempRoot (disk-backed, so O_DIRECT works; /tmp may be tmpfs).
+  TempDir(std::string_view prefix, std::string_view parent);
   ~TempDir();  // removes the tree (errors ignored)
 
   TempDir(TempDir&& other) noexcept;
@@ -23,6 +29,7 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
 
   bool ok() const { return !path_.empty(); }
+  // The directory, resolved (no symlink in it).
   const std::string& path() const { return path_; }
   // path()/name.
   std::string File(std::string_view name) const;

@@ -54,5 +54,24 @@ TEST(TempDirTest, WriteFileInAMissingDirSaysWhere) {
       << f.status();
 }
 
+TEST(TempDirTest, MadeUnderTheParentGiven) {
+  TempDir parent("iofleet_tempdir_test");
+  ASSERT_TRUE(parent.ok());
+  std::string path;
+  {
+    TempDir dir("inner", parent.path());
+    ASSERT_TRUE(dir.ok());
+    path = dir.path();
+    EXPECT_EQ(std::filesystem::path(path).parent_path().string(), parent.path());
+    EXPECT_EQ(std::filesystem::path(path).filename().string().rfind("inner_", 0), 0u) << path;
+    EXPECT_TRUE(std::filesystem::is_directory(path));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // A parent that does not exist: no dir, ok() false, nothing thrown.
+  TempDir missing("inner", parent.File("no/such"));
+  EXPECT_FALSE(missing.ok());
+  EXPECT_TRUE(missing.path().empty());
+}
+
 }  // namespace
 }  // namespace iofleet::testing

@@ -11,6 +11,7 @@
 #include "agent/run/runner.h"
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace iofleet::controller::compare {
@@ -238,8 +239,9 @@ TEST(RunMetricsTest, ResultOptionsMergeGlobalAndJobOptions) {
 // json+ and interval records produced by the agent's runner on a real file:
 // two clones doing random read+write, 100 ms interval windows.
 TEST(RunMetricsTest, RealAgentJsonPlusAndIntervals) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_rm_XXXXXX").string();
-  const std::string dir = mkdtemp(tmpl.data());
+  iofleet::testing::TempDir tmp("iofleet_rm");
+  ASSERT_TRUE(tmp.ok());
+  const std::string& dir = tmp.path();
   const std::string text = "[global]\nioengine=psync\nrw=randrw\nbs=4k\nsize=4m\n"
                            "runtime=1\ntime_based\nnumjobs=2\n[rm]\nfilename=" +
                            dir + "/f.dat\n";
@@ -304,8 +306,6 @@ TEST(RunMetricsTest, RealAgentJsonPlusAndIntervals) {
   }
   EXPECT_EQ(rec_ios, json_ios);
   EXPECT_EQ(IntervalRecordsGap(result, windows), std::nullopt);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace

@@ -144,6 +144,8 @@ class AgentRegistry {
 
   size_t connected_count() const { return by_session_.size(); }
   const std::map<std::string, Agent>& agents() const { return agents_; }
+  // Live sessions -> agent name (the connected agents).
+  const std::map<uint64_t, std::string>& sessions() const { return by_session_; }
 
   // An immutable copy for readers.
   std::shared_ptr<const FleetSnapshot> Snapshot() const;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "controller/api/rest/api_routes.h"
 #include "controller/api/rest/proto_json.h"
 #include "controller/history/query.h"
 #include "controller/scheduler/field_error.h"
@@ -15,11 +16,7 @@ namespace iofleet::controller::history {
 namespace {
 
 using nlohmann::json;
-
-void Reply(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(rest::Dump(body), "application/json");
-}
+using rest::Reply;
 
 Filters FiltersOf(const httplib::Request& req) {
   Filters f;

@@ -16,6 +16,8 @@ class MeteredStore final : public Store {
  public:
   MeteredStore(std::unique_ptr<Store> inner, ControllerMetrics* metrics)
       : inner_(std::move(inner)), metrics_(metrics) {}
+  // The hooks posted to the metrics thread use this store (JobName).
+  ~MeteredStore() override { metrics_->Drain(); }
 
   absl::Status Write(WriteBatch batch) override {
     // The batch is moved into the store; keep the fields the metrics need of
@@ -41,14 +43,15 @@ class MeteredStore final : public Store {
         c.name = j.name;
       }
     }
-    // Finished runs' telemetry means (the result is moved into the store; its
-    // run row, with the host, comes in the same batch).
-    std::vector<std::pair<std::string, std::map<std::string, double>>> telemetry;
+    // Finished runs' results, for their telemetry means (the result is moved
+    // into the store; its run row, with the host, comes in the same batch).
+    // Parsed on the metrics thread, as the batch is observed there: the
+    // control loop that commits does not wait for either (issue 14).
+    std::vector<std::pair<std::string, std::string>> results;  // (host, result JSON)
     for (const ResultRow& res : batch.results) {
       for (const RunRow& r : batch.upsert_runs) {
         if (r.id != res.run_id || r.host.empty()) continue;
-        auto means = history::TelemetryMeansOfResult(res.result_json);
-        if (!means.empty()) telemetry.emplace_back(r.host, std::move(means));
+        results.emplace_back(r.host, res.result_json);
       }
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -56,12 +59,17 @@ class MeteredStore final : public Store {
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     metrics_->OnStoreWrite(st.ok(), secs);
-    if (st.ok() && observe) {
-      metrics_->OnBatchCommitted(seen,
-                                 [this](const std::string& job_id) { return JobName(job_id); });
-    }
-    if (st.ok()) {
-      for (const auto& [host, means] : telemetry) metrics_->OnRunTelemetry(host, means);
+    if (st.ok() && (observe || !results.empty())) {
+      metrics_->Post([this, seen = std::move(seen), results = std::move(results)] {
+        if (!seen.upsert_runs.empty() || !seen.upsert_agents.empty()) {
+          metrics_->OnBatchCommitted(
+              seen, [this](const std::string& job_id) { return JobName(job_id); });
+        }
+        for (const auto& [host, json] : results) {
+          auto means = history::TelemetryMeansOfResult(json);
+          if (!means.empty()) metrics_->OnRunTelemetry(host, means);
+        }
+      });
     }
     return st;
   }

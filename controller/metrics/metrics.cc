@@ -1,5 +1,7 @@
 #include "controller/metrics/metrics.h"
 
+#include "controller/metrics/run_series.h"
+
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -25,9 +27,6 @@ using prometheus::Family;
 using prometheus::Gauge;
 using prometheus::Histogram;
 
-constexpr const char* kDirNames[3] = {"read", "write", "trim"};
-// Most clones (job_index) a run may have before its records are ignored.
-constexpr uint32_t kMaxClones = 4096;
 // Non-terminal run states with a gauge, and terminal ones with a counter.
 constexpr RunState kLiveStates[3] = {RunState::kQueued, RunState::kAssigned, RunState::kRunning};
 constexpr RunState kEndStates[4] = {RunState::kSucceeded, RunState::kFailed, RunState::kCancelled,
@@ -107,6 +106,11 @@ int ClatBucketOfFioBucket(uint32_t fio_idx) {
   return Table().bucket[fio_idx];
 }
 
+double ClatMidSecondsOfFioBucket(uint32_t fio_idx) {
+  if (fio_idx >= static_cast<uint32_t>(stats::kPlatNr)) return 0;
+  return Table().mid_s[fio_idx];
+}
+
 const std::vector<double>& ClatBoundsSeconds() {
   static const std::vector<double> b = [] {
     std::vector<double> v;
@@ -140,17 +144,6 @@ std::string CapLabel(absl::string_view v) {
   return out;
 }
 
-struct ControllerMetrics::RunSeries {
-  std::string host;
-  int slot = 0;
-  Gauge* info = nullptr;
-  std::array<Counter*, 3> ios{}, bytes{}, errors{};
-  std::array<Histogram*, 3> clat{};
-  Counter* sampled = nullptr;
-  std::vector<uint64_t> next_seq;  // per job_index: lowest seq not yet counted
-  uint64_t expire_ms = 0;          // 0 while the run is live
-};
-
 struct ControllerMetrics::AgentSeries {
   std::string name;     // capped
   Gauge* up = nullptr;  // null until the agent registers
@@ -166,40 +159,11 @@ struct ControllerMetrics::AgentSeries {
 };
 
 ControllerMetrics::ControllerMetrics(MetricsOptions options)
-    : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {
+    : options_(std::move(options)),
+      registry_(std::make_shared<prometheus::Registry>()),
+      runs_table_(std::make_unique<RunSeriesTable>()) {
   auto& r = *registry_;
   telemetry_ = std::make_unique<TelemetryGauges>(r);
-  run_info_ = &prometheus::BuildGauge()
-                   .Name("iofleet_run_info")
-                   .Help(
-                       "A run on an agent while it is assigned/running (and shortly after); "
-                       "joins run and job ids to the host/slot labels of the iofleet_run_* "
-                       "series")
-                   .Register(r);
-  run_ios_ = &prometheus::BuildCounter()
-                  .Name("iofleet_run_ios_total")
-                  .Help("I/Os completed by the run, from its interval records")
-                  .Register(r);
-  run_bytes_ = &prometheus::BuildCounter()
-                    .Name("iofleet_run_bytes_total")
-                    .Help("Bytes transferred by the run, from its interval records")
-                    .Register(r);
-  run_errors_ = &prometheus::BuildCounter()
-                     .Name("iofleet_run_errors_total")
-                     .Help("I/O errors of the run, from its interval records")
-                     .Register(r);
-  run_sampled_ = &prometheus::BuildCounter()
-                      .Name("iofleet_run_sampled_seconds_total")
-                      .Help(
-                          "Wall time covered by the run's interval records (clone 0); "
-                          "rate(iofleet_run_ios_total) / rate(this) = IOPS on the agent clock")
-                      .Register(r);
-  run_clat_ = &prometheus::BuildHistogram()
-                   .Name("iofleet_run_clat_seconds")
-                   .Help(
-                       "Completion latency of the run's I/Os (fio clat), exact power-of-two "
-                       "buckets from fio's log-linear histogram")
-                   .Register(r);
   agent_up_ = &prometheus::BuildGauge()
                    .Name("iofleet_agent_up")
                    .Help("1 while the agent's stream to the controller is connected")
@@ -305,20 +269,59 @@ ControllerMetrics::ControllerMetrics(MetricsOptions options)
                         .Name("iofleet_http_request_duration_seconds")
                         .Help("HTTP request handling time, by method and route template")
                         .Register(r);
-  scratch_.assign(kClatBounds + 1, 0.0);
 }
 
-ControllerMetrics::~ControllerMetrics() = default;
+ControllerMetrics::~ControllerMetrics() {
+  {
+    std::lock_guard<std::mutex> l(work_mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void ControllerMetrics::Post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> l(work_mu_);
+    work_.push_back(std::move(fn));
+    ++posted_;
+    if (!worker_.joinable()) worker_ = std::thread([this] { WorkerMain(); });
+  }
+  work_cv_.notify_all();
+}
+
+void ControllerMetrics::Drain() {
+  std::unique_lock<std::mutex> l(work_mu_);
+  const uint64_t target = posted_;
+  work_cv_.wait(l, [&] { return done_ >= target; });
+}
+
+void ControllerMetrics::WorkerMain() {
+  std::unique_lock<std::mutex> l(work_mu_);
+  for (;;) {
+    work_cv_.wait(l, [&] { return stop_ || !work_.empty(); });
+    if (work_.empty()) return;  // stopping, nothing left
+    std::function<void()> fn = std::move(work_.front());
+    work_.pop_front();
+    l.unlock();
+    fn();
+    l.lock();
+    ++done_;
+    work_cv_.notify_all();
+  }
+}
 
 std::string ControllerMetrics::Serialize() {
+  Drain();  // every batch committed so far is shown
   {
     std::lock_guard<std::mutex> l(mu_);
-    SweepLocked(options_.clock ? options_.clock() : SteadyMs());
+    SweepLocked(options_.clock ? options_.clock() : SteadyMs());  // no expired run
   }
-  DropDoomed(SIZE_MAX);  // a scrape shows no expired run
   try {
+    std::vector<prometheus::MetricFamily> families = registry_->Collect();
+    for (prometheus::MetricFamily& f : runs_table_->Collect()) families.push_back(std::move(f));
     std::ostringstream out;
-    prometheus::TextSerializer().Serialize(out, registry_->Collect());
+    prometheus::TextSerializer().Serialize(out, families);
     return out.str();
   } catch (const std::exception& e) {
     return absl::StrCat("# serialization failed: ", e.what(), "\n");
@@ -347,6 +350,8 @@ void ControllerMetrics::SetAgentRowLocked(const AgentRow& row) {
     as.timeouts = &agent_timeouts_->Add(l);
     as.disconnects = &agent_disconnects_->Add(l);
     as.last_hb = &agent_last_hb_->Add(l);
+    std::lock_guard<std::mutex> hl(hb_mu_);
+    hb_[row.name] = HeartbeatSeries{as.heartbeats, as.timeouts, as.last_hb};
   }
   const bool up = row.state == "up";
   if (as.is_up && !up) as.disconnects->Increment();
@@ -374,11 +379,11 @@ void ControllerMetrics::SetAgentRowLocked(const AgentRow& row) {
 void ControllerMetrics::OnHeartbeat(const std::string& agent) {
   const double now_s =
       static_cast<double>(options_.wall_clock ? options_.wall_clock() : WallMs()) / 1000.0;
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = agents_.find(agent);
-  if (it == agents_.end() || it->second->heartbeats == nullptr) return;
-  it->second->heartbeats->Increment();
-  it->second->last_hb->Set(now_s);
+  std::lock_guard<std::mutex> l(hb_mu_);
+  auto it = hb_.find(agent);
+  if (it == hb_.end()) return;
+  it->second.heartbeats->Increment();
+  it->second.last_hb->Set(now_s);
 }
 
 void ControllerMetrics::OnLoopIteration(const LoopIteration& it) {
@@ -392,10 +397,10 @@ void ControllerMetrics::OnLoopIteration(const LoopIteration& it) {
 }
 
 void ControllerMetrics::OnHeartbeatTimeout(const std::string& agent) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = agents_.find(agent);
-  if (it == agents_.end() || it->second->timeouts == nullptr) return;
-  it->second->timeouts->Increment();
+  std::lock_guard<std::mutex> l(hb_mu_);
+  auto it = hb_.find(agent);
+  if (it == hb_.end()) return;
+  it->second.timeouts->Increment();
 }
 
 // ---------------------------------------------------------------------------
@@ -424,7 +429,7 @@ void ControllerMetrics::RunStateLocked(const RunRow& row, const std::string& job
       it->second.state = row.state;
     }
     if ((row.state == RunState::kAssigned || row.state == RunState::kRunning) &&
-        !series_.contains(row.id)) {
+        !live_.contains(row.id)) {
       StartRunSeriesLocked(row, job_name);
     }
     return;
@@ -445,78 +450,47 @@ void ControllerMetrics::RunStateLocked(const RunRow& row, const std::string& job
 }
 
 void ControllerMetrics::StartRunSeriesLocked(const RunRow& row, const std::string& job_name) {
-  auto rs = std::make_unique<RunSeries>();
-  rs->host = CapLabel(row.host);
-  std::set<int>& used = slots_[rs->host];
-  while (used.contains(rs->slot)) ++rs->slot;
-  used.insert(rs->slot);
-  const std::string slot = absl::StrCat(rs->slot);
-  rs->info = &run_info_->Add({{"host", rs->host},
-                              {"slot", slot},
-                              {"run_id", CapLabel(row.id)},
-                              {"job_id", CapLabel(row.job_id)},
-                              {"job_name", CapLabel(job_name)},
-                              {"variant", CapLabel(row.variant)},
-                              {"cell", CapLabel(row.cell)}});
-  rs->info->Set(1);
-  rs->sampled = &run_sampled_->Add({{"host", rs->host}, {"slot", slot}});
-  for (int d = 0; d < 2; ++d) {  // trim appears on first use
-    const prometheus::Labels l = {{"host", rs->host}, {"slot", slot}, {"direction", kDirNames[d]}};
-    rs->ios[d] = &run_ios_->Add(l);
-    rs->bytes[d] = &run_bytes_->Add(l);
-    rs->errors[d] = &run_errors_->Add(l);
-    rs->clat[d] = &run_clat_->Add(l, ClatBoundsSeconds());
-  }
-  rs->next_seq.assign(std::max<uint32_t>(1, std::min(row.num_clones, kMaxClones)), 0);
-  series_.emplace(row.id, std::move(rs));
+  LiveSeries ls;
+  ls.host = CapLabel(row.host);
+  std::set<int>& used = slots_[ls.host];
+  while (used.contains(ls.slot)) ++ls.slot;
+  used.insert(ls.slot);
+  RunLabels labels;
+  labels.host = ls.host;
+  labels.slot = ls.slot;
+  labels.run_id = CapLabel(row.id);
+  labels.job_id = CapLabel(row.job_id);
+  labels.job_name = CapLabel(job_name);
+  labels.variant = CapLabel(row.variant);
+  labels.cell = CapLabel(row.cell);
+  runs_table_->Add(row.id, std::move(labels), row.num_clones);
+  live_.emplace(row.id, std::move(ls));
 }
 
 void ControllerMetrics::EndRunSeriesLocked(const std::string& run_id) {
-  auto it = series_.find(run_id);
-  if (it == series_.end() || it->second->expire_ms != 0) return;
-  it->second->expire_ms = (options_.clock ? options_.clock() : SteadyMs()) + options_.run_linger_ms;
-  if (it->second->expire_ms == 0) it->second->expire_ms = 1;
-  if (options_.run_linger_ms == 0) SweepLocked(it->second->expire_ms);
+  auto it = live_.find(run_id);
+  if (it == live_.end() || it->second.expire_ms != 0) return;
+  uint64_t expire = (options_.clock ? options_.clock() : SteadyMs()) + options_.run_linger_ms;
+  if (expire == 0) expire = 1;
+  it->second.expire_ms = expire;
+  expiring_.emplace_back(expire, run_id);
+  if (options_.run_linger_ms == 0) SweepLocked(expire);
 }
 
 void ControllerMetrics::SweepLocked(uint64_t now) {
-  for (auto it = series_.begin(); it != series_.end();) {
-    if (it->second->expire_ms == 0 || it->second->expire_ms > now) {
-      ++it;
-      continue;
-    }
-    doomed_.push_back(std::move(it->second));
-    series_.erase(it++);
-  }
-}
-
-void ControllerMetrics::DropDoomed(size_t max) {
-  std::vector<std::unique_ptr<RunSeries>> batch;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (doomed_.empty()) return;
-    const size_t n = std::min(max, doomed_.size());
-    batch.reserve(n);
-    for (size_t i = doomed_.size() - n; i < doomed_.size(); ++i) batch.push_back(std::move(doomed_[i]));
-    doomed_.resize(doomed_.size() - n);
-  }
-  for (const auto& rs : batch) {
-    run_info_->Remove(rs->info);
-    run_sampled_->Remove(rs->sampled);
-    for (int d = 0; d < 3; ++d) {
-      if (rs->ios[d] != nullptr) run_ios_->Remove(rs->ios[d]);
-      if (rs->bytes[d] != nullptr) run_bytes_->Remove(rs->bytes[d]);
-      if (rs->errors[d] != nullptr) run_errors_->Remove(rs->errors[d]);
-      if (rs->clat[d] != nullptr) run_clat_->Remove(rs->clat[d]);
-    }
-  }
-  std::lock_guard<std::mutex> l(mu_);
-  for (const auto& rs : batch) {
-    auto sit = slots_.find(rs->host);
+  // Linger is one constant on a monotonic clock: runs expire in the order they ended.
+  while (!expiring_.empty() && expiring_.front().first <= now) {
+    const std::string run_id = std::move(expiring_.front().second);
+    expiring_.pop_front();
+    auto it = live_.find(run_id);
+    if (it == live_.end()) continue;
+    runs_table_->Remove(run_id);
+    auto sit = slots_.find(it->second.host);
     if (sit != slots_.end()) {
-      sit->second.erase(rs->slot);
+      sit->second.erase(it->second.slot);
       if (sit->second.empty()) slots_.erase(sit);
     }
+    live_.erase(it);
   }
 }
 
@@ -537,7 +511,6 @@ void ControllerMetrics::Load(const std::vector<AgentRow>& agents,
     }
     for (size_t i = 0; i < active_runs.size(); ++i) RunStateLocked(active_runs[i], names[i]);
   }
-  DropDoomed();
 }
 
 void ControllerMetrics::OnRunTelemetry(const std::string& host,
@@ -557,7 +530,7 @@ void ControllerMetrics::OnBatchCommitted(
     for (size_t i = 0; i < batch.upsert_runs.size(); ++i) {
       const RunRow& r = batch.upsert_runs[i];
       need[i] = (r.state == RunState::kAssigned || r.state == RunState::kRunning) &&
-                !series_.contains(r.id);
+                !live_.contains(r.id);
       any = any || need[i];
     }
   }
@@ -583,49 +556,22 @@ void ControllerMetrics::OnBatchCommitted(
       next_sweep_ms_ = now + 1000;
     }
   }
-  DropDoomed();
-}
-
-prometheus::Histogram& ControllerMetrics::AddClatLocked(RunSeries& rs, int dir) {
-  const prometheus::Labels l = {
-      {"host", rs.host}, {"slot", absl::StrCat(rs.slot)}, {"direction", kDirNames[dir]}};
-  rs.ios[dir] = &run_ios_->Add(l);
-  rs.bytes[dir] = &run_bytes_->Add(l);
-  rs.errors[dir] = &run_errors_->Add(l);
-  rs.clat[dir] = &run_clat_->Add(l, ClatBoundsSeconds());
-  return *rs.clat[dir];
 }
 
 void ControllerMetrics::OnInterval(const IntervalRow& row) {
-  const FioTable& table = Table();
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = series_.find(row.run_id);
-  if (it == series_.end()) return;
-  RunSeries& rs = *it->second;
-  if (row.job_index >= kMaxClones) return;
-  if (rs.next_seq.size() <= row.job_index) rs.next_seq.resize(row.job_index + 1, 0);
-  if (row.seq < rs.next_seq[row.job_index]) return;  // replay of a counted record
-  rs.next_seq[row.job_index] = row.seq + 1;
-  for (int d = 0; d < 3; ++d) {
-    const IntervalDirRow& dr = row.dir[d];
-    if (dr.ios == 0 && dr.bytes == 0 && dr.errors == 0 && dr.clat_hist.empty()) continue;
-    if (rs.clat[d] == nullptr) AddClatLocked(rs, d);
-    if (dr.ios != 0) rs.ios[d]->Increment(static_cast<double>(dr.ios));
-    if (dr.bytes != 0) rs.bytes[d]->Increment(static_cast<double>(dr.bytes));
-    if (dr.errors != 0) rs.errors[d]->Increment(static_cast<double>(dr.errors));
-    if (dr.clat_hist.empty()) continue;
-    double sum = 0;
-    for (const auto& [b, c] : dr.clat_hist) {
-      if (b >= static_cast<uint32_t>(stats::kPlatNr) || c == 0) continue;
-      scratch_[table.bucket[b]] += static_cast<double>(c);
-      sum += static_cast<double>(c) * table.mid_s[b];
+  {
+    // A record must not overtake the batch that started its run's series
+    // (posted, not yet applied): while the metrics thread has work, the record
+    // queues behind it. Otherwise (the common case) it is counted here.
+    std::lock_guard<std::mutex> l(work_mu_);
+    if (posted_ != done_) {
+      work_.push_back([this, row] { runs_table_->Record(row); });
+      ++posted_;
+      work_cv_.notify_all();
+      return;
     }
-    rs.clat[d]->ObserveMultiple(scratch_, sum);
-    std::fill(scratch_.begin(), scratch_.end(), 0.0);
   }
-  if (row.job_index == 0 && row.t_end_ms > row.t_start_ms) {
-    rs.sampled->Increment(static_cast<double>(row.t_end_ms - row.t_start_ms) / 1000.0);
-  }
+  runs_table_->Record(row);
 }
 
 // ---------------------------------------------------------------------------

@@ -54,11 +54,17 @@
 // Label values are capped at kMaxLabelBytes bytes and made valid UTF-8.
 //
 // Thread-safety: every method may be called from any thread. The ingest path
-// (OnInterval) takes one short lock, does a hash lookup and a handful of atomic
-// adds plus one histogram update per direction; it does not allocate.
+// (OnInterval, on the agents' stream threads) takes one shard lock of the run
+// series table (run_series.h), never the lock the commit hooks take; the
+// heartbeat counters have a lock of their own. MeteredStore runs the commit
+// hooks (OnBatchCommitted, the telemetry gauges) on this object's metrics
+// thread (Post), not on the control loop's; Serialize first waits for what was
+// posted before it, so a scrape shows every committed batch.
 #pragma once
 
 #include <array>
+#include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -66,6 +72,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "controller/metrics/telemetry_gauges.h"
@@ -86,6 +93,8 @@ class Family;
 
 namespace iofleet::controller::metrics {
 
+class RunSeriesTable;
+
 inline constexpr size_t kMaxLabelBytes = 128;
 // Latency histogram bounds: 2^k ns for k in [kClatMinPow2, kClatMaxPow2].
 inline constexpr int kClatMinPow2 = 10;
@@ -95,6 +104,8 @@ inline constexpr int kClatBounds = kClatMaxPow2 - kClatMinPow2 + 1;  // 25 (+Inf
 // Index into the latency histogram's buckets (0..kClatBounds, the last = +Inf)
 // that holds fio bucket `fio_idx` (every value of the fio bucket is <= the bound).
 int ClatBucketOfFioBucket(uint32_t fio_idx);
+// Midpoint of fio bucket `fio_idx`, seconds (the value a histogram sum adds).
+double ClatMidSecondsOfFioBucket(uint32_t fio_idx);
 // Upper bounds of the latency histogram, seconds.
 const std::vector<double>& ClatBoundsSeconds();
 
@@ -140,7 +151,9 @@ class ControllerMetrics final : public SchedulerObserver {
   void OnRunTelemetry(const std::string& host, const std::map<std::string, double>& means);
   void OnIntervalStored(bool inserted);
   // One interval record as it arrives (before it is stored). Records of runs
-  // without live series, and replays (seq already seen), are ignored.
+  // without live series, and replays (seq already seen), are ignored. While
+  // the metrics thread has posted work, the record is queued behind it (a
+  // record never overtakes the committed batch that started its run).
   void OnInterval(const IntervalRow& row);
   void OnHeartbeat(const std::string& agent) override;
   void OnHeartbeatTimeout(const std::string& agent) override;
@@ -151,12 +164,28 @@ class ControllerMetrics final : public SchedulerObserver {
 
   prometheus::Registry& registry() { return *registry_; }
 
+  // Runs `fn` on this object's metrics thread (started on first use), after
+  // everything posted before it. MeteredStore posts its commit hooks here so
+  // the control loop does not wait for them.
+  void Post(std::function<void()> fn);
+  // Returns once everything posted before the call has run.
+  void Drain();
+
  private:
-  struct RunSeries;
   struct AgentSeries;
   struct RunTrack {  // every known non-terminal run
     RunState state;
     std::string host;
+  };
+  struct LiveSeries {  // a run with series in runs_table_
+    std::string host;  // capped
+    int slot = 0;
+    uint64_t expire_ms = 0;  // 0 while the run is live
+  };
+  struct HeartbeatSeries {
+    prometheus::Counter* heartbeats = nullptr;
+    prometheus::Counter* timeouts = nullptr;
+    prometheus::Gauge* last_hb = nullptr;
   };
 
   AgentSeries& AgentLocked(const std::string& host);
@@ -164,30 +193,16 @@ class ControllerMetrics final : public SchedulerObserver {
   void RunStateLocked(const RunRow& row, const std::string& job_name);
   void StartRunSeriesLocked(const RunRow& row, const std::string& job_name);
   void EndRunSeriesLocked(const std::string& run_id);
-  prometheus::Histogram& AddClatLocked(RunSeries& rs, int dir);
-  // Moves the run series whose linger has passed out of series_ into doomed_;
-  // their slots stay taken until DropDoomed() has removed their metrics, so a
-  // new run on the host cannot be handed the same labels meanwhile.
+  // Removes the series of runs whose linger has passed (oldest first, so it
+  // visits only those) and frees their slots.
   void SweepLocked(uint64_t now);
-  // Removes up to `max` doomed series' metrics from their families,
-  // without mu_: prometheus-cpp 1.0's Family::Remove scans the whole family,
-  // so thousands of runs ending together cost seconds, which under mu_ held up
-  // every interval record (OnInterval on the agents' stream threads; issue 14's
-  // 10,000-agent stall). Callers: every public method that may sweep, after
-  // releasing mu_.
-  void DropDoomed(size_t max = 64);
   void AdjustRunGaugeLocked(const std::string& host, RunState s, double delta);
+  void WorkerMain();
 
   const MetricsOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
 
   // Families (owned by registry_).
-  prometheus::Family<prometheus::Gauge>* run_info_;
-  prometheus::Family<prometheus::Counter>* run_ios_;
-  prometheus::Family<prometheus::Counter>* run_bytes_;
-  prometheus::Family<prometheus::Counter>* run_errors_;
-  prometheus::Family<prometheus::Counter>* run_sampled_;
-  prometheus::Family<prometheus::Histogram>* run_clat_;
   prometheus::Family<prometheus::Gauge>* agent_up_;
   prometheus::Family<prometheus::Gauge>* agent_info_;
   prometheus::Family<prometheus::Counter>* agent_heartbeats_;
@@ -213,14 +228,25 @@ class ControllerMetrics final : public SchedulerObserver {
   prometheus::Family<prometheus::Histogram>* http_duration_;
   std::array<prometheus::Gauge*, 3> runs_by_state_{};  // queued, assigned, running
 
-  std::mutex mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<RunSeries>> series_;  // by run id
-  std::map<std::string, std::set<int>> slots_;                           // host -> used slots
-  absl::flat_hash_map<std::string, RunTrack> tracked_;                   // run id -> state
+  const std::unique_ptr<RunSeriesTable> runs_table_;  // iofleet_run_*
+
+  std::mutex mu_;  // agents and run states; never taken by OnInterval
+  absl::flat_hash_map<std::string, LiveSeries> live_;               // run id -> its series
+  std::deque<std::pair<uint64_t, std::string>> expiring_;           // (expire_ms, run id)
+  std::map<std::string, std::set<int>> slots_;                      // host -> used slots
+  absl::flat_hash_map<std::string, RunTrack> tracked_;              // run id -> state
   std::map<std::string, std::unique_ptr<AgentSeries>> agents_;
-  std::vector<double> scratch_;  // per-bucket increments, all zero between uses
   uint64_t next_sweep_ms_ = 0;
-  std::vector<std::unique_ptr<RunSeries>> doomed_;  // swept, metrics not yet removed
+
+  std::mutex hb_mu_;  // heartbeat series by agent name (mu_ -> hb_mu_)
+  absl::flat_hash_map<std::string, HeartbeatSeries> hb_;
+
+  std::mutex work_mu_;  // the metrics thread's queue
+  std::condition_variable work_cv_;
+  std::deque<std::function<void()>> work_;
+  uint64_t posted_ = 0, done_ = 0;
+  bool stop_ = false;
+  std::thread worker_;
 
   std::mutex http_mu_;
   struct HttpSeries {

@@ -777,10 +777,25 @@ Reply SchedulerCore::On(TickEvent& e) {
     agents_.Heard(a->row.name, session, mono, now_.wall_ms > ago ? now_.wall_ms - ago : 0);
     liveness_changed_ = true;
   }
+  // Only agents that can still time out: connected ones, and disconnected ones
+  // that hold runs (theirs are lost at the timeout). A disconnected agent
+  // without runs has nothing left to lose; visiting every one of them on every
+  // tick was O(fleet) after a large fleet left (issue 14).
   std::vector<std::string> silent;
-  for (const auto& [name, a] : agents_.agents()) {
-    if (a.last_heard_mono_ms + TimeoutOf(a) < now_.mono_ms) silent.push_back(name);
+  tick_visited_ = 0;
+  auto visit = [&](const Agent& a) {
+    ++tick_visited_;
+    if (a.last_heard_mono_ms + TimeoutOf(a) < now_.mono_ms) silent.push_back(a.row.name);
+  };
+  for (const auto& [session, name] : agents_.sessions()) {
+    if (const Agent* a = agents_.Get(name)) visit(*a);
   }
+  for (const auto& [host, ids] : host_runs_) {
+    if (ids.empty()) continue;
+    const Agent* a = agents_.Get(host);
+    if (a != nullptr && !a->connected()) visit(*a);
+  }
+  std::sort(silent.begin(), silent.end());  // in name order, as before
   for (const std::string& name : silent) {
     Agent* a = agents_.GetMutable(name);
     const uint64_t timeout = TimeoutOf(*a);
@@ -807,18 +822,20 @@ Reply SchedulerCore::On(TickEvent& e) {
 void SchedulerCore::PersistLiveness(uint64_t elapsed_ms) {
   const double rate = options_.max_liveness_writes_per_s;
   liveness_tokens_ = std::min(rate, liveness_tokens_ + rate * static_cast<double>(elapsed_ms) / 1000);
-  if (liveness_tokens_ < 1 || agents_.agents().empty()) return;
-  // Round robin from where the last tick stopped, so every agent gets its turn.
-  const auto& all = agents_.agents();
-  auto it = all.upper_bound(liveness_cursor_);
-  for (size_t seen = 0; seen < all.size() && liveness_tokens_ >= 1; ++seen, ++it) {
-    if (it == all.end()) it = all.begin();
-    const Agent& a = it->second;
+  // Connected agents only (a disconnected one's row was written when it left),
+  // round robin by session from where the last tick stopped, so every agent
+  // gets its turn.
+  const auto& live = agents_.sessions();
+  if (liveness_tokens_ < 1 || live.empty()) return;
+  auto it = live.upper_bound(liveness_cursor_);
+  for (size_t seen = 0; seen < live.size() && liveness_tokens_ >= 1; ++seen, ++it) {
+    if (it == live.end()) it = live.begin();
     liveness_cursor_ = it->first;
-    if (!a.connected() || a.row.last_seen_ms < a.persisted_seen_ms + options_.liveness_persist_ms) {
+    Agent* a = agents_.GetMutable(it->second);
+    if (a == nullptr || a->row.last_seen_ms < a->persisted_seen_ms + options_.liveness_persist_ms) {
       continue;
     }
-    WriteAgent(*agents_.GetMutable(it->first));
+    WriteAgent(*a);
     liveness_tokens_ -= 1;
   }
 }

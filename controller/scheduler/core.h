@@ -171,6 +171,9 @@ class SchedulerCore {
   uint64_t heartbeat_timeout_ms() const { return timeout_ms_; }
   size_t active_runs() const { return runs_.size(); }
   size_t queued_runs() const;
+  // Agents the last tick examined for silence (connected ones and disconnected
+  // ones holding runs), for tests and diagnostics.
+  size_t last_tick_visited() const { return tick_visited_; }
 
  private:
   struct QueueKey {
@@ -265,7 +268,8 @@ class SchedulerCore {
   // Liveness persistence (token bucket) and the last tick.
   double liveness_tokens_ = 0;
   uint64_t last_tick_mono_ms_ = 0;
-  std::string liveness_cursor_;
+  uint64_t liveness_cursor_ = 0;  // session
+  size_t tick_visited_ = 0;
 };
 
 }  // namespace iofleet::controller

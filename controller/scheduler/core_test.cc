@@ -315,6 +315,44 @@ TEST_F(CoreTest, HeartbeatIntervalScalesWithTheFleetAndStretchesTheTimeout) {
   EXPECT_EQ(s.Written()["j-1"], RunState::kLost);
 }
 
+// A tick examines only agents that can still time out: connected ones and
+// disconnected ones holding runs. After 500 agents left, ticks no longer walk
+// them (issue 14: every tick walked every disconnected agent, O(fleet)), while
+// a disconnected agent with a run still has it lost at the timeout.
+TEST_F(CoreTest, TicksVisitOnlyAgentsThatCanStillTimeOut) {
+  std::vector<Event> hellos;
+  for (int i = 0; i < 500; ++i) hellos.push_back(Hello(absl::StrCat("a", i)));
+  hellos.push_back(Hello("busy"));
+  hellos.push_back(Hello("idle"));
+  Step(std::move(hellos));
+  Step(Job("j", {"busy"}));
+  Step(Started("busy", "j-1"));
+  StepResult s = Step(TickEvent{});
+  EXPECT_EQ(core_->last_tick_visited(), 502u);
+  std::vector<Event> gone;
+  for (int i = 0; i < 500; ++i) {
+    const std::string n = absl::StrCat("a", i);
+    gone.push_back(AgentGoneEvent{sessions_[n], n});
+  }
+  gone.push_back(AgentGoneEvent{sessions_["busy"], "busy"});
+  Step(std::move(gone));
+  s = Step(TickEvent{});
+  EXPECT_EQ(core_->last_tick_visited(), 2u) << "idle (connected) and busy (holds j-1)";
+  // Everyone but idle stays silent past the timeout: busy's run is lost once,
+  // and busy, having no run left on it, is not visited again.
+  for (int t = 0; t < 40; ++t) {
+    Advance(1000);
+    Step(Beat("idle"));
+    s = Step(TickEvent{});
+    if (s.Written().count("j-1")) {
+      EXPECT_EQ(s.Written()["j-1"], RunState::kLost);
+    }
+  }
+  EXPECT_EQ(core_->FindRun("j-1"), nullptr) << "lost (and not retried: no retries)";
+  EXPECT_EQ(core_->last_tick_visited(), 1u) << "only idle";
+  EXPECT_THAT(s.d.timeouts, IsEmpty());
+}
+
 TEST_F(CoreTest, SilenceIsMonotonicAndAnyMessageCounts) {
   Step(Hello("a"));
   Step(Job("j", {"a"}));

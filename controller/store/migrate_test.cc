@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "common/testing/temp_dir.h"
 #include "controller/store/pg_test_server.h"
 #include "controller/store/postgres_store.h"
 #include "controller/store/row_codec.h"
@@ -91,9 +92,8 @@ class MigrateTest : public ::testing::Test {
     auto db = server_->CreateDatabase();
     ASSERT_TRUE(db.ok()) << db.status();
     uri_ = *db;
-    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_migrate_XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
     path_ = dir_ + "/iofleet.db";
     auto src = OpenSqliteStore(path_);
     ASSERT_TRUE(src.ok()) << src.status();
@@ -103,8 +103,6 @@ class MigrateTest : public ::testing::Test {
   void TearDown() override {
     source_.reset();
     if (server_ != nullptr) (void)server_->DropDatabase(uri_);
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
 
   // A store with a bit of everything; a failed batch leaves no seq gap in
@@ -147,7 +145,8 @@ class MigrateTest : public ::testing::Test {
   }
 
   pgtest::PgTestServer* server_ = nullptr;
-  std::string uri_, dir_, path_;
+  iofleet::testing::TempDir tmp_{"iofleet_migrate"};
+  std::string uri_, dir_, path_;  // dir_: tmp_.path()
   std::unique_ptr<Store> source_;
 };
 

@@ -15,7 +15,7 @@ struct SqliteBackend {
 
   absl::Status SetUp() {
     dir = std::make_unique<iofleet::testing::TempDir>("iofleet_store");
-    return dir->ok() ? absl::OkStatus() : absl::InternalError("mkdtemp");
+    return dir->ok() ? absl::OkStatus() : absl::InternalError("cannot make a temp dir");
   }
   absl::StatusOr<std::unique_ptr<Store>> Open() { return OpenSqliteStore(dir->File("db.sqlite")); }
   absl::StatusOr<std::unique_ptr<Store>> OpenOther() {

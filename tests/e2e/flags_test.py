@@ -65,6 +65,19 @@ def case_controller():
         c.start(init=False, data_dir=data)  # init = true comes from the file
         check(os.path.exists(os.path.join(data, "iofleet.db")), "the example config's store")
         c.stop()
+    # `migrate` through its own table: bad values exit 2 naming flag and value.
+    refused(run(ctl, "migrate", "--from=sqlite:/nonexistent", "--sample=lots"),
+            '--sample: "lots" is not a count')
+    refused(run(ctl, "migrate", "--from=/var/lib/iofleet"), '--from: "/var/lib/iofleet" is not sqlite:DIR')
+    refused(run(ctl, "migrate", "--from=sqlite:/x", "--sampel=1"),
+            'unknown flag "--sampel=1"', "usage: iofleet-controller migrate")
+    p = run(ctl, "migrate", "--help")
+    check(p.returncode == 0 and "--sample=N" in p.stdout and "(default 200)" in p.stdout,
+          f"migrate --help exit {p.returncode}: {p.stdout}")
+    p = run(ctl, "migrate", "--from=sqlite:/nonexistent", "--to=mysql://db")
+    if "no PostgreSQL support" not in p.stderr:  # a build without libpq stops before --to
+        # The value is shown redacted (a URI may hold a password).
+        refused(p, '--to: "', '" is not a postgresql:// or postgres:// URI')
 
 
 def case_agent():
@@ -93,6 +106,20 @@ def case_cli():
         p = subprocess.run([cli, *args], capture_output=True, text=True, timeout=30, env=env)
         check(p.returncode == 2, f"iofleet {args} exit {p.returncode}: {p.stderr}")
         check(needle in p.stderr, f"{needle!r} not in: {p.stderr}")
+    # The global flags and `history`'s, on the flag table too: before or after
+    # the command, a bad value exits 2 naming the flag and the value.
+    for args, needle in ((["agents", "--controller=ftp://x"],
+                          '--controller: "ftp://x" is not an http://HOST:PORT URL'),
+                         (["--token=a b", "agents"], "--token: the token contains whitespace"),
+                         (["history", "alerts", "--state=done"],
+                          '--state: "done" is not a triage state'),
+                         (["history", "series", "--brnch=main"], 'unknown flag "--brnch=main"')):
+        p = subprocess.run([cli, *args], capture_output=True, text=True, timeout=30, env=env)
+        refused(p, needle)
+    p = run(cli, "--help")
+    for flag in ("--controller=URL", "--token=TOKEN", "--token-file=FILE", "--ca=PEM",
+                 "--cert=PEM", "--key=PEM", "(default http://127.0.0.1:7080)"):
+        check(flag in p.stdout, f"{flag} not in iofleet --help:\n{p.stdout}")
 
 
 CASES = {"controller": case_controller, "agent": case_agent, "cli": case_cli}

@@ -17,6 +17,7 @@
 
 #include "agent/transport/agent_client.h"
 #include "cli/cli.h"
+#include "common/testing/temp_dir.h"
 #include "controller/scheduler/scheduler.h"
 #include "controller/server.h"
 #include "gmock/gmock.h"
@@ -54,15 +55,13 @@ class SecurityTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_sec_XXXXXX").string();
-    dir_ = mkdtemp(tmpl.data());
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
   }
   void TearDown() override {
     StopAgent();
     if (server_) server_->Shutdown();
     server_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
 
   static std::string Pki(const std::string& f) { return *pki_ + "/" + f; }
@@ -205,7 +204,8 @@ class SecurityTest : public ::testing::Test {
   }
 
   static std::string* pki_;
-  std::string dir_;
+  iofleet::testing::TempDir tmp_{"iofleet_sec"};
+  std::string dir_;  // tmp_.path()
   std::unique_ptr<controller::ControllerServer> server_;
   std::unique_ptr<agent::AgentClient> agent_;
   std::thread agent_thread_;

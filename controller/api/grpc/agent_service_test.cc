@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/testing/temp_dir.h"
 #include "controller/api/grpc/controller_service.h"
 #include "controller/store/sqlite_store.h"
 #include "gmock/gmock.h"
@@ -31,8 +32,8 @@ class GrpcTest : public ::testing::Test {
   void SetUp() override { Start(15000); }
 
   void Start(uint64_t heartbeat_timeout_ms) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_grpc_XXXXXX").string();
-    dir_ = mkdtemp(tmpl.data());
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
     auto store = OpenSqliteStore(dir_ + "/ctl.db");
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
@@ -63,8 +64,6 @@ class GrpcTest : public ::testing::Test {
     server_.reset();
     sched_.reset();
     store_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
 
   v1::AgentMessage Hello(const std::string& name, uint32_t version = 1, uint32_t min = 1) {
@@ -113,7 +112,8 @@ class GrpcTest : public ::testing::Test {
     return false;
   }
 
-  std::string dir_;
+  iofleet::testing::TempDir tmp_{"iofleet_grpc"};
+  std::string dir_;  // tmp_.path()
   std::unique_ptr<Store> store_;
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<AgentServiceImpl> agent_service_;

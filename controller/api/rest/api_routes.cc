@@ -23,11 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-void Reply(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(Dump(body), "application/json");
-}
-
 // The query parameters of the list routes as the RPCs' ListRequest.
 absl::StatusOr<v1::ListRequest> ListParams(const httplib::Request& req) {
   v1::ListRequest lr;
@@ -118,6 +113,11 @@ absl::Status CompareRoute(Scheduler& scheduler, const httplib::Request& req,
 }
 
 }  // namespace
+
+void Reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(Dump(body), "application/json");
+}
 
 absl::Status CheckSubmittedSpec(const v1::JobSpec& spec) {
   if (spec.fio_text().empty() == spec.options_json().empty()) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "nlohmann/json.hpp"
 
 namespace httplib {
 struct Request;
@@ -55,6 +56,10 @@ struct ApiRoute {
   std::string response;  // full name of the proto message it answers with ("" = not a proto)
   StatusHandler handler;
 };
+
+// Answers with `status` and `body` as JSON (proto_json.h's Dump). The one
+// reply writer of the REST handlers (these routes, RestServer's, history's).
+void Reply(httplib::Response& res, int status, const nlohmann::json& body);
 
 // POST /jobs's body beyond its fields' types (proto_json.h checks those):
 // exactly one workload, "fio" or "options". InvalidArgument naming "fio".

@@ -23,11 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-void Reply(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(Dump(body), "application/json");
-}
-
 void ReplyError(httplib::Response& res, const absl::Status& s) {
   Reply(res, HttpStatusFor(s.code()), ErrorToJson(s));
 }

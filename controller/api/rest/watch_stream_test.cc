@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/testing/temp_dir.h"
 #include "controller/api/grpc/agent_service.h"
 #include "controller/api/rest/rest_server.h"
 #include "controller/store/sqlite_store.h"
@@ -117,8 +118,8 @@ class Watcher {
 class WatchStreamTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "iofleet_watch_XXXXXX").string();
-    dir_ = mkdtemp(tmpl.data());
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
     auto store = OpenSqliteStore(dir_ + "/ctl.db");
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
@@ -156,8 +157,6 @@ class WatchStreamTest : public ::testing::Test {
     grpc_.reset();
     sched_.reset();
     store_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
 
   // Connects agent "a", submits a job to it and starts its run; sets job_, run_.
@@ -232,7 +231,8 @@ class WatchStreamTest : public ::testing::Test {
     return absl::StrCat("/api/v1/jobs/", job_, "/watch", query);
   }
 
-  std::string dir_;
+  iofleet::testing::TempDir tmp_{"iofleet_watch"};
+  std::string dir_;  // tmp_.path()
   std::unique_ptr<Store> store_;
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<grpcapi::AgentServiceImpl> agent_service_;
@@ -304,13 +304,13 @@ TEST_F(WatchStreamTest, UnknownJobOrRunIs404NamingIt) {
   auto r = c.Get("/api/v1/jobs/nope/watch");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
-  EXPECT_THAT(r->body, testing::HasSubstr("nope"));
+  EXPECT_THAT(r->body, ::testing::HasSubstr("nope"));
   r = c.Get(WatchPath("?run=other").c_str());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
   json body = json::parse(r->body);
   EXPECT_EQ(body["error"]["field"], "run") << r->body;
-  EXPECT_THAT(body["error"]["message"].get<std::string>(), testing::HasSubstr("other"));
+  EXPECT_THAT(body["error"]["message"].get<std::string>(), ::testing::HasSubstr("other"));
 }
 
 // A client that stops reading is dropped with an "event: dropped" once more
@@ -357,10 +357,10 @@ TEST_F(WatchStreamTest, AClientThatStopsReadingIsDroppedNotWaitedFor) {
     got.append(buf, static_cast<size_t>(n));
   }
   close(fd);
-  EXPECT_THAT(got, testing::HasSubstr("HTTP/1.1 200"));
-  EXPECT_THAT(got, testing::HasSubstr("event: dropped"));
-  EXPECT_THAT(got, testing::HasSubstr("read too slowly"));
-  EXPECT_THAT(got, testing::Not(testing::HasSubstr("event: end")));
+  EXPECT_THAT(got, ::testing::HasSubstr("HTTP/1.1 200"));
+  EXPECT_THAT(got, ::testing::HasSubstr("event: dropped"));
+  EXPECT_THAT(got, ::testing::HasSubstr("read too slowly"));
+  EXPECT_THAT(got, ::testing::Not(::testing::HasSubstr("event: end")));
 }
 
 // Streams have threads of their own, bounded: one more than the limit gets
@@ -381,7 +381,7 @@ TEST_F(WatchStreamTest, StreamsAreBoundedAndDoNotHoldApiWorkers) {
   auto r = c.Get(WatchPath().c_str());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503);
-  EXPECT_THAT(r->body, testing::HasSubstr("too many push streams"));
+  EXPECT_THAT(r->body, ::testing::HasSubstr("too many push streams"));
   auto job = c.Get(absl::StrCat("/api/v1/jobs/", job_).c_str());  // the one worker is free
   ASSERT_TRUE(job);
   EXPECT_EQ(job->status, 200);
