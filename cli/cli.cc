@@ -182,17 +182,20 @@ const CommandHelp kCommandHelp[] = {
      "Cancels the job's queued and running runs (exit 1 when it already ended).\n"},
     {"compare",
      "usage: iofleet compare JOB [JOB_B] [--format=markdown|json|junit] [--fail-on=WHAT]\n"
-     "                       [--allow-unaudited]\n"
+     "                       [--allow-unaudited] [--require-steady-state]\n"
      "\n"
      "The job's A/B (or sweep) comparison table with verdicts; with JOB_B, the two\n"
-     "jobs compared (A = JOB, B = JOB_B).\n"},
+     "jobs compared (A = JOB, B = JOB_B). --require-steady-state excludes runs of a\n"
+     "steadystate= job that did not attain steady state (default: used, flagged).\n"},
     {"history",
      "usage: iofleet history series [--AXIS=V]... | show SERIES\n"
      "                       | alerts [--state S] [--metric M] | report ALERT\n"
      "                       | triage ALERT STATE | repro ALERT [--output FILE]\n"
+     "                       | telemetry RUN\n"
      "\n"
      "Regression tracking: the series runs feed, their points, alerts and their\n"
-     "triage, an alert's report and its reproduction bundle.\n"},
+     "triage, an alert's report and its reproduction bundle; a run's agent\n"
+     "telemetry second by second (disk util/await/queue, CPU, device IRQs).\n"},
 };
 
 const char* CommandHelpText(const std::string& cmd) {
@@ -1001,7 +1004,9 @@ int CmdCancel(const ApiClient& api, const std::vector<std::string>& rest) {
 int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
   Args a;
   if (auto e = ParseFlags("compare", rest,
-                          {{"format", true}, {"fail-on", true}, {"allow-unaudited", false}}, &a)) {
+                          {{"format", true}, {"fail-on", true}, {"allow-unaudited", false},
+                           {"require-steady-state", false}},
+                          &a)) {
     return Usage(*e);
   }
   if (a.positional.size() != 1 && a.positional.size() != 2) {
@@ -1019,7 +1024,8 @@ int CmdCompare(const ApiClient& api, const std::vector<std::string>& rest) {
   // Two jobs: GET /compare?a=&b= (arms A and B are the jobs).
   const bool two = a.positional.size() == 2;
   const std::string id = two ? a.positional[0] + " vs " + a.positional[1] : a.positional[0];
-  auto path = [&](const std::string& q) {
+  auto path = [&](std::string q) {
+    if (a.Has("require-steady-state")) q += q.empty() ? "?steady_state=require" : "&steady_state=require";
     return two ? absl::StrCat("/compare?a=", a.positional[0], "&b=", a.positional[1],
                               q.empty() ? "" : "&", q.empty() ? "" : q.substr(1))
                : absl::StrCat("/jobs/", id, "/compare", q);

@@ -162,6 +162,31 @@ int Show(const ApiClient& api, const Parsed& p) {
                           S(ax, "kernel_release"), ax.contains("tags") ? ax["tags"].dump() : ""));
   }
   if (!S(*r, "note").empty()) Print(absl::StrCat("note: ", S(*r, "note")));
+  // Per build (builds.h): only when some build ran more than once.
+  const json builds = r->value("builds", json::object());
+  bool several = false;
+  for (const json& g : builds.value("groups", json::array())) {
+    several = several || g.value("points", 0) > 1;
+  }
+  if (several) {
+    Print(absl::StrFormat("per %s:", S(builds, "tag")));
+    Print(absl::StrFormat("  %-20s %6s %14s %14s %9s %14s %14s  %s", "BUILD", "POINTS", "MEAN",
+                          "MEDIAN", "%STDDEV", "MIN", "MAX", "HOSTS"));
+    auto num = [](const json& g, const char* k, bool pct) -> std::string {
+      auto it = g.find(k);
+      if (it == g.end() || !it->is_number()) return "-";
+      const double v = it->get<double>();
+      return pct ? absl::StrFormat("%.2f", v) : absl::StrFormat("%.6g", v);
+    };
+    for (const json& g : builds["groups"]) {
+      std::vector<std::string> hosts;
+      for (const json& h : g.value("hosts", json::array())) hosts.push_back(h.get<std::string>());
+      Print(absl::StrFormat("  %-20s %6s %14s %14s %9s %14s %14s  %s", S(g, "value"),
+                            S(g, "points"), num(g, "mean", false), num(g, "median", false),
+                            num(g, "stddev_pct", true), num(g, "min", false),
+                            num(g, "max", false), absl::StrJoin(hosts, ",")));
+    }
+  }
   Print(absl::StrCat("parameters: ", S(*r, "parameters")));
   return kExitOk;
 }
@@ -226,15 +251,76 @@ int Repro(const ApiClient& api, const Parsed& p) {
   return kExitOk;
 }
 
+// One run's agent telemetry (GET /runs/{id}/telemetry): a row per second, one
+// block of columns per device, then the run's means.
+int Telemetry(const ApiClient& api, const Parsed& p) {
+  if (p.positional.size() != 1) return Usage("telemetry: exactly one RUN expected");
+  auto r = api.Get("/runs/" + Encode(p.positional[0]) + "/telemetry");
+  if (!r.ok()) return Fail(r.status());
+  if (p.json) return Print(r->dump(2)), kExitOk;
+  auto num = [](const json& j, const char* k) -> std::string {
+    auto it = j.find(k);
+    return it != j.end() && it->is_number() ? absl::StrFormat("%.1f", it->get<double>())
+                                            : std::string("-");
+  };
+  std::vector<std::string> irq;
+  for (const json& l : r->value("irq_lines", json::array())) {
+    irq.push_back(l.is_string() ? l.get<std::string>() : l.dump());
+  }
+  Print(absl::StrCat("run ", S(*r, "run_id"), " on ", S(*r, "host"), ", every ",
+                     S(*r, "interval_ms"), " ms; device IRQ lines: ",
+                     irq.empty() ? "none matched" : absl::StrJoin(irq, ",")));
+  std::vector<std::string> devices;
+  const json seconds = r->value("seconds", json::array());
+  if (!seconds.empty() && seconds[0].contains("devices") && seconds[0]["devices"].is_object()) {
+    for (const auto& [name, d] : seconds[0]["devices"].items()) devices.push_back(name);
+  }
+  std::string head = absl::StrFormat("%7s", "T_S");
+  for (const std::string& d : devices) {
+    absl::StrAppend(&head, absl::StrFormat("  %-10.10s %6s %8s %6s", d, "UTIL%", "AWAIT_MS",
+                                           "AQU"));
+  }
+  absl::StrAppend(&head, absl::StrFormat("  %5s %5s %5s %5s %6s %9s %9s", "USR%", "SYS%", "IRQ%",
+                                         "SIRQ%", "IOWT%", "DEVIRQ/S", "CTXT/S"));
+  Print(head);
+  for (const json& row : seconds) {
+    std::string line = absl::StrFormat("%7s", num(row, "t_s"));
+    const json devs = row.value("devices", json::object());
+    for (const std::string& d : devices) {
+      const json one = devs.value(d, json::object());
+      absl::StrAppend(&line, absl::StrFormat("  %-10s %6s %8s %6s", "", num(one, "util_pct"),
+                                             num(one, "await_ms"), num(one, "aqu_sz")));
+    }
+    const json cpu = row.value("cpu", json::object());
+    absl::StrAppend(&line, absl::StrFormat("  %5s %5s %5s %5s %6s %9s %9s", num(cpu, "usr_pct"),
+                                           num(cpu, "sys_pct"), num(cpu, "irq_pct"),
+                                           num(cpu, "softirq_pct"), num(cpu, "iowait_pct"),
+                                           num(row, "dev_irq_s"), num(row, "ctxt_s")));
+    Print(line);
+  }
+  const json means = r->value("means", json::object());
+  if (means.is_object() && !means.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : means.items()) {
+      parts.push_back(v.is_number() ? absl::StrFormat("%s=%.2f", k, v.get<double>())
+                                    : absl::StrCat(k, "=", v.dump()));
+    }
+    Print(absl::StrCat("means: ", absl::StrJoin(parts, " ")));
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int CmdHistory(const ApiClient& api, const std::vector<std::string>& args) {
-  if (args.empty()) return Usage("a subcommand is needed: series, show, alerts, report, triage, repro");
+  if (args.empty()) {
+    return Usage("a subcommand is needed: series, show, alerts, report, triage, repro, telemetry");
+  }
   const std::string sub = args[0];
   if (sub != "series" && sub != "show" && sub != "alerts" && sub != "report" && sub != "triage" &&
-      sub != "repro") {
+      sub != "repro" && sub != "telemetry") {
     return Usage(absl::StrCat("unknown subcommand \"", sub,
-                              "\" (series, show, alerts, report, triage, repro)"));
+                              "\" (series, show, alerts, report, triage, repro, telemetry)"));
   }
   Parsed p;
   if (auto e = Parse(sub, std::vector<std::string>(args.begin() + 1, args.end()), &p)) {
@@ -245,6 +331,7 @@ int CmdHistory(const ApiClient& api, const std::vector<std::string>& args) {
   if (sub == "alerts") return Alerts(api, p);
   if (sub == "report") return Report(api, p);
   if (sub == "triage") return Triage(api, p);
+  if (sub == "telemetry") return Telemetry(api, p);
   return Repro(api, p);
 }
 

@@ -29,6 +29,7 @@
 #include "controller/store/postgres_store.h"
 #endif
 #ifdef IOFLEET_HAVE_HISTORY
+#include "controller/history/grpc_service.h"
 #include "controller/history/rest_routes.h"
 #include "controller/history/worker.h"
 #else
@@ -276,6 +277,15 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
                            grpc_creds, &grpc_port);
   builder.RegisterService(s->agent_service_.get());
   builder.RegisterService(s->controller_service_.get());
+#ifdef IOFLEET_HAVE_HISTORY
+  {
+    Scheduler* sched = s->scheduler_.get();
+    s->history_service_ = std::make_unique<history::HistoryServiceImpl>(
+        s->store_.get(), sched, history::WorkerOptions().params,
+        [sched] { return sched->NowMs(); }, options.api_token);
+    builder.RegisterService(s->history_service_.get());
+  }
+#endif
   builder.SetMaxReceiveMessageSize(64 << 20);
   s->grpc_server_ = builder.BuildAndStart();
   if (s->grpc_server_ == nullptr || grpc_port == 0) {
@@ -333,6 +343,7 @@ void ControllerServer::Shutdown() {
   }
   rest_server_.reset();
   grpc_server_.reset();
+  history_service_.reset();
   history_.reset();  // stops its thread before the store closes
   scheduler_.reset();
   store_.reset();

@@ -19,6 +19,7 @@
 namespace grpc {
 class Server;
 class ServerCredentials;
+class Service;
 }
 
 namespace iofleet::controller {
@@ -91,8 +92,9 @@ struct ServerOptions {
   // alerts routes still serve what is stored). Default: 1 s.
   uint32_t history_poll_ms = 1000;
   // Extra runs a side the worker may submit to settle an UNKNOWN change
-  // (controller/history/rerun.h) (--history-rerun-budget). 0 = never (the default: opt in; the soak showed
-  // extra runs submitted by themselves on a noisy series, most of them failing).
+  // (controller/history/rerun.h) (--history-rerun-budget). 0 = never (the default: opt in; in the
+  // soak most extra runs failed: they were placed on every agent of the anchor's kernel, fixed
+  // 2026-12-02 in rerun.cc, and they are still jobs the controller submits by itself).
   int history_rerun_budget = 0;
 
   // --- High availability (controller/ha.h; PostgreSQL only). The fencing
@@ -132,6 +134,7 @@ class ControllerServer {
   std::unique_ptr<history::HistoryWorker> history_;  // reads the store beside the scheduler
   std::unique_ptr<grpcapi::AgentServiceImpl> agent_service_;
   std::unique_ptr<grpcapi::ControllerServiceImpl> controller_service_;
+  std::unique_ptr<grpc::Service> history_service_;  // HistoryService (history.proto)
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<rest::RestServer> rest_server_;
   std::string grpc_address_;

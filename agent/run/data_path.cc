@@ -168,6 +168,17 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
     }
     d->verifier_ = std::move(*v);
     d->verifying_ = true;
+    if (job.verify_async != 0) {
+      // Entries: every slot's block in flight to the helpers twice over, so
+      // the I/O thread waits only when the helpers fall behind.
+      const uint32_t entries = 2 * std::max<uint32_t>(d->cfg_.depth, job.verify_async);
+      auto a = AsyncVerifier::Create(d->verifier_->options(), job.verify_async, job.verify_async_cpus,
+                                     d->cfg_.slot_size, entries);
+      if (!a.ok()) {
+        return absl::Status(a.status().code(), absl::StrCat("job \"", job.name, "\": ", a.status().message()));
+      }
+      d->async_ = std::move(*a);
+    }
     d->replay_ = writes && job.do_verify && job.experimental_verify;
     d->log_writes_ = writes && job.do_verify && !d->replay_;
     d->sorted_log_ = !(jobspec::IsRandom(job.rw) && !job.norandommap);
@@ -532,6 +543,10 @@ int DataPath::OnCompleteSlow(IoRequest& r) {
   s.check = false;
   ++reads_done_;
   char* buf = cfg_.buffers + static_cast<size_t>(r.index) * cfg_.slot_size;
+  if (async_ != nullptr && !s.zero) {  // verify_async: a helper checks a copy (trimmed blocks: the zero check, here)
+    async_->Submit(buf, s.exp, &cfg_.file_names[s.file]);
+    return 0;
+  }
   std::string log;
   const int err = s.zero ? workload::BlockVerifier::CheckZero(buf, s.exp.offset, s.exp.len, cfg_.file_names[s.file], &log)
                          : verifier_->Check(buf, s.exp, cfg_.file_names[s.file], &log);
@@ -541,6 +556,23 @@ int DataPath::OnCompleteSlow(IoRequest& r) {
     if (cfg_.job->verify_fatal) stop_ = true;
   }
   return err;
+}
+
+std::vector<AsyncVerifier::Failure> DataPath::TakeAsyncFailures() {
+  if (async_ == nullptr) return {};
+  std::vector<AsyncVerifier::Failure> f = async_->TakeFailures();
+  for (const AsyncVerifier::Failure& x : f) {
+    std::fputs(x.log.c_str(), stderr);
+    if (first_failure_.empty()) first_failure_ = x.log.substr(0, x.log.find('\n'));
+    if (cfg_.job->verify_fatal) stop_ = true;
+  }
+  return f;
+}
+
+absl::Status DataPath::DrainAsync() {
+  if (async_ == nullptr) return absl::OkStatus();
+  async_->Drain();
+  return async_->pin_status();
 }
 
 void DataPath::OnFailedSlow(IoRequest& r) {

@@ -51,6 +51,7 @@
 #include "absl/status/statusor.h"
 #include "agent/engines/engine.h"
 #include "agent/run/io_generator.h"
+#include "agent/run/verify_async.h"
 #include "agent/workload/buffer_fill.h"
 #include "agent/workload/random.h"
 #include "agent/workload/verify.h"
@@ -136,6 +137,17 @@ class DataPath {
     if (verifying_) OnFailedSlow(r);
   }
   bool pass_done() const { return gen_.pass_done(); }
+  // verify_async (verify_async.h): a helper found a bad block since the last
+  // TakeAsyncFailures (a relaxed atomic load; false without helpers).
+  inline bool async_failed() const { return async_ != nullptr && async_->has_failures(); }
+  // The helpers' failures, reported as a synchronous check reports them
+  // (fio's lines on stderr, first_failure, verify_fatal's stop).
+  std::vector<AsyncVerifier::Failure> TakeAsyncFailures();
+  // Waits until the helpers have checked every block handed to them; a
+  // helper's pinning error (verify_async_cpus), else OK.
+  absl::Status DrainAsync();
+  // Blocks checked by the helpers so far (0 without verify_async).
+  uint64_t async_checked() const { return async_ != nullptr ? async_->checked() : 0; }
 
   // End of a pass of the generator: true when the loop must drain and run the
   // verify phase now (BeginVerifyPhase); false otherwise (also when a verify
@@ -246,6 +258,8 @@ class DataPath {
   uint64_t replay_budget_ = 0;   // bytes to verify (the pass's writes)
   uint64_t replay_issued_ = 0;
   uint64_t replay_numberio_ = 0;
+  // verify_async: the helpers (declared last: they hold pointers into cfg_).
+  std::unique_ptr<AsyncVerifier> async_;
 };
 
 }  // namespace iofleet::agent

@@ -29,6 +29,11 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   slot_size_ = slot_size;
   wrap_ = wrap;
   invalidate_on_rewind_ = job.invalidate;
+  strided_ = job.zone_mode == jobspec::ZoneMode::kStrided;
+  zone_size_ = job.zone_size;
+  zone_range_ = job.zone_range != 0 ? job.zone_range : job.zone_size;
+  zone_skip_ = job.zone_skip;
+  zone_bytes_ = 0;
   auto seeds = workload::MakeJobSeeds(job, thread_number);
   if (!seeds.ok()) return seeds.status();
   auto rwmix = workload::RwMix::ForJob(job, *seeds);
@@ -70,6 +75,7 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
     fs.region_len = files[i].region_len;
     fs.zbd = files[i].zbd;
     fs.is_block_device = files[i].is_block_device;
+    fs.file_end = std::max(files[i].file_size, fs.region_start + fs.region_len);
     fds_.push_back(fs.fd);
     for (int d = 0; d < jobspec::kNumDdirs; ++d) {
       if (shared && d > 0) {
@@ -190,8 +196,37 @@ void IoGenerator::ResetFiles() {
   for (auto& f : files_) {
     for (auto& g : f.owned) g->Reset();
     f.done = false;
+    f.zone_off = 0;
+    f.last_pos.fill(0);
   }
+  zone_bytes_ = 0;
   files_done_ = 0;
+}
+
+bool IoGenerator::FillStrided(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
+  if (zone_bytes_ >= zone_size_) {  // the zone is done: on to the next one
+    zone_bytes_ = 0;
+    f.zone_off += zone_range_ + zone_skip_;
+    if (f.region_start + f.zone_off >= f.file_end) f.zone_off = 0;  // past the end: the start
+    f.last_pos[d] = f.zone_off;
+  }
+  // zonesize above zonerange: the zone's range is done again until zonesize is.
+  if (f.last_pos[d] >= f.zone_off + zone_range_) f.last_pos[d] = f.zone_off;
+  const uint64_t off = f.last_pos[d];
+  if (f.region_start + off >= f.file_end) return false;
+  const uint64_t len = bs_->Next(d, f.file_end - f.region_start - off);
+  if (len == 0) return false;  // the block does not fit before the end of the file
+  f.last_pos[d] = off + len;
+  zone_bytes_ += len;
+  pass_left_ -= len < pass_left_ ? len : pass_left_;
+  ++filled_;
+  r.op = static_cast<IoOp>(d);
+  r.fd = f.fd;
+  r.file_index = static_cast<int>(fi);
+  r.offset = f.region_start + off;
+  r.len = static_cast<uint32_t>(len);
+  r.buf = buffers_ + static_cast<size_t>(r.index) * slot_size_;
+  return true;
 }
 
 bool IoGenerator::Rewind() {

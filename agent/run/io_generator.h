@@ -138,7 +138,16 @@ class IoGenerator {
     // keep a cursor per direction.
     std::array<workload::OffsetGen*, jobspec::kNumDdirs> gen{};
     std::vector<std::unique_ptr<workload::OffsetGen>> owned;
+    // zonemode=strided: the zone's start (from region_start) and the next
+    // offset per direction (fio's file_offset and last_pos); the file's end.
+    uint64_t zone_off = 0;
+    std::array<uint64_t, jobspec::kNumDdirs> last_pos{};
+    uint64_t file_end = 0;
   };
+  // zonemode=strided (sequential I/O): zonesize bytes in each zone, then the
+  // next zone zonerange + zoneskip further, back to the start past the end of
+  // the file, as fio's setup_strided_zone_mode.
+  bool FillStrided(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d);
 
   inline bool Fill(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
     if (trimwrite_ && d == jobspec::kWrite && trimmed_.len != 0) {
@@ -155,6 +164,7 @@ class IoGenerator {
       trimmed_.len = 0;
       return true;
     }
+    if (strided_) return FillStrided(f, fi, r, d);
     if (f.zbd != nullptr) d = f.zbd->AdjustDdir(d);
     workload::OffsetGen& gen = *f.gen[d];
     uint64_t block;
@@ -236,6 +246,10 @@ class IoGenerator {
   };
   bool trimwrite_ = false;
   Trimmed trimmed_;
+  // zonemode=strided: zonesize, zonerange, zoneskip, and the bytes done in
+  // the current zone (fio's td->zone_bytes).
+  bool strided_ = false;
+  uint64_t zone_size_ = 0, zone_range_ = 0, zone_skip_ = 0, zone_bytes_ = 0;
   size_t cur_file_ = 0;
   uint64_t service_nr_ = 1;    // I/Os per pick (file_service_type's :N; sequential: all)
   uint64_t service_left_ = 1;

@@ -278,6 +278,25 @@ void IoLoop::DataFailed(const IoRequest& r, int err) {
   IoFailed(r, err);
 }
 
+void IoLoop::AsyncFailed(DataPath& src) {
+  for (const AsyncVerifier::Failure& f : src.TakeAsyncFailures()) {
+    IoRequest q;
+    q.op = IoOp::kRead;
+    q.offset = f.offset;
+    q.len = f.len;
+    DataFailed(q, EILSEQ);
+  }
+}
+
+void IoLoop::DrainAsync(DataPath& src) {
+  const absl::Status s = src.DrainAsync();
+  if (!s.ok() && error_ == 0) {
+    error_ = EINVAL;
+    error_text_ = std::string(s.message());
+  }
+  AsyncFailed(src);
+}
+
 void IoLoop::BeginVerifyPhase() {
   write_phase_ns_ += now_ - phase_start_ns_;
   phase_start_ns_ = now_;
@@ -377,11 +396,12 @@ void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
     ds.bw = hd.bw;
     ds.iops = hd.iops;
     // disable_*/gtod_reduce: the figures fio does not measure are reported
-    // empty, as fio reports them (iofleet still reads its clock per batch).
+    // empty, as fio reports them. The windowed bw/iops samples stay: fio's
+    // helper thread takes them whatever disable_bw says (disable_bw only stops
+    // per-I/O bandwidth log entries), and its JSON has them with gtod_reduce=1.
     if (job_.disable_slat) ds.lat[stats::kSlat] = stats::RunningStat{}, ds.hist[stats::kSlat].Clear();
     if (job_.disable_clat) ds.lat[stats::kClat] = stats::RunningStat{}, ds.hist[stats::kClat].Clear();
     if (job_.disable_lat) ds.lat[stats::kLat] = stats::RunningStat{}, ds.hist[stats::kLat].Clear();
-    if (job_.disable_bw) ds.bw = stats::RunningStat{}, ds.iops = stats::RunningStat{};
     ds.prios.clear();
     if (d < 2 && !prio_hot_[d].empty() && !job_.disable_clat) {
       const std::vector<uint32_t>& slots = gen_.cmdprio().slots(d);
@@ -398,8 +418,10 @@ void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
   js.latency_depth = pacer_.lat_target() ? pacer_.qd() : job_.iodepth;
   if (cfg_.steady_state != nullptr) js.steadystate = cfg_.steady_state->Result();
   js.sync_total_ios = stats_.sync_ios;
-  js.sync_lat = stats_.sync_lat.ToRunningStat();
-  js.sync_hist = stats_.sync_hist;
+  if (!job_.disable_clat) {  // fio: no sync latency sample with disable_clat
+    js.sync_lat = stats_.sync_lat.ToRunningStat();
+    js.sync_hist = stats_.sync_hist;
+  }
   js.iodepth_level = stats_.depth_level;
   js.iodepth_submit = stats_.depth_submit;
   js.iodepth_complete = stats_.depth_complete;

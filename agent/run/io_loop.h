@@ -4,7 +4,11 @@
 // Hot-path rules (see README "Engine cost"): per I/O there is no allocation, no
 // lock, no syscall but the engine's own, and no clock read; the clock is read once
 // after each submit batch (issue time) and once after each reap batch (completion
-// time), and a prepared I/O takes the last reading as its start time. Stats are
+// time), and a prepared I/O takes the last reading as its start time.
+// gtod_reduce (or all four disable_* switches) measures no latency: the plain
+// loop then keeps a coarse time only, read once per 64 completed I/Os with
+// gtod_reduce (fio's ts_cache_mask 63) or once per completion batch with the
+// disable_* switches alone, for runtime, ticks and bandwidth (CoarseClock). Stats are
 // plain integers owned by the worker; once per interval (1 s) the worker itself
 // publishes an interval record and, when asked, a snapshot.
 //
@@ -141,6 +145,10 @@ class IoLoop {
   int error() const { return error_; }
   const std::string& error_text() const { return error_text_; }
   uint64_t total_err() const { return total_err_; }
+  // gtod_reduce: the loop keeps a coarse clock and measures no latency.
+  bool coarse_clock() const { return coarse_; }
+  // Coarse mode: clock readings taken by the I/O loop (for tests and bench).
+  uint64_t coarse_clock_reads() const { return clock_reads_; }
   // CPUs (ids < 64) this loop was seen running on, sampled once per interval.
   uint64_t cpus_seen_mask() const { return cpus_seen_mask_; }
   uint64_t ios_since_epoch() const {
@@ -166,8 +174,10 @@ class IoLoop {
     if (r.op == IoOp::kFsync) {
       last_was_sync_ = true;
       ++stats_.sync_ios;
-      stats_.sync_lat.Add(now - r.issue_ns);
-      stats_.sync_hist.Add(now - r.issue_ns);
+      if (!coarse_) {
+        stats_.sync_lat.Add(now - r.issue_ns);
+        stats_.sync_hist.Add(now - r.issue_ns);
+      }
       if (res < 0 && error_ == 0) {
         error_ = -res;
         error_text_ = absl::StrCat("fsync: ", std::strerror(-res));
@@ -189,10 +199,17 @@ class IoLoop {
       IoFailed(r, -res);
       return;
     }
-    const uint64_t clat = now - r.issue_ns;
-    const uint64_t lat = now - r.start_ns;
     hd.bytes += static_cast<uint64_t>(res);
     ++hd.done;
+    if (coarse_) {  // no latency measured (gtod_reduce): the times are coarse
+      if constexpr (Src::kHooks) {
+        if (const int err = src.OnComplete(r); err != 0) DataFailed(r, err);
+        if (src.async_failed()) AsyncFailed(src);
+      }
+      return;
+    }
+    const uint64_t clat = now - r.issue_ns;
+    const uint64_t lat = now - r.start_ns;
     hd.lat[stats::kClat].Add(clat);
     hd.lat[stats::kLat].Add(lat);
     if (track_hist_[stats::kClat]) hd.hist[stats::kClat].Add(clat);
@@ -207,6 +224,7 @@ class IoLoop {
     }
     if constexpr (Src::kHooks) {
       if (const int err = src.OnComplete(r); err != 0) DataFailed(r, err);
+      if (src.async_failed()) AsyncFailed(src);
     }
     if constexpr (kLog) {
       if (ramp_end_ns_ == 0) {  // fio logs nothing during the ramp
@@ -218,6 +236,10 @@ class IoLoop {
   // An I/O (or verify) error: fatal, or counted when continue_on_error covers it.
   void IoFailed(const IoRequest& r, int err);
   void DataFailed(const IoRequest& r, int err);
+  // verify_async: the helpers' failures, each accounted as a failed read.
+  void AsyncFailed(DataPath& src);
+  // verify_async: waits for the helpers, then accounts what they found.
+  void DrainAsync(DataPath& src);
 
   // The paced loop's completion work: scheduled latency, latency target,
   // serialize_overlap's in-flight marks.
@@ -239,10 +261,24 @@ class IoLoop {
   }
 
   inline void AddSlat(int d, uint64_t slat, uint64_t n) {
+    if (coarse_) return;
     stats_.dir[d].lat[stats::kSlat].AddN(slat, n);
     if (track_hist_[stats::kSlat]) stats_.dir[d].hist[stats::kSlat].AddN(slat, n);
   }
 
+  // The clock after `n` completions: a fresh reading, or in coarse mode
+  // (gtod_reduce) the last one until 64 I/Os (coarse_period_) have completed
+  // since it was taken.
+  inline uint64_t CoarseClock(uint32_t n) {
+    if (!coarse_) return now_ = Clock::NowNs();
+    coarse_nr_ += n;
+    if (coarse_nr_ >= coarse_period_) {
+      coarse_nr_ = 0;
+      now_ = Clock::NowNs();
+      ++clock_reads_;
+    }
+    return now_;
+  }
   // Periodic work driven by the loop's own clock readings (never per I/O).
   inline void Tick(uint64_t now) {
     if (now >= next_tick_ns_) SlowTick(now);
@@ -367,6 +403,11 @@ class IoLoop {
   bool prio_on_ = false;
 
   uint64_t now_ = 0;
+  // gtod_reduce / disable_{lat,clat,slat,bw}: the coarse clock (CoarseClock).
+  bool coarse_ = false;
+  uint32_t coarse_period_ = 1;
+  uint32_t coarse_nr_ = 0;
+  uint64_t clock_reads_ = 0;
   uint64_t start_ns_ = 0;
   uint64_t epoch_ns_ = 0;
   uint64_t epoch_realtime_ms_ = 0;
@@ -447,6 +488,13 @@ absl::Status IoLoop::Run(E& e) {
   batch_.reserve(slots_.size());
   absl::Status st;
   if (pacer_.active()) inflight_mark_.assign(slots_.size(), false);
+  // fio's gtod_reduce(): no latency figure wanted, so no issue or completion
+  // time per I/O. The paced loop (rates, think time, latency target) and
+  // per-I/O logs keep reading the clock, as fio's rate code does.
+  coarse_ = job_.disable_lat && job_.disable_clat && job_.disable_slat && job_.disable_bw &&
+            !pacer_.active() && (log_ == nullptr || !log_->plan().completions);
+  coarse_period_ = job_.gtod_reduce ? 64 : 1;
+  coarse_nr_ = 0;
   if (log_ != nullptr && log_->plan().completions) {
     st = data_ == nullptr ? RunPhases<E, true>(e, gen_) : RunPhases<E, true>(e, *data_);
   } else {
@@ -454,6 +502,7 @@ absl::Status IoLoop::Run(E& e) {
   }
   pacer_.FlowExit();
   if (cfg_.steady_state != nullptr) cfg_.steady_state->MemberDone(cfg_.ss_member);
+  if (coarse_) now_ = Clock::NowNs();  // the runtime ends at a true reading
   end_ns_ = now_;
   // fsync_on_close: fio fsyncs each file at the end of the I/O as end_fsync does.
   if ((job_.end_fsync || (job_.fsync_on_close && jobspec::HasWrite(job_.rw))) && error_ == 0) EndFsync();
@@ -470,6 +519,7 @@ absl::Status IoLoop::RunPhases(E& e, Src& src) {
     if constexpr (!Src::kHooks) {
       return st;
     } else {
+      DrainAsync(src);  // verify_async: every block handed over is checked
       if (!st.ok() || !phase_switch_) return st;
       phase_switch_ = false;
       if (error_ != 0 || ShouldStop(now_) || data_->stop_requested()) return st;
@@ -525,7 +575,7 @@ absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
       if (!NextPass(now_)) break;
       continue;
     }
-    const uint64_t issue = Clock::NowNs();
+    const uint64_t issue = coarse_ ? now_ : Clock::NowNs();
     r.start_ns = issue;
     r.issue_ns = issue;
     CountIssued(r);
@@ -551,7 +601,7 @@ absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
       ++stats_.total_complete;
     }
     e.Queue(r);
-    now_ = Clock::NowNs();
+    CoarseClock(1);
     int32_t res = r.res;
     if (res > 0 && static_cast<uint32_t>(res) < r.len) {
       // Short transfer: account what was done, then finish the rest.
@@ -569,7 +619,7 @@ absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
         }
         done += static_cast<uint32_t>(rest.res);
       }
-      now_ = Clock::NowNs();
+      if (!coarse_) now_ = Clock::NowNs();
       if (done == r.len) res = static_cast<int32_t>(r.len);
     }
     Complete<kPaced, kLog>(src, r, res, now_);
@@ -592,8 +642,7 @@ template <class E, bool kPaced, bool kLog, class Src>
 int IoLoop::ReapAndAccount(E& e, Src& src, int min, int max) {
   const int n = e.Reap(min, max, comps_.data());
   if (n <= 0) return n;
-  const uint64_t now = Clock::NowNs();
-  now_ = now;
+  const uint64_t now = CoarseClock(static_cast<uint32_t>(n));
   ++stats_.depth_complete[stats::BatchBin(static_cast<uint32_t>(n))];
   ++stats_.total_complete;
   for (int i = 0; i < n; ++i) {
@@ -641,7 +690,7 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
       error_text_ = absl::StrCat("submit: ", std::strerror(-r));
       return false;
     }
-    const uint64_t t = Clock::NowNs();
+    const uint64_t t = coarse_ ? now_ : Clock::NowNs();
     now_ = t;
     // Every I/O of the batch was prepared after the same clock reading, so the
     // batch shares one slat value.
@@ -761,7 +810,7 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
         // with no submit or complete batch, as fio does.
         ++stats_.depth_level[stats::DepthLevelBin(inflight + 1)];
         r.issue_ns = r.start_ns;
-        now_ = Clock::NowNs();
+        CoarseClock(1);
         Complete<kPaced, kLog>(src, r, r.res, now_);
         free_.push_back(&r);
         if (error_ != 0) stop_issuing_ = true;

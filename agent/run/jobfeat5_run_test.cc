@@ -176,6 +176,16 @@ TEST_F(JobFeat5Test, TrimBacklogTrimsVerifiedBlocksThatReadBackAsZeros) {
     EXPECT_EQ(ZeroBlocks(ReadAll(f), 4096), trims);
     fs::remove(f);
   }
+  // verify_async: the trimmed blocks are still checked for zeros (not by
+  // the async helpers, which would look for verify headers).
+  {
+    RunResult ra = MustRun("[ta]\nioengine=psync\nrw=write\nbs=4k\nsize=1m\nverify=crc32c\nverify_async=2\n"
+                           "trim_percentage=50\ntrim_backlog=8\nfilename=" + f + "\n");
+    ASSERT_EQ(ra.reported.size(), 1u);
+    EXPECT_EQ(ra.reported[0].error, 0) << ra.reported[0].error_text;
+    EXPECT_EQ(ra.reported[0].dir[2].total_ios, 131u);
+    EXPECT_EQ(ra.reported[0].dir[0].total_ios, 256u);
+  }
   // trim_verify_zero=0: trimmed blocks are not read back.
   RunResult r = MustRun("[tz]\nioengine=psync\nrw=write\nbs=4k\nsize=1m\nverify=crc32c\ntrim_percentage=50\n"
                         "trim_backlog=8\ntrim_verify_zero=0\nfilename=" + f + "\n");

@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "nlohmann/json.hpp"
@@ -77,6 +81,13 @@ StatCounters ParseStat(const std::string& text) {
 std::vector<uint64_t> ParseInterrupts(const std::string& text,
                                       const std::vector<std::string>& prefixes,
                                       std::vector<std::string>* matched) {
+  return ParseInterrupts(text, prefixes, {}, matched);
+}
+
+std::vector<uint64_t> ParseInterrupts(const std::string& text,
+                                      const std::vector<std::string>& prefixes,
+                                      const std::vector<int>& irqs,
+                                      std::vector<std::string>* matched) {
   std::istringstream in(text);
   std::string line;
   size_t ncpu = 0;
@@ -88,7 +99,7 @@ std::vector<uint64_t> ParseInterrupts(const std::string& text,
     }
   }
   std::vector<uint64_t> out(ncpu, 0);
-  if (prefixes.empty()) return out;
+  if (prefixes.empty() && irqs.empty()) return out;
   while (std::getline(in, line)) {
     std::istringstream f(line);
     std::string irq;
@@ -100,9 +111,13 @@ std::vector<uint64_t> ParseInterrupts(const std::string& text,
     if (n != ncpu) continue;  // NMI-style lines with fewer columns
     std::string tok, name;
     while (f >> tok) name = tok;
-    const bool hit = std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
-      return !p.empty() && name.compare(0, p.size(), p) == 0;
-    });
+    int number = -1;
+    if (!absl::SimpleAtoi(absl::string_view(irq).substr(0, irq.size() - 1), &number)) number = -1;
+    const bool hit = std::any_of(prefixes.begin(), prefixes.end(),
+                                 [&](const std::string& p) {
+                                   return !p.empty() && name.compare(0, p.size(), p) == 0;
+                                 }) ||
+                     (number >= 0 && std::find(irqs.begin(), irqs.end(), number) != irqs.end());
     if (!hit) continue;
     if (matched != nullptr) matched->push_back(name);
     for (size_t i = 0; i < ncpu; ++i) out[i] += counts[i];
@@ -166,6 +181,40 @@ std::string IrqPrefixFor(const std::string& sysfs_root, const std::string& dev_n
   if (base.compare(0, 4, "nvme") == 0) return base + "q";      // nvme0 -> nvme0q3
   if (base.compare(0, 6, "virtio") == 0) return base + "-req";  // virtio1 -> virtio1-req.0
   return "";
+}
+
+std::vector<int> IrqNumbersFor(const std::string& sysfs_root, const std::string& dev_name) {
+  std::error_code ec;
+  const std::filesystem::path top =
+      std::filesystem::canonical(std::filesystem::path(sysfs_root) / "devices", ec);
+  if (ec) return {};
+  std::filesystem::path dir = std::filesystem::canonical(
+      std::filesystem::path(sysfs_root) / "block" / dev_name / "device", ec);
+  if (ec) return {};
+  std::vector<int> out;
+  // Up from the device to the first PCI function with IRQs, never above devices/.
+  for (; !dir.empty() && dir != top && dir.native().rfind(top.native(), 0) == 0;
+       dir = dir.parent_path()) {
+    if (std::filesystem::is_directory(dir / "msi_irqs", ec)) {
+      for (const auto& e : std::filesystem::directory_iterator(dir / "msi_irqs", ec)) {
+        int n = 0;
+        if (absl::SimpleAtoi(e.path().filename().string(), &n)) out.push_back(n);
+      }
+      if (!out.empty()) break;
+    }
+    // A PCI function (its "class" file) with a legacy interrupt line.
+    if (std::filesystem::exists(dir / "class", ec) && std::filesystem::exists(dir / "irq", ec)) {
+      int n = 0;
+      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadAll((dir / "irq").string())), &n) &&
+          n > 0) {
+        out.push_back(n);
+        break;
+      }
+    }
+    if (dir == dir.parent_path()) break;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::string TelemetryJson(uint64_t interval_ms, const std::vector<std::string>& devices,
@@ -232,7 +281,15 @@ std::string TelemetryJson(uint64_t interval_ms, const std::vector<std::string>& 
 Sampler::Sampler(Options options) : options_(std::move(options)) {
   for (const std::string& d : options_.devices) {
     std::string p = IrqPrefixFor(options_.sysfs_root, d);
-    if (!p.empty()) irq_prefixes_.push_back(std::move(p));
+    if (!p.empty()) {
+      irq_prefixes_.push_back(std::move(p));
+      continue;
+    }
+    for (int n : IrqNumbersFor(options_.sysfs_root, d)) {
+      if (std::find(irq_numbers_.begin(), irq_numbers_.end(), n) == irq_numbers_.end()) {
+        irq_numbers_.push_back(n);
+      }
+    }
   }
 }
 
@@ -246,7 +303,7 @@ Snapshot Sampler::Take() {
   s.stat = ParseStat(ReadAll(options_.proc_root + "/stat"));
   std::vector<std::string> matched;
   s.dev_irqs = ParseInterrupts(ReadAll(options_.proc_root + "/interrupts"), irq_prefixes_,
-                               irq_lines_.empty() ? &matched : nullptr);
+                               irq_numbers_, irq_lines_.empty() ? &matched : nullptr);
   if (irq_lines_.empty()) irq_lines_ = std::move(matched);
   return s;
 }

@@ -10,7 +10,8 @@
 // - context switches / s and interrupts / s (all lines, /proc/stat);
 // - per CPU, interrupts / s on the devices' own IRQ lines (/proc/interrupts
 //   lines whose name starts with the device's queue prefix: "nvme0q",
-//   "virtio1-req"); devices without such lines are listed as having none.
+//   "virtio1-req"; else the lines of its PCI controller's MSI/INTx IRQ numbers,
+//   IrqNumbersFor); devices without such lines are listed as having none.
 #pragma once
 
 #include <condition_variable>
@@ -56,9 +57,14 @@ std::map<std::string, DiskCounters> ParseDiskstats(const std::string& text,
                                                    const std::vector<std::string>& wanted);
 StatCounters ParseStat(const std::string& text);
 // Per CPU, the sum of the lines whose name (last column) starts with one of
-// `prefixes`; `matched` (may be null) gets those names.
+// `prefixes` or whose IRQ number is one of `irqs`; `matched` (may be null) gets
+// those names.
 std::vector<uint64_t> ParseInterrupts(const std::string& text,
                                       const std::vector<std::string>& prefixes,
+                                      std::vector<std::string>* matched);
+std::vector<uint64_t> ParseInterrupts(const std::string& text,
+                                      const std::vector<std::string>& prefixes,
+                                      const std::vector<int>& irqs,
                                       std::vector<std::string>* matched);
 
 // One second's derived values.
@@ -82,6 +88,14 @@ Sample Derive(const Snapshot& prev, const Snapshot& cur, uint64_t elapsed_ms);
 // "device" link ("nvme0n1" -> "nvme0q", "vda" -> "virtio1-req"); "" when the
 // device has none we know (loop, zram, dm: their slaves carry the lines).
 std::string IrqPrefixFor(const std::string& sysfs_root, const std::string& dev_name);
+
+// The IRQ numbers of the PCI function a block device hangs off, for devices
+// whose queues have no name of their own in /proc/interrupts (SATA/SAS/SCSI
+// behind ahci, mpt3sas, megaraid_sas, ...; any driver): from the "device" link,
+// up the sysfs tree to the first directory with "msi_irqs" (its entries), else
+// a PCI function's "irq" file (legacy INTx; 0 = none). Those lines serve every
+// device of that controller. Empty when none is found under sysfs_root/devices.
+std::vector<int> IrqNumbersFor(const std::string& sysfs_root, const std::string& dev_name);
 
 // The samples as the JSON object stored under iofleet.telemetry.
 std::string TelemetryJson(uint64_t interval_ms, const std::vector<std::string>& devices,
@@ -115,6 +129,7 @@ class Sampler {
 
   Options options_;
   std::vector<std::string> irq_prefixes_;
+  std::vector<int> irq_numbers_;  // devices without a queue prefix (IrqNumbersFor)
   std::vector<std::string> irq_lines_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -2,10 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "common/testing/temp_dir.h"
 #include "nlohmann/json.hpp"
 
 namespace iofleet::agent::telemetry {
 namespace {
+
+using iofleet::testing::TempDir;
 
 // Two /proc snapshots one second (1000 ms) apart.
 constexpr char kDisk0[] =
@@ -113,6 +119,56 @@ TEST(TelemetryJson, ColumnsPerMetric) {
   EXPECT_EQ(j["cpus"][1]["dev_irq_s"], nlohmann::json({300.0, 300.0}));
   EXPECT_EQ(j["ctxt_s"].size(), 2u);
   EXPECT_EQ(j["irq_lines"].size(), 2u);
+}
+
+// A SATA disk behind ahci (MSI) and a SAS disk behind a controller with a
+// legacy INTx line: their /proc/interrupts lines are the controllers', found by
+// IRQ number from the sysfs tree (a canned tree in a temp dir); nvme/virtio
+// keep their queue-name prefixes.
+TEST(TelemetryIrq, ControllersWithoutQueueNamesMatchByIrqNumber) {
+  TempDir tmp("iofleet_telemetry_irq");
+  ASSERT_TRUE(tmp.ok());
+  namespace fs = std::filesystem;
+  const fs::path root = tmp.path();
+  const fs::path ahci = root / "devices/pci0000:00/0000:00:1f.2";
+  const fs::path sda = ahci / "ata1/host0/target0:0:0/0:0:0:0";
+  const fs::path sas = root / "devices/pci0000:00/0000:03:00.0";
+  const fs::path sdb = sas / "host1/target1:0:0/1:0:0:0";
+  fs::create_directories(sda);
+  fs::create_directories(ahci / "msi_irqs");
+  for (const char* n : {"45", "46"}) std::ofstream(ahci / "msi_irqs" / n) << "msi\n";
+  std::ofstream(ahci / "class") << "0x010601\n";
+  fs::create_directories(sdb);
+  std::ofstream(sas / "class") << "0x010700\n";
+  std::ofstream(sas / "irq") << "17\n";
+  fs::create_directories(root / "block/sda");
+  fs::create_directories(root / "block/sdb");
+  fs::create_directories(root / "block/loop0");
+  fs::create_directory_symlink(sda, root / "block/sda/device");
+  fs::create_directory_symlink(sdb, root / "block/sdb/device");
+
+  EXPECT_EQ(IrqPrefixFor(root.string(), "sda"), "");
+  EXPECT_EQ(IrqNumbersFor(root.string(), "sda"), (std::vector<int>{45, 46}));
+  EXPECT_EQ(IrqNumbersFor(root.string(), "sdb"), (std::vector<int>{17}));
+  EXPECT_TRUE(IrqNumbersFor(root.string(), "loop0").empty());  // no device link
+  EXPECT_TRUE(IrqNumbersFor(root.string(), "nope").empty());
+
+  constexpr char kIrq[] =
+      "           CPU0       CPU1       \n"
+      " 17:          5          7  IO-APIC  17-fasteoi   mpt3sas0\n"
+      " 24:          2          0  IO-APIC   5-edge      ACPI:Ged\n"
+      " 45:        300         20  IR-PCI-MSI 512000-edge      ahci[0000:00:1f.2]\n"
+      " 46:          1          2  IR-PCI-MSI 512001-edge      ahci[0000:00:1f.2]\n"
+      " 145:        9          9  IR-PCI-MSI 1-edge      xhci_hcd\n"
+      "NMI:          0          0   Non-maskable interrupts\n";
+  std::vector<std::string> lines;
+  EXPECT_EQ(ParseInterrupts(kIrq, {}, {45, 46}, &lines), (std::vector<uint64_t>{301, 22}));
+  EXPECT_EQ(lines, (std::vector<std::string>{"ahci[0000:00:1f.2]", "ahci[0000:00:1f.2]"}));
+  lines.clear();
+  EXPECT_EQ(ParseInterrupts(kIrq, {}, {17}, &lines), (std::vector<uint64_t>{5, 7}));
+  EXPECT_EQ(lines, (std::vector<std::string>{"mpt3sas0"}));
+  // Before: neither disk had IRQ lines (no queue-name prefix).
+  EXPECT_EQ(ParseInterrupts(kIrq, {}, nullptr), (std::vector<uint64_t>{0, 0}));
 }
 
 }  // namespace

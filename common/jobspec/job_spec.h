@@ -238,6 +238,8 @@ struct JobSpec {
   std::string verify_pattern;        // fio pattern text ('0xff', '"abc"', '%o', ...)
   bool verify_fatal = false;
   bool verify_dump = false;
+  uint32_t verify_async = 0;            // verify_async: helper threads checking read-back blocks
+  std::vector<int> verify_async_cpus;   // verify_async_cpus: their CPUs; empty = any
   uint32_t verify_backlog = 0;       // verify after every N writes; 0 = after the pass
   uint32_t verify_backlog_batch = 0; // blocks verified per backlog round; 0 = backlog
   // trim_percentage: this share of the logged (verified) writes is trimmed,

@@ -771,6 +771,26 @@ std::optional<CheckFailure> CheckCpusAllowed(const OptionRow&, const JobSpec& j)
   return std::nullopt;
 }
 
+absl::Status ApplyVerifyAsyncCpus(const OptionRow&, Builder& b, const OptCtx& c) {
+  auto v = internal::CpuListImpl(c.value);
+  if (!v.ok()) return v.status();
+  b.spec.verify_async_cpus = std::move(*v);
+  return absl::OkStatus();
+}
+
+void RenderVerifyAsyncCpus(const JobSpec& j, const Builder& t, Options* out) {
+  if (j.verify_async_cpus != t.spec.verify_async_cpus) {
+    out->emplace_back("verify_async_cpus", internal::CpuListText(j.verify_async_cpus));
+  }
+}
+
+std::optional<CheckFailure> CheckVerifyAsyncCpus(const OptionRow&, const JobSpec& j) {
+  for (int c : j.verify_async_cpus) {
+    if (c < 0 || c > internal::kMaxCpuId) return Fail(absl::StrCat(c), "is not a CPU id");
+  }
+  return std::nullopt;
+}
+
 absl::Status ApplyCpumask(const OptionRow&, Builder& b, const OptCtx& c) {
   const std::string s = Trim(c.value);
   uint64_t mask;
@@ -1991,13 +2011,13 @@ std::vector<OptionRow> MakeTable() {
   {.name = "verify_dump", .type = T::kBool, .def = "0", .help = "Dump contents of good and bad blocks on failure (files <file>.<offset>.received/.expected in the working directory)",
    .category = C::kVerify, .example = "1", .apply = SetBool<&JobSpec::verify_dump>,
    .render = IOFLEET_RENDER_BOOL(verify_dump, "verify_dump")},
-  {.name = "verify_async", .type = T::kInt, .min = 0, .max = INT32_MAX,
-   .help = "Number of async verifier threads to use (iofleet checks read-back blocks on the job's own thread; same blocks verified, same errors)",
-   .category = C::kVerify, .status = S::kNoOp,
-   .reason = "iofleet verifies each read-back block on the job's thread as it completes; fio's helper threads change only which thread computes the checksum, not which blocks are verified or what fails",
-   .example = "2"},
+  {.name = "verify_async", .type = T::kInt, .min = 0, .max = 256,
+   .help = "Number of async verifier threads to use (the I/O thread hands each read-back block to them and goes on issuing)",
+   .category = C::kVerify, .example = "2", .example_with = "verify=md5 rw=write",
+   .apply = SetU32<&JobSpec::verify_async>, .render = IOFLEET_RENDER_U32(verify_async, "verify_async")},
   {.name = "verify_async_cpus", .type = T::kCpuList, .help = "Set CPUs allowed for async verify threads",
-   .category = C::kVerify, .status = S::kNoOp, .reason = "iofleet runs no verify threads (see verify_async): verification runs on the job's thread and CPUs"},
+   .category = C::kVerify, .example = "0", .example_with = "verify=md5 rw=write verify_async=1",
+   .apply = ApplyVerifyAsyncCpus, .render = RenderVerifyAsyncCpus, .check = CheckVerifyAsyncCpus},
   {.name = "verify_backlog", .type = T::kInt, .min = 0, .max = UINT32_MAX, .help = "Verify after this number of blocks are written",
    .category = C::kVerify, .example = "16", .example_with = "verify=md5 rw=write",
    .apply = SetU32<&JobSpec::verify_backlog>, .render = IOFLEET_RENDER_U32(verify_backlog, "verify_backlog")},

@@ -896,8 +896,21 @@ absl::Status CheckRunnable(const JobList& list) {
                   "limit and fails); give numjobs >= 1");
     }
     if (j.zone_mode == ZoneMode::kStrided) {
-      return fail("zonemode", "strided",
-                  "strided zones parse but are not implemented by the agent yet (zonemode=zbd is)");
+      // The agent runs fio's strided zones for sequential I/O on one file.
+      if (IsRandom(j.rw)) {
+        return fail("zonemode", "strided",
+                    "strided zones with random I/O are not implemented by the agent yet (sequential I/O is)");
+      }
+      if (j.nrfiles > 1) {
+        return fail("zonemode", "strided",
+                    "strided zones work on one file (fio turns them off with several open files); give nrfiles=1");
+      }
+      if (j.rw_seq_add != 0) {
+        return fail("zonemode", "strided", "strided zones with a sequential hole or step (rw=...:N) are not implemented by the agent yet");
+      }
+      if (HasTrim(j.rw)) {
+        return fail("zonemode", "strided", "strided zones with trims are not implemented by the agent yet");
+      }
     }
     const std::pair<const char*, uint32_t> zones[] = {{"size", j.size_zones},
                                                       {"io_size", j.io_size_zones},

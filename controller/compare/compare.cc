@@ -38,6 +38,9 @@ struct CellRuns {
   std::vector<UsableRun> usable;
   // Unusable runs per arm (0 = A, 1 = B): first excluded kind -> count.
   std::array<std::map<std::string, int>, 2> unusable;
+  // Runs per arm whose steady state was not attained: used (flagged) or excluded.
+  std::array<int, 2> ss_used{};
+  std::array<int, 2> ss_excluded{};
 };
 double MedianInPlace(std::vector<double>& v) {
   if (v.empty()) return kNaN;
@@ -709,6 +712,7 @@ std::string_view UnusableKindLabel(std::string_view kind) {
       {"io_errors", "I/O errors"},
       {"short_runtime", "ran shorter than asked"},
       {"within_run_cv", "within-run CV over the gate"},
+      {"steady_state", "steady state not attained"},
   };
   auto it = kLabels.find(kind);
   return it == kLabels.end() ? kind : it->second;
@@ -731,6 +735,9 @@ std::string_view UnusableKindAdvice(std::string_view kind) {
       {"io_errors", "check the device and the kernel log"},
       {"short_runtime", "the run stopped early: check size/io_size and the agent's log"},
       {"within_run_cv", "use a longer runtime or ramp_time, or a quieter host"},
+      {"steady_state",
+       "lengthen runtime (the steady state window is ss_dur) or loosen the steadystate criterion; "
+       "steady_state=require (CLI --require-steady-state) excludes such runs"},
   };
   auto it = kAdvice.find(kind);
   return it == kAdvice.end() ? std::string_view("rerun the job") : it->second;
@@ -751,6 +758,8 @@ std::vector<UnusableReason> GateReasons(const RunMetrics& m, const CompareOption
         {"within_run_cv", absl::StrFormat("within-run CV %.1f%% > %.0f%%", *m.within_run_cv * 100,
                                           o.max_within_run_cv * 100)});
   }
+  // Always listed; excluded only when required (Admitted), else flagged on rows.
+  if (m.steady_state_missed.has_value()) r.push_back({"steady_state", *m.steady_state_missed});
   return r;
 }
 
@@ -766,6 +775,7 @@ std::vector<UnusableReason> UnusableReasons(const Run& run, const CompareOptions
 namespace {
 
 bool Admitted(const CompareOptions& o, const std::string& kind) {
+  if (kind == "steady_state" && !o.require_steady_state) return true;  // flagged, used
   return std::find(o.admitted_kinds.begin(), o.admitted_kinds.end(), kind) !=
          o.admitted_kinds.end();
 }
@@ -850,7 +860,10 @@ void FillUsableSummary(const CompareOptions& opt, const std::vector<ExcludedRun>
 
   std::string h = absl::StrCat(u.runs_usable, " of ", u.runs_total, " runs usable");
   for (const UsableGroup& g : u.groups) {
-    if (g.admitted) {
+    if (g.admitted && g.kind == "steady_state" && !opt.require_steady_state) {
+      absl::StrAppend(&h, "; ", Runs(g.runs), ": ", g.label,
+                      ", used (flagged on their rows; steady_state=require excludes them)");
+    } else if (g.admitted) {
       absl::StrAppend(&h, "; ", Runs(g.runs), " ", g.label, ", admitted by request");
     } else {
       absl::StrAppend(&h, "; ", Runs(g.runs), ": ", g.label, ": ", g.advice);
@@ -893,12 +906,15 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
     const std::vector<UnusableReason> reasons = UnusableReasons(run, opt);
     ExcludedRun ex{id, run.arm, run.host, run.cell, run.order, {}, {}};
     std::string first_excluded;
+    bool ss_missed = false;
     for (const UnusableReason& r : reasons) {
       ex.reasons.push_back(r.detail);
       ex.kinds.push_back(r.kind);
+      ss_missed |= r.kind == "steady_state";
       if (Admitted(opt, r.kind)) continue;
       if (first_excluded.empty()) first_excluded = r.kind;
     }
+    if (ss_missed) ++(first_excluded.empty() ? cell.ss_used : cell.ss_excluded)[is_b ? 1 : 0];
     if (!first_excluded.empty()) {
       ++cell.unusable[is_b ? 1 : 0][first_excluded];
       result.excluded.push_back(std::move(ex));
@@ -1116,6 +1132,24 @@ absl::StatusOr<CompareResult> Compare(const CompareInput& input) {
     }
     if (r.confounded) {
       absl::StrAppend(&r.reason, "; confounded: ", absl::StrJoin(r.confounders, "; "));
+    }
+    // steadystate=: runs that did not attain it, on every row they (would) enter.
+    if (const auto c = cells.find(r.cell); c != cells.end()) {
+      const CellRuns& cr = c->second;
+      auto counts = [&](const std::array<int, 2>& n) {
+        std::vector<std::string> parts;
+        if (n[0] > 0) parts.push_back(absl::StrCat(opt.arm_a, " ", n[0]));
+        if (n[1] > 0) parts.push_back(absl::StrCat(opt.arm_b, " ", n[1]));
+        return absl::StrJoin(parts, ", ");
+      };
+      if (cr.ss_used[0] + cr.ss_used[1] > 0) {
+        absl::StrAppend(&r.reason, "; steady state not attained in ", Runs(cr.ss_used[0] + cr.ss_used[1]),
+                        " (", counts(cr.ss_used), "), used: steady_state=require excludes them");
+      }
+      if (cr.ss_excluded[0] + cr.ss_excluded[1] > 0) {
+        absl::StrAppend(&r.reason, "; ", Runs(cr.ss_excluded[0] + cr.ss_excluded[1]), " (",
+                        counts(cr.ss_excluded), ") excluded: steady state not attained");
+      }
     }
   }
 

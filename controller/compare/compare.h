@@ -58,6 +58,11 @@ struct RunMetrics {
   // stddev/mean of the run's 1 s IOPS samples; absent = unknown. Reported, and a
   // gate only when CompareOptions::max_within_run_cv > 0.
   std::optional<double> within_run_cv;
+  // A job of the run asked for steady state (steadystate=, fio's "steadystate"
+  // block) and did not attain it: what it asked and which job ("job ss:
+  // iops_slope:0.3% not attained in 60 s"); absent = attained or not asked.
+  // Flagged on the rows by default; a gate with require_steady_state.
+  std::optional<std::string> steady_state_missed;
 
   // The value of `m`, or nullopt when absent. Values that are not finite and
   // positive are treated as absent for that metric (the analysis works on logs).
@@ -127,6 +132,10 @@ struct CompareOptions {
   // Gate on the within-run CV: runs above it are excluded. 0 = no gate (the
   // default: docs/ab-method.md, "Unsteady runs", has the measurements).
   double max_within_run_cv = 0;
+  // Runs whose steady state (steadystate=) was not attained are excluded
+  // (kind "steady_state"). false (the default): they are used, and each row
+  // they enter says how many there were.
+  bool require_steady_state = false;
   // Above this median within-run CV of an arm, the summary advises longer runs.
   double advise_within_run_cv = 0.15;
   double outlier_mad_factor = 3.5;       // outlier: |r - median r| > f * 1.4826 * MAD(r),

@@ -215,6 +215,7 @@ CompareInput MakeInput(Collected& c, const std::string& arm_a, const std::string
   in.options.compared_attributes = std::move(compared);
   in.options.seed = seed;
   in.options.max_within_run_cv = params.max_within_run_cv;
+  in.options.require_steady_state = params.require_steady_state;
   if (params.allow_unaudited) in.options.admitted_kinds.push_back("unaudited");
   return in;
 }
@@ -424,6 +425,14 @@ absl::StatusOr<JobCompareParams> ParseCompareParams(
                         absl::StrCat("\"", *v, "\" is not a fraction in [0, 10] (0 = no gate)"));
     }
     p.max_within_run_cv = cv;
+  }
+  if (auto v = get("steady_state")) {
+    const std::string l = absl::AsciiStrToLower(*v);
+    if (l == "require") {
+      p.require_steady_state = true;
+    } else if (l != "flag" && !l.empty()) {
+      return FieldError("steady_state", absl::StrCat("\"", *v, "\" is not flag or require"));
+    }
   }
   return p;
 }

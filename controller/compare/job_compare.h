@@ -60,11 +60,12 @@ struct JobCompareParams {
   std::vector<std::string> compared;  // override of the compared attributes
   bool allow_unaudited = false;       // admit runs without an arm audit (said in the headline)
   double max_within_run_cv = 0;       // within-run CV gate (fraction); 0 = none (default)
+  bool require_steady_state = false;  // steady_state=require: exclude runs that missed it
 };
 
 // Reads query parameters: format=json|markdown|junit, partial=0|1|true|false,
 // seed=<uint64>, arm_a=, arm_b=, compared=k1,k2, unaudited=exclude|allow,
-// max_cv=<fraction in [0, 10]> (0 = no gate). `get` returns a parameter's value
+// max_cv=<fraction in [0, 10]> (0 = no gate), steady_state=flag|require. `get` returns a parameter's value
 // or nullopt when absent. InvalidArgument naming the parameter.
 absl::StatusOr<JobCompareParams> ParseCompareParams(
     const std::function<std::optional<std::string>(const std::string&)>& get);

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/jobspec/parser.h"
 
@@ -199,7 +200,20 @@ absl::StatusOr<RunMetrics> ExtractRunMetrics(const json& result,
       }
     }
     const double runtime_s = Num(Child(job, "job_runtime")) / 1000.0;
-    const double asked_s = AskedRuntimeS(JobOptions(result, job));
+    double asked_s = AskedRuntimeS(JobOptions(result, job));
+    if (const json* ss = Child(job, "steadystate"); ss != nullptr && ss->is_object()) {
+      if (Num(Child(*ss, "attained"), 0) != 0) {
+        asked_s = 0;  // it ended when steady state was attained: not short
+      } else if (!m.steady_state_missed.has_value()) {
+        const json* name = Child(job, "jobname");
+        const json* crit = Child(*ss, "ss");
+        m.steady_state_missed = absl::StrFormat(
+            "job %s: steadystate %s not attained in %.0f s",
+            name != nullptr && name->is_string() ? name->get<std::string>() : std::string("?"),
+            crit != nullptr && crit->is_string() ? crit->get<std::string>() : std::string("?"),
+            Num(Child(*ss, "duration"), 0));
+      }
+    }
     longest_s = std::max(longest_s, runtime_s);
     if (asked_s > 0) {
       const double ratio = runtime_s / asked_s;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "controller/history/builds.h"
 #include "controller/history/ingest.h"
 #include "controller/history/summary.h"
 #include "controller/history/telemetry.h"
@@ -158,6 +159,7 @@ absl::StatusOr<json> SeriesJson(Store& store, const std::string& key, const Para
                      {"median", Num(s.median)}, {"stddev_pct", Num(s.stddev_pct)}});
   }
   j["hosts"] = hosts;
+  j["builds"] = BuildsJson(sa->points);
   return j;
 }
 

@@ -6,7 +6,8 @@
 //                     cpu_model, numa, device, kernel_cmdline, branch, job_name)
 //   SeriesJson        one series: axes, points (run, job, order, time, value, cv,
 //                     axes), change points (AssessmentJson), the parameter set,
-//                     the note when nothing could be detected, per-host spread
+//                     the note when nothing could be detected, per-host spread,
+//                     per-build groups with their spread (builds.h)
 //   ListAlertsJson    {"alerts": [...]} newest first; filters state, metric, series
 //   AlertJson         one alert with its report: headline, axes line, the LKP
 //                     table of every metric of the same workload and host class

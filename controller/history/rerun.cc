@@ -20,20 +20,24 @@ absl::StatusOr<v1::JobSpec> RerunSpec(const JobRow& job, const json& anchor_axes
   }
   const std::string host =
       anchor_axes.is_object() ? anchor_axes.value("host", std::string()) : std::string();
-  const std::string kernel =
-      anchor_axes.is_object() ? anchor_axes.value("kernel_release", std::string()) : "";
   if (host.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("run ", anchor_run, ": no host recorded to repeat it on"));
   }
-  // The anchor's host only: its arm's own hosts/selector would fan out elsewhere.
+  // The anchor's host only, by name and nothing else. Placement takes the union
+  // of `hosts` and `selector` (expand.cc ResolvePlacement), so any selector here
+  // (the original job's, its arms', or a "kernel" one for the anchor's kernel)
+  // fans the repetitions out to every agent it matches, whose allow_paths
+  // refuse the anchor's target: the 50-agent soak's 980 failed rerun runs.
+  // A repetition that runs on another kernel than its anchor is left out of the
+  // series when it is fed (Point::extra, reruns_excluded).
   spec.clear_hosts();
   spec.add_hosts(host);
+  spec.clear_selector();
   for (v1::Variant& v : *spec.mutable_variants()) {
     v.clear_hosts();
     v.clear_selector();
   }
-  if (!kernel.empty()) (*spec.mutable_selector())["kernel"] = kernel;
   spec.set_repeat(static_cast<uint32_t>(runs));
   spec.set_wait_for_hosts(true);  // an offline host takes them when it is back
   auto& tags = *spec.mutable_tags();

@@ -6,8 +6,10 @@
 //
 // A repetition is a job with the anchor run's job text (the job's spec as
 // submitted: options, variants, sweep, overrides), placed on the anchor run's
-// host (hence its host class) and only while that host runs the anchor's kernel
-// (selector "kernel"), `repeat` = the runs asked for, the original tags plus
+// host by name only (hence its host class; no selector: placement is the union
+// of hosts and selector, and a "kernel" selector sent the repetitions to every
+// agent on that kernel, whose allow_paths refused the anchor's target),
+// `repeat` = the runs asked for, the original tags plus
 //   iofleet.rerun_of    the anchor run: the last run before the change (side
 //                       "before") or the first run after it (side "after")
 //   iofleet.rerun_side  before | after

@@ -28,7 +28,8 @@ Filters FiltersOf(const httplib::Request& req) {
 
 void InstallHistoryRoutes(rest::RestServer& server, Store* store, Params params,
                           std::function<uint64_t()> clock) {
-  // Rows of the REST route table with no gRPC method (history has no RPCs yet).
+  // Rows of the REST route table. Their gRPC twins are HistoryService's
+  // (grpc_service.h), not ControllerService methods, so `rpc` stays empty.
   auto add = [&server](const char* method, const char* path, rest::StatusHandler h) {
     server.AddRoute({method, path, "", "", "", std::move(h)});
   };

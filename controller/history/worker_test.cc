@@ -497,7 +497,7 @@ TEST_F(HistoryRerunTest, UnknownChangeGetsExtraRunsBothSidesUntilSame) {
   EXPECT_EQ(spec.fio_text(), "[j]\nrw=randread\n");
   ASSERT_EQ(spec.hosts_size(), 1);
   EXPECT_EQ(spec.hosts(0), "host-1");
-  EXPECT_EQ(spec.selector().at("kernel"), "6.12.0");
+  EXPECT_TRUE(spec.selector().empty());  // a selector would fan out (next test)
   EXPECT_EQ(spec.repeat(), static_cast<uint32_t>(n));
   EXPECT_EQ(spec.tags().at("branch"), "main");
   EXPECT_EQ(spec.tags().at(std::string(kRerunSideTag)), "before");
@@ -529,6 +529,55 @@ TEST_F(HistoryRerunTest, UnknownChangeGetsExtraRunsBothSidesUntilSame) {
   AddJob(41, Noisy(98500, 0.01));
   ASSERT_TRUE(w->PollOnce().ok());
   EXPECT_EQ(submitted_.size(), jobs);
+}
+
+// Regression (the 50-agent soak, 980 failed rerun runs): the repetitions of a
+// run go to its host only. With a kernel selector beside the host name the
+// scheduler placed them on every agent running that kernel (placement is the
+// union of hosts and selector), and those agents' allow_paths refused the
+// anchor's target. Three agents on the anchor's kernel, one of them the
+// anchor's host; the original job placed by a label selector as well.
+TEST_F(HistoryRerunTest, ExtraRunsStayOnTheAnchorHost) {
+  WriteBatch b;
+  for (const char* name : {"host-2", "host-3"}) {
+    AgentRow a;
+    a.name = name;
+    a.state = "up";
+    a.inventory_json = json{{"hostname", name},
+                            {"kernel_release", "6.12.0"},
+                            {"cpu_model", "Xeon 8480"}}
+                           .dump();
+    a.labels = {{"rack", "r1"}};
+    b.upsert_agents.push_back(a);
+  }
+  ASSERT_TRUE(store_->Write(std::move(b)).ok());
+  for (int i = 0; i < 20; ++i) AddJob(i, Noisy(100000, 0.01));
+  for (int i = 20; i < 40; ++i) AddJob(i, Noisy(98500, 0.01));
+  {  // the anchors' job as submitted: host names and a selector
+    auto job = store_->GetJob("job-19");
+    ASSERT_TRUE(job.ok());
+    json spec = json::parse(job->spec_json);
+    spec["selector"] = {{"rack", "r1"}};
+    job->spec_json = spec.dump();
+    WriteBatch w;
+    w.upsert_jobs.push_back(*job);
+    ASSERT_TRUE(store_->Write(std::move(w)).ok());
+  }
+  auto w = RerunWorker(/*budget=*/20, /*step=*/10);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  json r = IopsAlert()["reruns"];
+  ASSERT_EQ(r["jobs"].size(), 2u) << r.dump(2);
+  for (const json& j : r["jobs"]) {
+    auto runs = store_->ListRuns(j["job_id"], 0, 0);
+    ASSERT_TRUE(runs.ok()) << runs.status();
+    EXPECT_EQ(runs->size(), j["runs"].get<size_t>()) << j.dump();
+    for (const RunRow& run : *runs) EXPECT_EQ(run.host, "host-1") << run.id << " " << j.dump();
+  }
+  for (const v1::JobSpec& spec : submitted_) {
+    EXPECT_TRUE(spec.selector().empty());
+    ASSERT_EQ(spec.hosts_size(), 1);
+    EXPECT_EQ(spec.hosts(0), "host-1");
+  }
 }
 
 TEST_F(HistoryRerunTest, ExtraRunsStopAtTheBudget) {

@@ -101,7 +101,27 @@ absl::StatusOr<std::vector<std::string>> ResolvePlacement(
       return FieldError(field, absl::StrCat("no registered agent matches selector {",
                                             absl::StrJoin(parts, ", "), "}"));
     }
-    out.insert(matched.begin(), matched.end());
+    if (out.empty()) {
+      out.insert(matched.begin(), matched.end());
+    } else {
+      // Host names and a selector together: every term must match, so the
+      // named hosts are kept only where their labels match (never a fan-out to
+      // every matching agent beside the ones named).
+      const std::set<std::string> match_set(matched.begin(), matched.end());
+      std::vector<std::string> dropped;
+      for (const std::string& h : out) {
+        if (!match_set.count(h)) dropped.push_back(h);
+      }
+      if (!dropped.empty()) {
+        std::vector<std::string> parts;
+        for (const auto& [k, v] : sel) parts.push_back(absl::StrCat(k, "=", v));
+        return FieldError(field, absl::StrCat("host(s) ", absl::StrJoin(dropped, ", "),
+                                              " do not match selector {",
+                                              absl::StrJoin(parts, ", "),
+                                              "} (hosts and selector must both match; "
+                                              "give one of them to widen the placement)"));
+      }
+    }
   }
   return std::vector<std::string>(out.begin(), out.end());
 }

@@ -323,6 +323,27 @@ TEST_F(SchedulerTest, SelectorsMatchLabelsKernelAndPrefixes) {
   EXPECT_EQ(ErrorField(st.status()), "hosts");
 }
 
+// Host names and a selector together: both must match (job.proto), so the
+// runs go to the named hosts only, never to every agent the selector matches;
+// a named host that does not match is refused, naming it.
+TEST_F(SchedulerTest, HostsAndSelectorTogetherMustBothMatch) {
+  Connect("a", {{"rack", "r1"}}, "6.1.0-13-amd64");
+  Connect("b", {{"rack", "r2"}}, "6.1.0-13-amd64");
+  Connect("c", {{"rack", "r1"}}, "6.1.0-13-amd64");
+  v1::JobSpec spec = Spec({"a"});
+  (*spec.mutable_selector())["kernel"] = "6.1*";
+  std::set<std::string> hosts;
+  for (const auto& r : Runs(Submit(spec))) hosts.insert(r.host());
+  EXPECT_THAT(hosts, ElementsAre("a"));
+
+  v1::JobSpec bad = Spec({"a", "b"});
+  (*bad.mutable_selector())["rack"] = "r1";
+  auto st = sched_->SubmitJob(bad);
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ErrorField(st.status()), "hosts");
+  EXPECT_THAT(std::string(st.status().message()), HasSubstr("b do not match selector {rack=r1}"));
+}
+
 TEST_F(SchedulerTest, HostOverridesChangeTargetsAndText) {
   v1::JobSpec spec = Spec({"a", "b"});
   auto& o = (*spec.mutable_host_overrides())["b"];

@@ -55,6 +55,11 @@ def case_feed():
               f"telemetry view {tele}")
         st, body = env.api("GET", "/runs/nope/telemetry", ok=False)
         check(st == 404, f"{st} {body}")
+        out = env.cli("history", "telemetry", one['points'][0]['run_id'], check_rc=0).stdout
+        rows = [ln for ln in out.splitlines()[2:] if ln.strip() and not ln.startswith("means:")]
+        check("T_S" in out and "USR%" in out and "means:" in out and len(rows) == len(tele["seconds"]),
+              f"history telemetry ({len(tele['seconds'])} seconds):\n{out}")
+        env.cli("history", "telemetry", "nope", check_rc=1)
         n_series = len(env.get("/series")["series"])
         check(n_series >= 3, f"iops, bw, latency series: {n_series}")
 
