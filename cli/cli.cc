@@ -45,6 +45,7 @@ constexpr char kUsageHead[] =
     "  agents                   registered agents\n"
     "  runs [--job JOB]         runs (of one job)\n"
     "  result RUN               a run's fio result (--format=json|normal)\n"
+    "  logs RUN [NAME]          a run's fio log files (--type=lat|clat|slat|bw|iops)\n"
     "  cancel JOB               cancel a job's queued and running runs\n"
     "  compare JOB [JOB_B]      A/B (or sweep) verdicts of a job's variants, or two jobs\n"
     "  history ...              regression series, alerts, reports, triage, repro\n"
@@ -176,6 +177,17 @@ const CommandHelp kCommandHelp[] = {
      "A finished run's result: fio's JSON (default), or fio's normal text output as\n"
      "the agent prints it (--format=normal), disk stats included. Where the run's\n"
      "fio log files are goes to stderr.\n"},
+    {"logs",
+     "usage: iofleet logs RUN [NAME | --type=lat|clat|slat|bw|iops|clat_hist] [-o json]\n"
+     "\n"
+     "A run's fio log files (write_lat_log, write_bw_log, ...), as its agent uploaded\n"
+     "them to the controller after the run. Without NAME or --type: the list (name,\n"
+     "type, size on the agent, bytes the controller holds). With NAME: that file on\n"
+     "stdout. With --type: every file of that type on stdout, each announced on\n"
+     "stderr (==> NAME <==). The controller keeps at most 8 MiB of one file and\n"
+     "32 MiB of one run's files, cut at a line end; a cut file is said on stderr,\n"
+     "with where the whole file is on the agent's host.\n"
+     "Exit: 0 ok, 1 no such run or log, 2 bad usage, 4 unreachable.\n"},
     {"cancel",
      "usage: iofleet cancel JOB\n"
      "\n"
@@ -989,6 +1001,83 @@ int CmdResult(const ApiClient& api, const std::vector<std::string>& rest) {
   return kExitOk;
 }
 
+int CmdLogs(const ApiClient& api, const std::vector<std::string>& rest) {
+  Args a;
+  if (auto e = ParseFlags("logs", rest, {{"type", true}, {"json", false}, {"o", true},
+                                         {"output", true}}, &a)) {
+    return Usage(*e);
+  }
+  OutMode mode;
+  if (auto e = ParseOutMode(a, &mode)) return Usage(*e);
+  if (a.positional.empty() || a.positional.size() > 2) {
+    return Usage("logs: RUN expected, and at most one log NAME");
+  }
+  const std::string type = a.Get("type");
+  if (a.Has("type")) {
+    static const std::set<std::string> kTypes = {"lat", "clat", "slat", "bw", "iops", "clat_hist"};
+    if (!kTypes.contains(type)) {
+      return Usage(absl::StrCat("flag --type: \"", type,
+                                "\" is not lat, clat, slat, bw, iops or clat_hist"));
+    }
+    if (a.positional.size() == 2) return Usage("logs: give a log NAME or --type, not both");
+  }
+  const std::string run = a.positional[0];
+  auto list = api.Get("/runs/" + UrlEncode(run) + "/logs");
+  if (!list.ok()) return Fail(list.status());
+  const json& logs = JArray(*list, "logs");
+  if (a.positional.size() == 1 && !a.Has("type")) {
+    if (mode == OutMode::kJson) {
+      printf("%s\n", Pretty(*list).c_str());
+      return kExitOk;
+    }
+    if (logs.empty()) {
+      fprintf(stderr, "run %s has no log files on the controller\n", TerminalSafe(run).c_str());
+      return kExitOk;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const json& l : logs) {
+      const bool cut = l.value("truncated", false);
+      rows.push_back({JStr(l, {"name"}), JStr(l, {"type"}), JStr(l, {"size_bytes"}),
+                      JStr(l, {"stored_bytes"}), cut ? "truncated" : ""});
+    }
+    printf("%s", RenderTable({"NAME", "TYPE", "SIZE", "STORED", "NOTE"}, rows).c_str());
+    return kExitOk;
+  }
+  std::vector<const json*> want;
+  for (const json& l : logs) {
+    if (a.positional.size() == 2 ? JStr(l, {"name"}) == a.positional[1]
+                                 : JStr(l, {"type"}) == type) {
+      want.push_back(&l);
+    }
+  }
+  if (want.empty()) {
+    std::vector<std::string> names;
+    for (const json& l : logs) names.push_back(JStr(l, {"name"}));
+    return Fail(absl::StrCat("run ", run, " has no ",
+                             a.positional.size() == 2 ? "log file \"" + a.positional[1] + "\""
+                                                      : type + " log",
+                             names.empty() ? std::string(" (it has no log files)")
+                                           : " (its logs: " + absl::StrJoin(names, ", ") + ")"));
+  }
+  for (const json* l : want) {
+    const std::string name = JStr(*l, {"name"});
+    std::string ctype;
+    auto body = api.GetRaw("/runs/" + UrlEncode(run) + "/logs/" + UrlEncode(name), &ctype);
+    if (!body.ok()) return Fail(body.status());
+    if (a.Has("type")) fprintf(stderr, "==> %s <==\n", TerminalSafe(name).c_str());
+    fwrite(body->data(), 1, body->size(), stdout);
+    fflush(stdout);
+    if (l->value("truncated", false)) {
+      fprintf(stderr,
+              "iofleet: log %s: the controller holds the first %zu of its %s bytes; the whole "
+              "file is at %s on the run's host\n",
+              TerminalSafe(name).c_str(), body->size(), JStr(*l, {"size_bytes"}).c_str(),
+              TerminalSafe(JStr(*l, {"path"})).c_str());
+    }
+  }
+  return kExitOk;
+}
+
 int CmdCancel(const ApiClient& api, const std::vector<std::string>& rest) {
   Args a;
   if (auto e = ParseFlags("cancel", rest, {}, &a)) return Usage(*e);
@@ -1354,6 +1443,7 @@ int CliMain(int argc, char** argv) {
   if (cmd == "agents") return CmdAgents(api, rest);
   if (cmd == "runs") return CmdRuns(api, rest);
   if (cmd == "result") return CmdResult(api, rest);
+  if (cmd == "logs") return CmdLogs(api, rest);
   if (cmd == "cancel") return CmdCancel(api, rest);
   if (cmd == "compare") return CmdCompare(api, rest);
   if (cmd == "history") return CmdHistory(api, rest);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/printable.h"
+#include "common/stats/fio_units.h"
 #include "common/stats/histogram.h"
 #include "common/stats/report.h"
 
@@ -262,44 +263,19 @@ WindowStats LatestWindow(const json& records) {
   return w;
 }
 
-std::string FormatCount(double v) {
-  char buf[32];
-  if (v >= 1e9) {
-    snprintf(buf, sizeof(buf), "%.2fG", v / 1e9);
-  } else if (v >= 1e6) {
-    snprintf(buf, sizeof(buf), "%.2fM", v / 1e6);
-  } else if (v >= 1e4) {
-    snprintf(buf, sizeof(buf), "%.1fk", v / 1e3);
-  } else {
-    snprintf(buf, sizeof(buf), "%.0f", v);
-  }
-  return buf;
-}
+// fio's num2str (common/stats/fio_units.h), as fio's normal output and its
+// status line print rates: 4 digits, "12.3k", "47.4MiB/s".
+namespace {
+uint64_t Whole(double v) { return v > 0 ? static_cast<uint64_t>(v + 0.5) : 0; }
+}  // namespace
+
+std::string FormatCount(double v) { return stats::FioIops(Whole(v)); }
 
 std::string FormatBytesPerSec(double bps, int kb_base) {
-  if (kb_base != 1000) return FormatBytesPerSec(bps);
-  static const char* kUnits[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
-  int u = 0;
-  while (bps >= 1000 * 9.995 && u < 4) {
-    bps /= 1000;
-    ++u;
-  }
-  char buf[32];
-  snprintf(buf, sizeof(buf), bps >= 100 || u == 0 ? "%.0f%s" : "%.1f%s", bps, kUnits[u]);
-  return buf;
+  return stats::FioBwOne(Whole(bps), static_cast<uint32_t>(kb_base));
 }
 
-std::string FormatBytesPerSec(double bps) {
-  static const char* kUnits[] = {"B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"};
-  int u = 0;
-  while (bps >= 1024 * 9.995 && u < 4) {
-    bps /= 1024;
-    ++u;
-  }
-  char buf[32];
-  snprintf(buf, sizeof(buf), bps >= 100 || u == 0 ? "%.0f%s" : "%.1f%s", bps, kUnits[u]);
-  return buf;
-}
+std::string FormatBytesPerSec(double bps) { return FormatBytesPerSec(bps, 1024); }
 
 std::string FormatNs(uint64_t ns) {
   char buf[32];

@@ -59,8 +59,8 @@ WindowStats LatestWindow(const json& records);
 // Quantile q in [0,1] of a sparse fio-layout histogram (fio's walk); 0 if empty.
 uint64_t SparseQuantile(const std::vector<std::pair<uint32_t, uint64_t>>& hist, double q);
 
-// Units as fio prints them.
-std::string FormatCount(double v);          // 12.3k, 1.20M
+// Units as fio prints them (fio's num2str, common/stats/fio_units.h: 4 digits).
+std::string FormatCount(double v);          // 950, 12.3k, 2500k
 std::string FormatBytesPerSec(double bps);  // 512MiB/s
 // kb_base 1000 (fio's kb_base=1000): SI units as fio then prints them, 537MB/s.
 std::string FormatBytesPerSec(double bps, int kb_base);

@@ -62,8 +62,9 @@ TEST(FormatTest, LatestWindowSumsClonesOfTheLastSeq) {
 
 TEST(FormatTest, Units) {
   EXPECT_EQ(FormatCount(950), "950");
-  EXPECT_EQ(FormatCount(123456), "123.5k");
-  EXPECT_EQ(FormatCount(2.5e6), "2.50M");
+  EXPECT_EQ(FormatCount(123456), "123k");   // fio: IOPS=123k
+  EXPECT_EQ(FormatCount(12345), "12.3k");   // fio: IOPS=12.3k
+  EXPECT_EQ(FormatCount(2.5e6), "2500k");   // fio: IOPS=2500k
   EXPECT_EQ(FormatBytesPerSec(512.0 * 1024 * 1024), "512MiB/s");
   EXPECT_EQ(FormatNs(850), "850ns");
   EXPECT_EQ(FormatNs(12300), "12.3us");

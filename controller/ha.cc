@@ -162,10 +162,34 @@ int RunHighlyAvailable(ServerOptions options, const HaOptions& ha, const sigset_
     return 1;
   }
   Log(absl::StrCat("follower: serving gRPC on ", (*front)->grpc_address(), " and REST on ",
-                   (*front)->http_address(), " for the leader"));
+                   (*front)->http_address(), (*front)->serves_reads()
+                                                 ? ", reads from the store"
+                                                 : " for the leader"));
   uint64_t won_at = 0;
   std::string last_seen;
+  uint64_t next_store_try = MonoMs() + 5000;
   for (;;) {
+    // A follower that could not open its store connection (no schema yet, or
+    // PostgreSQL out of reach when it started) forwards its reads; once the
+    // store answers with a schema, its front restarts to read it itself.
+    if (!(*front)->serves_reads() && MonoMs() >= next_store_try) {
+      next_store_try = MonoMs() + 5000;
+      absl::StatusOr<int> version = ReadPostgresSchemaVersion(options.store);
+      if (version.ok() && *version > 0) {
+        (*front)->Stop();
+        front = FollowerFront::Start(options);
+        if (!front.ok()) {
+          std::fprintf(stderr, "iofleet-controller: follower: %s\n",
+                       std::string(front.status().message()).c_str());
+          return 1;
+        }
+        last_seen.clear();  // the new front learns the leader below
+        Log(absl::StrCat("follower: serving gRPC on ", (*front)->grpc_address(), " and REST on ",
+                         (*front)->http_address(), (*front)->serves_reads()
+                                                       ? ", reads from the store"
+                                                       : " for the leader"));
+      }
+    }
     const uint64_t sent = MonoMs();
     absl::StatusOr<int64_t> epoch = elector->TryAcquireOrRenew();
     if (epoch.ok() && *epoch > 0) {

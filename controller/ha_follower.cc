@@ -1,28 +1,37 @@
 #include "controller/ha_follower.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <httplib.h>
 
-#include <cerrno>
-#include <condition_variable>
-#include <cstring>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
-#include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/secrets/secrets.h"
 #include "common/status.h"
+#include "controller/api/grpc/auth.h"
+#include "controller/api/rest/proto_json.h"
+#include "controller/api/rest/rest_server.h"
+#include "controller/api/status_map.h"
+#include "controller/ha_forward.h"
+#include "controller/scheduler/store_reads.h"
+#include "controller/store/store.h"
 #include "iofleet/v1/agent.grpc.pb.h"
 #include "iofleet/v1/controller.grpc.pb.h"
+#ifdef IOFLEET_WITH_POSTGRESQL
+#include "controller/store/postgres_store.h"
+#endif
+#if IOFLEET_HAVE_COMPARE
+#include "controller/compare/job_compare.h"
+#endif
+#ifdef IOFLEET_HAVE_HISTORY
+#include "controller/history/rest_routes.h"
+#endif
 
 namespace iofleet::controller {
 
@@ -84,10 +93,12 @@ std::unique_ptr<grpc::ClientContext> Forwarded(grpc::ServerContext* in) {
   return out;
 }
 
-// ControllerService on a follower: every call is the leader's.
+// ControllerService on a follower: reads from its own store (when it has one),
+// every other call the leader's.
 class ForwardingControllerService final : public v1::ControllerService::Service {
  public:
-  explicit ForwardingControllerService(LeaderBook* book) : book_(book) {}
+  ForwardingControllerService(LeaderBook* book, ReadApi* reads, std::string api_token)
+      : book_(book), reads_(reads), api_token_(std::move(api_token)) {}
 
 #define IOFLEET_FORWARD(Method, Req, Resp)                                             \
   grpc::Status Method(grpc::ServerContext* ctx, const v1::Req* req, v1::Resp* resp)    \
@@ -99,15 +110,34 @@ class ForwardingControllerService final : public v1::ControllerService::Service 
     return stub->Method(cc.get(), *req, resp);                                         \
   }
   IOFLEET_FORWARD(SubmitJob, SubmitJobRequest, SubmitJobResponse)
-  IOFLEET_FORWARD(GetJob, GetJobRequest, Job)
-  IOFLEET_FORWARD(ListJobs, ListRequest, ListJobsResponse)
   IOFLEET_FORWARD(CancelJob, GetJobRequest, Job)
-  IOFLEET_FORWARD(GetRun, GetRunRequest, Run)
-  IOFLEET_FORWARD(ListRuns, ListRequest, ListRunsResponse)
   IOFLEET_FORWARD(ListAgents, ListRequest, ListAgentsResponse)
-  IOFLEET_FORWARD(GetSamples, GetRunRequest, SamplesResponse)
-  IOFLEET_FORWARD(CompareJob, GetJobRequest, CompareResponse)
 #undef IOFLEET_FORWARD
+
+  // A read: answered from this follower's store, or forwarded without one.
+#define IOFLEET_READ(Method, Req, Resp, Local)                                         \
+  grpc::Status Method(grpc::ServerContext* ctx, const v1::Req* req, v1::Resp* resp)    \
+      override {                                                                       \
+    if (reads_ == nullptr) {                                                           \
+      std::string why;                                                                 \
+      auto stub = book_->Stub(&why);                                                   \
+      if (stub == nullptr) return NoLeader(why);                                       \
+      auto cc = Forwarded(ctx);                                                        \
+      return stub->Method(cc.get(), *req, resp);                                       \
+    }                                                                                  \
+    if (grpc::Status st = grpcapi::CheckBearer(*ctx, api_token_); !st.ok()) return st; \
+    absl::StatusOr<v1::Resp> got = Local;                                              \
+    if (!got.ok()) return ToGrpcStatus(got.status());                                  \
+    *resp = std::move(*got);                                                           \
+    return grpc::Status::OK;                                                           \
+  }
+  IOFLEET_READ(GetJob, GetJobRequest, Job, reads_->GetJob(req->id()))
+  IOFLEET_READ(ListJobs, ListRequest, ListJobsResponse, reads_->ListJobs(*req))
+  IOFLEET_READ(GetRun, GetRunRequest, Run, reads_->GetRun(req->id()))
+  IOFLEET_READ(ListRuns, ListRequest, ListRunsResponse, reads_->ListRuns(*req))
+  IOFLEET_READ(GetSamples, GetRunRequest, SamplesResponse, reads_->GetSamples(req->id()))
+  IOFLEET_READ(CompareJob, GetJobRequest, CompareResponse, Compare(req->id()))
+#undef IOFLEET_READ
 
   grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                         grpc::ServerWriter<v1::IntervalRecord>* writer) override {
@@ -127,7 +157,24 @@ class ForwardingControllerService final : public v1::ControllerService::Service 
   }
 
  private:
+  // As the leader's ControllerServiceImpl::CompareJob: the JSON table of GET
+  // /api/v1/jobs/{id}/compare with default parameters.
+  absl::StatusOr<v1::CompareResponse> Compare(const std::string& id) {
+#if IOFLEET_HAVE_COMPARE
+    IOFLEET_ASSIGN_OR_RETURN(compare::JobComparison c,
+                             compare::CompareJob(*reads_, id, compare::JobCompareParams()));
+    v1::CompareResponse out;
+    out.set_table_json(compare::RenderComparison(c, compare::CompareFormat::kJson).body);
+    return out;
+#else
+    IOFLEET_RETURN_IF_ERROR(reads_->GetJob(id).status());
+    return absl::UnimplementedError("compare is not available in this build");
+#endif
+  }
+
   LeaderBook* const book_;
+  ReadApi* const reads_;  // nullptr: reads are forwarded too
+  const std::string api_token_;
 };
 
 // AgentService on a follower: the stream is rejected naming the leader.
@@ -160,218 +207,47 @@ class RedirectingAgentService final : public v1::AgentService::Service {
   LeaderBook* const book_;
 };
 
-absl::StatusOr<int> Listen(const std::string& host, int port, std::string* bound) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  const std::string p = std::to_string(port);
-  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), p.c_str(), &hints, &res);
-      rc != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("http-listen: cannot resolve \"", host, "\": ", gai_strerror(rc)));
-  }
-  int fd = -1;
-  int err = 0;
-  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      err = errno;
-      continue;
-    }
-    const int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 128) == 0) break;
-    err = errno;
-    close(fd);
-    fd = -1;
-  }
-  freeaddrinfo(res);
-  if (fd < 0) return IoError("listen (http-listen) on", absl::StrCat(host, ":", port), err);
-  sockaddr_storage ss{};
-  socklen_t len = sizeof(ss);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-  const int got = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                                 : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  *bound = absl::StrCat(host.find(':') != std::string::npos ? absl::StrCat("[", host, "]") : host,
-                        ":", got);
-  return fd;
-}
-
-constexpr int kDialTimeoutMs = 2000;
-
-// A peer that stops reading cannot block a relay for long (Stop waits for them).
-void SetSendTimeout(int fd) {
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-int Dial(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return -1;
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host.c_str(), address.substr(colon + 1).c_str(), &hints, &res) != 0) return -1;
-  int fd = -1;
-  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-    // Non-blocking connect with a bound: a leader cut off the network must not
-    // hold a relay (and so this follower's takeover, which waits for relays).
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) continue;
-    int rc = connect(fd, a->ai_addr, a->ai_addrlen);
-    if (rc != 0 && errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      int err = 0;
-      socklen_t len = sizeof(err);
-      if (poll(&p, 1, kDialTimeoutMs) == 1 &&
-          getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
-        rc = 0;
-      }
-    }
-    if (rc == 0) break;
-    close(fd);
-    fd = -1;
-  }
-  freeaddrinfo(res);
-  if (fd >= 0) {
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    const int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    SetSendTimeout(fd);
-  }
-  return fd;
-}
-
-void WriteAll(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    const ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
-}
-
 }  // namespace
 
 struct FollowerFront::Impl {
+  // Declared first, destroyed last: the servers below read through them.
+  std::unique_ptr<Store> store;
+  std::unique_ptr<StoreReads> reads;
   std::unique_ptr<LeaderBook> book;
+  std::unique_ptr<LeaderHttpClient> http_client;
   std::unique_ptr<ForwardingControllerService> controller_service;
   std::unique_ptr<RedirectingAgentService> agent_service;
   std::unique_ptr<grpc::Server> grpc_server;
+  std::unique_ptr<rest::RestServer> rest_server;
   std::string grpc_address, http_address;
-  size_t max_connections = 256;
-
-  int listen_fd = -1;
-  int stop_pipe[2] = {-1, -1};  // written once by Stop: every thread returns
-  std::thread acceptor;
   std::mutex mu;
-  std::condition_variable cv;
-  size_t relays = 0;  // live relay threads
   bool stopped = false;
+  std::atomic<bool> stopping{false};  // forwarded streams end
 
-  void Accept();
-  void Relay(int client);
+  // A request this follower does not serve itself, for the leader.
+  absl::Status Forward(const httplib::Request& req, httplib::Response& res);
 };
 
-void FollowerFront::Impl::Accept() {
-  for (;;) {
-    pollfd p[2] = {{listen_fd, POLLIN, 0}, {stop_pipe[0], POLLIN, 0}};
-    if (poll(p, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (p[1].revents != 0) return;
-    if ((p[0].revents & POLLIN) == 0) continue;
-    const int c = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (c < 0) continue;
-    std::unique_lock<std::mutex> l(mu);
-    if (relays >= max_connections) {
-      l.unlock();
-      WriteAll(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                  "Connection: close\r\nContent-Length: 55\r\n\r\n"
-                  "{\"error\":\"too many connections relayed to the leader\"}\n");
-      close(c);
-      continue;
-    }
-    ++relays;
-    l.unlock();
-    std::thread([this, c] {
-      Relay(c);
-      std::lock_guard<std::mutex> g(mu);
-      --relays;
-      cv.notify_all();
-    }).detach();
-  }
-}
-
-// One client connection relayed to the leader's REST port until both sides
-// have closed (or Stop).
-void FollowerFront::Impl::Relay(int client) {
-  SetSendTimeout(client);
+absl::Status FollowerFront::Impl::Forward(const httplib::Request& req, httplib::Response& res) {
   std::string why;
   const std::string leader = book->http(&why);
-  const int up = leader.empty() ? -1 : Dial(leader);
-  if (up < 0) {
-    const std::string body = absl::StrCat(
-        "{\"error\":\"this controller is a follower and cannot reach the leader's REST API",
-        leader.empty() ? absl::StrCat(": ", why) : absl::StrCat(" at ", leader), "\"}\n");
-    WriteAll(client, absl::StrCat("HTTP/1.1 503 Service Unavailable\r\n"
-                                  "Content-Type: application/json\r\nRetry-After: 1\r\n"
-                                  "Connection: close\r\nContent-Length: ",
-                                  body.size(), "\r\n\r\n", body));
-    shutdown(client, SHUT_WR);
-    close(client);
-    return;
+  if (leader.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("this controller is a follower and cannot reach the leader: ", why));
   }
-  char buf[65536];
-  bool open[2] = {true, true};  // client -> leader, leader -> client
-  const int from[2] = {client, up};
-  const int to[2] = {up, client};
-  while (open[0] || open[1]) {
-    pollfd p[3] = {{open[0] ? client : -1, POLLIN, 0},
-                   {open[1] ? up : -1, POLLIN, 0},
-                   {stop_pipe[0], POLLIN, 0}};
-    if (poll(p, 3, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (p[2].revents != 0) break;
-    bool failed = false;
-    for (int i = 0; i < 2; ++i) {
-      if (!open[i] || p[i].revents == 0) continue;
-      const ssize_t n = recv(from[i], buf, sizeof(buf), 0);
-      if (n <= 0) {
-        open[i] = false;
-        shutdown(to[i], SHUT_WR);
-        if (n < 0) failed = true;
-        continue;
-      }
-      size_t off = 0;
-      while (off < static_cast<size_t>(n)) {
-        const ssize_t w = send(to[i], buf + off, static_cast<size_t>(n) - off, MSG_NOSIGNAL);
-        if (w <= 0) {
-          failed = true;
-          break;
-        }
-        off += static_cast<size_t>(w);
-      }
-    }
-    if (failed) break;
+  if (req.method == "GET" && absl::EndsWith(req.path, "/watch")) {
+    // A stream (server-sent events): copied from the leader as it comes.
+    return http_client->ForwardStream(leader, req, res, [this] { return stopping.load(); });
   }
-  close(up);
-  close(client);
+  return http_client->Forward(leader, req, res);
 }
 
 FollowerFront::FollowerFront(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 FollowerFront::~FollowerFront() { Stop(); }
 
-absl::StatusOr<std::unique_ptr<FollowerFront>> FollowerFront::Start(const ServerOptions& options) {
+absl::StatusOr<std::unique_ptr<FollowerFront>> FollowerFront::Start(const ServerOptions& options,
+                                                                   std::unique_ptr<Store> store) {
   auto impl = std::make_unique<Impl>();
   // The follower dials the leader as a client: over TLS when the controllers
   // serve TLS (the leader's certificate checked against --tls-cert's chain, and
@@ -392,13 +268,39 @@ absl::StatusOr<std::unique_ptr<FollowerFront>> FollowerFront::Start(const Server
     creds = grpc::SslCredentials(ssl);
   }
   impl->book = std::make_unique<LeaderBook>(creds);
-  if (options.max_http_connections > 0) impl->max_connections = options.max_http_connections;
+  IOFLEET_ASSIGN_OR_RETURN(impl->http_client, LeaderHttpClient::Create(options));
   IOFLEET_ASSIGN_OR_RETURN(auto grpc_hp, ParseHostPort(options.grpc_listen, "grpc-listen"));
   IOFLEET_ASSIGN_OR_RETURN(auto http_hp, ParseHostPort(options.http_listen, "http-listen"));
   IOFLEET_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> server_creds,
                            MakeGrpcServerCredentials(options));
 
-  impl->controller_service = std::make_unique<ForwardingControllerService>(impl->book.get());
+  // The store this follower reads: a connection that never writes (no lock,
+  // no fencing: nothing here calls a write).
+#ifdef IOFLEET_WITH_POSTGRESQL
+  if (store == nullptr && IsPostgresUri(options.store)) {
+    PostgresStoreOptions po;
+    po.exclusive = false;
+    po.read_connections = 4;
+    absl::StatusOr<std::unique_ptr<Store>> opened = OpenPostgresStore(options.store, po);
+    if (opened.ok()) {
+      store = std::move(*opened);
+    } else {
+      std::fprintf(stderr,
+                   "iofleet-controller: follower: reads go to the leader (the store cannot be "
+                   "read here: %s)\n",
+                   std::string(opened.status().message()).c_str());
+    }
+  }
+#endif
+  std::string store_id;
+  if (store != nullptr) {
+    IOFLEET_ASSIGN_OR_RETURN(store_id, store->StoreId());
+    impl->store = std::move(store);
+    impl->reads = std::make_unique<StoreReads>(impl->store.get());
+  }
+
+  impl->controller_service = std::make_unique<ForwardingControllerService>(
+      impl->book.get(), impl->reads.get(), options.api_token);
   impl->agent_service = std::make_unique<RedirectingAgentService>(impl->book.get());
   grpc::ServerBuilder builder;
   int grpc_port = 0;
@@ -416,16 +318,36 @@ absl::StatusOr<std::unique_ptr<FollowerFront>> FollowerFront::Start(const Server
   }
   impl->grpc_address = absl::StrCat(grpc_host, ":", grpc_port);
 
-  IOFLEET_ASSIGN_OR_RETURN(impl->listen_fd,
-                           Listen(http_hp.first, http_hp.second, &impl->http_address));
-  if (pipe2(impl->stop_pipe, O_CLOEXEC) != 0) {
-    const int err = errno;
-    close(impl->listen_fd);
-    impl->grpc_server->Shutdown();
-    return IoError("pipe2", "follower front", err);
-  }
   Impl* raw = impl.get();
-  impl->acceptor = std::thread([raw] { raw->Accept(); });
+  impl->rest_server = std::make_unique<rest::RestServer>(
+      impl->reads.get(), store_id,
+      [raw](const httplib::Request& req, httplib::Response& res) { return raw->Forward(req, res); },
+      MakeRestOptions(options));
+#ifdef IOFLEET_DASHBOARD_DIR
+  impl->rest_server->ServeDashboard(options.dashboard_dir.empty() ? IOFLEET_DASHBOARD_DIR
+                                                                  : options.dashboard_dir);
+#else
+  impl->rest_server->ServeDashboard(options.dashboard_dir);
+#endif
+#ifdef IOFLEET_HAVE_HISTORY
+  if (impl->store != nullptr) {
+    // The history reads (its POST rows, triage, are not added on a follower).
+    history::InstallHistoryRoutes(*impl->rest_server, impl->store.get(), history::Params(), [] {
+      return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count());
+    });
+  }
+#endif
+  absl::StatusOr<int> http_port = impl->rest_server->Start(http_hp.first, http_hp.second);
+  if (!http_port.ok()) {
+    impl->grpc_server->Shutdown();
+    return http_port.status();
+  }
+  const std::string http_host =
+      http_hp.first.find(':') != std::string::npos ? absl::StrCat("[", http_hp.first, "]")
+                                                   : http_hp.first;
+  impl->http_address = absl::StrCat(http_host, ":", *http_port);
   return std::unique_ptr<FollowerFront>(new FollowerFront(std::move(impl)));
 }
 
@@ -442,24 +364,20 @@ void FollowerFront::Stop() {
     if (i.stopped) return;
     i.stopped = true;
   }
+  i.stopping.store(true);
+  if (i.rest_server) i.rest_server->Stop();
   if (i.grpc_server) {
     i.grpc_server->Shutdown(
         gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_seconds(1, GPR_TIMESPAN)));
     i.grpc_server->Wait();
   }
-  if (i.stop_pipe[1] >= 0) (void)!write(i.stop_pipe[1], "x", 1);
-  if (i.acceptor.joinable()) i.acceptor.join();
-  if (i.listen_fd >= 0) close(i.listen_fd);
-  i.listen_fd = -1;
-  {
-    std::unique_lock<std::mutex> l(i.mu);
-    i.cv.wait(l, [&] { return i.relays == 0; });
-  }
-  close(i.stop_pipe[0]);
-  close(i.stop_pipe[1]);
-  i.stop_pipe[0] = i.stop_pipe[1] = -1;
+  i.rest_server.reset();
+  i.grpc_server.reset();
+  i.reads.reset();
+  i.store.reset();  // its connections close: the new leader opens its own
 }
 
+bool FollowerFront::serves_reads() const { return impl_->reads != nullptr; }
 const std::string& FollowerFront::grpc_address() const { return impl_->grpc_address; }
 const std::string& FollowerFront::http_address() const { return impl_->http_address; }
 

@@ -1,8 +1,11 @@
 // A follower's front (ha_follower.h) in front of a real controller (SQLite
 // store, real gRPC and REST on loopback) standing in for the leader: REST
-// relayed, gRPC API calls forwarded, agents redirected; no leader: 503 and
-// UNAVAILABLE naming why.
+// and gRPC forwarded, agents redirected; no leader: 503 and UNAVAILABLE
+// naming why. With a store of its own (the leader's SQLite file, opened
+// beside it), the follower answers reads itself, also once the leader is gone.
 #include "controller/ha_follower.h"
+
+#include "controller/store/sqlite_store.h"
 
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
@@ -127,6 +130,73 @@ TEST_F(FollowerFrontTest, NoLeaderIsAClearUnavailable) {
   ASSERT_TRUE(r2);
   EXPECT_EQ(r2->status, 503);
   EXPECT_NE(r2->body.find("127.0.0.1:1"), std::string::npos) << r2->body;
+}
+
+// Reads from the follower's own store: answered with the leader's bodies, the
+// leader's writes visible as soon as they are answered (read-your-writes
+// through the follower), and still answered once the leader is gone, while a
+// write then is a clear 503.
+TEST_F(FollowerFrontTest, ServesReadsFromItsOwnStore) {
+  auto store = OpenSqliteStore(dir_ + "/data/iofleet.db");
+  ASSERT_TRUE(store.ok()) << store.status();
+  ServerOptions fo;
+  fo.grpc_listen = "127.0.0.1:0";
+  fo.http_listen = "127.0.0.1:0";
+  auto f = FollowerFront::Start(fo, std::move(*store));
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::unique_ptr<FollowerFront> reader = std::move(*f);
+  ASSERT_TRUE(reader->serves_reads());
+  reader->SetLeader(leader_->grpc_address(), leader_->http_address());
+  httplib::Client via("127.0.0.1", PortOf(reader->http_address()));
+  httplib::Client lead("127.0.0.1", PortOf(leader_->http_address()));
+  for (int i = 0; i < 3; ++i) {
+    // Submitted through the follower (forwarded), read back through it at once.
+    auto post = via.Post("/api/v1/jobs",
+                         R"({"fio": "[j]\nfilename=/dev/nvme0n1\nsize=1m\n", "hosts": ["x"],
+                             "wait_for_hosts": true, "name": "ryw"})",
+                         "application/json");
+    ASSERT_TRUE(post);
+    ASSERT_EQ(post->status, 201) << post->body;
+    const std::string id = post->get_header_value("Location").substr(sizeof("/api/v1/jobs/") - 1);
+    auto got = via.Get(("/api/v1/jobs/" + id).c_str());
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->status, 200) << "a write answered by the leader is readable on the follower";
+  }
+  auto a = via.Get("/api/v1/jobs");
+  auto b = lead.Get("/api/v1/jobs");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->status, 200);
+  EXPECT_EQ(a->body, b->body) << "the follower's answer is the leader's";
+  auto runs_f = via.Get("/api/v1/runs");
+  auto runs_l = lead.Get("/api/v1/runs");
+  ASSERT_TRUE(runs_f && runs_l);
+  EXPECT_EQ(runs_f->status, 200);
+  EXPECT_NE(runs_f->body.find("\"runs\""), std::string::npos) << runs_f->body;
+
+  // The leader goes away: reads still answered, from the follower's store.
+  const std::string before = a->body;
+  leader_->Shutdown();
+  auto after = via.Get("/api/v1/jobs");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 200) << after->body;
+  EXPECT_EQ(after->body, before);
+  auto missing = via.Get("/api/v1/jobs/no-such-job");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  auto stub = v1::ControllerService::NewStub(
+      grpc::CreateChannel(reader->grpc_address(), grpc::InsecureChannelCredentials()));
+  v1::ListJobsResponse jobs;
+  grpc::ClientContext c;
+  grpc::Status st = stub->ListJobs(&c, v1::ListRequest(), &jobs);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(jobs.jobs_size(), 3);
+  // A write has no one to take it: 503 naming the leader's address.
+  auto post = via.Post("/api/v1/jobs", R"({"fio": "[j]\nsize=1m\n", "hosts": ["x"]})",
+                       "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 503) << post->body;
+  EXPECT_NE(post->body.find(leader_->http_address()), std::string::npos) << post->body;
+  reader->Stop();
 }
 
 TEST_F(FollowerFrontTest, StopFreesThePortsForTheNewLeader) {

@@ -174,6 +174,14 @@ void DeclareFlags(iofleet::flags::FlagSet& fs, iofleet::controller::ServerOption
   count("max-label-length", &l.max_label_length, "bytes per label key or value", "256");
   count("max-http-connections", &opts.max_http_connections,
         "open REST connections; past it new ones get 503", "256");
+  count("max-watch-streams", &opts.max_watch_streams,
+        "live watch streams (GET /jobs/{id}/watch) open at once;\n"
+        "past it new ones get 503 (the dashboard then polls)",
+        "64");
+  count("watch-buffer-records", &opts.watch_buffer_records,
+        "live interval records buffered per watcher (REST and gRPC\n"
+        "WatchJob) beyond its replay; a slower watcher is dropped",
+        "10000");
   fs.Add({"http-read-timeout", "DURATION",
           "time a client has to send a whole request, head and\n"
           "body (slower clients get 408)",

@@ -87,6 +87,21 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeGrpcServerCredentia
   return grpc_creds;
 }
 
+rest::RestOptions MakeRestOptions(const ServerOptions& options) {
+  rest::RestOptions ro;
+  ro.api_token = options.api_token;
+  ro.metrics_auth = options.metrics_auth;
+  ro.tls_cert_file = options.tls_cert_file;
+  ro.tls_key_file = options.tls_key_file;
+  ro.tls_client_ca_file = options.http_tls_client_ca_file;
+  ro.max_body_bytes = options.limits.max_body_bytes;
+  if (options.max_http_connections > 0) ro.max_connections = options.max_http_connections;
+  if (options.max_watch_streams > 0) ro.max_watch_streams = options.max_watch_streams;
+  if (options.watch_buffer_records > 0) ro.watch.max_buffered = options.watch_buffer_records;
+  if (options.http_read_timeout_ms > 0) ro.request_timeout_ms = options.http_read_timeout_ms;
+  return ro;
+}
+
 absl::StatusOr<int> LockDataDir(const std::string& data_dir) {
   const std::string path = (std::filesystem::path(data_dir) / "iofleet.lock").string();
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -268,6 +283,9 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
                                                   static_cast<uint64_t>(options.leader_epoch));
   s->controller_service_ =
       std::make_unique<grpcapi::ControllerServiceImpl>(s->scheduler_.get(), options.api_token);
+  if (options.watch_buffer_records > 0) {
+    s->controller_service_->set_watch_buffer_records(options.watch_buffer_records);
+  }
   grpc::ServerBuilder builder;
   int grpc_port = 0;
   const std::string grpc_host =
@@ -293,17 +311,8 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
   }
   s->grpc_address_ = absl::StrCat(grpc_host, ":", grpc_port);
 
-  rest::RestOptions ro;
-  ro.api_token = options.api_token;
-  ro.metrics_auth = options.metrics_auth;
-  ro.tls_cert_file = options.tls_cert_file;
-  ro.tls_key_file = options.tls_key_file;
-  ro.tls_client_ca_file = options.http_tls_client_ca_file;
-  ro.max_body_bytes = options.limits.max_body_bytes;
-  if (options.max_http_connections > 0) ro.max_connections = options.max_http_connections;
-  if (options.http_read_timeout_ms > 0) ro.request_timeout_ms = options.http_read_timeout_ms;
-  s->rest_server_ =
-      std::make_unique<rest::RestServer>(s->scheduler_.get(), s->metrics_.get(), std::move(ro));
+  s->rest_server_ = std::make_unique<rest::RestServer>(s->scheduler_.get(), s->metrics_.get(),
+                                                        MakeRestOptions(options));
 #ifdef IOFLEET_DASHBOARD_DIR
   s->rest_server_->ServeDashboard(options.dashboard_dir.empty() ? IOFLEET_DASHBOARD_DIR
                                                                 : options.dashboard_dir);

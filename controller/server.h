@@ -28,6 +28,7 @@ class Store;
 class Scheduler;
 namespace rest {
 class RestServer;
+struct RestOptions;
 }
 namespace metrics {
 class ControllerMetrics;
@@ -57,6 +58,11 @@ struct ServerOptions {
   // the time a client has to send a whole request (head and body). Defaults:
   // rest::RestOptions (256, 10 s).
   size_t max_http_connections = 0;    // 0 = default
+  // Live watch streams: REST streams open at once (GET /jobs/{id}/watch; one
+  // more gets 503), and live records buffered per watcher (REST and gRPC
+  // WatchJob) before a slow one is dropped. 0 = default (64, 10,000).
+  size_t max_watch_streams = 0;
+  size_t watch_buffer_records = 0;
   uint64_t http_read_timeout_ms = 0;  // 0 = default
   uint64_t heartbeat_timeout_ms = 15000;       // Default: 15 s
   // Heartbeats per second the fleet is asked for at most: the interval told to
@@ -154,6 +160,10 @@ absl::StatusOr<int> LockDataDir(const std::string& data_dir);
 // (insecure without them); InvalidArgument naming the flag of a bad file.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeGrpcServerCredentials(
     const ServerOptions& options);
+
+// The REST front end's options from the controller's (token, TLS, limits);
+// a follower's REST server takes the same (ha_follower.h).
+rest::RestOptions MakeRestOptions(const ServerOptions& options);
 
 // Splits "host:port" ("[::1]:80" too); InvalidArgument naming `flag` otherwise.
 absl::StatusOr<std::pair<std::string, int>> ParseHostPort(const std::string& value,

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/run/job_log.h"
+#include "agent/transport/run_log_upload.h"
 #include "agent/run/runner.h"
 #include "agent/transport/convert.h"
 #include "common/jobspec/parser.h"
@@ -764,6 +765,20 @@ void AgentClient::RunThread(std::shared_ptr<RunHandle> h, act::StartRun start) {
       } else {
         end.ok = true;
       }
+      // The run's log files go to the controller (docs/logs.md), spooled like
+      // its records and before its RunFinished; the files stay in --log-dir.
+      std::vector<std::string> unread;
+      for (v1::RunLogFile& f : ReadRunLogs(id, result->log_files, kUploadMaxFileBytes,
+                                           kUploadMaxRunBytes, &unread)) {
+        if (f.truncated()) {
+          Log(absl::StrCat("run ", id, ": log ", f.path(), " is ", f.size_bytes(),
+                           " bytes; the controller gets its first ", f.data().size()));
+        }
+        AgentMessage lm;
+        *lm.mutable_run_log() = std::move(f);
+        emit(std::move(lm), false);
+      }
+      for (const std::string& e : unread) Log(absl::StrCat("run ", id, ": log not uploaded: ", e));
     }
   }
 

@@ -314,6 +314,11 @@ void AgentCore::OnController(const CoreTime& now, ev::FromController e, std::vec
       if (!m.reject().leader_address().empty() && redirects_ < kMaxRedirects) {
         ++redirects_;
         redirect_to_ = m.reject().leader_address();
+      } else if (!m.reject().leader_address().empty()) {
+        // Not followed this time; the next chain is (after this failure's
+        // reconnect): an agent that knows only a follower, redirected to a
+        // leader that was not listening yet, must still reach it later.
+        redirects_ = 0;
       }
       Close(/*graceful=*/false, out);
       break;
@@ -626,7 +631,9 @@ void AgentCore::OnRunMessage(ev::RunMessage e, std::vector<Action>* out) {
     }
   } else if (!e.spooled) {
     Log(out, absl::StrCat("run ", e.run_id, ": cannot spool its ",
-                          finished ? "RunFinished (kept in memory until delivered)" : "RunStarted",
+                          finished                ? "RunFinished (kept in memory until delivered)"
+                          : e.msg.has_run_log() ? "log file " + e.msg.run_log().name()
+                                                : std::string("RunStarted"),
                           ": ", e.spool_error));
   }
   if (finished) {

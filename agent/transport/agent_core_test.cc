@@ -937,6 +937,32 @@ TEST(AgentCoreHaTest, ARedirectLoopFallsBackToTheList) {
   EXPECT_EQ(d.NextConnect(d.End()), "b:7070");
   reject("b:7070");  // the fourth is not followed: the next address (a)
   EXPECT_EQ(d.NextConnect(d.End()), "a:7070");
+  // The next chain is followed again (the leader may be up by now).
+  reject("b:7070");
+  EXPECT_EQ(d.NextConnect(d.End()), "b:7070");
+}
+
+// An agent that knows one follower only, redirected three times to a new
+// leader that is not listening yet, still reaches it once it listens (seen in
+// faults.ha_followers: the agent stayed on the follower for good).
+TEST(AgentCoreHaTest, OneFollowerOnlyStillReachesALateLeader) {
+  Driver d({"f:7070"});
+  d.Feed(ev::Start{});
+  auto reject = [&] {
+    ControllerMessage m;
+    m.mutable_reject()->set_reason("follower");
+    m.mutable_reject()->set_leader_address("l:7070");
+    d.Feed(ev::FromController{d.core.conn(), std::move(m)});
+  };
+  for (int i = 0; i < 3; ++i) {
+    reject();
+    EXPECT_EQ(d.NextConnect(d.End()), "l:7070");  // followed; the dial fails
+    EXPECT_EQ(d.NextConnect(d.End()), "f:7070");
+  }
+  reject();  // not followed: the list (f) after a backoff
+  EXPECT_EQ(d.NextConnect(d.End()), "f:7070");
+  reject();  // followed again
+  EXPECT_EQ(d.NextConnect(d.End()), "l:7070");
 }
 
 }  // namespace ha

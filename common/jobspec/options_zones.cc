@@ -185,6 +185,14 @@ std::optional<CheckFailure> CheckZones(const OptionRow&, const JobSpec& j) {
   if (j.zone_mode == ZoneMode::kZbd && j.zone_size != 0 && j.zone_size < 512) {
     return Fail("zbd", absl::StrFormat("zonesize %u is below 512 bytes, fio's minimum", j.zone_size));
   }
+  if (j.zone_mode == ZoneMode::kNone && j.zone_size != 0) {
+    // Only an explicit zonemode=none gets here (FixupZones makes a zonesize
+    // alone strided, as fio does); fio refuses the pair too.
+    return Fail("none", absl::StrFormat("zonesize %u is not compatible with zonemode=none "
+                                        "(leave zonemode out, or set zonemode=strided, for "
+                                        "strided zones)",
+                                        j.zone_size));
+  }
   if (j.zone_mode == ZoneMode::kStrided && j.zone_size == 0) {
     return Fail("strided", "needs zonesize (the bytes done in each zone)");
   }
@@ -203,6 +211,11 @@ std::optional<CheckFailure> CheckZones(const OptionRow&, const JobSpec& j) {
 
 void FixupZones(Builder& b) {
   JobSpec& s = b.spec;
+  // fio (init.c): zonesize without zonemode means strided zones; an explicit
+  // zonemode=none with a zonesize is refused (CheckZones).
+  if (s.zone_mode == ZoneMode::kNone && s.zone_size != 0 && b.origin.count("zonemode") == 0) {
+    s.zone_mode = ZoneMode::kStrided;
+  }
   if (s.zone_mode == ZoneMode::kNone || s.zone_size == 0) return;
   // fio's zbd_recalc_options_with_zone_granularity.
   if (s.size_zones > 0) {

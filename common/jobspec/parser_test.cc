@@ -1445,6 +1445,16 @@ TEST(FioGrammarTest, ZoneOptionsParseAndBadValuesNameTheOption) {
   EXPECT_TRUE(CheckRunnable(MustParse("[a]\nzonemode=strided\nzonesize=1m\n")).ok());
   EXPECT_THAT(std::string(CheckRunnable(MustParse("[a]\nrw=randread\nzonemode=strided\nzonesize=1m\n")).message()),
               HasSubstr("option \"zonemode\": value \"strided\": strided zones with random I/O are not implemented"));
+  // fio: a zonesize without zonemode means strided zones (never silently
+  // ignored), and an explicit zonemode=none with a zonesize is refused.
+  JobSpec implied = MustParseJob("zonesize=16k\nzonerange=64k\n");
+  EXPECT_EQ(implied.zone_mode, ZoneMode::kStrided);
+  EXPECT_EQ(implied.zone_size, 16u << 10);
+  EXPECT_EQ(MustParseJob("zonesize=16k\n").zone_range, 16u << 10);
+  auto none = ParseJobText("[a]\nzonemode=none\nzonesize=16k\n", "t.fio");
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(std::string(none.status().message()),
+              HasSubstr("zonesize 16384 is not compatible with zonemode=none"));
 }
 
 TEST(FioGrammarTest, PercentileListEntryEndsAtAComma) {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/stats/fio_units.h"
 #include "common/stats/report.h"
 #include "common/stats/report_internal.h"
 #include "nlohmann/json.hpp"
@@ -372,52 +373,9 @@ std::map<int, GroupRun> GroupRuns(const DocView& v) {
 
 // ---------------------------------------------------------------- normal
 
-int Digits(uint64_t v) {
-  int n = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++n;
-  }
-  return n;
-}
-
-// fio's num2str(): at most `maxlen` digits (the '.' counts), scaled by
-// 1000 (SI) or 1024 (IEC) with the carry rounding fio applies. `first_prefix`:
-// the prefix `num` already counts in (fio's base argument: 1 for a value in
-// KiB, which fio prints with "k" for SI as well).
+// fio's num2str() (fio_units.h).
 std::string Num2Str(uint64_t num, int maxlen, bool pow2, const char* unit, int first_prefix = 0) {
-  static constexpr const char* kSi[] = {"", "k", "M", "G", "T", "P", "E"};
-  static constexpr const char* kIec[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
-  constexpr int kPrefixes = 7;
-  const char* const* prefix = pow2 ? kIec : kSi;
-  const uint64_t thousand = pow2 ? 1024 : 1000;
-  int post = first_prefix;
-  bool scaled = false;
-  uint64_t remainder = 0;
-  while (post < kPrefixes && Digits(num) > maxlen) {
-    remainder = num % thousand;
-    num /= thousand;
-    scaled = true;
-    ++post;
-  }
-  if (post >= kPrefixes) post = 0;
-  std::string out;
-  if (!scaled) {
-    Appendf(out, "%llu%s%s", static_cast<unsigned long long>(num), prefix[post], unit);
-    return out;
-  }
-  const int room = maxlen - Digits(num);
-  if (room <= 1) {
-    if (remainder >= thousand / 2) ++num;
-    Appendf(out, "%llu%s%s", static_cast<unsigned long long>(num), prefix[post], unit);
-    return out;
-  }
-  std::string frac;
-  Appendf(frac, "%.*f", room - 1, static_cast<double>(remainder) / static_cast<double>(thousand));
-  if (frac[0] == '1') ++num;  // the fraction rounded up to a whole unit
-  Appendf(out, "%llu.%s%s%s", static_cast<unsigned long long>(num), frac.c_str() + 2, prefix[post],
-          unit);
-  return out;
+  return FioNum2Str(num, maxlen, pow2, unit, first_prefix);
 }
 
 bool IsPow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }

@@ -46,7 +46,7 @@ std::string OptionBase(const std::string& key) {
 }
 
 // Agent inventories, by agent name.
-std::map<std::string, v1::Inventory> LoadInventories(Scheduler& scheduler) {
+std::map<std::string, v1::Inventory> LoadInventories(ReadApi& scheduler) {
   std::map<std::string, v1::Inventory> out;
   absl::StatusOr<v1::ListAgentsResponse> agents = scheduler.ListAgents(v1::ListRequest());
   if (!agents.ok()) return out;
@@ -89,7 +89,7 @@ struct Collected {
   std::vector<std::string> notes;
 };
 
-absl::StatusOr<std::vector<IntervalWindow>> Windows(Scheduler& scheduler, const std::string& id) {
+absl::StatusOr<std::vector<IntervalWindow>> Windows(ReadApi& scheduler, const std::string& id) {
   IOFLEET_ASSIGN_OR_RETURN(v1::SamplesResponse samples, scheduler.GetSamples(id));
   std::vector<IntervalWindow> out;
   out.reserve(samples.records_size());
@@ -111,7 +111,7 @@ absl::StatusOr<std::vector<IntervalWindow>> Windows(Scheduler& scheduler, const 
 // Reads results and samples of `refs` (arms in `arms` only; the rest are passed
 // through as ignored runs) and fills runs (usable or not, with their reasons),
 // attributes and options.
-absl::Status Collect(Scheduler& scheduler, const std::vector<RunRef>& refs,
+absl::Status Collect(ReadApi& scheduler, const std::vector<RunRef>& refs,
                      const std::set<std::string>& arms, const std::set<std::string>& sweep_keys,
                      const std::map<std::string, std::string>& placement_by_arm,
                      Collected& out) {
@@ -437,7 +437,7 @@ absl::StatusOr<JobCompareParams> ParseCompareParams(
   return p;
 }
 
-absl::StatusOr<JobComparison> CompareJob(Scheduler& scheduler, const std::string& job_id,
+absl::StatusOr<JobComparison> CompareJob(ReadApi& scheduler, const std::string& job_id,
                                          const JobCompareParams& params) {
   IOFLEET_ASSIGN_OR_RETURN(v1::Job job, scheduler.GetJob(job_id));
   const v1::JobSpec& spec = job.spec();
@@ -553,7 +553,7 @@ absl::StatusOr<JobComparison> CompareJob(Scheduler& scheduler, const std::string
   return out;
 }
 
-absl::StatusOr<JobComparison> CompareJobs(Scheduler& scheduler, const std::string& job_a,
+absl::StatusOr<JobComparison> CompareJobs(ReadApi& scheduler, const std::string& job_a,
                                           const std::string& job_b,
                                           const JobCompareParams& params) {
   if (job_a.empty()) return FieldError("a", "is required (job id of arm A)");

@@ -1,7 +1,7 @@
 // A/B comparison of a job's runs (or of two jobs) as the controller serves it:
 // reads the runs, their stored json+ results and interval records and the agents'
-// inventories through the Scheduler, builds a CompareInput (run_metrics.h,
-// compare.h) and renders it (render.h).
+// inventories through a ReadApi (the Scheduler, or a follower's StoreReads),
+// builds a CompareInput (run_metrics.h, compare.h) and renders it (render.h).
 //
 //   One job:  arm = variant name (default: the job's first two variants, in spec
 //             order), cell = sweep cell ("all" without a sweep), host = run host,
@@ -46,7 +46,8 @@
 #include "absl/status/statusor.h"
 #include "controller/compare/compare.h"
 #include "controller/compare/run_metrics.h"
-#include "controller/scheduler/scheduler.h"
+#include "controller/scheduler/read_api.h"
+#include "iofleet/v1/agent.pb.h"
 
 namespace iofleet::controller::compare {
 
@@ -109,9 +110,9 @@ std::string BlockDeviceFingerprint(const v1::BlockDevice& device);
 // The default bootstrap seed: FNV-1a 64 of the job id ("A|B" for two jobs), never 0.
 uint64_t SeedFor(std::string_view key);
 
-absl::StatusOr<JobComparison> CompareJob(Scheduler& scheduler, const std::string& job_id,
+absl::StatusOr<JobComparison> CompareJob(ReadApi& scheduler, const std::string& job_id,
                                          const JobCompareParams& params);
-absl::StatusOr<JobComparison> CompareJobs(Scheduler& scheduler, const std::string& job_a,
+absl::StatusOr<JobComparison> CompareJobs(ReadApi& scheduler, const std::string& job_a,
                                           const std::string& job_b,
                                           const JobCompareParams& params);
 

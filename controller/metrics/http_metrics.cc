@@ -16,7 +16,7 @@ namespace {
 constexpr absl::string_view kCollections[] = {"jobs",   "runs",   "agents",  "compare",
                                               "series", "alerts", "baseline"};
 constexpr absl::string_view kActions[] = {"cancel", "compare", "samples", "watch",
-                                          "results", "state",  "repro"};
+                                          "results", "state",  "repro", "logs"};
 
 bool OneOf(absl::string_view s, const absl::string_view* begin, const absl::string_view* end) {
   for (const absl::string_view* p = begin; p != end; ++p) {

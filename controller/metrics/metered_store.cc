@@ -95,6 +95,13 @@ class MeteredStore final : public Store {
     return inner_->GetAlert(id);
   }
   absl::StatusOr<int64_t> HistoryCursor() override { return inner_->HistoryCursor(); }
+  absl::StatusOr<std::vector<RunLogRow>> ListRunLogs(const std::string& run_id) override {
+    return inner_->ListRunLogs(run_id);
+  }
+  absl::StatusOr<RunLogRow> GetRunLog(const std::string& run_id,
+                                      const std::string& name) override {
+    return inner_->GetRunLog(run_id, name);
+  }
   absl::StatusOr<std::vector<AgentRow>> ListAgents() override { return inner_->ListAgents(); }
   absl::StatusOr<JobRow> GetJob(const std::string& id) override { return inner_->GetJob(id); }
   absl::StatusOr<std::vector<JobRow>> ListJobs(int64_t after_seq, int limit) override {

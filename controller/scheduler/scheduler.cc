@@ -488,6 +488,16 @@ void Scheduler::AgentMessageAsync(const std::string& agent, AgentSender* sender,
       });
       return;
     }
+    case v1::AgentMessage::kRunLog:
+      // A store write: off the stream's thread. The stream reads nothing more
+      // until it is stored (agent_service.cc), so it is in before RunFinished.
+      work_->Post([this, agent, log = msg.run_log(), done = std::move(done)]() {
+        absl::Status st = RecordRunLog(*store_, agent, log);
+        if (!st.ok()) LogError(absl::StrCat("run ", log.run_id(), " log ", log.name()), st);
+        // A refused file is dropped (logged); the run's result does not depend on it.
+        if (done) done(absl::OkStatus());
+      });
+      return;
     default:
       if (done) done(absl::OkStatus());
       return;

@@ -38,8 +38,10 @@
 #include "controller/scheduler/live_view.h"
 #include "controller/scheduler/observer.h"
 #include "controller/scheduler/protocol.h"
+#include "controller/scheduler/read_api.h"
 #include "controller/scheduler/read_side.h"
 #include "controller/scheduler/watch_hub.h"
+#include "controller/scheduler/run_logs.h"
 #include "controller/scheduler/work_pool.h"
 #include "controller/store/store.h"
 #include "iofleet/v1/agent.pb.h"
@@ -75,7 +77,7 @@ struct SchedulerOptions {
   ApiLimits limits;
 };
 
-class Scheduler {
+class Scheduler final : public ReadApi {
  public:
   // Loads agents, active runs and leases from `store` (not owned; must outlive
   // the scheduler) and starts the control loop.
@@ -92,20 +94,27 @@ class Scheduler {
   void SubmitJobAsync(const v1::JobSpec& spec,
                       std::function<void(absl::StatusOr<std::string>)> done);
   absl::StatusOr<v1::Job> CancelJob(const std::string& id);
-  // Read side (read_side.h).
-  absl::StatusOr<v1::Job> GetJob(const std::string& id) { return read_->GetJob(id); }
-  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListRequest& req) {
+  // Read side (read_side.h; the ReadApi a follower serves from its store too).
+  absl::StatusOr<v1::Job> GetJob(const std::string& id) override { return read_->GetJob(id); }
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListRequest& req) override {
     return read_->ListJobs(req);
   }
-  absl::StatusOr<v1::Run> GetRun(const std::string& id) { return read_->GetRun(id); }
-  absl::StatusOr<v1::ListRunsResponse> ListRuns(const v1::ListRequest& req) {
+  absl::StatusOr<v1::Run> GetRun(const std::string& id) override { return read_->GetRun(id); }
+  absl::StatusOr<v1::ListRunsResponse> ListRuns(const v1::ListRequest& req) override {
     return read_->ListRuns(req);
   }
-  absl::StatusOr<v1::ListAgentsResponse> ListAgents(const v1::ListRequest& req) {
+  absl::StatusOr<v1::ListAgentsResponse> ListAgents(const v1::ListRequest& req) override {
     return read_->ListAgents(req);
   }
-  absl::StatusOr<v1::SamplesResponse> GetSamples(const std::string& run_id) {
+  absl::StatusOr<v1::SamplesResponse> GetSamples(const std::string& run_id) override {
     return read_->GetSamples(run_id);
+  }
+  // A run's uploaded fio log files (run_logs.h).
+  absl::StatusOr<v1::ListRunLogsResponse> ListRunLogs(const std::string& run_id) {
+    return iofleet::controller::ListRunLogs(*store_, run_id);
+  }
+  absl::StatusOr<v1::RunLog> GetRunLog(const std::string& run_id, const std::string& name) {
+    return iofleet::controller::GetRunLog(*store_, run_id, name);
   }
 
   // Interval records of `job_id`'s runs: first every record already stored

@@ -277,6 +277,8 @@ TEST_F(MigrateTest, CopiesEveryTableOfTheSchemaHistoryIncluded) {
   al.detail_json = "{}";
   h.upsert_alerts = {al};
   h.history_cursor = 17;
+  // A run's uploaded log file (SQLite BLOB, PostgreSQL TEXT): copied by name.
+  h.run_logs = {RunLogRow{"j0-1", "l_lat.1.log", "/var/tmp/l_lat.1.log", 9, false, 0, "1, 2, 0\n"}};
   ASSERT_TRUE(source_->Write(std::move(h)).ok());
   ASSERT_TRUE(source_->Flush().ok());
 
@@ -317,6 +319,12 @@ TEST_F(MigrateTest, CopiesEveryTableOfTheSchemaHistoryIncluded) {
   auto target = OpenPostgresStore(uri_);
   ASSERT_TRUE(target.ok()) << target.status();
   EXPECT_EQ(*(*target)->HistoryCursor(), 17);
+  EXPECT_EQ(count("run_logs"), 1);
+  auto log = (*target)->GetRunLog("j0-1", "l_lat.1.log");
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(log->data, "1, 2, 0\n");
+  EXPECT_EQ(log->size_bytes, 9u);
+  EXPECT_EQ(log->path, "/var/tmp/l_lat.1.log");
   auto sa = source_->ListSeries();
   auto sb = (*target)->ListSeries();
   ASSERT_TRUE(sa.ok() && sb.ok());

@@ -188,6 +188,18 @@ CREATE TABLE history_cursor(
   one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
   run_seq BIGINT NOT NULL);
 )sql",
+    // 4: SQLite's 9: the fio log files a run's agent uploaded (docs/logs.md).
+    // Text: the agent uploads only text files (fio's logs are ASCII).
+    R"sql(
+CREATE TABLE run_logs(
+  run_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  path TEXT NOT NULL,
+  size_bytes BIGINT NOT NULL,
+  truncated BOOLEAN NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY(run_id, name));
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kPostgresSchemaVersion);
 
@@ -454,6 +466,10 @@ constexpr Prepared kStatements[] = {
      "first_run_id=excluded.first_run_id, job_id=excluded.job_id, "
      "updated_ms=excluded.updated_ms, detail_json=excluded.detail_json"},
     {"set_alert_state", "UPDATE history_alerts SET state = $2, updated_ms = $3 WHERE id = $1"},
+    {"upsert_run_log",
+     "INSERT INTO run_logs(run_id, name, path, size_bytes, truncated, data) "
+     "VALUES($1,$2,$3,$4,$5,$6) ON CONFLICT(run_id, name) DO UPDATE SET path=excluded.path, "
+     "size_bytes=excluded.size_bytes, truncated=excluded.truncated, data=excluded.data"},
     {"set_history_cursor",
      "INSERT INTO history_cursor(one, run_seq) VALUES(TRUE, $1) "
      "ON CONFLICT(one) DO UPDATE SET run_seq=excluded.run_seq"},
@@ -663,6 +679,49 @@ class PostgresStore final : public Store {
           }
           return out;
         });
+  }
+
+  absl::StatusOr<std::vector<RunLogRow>> ListRunLogs(const std::string& run_id) override {
+    return Query<std::vector<RunLogRow>>(
+        "SELECT name, path, size_bytes, truncated, octet_length(data) FROM run_logs "
+        "WHERE run_id = $1 ORDER BY name",
+        PgParams().Add(run_id), [&run_id](const PGresult* r) {
+          std::vector<RunLogRow> out;
+          for (int i = 0; i < PQntuples(r); ++i) {
+            RunLogRow l;
+            l.run_id = run_id;
+            l.name = PgText(r, i, 0);
+            l.path = PgText(r, i, 1);
+            l.size_bytes = static_cast<uint64_t>(PgInt(r, i, 2));
+            l.truncated = PgBool(r, i, 3);
+            l.stored_bytes = static_cast<uint64_t>(PgInt(r, i, 4));
+            out.push_back(std::move(l));
+          }
+          return out;
+        });
+  }
+
+  absl::StatusOr<RunLogRow> GetRunLog(const std::string& run_id, const std::string& name) override {
+    IOFLEET_ASSIGN_OR_RETURN(
+        std::optional<RunLogRow> row,
+        Query<std::optional<RunLogRow>>(
+            "SELECT path, size_bytes, truncated, data FROM run_logs WHERE run_id = $1 AND name = $2",
+            PgParams().Add(run_id).Add(name), [&](const PGresult* r) {
+              if (PQntuples(r) == 0) return std::optional<RunLogRow>();
+              RunLogRow l;
+              l.run_id = run_id;
+              l.name = name;
+              l.path = PgText(r, 0, 0);
+              l.size_bytes = static_cast<uint64_t>(PgInt(r, 0, 1));
+              l.truncated = PgBool(r, 0, 2);
+              l.data = PgText(r, 0, 3);
+              l.stored_bytes = l.data.size();
+              return std::optional<RunLogRow>(std::move(l));
+            }));
+    if (!row) {
+      return absl::NotFoundError(absl::StrCat("run ", run_id, " has no log file \"", name, "\""));
+    }
+    return *std::move(row);
   }
 
   absl::StatusOr<std::optional<ResultRow>> GetResult(const std::string& run_id) override {
@@ -1024,6 +1083,11 @@ class PostgresStore final : public Store {
     }
     if (b.history_cursor.has_value()) {
       q.emplace_back(Stmt("set_history_cursor")).params.Add(*b.history_cursor);
+    }
+    for (const RunLogRow& r : b.run_logs) {
+      PgQuery& s = q.emplace_back(Stmt("upsert_run_log"));
+      s.params.Add(r.run_id).Add(r.name).Add(r.path).Add(I(r.size_bytes)).AddBool(r.truncated);
+      s.params.Add(r.data);
     }
     q.push_back(Sql("RELEASE SAVEPOINT batch"));
     lease_of.resize(q.size(), nullptr);

@@ -188,6 +188,17 @@ CREATE TABLE history_cursor(
   one INTEGER PRIMARY KEY CHECK (one = 1),
   run_seq INTEGER NOT NULL);
 )sql",
+    // 9: the fio log files a run's agent uploaded (docs/logs.md).
+    R"sql(
+CREATE TABLE run_logs(
+  run_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  path TEXT NOT NULL,
+  size_bytes INTEGER NOT NULL,
+  truncated INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY(run_id, name));
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -250,6 +261,10 @@ class Stmt {
     if (stmt_) sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;
   }
+  Stmt& BindBlob(int i, const std::string& v) {
+    if (stmt_) sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
   // SQLITE_ROW -> true, SQLITE_DONE -> false; errors land in status().
   bool Step() {
     if (!stmt_ || !status_.ok()) return false;
@@ -264,6 +279,12 @@ class Stmt {
     return status_;
   }
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::string Blob(int col) const {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    return p ? std::string(static_cast<const char*>(p),
+                           static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string();
+  }
   std::string Text(int col) const {
     const unsigned char* p = sqlite3_column_text(stmt_, col);
     return p ? std::string(reinterpret_cast<const char*>(p),
@@ -613,6 +634,49 @@ class SqliteStore final : public Store {
     return std::optional<ResultRow>();
   }
 
+  absl::StatusOr<std::vector<RunLogRow>> ListRunLogs(const std::string& run_id) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_,
+           "SELECT name, path, size_bytes, truncated, length(data) FROM run_logs "
+           "WHERE run_id = ? ORDER BY name");
+    s.Bind(1, run_id);
+    std::vector<RunLogRow> out;
+    while (s.Step()) {
+      RunLogRow r;
+      r.run_id = run_id;
+      r.name = s.Text(0);
+      r.path = s.Text(1);
+      r.size_bytes = static_cast<uint64_t>(s.Int(2));
+      r.truncated = s.Int(3) != 0;
+      r.stored_bytes = static_cast<uint64_t>(s.Int(4));
+      out.push_back(std::move(r));
+    }
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
+  absl::StatusOr<RunLogRow> GetRunLog(const std::string& run_id,
+                                      const std::string& name) override {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_,
+           "SELECT path, size_bytes, truncated, data FROM run_logs "
+           "WHERE run_id = ? AND name = ?");
+    s.Bind(1, run_id).Bind(2, name);
+    if (s.Step()) {
+      RunLogRow r;
+      r.run_id = run_id;
+      r.name = name;
+      r.path = s.Text(0);
+      r.size_bytes = static_cast<uint64_t>(s.Int(1));
+      r.truncated = s.Int(2) != 0;
+      r.data = s.Blob(3);
+      r.stored_bytes = r.data.size();
+      return r;
+    }
+    if (!s.status().ok()) return s.status();
+    return absl::NotFoundError(absl::StrCat("run ", run_id, " has no log file \"", name, "\""));
+  }
+
   absl::StatusOr<std::string> StoreId() override {
     std::lock_guard<std::mutex> l(rmu_);
     Stmt s(rdb_, "SELECT id FROM store_identity LIMIT 1");
@@ -846,6 +910,14 @@ class SqliteStore final : public Store {
              "finished_ms, device_fingerprint) VALUES(?,?,?,?,?,?,?)");
       s.Bind(1, r.run_id).Bind(2, r.ok ? 1 : 0).Bind(3, r.error).Bind(4, r.result_json);
       s.Bind(5, I(r.last_seq_total)).Bind(6, I(r.finished_ms)).Bind(7, r.device_fingerprint);
+      IOFLEET_RETURN_IF_ERROR(s.Run());
+    }
+    for (const RunLogRow& r : b.run_logs) {
+      Stmt s(wdb_,
+             "INSERT OR REPLACE INTO run_logs(run_id, name, path, size_bytes, truncated, data) "
+             "VALUES(?,?,?,?,?,?)");
+      s.Bind(1, r.run_id).Bind(2, r.name).Bind(3, r.path).Bind(4, I(r.size_bytes));
+      s.Bind(5, r.truncated ? 1 : 0).BindBlob(6, r.data);
       IOFLEET_RETURN_IF_ERROR(s.Run());
     }
     return ApplyHistory(b);

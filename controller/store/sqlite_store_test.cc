@@ -82,6 +82,7 @@ TEST(SqliteStoreTest, MigratesResultsToDeviceFingerprint) {
                          "ALTER TABLE agents DROP COLUMN inventory_hash;"
                          "DROP TABLE history_series; DROP TABLE history_points;"
                          "DROP TABLE history_alerts; DROP TABLE history_cursor;"
+                         "DROP TABLE run_logs;"
                          "UPDATE schema_version SET version = 3",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);

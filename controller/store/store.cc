@@ -70,4 +70,11 @@ absl::StatusOr<std::vector<AlertRow>> Store::ListAlerts() { return NoHistory(); 
 absl::StatusOr<AlertRow> Store::GetAlert(const std::string&) { return NoHistory(); }
 absl::StatusOr<int64_t> Store::HistoryCursor() { return NoHistory(); }
 
+absl::StatusOr<std::vector<RunLogRow>> Store::ListRunLogs(const std::string&) {
+  return absl::UnimplementedError("this store keeps no run log files");
+}
+absl::StatusOr<RunLogRow> Store::GetRunLog(const std::string&, const std::string&) {
+  return absl::UnimplementedError("this store keeps no run log files");
+}
+
 }  // namespace iofleet::controller

@@ -193,6 +193,18 @@ struct AlertStateRow {
   uint64_t updated_ms = 0;
 };
 
+// A fio log file a run's agent uploaded (docs/logs.md). Listings leave `data`
+// empty and set stored_bytes.
+struct RunLogRow {
+  std::string run_id;
+  std::string name;         // unique within the run
+  std::string path;         // on the agent's host
+  uint64_t size_bytes = 0;  // the file's size on the agent
+  bool truncated = false;   // data is the file's first stored_bytes bytes
+  uint64_t stored_bytes = 0;
+  std::string data;
+};
+
 // A set of changes applied atomically (one savepoint inside the writer's transaction).
 struct WriteBatch {
   std::vector<AgentRow> upsert_agents;
@@ -209,12 +221,14 @@ struct WriteBatch {
   std::vector<AlertRow> upsert_alerts;
   std::vector<AlertStateRow> alert_states;
   std::optional<int64_t> history_cursor;  // the history worker's ingest position
+  // Run log files; a second upload of (run_id, name) replaces the first (replay).
+  std::vector<RunLogRow> run_logs;
 
   bool empty() const {
     return upsert_agents.empty() && upsert_jobs.empty() && upsert_runs.empty() &&
            release_leases_of_runs.empty() && acquire_leases.empty() && results.empty() &&
            insert_series.empty() && insert_points.empty() && upsert_alerts.empty() &&
-           alert_states.empty() && !history_cursor.has_value();
+           alert_states.empty() && !history_cursor.has_value() && run_logs.empty();
   }
 };
 
@@ -293,6 +307,13 @@ class Store {
   virtual absl::StatusOr<AlertRow> GetAlert(const std::string& id);  // NotFound
   // The last history_cursor written; 0 when none.
   virtual absl::StatusOr<int64_t> HistoryCursor();
+
+  // --- Run log files (docs/logs.md). A store that keeps none answers
+  // Unimplemented (the defaults) and its Write refuses run_logs.
+  // The run's logs by name, without data (stored_bytes set).
+  virtual absl::StatusOr<std::vector<RunLogRow>> ListRunLogs(const std::string& run_id);
+  virtual absl::StatusOr<RunLogRow> GetRunLog(const std::string& run_id,
+                                              const std::string& name);  // NotFound
 };
 
 // The triage states of an alert: "untriaged", "acknowledged", "invalid", "fixed".

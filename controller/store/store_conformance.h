@@ -940,6 +940,49 @@ TYPED_TEST_P(StoreConformanceTest, HistorySeriesPointsAlertsAndCursor) {
   EXPECT_EQ(this->store().HistoryCursor().value_or(-1), 12);
 }
 
+// A run's uploaded log files (docs/logs.md): listed by name without data,
+// served whole, replaced by a second upload of the same name, kept across a
+// reopen; an unknown name is NotFound.
+TYPED_TEST_P(StoreConformanceTest, RunLogsRoundTripAndReplace) {
+  std::string big;
+  for (int i = 0; i < 20000; ++i) big += "1000, 4242, 0, 4096, 0\n";
+  {
+    WriteBatch b;
+    b.run_logs.push_back(RunLogRow{"r1", "l_lat.1.log", "/var/tmp/a/l_lat.1.log", 999999, true,
+                                   0, big});
+    b.run_logs.push_back(RunLogRow{"r1", "l_slat.1.log", "/p", 0, false, 0, ""});
+    b.run_logs.push_back(RunLogRow{"r2", "l_lat.1.log", "/q", 3, false, 0, "x\n"});
+    this->WriteOk(std::move(b));
+  }
+  {
+    WriteBatch b;  // a replay of r2's file: replaced
+    b.run_logs.push_back(RunLogRow{"r2", "l_lat.1.log", "/q2", 5, false, 0, "1, 2\n"});
+    this->WriteOk(std::move(b));
+  }
+  this->Reopen();
+  auto list = this->store().ListRunLogs("r1");
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name, "l_lat.1.log");
+  EXPECT_EQ((*list)[0].path, "/var/tmp/a/l_lat.1.log");
+  EXPECT_EQ((*list)[0].size_bytes, 999999u);
+  EXPECT_TRUE((*list)[0].truncated);
+  EXPECT_EQ((*list)[0].stored_bytes, big.size());
+  EXPECT_EQ((*list)[0].data, "");
+  EXPECT_EQ((*list)[1].name, "l_slat.1.log");
+  EXPECT_EQ((*list)[1].stored_bytes, 0u);
+  auto got = this->store().GetRunLog("r1", "l_lat.1.log");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->data, big);
+  auto r2 = this->store().GetRunLog("r2", "l_lat.1.log");
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_EQ(r2->data, "1, 2\n");
+  EXPECT_EQ(r2->path, "/q2");
+  EXPECT_EQ(r2->size_bytes, 5u);
+  EXPECT_TRUE(absl::IsNotFound(this->store().GetRunLog("r1", "nope").status()));
+  EXPECT_TRUE(this->store().ListRunLogs("r3")->empty());
+}
+
 REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, EveryFieldRoundTrips, UpsertsKeepImmutableFields,
                             EmptyBatchAndFlushSucceed, LeaseConflictRollsBackWholeBatch,
                             ReleaseBeforeAcquireInOneBatch, ConcurrentBatchesFailAlone,
@@ -950,6 +993,6 @@ REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, EveryFieldRoundTrips, UpsertsK
                             ReopenKeepsQueueLeasesAndStates, QueuedWritesAreFlushedOnClose,
                             WriterBatchesManyRecordsIntoFewTransactions,
                             ConcurrentWritesRecordsAndReads,
-                            HistorySeriesPointsAlertsAndCursor);
+                            HistorySeriesPointsAlertsAndCursor, RunLogsRoundTripAndReplace);
 
 }  // namespace iofleet::controller::conformance

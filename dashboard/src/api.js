@@ -420,6 +420,20 @@ export async function getSamples(id, { signal } = {}) {
   return recs.map(normRecord);
 }
 
+// A run's fio log files as its agent uploaded them (GET /runs/{id}/logs):
+// [{name, type, size, stored, truncated, path}].
+export async function listRunLogs(id, { signal } = {}) {
+  const d = await request('GET', `/runs/${encodeURIComponent(id)}/logs`, { signal });
+  return (pick(d, 'logs') || []).map((l) => ({
+    name: String(pick(l, 'name', '')),
+    type: String(pick(l, 'type', '')),
+    size: num(pick(l, 'size_bytes', 0)),
+    stored: num(pick(l, 'stored_bytes', 0)),
+    truncated: Boolean(pick(l, 'truncated', false)),
+    path: String(pick(l, 'path', '')),
+  }));
+}
+
 export async function listAgents({ pageSize = 100, pageToken = '', signal } = {}) {
   const d = await request('GET', '/agents', { params: { page_size: pageSize, page_token: pageToken }, signal });
   return { agents: (pick(d, 'agents') || []).map(normAgent), next: pick(d, 'next_page_token', '') };

@@ -1,3 +1,4 @@
+import { fioBwOne, fioIops } from './fio_units.js';
 // A tiny DOM builder (no innerHTML: every string is inserted as text) and formatters.
 
 // Control characters (C0, DEL, C1) as visible escapes: names from the API are
@@ -60,13 +61,16 @@ export function fmtNum(v, digits = 4) {
   return `${+v.toPrecision(digits)}`;
 }
 
-export function fmtBytesRate(v) {
+// Bandwidth and IOPS as fio prints them (fio_units.js: fio's num2str, the
+// CLI's and the agent's normal output's strings): "47.4MiB/s", "12.1k".
+export function fmtBytesRate(v, kbBase = 1024) {
   if (v === null || v === undefined || !Number.isFinite(v)) return '–';
-  const a = Math.abs(v);
-  if (a >= 1e9) return `${+(v / 1e9).toPrecision(4)} GB/s`;
-  if (a >= 1e6) return `${+(v / 1e6).toPrecision(4)} MB/s`;
-  if (a >= 1e3) return `${+(v / 1e3).toPrecision(4)} kB/s`;
-  return `${+v.toPrecision(4)} B/s`;
+  return fioBwOne(v, kbBase);
+}
+
+export function fmtIops(v) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '–';
+  return fioIops(v);
 }
 
 export function fmtBytes(v) {
@@ -91,6 +95,8 @@ export function fmtNs(v) {
 
 // A compare-table value in the metric's units.
 export function fmtMetric(metric, v) {
+  // Compare tables keep 4 significant digits (fio's num2str would print both
+  // ends of a 178.2k..181.8k interval as 178k..182k).
   if (metric === 'iops') return fmtNum(v);
   if (metric === 'bw_bytes') return fmtBytesRate(v);
   return fmtNs(v);

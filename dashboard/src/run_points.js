@@ -2,7 +2,7 @@
 // its stored result) per cell and arm, as strips (A above, B below) so outliers
 // and bimodal arms show. Fetches at most MAX_RUNS results.
 import { listRuns, getRun } from './api.js';
-import { h, fmtNum, fmtNs } from './dom.js';
+import { h, fmtIops, fmtNs } from './dom.js';
 import { resultMetrics } from './pages/jobs.js';
 import { COLORS } from './charts.js';
 
@@ -41,7 +41,7 @@ export async function runPoints(jobId, armA, armB, { signal } = {}) {
 
 // One strip per cell for `metric` ('iops' | 'p99'); every dot links to its run.
 export function pointsSection(points, metric, armA, armB) {
-  const fmt = metric === 'iops' ? (v) => fmtNum(v) : (v) => fmtNs(v);
+  const fmt = metric === 'iops' ? (v) => fmtIops(v) : (v) => fmtNs(v);
   const cells = [...new Set(points.map((p) => p.cell))].sort();
   const W = 520;
   const rows = cells.map((cell) => {

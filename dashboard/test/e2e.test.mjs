@@ -173,7 +173,7 @@ describe('dashboard against the real controller and agent', { skip, timeout: 240
     await page.getByLabel('Job name').fill('e2e psync randread');
     await page
       .getByLabel('fio job file')
-      .fill(`[global]\nioengine=psync\nfilename=${join(tmp, 'e2e.dat')}\nsize=16m\nbs=4k\ntime_based\nruntime=10\n\n[rr]\nrw=randread\n`);
+      .fill(`[global]\nioengine=psync\nfilename=${join(tmp, 'e2e.dat')}\nsize=16m\nbs=4k\ntime_based\nruntime=10\nwrite_lat_log=l\nlog_avg_msec=1000\n\n[rr]\nrw=randread\n`);
     await page.getByLabel('Hosts', { exact: true }).fill('a1');
     await page.getByLabel('Tags').fill('suite=dashboard-e2e');
     await page.getByRole('button', { name: 'Submit job' }).click();
@@ -234,6 +234,17 @@ describe('dashboard against the real controller and agent', { skip, timeout: 240
       // is the last call, made once the run was over.
       assert.ok(api.filter((u) => /\/samples/.test(u)).length <= 1, `snapshots: ${api.join(' ')}`);
     }
+    // The run's fio log files, uploaded by the agent, are linked; a link
+    // downloads the file as the API serves it (with the token, if any).
+    const logRow = page.locator('table[aria-label="run log files"] tr[data-log="l_clat.1.log"]');
+    await logRow.waitFor();
+    const logs = await getJson(`/runs/${encodeURIComponent(runId)}/logs`);
+    assert.deepEqual(logs.body.logs.map((l) => l.name).sort(), ['l_clat.1.log', 'l_lat.1.log', 'l_slat.1.log']);
+    const [download] = await Promise.all([page.waitForEvent('download'), logRow.locator('a').click()]);
+    assert.equal(download.suggestedFilename(), 'l_clat.1.log');
+    const { readFile } = await import('node:fs/promises');
+    const text = await readFile(await download.path(), 'utf8');
+    assert.match(text, /^\d+, \d+, 0, \d+, \d+\n/, `clat log: ${text.slice(0, 200)}`);
     await b.shot('e2e-run-result');
   });
 

@@ -80,8 +80,8 @@ describe('jobs list', { skip: skip || false, timeout: 60000 }, () => {
     const run = await (await fetch(`${fake.url}api/v1/runs/${id}`)).json();
     const read = JSON.parse(run.result_json).jobs[0].read;
     const cell = (m) => page.locator(`tr[data-run="${id}"] td[data-metric="${m}"]`).innerText();
-    const { fmtNum, fmtBytesRate, fmtNs } = await import('../src/dom.js');
-    assert.equal(await cell('iops'), fmtNum(read.iops));
+    const { fmtIops, fmtBytesRate, fmtNs } = await import('../src/dom.js');
+    assert.equal(await cell('iops'), fmtIops(read.iops));
     assert.equal(await cell('bw'), fmtBytesRate(read.bw_bytes));
     const bins = Object.entries(read.clat_ns.bins).map(([k, v]) => [Number(k), v]).sort((x, y) => x[0] - y[0]);
     const n = bins.reduce((a, [, c]) => a + c, 0);

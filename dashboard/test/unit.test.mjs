@@ -205,3 +205,30 @@ describe('watch stream (server-sent events)', () => {
     }
   });
 });
+
+describe('fio units', () => {
+  // The strings fio 3.33 printed (the C++ helper's test reads the same file).
+  it('formats IOPS and bandwidth as fio normal output does', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { fileURLToPath } = await import('node:url');
+    const { fioIopsBw } = await import('../src/fio_units.js');
+    const file = fileURLToPath(new URL('../../common/stats/testdata/fio-3.33-iops-bw.txt', import.meta.url));
+    let n = 0;
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (!line || line[0] === '#') continue;
+      const [ios, bytes, runtime, kb, ...rest] = line.split(' ');
+      const iops = (BigInt(ios) * 1000n) / BigInt(runtime);
+      const bw = (BigInt(bytes) * 1000n) / BigInt(runtime);
+      assert.equal(fioIopsBw(iops, bw, Number(kb)), rest.join(' '), line);
+      n++;
+    }
+    assert.ok(n >= 10);
+  });
+  it('rounds an exact tie to even as C printf does', async () => {
+    const { num2str } = await import('../src/fio_units.js');
+    assert.equal(num2str(12.25 * 1048576, 4, true, 'B'), '12.2MiB'); // printf("%.1f", 0.25) = 0.2
+    assert.equal(num2str(12750000, 4, false, 'B'), '12.8MB'); // 0.75 -> 0.8
+    assert.equal(num2str(12450000, 4, false, ''), '12.5M'); // 0.45 is stored above .45
+    assert.equal(num2str(99960, 4, false, ''), '100.0k');
+  });
+});

@@ -521,6 +521,10 @@ export class FakeApi {
         if (!r) throw new ApiError(404, 'NOT_FOUND', `run ${m[1]} not found`);
         return send(200, this.runJson(r, true));
       }
+      if ((m = /^\/runs\/([^/]+)\/logs$/.exec(path)) && req.method === 'GET') {
+        if (!this.runs.get(m[1])) throw new ApiError(404, 'NOT_FOUND', `run ${m[1]} not found`);
+        return send(200, { run_id: m[1], logs: [] });
+      }
       if ((m = /^\/runs\/([^/]+)\/samples$/.exec(path)) && req.method === 'GET') {
         const r = this.runs.get(m[1]);
         if (!r) throw new ApiError(404, 'NOT_FOUND', `run ${m[1]} not found`);

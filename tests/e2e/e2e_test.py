@@ -493,6 +493,173 @@ def case_logs_and_normal():
         check(all(f in p.stderr for f in want), f"stderr:\n{p.stderr}")
 
 
+def case_run_logs_upload():
+    """A run's fio log files reach the controller (docs/logs.md): the agent
+    uploads each after the run, REST lists them (GET /runs/{id}/logs) and serves
+    each byte for byte as the agent wrote it (GET /runs/{id}/logs/{name}), and
+    `iofleet logs RUN [NAME | --type=T]` prints the list or the files. A run
+    without logs lists none; bad input is refused naming it."""
+    with Env() as env:
+        agent = env.agents["agent-a"]
+        extra = "write_lat_log=l\nwrite_bw_log=b\nwrite_iops_log=i\n"
+        # Per-I/O lat logs (no log_avg_msec): thousands of lines, a real upload.
+        jf = env.write("logs.fio", fio_job(agent.target, runtime=1, extra=extra))
+        job_id = env.cli("submit", jf, "--hosts=agent-a", check_rc=0).stdout.strip()
+        run = run_of(env.wait_job(job_id))
+        check(run["state"] == "succeeded", f"run {run}")
+        rid = run["id"]
+        names = ["b_bw.1.log", "i_iops.1.log", "l_clat.1.log", "l_lat.1.log", "l_slat.1.log"]
+        types = {"b_bw.1.log": "bw", "i_iops.1.log": "iops", "l_clat.1.log": "clat",
+                 "l_lat.1.log": "lat", "l_slat.1.log": "slat"}
+        listing = env.get(f"/runs/{rid}/logs")
+        check(listing["run_id"] == rid, f"listing {listing}")
+        logs = {l["name"]: l for l in listing["logs"]}
+        check(sorted(logs) == names, f"logs {sorted(logs)}, want {names}")
+        for name in names:
+            path = os.path.join(agent.spool, "logs", rid, name)
+            with open(path, "rb") as fh:
+                on_agent = fh.read()
+            l = logs[name]
+            check(l["type"] == types[name] and l["path"] == path, f"{name}: {l}")
+            check(l.get("size_bytes", 0) == len(on_agent) and l.get("stored_bytes", 0) == len(on_agent)
+                  and not l.get("truncated", False), f"{name}: {l} vs {len(on_agent)} bytes")
+            st, ctype, text = env.request("GET", f"/runs/{rid}/logs/{name}")
+            check(st == 200 and ctype.startswith("text/plain"), f"GET {name}: {st} {ctype}")
+            check(text.encode() == on_agent, f"{name}: served {len(text)} bytes, agent has "
+                                             f"{len(on_agent)}")
+        lat = logs["l_lat.1.log"]["size_bytes"]
+        check(lat > 1000, f"a per-I/O lat log of a 1 s run has {lat} bytes")
+        # The CLI: the list, one type, one name.
+        out = env.cli("logs", rid, check_rc=0).stdout
+        check(all(n in out for n in names) and "TYPE" in out, f"iofleet logs:\n{out}")
+        listed = json.loads(env.cli("logs", rid, "-o", "json", check_rc=0).stdout)
+        check(sorted(l["name"] for l in listed["logs"]) == names, f"-o json: {listed}")
+        with open(os.path.join(agent.spool, "logs", rid, "l_lat.1.log")) as fh:
+            lat_text = fh.read()
+        p = env.cli("logs", rid, "--type=lat", check_rc=0)
+        check(p.stdout == lat_text, f"--type=lat printed {len(p.stdout)} bytes, want {len(lat_text)}")
+        check("==> l_lat.1.log <==" in p.stderr, f"stderr: {p.stderr}")
+        p = env.cli("logs", rid, "b_bw.1.log", check_rc=0)
+        check(p.stdout.splitlines()[0].count(", ") == 4, f"bw log: {p.stdout[:200]}")
+        p = env.cli("logs", rid, "--type=nope", check_rc=2)
+        check("--type" in p.stderr and "nope" in p.stderr, f"bad --type: {p.stderr}")
+        p = env.cli("logs", rid, "x.log", check_rc=1)
+        check("x.log" in p.stderr and "l_lat.1.log" in p.stderr, f"unknown name: {p.stderr}")
+        p = env.cli("logs", "no-such-run", check_rc=1)
+        check("no-such-run" in p.stderr, f"unknown run: {p.stderr}")
+        st, _ = env.api("GET", "/runs/no-such-run/logs", ok=False)
+        check(st == 404, f"GET logs of an unknown run: {st}")
+        st, _ = env.api("GET", f"/runs/{rid}/logs/nope.log", ok=False)
+        check(st == 404, f"GET an unknown log: {st}")
+        # A run that writes no logs has none.
+        jf2 = env.write("nologs.fio", fio_job(agent.target, runtime=1))
+        job2 = env.cli("submit", jf2, "--hosts=agent-a", check_rc=0).stdout.strip()
+        run2 = run_of(env.wait_job(job2))
+        check(env.get(f"/runs/{run2['id']}/logs")["logs"] == [], "a run without logs")
+
+
+class Screen:
+    """A terminal of `rows` x `cols` as far as `iofleet watch` drives one:
+    text, CR, LF, ESC[nA (up), ESC[2K (clear line), ESC[J (clear below).
+    Records every line's width as written and the lowest row reached."""
+
+    def __init__(self, rows, cols):
+        self.rows, self.cols = rows, cols
+        self.lines = {}
+        self.row = self.col = 0
+        self.max_row = 0
+        self.widest = 0
+        self.ups = 0
+
+    def feed(self, data):
+        i = 0
+        while i < len(data):
+            c = data[i]
+            if c == "\x1b":
+                j = i + 2
+                check(data[i + 1:i + 2] == "[", f"escape at {i}: {data[i:i + 8]!r}")
+                while j < len(data) and not data[j].isalpha():
+                    j += 1
+                arg, op = data[i + 2:j], data[j]
+                if op == "A":
+                    self.row = max(0, self.row - int(arg or 1))
+                    self.ups += 1
+                elif op == "K":
+                    self.lines[self.row] = ""
+                elif op == "J":
+                    for r in list(self.lines):
+                        if r >= self.row:
+                            self.lines[r] = ""
+                else:
+                    raise TestFailure(f"unexpected escape {data[i:j + 1]!r}")
+                i = j + 1
+                continue
+            if c == "\r":
+                self.col = 0
+            elif c == "\n":
+                self.row += 1
+                self.max_row = max(self.max_row, self.row)
+            else:
+                line = self.lines.get(self.row, "")
+                line = line[:self.col].ljust(self.col) + c + line[self.col + 1:]
+                self.lines[self.row] = line
+                self.col += 1
+                self.widest = max(self.widest, self.col)
+            i += 1
+
+    def text(self):
+        return "\n".join(self.lines.get(r, "") for r in range(self.max_row + 1))
+
+
+def case_watch_pty():
+    """`iofleet watch` on a terminal (a real pty of 12 rows x 72 columns):
+    it redraws in place (cursor up, clear line) instead of scrolling, no line
+    is wider than the terminal, the drawing never takes more rows than the
+    terminal has, and the last screen holds each run's final result."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    rows, cols = 12, 72
+    with Env() as env:
+        target = env.agents["agent-a"].target
+        jf = env.write("job.fio", fio_job(target, runtime=2))
+        job_id = env.cli("submit", jf, "--hosts=agent-a", "--repeat=4",
+                         check_rc=0).stdout.strip()
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        penv = dict(os.environ, IOFLEET_CONTROLLER=f"http://{env.controller.http}", TERM="xterm")
+        p = subprocess.Popen([h.bin_path("bin", "iofleet"), "watch", job_id, "--interval-ms=200"],
+                             stdin=slave, stdout=slave, stderr=slave, env=penv, close_fds=True)
+        os.close(slave)
+        chunks = []
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                b = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the pty
+                break
+            if not b:
+                break
+            chunks.append(b)
+        os.close(master)
+        rc = p.wait(timeout=30)
+        out = b"".join(chunks).decode("utf-8", "replace")
+        check(rc == 0, f"watch exited {rc}:\n{out[-2000:]}")
+        screen = Screen(rows, cols)
+        screen.feed(out)
+        check(screen.ups >= 2, f"no in-place redraw (cursor-up sequences: {screen.ups}):\n{out[:1500]!r}")
+        check(screen.widest <= cols, f"a line is {screen.widest} columns on a {cols}-column terminal")
+        final = screen.text()
+        # The last frame replaces the live one: the summary and every run's final result.
+        check(screen.max_row < rows, f"the drawing scrolled to row {screen.max_row}:\n{final}")
+        job = env.job(job_id)
+        check(len(job["runs"]) == 4, f"{len(job['runs'])} runs")
+        check(final.count("(final)") == 4 and "succeeded" in final,
+              f"the last screen lacks the final results:\n{final}")
+        check("IOPS" in final, f"last screen:\n{final}")
+
+
 def case_cli_exit_codes():
     """The CLI's documented exit codes and -o json over a real controller: 4 for
     an unreachable controller (with the URL and how to set it), 1 for a failed

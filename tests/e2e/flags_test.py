@@ -11,6 +11,8 @@ Usage: flags_test.py --build-dir BUILD CASE...   (controller, agent, cli)
 import os
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import iofleet_harness as h  # noqa: E402
@@ -36,7 +38,8 @@ def case_controller():
     for flag in ("--data-dir=DIR", "--store=URI", "--init", "--grpc-listen=HOST:PORT",
                  "--heartbeat-timeout=DURATION", "--advertise=HOST:PORT", "--lease-ttl=DURATION",
                  "--api-token-file=FILE", "--metrics-auth=none|token", "--max-body-bytes=N",
-                 "--max-heartbeats-per-second=N", "--http-read-timeout=DURATION"):
+                 "--max-heartbeats-per-second=N", "--http-read-timeout=DURATION",
+                 "--max-watch-streams=N", "--watch-buffer-records=N"):
         check(flag in p.stdout, f"{flag} not in --help:\n{p.stdout}")
     check("(default 15s)" in p.stdout, "heartbeat-timeout's default not shown")
     with h.Env("flags") as env:
@@ -52,6 +55,10 @@ def case_controller():
                 '--metrics-auth: "basic" is not none or token')
         refused(run(ctl, f"--data-dir={data}", "--no-such-flag=1"),
                 'unknown flag "--no-such-flag=1"', "usage: iofleet-controller")
+        refused(run(ctl, f"--data-dir={data}", "--max-watch-streams=0"),
+                '--max-watch-streams: "0" is not a positive integer')
+        refused(run(ctl, f"--data-dir={data}", "--watch-buffer-records=lots"),
+                '--watch-buffer-records: "lots" is not a positive integer')
         check(not os.path.exists(data), "a refused start made the data dir")
         conf = env.write("typo.conf", f"data-dir = {data}\nhttp-lisen = 127.0.0.1:0\n")
         refused(run(ctl, f"--config={conf}"),
@@ -64,6 +71,26 @@ def case_controller():
         c = h.Controller(env, extra_args=[f"--config={conf}"])
         c.start(init=False, data_dir=data)  # init = true comes from the file
         check(os.path.exists(os.path.join(data, "iofleet.db")), "the example config's store")
+        c.stop()
+        # --max-watch-streams takes effect: with 1, a second live watch stream
+        # of a (queued, never placed) job gets 503 while the first is open.
+        c = h.Controller(env, extra_args=["--max-watch-streams=1"])
+        env.controller = c
+        c.start(data_dir=os.path.join(env.dir, "data-watch"))
+        job = env.post_job({"name": "w", "fio": "[j]\nrw=read\nsize=1m\n", "hosts": ["nobody"],
+                            "wait_for_hosts": True})
+        base = f"http://{c.http}/api/v1/jobs/{job}/watch"
+        first = urllib.request.urlopen(base, timeout=15)
+        try:
+            check(first.status == 200, f"first watch: {first.status}")
+            try:
+                second = urllib.request.urlopen(base, timeout=15)
+                second.close()
+                raise h.TestFailure("a second watch stream was served with --max-watch-streams=1")
+            except urllib.error.HTTPError as e:
+                check(e.code == 503, f"second watch: HTTP {e.code}")
+        finally:
+            first.close()
         c.stop()
     # `migrate` through its own table: bad values exit 2 naming flag and value.
     refused(run(ctl, "migrate", "--from=sqlite:/nonexistent", "--sample=lots"),

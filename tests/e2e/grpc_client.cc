@@ -2,7 +2,8 @@
 // CLI speaks REST; this proves the gRPC API does the same).
 //
 //   iofleet-e2e-grpc --controller=HOST:PORT submit --fio-file=F [--hosts=a,b]
-//                    [--selector=k=v,...] [--repeat=N] [--name=NAME]   -> prints the job id
+//                    [--selector=k=v,...] [--repeat=N] [--name=NAME]
+//                    [--wait-for-hosts]                                 -> prints the job id
 //   iofleet-e2e-grpc --controller=HOST:PORT get-job ID                  -> Job as JSON
 //   iofleet-e2e-grpc --controller=HOST:PORT get-run ID                  -> Run as JSON
 //   iofleet-e2e-grpc --controller=HOST:PORT cancel ID                   -> Job as JSON, or
@@ -10,10 +11,12 @@
 //   iofleet-e2e-grpc --controller=HOST:PORT watch ID --count=N --timeout-s=T
 //                    -> prints how many IntervalRecords arrived (exit 0 when >= N);
 //                    --count=0 reads until the stream ends (the job is final)
+//   --tls-ca=FILE: TLS, the controller's certificate verified against FILE (PEM)
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -59,7 +62,17 @@ int main(int argc, char** argv) {
   }
   controller = flags["controller"];
   if (controller.empty() || cmd.empty()) return Die("usage: --controller=HOST:PORT CMD ...");
-  auto channel = grpc::CreateChannel(controller, grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!flags["tls-ca"].empty()) {
+    std::ifstream in(flags["tls-ca"]);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (!in) return Die("--tls-ca: cannot read " + flags["tls-ca"]);
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = pem.str();
+    creds = grpc::SslCredentials(ssl);
+  }
+  auto channel = grpc::CreateChannel(controller, creds);
   auto stub = iofleet::v1::ControllerService::NewStub(channel);
   google::protobuf::util::JsonPrintOptions jopt;
   jopt.preserve_proto_field_names = true;
@@ -80,6 +93,7 @@ int main(int argc, char** argv) {
       if (eq == std::string::npos) return Die("--selector wants k=v");
       (*spec->mutable_selector())[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
+    if (flags.count("wait-for-hosts")) spec->set_wait_for_hosts(true);
     if (flags.count("repeat")) spec->set_repeat(static_cast<uint32_t>(std::stoul(flags["repeat"])));
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

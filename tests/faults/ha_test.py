@@ -16,7 +16,9 @@ PostgreSQL is not installed, or, for netcut, without root):
   pg_outage    PostgreSQL is stopped for 20 s mid-run: the leader steps down
                (it cannot renew), every controller keeps retrying, the agent
                spools; once PostgreSQL is back a leader is elected and the run
-               finishes with every record stored exactly once.
+               finishes with every record stored exactly once; the old
+               leader, a follower started while PostgreSQL was down, reads its
+               store again.
   netcut       the leader runs in a network namespace and its veth is taken
                down: it steps down before its lease ends (its log's step-down
                time < the lease expiry the database stored), a follower in the
@@ -29,13 +31,34 @@ PostgreSQL is not installed, or, for netcut, without root):
                (the same answers as the leader's, errors included); every
                job, run and interval record stored once; after the leader is
                killed the remaining follower relays to the new leader.
+  follower_reads  followers answer reads from their own PostgreSQL
+               connection: with the leader stopped (SIGSTOP), both followers
+               still answer GET /jobs, /jobs/{id}, /runs, /runs/{id}/samples,
+               /jobs/{id}/records, /compare and /series within 5 s, with the
+               bodies the leader gave; read-your-writes: a job submitted
+               through one follower (forwarded to the leader) is readable at
+               once through both followers; a write through a follower
+               reaches the leader (its row and the leader's answer); the
+               watch stream through a follower equals the leader's.
+  tls          the same over TLS (--tls-cert/--tls-key, certificates made
+               with openssl): HTTPS writes through a follower forwarded to the
+               leader over TLS, reads answered by the follower, gRPC SubmitJob
+               through a follower forwarded to the leader over TLS and GetJob
+               answered by another follower; a follower that does not trust the
+               leader's certificate answers 503 naming the failed handshake.
 
 Uses faults_test.py's process harness and tests/fixtures/postgres.py.
 """
+import json
 import os
 import re
+import signal
+import ssl
+import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -67,14 +90,15 @@ def free_port(ip="127.0.0.1"):
     return ft.h.reserve_port(ip)
 
 
-def add_controllers(env, uri, specs):
+def add_controllers(env, uri, specs, ttl=TTL, extra=()):
     """specs: [(ip, grpc_port, http_port, netns)]. Controllers named c0, c1, ...
     advertising their gRPC address; c0 starts first with --init."""
     ctls = []
     for i, (ip, gp, hp, ns) in enumerate(specs):
         c = ft.Controller(env, ip=ip, grpc_port=gp, http_port=hp, heartbeat_timeout="15s",
                           store=uri, name=f"c{i}", netns=ns,
-                          extra_args=[f"--advertise={ip}:{gp}", f"--lease-ttl={TTL}"])
+                          extra_args=[f"--advertise={ip}:{gp}", f"--lease-ttl={ttl}",
+                                      *extra])
         ctls.append(c)
     return ctls
 
@@ -138,8 +162,8 @@ def check_fencing(pg, uri):
     return ep
 
 
-def start_cluster(env, pg, uri, specs):
-    ctls = add_controllers(env, uri, specs)
+def start_cluster(env, pg, uri, specs, ttl=TTL):
+    ctls = add_controllers(env, uri, specs, ttl=ttl)
     ctls[0].start(init=True, wait=False)
     c0, e0 = wait_leader(env, pg, uri, ctls[:1], 30)
     check(c0 is ctls[0] and e0 == 1, f"first leader {c0.name} epoch {e0}")
@@ -221,6 +245,11 @@ def case_pg_outage():
         new, epoch = wait_leader(env, pg, uri, ctls, 30, min_epoch=2)
         n = finish(env, pg, uri, a, j, r, runtime)
         ep = check_fencing(pg, uri)
+        # The old leader came back as a follower while PostgreSQL was down (no
+        # store to read): once it answers, the follower reads it itself.
+        if new is not old:
+            wait_for(lambda: ", reads from the store" in log_text(old), 20,
+                     f"{old.name} reading its store again")
         env.figures = {"leader_stepped_down_after_s": round(stepped_s, 1), "records": n,
                        "new_leader": new.name, "epoch": epoch,
                        "agent_reconnects": a.reconnects(),
@@ -339,8 +368,217 @@ def case_followers():
                        "agent_reconnects": a.reconnects()}
 
 
+def rest_on(env, c, method, path, body=None, timeout=None):
+    """(status, JSON body) of c's REST API."""
+    env.controller = c
+    return env.api(method, path, body, ok=False, timeout=timeout)
+
+
+def case_follower_reads():
+    with Env("ha_follower_reads") as env:
+        pg = postgres(env)
+        uri = pg.create_database()
+        use_pg_queries(env, pg, uri)
+        # A lease long enough that no election starts while the leader is stopped.
+        ctls = start_cluster(env, pg, uri,
+                             [("127.0.0.1", free_port(), free_port(), None) for _ in range(3)],
+                             ttl="60s")
+        lead, f1, f2 = ctls
+        wait_for(lambda: all("follower: serving gRPC on" in log_text(c) for c in (f1, f2)), 20,
+                 "followers serving")
+        for f in (f1, f2):
+            check("reads go to the leader" not in log_text(f),
+                  f"{f.name} does not read its store: {log_text(f)[-600:]}")
+        a = env.add_agent("agent-a", controller=",".join(c.grpc for c in ctls))
+        env.controller = lead
+        env.wait_agents_up(["agent-a"])
+        # Read-your-writes: each job submitted through f1 (forwarded to the
+        # leader, answered once committed) is read at once through f1 and f2.
+        done = []
+        for i in range(2):
+            st, body = rest_on(env, f1, "POST", "/jobs",
+                               {"name": f"ryw-{i}", "hosts": ["agent-a"],
+                                "fio": fio_job(a.target, runtime=1, numjobs=2)})
+            check(st == 201, f"submit through {f1.name}: {st} {body}")
+            j = body["id"]
+            for f in (f1, f2):
+                st, got = rest_on(env, f, "GET", f"/jobs/{j}")
+                check(st == 200 and got["id"] == j,
+                      f"job {j} answered by the leader, then read on {f.name}: {st} {got}")
+            env.controller = f2
+            check(env.wait_job(j, 60)["state"] == "succeeded", f"job {j}")
+            done.append(j)
+        queued = rest_on(env, f2, "POST", "/jobs", {"name": "waits", "hosts": ["agent-nobody"],
+                                                    "wait_for_hosts": True,
+                                                    "fio": fio_job(a.target)})[1]["id"]
+        run = rest_on(env, lead, "GET", f"/jobs/{done[0]}")[1]["runs"][0]["id"]
+        time.sleep(2.5)  # the leader's history worker (1 s polls) has fed the series
+        paths = ["/jobs", f"/jobs/{done[0]}", f"/jobs/{queued}", f"/runs?job_id={done[0]}",
+                 f"/runs/{run}", f"/runs/{run}/samples", f"/jobs/{done[0]}/records",
+                 f"/compare?a={done[0]}&b={done[1]}", "/series", "/alerts"]
+        want = {p: rest_on(env, lead, "GET", p) for p in paths}
+        for p, (st, _) in want.items():
+            check(st == 200, f"the leader's GET {p}: {st}")
+        # The leader stops: no request it should answer can be answered now.
+        lead.proc.send_signal(signal.SIGSTOP)
+        log(f"leader {lead.name} stopped (SIGSTOP)")
+        t0 = time.time()
+        try:
+            for f in (f1, f2):
+                for p in paths:
+                    st, got = rest_on(env, f, "GET", p, timeout=5)
+                    check(st == 200, f"GET {p} on {f.name} with the leader stopped: {st} {got}")
+                    exp = want[p][1]
+                    if p == f"/jobs/{queued}":
+                        exp, got = sans_waiting(exp), sans_waiting(got)
+                    check(got == exp,
+                          f"GET {p} on {f.name} differs from the leader's: {got} vs {exp}")
+            reads_s = time.time() - t0
+        finally:
+            lead.proc.send_signal(signal.SIGCONT)
+            log(f"leader {lead.name} continued (SIGCONT)")
+        # The watch stream (server-sent events) through a follower is the
+        # leader's: a finished job's replay, then its end.
+        def watch(c):
+            with urllib.request.urlopen(f"http://{c.http}/api/v1/jobs/{done[0]}/watch",
+                                        timeout=20) as r:
+                return r.status, r.read().decode()
+        st_l, sse_l = watch(lead)
+        st_f, sse_f = watch(f1)
+        check(st_f == st_l == 200 and sse_f == sse_l and "event: end" in sse_f,
+              f"watch through {f1.name} ({st_f}, {len(sse_f)} bytes) vs the leader's "
+              f"({st_l}, {len(sse_l)} bytes): {sse_f[-300:]}")
+        # A write through a follower reaches the leader.
+        st, body = rest_on(env, f2, "POST", f"/jobs/{queued}/cancel", {})
+        check(st == 200 and body["state"] == "cancelled", f"cancel through {f2.name}: {st} {body}")
+        st, body = rest_on(env, lead, "GET", f"/jobs/{queued}")
+        check(body["state"] == "cancelled", f"the leader's view of the cancel: {body}")
+        rows = env.query("SELECT count(*) FROM jobs")[0][0]
+        check(rows == 3, f"{rows} job rows, want 3")
+        check(leader(env, pg, uri, ctls)[0] is lead, "the leader changed")
+        env.figures = {"reads": 2 * len(paths), "reads_with_leader_stopped_s": round(reads_s, 2)}
+
+
+def sans_waiting(job):
+    """A job without its runs' waiting_for: why a queued run waits lives in the
+    leader's memory only (a follower shows it empty)."""
+    for r in job.get("runs", []):
+        r.pop("waiting_for", None)
+    return job
+
+
+def make_certs(env):
+    """A CA and one server certificate for 127.0.0.1 (its chain: leaf, CA), and
+    a second CA the controllers do not trust. Returns paths."""
+    d = env.dir
+    def ossl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+    ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=iofleet-test-ca",
+         "-keyout", f"{d}/ca.key", "-out", f"{d}/ca.pem")
+    ossl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=iofleet-controller",
+         "-keyout", f"{d}/ctl.key", "-out", f"{d}/ctl.csr")
+    with open(f"{d}/ext.cnf", "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    ossl("x509", "-req", "-in", f"{d}/ctl.csr", "-CA", f"{d}/ca.pem", "-CAkey", f"{d}/ca.key",
+         "-CAcreateserial", "-days", "2", "-extfile", f"{d}/ext.cnf", "-out", f"{d}/ctl.pem")
+    with open(f"{d}/chain.pem", "w") as out:
+        out.write(open(f"{d}/ctl.pem").read() + open(f"{d}/ca.pem").read())
+    # A self-signed certificate for the same address, from no CA the others trust.
+    ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=stranger",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", f"{d}/other.key",
+         "-out", f"{d}/other.pem")
+    return {"chain": f"{d}/chain.pem", "key": f"{d}/ctl.key", "ca": f"{d}/ca.pem",
+            "other": f"{d}/other.pem", "other_key": f"{d}/other.key"}
+
+
+def https(ca, c, method, path, body=None, timeout=15):
+    ctx = ssl.create_default_context(cafile=ca)
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(f"https://{c.http}/api/v1{path}", data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def e2e_grpc(*args):
+    p = subprocess.run([ft.h.bin_path("tests", "iofleet-e2e-grpc"), *args], capture_output=True,
+                       text=True, timeout=30)
+    return p.returncode, p.stdout, p.stderr
+
+
+def case_tls():
+    with Env("ha_tls") as env:
+        certs = make_certs(env)
+        pg = postgres(env)
+        uri = pg.create_database()
+        use_pg_queries(env, pg, uri)
+        tls = [f"--tls-cert={certs['chain']}", f"--tls-key={certs['key']}"]
+        ctls = add_controllers(env, uri,
+                               [("127.0.0.1", free_port(), free_port(), None) for _ in range(3)],
+                               ttl="60s", extra=tls)
+        lead, f1, f2 = ctls
+        lead.start(init=True, wait=False)
+        def leads():
+            if "http listening on" not in log_text(lead):
+                return None
+            return https(certs["ca"], lead, "GET", "/jobs")[0] == 200
+        wait_for(leads, 30, "the TLS leader")
+        for c in (f1, f2):
+            c.start(init=False, wait=False)
+        wait_for(lambda: all("follower: the leader is" in log_text(c) for c in (f1, f2)), 20,
+                 "followers campaigning")
+        # HTTPS: a write through f1, forwarded to the leader over TLS; read on f2.
+        st, body = https(certs["ca"], f1, "POST", "/jobs",
+                         {"name": "tls-rest", "hosts": ["nobody"], "wait_for_hosts": True,
+                          "fio": fio_job("/tmp/x")})
+        check(st == 201, f"HTTPS submit through {f1.name}: {st} {body}")
+        j = body["id"]
+        st, got = https(certs["ca"], f2, "GET", f"/jobs/{j}")
+        check(st == 200 and got["id"] == j, f"HTTPS read on {f2.name}: {st} {got}")
+        check(sans_waiting(got) == sans_waiting(https(certs["ca"], lead, "GET", f"/jobs/{j}")[1]),
+              "the follower's HTTPS answer differs from the leader's")
+        st, got = https(certs["ca"], f1, "POST", f"/jobs/{j}/cancel", {})
+        check(st == 200 and got["state"] == "cancelled", f"HTTPS cancel via {f1.name}: {st} {got}")
+        # gRPC over TLS: SubmitJob through f1 (forwarded over TLS), GetJob on f2.
+        fio_path = env.write("job.fio", fio_job("/tmp/x"))
+        rc, out, err = e2e_grpc(f"--controller={f1.grpc}", f"--tls-ca={certs['ca']}", "submit",
+                                f"--fio-file={fio_path}", "--hosts=nobody", "--name=tls-grpc",
+                                "--wait-for-hosts")
+        check(rc == 0 and out.strip(), f"gRPC submit through {f1.name}: {rc} {out} {err}")
+        gj = out.strip()
+        rc, out, err = e2e_grpc(f"--controller={f2.grpc}", f"--tls-ca={certs['ca']}", "get-job",
+                                gj)
+        check(rc == 0 and json.loads(out)["id"] == gj, f"gRPC GetJob on {f2.name}: {rc} {out} {err}")
+        n = env.query("SELECT count(*) FROM jobs WHERE name IN ('tls-rest', 'tls-grpc')")[0][0]
+        check(n == 2, f"{n} of the 2 jobs stored")
+        # With the leader stopped, HTTPS reads on a follower still answer.
+        lead.proc.send_signal(signal.SIGSTOP)
+        try:
+            st, got = https(certs["ca"], f2, "GET", "/jobs", timeout=5)
+            check(st == 200 and len(got["jobs"]) == 2, f"HTTPS list on {f2.name}: {st} {got}")
+        finally:
+            lead.proc.send_signal(signal.SIGCONT)
+        # A follower that does not trust the leader's certificate (its own is
+        # another CA's) refuses to forward: 503 naming the handshake.
+        f2.proc.send_signal(signal.SIGTERM)
+        f2.proc.wait(timeout=20)
+        f2.extra_args = [a for a in f2.extra_args if not a.startswith("--tls-")] + [
+            f"--tls-cert={certs['other']}", f"--tls-key={certs['other_key']}"]
+        f2.start(init=False, wait=False)
+        wait_for(lambda: "follower: the leader is" in log_text(f2), 20, "the stranger following")
+        ctx_other = certs["other"]
+        st, got = https(ctx_other, f2, "POST", "/jobs",
+                        {"name": "refused", "hosts": ["nobody"], "fio": fio_job("/tmp/x")})
+        check(st == 503 and "TLS handshake failed" in json.dumps(got),
+              f"a follower not trusting the leader: {st} {got}")
+        env.figures = {"jobs": 2}
+
+
 CASES = {"leader_kill": case_leader_kill, "pg_outage": case_pg_outage, "netcut": case_netcut,
-         "followers": case_followers}
+         "followers": case_followers, "follower_reads": case_follower_reads, "tls": case_tls}
 
 
 def main():

@@ -217,7 +217,7 @@ class AgentStreamReactor final
     }
     if (agent_.empty()) agent_ = session_->agent();
     if (!in.has_hello() && !agent_.empty()) {
-      const bool barrier = in.has_run_finished();
+      const bool barrier = in.has_run_finished() || in.has_run_log();
       session_->Begin(barrier);
       scheduler_->AgentMessageAsync(agent_, session_.get(), in,
                                     [s = session_, barrier](const absl::Status&) {

@@ -28,17 +28,16 @@ grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, absl::StatusOr
 // only queue an operation (never block, never run a reaction inline).
 class WatchJobReactor final : public grpc::ServerWriteReactor<v1::IntervalRecord> {
  public:
-  // Records buffered for a slow reader before the oldest are dropped.
-  static constexpr size_t kMaxBuffered = 10000;
-
-  WatchJobReactor(Scheduler* scheduler, const std::string& job_id) : scheduler_(scheduler) {
+  // `max_buffered`: records buffered for a slow reader before the oldest are dropped.
+  WatchJobReactor(Scheduler* scheduler, const std::string& job_id, size_t max_buffered)
+      : scheduler_(scheduler), max_buffered_(max_buffered), cap_(max_buffered) {
     // Watch replays the stored records before it returns: all of them are
     // kept (the cap applies to live records beyond that backlog).
     absl::StatusOr<uint64_t> id =
         scheduler_->Watch(job_id, [this](const v1::IntervalRecord* rec) { Push(rec); });
     std::lock_guard<std::mutex> l(mu_);
     replaying_ = false;
-    cap_ = kMaxBuffered + queue_.size();
+    cap_ = max_buffered_ + queue_.size();
     if (!id.ok()) {
       FinishLocked(ToGrpcStatus(id.status()));
       return;
@@ -108,7 +107,8 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<v1::IntervalRecord
   std::deque<v1::IntervalRecord> queue_;  // front is in flight while writing_
   uint64_t watch_id_ = 0;
   bool replaying_ = true;       // inside Watch: the stored records arrive
-  size_t cap_ = kMaxBuffered;  // queue bound once the replay is in
+  const size_t max_buffered_;
+  size_t cap_;  // queue bound once the replay is in
   bool writing_ = false;
   bool job_done_ = false;
   bool finished_ = false;
@@ -199,7 +199,7 @@ grpc::ServerWriteReactor<v1::IntervalRecord>* ControllerServiceImpl::WatchJob(
   if (grpc::Status st = CheckBearer(*ctx, api_token_); !st.ok()) {
     return new DeniedWriteReactor(st);
   }
-  return new WatchJobReactor(scheduler_, req->id());
+  return new WatchJobReactor(scheduler_, req->id(), watch_buffer_records_);
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::CompareJob(grpc::CallbackServerContext* ctx,
@@ -220,6 +220,20 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::CompareJob(grpc::CallbackServer
   if (st.ok()) st = absl::UnimplementedError("compare is not available in this build");
   return Unary(ctx, absl::StatusOr<v1::CompareResponse>(st), resp);
 #endif
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::ListRunLogs(grpc::CallbackServerContext* ctx,
+                                                             const v1::GetRunRequest* req,
+                                                             v1::ListRunLogsResponse* resp) {
+  if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
+  return Unary(ctx, scheduler_->ListRunLogs(req->id()), resp);
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::GetRunLog(grpc::CallbackServerContext* ctx,
+                                                           const v1::GetRunLogRequest* req,
+                                                           v1::RunLog* resp) {
+  if (grpc::ServerUnaryReactor* r = Deny(ctx)) return r;
+  return Unary(ctx, scheduler_->GetRunLog(req->run_id(), req->name()), resp);
 }
 
 }  // namespace iofleet::controller::grpcapi

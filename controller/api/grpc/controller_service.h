@@ -17,6 +17,9 @@ class ControllerServiceImpl final : public v1::ControllerService::CallbackServic
   // (UNAUTHENTICATED otherwise).
   explicit ControllerServiceImpl(Scheduler* scheduler, std::string api_token = "")
       : scheduler_(scheduler), api_token_(std::move(api_token)) {}
+  // Live records buffered per WatchJob call beyond its replay before the oldest
+  // are dropped (--watch-buffer-records). Default: 10,000. Before serving.
+  void set_watch_buffer_records(size_t n) { watch_buffer_records_ = n; }
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* ctx,
                                       const v1::SubmitJobRequest* req,
@@ -42,6 +45,12 @@ class ControllerServiceImpl final : public v1::ControllerService::CallbackServic
   grpc::ServerUnaryReactor* CompareJob(grpc::CallbackServerContext* ctx,
                                        const v1::GetJobRequest* req,
                                        v1::CompareResponse* resp) override;
+  grpc::ServerUnaryReactor* ListRunLogs(grpc::CallbackServerContext* ctx,
+                                        const v1::GetRunRequest* req,
+                                        v1::ListRunLogsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetRunLog(grpc::CallbackServerContext* ctx,
+                                      const v1::GetRunLogRequest* req,
+                                      v1::RunLog* resp) override;
 
  private:
   // A reactor already finished with UNAUTHENTICATED, or nullptr when the call may proceed.
@@ -49,6 +58,7 @@ class ControllerServiceImpl final : public v1::ControllerService::CallbackServic
 
   Scheduler* const scheduler_;
   const std::string api_token_;
+  size_t watch_buffer_records_ = 10000;
 };
 
 }  // namespace iofleet::controller::grpcapi

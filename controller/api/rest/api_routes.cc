@@ -85,7 +85,7 @@ json JobJson(v1::Job job, bool with_runs) {
 
 // GET /jobs/{id}/compare (job_id set) and GET /compare?a=JOB_A&b=JOB_B (job_id
 // empty): see controller/compare/job_compare.h. 409 while runs are pending.
-absl::Status CompareRoute(Scheduler& scheduler, const httplib::Request& req,
+absl::Status CompareRoute(ReadApi& scheduler, const httplib::Request& req,
                           httplib::Response& res, const std::string& job_id) {
 #if IOFLEET_HAVE_COMPARE
   auto param = [&req](const std::string& k) -> std::optional<std::string> {
@@ -126,21 +126,10 @@ absl::Status CheckSubmittedSpec(const v1::JobSpec& spec) {
   return absl::OkStatus();
 }
 
-std::vector<ApiRoute> ControllerRoutes(Scheduler* s) {
+std::vector<ApiRoute> ControllerReadRoutes(ReadApi* s) {
   using Req = const httplib::Request&;
   using Res = httplib::Response&;
   std::vector<ApiRoute> routes;
-  routes.push_back({"POST", "/api/v1/jobs", "SubmitJob", "iofleet.v1.JobSpec",
-                    "iofleet.v1.SubmitJobResponse", [s](Req req, Res res) -> absl::Status {
-                      v1::SubmitJobRequest r;
-                      IOFLEET_RETURN_IF_ERROR(FromJson(req.body, r.mutable_spec()));
-                      IOFLEET_RETURN_IF_ERROR(CheckSubmittedSpec(r.spec()));
-                      v1::SubmitJobResponse out;
-                      IOFLEET_ASSIGN_OR_RETURN(*out.mutable_id(), s->SubmitJob(r.spec()));
-                      res.set_header("Location", absl::StrCat("/api/v1/jobs/", out.id()));
-                      Reply(res, 201, ToJson(out));
-                      return absl::OkStatus();
-                    }});
   routes.push_back({"GET", "/api/v1/jobs", "ListJobs", "iofleet.v1.ListRequest",
                     "iofleet.v1.ListJobsResponse", [s](Req req, Res res) -> absl::Status {
                       IOFLEET_ASSIGN_OR_RETURN(v1::ListRequest lr, ListParams(req));
@@ -157,18 +146,6 @@ std::vector<ApiRoute> ControllerRoutes(Scheduler* s) {
                     "iofleet.v1.Job", [s](Req req, Res res) -> absl::Status {
                       IOFLEET_ASSIGN_OR_RETURN(v1::Job job, s->GetJob(req.matches[1]));
                       Reply(res, 200, JobJson(std::move(job), true));
-                      return absl::OkStatus();
-                    }});
-  routes.push_back({"POST", R"(/api/v1/jobs/([^/]+)/cancel)", "CancelJob",
-                    "iofleet.v1.GetJobRequest", "iofleet.v1.Job",
-                    [s](Req req, Res res) -> absl::Status {
-                      absl::StatusOr<v1::Job> job = s->CancelJob(req.matches[1]);
-                      if (absl::IsFailedPrecondition(job.status())) {
-                        Reply(res, 409, ErrorToJson(job.status()));  // finished: unchanged
-                        return absl::OkStatus();
-                      }
-                      if (!job.ok()) return job.status();
-                      Reply(res, 200, JobJson(std::move(*job), true));
                       return absl::OkStatus();
                     }});
   routes.push_back({"GET", R"(/api/v1/jobs/([^/]+)/compare)", "CompareJob",
@@ -223,6 +200,30 @@ std::vector<ApiRoute> ControllerRoutes(Scheduler* s) {
                       Reply(res, 200, j);
                       return absl::OkStatus();
                     }});
+  // A run's fio log files (docs/logs.md): the list, then one file as text.
+  routes.push_back({"GET", R"(/api/v1/runs/([^/]+)/logs)", "ListRunLogs",
+                    "iofleet.v1.GetRunRequest", "iofleet.v1.ListRunLogsResponse",
+                    [s](Req req, Res res) -> absl::Status {
+                      IOFLEET_ASSIGN_OR_RETURN(v1::ListRunLogsResponse resp,
+                                               s->ListRunLogs(req.matches[1]));
+                      json j = ToJson(resp);
+                      j["run_id"] = resp.run_id();
+                      if (!j.contains("logs")) j["logs"] = json::array();
+                      Reply(res, 200, j);
+                      return absl::OkStatus();
+                    }});
+  routes.push_back({"GET", R"(/api/v1/runs/([^/]+)/logs/([^/]+))", "GetRunLog",
+                    "iofleet.v1.GetRunLogRequest", "", [s](Req req, Res res) -> absl::Status {
+                      IOFLEET_ASSIGN_OR_RETURN(v1::RunLog log,
+                                               s->GetRunLog(req.matches[1], req.matches[2]));
+                      // The file as fio wrote it (text/plain, so a browser shows it);
+                      // a cut file says so in headers.
+                      res.status = 200;
+                      res.set_header("X-Iofleet-Log-Size", std::to_string(log.size_bytes()));
+                      res.set_header("X-Iofleet-Log-Truncated", log.truncated() ? "1" : "0");
+                      res.set_content(log.data(), "text/plain; charset=utf-8");
+                      return absl::OkStatus();
+                    }});
   routes.push_back({"GET", "/api/v1/agents", "ListAgents", "iofleet.v1.ListRequest",
                     "iofleet.v1.ListAgentsResponse", [s](Req req, Res res) -> absl::Status {
                       IOFLEET_ASSIGN_OR_RETURN(v1::ListRequest lr, ListParams(req));
@@ -230,6 +231,37 @@ std::vector<ApiRoute> ControllerRoutes(Scheduler* s) {
                       Reply(res, 200, ToJson(resp));
                       return absl::OkStatus();
                     }});
+  return routes;
+}
+
+std::vector<ApiRoute> ControllerRoutes(Scheduler* s) {
+  using Req = const httplib::Request&;
+  using Res = httplib::Response&;
+  std::vector<ApiRoute> routes;
+  routes.push_back({"POST", "/api/v1/jobs", "SubmitJob", "iofleet.v1.JobSpec",
+                    "iofleet.v1.SubmitJobResponse", [s](Req req, Res res) -> absl::Status {
+                      v1::SubmitJobRequest r;
+                      IOFLEET_RETURN_IF_ERROR(FromJson(req.body, r.mutable_spec()));
+                      IOFLEET_RETURN_IF_ERROR(CheckSubmittedSpec(r.spec()));
+                      v1::SubmitJobResponse out;
+                      IOFLEET_ASSIGN_OR_RETURN(*out.mutable_id(), s->SubmitJob(r.spec()));
+                      res.set_header("Location", absl::StrCat("/api/v1/jobs/", out.id()));
+                      Reply(res, 201, ToJson(out));
+                      return absl::OkStatus();
+                    }});
+  routes.push_back({"POST", R"(/api/v1/jobs/([^/]+)/cancel)", "CancelJob",
+                    "iofleet.v1.GetJobRequest", "iofleet.v1.Job",
+                    [s](Req req, Res res) -> absl::Status {
+                      absl::StatusOr<v1::Job> job = s->CancelJob(req.matches[1]);
+                      if (absl::IsFailedPrecondition(job.status())) {
+                        Reply(res, 409, ErrorToJson(job.status()));  // finished: unchanged
+                        return absl::OkStatus();
+                      }
+                      if (!job.ok()) return job.status();
+                      Reply(res, 200, JobJson(std::move(*job), true));
+                      return absl::OkStatus();
+                    }});
+  for (ApiRoute& r : ControllerReadRoutes(s)) routes.push_back(std::move(r));
   return routes;
 }
 

@@ -37,6 +37,7 @@ struct Response;
 }
 
 namespace iofleet::controller {
+class ReadApi;
 class Scheduler;
 }
 namespace iofleet::v1 {
@@ -67,5 +68,10 @@ absl::Status CheckSubmittedSpec(const v1::JobSpec& spec);
 
 // The controller's own routes. `scheduler` is not owned and outlives them.
 std::vector<ApiRoute> ControllerRoutes(Scheduler* scheduler);
+
+// Those of the rows above that only read (every GET but the streamed watch),
+// served from `reads` (not owned, outlives them): a follower serves these
+// from its own store connection (controller/ha_follower.h).
+std::vector<ApiRoute> ControllerReadRoutes(ReadApi* reads);
 
 }  // namespace iofleet::controller::rest

@@ -124,7 +124,28 @@ class RoutingServer : public httplib::Server {
 
 RestServer::RestServer(Scheduler* scheduler, metrics::ControllerMetrics* metrics,
                        RestOptions options)
-    : scheduler_(scheduler), metrics_(metrics), options_(std::move(options)) {
+    : scheduler_(scheduler),
+      reads_(scheduler),
+      store_id_(scheduler != nullptr ? scheduler->store_id() : std::string()),
+      metrics_(metrics),
+      options_(std::move(options)) {
+  if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
+    tls_ctx_ = MakeTlsContext(options_, &tls_error_);
+    if (tls_ctx_ == nullptr && tls_error_.empty()) tls_error_ = "invalid";
+  }
+  server_ = std::make_unique<RoutingServer>();
+  server_->set_keep_alive_max_count(100);
+  Routes();
+}
+
+RestServer::RestServer(ReadApi* reads, std::string store_id, StatusHandler forward,
+                       RestOptions options)
+    : scheduler_(nullptr),
+      reads_(reads),
+      store_id_(std::move(store_id)),
+      forward_(std::move(forward)),
+      metrics_(nullptr),
+      options_(std::move(options)) {
   if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
     tls_ctx_ = MakeTlsContext(options_, &tls_error_);
     if (tls_ctx_ == nullptr && tls_error_.empty()) tls_error_ = "invalid";
@@ -157,6 +178,8 @@ std::function<void(const httplib::Request&, httplib::Response&)> WrapStatusHandl
 }
 
 void RestServer::AddRoute(ApiRoute route) {
+  // A follower serves reads only; the catch-all rows of Start forward the rest.
+  if (forward_ && route.method != "GET") return;
   httplib::Server::Handler h = Wrap(route.handler);
   if (route.method == "GET") {
     server_->Get(route.path, std::move(h));
@@ -205,18 +228,24 @@ void RestServer::Routes() {
   // Normally answered by the front end's event thread (http_front.h); this
   // route serves the rare /healthz that carries a body.
   srv.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
-    Reply(res, 200, {{"status", "ok"}, {"store_id", scheduler_->store_id()}});
+    Reply(res, 200, {{"status", "ok"}, {"store_id", store_id_}});
   });
 
-  for (ApiRoute& r : ControllerRoutes(scheduler_)) AddRoute(std::move(r));
-
-  // The streamed route (its body is an event stream, not one message): the
-  // live side of WatchJob, whose replay alone is the /records row above.
-  srv.Get(R"(/api/v1/jobs/([^/]+)/watch)",
-          Wrap([this](const httplib::Request& req, httplib::Response& res) {
-            return ServeJobWatch(*scheduler_, watch_streams_, options_.watch, req.matches[1],
-                                 req, res);
-          }));
+  if (scheduler_ != nullptr) {
+    for (ApiRoute& r : ControllerRoutes(scheduler_)) AddRoute(std::move(r));
+    // The streamed route (its body is an event stream, not one message): the
+    // live side of WatchJob, whose replay alone is the /records row above.
+    srv.Get(R"(/api/v1/jobs/([^/]+)/watch)",
+            Wrap([this](const httplib::Request& req, httplib::Response& res) {
+              return ServeJobWatch(*scheduler_, watch_streams_, options_.watch, req.matches[1],
+                                   req, res);
+            }));
+  } else if (reads_ != nullptr) {
+    // A follower: the live agent list and the watch stream are the leader's.
+    for (ApiRoute& r : ControllerReadRoutes(reads_)) {
+      if (r.rpc != "ListAgents") AddRoute(std::move(r));
+    }
+  }
 
   // Unrouted paths and wrong methods: keep the JSON error shape.
   srv.set_error_handler([max = options_.max_body_bytes](const httplib::Request& req,
@@ -243,9 +272,17 @@ absl::StatusOr<int> RestServer::Start(const std::string& host, int port) {
   fo.request_timeout_ms = options_.request_timeout_ms;
   fo.max_body_bytes = options_.max_body_bytes;
   fo.tls = tls_ctx_;
+  if (forward_) {
+    // Last, after every route (httplib tries them in order): what a follower
+    // does not serve itself goes to the leader.
+    server_->Get(".*", Wrap(forward_));
+    server_->Post(".*", Wrap(forward_));
+    server_->Put(".*", Wrap(forward_));
+    server_->Delete(".*", Wrap(forward_));
+    server_->Patch(".*", Wrap(forward_));
+  }
   // The store id never changes: the body is made once, here.
-  const std::string health =
-      Dump({{"status", "ok"}, {"store_id", scheduler_->store_id()}});
+  const std::string health = Dump({{"status", "ok"}, {"store_id", store_id_}});
   fo.healthz_body = [health] { return health; };
   fo.error_body = FrontErrorBody;
   fo.max_streams = options_.max_watch_streams;

@@ -90,6 +90,15 @@ class RestServer {
   // owned, outlives the server) it also serves GET /metrics and times requests.
   explicit RestServer(Scheduler* scheduler, metrics::ControllerMetrics* metrics = nullptr,
                       RestOptions options = RestOptions());
+  // A highly available follower's REST server (controller/ha_follower.h): the
+  // read routes (ControllerReadRoutes, but GET /agents, whose live state is the
+  // leader's; GET rows added with AddRoute) are answered from `reads` (not
+  // owned, outlives the server; nullptr: none, every request is forwarded);
+  // every other request (POST rows, GET /agents, the watch stream, /metrics,
+  // unknown paths) is handed to `forward`, which answers it for the leader.
+  // `store_id` is what /healthz reports.
+  RestServer(ReadApi* reads, std::string store_id, StatusHandler forward,
+             RestOptions options = RestOptions());
   ~RestServer();
 
   RestServer(const RestServer&) = delete;
@@ -120,7 +129,10 @@ class RestServer {
   // Answers 401 and returns true when `req` needs the token and lacks it.
   bool Deny(const httplib::Request& req, httplib::Response& res) const;
 
-  Scheduler* const scheduler_;
+  Scheduler* const scheduler_;  // nullptr on a follower
+  ReadApi* const reads_;
+  const std::string store_id_;
+  const StatusHandler forward_;  // a follower's: the requests it does not serve
   metrics::ControllerMetrics* const metrics_;
   const RestOptions options_;
   std::string tls_error_;  // why the TLS context could not be set up

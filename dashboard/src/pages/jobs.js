@@ -2,7 +2,7 @@
 import { listJobs, listRuns, getJob, getRun, cancelJob, getSamples, TERMINAL_STATES } from '../api.js';
 import { SeriesBuilder } from '../stats.js';
 import { binsOf, mergeBins, binsPercentile, LAT_DIRS } from '../latency.js';
-import { h, replace, fmtTime, fmtDuration, fmtNum, fmtBytesRate, fmtNs, kvList, stateBadge, errorBox, pager, poller } from '../dom.js';
+import { h, replace, fmtTime, fmtDuration, fmtNum, fmtIops, fmtBytesRate, fmtNs, kvList, stateBadge, errorBox, pager, poller } from '../dom.js';
 import { jobActions, compareWithForm } from '../job_actions.js';
 import { expectedRuntime, parseCell } from '../stats.js';
 
@@ -385,7 +385,7 @@ export function jobPage(main, { args, params }) {
     if (!m) return [h('td', { class: 'num' }, '–'), h('td', { class: 'num' }, '–'), h('td', { class: 'num' }, '–')];
     const cls = m.live ? 'num live' : 'num';
     return [
-      h('td', { class: cls, dataset: { metric: 'iops' } }, fmtNum(m.iops)),
+      h('td', { class: cls, dataset: { metric: 'iops' } }, fmtIops(m.iops)),
       h('td', { class: cls, dataset: { metric: 'bw' } }, fmtBytesRate(m.bw)),
       h('td', { class: cls, dataset: { metric: 'p99' } }, fmtNs(m.p99)),
     ];

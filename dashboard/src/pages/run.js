@@ -4,8 +4,10 @@
 // then live ones, so a reload mid-run draws the whole run); the run's state is
 // polled every second. Without the stream (an older controller, or too many
 // streams open) the page polls /runs/{id}/samples instead.
-import { getRun, getJob, getSamples, watchJob, TERMINAL_STATES } from '../api.js';
-import { h, replace, fmtTime, fmtDuration, fmtNum, fmtBytesRate, fmtNs, stateBadge, errorBox, poller } from '../dom.js';
+import { getRun, getJob, getSamples, watchJob, listRunLogs, API_BASE, TERMINAL_STATES } from '../api.js';
+import { h, replace, fmtTime, fmtDuration, fmtNum, fmtIops, fmtBytes, fmtBytesRate, fmtNs, stateBadge, errorBox, poller } from '../dom.js';
+import { exportLink } from './compare.js';
+import { fioBw } from '../fio_units.js';
 import { SeriesBuilder } from '../stats.js';
 import { LiveChart, COLORS } from '../charts.js';
 import { runExpectedSeconds, progressOf } from './jobs.js';
@@ -27,7 +29,10 @@ function pct(lat, p) {
 export function resultSummary(result) {
   const jobs = (result && result.jobs) || [];
   const rows = [];
-  for (const j of jobs) {
+  const ext = (result && result.iofleet && result.iofleet.jobs) || [];
+  for (const [k, j] of jobs.entries()) {
+    // fio's units: kb_base's first, the other in parentheses ("47.4MiB/s (49.8MB/s)").
+    const kbBase = Number((ext[k] && ext[k].kb_base) || 1024);
     for (const d of DIRS) {
       const s = j[d];
       if (!s || !(s.total_ios > 0 || s.io_bytes > 0)) continue;
@@ -38,8 +43,8 @@ export function resultSummary(result) {
           null,
           h('th', { scope: 'row' }, j.jobname || '–'),
           h('td', null, d),
-          h('td', null, fmtNum(s.iops)),
-          h('td', null, fmtBytesRate(s.bw_bytes ?? (s.bw || 0) * 1024)),
+          h('td', null, fmtIops(s.iops)),
+          h('td', null, fioBw(s.bw_bytes ?? (s.bw || 0) * 1024, kbBase)),
           h('td', null, fmtNs(clat.mean)),
           h('td', null, fmtNs(pct(clat, 50))),
           h('td', null, fmtNs(pct(clat, 99))),
@@ -69,6 +74,7 @@ export function runPage(main, { args }) {
   const live = h('p', { class: 'muted small', 'aria-live': 'polite', 'data-testid': 'live-status' });
   const charts = h('section', { class: 'charts', 'aria-label': 'live charts' });
   const resultBox = h('section', { id: 'result', 'aria-labelledby': 'result-h' });
+  const logsBox = h('section', { class: 'logs', 'aria-label': 'log files' });
   main.append(head, live, charts, resultBox);
 
   const series = new SeriesBuilder();
@@ -195,6 +201,44 @@ export function runPage(main, { args }) {
         h('summary', null, 'fio JSON'),
         h('p', null, h('a', { href: blobUrl, download: `${id}.json` }, 'Download fio JSON')),
         h('pre', { class: 'code', 'data-testid': 'result-json' }, text),
+      ),
+      logsBox,
+    );
+    showLogs();
+  }
+
+  // The run's fio log files (write_lat_log, ...) the agent uploaded: links that
+  // download each with the API token (GET /runs/{id}/logs/{name}).
+  async function showLogs() {
+    let logs;
+    try {
+      logs = await listRunLogs(id);
+    } catch (err) {
+      replace(logsBox, h('p', { class: 'muted' }, `Log files: ${err.message}`));
+      return;
+    }
+    if (!logs.length) return;
+    replace(
+      logsBox,
+      h('h3', null, 'Log files'),
+      h(
+        'table',
+        { class: 'data', 'aria-label': 'run log files' },
+        h('thead', null, h('tr', null, ['File', 'Type', 'Size', 'Note'].map((c) => h('th', null, c)))),
+        h(
+          'tbody',
+          null,
+          logs.map((l) =>
+            h(
+              'tr',
+              { 'data-log': l.name },
+              h('td', null, exportLink(`${API_BASE}/runs/${encodeURIComponent(id)}/logs/${encodeURIComponent(l.name)}`, l.name, l.name)),
+              h('td', null, l.type || '–'),
+              h('td', null, fmtBytes(l.size)),
+              h('td', null, l.truncated ? `truncated: the controller holds ${fmtBytes(l.stored)}; the whole file is at ${l.path} on the run's host` : ''),
+            ),
+          ),
+        ),
       ),
     );
   }
