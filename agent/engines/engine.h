@@ -86,6 +86,10 @@ struct EngineOptions {
   // mapped in user memory instead of calling io_getevents (fio ignores it
   // otherwise, and so do we). Default: false.
   bool userspace_reap = false;
+  // Every I/O of the job is a trim (rw=trim, randtrim): trims may run
+  // concurrently. Otherwise an engine completes each trim before it takes the
+  // next I/O, as fio does (a write after a trim must land after it).
+  bool trims_only = false;
   // prio/prioclass as fio's ioprio value; io_uring sets it in every read and
   // write SQE (an SQPOLL thread does not inherit the job thread's priority).
   // 0 = none.

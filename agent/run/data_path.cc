@@ -195,6 +195,11 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
     d->dry_writes_ = writes && job.verify_only;
     d->verify_rng_.Seed(d->cfg_.seeds.seeds[workload::kSeedVerify], /*use64=*/true);
     if (d->replay_) d->MarkPassStart();
+    d->trims_ = d->log_writes_ && job.trim_percentage != 0 && job.trim_backlog != 0;
+    // fio's trim_state: 64-bit only with random_generator=tausworthe64 (seeded
+    // before fio's switch for large files, as td_fill_rand_seeds runs first).
+    d->trim_rng_.Seed(d->cfg_.seeds.seeds[workload::kSeedTrim],
+                      job.random_generator == jobspec::RandomGenerator::kTausworthe64);
     d->last_comp_.assign(d->cfg_.fds.size(), std::vector<uint64_t>(d->cfg_.depth, 0));
     d->last_comp_idx_.assign(d->cfg_.fds.size(), 0);
     if (job.verify_state_load) {
@@ -261,6 +266,7 @@ void DataPath::LogWrite(const IoRequest& r, uint64_t seed, uint16_t numberio) {
     while (it != sorted_.end() && it->first.first == p.file && it->second.offset < p.offset + p.len) {
       if (it->second.offset + it->second.len > p.offset) {
         if (it->second.slot >= 0) slots_[static_cast<size_t>(it->second.slot)].piece = nullptr;
+        ForgetTrim(&it->second);
         it = sorted_.erase(it);
       } else {
         ++it;
@@ -269,6 +275,72 @@ void DataPath::LogWrite(const IoRequest& r, uint64_t seed, uint16_t numberio) {
     at = &sorted_.emplace(key, p).first->second;
   }
   if (!dry_writes_) slots_[r.index].piece = at;
+  if (trims_ && ShouldTrim()) {
+    at->on_trim = true;
+    trim_list_.push_back(at);
+  }
+}
+
+bool DataPath::ShouldTrim() {
+  // fio's io_u_should_trim: r <= (max / 100) * percentage.
+  const uint64_t r = trim_rng_.Next();
+  return r <= (trim_rng_.Max() / 100) * cfg_.job->trim_percentage;
+}
+
+void DataPath::ForgetTrim(Piece* p) {
+  if (!p->on_trim) return;
+  p->on_trim = false;
+  for (auto it = trim_list_.begin(); it != trim_list_.end(); ++it) {
+    if (*it == p) {
+      trim_list_.erase(it);
+      return;
+    }
+  }
+}
+
+bool DataPath::TrimDue() {
+  // fio's check_get_trim, as it counts: a round starts when the log holds a
+  // multiple of trim_backlog blocks and the last I/O was not a read; the
+  // round's first trim does not count against trim_backlog_batch.
+  if (trim_list_.empty()) return false;
+  if (trim_batch_left_ != 0) {
+    --trim_batch_left_;
+    return true;
+  }
+  const jobspec::JobSpec& job = *cfg_.job;
+  const size_t logged = sorted_log_ ? sorted_.size() : fifo_.size();
+  if (logged % job.trim_backlog == 0 && !last_was_read_) {
+    trim_batch_left_ = job.trim_backlog_batch != 0 ? job.trim_backlog_batch : job.trim_backlog;
+    return true;
+  }
+  return false;
+}
+
+bool DataPath::NextTrim(IoRequest& r) {
+  while (!trim_list_.empty()) {
+    Piece* p = trim_list_.front();
+    if (p->in_flight) return false;  // its write has not completed: later
+    trim_list_.pop_front();
+    p->on_trim = false;
+    if (p->len == 0) continue;  // a failed write
+    r.op = IoOp::kTrim;
+    r.file_index = static_cast<int>(p->file);
+    r.fd = cfg_.fds[p->file];
+    r.offset = p->offset;
+    r.len = p->len;
+    r.buf = cfg_.buffers + static_cast<size_t>(r.index) * cfg_.slot_size;
+    slots_[r.index].check = false;
+    if (cfg_.job->trim_verify_zero) {
+      p->trimmed = true;
+    } else if (sorted_log_) {
+      // Not read back (fio's get_next_trim without trim_zero).
+      sorted_.erase(std::make_pair(p->file, p->offset));
+    } else {
+      p->len = 0;  // skipped when it reaches the head
+    }
+    return true;
+  }
+  return false;
 }
 
 void DataPath::PrepareWrite(IoRequest& r) {
@@ -291,6 +363,7 @@ DataPath::Piece* DataPath::Head() {
 }
 
 void DataPath::PopHead() {
+  if (Piece* p = Head(); p != nullptr) ForgetTrim(p);
   if (!sorted_log_) {
     fifo_.pop_front();
   } else {
@@ -322,10 +395,12 @@ bool DataPath::NextVerify(IoRequest& r) {
     // fio stops verifying here: the write had not completed when the state was saved.
     fifo_.clear();
     sorted_.clear();
+    trim_list_.clear();
     return false;
   }
   Slot& s = slots_[r.index];
   s.check = true;
+  s.zero = p->trimmed;
   s.file = p->file;
   s.exp.offset = p->offset;
   s.exp.len = p->len;
@@ -362,6 +437,7 @@ bool DataPath::NextReplay(IoRequest& r) {
     if (r.op != IoOp::kWrite) continue;
     Slot& s = slots_[r.index];
     s.check = true;
+    s.zero = false;
     s.file = static_cast<uint32_t>(r.file_index);
     s.exp = workload::Expected{};
     s.exp.offset = r.offset;
@@ -411,6 +487,7 @@ bool DataPath::NextDraw(IoRequest& r, int d) {
       --backlog_left_;
       return true;
     }
+    if (trims_ && TrimDue() && NextTrim(r)) return true;
   } else if (verify_next_) {  // the paced loop: NextDir saw a backlog round due
     verify_next_ = false;
     if (NextVerify(r)) {
@@ -418,6 +495,10 @@ bool DataPath::NextDraw(IoRequest& r, int d) {
       return true;
     }
     d = -1;  // nothing logged to verify: a fresh draw
+  } else if (trim_next_) {  // the paced loop: NextDir saw a trim due
+    trim_next_ = false;
+    if (NextTrim(r)) return true;
+    d = -1;
   }
   if (!(d < 0 ? gen_.Next(r) : gen_.NextIn(r, static_cast<jobspec::Ddir>(d)))) return false;
   last_was_read_ = r.op == IoOp::kRead;
@@ -430,6 +511,7 @@ bool DataPath::NextDraw(IoRequest& r, int d) {
     }
     Slot& s = slots_[r.index];
     s.check = true;
+    s.zero = false;
     s.file = static_cast<uint32_t>(r.file_index);
     s.exp = workload::Expected{};
     s.exp.offset = r.offset;
@@ -461,12 +543,13 @@ int DataPath::OnCompleteSlow(IoRequest& r) {
   s.check = false;
   ++reads_done_;
   char* buf = cfg_.buffers + static_cast<size_t>(r.index) * cfg_.slot_size;
-  if (async_ != nullptr) {  // verify_async: a helper checks a copy
+  if (async_ != nullptr && !s.zero) {  // verify_async: a helper checks a copy (trimmed blocks: the zero check, here)
     async_->Submit(buf, s.exp, &cfg_.file_names[s.file]);
     return 0;
   }
   std::string log;
-  const int err = verifier_->Check(buf, s.exp, cfg_.file_names[s.file], &log);
+  const int err = s.zero ? workload::BlockVerifier::CheckZero(buf, s.exp.offset, s.exp.len, cfg_.file_names[s.file], &log)
+                         : verifier_->Check(buf, s.exp, cfg_.file_names[s.file], &log);
   if (err != 0) {
     std::fputs(log.c_str(), stderr);
     if (first_failure_.empty()) first_failure_ = log.substr(0, log.find('\n'));
@@ -501,7 +584,10 @@ void DataPath::OnFailedSlow(IoRequest& r) {
     s.piece = nullptr;
     if (sorted_log_) {
       auto it = sorted_.find(std::make_pair(p->file, p->offset));
-      if (it != sorted_.end() && &it->second == p) sorted_.erase(it);
+      if (it != sorted_.end() && &it->second == p) {
+        ForgetTrim(p);
+        sorted_.erase(it);
+      }
     } else {
       p->in_flight = false;
       p->len = 0;  // skipped when it reaches the head

@@ -15,6 +15,16 @@
 //    multiple of N blocks (fio's check_get_verify);
 //  * a job that only reads checks every read (the blocks carry their own
 //    headers); a mixed job checks only the reads of logged blocks;
+//  * trim_percentage=P with trim_backlog=N (fio's trim.c): each logged write
+//    joins the trim list with probability P % (fio's draw on its trim seed);
+//    whenever the log holds a multiple of N blocks, the listed blocks are
+//    trimmed (trim_backlog_batch, or N, at a time, plus one as fio counts),
+//    and the verify then reads each trimmed block back as zeros
+//    (trim_verify_zero=1; "trim: verify failed at file F offset O, length L,
+//    block offset B" otherwise) or not at all (trim_verify_zero=0). Unlike
+//    fio 3.33, which trims only in jobs whose rw trims and aborts on an
+//    assertion otherwise, any write job may trim; and a block is trimmed only
+//    once its write has completed (fio may trim one still in flight);
 //  * verify_only: the writes are accounted, logged and not issued, then the
 //    verify phase reads them back (fio's do_dry_run);
 //  * a failure prints fio's lines to stderr and fails the read with EILSEQ
@@ -103,12 +113,14 @@ class DataPath {
   // them, and NextIn serves them.
   jobspec::Ddir NextDir() {
     verify_next_ = verifying_ && (verify_phase_ || (log_writes_ && cfg_.job->verify_backlog != 0 && BacklogDue()));
-    return verify_next_ ? jobspec::kRead : gen_.NextDir();
+    if (verify_next_) return jobspec::kRead;
+    trim_next_ = trims_ && !verify_phase_ && TrimDue();
+    return trim_next_ ? jobspec::kTrim : gen_.NextDir();
   }
   void SwitchDir(jobspec::Ddir to) {
-    if (!verify_next_) gen_.SwitchDir(to);
+    if (!verify_next_ && !trim_next_) gen_.SwitchDir(to);
   }
-  uint32_t OtherShare(jobspec::Ddir d) const { return verify_next_ ? 0 : gen_.OtherShare(d); }
+  uint32_t OtherShare(jobspec::Ddir d) const { return verify_next_ || trim_next_ ? 0 : gen_.OtherShare(d); }
   inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
     if (slow_) return NextSlow(r, d);
     if (!gen_.NextIn(r, d)) return false;
@@ -165,10 +177,13 @@ class DataPath {
     uint16_t numberio = 0;
     bool in_flight = true;
     int32_t slot = -1;  // slot of the write in flight
+    bool on_trim = false;  // in trim_list_ (trim_percentage)
+    bool trimmed = false;  // trimmed: the verify expects zeros
   };
   struct Slot {
     Piece* piece = nullptr;   // write in flight
     bool check = false;       // read to verify
+    bool zero = false;        // ... of a trimmed block: zeros expected (trim_verify_zero)
     workload::Expected exp;
     uint32_t file = 0;
     uint64_t write_offset = 0;  // the write's offset as issued (short writes move r.offset)
@@ -187,6 +202,13 @@ class DataPath {
   bool NextReplay(IoRequest& r);
   void MarkPassStart();
   bool BacklogDue();
+  // trim_percentage: fio's io_u_should_trim (one draw per logged write),
+  // check_get_trim and get_next_trim.
+  bool ShouldTrim();
+  bool TrimDue();
+  bool NextTrim(IoRequest& r);
+  // A logged piece leaves the log: off the trim list too.
+  void ForgetTrim(Piece* p);
   Piece* Head();
   void PopHead();
   bool StateSaysStop(uint64_t offset, uint32_t file) const;
@@ -205,6 +227,11 @@ class DataPath {
   bool check_numberio_ = false;
   bool dry_writes_ = false;    // verify_only
   bool verify_next_ = false;   // paced loop: NextDir chose a verify read
+  bool trim_next_ = false;     // paced loop: NextDir chose a trim of a logged block
+  bool trims_ = false;         // trim_percentage with trim_backlog
+  std::deque<Piece*> trim_list_;  // logged pieces to trim, oldest first (fio's trim_list)
+  uint32_t trim_batch_left_ = 0;  // fio's td->trim_batch
+  workload::Rng trim_rng_;        // fio's trim_state
   bool verify_phase_ = false;
   bool stop_ = false;
   std::deque<Piece> fifo_;

@@ -140,13 +140,37 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   trimwrite_ = job.rw == jobspec::RwPattern::kTrimWrite || job.rw == jobspec::RwPattern::kRandTrimWrite;
   trimmed_ = Trimmed{};
   random_files_ = job.file_service_type == jobspec::FileService::kRandom;
+  file_dist_.reset();
+  if (files_.size() > 1 && (job.file_service_type == jobspec::FileService::kZipf ||
+                            job.file_service_type == jobspec::FileService::kPareto ||
+                            job.file_service_type == jobspec::FileService::kGauss)) {
+    workload::DistributionOptions d;
+    d.kind = job.file_service_type == jobspec::FileService::kZipf     ? jobspec::RandomDistribution::kZipf
+             : job.file_service_type == jobspec::FileService::kPareto ? jobspec::RandomDistribution::kPareto
+                                                                      : jobspec::RandomDistribution::kNormal;
+    d.n_blocks = static_cast<uint64_t>(files_.size()) << kFileServiceShift;
+    d.unit = 1;
+    d.value = job.file_service_value;
+    d.center = job.file_service_center;
+    d.seed = seeds->seeds[workload::kSeedFile];
+    d.scatter_seed = seeds->seeds[workload::kSeedFile] + 1;
+    d.contiguous = true;
+    auto dist = workload::OffsetDistribution::Create(d);
+    if (!dist.ok()) return dist.status();
+    file_dist_ = std::move(*dist);
+    random_files_ = true;
+  }
   service_nr_ = job.file_service_type == jobspec::FileService::kSequential
                     ? UINT64_MAX
                     : std::max<uint64_t>(job.file_service_nr, 1);
   service_left_ = service_nr_;
   file_rng_.Seed(seeds->seeds[workload::kSeedFile],
                  job.random_generator == jobspec::RandomGenerator::kTausworthe64);
-  if (random_files_ && files_.size() > 1) cur_file_ = static_cast<size_t>(file_rng_.Below(files_.size()));
+  if (file_dist_.has_value()) {
+    cur_file_ = static_cast<size_t>(file_dist_->Next() >> kFileServiceShift);
+  } else if (random_files_ && files_.size() > 1) {
+    cur_file_ = static_cast<size_t>(file_rng_.Below(files_.size()));
+  }
   files_done_ = 0;
   filled_ = filled_at_rewind_ = 0;
   // fio's exceeds_number_ios: issued I/Os over all loops against number_ios x

@@ -30,6 +30,7 @@
 #include "agent/run/zbd.h"
 #include "agent/workload/block_size.h"
 #include "agent/workload/cmdprio.h"
+#include "agent/workload/distribution.h"
 #include "agent/workload/offset_gen.h"
 #include "agent/workload/rwmix.h"
 #include "common/jobspec/job_spec.h"
@@ -208,6 +209,13 @@ class IoGenerator {
       if (++cur_file_ == files_.size()) cur_file_ = 0;
       return;
     }
+    if (file_dist_.has_value()) {
+      // fio's __get_next_fileno_rand: the distribution over files x 1024 ranges.
+      do {
+        cur_file_ = static_cast<size_t>(file_dist_->Next() >> kFileServiceShift);
+      } while (files_[cur_file_].done);
+      return;
+    }
     do {
       cur_file_ = static_cast<size_t>(file_rng_.Below(files_.size()));
     } while (files_[cur_file_].done);
@@ -245,7 +253,10 @@ class IoGenerator {
   size_t cur_file_ = 0;
   uint64_t service_nr_ = 1;    // I/Os per pick (file_service_type's :N; sequential: all)
   uint64_t service_left_ = 1;
-  bool random_files_ = false;  // file_service_type=random
+  bool random_files_ = false;  // file_service_type=random, zipf, pareto, normal
+  // zipf/pareto/normal: fio draws over files << 10 ranges, then >> 10.
+  static constexpr int kFileServiceShift = 10;
+  std::optional<workload::OffsetDistribution> file_dist_;
   workload::Rng file_rng_;     // fio's next_file_state
   size_t files_done_ = 0;
   uint64_t filled_ = 0;              // I/Os produced (progress check for Rewind)

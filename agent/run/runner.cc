@@ -552,10 +552,11 @@ absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOpti
       return JobError(job, "hipri", "1", "polled I/O (IOPOLL) needs direct=1");
     }
     if (EngineDoesNoIo(job)) continue;
-    if (jobspec::HasTrim(job.rw) && (eng->capabilities & kCapTrim) == 0) {
-      return JobError(job, "rw", jobspec::RwPatternName(job.rw),
+    if ((jobspec::HasTrim(job.rw) || job.trim_percentage != 0) && (eng->capabilities & kCapTrim) == 0) {
+      return JobError(job, jobspec::HasTrim(job.rw) ? "rw" : "trim_percentage",
+                      jobspec::HasTrim(job.rw) ? std::string(jobspec::RwPatternName(job.rw)) : absl::StrCat(job.trim_percentage),
                       absl::StrCat("the ", job.ioengine,
-                                   " engine cannot trim (the sync engines psync, sync, pvsync and pvsync2 trim; io_uring_cmd trims NVMe namespaces)"));
+                                   " engine cannot trim (psync, sync, pvsync, pvsync2, libaio and io_uring trim files and block devices; io_uring_cmd trims NVMe namespaces)"));
     }
     const bool writes = jobspec::HasWrite(job.rw) || jobspec::HasTrim(job.rw);
     {

@@ -354,15 +354,6 @@ TEST_F(RunnerTest, IoUringCmdRefusesAnythingButAnNvmeGenericDevice) {
   }
 }
 
-TEST_F(RunnerTest, TrimNeedsAnEngineThatTrims) {
-  auto r = RunJobs(Parse("[t]\nioengine=libaio\nrw=randtrim\nsize=1m\nfilename=" + Path("t.dat") +
-                         "\n"),
-                   {});
-  ASSERT_FALSE(r.ok());
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("cannot trim"));
-  EXPECT_FALSE(fs::exists(Path("t.dat")));
-}
-
 TEST_F(RunnerTest, ExistingFileSizeIsUsedWhenSizeIsUnset) {
   {
     FILE* f = fopen(Path("pre.dat").c_str(), "w");

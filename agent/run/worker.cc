@@ -209,6 +209,7 @@ absl::Status Worker::Prepare() {
   eo.sqthread_poll_cpu = job.sqthread_poll_cpu;
   eo.poll_reap = job.iodepth_batch_complete_min == 0;
   eo.userspace_reap = job.userspace_reap;
+  eo.trims_only = job.rw == jobspec::RwPattern::kTrim || job.rw == jobspec::RwPattern::kRandTrim;
   eo.ioprio = static_cast<uint16_t>(job.IoprioValue());
   eo.buffer_base = buffers_;
   eo.buffer_size = buffers_size_;

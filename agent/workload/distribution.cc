@@ -60,7 +60,7 @@ absl::StatusOr<OffsetDistribution> OffsetDistribution::Create(const Distribution
   switch (o.kind) {
     case RandomDistribution::kZipf:
     case RandomDistribution::kPareto: {
-      d.mult_ = ScatterMultiplier(d.n_);
+      d.mult_ = o.contiguous ? 1 : ScatterMultiplier(d.n_);
       const uint64_t random_off = placement.Next() % d.n_;
       d.offset_ = o.center >= 0 ? static_cast<uint64_t>(o.center * static_cast<double>(d.n_))
                                 : random_off;

@@ -51,6 +51,10 @@ struct DistributionOptions {
   std::vector<jobspec::ZoneSplitEntry> zones;  // zoned, zoned_abs (this direction)
   uint64_t seed = 0;       // rank stream
   uint64_t scatter_seed = 0;  // placement (shared by the directions of one file)
+  // zipf/pareto: ranks in order from the hottest's block (block = (r +
+  // offset) mod n) instead of scattered: fio's layout with its hash disabled
+  // (file_service_type, which groups 1024 ranks per file).
+  bool contiguous = false;
 };
 
 class OffsetDistribution {

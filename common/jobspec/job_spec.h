@@ -67,7 +67,8 @@ enum class FallocateMode { kNone, kPosix, kKeep, kNative, kTruncate };
 // sequential), or always random / sequential.
 enum class FadviseHint { kNone, kType, kRandom, kSequential };
 enum class SyncMode { kNone, kSync, kDsync };
-enum class FileService { kRoundRobin, kSequential, kRandom };
+// kZipf, kPareto, kGauss: fio's non-uniform file choice (normal = gauss).
+enum class FileService { kRoundRobin, kSequential, kRandom, kZipf, kPareto, kGauss };
 // fio's ERROR_TYPE_*_BIT: which errors continue_on_error lets a job survive.
 enum ErrorClass : uint32_t {
   kErrorRead = 1u << 0,
@@ -241,6 +242,14 @@ struct JobSpec {
   std::vector<int> verify_async_cpus;   // verify_async_cpus: their CPUs; empty = any
   uint32_t verify_backlog = 0;       // verify after every N writes; 0 = after the pass
   uint32_t verify_backlog_batch = 0; // blocks verified per backlog round; 0 = backlog
+  // trim_percentage: this share of the logged (verified) writes is trimmed,
+  // trim_backlog_batch (0 = trim_backlog) at a time whenever the log holds a
+  // multiple of trim_backlog blocks; trim_verify_zero: the verify then reads
+  // them back as zeros (otherwise they are not read back). agent/run/data_path.h.
+  uint32_t trim_percentage = 0;
+  bool trim_verify_zero = true;
+  uint32_t trim_backlog = 0;
+  uint32_t trim_backlog_batch = 0;
   bool verify_only = false;
   // experimental_verify: the verify phase replays the pass's offset sequence
   // (no write log).
@@ -283,6 +292,9 @@ struct JobSpec {
   std::string filename_format;       // "" = fio's $jobname.$jobnum.$filenum
   FileService file_service_type = FileService::kRoundRobin;
   uint32_t file_service_nr = 1;      // I/Os per file before switching (the ':N')
+  // zipf/pareto/normal: theta, h or deviation (percent) and center (-1 = default).
+  double file_service_value = 0;
+  double file_service_center = -1;
   bool unlink = false;
   bool fsync_on_close = false;
   SyncMode sync = SyncMode::kNone;

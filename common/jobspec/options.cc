@@ -1239,12 +1239,36 @@ absl::Status ApplyFileService(const OptionRow&, Builder& b, const OptCtx& c) {
   if (name == "roundrobin") fs = FileService::kRoundRobin;
   else if (name == "sequential") fs = FileService::kSequential;
   else if (name == "random") fs = FileService::kRandom;
-  else if (name == "zipf" || name == "pareto" || name == "normal" || name == "gauss")
-    return Tail(absl::StrCat(
-        ": choosing files by a ", name,
-        " distribution is not implemented yet (it needs random_distribution's generators); "
-        "roundrobin, sequential and random are"));
-  else
+  else if (name == "zipf" || name == "pareto" || name == "normal" || name == "gauss") {
+    // fio's str_fst_cb: the postfix is the distribution's value[:center], one
+    // file per pick.
+    double value = name == "zipf" ? 1.1 : name == "pareto" ? 0.2 : 0.0;
+    double center = -1;
+    const std::string post = colon == std::string::npos ? "" : v.substr(colon + 1);
+    if (!Trim(post).empty()) {
+      const std::vector<std::string> parts = internal::SplitTopLevel(post, ':');
+      if (parts.size() > 2) return Tail("has more than a value and a center after the distribution");
+      auto x = internal::FloatImpl(parts[0]);
+      if (!x.ok()) return Tail(absl::StrFormat("has a bad value \"%s\"", Trim(parts[0])));
+      value = *x;
+      if (parts.size() == 2) {
+        auto cx = internal::FloatImpl(parts[1]);
+        if (!cx.ok()) return Tail(absl::StrFormat("has a bad center \"%s\"", Trim(parts[1])));
+        center = *cx;
+      }
+    }
+    if (center != -1 && !(center >= 0 && center <= 1)) return Tail("has a center outside 0..1 (as in fio)");
+    if (name == "zipf" && (!(value > 0) || value == 1.0)) return Tail("zipf theta must be > 0 and not 1.0 (as in fio)");
+    if (name == "pareto" && !(value > 0 && value < 1)) return Tail("pareto h must be in (0,1) (as in fio)");
+    if ((name == "normal" || name == "gauss") && !(value >= 0 && value < 100)) {
+      return Tail("normal deviation must be in [0,100) (as in fio)");
+    }
+    b.spec.file_service_type = name == "zipf" ? FileService::kZipf : name == "pareto" ? FileService::kPareto : FileService::kGauss;
+    b.spec.file_service_nr = 1;
+    b.spec.file_service_value = value;
+    b.spec.file_service_center = center;
+    return absl::OkStatus();
+  } else
     return Tail("must be roundrobin, sequential, random, zipf, pareto, normal or gauss, "
                 "optionally with :N");
   uint64_t n = 1;
@@ -1260,7 +1284,18 @@ absl::Status ApplyFileService(const OptionRow&, Builder& b, const OptCtx& c) {
 }
 
 void RenderFileService(const JobSpec& j, const Builder& t, Options* out) {
-  if (j.file_service_type == t.spec.file_service_type && j.file_service_nr == t.spec.file_service_nr) {
+  if (j.file_service_type == t.spec.file_service_type && j.file_service_nr == t.spec.file_service_nr &&
+      j.file_service_value == t.spec.file_service_value && j.file_service_center == t.spec.file_service_center) {
+    return;
+  }
+  if (j.file_service_type == FileService::kZipf || j.file_service_type == FileService::kPareto ||
+      j.file_service_type == FileService::kGauss) {
+    std::string v = j.file_service_type == FileService::kZipf     ? "zipf"
+                    : j.file_service_type == FileService::kPareto ? "pareto"
+                                                                  : "normal";
+    absl::StrAppend(&v, ":", FormatDouble(j.file_service_value));
+    if (j.file_service_center >= 0) absl::StrAppend(&v, ":", FormatDouble(j.file_service_center));
+    out->emplace_back("file_service_type", v);
     return;
   }
   const char* name = j.file_service_type == FileService::kSequential ? "sequential"
@@ -1377,6 +1412,32 @@ std::optional<CheckFailure> CheckVerifyOffset(const OptionRow&, const JobSpec& j
   return std::nullopt;
 }
 
+// trim_percentage trims blocks of the verify log: it needs a write job that
+// logs its writes, and trim_backlog to say when (fio 3.33 trims nothing
+// without it and warns "trim entries leaked").
+std::optional<CheckFailure> CheckTrimPercentage(const OptionRow&, const JobSpec& j) {
+  if (j.trim_percentage == 0) return std::nullopt;
+  const std::string v = U(j.trim_percentage);
+  if (j.verify == VerifyType::kNone || j.verify == VerifyType::kNull || !j.do_verify) {
+    return Fail(v, "trims verified blocks: it needs verify=<type> and do_verify=1");
+  }
+  if (!HasWrite(j.rw)) return Fail(v, "trims written blocks: it needs a job that writes (rw=write, randwrite, rw, ...)");
+  if (j.experimental_verify || j.verify_only) {
+    return Fail(v, "trims blocks of the write log, which experimental_verify and verify_only do not keep");
+  }
+  if (j.trim_backlog == 0) {
+    return Fail(v, "needs trim_backlog=N to say when to trim (fio 3.33 trims nothing without it)");
+  }
+  return std::nullopt;
+}
+
+std::optional<CheckFailure> CheckTrimBacklog(const OptionRow&, const JobSpec& j) {
+  if (j.trim_backlog != 0 && j.trim_percentage == 0) {
+    return Fail(U(j.trim_backlog), "has an effect only with trim_percentage=N (the share of verified blocks to trim)");
+  }
+  return std::nullopt;
+}
+
 // The header (and checksum) must fit in each verify interval, behind
 // verify_offset; fio fails the first write with "Blocksize too small".
 std::optional<CheckFailure> CheckVerifyInterval(const OptionRow&, const JobSpec& j) {
@@ -1477,7 +1538,7 @@ std::vector<OptionRow> MakeTable() {
    .example = "4", .apply = SetU32<&JobSpec::nrfiles>, .render = IOFLEET_RENDER_U32(nrfiles, "nrfiles"),
    .check = CheckU32<&JobSpec::nrfiles>},
   {.name = "file_service_type", .type = T::kChoice, .def = "roundrobin",
-   .help = "How to select which file to service next: roundrobin, sequential or random, with :N I/Os per pick",
+   .help = "How to select which file to service next: roundrobin, sequential or random, with :N I/Os per pick; zipf, pareto or normal (gauss), with :value[:center]",
    .category = C::kFiles, .example = "random:4", .example_with = "nrfiles=4", .apply = ApplyFileService,
    .render = RenderFileService},
   {.name = "openfiles", .type = T::kInt, .help = "Number of files to keep open at the same time",
@@ -1979,17 +2040,22 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kVerify, .status = S::kNoOp, .reason = kDeprecated},
   {.name = "verifysort_nr", .type = T::kInt, .help = "Pre-load and sort verify blocks for a read workload",
    .category = C::kVerify, .status = S::kNoOp, .reason = kDeprecated},
-  {.name = "trim_percentage", .type = T::kInt, .def = "0", .help = "Number of verify blocks to trim (i.e., discard)",
-   .category = C::kVerify, .status = S::kRefused,
-   .reason = "trimming a share of the verified blocks (trim_percentage, trim_backlog) is not implemented yet",
-   .example = "10"},
+  {.name = "trim_percentage", .type = T::kInt, .def = "0", .min = 0, .max = 100,
+   .help = "Number of verify blocks to trim (i.e., discard)", .category = C::kVerify, .example = "10",
+   .example_with = "verify=md5 rw=write trim_percentage=5 trim_backlog=16", .apply = SetU32<&JobSpec::trim_percentage>,
+   .render = IOFLEET_RENDER_U32(trim_percentage, "trim_percentage"), .check = CheckTrimPercentage},
   {.name = "trim_verify_zero", .type = T::kBool, .def = "1",
    .help = "Verify that trimmed (i.e., discarded) blocks are returned as zeroes",
-   .category = C::kVerify, .status = S::kNoOp, .reason = "has an effect only together with trim_percentage, which iofleet refuses"},
-  {.name = "trim_backlog", .type = T::kInt, .help = "Trim after this number of blocks are written",
-   .category = C::kVerify, .status = S::kNoOp, .reason = "has an effect only together with trim_percentage, which iofleet refuses"},
-  {.name = "trim_backlog_batch", .type = T::kInt, .help = "Trim this number of IO blocks",
-   .category = C::kVerify, .status = S::kNoOp, .reason = "has an effect only together with trim_percentage, which iofleet refuses"},
+   .category = C::kVerify, .example = "0", .example_with = "verify=md5 rw=write trim_percentage=10 trim_backlog=16",
+   .apply = SetBool<&JobSpec::trim_verify_zero>, .render = IOFLEET_RENDER_BOOL(trim_verify_zero, "trim_verify_zero")},
+  {.name = "trim_backlog", .type = T::kInt, .min = 0, .max = UINT32_MAX, .help = "Trim after this number of blocks are written",
+   .category = C::kVerify, .example = "16", .example_with = "verify=md5 rw=write trim_percentage=10 trim_backlog=8",
+   .apply = SetU32<&JobSpec::trim_backlog>, .render = IOFLEET_RENDER_U32(trim_backlog, "trim_backlog"),
+   .check = CheckTrimBacklog},
+  {.name = "trim_backlog_batch", .type = T::kInt, .min = 0, .max = UINT32_MAX, .help = "Trim this number of IO blocks",
+   .category = C::kVerify, .example = "4", .example_with = "verify=md5 rw=write trim_percentage=10 trim_backlog=16",
+   .apply = SetU32<&JobSpec::trim_backlog_batch>,
+   .render = IOFLEET_RENDER_U32(trim_backlog_batch, "trim_backlog_batch")},
 
   // --- rate, think time, latency target ---------------------------------------
   // (agent/run/pacing.h; README "Pacing and placement")

@@ -84,6 +84,16 @@ absl::Status IoUringEngine::Init(const EngineOptions& options) {
 }
 
 absl::Status IoUringEngine::Open(std::span<const int> fds) {
+  block_ = BlockDeviceFds(fds);
+  // Punch holes through the ring where it may (a trim-only job) and can
+  // (IOPOLL rings take only reads and writes); otherwise trims are done in Queue().
+  async_punch_ = false;
+  if (options_.trims_only && (setup_flags_ & IORING_SETUP_IOPOLL) == 0) {
+    if (io_uring_probe* probe = io_uring_get_probe_ring(&rc_.ring); probe != nullptr) {
+      async_punch_ = io_uring_opcode_supported(probe, IORING_OP_FALLOCATE) != 0;
+      io_uring_free_probe(probe);
+    }
+  }
   if (!(options_.registerfiles || options_.sqthread_poll) || fds.empty()) return absl::OkStatus();
   const int r = io_uring_register_files(&rc_.ring, fds.data(), static_cast<unsigned>(fds.size()));
   if (r < 0) return IoError("io_uring register files", absl::StrCat(fds.size(), " files"), -r);

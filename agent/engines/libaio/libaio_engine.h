@@ -4,6 +4,8 @@
 // maps at the context address. Non-vectored pread/pwrite iocbs, one per slot.
 // fsync is done synchronously in Queue() when nothing is waiting to be
 // submitted (fio: Linux AIO has no useful fsync), so it completes at once.
+// Trims likewise (fio's libaio calls do_io_u_trim in its queue hook): a
+// discard on a block device, a punched hole on a file (agent/engines/trim.h).
 // Only O_DIRECT I/O is truly asynchronous (buffered libaio submits synchronously).
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "agent/engines/engine.h"
+#include "agent/engines/trim.h"
 
 namespace iofleet::agent {
 
@@ -30,9 +33,12 @@ class LibaioEngine final : public IoEngine {
   ~LibaioEngine() override { Close(); }
 
   std::string_view Name() const override { return "libaio"; }
-  uint32_t Capabilities() const override { return kCapAsync | kCapDirect; }
+  uint32_t Capabilities() const override { return kCapAsync | kCapDirect | kCapTrim; }
   absl::Status Init(const EngineOptions& options) override;
-  absl::Status Open(std::span<const int> fds) override { return absl::OkStatus(); }
+  absl::Status Open(std::span<const int> fds) override {
+    block_ = BlockDeviceFds(fds);
+    return absl::OkStatus();
+  }
 
   inline QueueResult Queue(IoRequest& req) override {
     if (nqueued_ == iocbs_.size()) return QueueResult::kBusy;
@@ -45,10 +51,13 @@ class LibaioEngine final : public IoEngine {
         io_prep_pwrite(cb, req.fd, req.buf, req.len, static_cast<long long>(req.offset));
         break;
       case IoOp::kFsync:
-      case IoOp::kTrim:
         // Serialised with what is still unsubmitted, then done in place (as fio).
         if (nqueued_ > 0) return QueueResult::kBusy;
         req.res = ::fsync(req.fd) == 0 ? 0 : -errno;
+        return QueueResult::kCompleted;
+      case IoOp::kTrim:
+        if (nqueued_ > 0) return QueueResult::kBusy;
+        req.res = TrimRange(req.fd, IsBlockFd(block_, req.file_index), req.offset, req.len);
         return QueueResult::kCompleted;
     }
     if (req.ioprio != 0) {  // cmdprio: this I/O's own priority (fio's libaio does the same)
@@ -144,6 +153,7 @@ class LibaioEngine final : public IoEngine {
   std::vector<iocb*> queued_;
   std::vector<io_event> events_;
   size_t nqueued_ = 0;
+  std::vector<bool> block_;  // per file index: a block device (trims discard)
 };
 
 }  // namespace iofleet::agent

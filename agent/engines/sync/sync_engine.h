@@ -6,9 +6,6 @@
 #pragma once
 
 #include <fcntl.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -18,6 +15,7 @@
 #include <vector>
 
 #include "agent/engines/engine.h"
+#include "agent/engines/trim.h"
 
 namespace iofleet::agent {
 
@@ -49,11 +47,7 @@ class SyncEngine final : public IoEngine {
   }
   absl::Status Open(std::span<const int> fds) override {
     // Which files are block devices, once (a trim discards or punches a hole).
-    block_.assign(fds.size(), false);
-    for (size_t i = 0; i < fds.size(); ++i) {
-      struct stat st {};
-      block_[i] = fds[i] >= 0 && fstat(fds[i], &st) == 0 && S_ISBLK(st.st_mode);
-    }
+    block_ = BlockDeviceFds(fds);
     return absl::OkStatus();
   }
 
@@ -70,8 +64,8 @@ class SyncEngine final : public IoEngine {
         r = fsync(req.fd);
         break;
       case IoOp::kTrim:
-        r = Trim(req);
-        break;
+        req.res = TrimRange(req.fd, IsBlockFd(block_, req.file_index), req.offset, req.len);
+        return QueueResult::kCompleted;
       default:
         r = -1;
         errno = EOPNOTSUPP;
@@ -86,18 +80,6 @@ class SyncEngine final : public IoEngine {
   absl::Status Drive(IoLoop& loop) override;
 
  private:
-  inline ssize_t Trim(IoRequest& req) {
-    const size_t fi = static_cast<size_t>(req.file_index);
-    int rc;
-    if (fi < block_.size() && block_[fi]) {
-      uint64_t range[2] = {req.offset, req.len};
-      rc = ioctl(req.fd, BLKDISCARD, range);
-    } else {
-      rc = fallocate(req.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(req.offset),
-                     static_cast<off_t>(req.len));
-    }
-    return rc < 0 ? -1 : static_cast<ssize_t>(req.len);
-  }
   inline ssize_t Read(IoRequest& req) {
     switch (flavor_) {
       case SyncFlavor::kPsync:
