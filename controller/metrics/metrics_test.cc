@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/stats/histogram.h"
+#include "common/testing/temp_dir.h"
 #include "controller/metrics/http_metrics.h"
 #include "controller/metrics/metered_store.h"
 #include "controller/store/sqlite_store.h"
@@ -27,6 +28,26 @@ namespace iofleet::controller::metrics {
 namespace {
 
 using Labels = std::map<std::string, std::string>;
+
+// A store batch with one job and its one run (fio text "[x]").
+WriteBatch JobWithRun(const std::string& job_id, const std::string& name,
+                      const std::string& job_state, const std::string& run_id,
+                      const std::string& host, RunState run_state) {
+  WriteBatch b;
+  JobRow j;
+  j.id = job_id;
+  j.name = name;
+  j.state = job_state;
+  b.upsert_jobs.push_back(j);
+  RunRow r;
+  r.id = run_id;
+  r.job_id = job_id;
+  r.host = host;
+  r.state = run_state;
+  r.fio_text = "[x]\n";
+  b.upsert_runs.push_back(r);
+  return b;
+}
 
 // Parses the text exposition into (name, labels) -> value.
 std::map<std::pair<std::string, Labels>, double> Parse(const std::string& text) {
@@ -312,29 +333,15 @@ TEST_F(MetricsTest, ExpiredRunsLeaveTogetherAndFreeTheirSlots) {
 // show once it runs again; a record never overtakes the batch that started its
 // run, and a scrape shows everything committed before it.
 TEST(MeteredStore, CommitHooksRunOnTheMetricsThreadInOrder) {
-  const std::string dir =
-      (std::filesystem::temp_directory_path() / ("iofleet-metrics-async-" + std::to_string(getpid())))
-          .string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  iofleet::testing::TempDir tmp("iofleet-metrics-async");
+  ASSERT_TRUE(tmp.ok());
+  const std::string& dir = tmp.path();
   ControllerMetrics m;
   {
     auto inner = OpenSqliteStore(dir + "/db");
     ASSERT_TRUE(inner.ok()) << inner.status();
     std::unique_ptr<Store> s = NewMeteredStore(std::move(*inner), &m);
-    WriteBatch b;
-    JobRow j;
-    j.id = "j1";
-    j.name = "burst";
-    j.state = "running";
-    b.upsert_jobs.push_back(j);
-    RunRow r;
-    r.id = "j1-1";
-    r.job_id = "j1";
-    r.host = "a1";
-    r.state = RunState::kRunning;
-    r.fio_text = "[x]\n";
-    b.upsert_runs.push_back(r);
+    WriteBatch b = JobWithRun("j1", "burst", "running", "j1-1", "a1", RunState::kRunning);
 
     std::mutex mu;
     std::condition_variable cv;
@@ -365,7 +372,6 @@ TEST(MeteredStore, CommitHooksRunOnTheMetricsThreadInOrder) {
                   {{"host", "a1"}, {"slot", "0"}, {"direction", "read"}}),
               22);
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_F(MetricsTest, TrimAppearsOnFirstUse) {
@@ -424,30 +430,17 @@ TEST_F(MetricsTest, LongAndBinaryLabelValuesAreCapped) {
 }
 
 TEST(MeteredStore, ObservesWritesIntervalsAndLoadsState) {
-  const std::string dir =
-      (std::filesystem::temp_directory_path() / ("iofleet-metrics-" + std::to_string(getpid())))
-          .string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  iofleet::testing::TempDir tmp("iofleet-metrics");
+  ASSERT_TRUE(tmp.ok());
+  const std::string& dir = tmp.path();
   ControllerMetrics m;
   {
     auto inner = OpenSqliteStore(dir + "/db");
     ASSERT_TRUE(inner.ok()) << inner.status();
     std::unique_ptr<Store> s = NewMeteredStore(std::move(*inner), &m);
-    WriteBatch b;
-    JobRow j;
-    j.id = "j1";
-    j.name = "nightly";
-    j.state = "queued";
-    b.upsert_jobs.push_back(j);
-    RunRow r;
-    r.id = "j1-1";
-    r.job_id = "j1";
-    r.host = "a1";
-    r.state = RunState::kQueued;
-    r.fio_text = "[x]\n";
-    b.upsert_runs.push_back(r);
+    WriteBatch b = JobWithRun("j1", "nightly", "queued", "j1-1", "a1", RunState::kQueued);
     ASSERT_TRUE(s->Write(b).ok());
+    RunRow r = b.upsert_runs[0];
     r.state = RunState::kRunning;
     WriteBatch b2;
     b2.upsert_runs.push_back(r);
@@ -496,18 +489,15 @@ TEST(MeteredStore, ObservesWritesIntervalsAndLoadsState) {
                      {"variant", ""},
                      {"cell", ""}}));
   }
-  std::filesystem::remove_all(dir);
 }
 
 // A finished run's telemetry (iofleet.telemetry in its result, written through
 // the metered store with its run row) becomes the agent's telemetry gauges; the
 // next run of the agent replaces them.
 TEST(MeteredStore, RunTelemetryGaugesPerAgentAndDevice) {
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("iofleet-metrics-tele-" + std::to_string(getpid())))
-                              .string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  iofleet::testing::TempDir tmp("iofleet-metrics-tele");
+  ASSERT_TRUE(tmp.ok());
+  const std::string& dir = tmp.path();
   ControllerMetrics m;
   {
     auto inner = OpenSqliteStore(dir + "/db");
@@ -523,19 +513,7 @@ TEST(MeteredStore, RunTelemetryGaugesPerAgentAndDevice) {
                     {{"cpu", 1}, {"sys_pct", {30.0}}, {"dev_irq_s", {50.0}}}}},
           {"ctxt_s", {1234.0}},
           {"intr_s", {999.0}}};
-      WriteBatch b;
-      JobRow j;
-      j.id = "j" + id;
-      j.name = "tele";
-      j.state = "succeeded";
-      b.upsert_jobs.push_back(j);
-      RunRow r;
-      r.id = id;
-      r.job_id = j.id;
-      r.host = "h1";
-      r.state = RunState::kSucceeded;
-      r.fio_text = "[x]\n";
-      b.upsert_runs.push_back(r);
+      WriteBatch b = JobWithRun("j" + id, "tele", "succeeded", id, "h1", RunState::kSucceeded);
       ResultRow res;
       res.run_id = id;
       res.ok = true;
@@ -565,7 +543,6 @@ TEST(MeteredStore, RunTelemetryGaugesPerAgentAndDevice) {
               50);
     EXPECT_FALSE(Get(t, "iofleet_agent_device_util_percent", {{"host", "h1"}, {"device", "vda"}}));
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST(HttpMetrics, ServesMetricsAndTimesRequestsByRouteTemplate) {
