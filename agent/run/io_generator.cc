@@ -95,10 +95,11 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
       // Each file gets its own stream, derived from the job's offset seed.
       workload::OffsetGenOptions oo =
           workload::OffsetGenOptionsForJob(job, n_blocks, *seeds, static_cast<jobspec::Ddir>(d));
-      oo.seed = seeds->block_offset() + i * 0x9e3779b97f4a7c15ull;
+      oo.seed = seeds->random_offset + i * 0x9e3779b97f4a7c15ull;
+      const uint64_t dist_seed = seeds->block_offset() + i * 0x9e3779b97f4a7c15ull;
       oo.distribution.unit = unit_[d];
-      oo.distribution.seed = oo.seed + static_cast<uint64_t>(d);
-      oo.distribution.scatter_seed = oo.seed;  // one hot set per file for every direction
+      oo.distribution.seed = dist_seed + static_cast<uint64_t>(d);
+      oo.distribution.scatter_seed = dist_seed;  // one hot set per file for every direction
       if (!jobspec::IsRandom(job.rw) && job.rw_seq_add != 0) {
         // Offsets are whole units of the smallest block size: a hole that is
         // not a multiple of it would be rounded away without a word (fio's

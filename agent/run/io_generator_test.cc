@@ -51,6 +51,27 @@ class IoGeneratorTest : public ::testing::Test {
   std::vector<char> buffers_;
 };
 
+// A default random job reads fio's own offsets in fio's order: the first 8
+// I/Os of fio 3.33 (--write_iolog) for the same jobs on a 1 MiB file. With a
+// bs range the sizes are fio's too, each cut where it meets a block already
+// read as fio's random map cuts it.
+TEST_F(IoGeneratorTest, RandomOffsetsAreFiosForTheSameJob) {
+  const std::vector<Io> fixed = Pass("rw=randread\nbs=4k\nsize=1m", 1 << 20, 1 << 20);
+  ASSERT_GE(fixed.size(), 8u);
+  const uint64_t want[8] = {61440, 774144, 880640, 491520, 417792, 884736, 397312, 368640};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(fixed[i].offset, want[i]) << "I/O " << i;
+  const std::vector<Io> range = Pass("rw=randread\nbsrange=4k-64k\nsize=1m", 1 << 20, 1 << 20);
+  ASSERT_GE(range.size(), 8u);
+  const std::pair<uint64_t, uint32_t> want_range[8] = {
+      {61440, 12288}, {774144, 45056}, {880640, 53248}, {491520, 24576},
+      {417792, 61440}, {933888, 8192}, {397312, 20480}, {368640, 12288}};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(range[i].offset, want_range[i].first) << "I/O " << i;
+    EXPECT_EQ(range[i].len, want_range[i].second) << "I/O " << i;
+  }
+  EXPECT_EQ(range.size(), 43u) << "fio 3.33 issues 43 reads for this job";
+}
+
 // file_service_type over three 64k files, 4k sequential writes: the files of
 // the first 16 I/Os are fio 3.33's (fio --debug=file, get_next_file lines,
 // same job). Before, every type was served round robin one I/O at a time.

@@ -106,8 +106,7 @@ absl::StatusOr<BlockSizePicker> BlockSizePicker::Create(const BlockSizeOptions& 
   return p;
 }
 
-uint64_t BlockSizePicker::NextVariable(Dir& d, uint64_t max_len) {
-  if (d.min_bs > max_len) return 0;
+uint64_t BlockSizePicker::DrawOnce(Dir& d, uint64_t max_len) {
   const uint64_t r = d.rng.Next();
   uint64_t len = 0;
   if (d.entries.empty()) {
@@ -115,27 +114,35 @@ uint64_t BlockSizePicker::NextVariable(Dir& d, uint64_t max_len) {
     const int shift = d.rng.is_64bit() ? 64 : 32;
     len = d.min_bs + static_cast<uint64_t>((static_cast<unsigned __int128>(d.max_bs) * r) >> shift);
   } else {
+    // Past every threshold, or no entry under it fits: fio leaves the last
+    // entry's size (and draws again if it does not fit).
+    len = d.entries.back().bs;
     for (const Entry& e : d.entries) {
       if (r <= e.threshold && e.bs <= max_len) {
         len = e.bs;
         break;
       }
     }
-    if (len == 0) {
-      if (d.entries.back().bs <= max_len) {
-        len = d.entries.back().bs;
-      } else {
-        for (const Entry& e : d.entries) {
-          if (e.bs <= max_len) len = std::max(len, e.bs);
-        }
-        if (len == 0) len = d.min_bs;  // zero-share entry holding the minimum
-      }
-    }
   }
   if (!unaligned_) len = AlignDown(len, d.min_bs, d.pow2);
   if (len > d.max_bs) len = d.max_bs;
-  if (len > max_len) len = unaligned_ ? max_len : AlignDown(max_len, d.min_bs, d.pow2);
   return len;
+}
+
+uint64_t BlockSizePicker::NextVariable(Dir& d, uint64_t max_len) {
+  if (d.min_bs > max_len) return 0;
+  for (int i = 0; i < kMaxFitDraws; ++i) {
+    const uint64_t len = DrawOnce(d, max_len);
+    if (len <= max_len) return len;
+  }
+  if (!d.entries.empty()) {
+    uint64_t len = 0;
+    for (const Entry& e : d.entries) {
+      if (e.bs <= max_len) len = std::max(len, e.bs);
+    }
+    return len != 0 ? len : d.min_bs;  // a zero-share entry holding the minimum
+  }
+  return unaligned_ ? max_len : AlignDown(max_len, d.min_bs, d.pow2);
 }
 
 }  // namespace iofleet::agent::workload

@@ -11,10 +11,13 @@
 //    `max_len`. If the draw is past every threshold (shares summing to < 100
 //    after fill-in) the last entry is used. Then aligned down / clamped as
 //    above.
-//  * Fit fallback: fio redraws until the length fits before the end of the
-//    region; this picker never loops: a bssplit pick that does not fit falls
-//    back to the largest entry that does, a bsrange pick is cut to max_len
-//    aligned down to min.
+//  * Fit: fio draws again until the length fits before the end of the
+//    region, and so does this picker (so the draws after it stay fio's: the
+//    I/O sequence of a bsrange job equals fio's to its end). It only happens
+//    near the end of a region, and the redraws are bounded (kMaxFitDraws):
+//    past them (only zero-share entries fit, where fio would spin) a bssplit
+//    pick falls back to the largest entry that fits, a bsrange pick to
+//    max_len aligned down to min.
 //
 // Each direction has its own generator seeded from its JobSeeds slot, so
 // reads and writes draw independent, repeatable streams.
@@ -83,8 +86,12 @@ class BlockSizePicker {
     Rng rng;
   };
 
+  static constexpr int kMaxFitDraws = 4096;
+
   BlockSizePicker() = default;
   uint64_t NextVariable(Dir& d, uint64_t max_len);
+  // One of fio's draws: the size before the fit check.
+  uint64_t DrawOnce(Dir& d, uint64_t max_len);
 
   std::array<Dir, jobspec::kNumDdirs> dirs_;
   bool unaligned_ = false;

@@ -24,7 +24,7 @@ OffsetGenOptions OffsetGenOptionsForJob(const jobspec::JobSpec& job, uint64_t n_
                                         const JobSeeds& seeds, jobspec::Ddir d) {
   OffsetGenOptions o;
   o.n_blocks = n_blocks;
-  o.seed = seeds.block_offset();
+  o.seed = seeds.random_offset;
   o.use64 = Use64BitGenerator(job, n_blocks);
   o.reseed_on_reset = job.randrepeat;
   if (!jobspec::IsRandom(job.rw)) {

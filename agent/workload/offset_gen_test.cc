@@ -206,7 +206,7 @@ TEST(OffsetGenTest, OptionsForJob) {
   job.rw = jobspec::RwPattern::kRandRead;
   auto o = OffsetGenOptionsForJob(job, 100, seeds);
   EXPECT_EQ(o.mode, OffsetMode::kRandomMap);
-  EXPECT_EQ(o.seed, seeds.block_offset());
+  EXPECT_EQ(o.seed, seeds.random_offset);
   EXPECT_FALSE(o.use64);
   job.norandommap = true;
   EXPECT_EQ(OffsetGenOptionsForJob(job, 100, seeds).mode, OffsetMode::kRandomNoMap);

@@ -50,12 +50,18 @@ JobSeeds RepeatableJobSeeds(uint64_t randseed, uint32_t thread_number) {
     out.seeds[i] = s * thread_number + static_cast<uint64_t>(i);
     s *= kSeedMul;
   }
+  out.random_offset = out.block_offset();
   return out;
 }
 
 absl::StatusOr<JobSeeds> MakeJobSeeds(const jobspec::JobSpec& job, uint32_t thread_number) {
   if (job.randrepeat || job.randseed_set) {
-    return RepeatableJobSeeds(job.randseed, thread_number);
+    JobSeeds out = RepeatableJobSeeds(job.randseed, thread_number);
+    // fio 3.33's FIO_RANDSEED for the offsets of a randrepeat job (JobSeeds).
+    if (job.randrepeat && !job.randseed_set) {
+      out.random_offset = uint64_t{0xb1899bed} * thread_number;
+    }
+    return out;
   }
   JobSeeds out;
   auto* p = reinterpret_cast<unsigned char*>(out.seeds.data());
@@ -69,6 +75,7 @@ absl::StatusOr<JobSeeds> MakeJobSeeds(const jobspec::JobSpec& job, uint32_t thre
     p += n;
     left -= static_cast<size_t>(n);
   }
+  out.random_offset = out.block_offset();
   return out;
 }
 

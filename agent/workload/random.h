@@ -129,6 +129,14 @@ enum SeedSlot : int {
 
 struct JobSeeds {
   std::array<uint64_t, kNumSeedSlots> seeds{};
+  // The seed of the uniform random offset stream (random maps, norandommap,
+  // lfsr). fio 3.33 seeds it with 0xb1899bed * thread_number, not with
+  // seeds[kSeedBlockOffset], whenever randrepeat=1 (td_fill_rand_seeds_internal),
+  // so a default random job touches fio's own offsets in fio's order.
+  // MakeJobSeeds does that unless randseed was given (there fio 3.33 would
+  // ignore the randseed for offsets; here it moves them, as a user setting it
+  // expects). Otherwise block_offset().
+  uint64_t random_offset = 0;
 
   uint64_t block_offset() const { return seeds[kSeedBlockOffset]; }
   uint64_t rwmix() const { return seeds[kSeedRwMix]; }

@@ -102,6 +102,8 @@ TEST(RandomTest, MakeJobSeeds) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->seeds, b->seeds) << "randrepeat=1 is repeatable";
   EXPECT_EQ(a->seeds, RepeatableJobSeeds(0x89, 2).seeds);
+  // fio 3.33 seeds a randrepeat job's offsets with FIO_RANDSEED * thread_number.
+  EXPECT_EQ(a->random_offset, uint64_t{0xb1899bed} * 2);
 
   job.randseed = 12345;
   job.randseed_set = true;
@@ -109,6 +111,7 @@ TEST(RandomTest, MakeJobSeeds) {
   auto c = MakeJobSeeds(job, 2);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->seeds, RepeatableJobSeeds(12345, 2).seeds) << "explicit randseed wins";
+  EXPECT_EQ(c->random_offset, c->block_offset()) << "and moves the offsets";
 
   job.randseed_set = false;
   auto d = MakeJobSeeds(job, 2);
