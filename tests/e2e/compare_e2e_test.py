@@ -215,15 +215,29 @@ def case_engines(env):
         f"delta {alone_delta:+.1f}%", f"outcome: {cmp['outcome']}", "```"])
 
 
-def case_aa(env):
-    path = env.target()
-    body = ab_job("cmp-aa", path, [("A", "io_uring"), ("A2", "io_uring")], repeat=5, runtime=2)
+def aa_once(env, path, name):
+    body = ab_job(name, path, [("A", "io_uring"), ("A2", "io_uring")], repeat=5, runtime=2)
     job_id, cmp, _ = run_compare_job(env, body, timeout=240)
     for r in cmp["rows"]:
         log("  " + fmt_row(r))
-    for r in cmp["rows"]:
-        check(r["verdict"] not in ("regression", "improvement"),
-              f"A/A row {r['cell']} {r['metric']}: {r['verdict']}")
+    decided = [f"{r['cell']} {r['metric']}: {r['verdict']}" for r in cmp["rows"]
+               if r["verdict"] in ("regression", "improvement")]
+    check(not decided or cmp["outcome"] != "pass", f"A/A outcome {cmp['outcome']} with {decided}")
+    return job_id, cmp, decided
+
+
+def case_aa(env):
+    """io_uring against io_uring: no regression or improvement. A false verdict
+    happens at a rate of at most α (5 %) per comparison by design (docs/ab-method.md,
+    "Error rates"), so one is tolerated if a second, independent A/A job has none (a
+    false alarm then needs two, ~0.25 %; a bias in the method repeats and fails),
+    as truth.aa does."""
+    path = env.target()
+    job_id, cmp, decided = aa_once(env, path, "cmp-aa")
+    if decided:
+        log(f"  A/A job {job_id} gave {decided}: running a second, independent A/A job")
+        job_id, cmp, decided2 = aa_once(env, path, "cmp-aa-2")
+        check(not decided2, f"two A/A jobs both gave false verdicts: {decided}, {decided2}")
     check(cmp["outcome"] != "fail", f"A/A outcome {cmp['outcome']}")
     report("A/A: io_uring vs io_uring (same options, 2 s, repeat 5)", [
         "```", *[fmt_row(r) for r in cmp["rows"]], f"outcome: {cmp['outcome']}", "```"])
