@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "controller/history/resolution.h"
 #include "iofleet/v1/agent.pb.h"
 #include "iofleet/v1/job.pb.h"
 
@@ -36,6 +37,55 @@ std::string NumaLayout(const v1::Inventory& inv) {
   std::vector<std::string> parts;
   for (const v1::NumaNode& n : inv.numa_nodes()) parts.push_back(absl::StrCat(n.cpus_size()));
   return absl::StrCat(inv.numa_nodes_size(), " nodes x [", absl::StrJoin(parts, ","), "] cpus");
+}
+
+// Each metric's resolution in one run (resolution.h).
+struct Resolutions {
+  double rate = 0;                    // iops, bw_bytes
+  double p50 = 0, p99 = 0, p999 = 0;  // percentiles
+  double Of(compare::Metric m) const {
+    switch (m) {
+      case compare::Metric::kIops:
+      case compare::Metric::kBwBytes:
+        return rate;
+      case compare::Metric::kP50:
+        return p50;
+      case compare::Metric::kP99:
+        return p99;
+      case compare::Metric::kP999:
+        return p999;
+      default:
+        return 0;
+    }
+  }
+};
+
+Resolutions ResolutionsOf(const json& result) {
+  Resolutions r;
+  // The shortest runtime of a job direction that did I/O: its whole-ms rounding
+  // moves the run's rate the most.
+  double shortest = 0;
+  if (result.is_object() && result.contains("jobs") && result["jobs"].is_array()) {
+    for (const json& job : result["jobs"]) {
+      if (!job.is_object()) continue;
+      for (const char* d : {"read", "write", "trim"}) {
+        if (!job.contains(d) || !job[d].is_object()) continue;
+        const json& dir = job[d];
+        const auto num = [&](const char* k) {
+          return dir.contains(k) && dir[k].is_number() ? dir[k].get<double>() : 0.0;
+        };
+        const double ios = num("total_ios");
+        const double rt = num("runtime");
+        if (ios > 0 && rt > 0 && (shortest == 0 || rt < shortest)) shortest = rt;
+      }
+    }
+  }
+  r.rate = RuntimeResolution(shortest);
+  const stats::Histogram h = compare::MergedClatHistogram(result);
+  r.p50 = QuantileResolution(h, 0.50);
+  r.p99 = QuantileResolution(h, 0.99);
+  r.p999 = QuantileResolution(h, 0.999);
+  return r;
 }
 
 }  // namespace
@@ -100,7 +150,11 @@ RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agen
     out.skipped = result.error.empty() ? "no result" : absl::StrCat("result: ", result.error);
     return out;
   }
-  absl::StatusOr<compare::RunMetrics> m = compare::ExtractRunMetrics(std::string_view(result.result_json), intervals);
+  const json result_doc = json::parse(result.result_json, nullptr, /*allow_exceptions=*/false);
+  absl::StatusOr<compare::RunMetrics> m =
+      result_doc.is_discarded()
+          ? absl::StatusOr<compare::RunMetrics>(absl::InvalidArgumentError("result: not valid JSON"))
+          : compare::ExtractRunMetrics(std::string_view(result.result_json), intervals);
   if (!m.ok()) {
     out.skipped = absl::StrCat("result cannot be read: ", m.status().message());
     return out;
@@ -141,6 +195,7 @@ RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agen
                            {"agent_version", inv.agent_version()},
                            {"job_name", spec.name().empty() ? job.name : spec.name()}};
   const double cv = m->within_run_cv.value_or(std::nan(""));
+  const Resolutions res = ResolutionsOf(result_doc);
   for (compare::Metric metric : compare::kAllMetrics) {
     std::optional<double> v = m->Get(metric);
     if (!v.has_value()) continue;
@@ -157,7 +212,9 @@ RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agen
     p.time_ms = run.finished_ms != 0 ? run.finished_ms : result.finished_ms;
     p.value = *v;
     p.cv = cv;
-    p.axes_json = point_axes.dump();
+    json pa = point_axes;
+    if (const double r = res.Of(metric); r > 0) pa["resolution"] = r;
+    p.axes_json = pa.dump();
     out.series.push_back(std::move(s));
     out.points.push_back(std::move(p));
   }

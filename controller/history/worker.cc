@@ -78,6 +78,7 @@ json AssessmentJson(const Assessment& a, const std::vector<SeriesPointRow>& poin
             {"decision", std::string(DecisionName(a.decision))},
             {"reason", a.reason},
             {"more_runs_per_side", a.more_runs_per_side},
+            {"resolution_pct", Num(a.resolution_pct)},
             {"votes", a.change.votes},
             {"confirmed", a.change.confirmed},
             {"detectors", votes},
@@ -129,8 +130,13 @@ std::string RerunOf(const SeriesPointRow& p, std::string* side) {
 // rows in the Series' order. A repetition of a run of this series (rerun.h) is
 // placed right after that run, as an extra point; one that ran on another kernel
 // than its anchor is left out (`*excluded` counts them).
+// The first `warmup_per_host` points of each host (series.h WarmupMask; not
+// repetitions, whose host already ran the anchor) go to `*warmup` (when given),
+// not into the Series.
 absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
-                                    std::vector<SeriesPointRow>* kept, int* excluded = nullptr) {
+                                    std::vector<SeriesPointRow>* kept, int* excluded = nullptr,
+                                    int warmup_per_host = 0,
+                                    std::vector<SeriesPointRow>* warmup = nullptr) {
   std::map<std::string, const SeriesPointRow*> by_run;
   for (const SeriesPointRow& p : rows) {
     if (RerunOf(p, nullptr).empty()) by_run[p.run_id] = &p;
@@ -165,9 +171,21 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
   std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) {
     return std::tie(a.anchor_order, a.rank, a.order) < std::tie(b.anchor_order, b.rank, b.order);
   });
-  std::vector<Point> pts;
+  std::vector<std::string> hosts;
+  hosts.reserve(slots.size());
   for (const Slot& sl : slots) {
+    hosts.push_back(sl.extra ? std::string()
+                             : PointAxes(rows[sl.row]).value("host", std::string()));
+  }
+  const std::vector<bool> is_warmup = WarmupMask(hosts, warmup_per_host);
+  std::vector<Point> pts;
+  for (size_t si = 0; si < slots.size(); ++si) {
+    const Slot& sl = slots[si];
     SeriesPointRow& p = rows[sl.row];
+    if (is_warmup[si]) {
+      if (warmup != nullptr) warmup->push_back(std::move(p));
+      continue;
+    }
     Point q;
     q.id = p.run_id;
     q.order = sl.anchor_order * kOrderSlots + sl.rank;
@@ -177,6 +195,13 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
     q.time = p.time_ms == 0 || sl.extra ? absl::InfinitePast() : absl::FromUnixMillis(p.time_ms);
     q.value = p.value;
     q.cv = std::isfinite(p.cv) && p.cv >= 0 ? p.cv : std::nan("");
+    {
+      const json axes = PointAxes(p);
+      const json r = axes.value("resolution", json());
+      if (r.is_number() && std::isfinite(r.get<double>()) && r.get<double>() >= 0) {
+        q.resolution = r.get<double>();
+      }
+    }
     // Runs finish out of creation order: times only count when they never go back.
     if (q.time != absl::InfinitePast()) {
       for (auto it = pts.rbegin(); it != pts.rend(); ++it) {
@@ -207,7 +232,8 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
   absl::StatusOr<std::vector<SeriesPointRow>> rows = store.ListSeriesPoints(key);
   if (!rows.ok()) return rows.status();
   absl::StatusOr<Series> series =
-      SeriesOfRows(std::move(*rows), &out.points, &out.reruns_excluded);
+      SeriesOfRows(std::move(*rows), &out.points, &out.reruns_excluded,
+                   params.decide.warmup_per_host, &out.warmup);
   if (!series.ok()) return series.status();
   // The pinned control (ingest.h, kReferenceTag) of the same host class, branch
   // and metric, when there is one and this series is not it.
@@ -228,7 +254,8 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
       absl::StatusOr<std::vector<SeriesPointRow>> ref_rows = store.ListSeriesPoints(other.key);
       if (!ref_rows.ok()) return ref_rows.status();
       std::vector<SeriesPointRow> ref_kept;
-      absl::StatusOr<Series> ref = SeriesOfRows(std::move(*ref_rows), &ref_kept);
+      absl::StatusOr<Series> ref = SeriesOfRows(std::move(*ref_rows), &ref_kept, nullptr,
+                                                params.decide.warmup_per_host);
       if (!ref.ok() || ref->empty()) continue;
       reference = std::move(*ref);
       out.reference_key = other.key;

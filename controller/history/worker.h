@@ -129,6 +129,9 @@ class HistoryWorker {
 struct SeriesAnalysis {
   SeriesRow series;
   std::vector<SeriesPointRow> points;  // the usable points (value > 0), in order
+  // Warm-up points (Params::decide.warmup_per_host: the first run(s) of each host),
+  // in order: shown, not detected on.
+  std::vector<SeriesPointRow> warmup;
   Analysis analysis;
   std::string note;  // why nothing could be detected (too few points, ...), or ""
   // Repetitions (rerun.h) left out because they ran on another kernel than their anchor.
