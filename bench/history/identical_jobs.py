@@ -78,7 +78,8 @@ def main():
             series = env.get("/series?metric=iops")["series"]
             n = 0
             for s in series:
-                n += len(env.get(f"/series/{s['key']}")["points"])
+                d = env.get(f"/series/{s['key']}")
+                n += len(d["points"]) + len(d.get("warmup_points", []))
             return n >= want
         h.wait_for(ingested, 60, "history ingested every run")
         time.sleep(2)
@@ -87,12 +88,14 @@ def main():
             d = env.get(f"/series/{s['key']}")
             vals = [p["value"] for p in d["points"]]
             hosts = [p["axes"].get("host") for p in d["points"]]
+            warm = [p["value"] for p in d.get("warmup_points", [])]
             changes = [{k: c.get(k) for k in ("index", "change_pct", "verdict", "decision",
                                                "reason")}
                        for c in d.get("change_points", [])]
             out["series"].append({"key": s["key"], "metric": s["metric"], "values": vals,
-                                  "hosts": hosts, "changes": changes})
-            print(f"== {s['metric']} {s['key']} ({len(vals)} points)")
+                                  "hosts": hosts, "warmup": warm, "changes": changes})
+            print(f"== {s['metric']} {s['key']} ({len(vals)} points, {len(warm)} warm-up: "
+                  + " ".join(f"{v:.4g}" for v in warm) + ")")
             print("   " + " ".join(f"{v:.4g}" for v in vals))
             for c in changes:
                 print(f"   change at {c['index']}: {c['change_pct'] or 0:+.1f}% {c['verdict']} "

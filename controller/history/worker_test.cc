@@ -90,7 +90,7 @@ class HistoryWorkerTest : public ::testing::Test {
     r.id = absl::StrCat(job_id, "-r0");
     r.job_id = job_id;
     r.queue_pos = i;
-    r.host = "host-1";
+    r.host = host_;
     r.state = state;
     r.fio_text = absl::StrCat("[global]\nfilename=/dev/nvme", i % 2, "n1\n[j]\nrw=", rw, "\n");
     r.created_ms = kT0 + kHour * i - 60000;
@@ -115,6 +115,12 @@ class HistoryWorkerTest : public ::testing::Test {
                     {"bw_bytes", iops * 4096},
                     {"clat_ns", {{"N", 100000}, {"mean", 1e9 / iops * 8}}}}}}}}}
               .dump();
+      if (runtime_ms_ > 0) {
+        json doc = json::parse(res.result_json);
+        doc["jobs"][0]["read"]["runtime"] = runtime_ms_;
+        doc["jobs"][0]["read"]["total_ios"] = 256;
+        res.result_json = doc.dump();
+      }
       if (!telemetry.is_null()) {
         json doc = json::parse(res.result_json);
         doc["iofleet"] = {{"jobs", json::array()}, {"telemetry", telemetry}};
@@ -132,11 +138,58 @@ class HistoryWorkerTest : public ::testing::Test {
   static constexpr uint64_t kT0 = 1700000000000;
   static constexpr uint64_t kHour = 3600000;
   uint64_t now_ms_ = kT0 + 41 * kHour;
+  std::string host_ = "host-1";  // the host of the runs AddJob adds
+  int runtime_ms_ = 0;           // > 0: the result's read runtime (ms) and 256 I/Os
   std::filesystem::path dir_;
   std::unique_ptr<Store> store_;
   std::mt19937_64 rng_{7};
   std::normal_distribution<double> normal_{0, 1};
 };
+
+// The soak's identical jobs (issue 16): every host's first run read a file
+// still in the page cache, 2.5x the IOPS of the runs after it. All hosts start
+// together, so the series began with 8 such points: a "change" at the 9th.
+TEST_F(HistoryWorkerTest, IdenticalJobsOnEightHostsRaiseNoAlert) {
+  runtime_ms_ = 2;
+  {
+    // Seven more hosts of the same class as host-1.
+    WriteBatch b;
+    for (int h = 0; h < 8; ++h) {
+      AgentRow a = store_->ListAgents()->at(0);
+      a.name = absl::StrCat("host-", h);
+      b.upsert_agents.push_back(a);
+    }
+    ASSERT_TRUE(store_->Write(std::move(b)).ok());
+  }
+  for (int i = 0; i < 48; ++i) {
+    host_ = absl::StrCat("host-", i % 8);
+    AddJob(i, i < 8 ? 256000 : Noisy(100000, 0.01));
+  }
+  auto w = Worker();
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  auto alerts = ListAlertsJson(*store_, {});
+  ASSERT_TRUE(alerts.ok());
+  EXPECT_TRUE((*alerts)["alerts"].empty()) << alerts->dump(2);
+  ASSERT_EQ(ListSeriesJson(*store_, {{"metric", "iops"}})->at("series").size(), 1u)
+      << ListSeriesJson(*store_, {{"metric", "iops"}})->dump(1);
+  EXPECT_EQ(w->stats().runs_ingested, 48u);
+  const std::string key = ListSeriesJson(*store_, {{"metric", "iops"}})->at("series")[0]["key"];
+  auto one = SeriesJson(*store_, key, Params());
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ((*one)["warmup_points"].size(), 8u);
+  EXPECT_EQ((*one)["points"].size(), 40u);
+  // Each point carries the resolution of a rate over 2 whole ms: +-25 %.
+  EXPECT_DOUBLE_EQ((*one)["points"][0]["axes"]["resolution"].get<double>(), 0.25);
+
+  // Without the warm-up (what the worker did before) the same runs alert.
+  Params old;
+  old.decide.warmup_per_host = 0;
+  auto before = SeriesJson(*store_, key, old);
+  ASSERT_TRUE(before.ok());
+  bool alerted = false;
+  for (const json& c : (*before)["change_points"]) alerted |= c["decision"] == "alert";
+  EXPECT_TRUE(alerted) << (*before)["change_points"].dump(2);
+}
 
 TEST_F(HistoryWorkerTest, StepRegressionRaisesOneAlertWithItsReport) {
   for (int i = 0; i < 20; ++i) AddJob(i, Noisy(100000, 0.01));
@@ -161,10 +214,13 @@ TEST_F(HistoryWorkerTest, StepRegressionRaisesOneAlertWithItsReport) {
   const std::string key = (*series)["series"][0]["key"];
   auto one = SeriesJson(*store_, key, Params());
   ASSERT_TRUE(one.ok()) << one.status();
-  EXPECT_EQ((*one)["points"].size(), 40u);
-  EXPECT_EQ((*one)["points"][20]["axes"]["tags"]["commit"], "c20");
+  // The host's first run is a warm-up point: listed, not detected on.
+  ASSERT_EQ((*one)["warmup_points"].size(), 1u);
+  EXPECT_EQ((*one)["warmup_points"][0]["axes"]["tags"]["commit"], "c0");
+  EXPECT_EQ((*one)["points"].size(), 39u);
+  EXPECT_EQ((*one)["points"][19]["axes"]["tags"]["commit"], "c20");
   ASSERT_EQ((*one)["hosts"].size(), 1u);
-  EXPECT_EQ((*one)["hosts"][0]["points"], 40);
+  EXPECT_EQ((*one)["hosts"][0]["points"], 39);
 
   // The iops alert (and bw, and latency, which moved with it), at commit c20.
   auto alerts = ListAlertsJson(*store_, {{"metric", "iops"}});
@@ -384,6 +440,9 @@ class HistoryRerunTest : public HistoryWorkerTest {
     o.clock = [this] { return now_ms_; };
     o.rerun_budget_per_side = budget;
     o.rerun_step_per_side = step;
+    // One host: its first run would be a warm-up point (series.h WarmupMask);
+    // these tests pin the extra-run rounds on series that start at run 0.
+    o.params.decide.warmup_per_host = 0;
     o.submit_job = [this](const v1::JobSpec& spec) {
       submitted_.push_back(spec);
       return sched_->SubmitJob(spec);
