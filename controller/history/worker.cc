@@ -218,8 +218,69 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
 
 }  // namespace
 
+namespace {
+
+// The axes a reference must share with the series it is the control of.
+constexpr const char* kReferenceClassAxes[] = {"cpu_model", "numa", "device", "kernel_cmdline",
+                                               "branch"};
+
+std::string ReferenceClassOf(const std::string& metric, const json& axes) {
+  json k = json::array({metric});
+  for (const char* a : kReferenceClassAxes) k.push_back(axes.value(a, std::string()));
+  return k.dump();
+}
+
+}  // namespace
+
+void ReferenceCache::Touched(const std::string& key) {
+  if (known_.count(key) == 0) stale_ = true;
+  loaded_.erase(key);
+}
+
+absl::StatusOr<const std::pair<std::string, Series>*> ReferenceCache::Lookup(
+    Store& store, const SeriesRow& row, int warmup_per_host) {
+  const json axes = json::parse(row.axes_json, nullptr, /*allow_exceptions=*/false);
+  if (!axes.is_object() || axes.value("reference", std::string()) == "1") return nullptr;
+  if (stale_) {
+    absl::StatusOr<std::vector<SeriesRow>> all = store.ListSeries();
+    if (!all.ok()) return all.status();
+    candidates_.clear();
+    known_.clear();
+    for (const SeriesRow& other : *all) {
+      known_.insert(other.key);
+      const json oa = json::parse(other.axes_json, nullptr, /*allow_exceptions=*/false);
+      if (!oa.is_object() || oa.value("reference", std::string()) != "1") continue;
+      candidates_[ReferenceClassOf(other.metric, oa)].push_back(other.key);
+    }
+    stale_ = false;
+    ++stats_.rebuilds;
+  }
+  auto it = candidates_.find(ReferenceClassOf(row.metric, axes));
+  if (it == candidates_.end()) return nullptr;
+  for (const std::string& ref_key : it->second) {
+    if (ref_key == row.key) continue;
+    auto at = loaded_.find(ref_key);
+    if (at == loaded_.end()) {
+      absl::StatusOr<std::vector<SeriesPointRow>> ref_rows = store.ListSeriesPoints(ref_key);
+      if (!ref_rows.ok()) return ref_rows.status();
+      std::vector<SeriesPointRow> ref_kept;
+      absl::StatusOr<Series> ref =
+          SeriesOfRows(std::move(*ref_rows), &ref_kept, nullptr, warmup_per_host);
+      std::optional<std::pair<std::string, Series>> entry;
+      if (ref.ok() && !ref->empty()) entry.emplace(ref_key, std::move(*ref));
+      at = loaded_.emplace(ref_key, std::move(entry)).first;
+      ++stats_.loads;
+    } else {
+      ++stats_.hits;
+    }
+    if (at->second.has_value()) return &*at->second;
+  }
+  return nullptr;
+}
+
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
-                                                   const Params& params) {
+                                                   const Params& params,
+                                                   ReferenceCache* references) {
   SeriesAnalysis out;
   absl::StatusOr<SeriesRow> row = store.GetSeries(key);
   if (!row.ok()) return row.status();
@@ -239,7 +300,15 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
   // and metric, when there is one and this series is not it.
   std::optional<Series> reference;
   const json axes = json::parse(row->axes_json, nullptr, /*allow_exceptions=*/false);
-  if (axes.is_object() && axes.value("reference", std::string()) != "1") {
+  if (references != nullptr) {
+    absl::StatusOr<const std::pair<std::string, Series>*> ref =
+        references->Lookup(store, *row, params.decide.warmup_per_host);
+    if (!ref.ok()) return ref.status();
+    if (*ref != nullptr) {
+      reference = (*ref)->second;
+      out.reference_key = (*ref)->first;
+    }
+  } else if (axes.is_object() && axes.value("reference", std::string()) != "1") {
     absl::StatusOr<std::vector<SeriesRow>> all = store.ListSeries();
     if (!all.ok()) return all.status();
     for (const SeriesRow& other : *all) {
@@ -247,7 +316,7 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
       const json oa = json::parse(other.axes_json, nullptr, /*allow_exceptions=*/false);
       if (!oa.is_object() || oa.value("reference", std::string()) != "1") continue;
       bool same_class = true;
-      for (const char* k : {"cpu_model", "numa", "device", "kernel_cmdline", "branch"}) {
+      for (const char* k : kReferenceClassAxes) {
         if (oa.value(k, std::string()) != axes.value(k, std::string())) same_class = false;
       }
       if (!same_class) continue;
@@ -445,9 +514,14 @@ absl::Status HistoryWorker::PollOnce() {
     if (static_cast<int>(runs->size()) < options_.batch_runs) break;
   }
   absl::Status first_error;
+  for (const std::string& key : touched) references_.Touched(key);
   for (const std::string& key : touched) {
     absl::Status s = Detect(key);
     if (!s.ok() && first_error.ok()) first_error = s;
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stats_.references = references_.stats();
   }
   if (options_.stoppage_check_ms > 0 &&
       (!last_stoppage_check_ms_ || now < *last_stoppage_check_ms_ ||
@@ -632,7 +706,8 @@ absl::Status HistoryWorker::RequestReruns(const Assessment& a,
 }
 
 absl::Status HistoryWorker::Detect(const std::string& series_key) {
-  absl::StatusOr<SeriesAnalysis> sa = AnalyzeStoredSeries(*store_, series_key, options_.params);
+  absl::StatusOr<SeriesAnalysis> sa =
+      AnalyzeStoredSeries(*store_, series_key, options_.params, &references_);
   {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.detections;
