@@ -112,7 +112,7 @@ describe('run telemetry page against the real controller and agent (API token on
     // Asked once for the token.
     const dialog = page.getByTestId('token-dialog');
     await dialog.waitFor();
-    await page.getByLabel('API token', { exact: true }).fill(TOKEN);
+    await page.locator('#api-token').fill(TOKEN);
     await page.getByRole('button', { name: 'Use token' }).click();
     await page.locator('#result h2').waitFor();
     await page.getByTestId('telemetry-link').click();
