@@ -154,13 +154,15 @@ describe('run telemetry page against the real controller and agent (API token on
     const iops = await values('IOPS');
     assert.equal(iops[0].length, samples.length);
     const ios = samples.map((r) => r.read.ios);
-    assert.ok(ios.every((n) => n > 0), `reads per interval: ${ios}`);
+    // (a last, partial window may hold none)
+    assert.ok(ios.slice(0, -1).every((n) => n > 0), `reads per interval: ${ios}`);
     assert.ok(iops[1].every((v, i) => close(v * ((samples[i].t_end_ms - samples[i].t_start_ms) / 1000), ios[i], 1e-6 * ios[i] + 1e-9)), `IOPS ${iops[1]} vs ios ${ios}`);
-    // The telemetry covers the run's I/O: it starts before the first interval
-    // ends and ends at or after the last (sampler started before the files were
-    // laid out, stopped after the last I/O).
-    assert.ok(wantX[0] <= iops[0][0] + 0.25, `first sample ends at ${wantX[0]} s, first interval at ${iops[0][0]} s`);
-    assert.ok(wantX[wantX.length - 1] >= iops[0][iops[0].length - 1] - 0.25, `last sample ${wantX.at(-1)} s, last interval ${iops[0].at(-1)} s`);
+    // The telemetry covers the run's I/O (no bound on the machine's speed): the
+    // sampler starts before the files are laid out, so its first sample starts
+    // at or before the first interval window; it stops after the last I/O and
+    // takes a last sample unless one ended within 1/5 interval (200 ms) before.
+    assert.ok(tele.body.start_unix_ms <= t0, `sampler start ${tele.body.start_unix_ms}, first window ${t0}`);
+    assert.ok(wantX.at(-1) >= iops[0].at(-1) - 0.2 - 0.01, `last sample ends at ${wantX.at(-1)} s, last interval at ${iops[0].at(-1)} s`);
     // One time axis for all charts.
     const range = JSON.parse(await charts.getAttribute('data-range'));
     assert.ok(range[0] <= Math.min(wantX[0], iops[0][0]) && range[1] >= Math.max(wantX.at(-1), iops[0].at(-1)), `range ${range}`);
