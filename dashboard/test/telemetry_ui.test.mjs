@@ -119,6 +119,16 @@ describe('run telemetry page (fake API)', { skip: skip || false, timeout: 120000
     assert.equal(await page.locator('table[aria-label="telemetry means per CPU"] tr[data-metric]').count(), 2);
     const text = await page.locator('main').innerText();
     for (const s of ['nvme0q1 nvme0q2', 'nvme0n1', 'share one time axis']) assert.ok(text.includes(s), `page lacks "${s}"`);
+    // Hovering one chart moves the cursor on all (one uPlot sync key): the
+    // util chart's legend shows the value under the IOPS chart's cursor.
+    const utilValue = page.locator('.chart[data-chart="Device utilisation"] .u-legend .u-series:nth-child(2) .u-value');
+    assert.equal(await utilValue.innerText(), '–');
+    const over = page.locator('.chart[data-chart="IOPS"] .u-over');
+    const box = await over.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.48, box.y + box.height / 2); // x ≈ 5.3 s
+    await page.waitForFunction(() => document.querySelector('.chart[data-chart="Device utilisation"] .u-legend .u-series:nth-child(2) .u-value')?.textContent !== '–');
+    assert.equal(await utilValue.innerText(), '100%');
+    await page.mouse.move(0, 0);
     await b.shot('ui-run-telemetry');
   });
 
