@@ -574,3 +574,17 @@ export function normTelemetry(d) {
 export async function getRunTelemetry(id, { signal } = {}) {
   return normTelemetry(await request('GET', `/runs/${encodeURIComponent(id)}/telemetry`, { signal }));
 }
+
+// Per CPU, from the run's stored result (iofleet.telemetry.cpus, the agent's
+// shape: docs/history.md): [{cpu, usr_pct, sys_pct, irq_pct, softirq_pct,
+// iowait_pct, dev_irq_s}], each an array with one value per sample (the same
+// samples as GET /runs/{id}/telemetry's seconds). [] when the result has none.
+export function telemetryCpusOfResult(result) {
+  const t = result && result.iofleet && result.iofleet.telemetry;
+  const cpus = (t && Array.isArray(t.cpus) && t.cpus) || [];
+  const arr = (a) => (Array.isArray(a) ? a.map((v) => num(v)) : []);
+  return cpus.map((c) => ({
+    cpu: num(pick(c, 'cpu')),
+    ...Object.fromEntries(['usr_pct', 'sys_pct', 'irq_pct', 'softirq_pct', 'iowait_pct', 'dev_irq_s'].map((k) => [k, arr(pick(c, k))])),
+  }));
+}

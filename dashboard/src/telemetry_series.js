@@ -93,3 +93,20 @@ export function meanOrder(key) {
   if (!/^cpu\d/.test(key)) return 2;
   return 3;
 }
+
+// One line per CPU of metric `key` (telemetryCpusOfResult), for the `max` CPUs
+// with the largest total; the others summed as one "other CPUs" line. CPUs
+// whose values are all 0 are left out. null when the per-CPU arrays do not have
+// one value per sample (`n`), so they cannot share the samples' time axis.
+export function perCpuColumns(cpus, key, n, max = 8) {
+  if (!cpus.length || cpus.some((c) => c[key].length !== n)) return null;
+  const total = (c) => c[key].reduce((a, v) => a + v, 0);
+  const busy = cpus.filter((c) => total(c) > 0).sort((a, b) => total(b) - total(a) || a.cpu - b.cpu);
+  const top = busy.slice(0, max).sort((a, b) => a.cpu - b.cpu);
+  const rest = busy.slice(max);
+  const series = top.map((c) => ({ label: `CPU ${c.cpu}`, values: c[key] }));
+  if (rest.length) {
+    series.push({ label: `other ${rest.length} CPUs (sum)`, values: Array.from({ length: n }, (_, i) => r3(rest.reduce((a, c) => a + c[key][i], 0))) });
+  }
+  return series;
+}

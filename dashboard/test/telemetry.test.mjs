@@ -139,6 +139,19 @@ describe('run telemetry page against the real controller and agent (API token on
     assert.ok(ctx[1].every((v) => v > 0), `context switches/s: ${ctx[1]}`);
     const irq = await values('Device interrupts');
     assert.deepEqual(irq[1], secs.map((s) => s.dev_irq_s));
+    // Per CPU (from the stored result): its lines add up to the REST total each
+    // second, when the device has IRQ lines of its own that fired.
+    const perCpu = page.locator('.chart[data-chart="Device interrupts per CPU"]');
+    if (secs.some((s) => s.dev_irq_s > 0)) {
+      const pc = JSON.parse(await perCpu.getAttribute('data-values'));
+      assert.deepEqual(pc[0], wantX);
+      secs.forEach((s, i) => {
+        const sum = pc.slice(1).reduce((a, col) => a + col[i], 0);
+        assert.ok(close(sum, s.dev_irq_s, 1e-6 * s.dev_irq_s + 0.01), `second ${i}: per-CPU sum ${sum} vs ${s.dev_irq_s}`);
+      });
+    } else {
+      assert.equal(await perCpu.count(), 0);
+    }
     // The devices under the file, when the filesystem has one (not tmpfs/overlay).
     const devs = Object.keys(secs[0].devices).sort();
     if (devs.length) {

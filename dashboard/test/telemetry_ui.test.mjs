@@ -44,7 +44,17 @@ const SECONDS = Array.from({ length: N + 1 }, (_, i) => {
 const MEANS = { 'dev.nvme0n1.util_pct': 52, 'dev.nvme0n1.await_ms': 7.4, 'cpu.iowait_pct': 17, 'cpu.softirq_pct': 6.8, dev_irq_s: 16600, ctxt_s: 34000, intr_s: 17800, 'cpu0.usr_pct': 5, 'cpu1.usr_pct': 5 };
 const TELE = { run_id: 'r1', host: 'h1', interval_ms: 1000, start_unix_ms: START, irq_lines: ['nvme0q1', 'nvme0q2'], seconds: SECONDS, means: MEANS };
 
-const run = (id, state) => ({ id, job_id: 'j1', host: 'h1', state, repetition: 0, result: state === 'succeeded' ? { jobs: [] } : undefined });
+// Per CPU in the stored result (the agent's shape): the device's interrupts
+// land on CPU 0, and on CPU 2 in the samples that overlap the dip (IRQs moved).
+const DIPPED = SECONDS.map((s) => s.dev_irq_s < 20000);
+const CPUS = [0, 1, 2].map((cpu) => ({
+  cpu,
+  usr_pct: SECONDS.map(() => 5), sys_pct: SECONDS.map(() => 10), irq_pct: SECONDS.map(() => 1), iowait_pct: SECONDS.map(() => 10),
+  softirq_pct: SECONDS.map((s, i) => (cpu === (DIPPED[i] ? 2 : 0) ? 20 : cpu === 1 ? 0 : 1)),
+  dev_irq_s: SECONDS.map((s, i) => (cpu === (DIPPED[i] ? 2 : 0) ? s.dev_irq_s : 0)),
+}));
+const RESULT = { jobs: [], iofleet: { telemetry: { interval_ms: 1000, sample_ms: SECONDS.map(() => 1000), cpus: CPUS } } };
+const run = (id, state) => ({ id, job_id: 'j1', host: 'h1', state, repetition: 0, result: state === 'succeeded' ? RESULT : undefined });
 
 describe('run telemetry page (fake API)', { skip: skip || false, timeout: 120000 }, () => {
   let server;
@@ -111,6 +121,16 @@ describe('run telemetry page (fake API)', { skip: skip || false, timeout: 120000
     assert.deepEqual((await values('Device interrupts'))[1], SECONDS.map((s) => s.dev_irq_s));
     const cpu = await values('CPU (mean over CPUs)');
     assert.deepEqual(cpu[5], SECONDS.map((s) => s.cpu.iowait_pct));
+    // Per CPU: CPU 0 and CPU 2 took the device's IRQs (CPU 1 none: not drawn);
+    // they move to CPU 2 at the dip, on the same time axis.
+    const pc = await values('Device interrupts per CPU');
+    assert.deepEqual(JSON.parse(await page.locator('.chart[data-chart="Device interrupts per CPU"]').getAttribute('data-labels')), ['CPU 0', 'CPU 2']);
+    assert.deepEqual(pc[0], util[0]);
+    assert.deepEqual(pc[1], CPUS[0].dev_irq_s);
+    assert.deepEqual(pc[2], CPUS[2].dev_irq_s);
+    assert.deepEqual(pc[0].filter((_, i) => pc[2][i] > 0), [4.3, 5.3, 6.3]);
+    const soft = await values('softirq per CPU');
+    assert.deepEqual(soft.slice(1), [CPUS[0].softirq_pct, CPUS[2].softirq_pct]);
     // One axis for all charts: [0, 11] (samples end at 0.3 .. 10.3 s).
     assert.deepEqual(JSON.parse(await page.locator('section.telemetry').getAttribute('data-range')), [0, 11]);
     // Means: every key, readable, per-CPU rows folded.

@@ -3,8 +3,8 @@
 // none), the shared x range, and readable names for the means.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { normTelemetry } from '../src/api.js';
-import { telemetryColumns, sharedRange, meanLabel, meanOrder } from '../src/telemetry_series.js';
+import { normTelemetry, telemetryCpusOfResult } from '../src/api.js';
+import { telemetryColumns, sharedRange, meanLabel, meanOrder, perCpuColumns } from '../src/telemetry_series.js';
 import { SeriesBuilder } from '../src/stats.js';
 
 // The shape GET /runs/{id}/telemetry answers (controller/history/query.cc).
@@ -83,5 +83,33 @@ describe('run telemetry', () => {
     assert.equal(meanLabel('ctxt_s'), 'context switches/s');
     const keys = Object.keys(BODY.means).sort((a, b) => meanOrder(a) - meanOrder(b));
     assert.deepEqual(keys, ['dev.nvme0n1.util_pct', 'cpu.softirq_pct', 'ctxt_s', 'cpu1.usr_pct']);
+  });
+
+  it('draws per CPU the busiest CPUs and sums the rest', () => {
+    // The agent's shape (iofleet.telemetry.cpus), 2 samples, 4 CPUs.
+    const result = { iofleet: { telemetry: { cpus: [
+      { cpu: 0, dev_irq_s: [100, 0], softirq_pct: [1, 1] },
+      { cpu: 1, dev_irq_s: [0, 0], softirq_pct: [0, 0] },
+      { cpu: 2, dev_irq_s: [0, 900], softirq_pct: [2, 9] },
+      { cpu: 3, dev_irq_s: [5, 5], softirq_pct: [0, 0] },
+    ] } } };
+    const cpus = telemetryCpusOfResult(result);
+    assert.equal(cpus.length, 4);
+    assert.deepEqual(cpus[2].dev_irq_s, [0, 900]);
+    assert.deepEqual(cpus[1].usr_pct, []); // absent in the result
+    // CPU 1 never took one: left out; in CPU order.
+    assert.deepEqual(perCpuColumns(cpus, 'dev_irq_s', 2), [
+      { label: 'CPU 0', values: [100, 0] },
+      { label: 'CPU 2', values: [0, 900] },
+      { label: 'CPU 3', values: [5, 5] },
+    ]);
+    // max 1: the busiest (CPU 2) and the rest summed.
+    assert.deepEqual(perCpuColumns(cpus, 'dev_irq_s', 2, 1), [
+      { label: 'CPU 2', values: [0, 900] },
+      { label: 'other 2 CPUs (sum)', values: [105, 5] },
+    ]);
+    // Not one value per sample: not drawn on the samples' axis.
+    assert.equal(perCpuColumns(cpus, 'dev_irq_s', 3), null);
+    assert.deepEqual(telemetryCpusOfResult({ jobs: [] }), []);
   });
 });

@@ -8,11 +8,11 @@
 // All through api.js request(), so the API token is asked for and sent.
 // Each chart box carries the columns it drew (data-values: [x, y1, y2, ...]).
 import uPlot from 'uplot';
-import { getRun, getSamples, getRunTelemetry, TERMINAL_STATES } from '../api.js';
+import { getRun, getSamples, getRunTelemetry, telemetryCpusOfResult, TERMINAL_STATES } from '../api.js';
 import { h, replace, fmtNum, stateBadge, errorBox, poller } from '../dom.js';
 import { COLORS, widthOf, fit } from '../charts.js';
 import { SeriesBuilder } from '../stats.js';
-import { telemetryColumns, sharedRange, meanLabel, meanOrder, CPU_CLASSES } from '../telemetry_series.js';
+import { telemetryColumns, sharedRange, meanLabel, meanOrder, perCpuColumns, CPU_CLASSES } from '../telemetry_series.js';
 
 const POLL_MS = 2000;
 const HEIGHT = 200;
@@ -153,6 +153,18 @@ export function telemetryPage(main, { args }) {
       series: CPU_CLASSES.map((c) => ({ label: c.replace(/_pct$/, ''), color: CPU_COLORS[c], values: cols.cpu[c] })),
     });
     add({ title: 'Device interrupts', yLabel: 'IRQs/s', fmt: fmt3, x: cols.x, series: [{ label: 'device IRQs/s (all CPUs)', color: '#ff7f0e', values: cols.dev_irq_s }] });
+    // Per CPU (from the stored result): where the device's interrupts and the
+    // softirq time land, so IRQs moving between CPUs show.
+    const cpus = telemetryCpusOfResult(run.result);
+    const perCpu = (key) => perCpuColumns(cpus, key, cols.x.length);
+    const irqPerCpu = perCpu('dev_irq_s');
+    if (irqPerCpu && irqPerCpu.length) {
+      add({ title: 'Device interrupts per CPU', yLabel: 'IRQs/s', fmt: fmt3, x: cols.x, series: irqPerCpu.map((c, i) => ({ ...c, color: PALETTE[i % PALETTE.length] })) });
+    }
+    const softPerCpu = perCpu('softirq_pct');
+    if (softPerCpu && softPerCpu.length) {
+      add({ title: 'softirq per CPU', yLabel: '% of the CPU', fmt: fmtPctAxis, x: cols.x, series: softPerCpu.map((c, i) => ({ ...c, color: PALETTE[i % PALETTE.length] })) });
+    }
     add({
       title: 'Context switches and interrupts',
       yLabel: 'per second',
