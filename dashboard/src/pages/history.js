@@ -139,6 +139,8 @@ export function seriesPage(main, { args }) {
         width: Math.max(320, chart.clientWidth || 720),
         height: 280,
         scales: { x: { time: false } },
+        // The default 50 px y axis cuts large values ("102,500" drew as "2,500").
+        axes: [{}, { size: 80 }],
         series: [
           { label: 'point', value: (u, v) => (v == null ? '–' : `${v} ${s.points[v] ? s.points[v].run_id : ''}`) },
           { label: s.metric, stroke: '#1f77b4', width: 1, points: { show: true, size: 4 } },
