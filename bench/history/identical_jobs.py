@@ -89,14 +89,17 @@ def main():
             vals = [p["value"] for p in d["points"]]
             hosts = [p["axes"].get("host") for p in d["points"]]
             warm = [p["value"] for p in d.get("warmup_points", [])]
+            res = [p["axes"].get("resolution", 0) for p in d["points"]]
             changes = [{k: c.get(k) for k in ("index", "change_pct", "verdict", "decision",
                                                "reason")}
                        for c in d.get("change_points", [])]
             out["series"].append({"key": s["key"], "metric": s["metric"], "values": vals,
-                                  "hosts": hosts, "warmup": warm, "changes": changes})
+                                  "hosts": hosts, "warmup": warm, "resolution": res,
+                                  "changes": changes})
             print(f"== {s['metric']} {s['key']} ({len(vals)} points, {len(warm)} warm-up: "
                   + " ".join(f"{v:.4g}" for v in warm) + ")")
             print("   " + " ".join(f"{v:.4g}" for v in vals))
+            print("   resolution %: " + " ".join(f"{100 * r:.3g}" for r in res))
             for c in changes:
                 print(f"   change at {c['index']}: {c['change_pct'] or 0:+.1f}% {c['verdict']} "
                       f"{c['decision']}: {c['reason']}")
