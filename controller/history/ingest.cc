@@ -168,9 +168,23 @@ RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agen
   opts.ignore_unknown_fields = true;
   v1::JobSpec spec;
   (void)google::protobuf::util::JsonStringToMessage(job.spec_json, &spec, opts);
+  // The host class and kernel the run ran with: the inventory the agent stored
+  // with the result (iofleet.inventory); an older agent's result has none, and
+  // then the host's inventory as the controller holds it now stands in (the
+  // point's axes say which: "inventory": "run" or "agent").
   v1::Inventory inv;
-  if (agent != nullptr) {
+  std::string inventory_from;
+  if (result_doc.is_object() && result_doc.contains("iofleet") &&
+      result_doc["iofleet"].is_object() && result_doc["iofleet"].contains("inventory") &&
+      result_doc["iofleet"]["inventory"].is_object() &&
+      google::protobuf::util::JsonStringToMessage(result_doc["iofleet"]["inventory"].dump(), &inv,
+                                                  opts)
+          .ok()) {
+    inventory_from = "run";
+  } else if (agent != nullptr) {
+    inv.Clear();
     (void)google::protobuf::util::JsonStringToMessage(agent->inventory_json, &inv, opts);
+    inventory_from = "agent";
   }
   std::map<std::string, std::string> key;
   key["workload"] = HexDigest(WorkloadText(run.fio_text));
@@ -193,7 +207,8 @@ RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agen
                            {"tags", tags},
                            {"host", run.host},
                            {"agent_version", inv.agent_version()},
-                           {"job_name", spec.name().empty() ? job.name : spec.name()}};
+                           {"job_name", spec.name().empty() ? job.name : spec.name()},
+                           {"inventory", inventory_from}};
   const double cv = m->within_run_cv.value_or(std::nan(""));
   const Resolutions res = ResolutionsOf(result_doc);
   for (compare::Metric metric : compare::kAllMetrics) {

@@ -115,6 +115,11 @@ class HistoryWorkerTest : public ::testing::Test {
                     {"bw_bytes", iops * 4096},
                     {"clat_ns", {{"N", 100000}, {"mean", 1e9 / iops * 8}}}}}}}}}
               .dump();
+      if (!run_inventory_.is_null()) {
+        json doc = json::parse(res.result_json);
+        doc["iofleet"]["inventory"] = run_inventory_;
+        res.result_json = doc.dump();
+      }
       if (runtime_ms_ > 0) {
         json doc = json::parse(res.result_json);
         doc["jobs"][0]["read"]["runtime"] = runtime_ms_;
@@ -140,6 +145,7 @@ class HistoryWorkerTest : public ::testing::Test {
   uint64_t now_ms_ = kT0 + 41 * kHour;
   std::string host_ = "host-1";  // the host of the runs AddJob adds
   int runtime_ms_ = 0;           // > 0: the result's read runtime (ms) and 256 I/Os
+  json run_inventory_;           // non-null: the result's iofleet.inventory
   std::filesystem::path dir_;
   std::unique_ptr<Store> store_;
   std::mt19937_64 rng_{7};
@@ -189,6 +195,53 @@ TEST_F(HistoryWorkerTest, IdenticalJobsOnEightHostsRaiseNoAlert) {
   bool alerted = false;
   for (const json& c : (*before)["change_points"]) alerted |= c["decision"] == "alert";
   EXPECT_TRUE(alerted) << (*before)["change_points"].dump(2);
+}
+
+// The inventory a run ran with is stored with its result (iofleet.inventory,
+// written by the agent at the run's end): a host that moves to another kernel and
+// CPU between two runs does not move the first run's point with it.
+TEST_F(HistoryWorkerTest, EachPointKeepsTheInventoryItsRunRanWith) {
+  const json before = {{"hostname", "host-1"},
+                       {"kernel_release", "6.1.0"},
+                       {"kernel_cmdline", "BOOT_IMAGE=/vmlinuz-6.1.0 quiet"},
+                       {"cpu_model", "Xeon 8380"},
+                       {"numa_nodes", {{{"id", 0}, {"cpus", {0, 1}}}}},
+                       {"agent_version", "0.8"}};
+  run_inventory_ = before;
+  AddJob(0, 100000);
+  json after = before;
+  after["kernel_release"] = "6.12.0";
+  after["cpu_model"] = "Xeon 8480";
+  after["agent_version"] = "0.9";
+  run_inventory_ = after;
+  AddJob(1, 100000);
+  run_inventory_ = nullptr;
+  AddJob(2, 100000);  // an older agent: no inventory in its result
+  // The host's stored inventory (SetUp) is now 6.12.0 on a Xeon 8480; the worker
+  // ingests all three runs after the change.
+  auto w = Worker();
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  std::map<std::string, std::pair<std::string, std::string>> by_run;  // kernel, source
+  std::map<std::string, std::string> cpu_of_series;
+  auto iops = ListSeriesJson(*store_, {{"metric", "iops"}});
+  ASSERT_TRUE(iops.ok()) << iops.status();
+  for (const json& s : (*iops)["series"]) {
+    auto one = SeriesJson(*store_, s["key"], Params());
+    ASSERT_TRUE(one.ok()) << one.status();
+    for (const char* list : {"warmup_points", "points"}) {
+      for (const json& p : (*one)[list]) {
+        by_run[p["run_id"]] = {p["axes"]["kernel_release"], p["axes"]["inventory"]};
+        cpu_of_series[p["run_id"]] = s["axes"]["cpu_model"];
+      }
+    }
+  }
+  ASSERT_EQ(by_run.size(), 3u) << w->stats().runs_ingested << " ingested, " << w->stats().runs_skipped
+                               << " skipped; " << ListSeriesJson(*store_, {})->dump(1);
+  EXPECT_EQ(by_run["job-0-r0"], std::make_pair(std::string("6.1.0"), std::string("run")));
+  EXPECT_EQ(cpu_of_series["job-0-r0"], "Xeon 8380");
+  EXPECT_EQ(by_run["job-1-r0"], std::make_pair(std::string("6.12.0"), std::string("run")));
+  EXPECT_EQ(cpu_of_series["job-1-r0"], "Xeon 8480");
+  EXPECT_EQ(by_run["job-2-r0"], std::make_pair(std::string("6.12.0"), std::string("agent")));
 }
 
 TEST_F(HistoryWorkerTest, StepRegressionRaisesOneAlertWithItsReport) {

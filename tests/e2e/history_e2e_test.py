@@ -50,6 +50,9 @@ def case_feed():
         check(warm == commits[:1] and got == commits[1:], f"commits along the series {warm} {got}")
         check(all(p["axes"]["kernel_release"] == os.uname().release for p in one["points"]),
               f"kernel axis {[p['axes'] for p in one['points']]}")
+        # The host class and kernel come from the inventory stored with each run.
+        check(all(p["axes"].get("inventory") == "run" for p in one["points"]),
+              f"inventory source {[p['axes'] for p in one['points']]}")
         check(one["change_points"] == [] and one["note"] != "",
               f"3 points: nothing to detect, and it says why: {one['note']!r}")
         check(env.get("/alerts")["alerts"] == [], "no alert")
