@@ -11,7 +11,10 @@
 #include <httplib.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "common/testing/temp_dir.h"
@@ -196,6 +199,84 @@ TEST_F(FollowerFrontTest, ServesReadsFromItsOwnStore) {
   ASSERT_TRUE(post);
   EXPECT_EQ(post->status, 503) << post->body;
   EXPECT_NE(post->body.find(leader_->http_address()), std::string::npos) << post->body;
+  reader->Stop();
+}
+
+// Why a queued run waits lives in the leader's memory: a follower reading its
+// own store asks the leader for it, and says when it could not.
+TEST_F(FollowerFrontTest, QueuedRunSaysWhyItWaitsAsTheLeaderSays) {
+  auto store = OpenSqliteStore(dir_ + "/data/iofleet.db");
+  ASSERT_TRUE(store.ok()) << store.status();
+  ServerOptions fo;
+  fo.grpc_listen = "127.0.0.1:0";
+  fo.http_listen = "127.0.0.1:0";
+  auto f = FollowerFront::Start(fo, std::move(*store));
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::unique_ptr<FollowerFront> reader = std::move(*f);
+  reader->SetLeader(leader_->grpc_address(), leader_->http_address());
+  httplib::Client via("127.0.0.1", PortOf(reader->http_address()));
+  httplib::Client lead("127.0.0.1", PortOf(leader_->http_address()));
+  auto post = lead.Post("/api/v1/jobs",
+                        R"({"fio": "[j]\nfilename=/dev/nvme0n1\nsize=1m\n", "hosts": ["x"],
+                            "wait_for_hosts": true, "name": "waits"})",
+                        "application/json");
+  ASSERT_TRUE(post);
+  ASSERT_EQ(post->status, 201) << post->body;
+  const std::string id = post->get_header_value("Location").substr(sizeof("/api/v1/jobs/") - 1);
+  const std::string path = "/api/v1/jobs/" + id;
+  auto waiting_for = [](const std::string& body) {
+    nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+    if (!j.is_object() || !j.contains("runs") || j["runs"].empty()) return std::string();
+    return j["runs"][0].value("waiting_for", std::string());
+  };
+  // The leader's placement pass sets the reason after the submit is answered.
+  std::string leader_body;
+  for (int i = 0; i < 200 && waiting_for(leader_body).empty(); ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto got = lead.Get(path.c_str());
+    ASSERT_TRUE(got);
+    leader_body = got->body;
+  }
+  ASSERT_NE(waiting_for(leader_body), "") << leader_body;
+  auto got = via.Get(path.c_str());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, 200);
+  EXPECT_EQ(got->body, leader_body) << "the follower's answer, waiting_for included";
+  auto runs = via.Get(("/api/v1/runs?job_id=" + id).c_str());
+  ASSERT_TRUE(runs);
+  nlohmann::json rj = nlohmann::json::parse(runs->body, nullptr, false);
+  ASSERT_TRUE(rj.is_object() && rj.contains("runs") && rj["runs"].size() == 1) << runs->body;
+  EXPECT_EQ(rj["runs"][0].value("waiting_for", ""), waiting_for(leader_body));
+  // gRPC GetRun on the follower: the same reason.
+  const std::string run_id = nlohmann::json::parse(leader_body)["runs"][0]["id"];
+  auto stub = v1::ControllerService::NewStub(
+      grpc::CreateChannel(reader->grpc_address(), grpc::InsecureChannelCredentials()));
+  {
+    v1::GetRunRequest req;
+    req.set_id(run_id);
+    v1::Run run;
+    grpc::ClientContext c;
+    grpc::Status st = stub->GetRun(&c, req, &run);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(run.waiting_for(), waiting_for(leader_body));
+  }
+
+  // The leader is gone: the reason is unknown here, and the answer says so.
+  leader_->Shutdown();
+  auto after = via.Get(path.c_str());
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 200) << after->body;
+  const std::string said = waiting_for(after->body);
+  EXPECT_NE(said.find("unknown on this follower: the leader at " + leader_->grpc_address()),
+            std::string::npos)
+      << said;
+  // No leader known at all.
+  reader->SetLeader("", "", "the lease is vacant");
+  auto none = via.Get(path.c_str());
+  ASSERT_TRUE(none);
+  EXPECT_NE(waiting_for(none->body).find("no leader is known (the lease is vacant)"),
+            std::string::npos)
+      << none->body;
   reader->Stop();
 }
 
