@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -34,10 +35,12 @@ class StandIn {
       res.status = 201;
       res.set_content(absl::StrCat("{\"echo\":", req.body, "}"), "application/json");
     });
+    server_.set_keep_alive_timeout(2);  // its idle connections end soon after a stop
     port_ = port == 0 ? server_.bind_to_any_port("127.0.0.1") : port;
     if (port != 0) bound_ = server_.bind_to_port("127.0.0.1", port);
+    if (!bound_) return;
     thread_ = std::thread([this] { server_.listen_after_bind(); });
-    server_.wait_until_ready();
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ~StandIn() { Stop(); }
   void Stop() {

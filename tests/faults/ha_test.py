@@ -51,6 +51,13 @@ PostgreSQL is not installed, or, for netcut, without root):
                answer), and the leader's errors come back (INVALID_ARGUMENT
                naming the state, NOT_FOUND). The alert row is seeded with
                psql (a real change point takes tens of runs).
+  forward_pool  REST writes forwarded by a follower share the leader's
+               connections: the leader advertises its REST API behind a
+               counting TCP relay (--advertise-http), 20 submits and 20
+               cancels through a follower arrive on fewer than 40 (in
+               practice 1-2) accepted connections; after the leader is
+               killed, writes through the remaining follower reach the new
+               leader (no connection to the old one is used).
   tls          the same over TLS (--tls-cert/--tls-key, certificates made
                with openssl): HTTPS writes through a follower forwarded to the
                leader over TLS, reads answered by the follower, gRPC SubmitJob
@@ -64,9 +71,11 @@ import json
 import os
 import re
 import signal
+import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -689,7 +698,113 @@ def case_follower_history():
                        "history_reads_with_leader_stopped_s": round(reads_s, 2)}
 
 
-CASES = {"follower_history": case_follower_history, "leader_kill": case_leader_kill, "pg_outage": case_pg_outage, "netcut": case_netcut,
+class CountingRelay:
+    """A TCP relay on 127.0.0.1 to `target` (HOST:PORT) that counts the
+    connections it accepts: what a client's connection reuse saves."""
+
+    def __init__(self, env, target):
+        self.target = target.rsplit(":", 1)
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted = 0
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+        env.cleanups.append(self.close)
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.accepted += 1
+            try:
+                u = socket.create_connection((self.target[0], int(self.target[1])), timeout=5)
+                u.settimeout(None)
+            except OSError:
+                c.close()
+                continue
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def case_forward_pool():
+    with Env("ha_forward_pool") as env:
+        pg = postgres(env)
+        uri = pg.create_database()
+        use_pg_queries(env, pg, uri)
+        ctls = add_controllers(env, uri,
+                               [("127.0.0.1", free_port(), free_port(), None) for _ in range(3)])
+        lead, f1, f2 = ctls
+        relay = CountingRelay(env, lead.http)
+        lead.extra_args.append(f"--advertise-http={relay.address}")
+        lead.start(init=True, wait=False)
+        wait_leader(env, pg, uri, [lead], 30)
+        for c in (f1, f2):
+            c.start(init=False, wait=False)
+        wait_for(lambda: all("follower: serving gRPC on" in log_text(c) for c in (f1, f2)), 20,
+                 "followers serving")
+        n = 20
+        ids = []
+        for i in range(n):
+            st, body = rest_on(env, f1, "POST", "/jobs",
+                               {"name": f"pool-{i}", "hosts": ["nobody"], "wait_for_hosts": True,
+                                "fio": fio_job("/tmp/x")})
+            check(st == 201, f"submit {i} through {f1.name}: {st} {body}")
+            ids.append(body["id"])
+        for j in ids:
+            st, body = rest_on(env, f1, "POST", f"/jobs/{j}/cancel", {})
+            check(st == 200 and body["state"] == "cancelled", f"cancel {j}: {st} {body}")
+        with relay.lock:
+            accepted = relay.accepted
+        log(f"{2 * n} writes forwarded by {f1.name} on {accepted} connection(s) to the leader")
+        check(0 < accepted < 2 * n, f"{2 * n} forwarded writes used {accepted} connections")
+        rows = env.query("SELECT count(*) FROM jobs WHERE state = 'cancelled'")[0][0]
+        check(rows == n, f"{rows} cancelled job rows, want {n}")
+        # Failover: the remaining follower's writes reach the new leader.
+        lead.kill()
+        new, epoch = wait_leader(env, pg, uri, [f1, f2], 20, min_epoch=2)
+        other = f2 if new is f1 else f1
+        def submit_after():
+            st, body = rest_on(env, other, "POST", "/jobs",
+                               {"name": "after", "hosts": ["nobody"], "wait_for_hosts": True,
+                                "fio": fio_job("/tmp/x")})
+            return body.get("id") if st == 201 else None
+        after = wait_for(submit_after, 20, f"a submit through {other.name} after the failover")
+        st, body = rest_on(env, new, "GET", f"/jobs/{after}")
+        check(st == 200 and body["name"] == "after", f"the new leader's view: {st} {body}")
+        env.figures = {"forwarded_writes": 2 * n, "leader_connections": accepted,
+                       "new_leader": new.name}
+
+
+CASES = {"forward_pool": case_forward_pool, "follower_history": case_follower_history, "leader_kill": case_leader_kill, "pg_outage": case_pg_outage, "netcut": case_netcut,
          "followers": case_followers, "follower_reads": case_follower_reads, "tls": case_tls}
 
 
