@@ -21,6 +21,9 @@
 #include "gtest/gtest.h"
 #include "iofleet/v1/agent.grpc.pb.h"
 #include "iofleet/v1/controller.grpc.pb.h"
+#ifdef IOFLEET_HAVE_HISTORY
+#include "iofleet/v1/history.grpc.pb.h"
+#endif
 
 namespace iofleet::controller {
 namespace {
@@ -279,6 +282,75 @@ TEST_F(FollowerFrontTest, QueuedRunSaysWhyItWaitsAsTheLeaderSays) {
       << none->body;
   reader->Stop();
 }
+
+#ifdef IOFLEET_HAVE_HISTORY
+// HistoryService on a follower: reads from its own store, triage (a write)
+// the leader's: the leader's errors come back, and with no leader it is
+// UNAVAILABLE, never written here.
+TEST_F(FollowerFrontTest, HistoryServiceReadsHereAndTriageIsTheLeaders) {
+  auto store = OpenSqliteStore(dir_ + "/data/iofleet.db");
+  ASSERT_TRUE(store.ok()) << store.status();
+  ServerOptions fo;
+  fo.grpc_listen = "127.0.0.1:0";
+  fo.http_listen = "127.0.0.1:0";
+  auto f = FollowerFront::Start(fo, std::move(*store));
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::unique_ptr<FollowerFront> reader = std::move(*f);
+  reader->SetLeader(leader_->grpc_address(), leader_->http_address());
+  auto history = v1::HistoryService::NewStub(
+      grpc::CreateChannel(reader->grpc_address(), grpc::InsecureChannelCredentials()));
+  auto call = [](grpc::ClientContext* c) {
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  };
+  auto set_state = [&](const std::string& id, const std::string& state) {
+    grpc::ClientContext c;
+    call(&c);
+    v1::SetAlertStateRequest req;
+    req.set_id(id);
+    req.set_state(state);
+    v1::AlertResponse resp;
+    return history->SetAlertState(&c, req, &resp);
+  };
+  {
+    grpc::ClientContext c;
+    call(&c);
+    v1::ListSeriesResponse resp;
+    grpc::Status st = history->ListSeries(&c, v1::ListSeriesRequest(), &resp);
+    ASSERT_TRUE(st.ok()) << st.error_code() << " " << st.error_message();
+    EXPECT_EQ(resp.series_size(), 0);
+    EXPECT_NE(resp.json().find("\"series\""), std::string::npos) << resp.json();
+  }
+  {
+    grpc::ClientContext c;
+    call(&c);
+    v1::AlertResponse resp;
+    v1::GetAlertRequest req;
+    req.set_id("nope");
+    EXPECT_EQ(history->GetAlert(&c, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  grpc::Status st = set_state("nope", "closed");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("state"), std::string::npos) << st.error_message();
+  st = set_state("nope", "fixed");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
+  leader_->Shutdown();
+  st = set_state("nope", "fixed");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+  reader->SetLeader("", "", "the lease is vacant");
+  st = set_state("nope", "fixed");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(st.error_message().find("the lease is vacant"), std::string::npos)
+      << st.error_message();
+  {
+    grpc::ClientContext c;
+    call(&c);
+    v1::ListAlertsResponse resp;
+    grpc::Status list = history->ListAlerts(&c, v1::ListAlertsRequest(), &resp);
+    EXPECT_TRUE(list.ok()) << "reads answer with no leader: " << list.error_message();
+  }
+  reader->Stop();
+}
+#endif
 
 TEST_F(FollowerFrontTest, StopFreesThePortsForTheNewLeader) {
   front_->SetLeader(leader_->grpc_address(), leader_->http_address());

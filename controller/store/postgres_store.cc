@@ -970,8 +970,14 @@ class PostgresStore final : public Store {
   absl::Status Commit(std::vector<std::unique_ptr<Item>>& items) {
     absl::Status s = CommitOnce(items);
     // A read-only session refused it (or could not be had): a bug on a
-    // follower, never retried (PostgreSQL's 25006 is Unavailable elsewhere).
-    if (!s.ok() && options_.read_only) return ReadOnlyRefusal(s);
+    // follower, never retried (PostgreSQL's 25006 is Unavailable elsewhere),
+    // whether the transaction or a batch or record in it failed.
+    if (options_.read_only) {
+      for (auto& item : items) {
+        if (!item->status.ok()) item->status = ReadOnlyRefusal(item->status);
+      }
+      if (!s.ok()) return ReadOnlyRefusal(s);
+    }
     return s;
   }
 
