@@ -87,7 +87,7 @@ class LeaderBook {
   std::shared_ptr<grpc::Channel> channel_;
 };
 
-uint64_t NowUnixMs() {
+[[maybe_unused]] uint64_t NowUnixMs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count());
