@@ -11,6 +11,11 @@
 
 namespace iofleet::agent {
 
+struct AsyncVerifier::ThreadArg {
+  AsyncVerifier* self;
+  std::unique_ptr<workload::BlockVerifier> verifier;
+};
+
 absl::StatusOr<std::unique_ptr<AsyncVerifier>> AsyncVerifier::Create(const workload::VerifyOptions& options,
                                                                      uint32_t threads, std::vector<int> cpus,
                                                                      size_t block_bytes, uint32_t entries) {
@@ -37,10 +42,33 @@ absl::StatusOr<std::unique_ptr<AsyncVerifier>> AsyncVerifier::Create(const workl
     if (!v.ok()) return v.status();
     verifiers.push_back(std::move(*v));
   }
-  for (auto& v : verifiers) {
-    a->threads_.emplace_back([p = a.get(), v = std::move(v)]() mutable { p->Main(std::move(v)); });
+  // pthread_create, not std::thread: std::thread throws when a thread cannot
+  // be started, and an exception nobody catches aborts the agent.
+  a->threads_.reserve(verifiers.size());
+  for (size_t t = 0; t < verifiers.size(); ++t) {
+    auto* arg = new ThreadArg{a.get(), std::move(verifiers[t])};
+    pthread_t tid;
+    const int err = pthread_create(&tid, nullptr, &AsyncVerifier::ThreadMain, arg);
+    if (err != 0) {
+      delete arg;
+      // `a` goes out of scope: its destructor stops and joins the helpers started.
+      return absl::Status(
+          err == EAGAIN ? absl::StatusCode::kResourceExhausted : absl::StatusCode::kInternal,
+          absl::StrCat("option \"verify_async\": value \"", threads, "\": cannot start verify helper thread ",
+                       t + 1, " of ", verifiers.size(), ": pthread_create: ", std::strerror(err),
+                       err == EAGAIN ? " (the process or user thread limit, RLIMIT_NPROC, or no memory for "
+                                       "its stack: lower verify_async or raise the limit)"
+                                     : ""));
+    }
+    a->threads_.push_back(tid);
   }
   return a;
+}
+
+void* AsyncVerifier::ThreadMain(void* arg) {
+  std::unique_ptr<ThreadArg> a(static_cast<ThreadArg*>(arg));
+  a->self->Main(std::move(a->verifier));
+  return nullptr;
 }
 
 AsyncVerifier::~AsyncVerifier() {
@@ -49,7 +77,7 @@ AsyncVerifier::~AsyncVerifier() {
     stop_ = true;
   }
   work_cv_.notify_all();
-  for (std::thread& t : threads_) t.join();
+  for (pthread_t t : threads_) pthread_join(t, nullptr);
   if (mem_ != nullptr) munmap(mem_, mem_bytes_);
 }
 

@@ -20,8 +20,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include <pthread.h>
 
 #include "absl/status/statusor.h"
 #include "agent/workload/verify.h"
@@ -37,7 +38,10 @@ class AsyncVerifier {
   };
 
   // `threads` helpers (>= 1), pinned to `cpus` when not empty; `entries`
-  // blocks of at most `block_bytes` each may be queued at once.
+  // blocks of at most `block_bytes` each may be queued at once. A helper
+  // that cannot be started (pthread_create fails: RLIMIT_NPROC, no memory for
+  // its stack) is an error naming verify_async and the reason, never an
+  // abort; the helpers already started are stopped and joined.
   static absl::StatusOr<std::unique_ptr<AsyncVerifier>> Create(const workload::VerifyOptions& options,
                                                                uint32_t threads, std::vector<int> cpus,
                                                                size_t block_bytes, uint32_t entries);
@@ -66,6 +70,8 @@ class AsyncVerifier {
   };
   AsyncVerifier() = default;
   void Main(std::unique_ptr<workload::BlockVerifier> verifier);
+  struct ThreadArg;
+  static void* ThreadMain(void* arg);
 
   std::vector<int> cpus_;
   char* mem_ = nullptr;
@@ -83,7 +89,7 @@ class AsyncVerifier {
   absl::Status pin_status_;
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> checked_{0};
-  std::vector<std::thread> threads_;
+  std::vector<pthread_t> threads_;  // started helpers, joined by the destructor
 };
 
 }  // namespace iofleet::agent
