@@ -6,6 +6,9 @@ each round: fio first on even rounds, the agent first on odd ones). Each run
 records the tool's own figure (read bandwidth, MiB/s) and what the device and
 the kernel saw during the run:
 
+  slow_pct     % of the reads that took 1 ms or more (fio's latency_ms buckets):
+               the reads that waited for the device, not the page cache
+  clat_us      mean completion latency of a read
   read_MiB     what the tool's processes read from the storage (ru_inblock of
                getrusage: readahead included, page-cache hits not)
   disk_MiB     sectors read from the block device (/sys/block/DEV/stat; the
@@ -76,15 +79,25 @@ def dev_stat(dev):
     return v
 
 
-def bw(text):
+def parse(text):
+    """(read MiB/s, % of reads that took >= 1 ms, mean clat us) from the JSON."""
     i = text.find("{")
     if i < 0:
-        return None
+        return None, None, None
     try:
         d = json.loads(text[i:])
     except ValueError:
-        return None
-    return sum(j.get("read", {}).get("bw", 0) for j in d["jobs"]) / 1024.0
+        return None, None, None
+    jobs = d["jobs"]
+    ios = sum(j["read"].get("total_ios", 0) for j in jobs)
+    bw = sum(j.get("read", {}).get("bw", 0) for j in jobs) / 1024.0
+    # latency_ms: % of the job's I/Os per bucket from 2 ms up ("2" = 1-2 ms):
+    # the reads that waited for the device rather than finding the page cached.
+    slow = sum(sum(v for v in j.get("latency_ms", {}).values()) * j["read"].get("total_ios", 0)
+               for j in jobs) / ios if ios else None
+    clat = sum(j["read"]["clat_ns"]["mean"] * j["read"].get("total_ios", 0) for j in jobs) / ios / 1000 \
+        if ios else None
+    return bw, slow, clat
 
 
 def run_one(cmd, dev):
@@ -95,8 +108,11 @@ def run_one(cmd, dev):
     wall = time.monotonic() - t0
     s1 = dev_stat(dev)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    bw, slow, clat = parse(p.stdout)
     return {
-        "bw": bw(p.stdout),
+        "bw": bw,
+        "slow_pct": slow,
+        "clat_us": clat,
         "err": p.stderr.strip()[:300],
         "wall_ms": wall * 1000,
         "read_MiB": (r1.ru_inblock - r0.ru_inblock) * 512 / 2**20,
@@ -126,7 +142,7 @@ def main():
     ap.add_argument("--raw", action="store_true", help="print every run")
     args = ap.parse_args()
     d = tempfile.mkdtemp(prefix="iofleet-bufread-", dir=args.dir)
-    keys = ["bw", "read_MiB", "disk_MiB", "reqs", "ticks_ms", "busy_ms", "cpu_ms", "nvcsw", "nivcsw", "wall_ms"]
+    keys = ["bw", "slow_pct", "clat_us", "read_MiB", "disk_MiB", "reqs", "ticks_ms", "busy_ms", "cpu_ms", "nvcsw", "nivcsw", "wall_ms"]
     ok = True
     loads = []
     try:
@@ -153,7 +169,7 @@ def main():
                     res[t].append(m)
                     if args.raw:
                         print(f"#   r{r} {t:5s} " + " ".join(
-                            f"{k}={m[k]:.0f}" if m[k] is not None else f"{k}=-" for k in keys))
+                            f"{k}={m[k]:.1f}" if m[k] is not None else f"{k}=-" for k in keys))
             print(f"\n{name}")
             print("| tool | " + " | ".join(keys) + " |")
             print("|---|" + "---:|" * len(keys))
@@ -161,7 +177,7 @@ def main():
                 row = f"| {t} |"
                 for k in keys:
                     v = [m[k] for m in res[t] if m[k] is not None]
-                    row += f" {statistics.median(v):.0f} |" if v else " - |"
+                    row += f" {statistics.median(v):.1f} |" if v else " - |"
                 print(row)
             pairs = [b["bw"] / f["bw"] for f, b in zip(res["fio"], res["agent"])
                      if f["bw"] and b["bw"]]
