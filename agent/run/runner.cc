@@ -33,6 +33,7 @@
 #include "agent/telemetry/sampler.h"
 #include "agent/run/job_log.h"
 #include "agent/run/sched_session.h"
+#include "agent/run/thread_start.h"
 #include "agent/run/worker.h"
 #include "agent/workload/offset_gen.h"
 #include "agent/workload/random.h"
@@ -715,7 +716,8 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   std::atomic<bool> all_done{false};
 
   // Reporter: forwards interval records, serves --status-interval snapshots.
-  std::thread reporter([&] {
+  // StartThread: a thread the kernel refuses is an error, not an abort.
+  absl::StatusOr<Thread> reporter = StartThread([&] {
     uint64_t next_status = options.status_interval_s
                                ? Clock::MonotonicNs() + options.status_interval_s * 1000000000ull
                                : UINT64_MAX;
@@ -757,6 +759,10 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
       }
     }
   });
+  if (!reporter.ok()) {
+    return absl::Status(reporter.status().code(),
+                        absl::StrCat("cannot start the run's reporter thread: ", reporter.status().message()));
+  }
 
   // Telemetry beside the run: the block devices under every file that gets
   // I/O (with their slaves, as disk_util resolves them), sampled by a thread of
@@ -793,12 +799,13 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
       }
       cpu_share.Set(std::max(sessions, 1));
     }
-    std::vector<std::thread> threads;
+    std::vector<Thread> threads;
+    threads.reserve(phase_start[p + 1] - phase_start[p]);
     // All clones of a phase prepare, then start together.
     size_t ready = 0;
     const size_t n_phase = phase_start[p + 1] - phase_start[p];
     for (size_t i = phase_start[p]; i < phase_start[p + 1]; ++i) {
-      threads.emplace_back([&, i] {
+      absl::StatusOr<Thread> th = StartThread([&, i] {
         Worker& w = *workers[i];
         absl::Status s = w.Prepare();
         {
@@ -827,13 +834,35 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
         --clones_left[static_cast<size_t>(w.spec().job_number)];
         cv.notify_all();
       });
+      if (!th.ok()) {
+        // The clones started are waiting for the whole phase to be ready:
+        // count the ones that never start as ready (and failed), so every
+        // started clone sees the error, does no I/O and returns.
+        const CloneSpec& c = plan.clones[i];
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.ok()) {
+          first_error = absl::Status(
+              th.status().code(),
+              absl::StrCat("job \"", c.job->name, "\": cannot start job thread ", i - phase_start[p] + 1,
+                           " of ", n_phase, " (numjobs=", c.job->numjobs, "): ", th.status().message(),
+                           absl::IsResourceExhausted(th.status()) ? ": lower numjobs or raise the limit"
+                                                                   : ""));
+        }
+        for (size_t k = i; k < phase_start[p + 1]; ++k) {
+          ++ready;
+          --clones_left[static_cast<size_t>(plan.clones[k].job_number)];
+        }
+        cv.notify_all();
+        break;
+      }
+      threads.push_back(std::move(*th));
     }
-    for (auto& t : threads) t.join();
+    for (auto& t : threads) t.Join();
     if (!first_error.ok()) break;
   }
   all_done.store(true);
   cpu_share.Set(0);
-  reporter.join();
+  reporter->Join();
   const std::string telemetry_json = sampler.Stop();
   std::vector<LogWriter::CloneStats> log_stats;
   std::vector<std::string> log_files = logs->Finish(&log_stats);

@@ -11,10 +11,6 @@
 
 namespace iofleet::agent {
 
-struct AsyncVerifier::ThreadArg {
-  AsyncVerifier* self;
-  std::unique_ptr<workload::BlockVerifier> verifier;
-};
 
 absl::StatusOr<std::unique_ptr<AsyncVerifier>> AsyncVerifier::Create(const workload::VerifyOptions& options,
                                                                      uint32_t threads, std::vector<int> cpus,
@@ -42,33 +38,28 @@ absl::StatusOr<std::unique_ptr<AsyncVerifier>> AsyncVerifier::Create(const workl
     if (!v.ok()) return v.status();
     verifiers.push_back(std::move(*v));
   }
-  // pthread_create, not std::thread: std::thread throws when a thread cannot
-  // be started, and an exception nobody catches aborts the agent.
+  // StartThread, not std::thread: std::thread throws when a thread cannot be
+  // started, and an exception nobody catches aborts the agent.
   a->threads_.reserve(verifiers.size());
   for (size_t t = 0; t < verifiers.size(); ++t) {
-    auto* arg = new ThreadArg{a.get(), std::move(verifiers[t])};
-    pthread_t tid;
-    const int err = pthread_create(&tid, nullptr, &AsyncVerifier::ThreadMain, arg);
-    if (err != 0) {
-      delete arg;
+    // std::function needs a copyable callable: the verifier goes by pointer
+    // and is owned by the helper from its first instruction.
+    workload::BlockVerifier* v = verifiers[t].release();
+    auto th = StartThread([p = a.get(), v] { p->Main(std::unique_ptr<workload::BlockVerifier>(v)); });
+    if (!th.ok()) {
+      delete v;
       // `a` goes out of scope: its destructor stops and joins the helpers started.
-      return absl::Status(
-          err == EAGAIN ? absl::StatusCode::kResourceExhausted : absl::StatusCode::kInternal,
-          absl::StrCat("option \"verify_async\": value \"", threads, "\": cannot start verify helper thread ",
-                       t + 1, " of ", verifiers.size(), ": pthread_create: ", std::strerror(err),
-                       err == EAGAIN ? " (the process or user thread limit, RLIMIT_NPROC, or no memory for "
-                                       "its stack: lower verify_async or raise the limit)"
-                                     : ""));
+      return absl::Status(th.status().code(),
+                          absl::StrCat("option \"verify_async\": value \"", threads,
+                                       "\": cannot start verify helper thread ", t + 1, " of ",
+                                       verifiers.size(), ": ", th.status().message(),
+                                       absl::IsResourceExhausted(th.status())
+                                           ? ": lower verify_async or raise the limit"
+                                           : ""));
     }
-    a->threads_.push_back(tid);
+    a->threads_.push_back(std::move(*th));
   }
   return a;
-}
-
-void* AsyncVerifier::ThreadMain(void* arg) {
-  std::unique_ptr<ThreadArg> a(static_cast<ThreadArg*>(arg));
-  a->self->Main(std::move(a->verifier));
-  return nullptr;
 }
 
 AsyncVerifier::~AsyncVerifier() {
@@ -77,7 +68,7 @@ AsyncVerifier::~AsyncVerifier() {
     stop_ = true;
   }
   work_cv_.notify_all();
-  for (pthread_t t : threads_) pthread_join(t, nullptr);
+  for (Thread& t : threads_) t.Join();
   if (mem_ != nullptr) munmap(mem_, mem_bytes_);
 }
 

@@ -22,9 +22,8 @@
 #include <string>
 #include <vector>
 
-#include <pthread.h>
-
 #include "absl/status/statusor.h"
+#include "agent/run/thread_start.h"
 #include "agent/workload/verify.h"
 
 namespace iofleet::agent {
@@ -70,8 +69,6 @@ class AsyncVerifier {
   };
   AsyncVerifier() = default;
   void Main(std::unique_ptr<workload::BlockVerifier> verifier);
-  struct ThreadArg;
-  static void* ThreadMain(void* arg);
 
   std::vector<int> cpus_;
   char* mem_ = nullptr;
@@ -89,7 +86,7 @@ class AsyncVerifier {
   absl::Status pin_status_;
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> checked_{0};
-  std::vector<pthread_t> threads_;  // started helpers, joined by the destructor
+  std::vector<Thread> threads_;  // started helpers, joined by the destructor
 };
 
 }  // namespace iofleet::agent
