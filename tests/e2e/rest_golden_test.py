@@ -37,6 +37,7 @@ VOLATILE = {
     "finished_ms", "last_seen_ms", "connected_ms", "t_start_ms", "t_end_ms", "peer",
     "inventory", "result", "device_fingerprint", "store_id", "ios", "bytes", "errors",
     "seq", "keys", "real_path", "protocol_version", "next_page_token", "audit",
+    "order_seed",
 }
 # Arrays whose length depends on timing: their first element stands for all.
 FIRST_ONLY = {"records", "clat_hist"}
