@@ -400,9 +400,11 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
   std::vector<PlannedRun> runs;
   runs.reserve(total);
   std::vector<std::string> hosts_in_order(all_hosts.begin(), all_hosts.end());
-  // Each host's arms in spec order, then reversed on the hosts whose coin
-  // (FirstArmReversed: the job's order_seed and the host's name) says so: which
-  // arm a host runs first is balanced across hosts and jobs, not always A.
+  // Each host's arms in spec order, then, in an A/B job (2+ variants), reversed
+  // on the hosts whose coin (FirstArmReversed: the job's order_seed and the
+  // host's name) says so: which arm a host runs first is balanced across hosts
+  // and jobs, not always A. A sweep without variants keeps its cells' order.
+  const bool coin = spec.variants_size() >= 2;
   std::map<std::string, std::vector<size_t>> host_order;
   for (const std::string& host : hosts_in_order) {
     std::vector<size_t>& order = host_order[host];
@@ -411,7 +413,7 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
         order.push_back(ai);
       }
     }
-    if (FirstArmReversed(spec.order_seed(), host)) std::reverse(order.begin(), order.end());
+    if (coin && FirstArmReversed(spec.order_seed(), host)) std::reverse(order.begin(), order.end());
   }
   auto plan = [&](size_t ai, const std::string& host, uint32_t rep, bool is_warmup) {
     const Cooked& c = cooked[{ai, host}];

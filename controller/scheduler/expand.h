@@ -2,8 +2,9 @@
 // (host, variant, sweep cell, repetition). A variant overrides options and may
 // bring its own placement; a sweep crosses option values into cells. The arms
 // (variant x cell) of one host are interleaved A B, B A, A B ... across
-// repetitions so drift does not bias one arm; which arm a host starts with is a
-// coin per host drawn from JobSpec.order_seed (FirstArmReversed), and with
+// repetitions so drift does not bias one arm; in an A/B job (2+ variants) which
+// arm a host starts with is a coin per host from JobSpec.order_seed
+// (FirstArmReversed; a sweep without variants keeps its cells' order), and with
 // JobSpec.warmup (WarmupOn) each host first runs one warm-up run of the arm it
 // starts with, which the compare leaves out (docs/ab-method.md, "The first run").
 #pragma once

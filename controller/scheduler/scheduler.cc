@@ -151,7 +151,8 @@ void Scheduler::SubmitJobAsync(const v1::JobSpec& spec,
   absl::Status st = CheckJobSpecLimits(spec, limits_);
   if (!st.ok()) return done(st);
   // The arm order's seed is drawn here when the job brings none, and stored
-  // with the job (its spec), so the layout can be told and replayed.
+  // with the job (its spec), so the layout can be told and replayed (an A/B
+  // job's hosts each toss it for their first arm: expand.h).
   v1::JobSpec seeded = spec;
   if (seeded.order_seed() == 0) seeded.set_order_seed(NewOrderSeed());
   // Expanded here, against the fleet as last published, not on the loop.
