@@ -387,6 +387,12 @@ bool SamplesIncomplete(const json& run) {
   return it != run.end() && it->is_boolean() && it->get<bool>();
 }
 
+// A host's warm-up run (docs/ab-method.md "The first run"): REP says "warm-up".
+bool Warmup(const json& run) {
+  auto it = run.find("warmup");
+  return it != run.end() && it->is_boolean() && it->get<bool>();
+}
+
 std::vector<std::vector<std::string>> RunRows(const json& runs) {
   std::vector<std::vector<std::string>> rows;
   for (const json& r : runs) {
@@ -399,7 +405,7 @@ std::vector<std::vector<std::string>> RunRows(const json& runs) {
     // '*': the run's interval records are incomplete (footnote below the table).
     rows.push_back({RunId(r), JStr(r, {"host", "agent"}), JStr(r, {"target"}),
                     RunState(r) + (SamplesIncomplete(r) ? "*" : ""), JStr(r, {"variant"}),
-                    JStr(r, {"repetition"}), RunDuration(r), note});
+                    Warmup(r) ? "warm-up" : JStr(r, {"repetition"}), RunDuration(r), note});
   }
   return rows;
 }

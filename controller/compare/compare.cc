@@ -713,6 +713,7 @@ std::string_view UnusableKindLabel(std::string_view kind) {
       {"short_runtime", "ran shorter than asked"},
       {"within_run_cv", "within-run CV over the gate"},
       {"steady_state", "steady state not attained"},
+      {"warmup", "warm-up (each host's first run, left out by design)"},
   };
   auto it = kLabels.find(kind);
   return it == kLabels.end() ? kind : it->second;
@@ -738,6 +739,9 @@ std::string_view UnusableKindAdvice(std::string_view kind) {
       {"steady_state",
        "lengthen runtime (the steady state window is ss_dur) or loosen the steadystate criterion; "
        "steady_state=require (CLI --require-steady-state) excludes such runs"},
+      {"warmup",
+       "nothing to change: a host's first run of a job is slower, so it warms the host up "
+       "and is not compared (job field \"warmup\": false turns it off)"},
   };
   auto it = kAdvice.find(kind);
   return it == kAdvice.end() ? std::string_view("rerun the job") : it->second;

@@ -73,7 +73,8 @@ struct RunMetrics {
 // and UnusableKindAdvice); `detail` is this run's specifics.
 //   kinds: "pending", "failed", "lost", "cancelled", "no_result", "bad_result",
 //          "unaudited", "audit_failed", "samples_incomplete", "error", "io_errors",
-//          "short_runtime", "within_run_cv"
+//          "short_runtime", "within_run_cv", "steady_state",
+//          "warmup" (a host's warm-up run, Run.warmup: excluded by design)
 struct UnusableReason {
   std::string kind;
   std::string detail;  // "error=5", "audit: iodepth=8, the arm says 32", ...

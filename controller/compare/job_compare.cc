@@ -269,9 +269,20 @@ bool ParseBool(const std::string& v, bool* out) {
 
 }  // namespace
 
+int64_t PairOf(const v1::Run& r) { return r.warmup() ? -1 : static_cast<int64_t>(r.repetition()); }
+
 std::vector<UnusableReason> StoredRunReasons(const StoredRun& s) {
   std::vector<UnusableReason> out;
   const v1::Run& r = *s.run;
+  if (r.warmup()) {
+    // Left out by design, whatever became of it: it ran first on its host, where
+    // the first run of a job is slower (docs/ab-method.md, "The first run").
+    out.push_back({"warmup", r.variant().empty()
+                                 ? absl::StrCat("run ", r.id(), " on ", r.host())
+                                 : absl::StrCat("run ", r.id(), " on ", r.host(), " (arm ",
+                                                r.variant(), ")")});
+    return out;
+  }
   switch (r.state()) {
     case v1::RUN_STATE_QUEUED:
     case v1::RUN_STATE_ASSIGNED:
@@ -508,9 +519,7 @@ absl::StatusOr<JobComparison> CompareJob(ReadApi& scheduler, const std::string& 
     ref.arm = r.variant();
     ref.cell = CellOf(r);
     ref.order = order++;
-    // One job lays its arms out A B, B A ... per host and repetition
-    // (scheduler/expand.cc): the repetition names the ABBA pair.
-    ref.pair = r.repetition();
+    ref.pair = PairOf(r);
     refs.push_back(std::move(ref));
   }
   Collected c;

@@ -89,9 +89,15 @@ struct StoredRun {
   std::string retried_as;                                // a lost run's replacement, if any
 };
 
+// The ABBA pair of one job's run (compare::Run::pair): its repetition, since the
+// scheduler lays the arms out A B, B A ... per host and repetition (expand.h);
+// -1 for a warm-up run (Run.warmup), which is in no pair and never compared.
+int64_t PairOf(const v1::Run& r);
+
 // Why a stored run cannot be used, from what the controller knows besides its
-// metrics: its state, its result, its arm audit (Run.audit: "ok", "" =
-// unaudited, else the failure) and its interval records (IntervalRecordsGap).
+// metrics: a warm-up run (Run.warmup) is "warmup" and nothing else; else its
+// state, its result, its arm audit (Run.audit: "ok", "" = unaudited, else the
+// failure) and its interval records (IntervalRecordsGap).
 // Compare() adds the metric gates (compare.h UnusableReasons). A new per-run fact
 // (say, the agent's count of records it could not deliver) is one more check here.
 std::vector<UnusableReason> StoredRunReasons(const StoredRun& run);

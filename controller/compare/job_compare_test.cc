@@ -226,8 +226,11 @@ class CompareApiTest : public testing::RestStackTest {
     sched_->AgentMessage(agent, s, fm);
   }
 
-  static json AbSpec(int repeat) {
+  // Without the warm-up run unless `warmup` (each host's first run, left out of
+  // the compare: docs/ab-method.md "The first run"), so counts are the pairs'.
+  static json AbSpec(int repeat, bool warmup = false) {
     return {{"name", "ab"},
+            {"warmup", warmup},
             {"options",
              {{"rw", "randread"}, {"bs", "4k"}, {"filename", "/dev/nvme0n1"},
               {"runtime", "2"}, {"time_based", "1"}}},
@@ -267,7 +270,7 @@ class CompareApiTest : public testing::RestStackTest {
 
 TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
   Connect("h1", "AMD EPYC 7763");
-  const std::string id = Submit(AbSpec(6));
+  const std::string id = Submit(AbSpec(6, /*warmup=*/true));
   ASSERT_FALSE(id.empty());
 
   // Nothing finished: 409, also over gRPC (FAILED_PRECONDITION).
@@ -284,14 +287,14 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
               grpc::StatusCode::FAILED_PRECONDITION);
   }
 
-  // Half done: still 409; partial=1 compares what finished.
-  EXPECT_EQ(Drive(TenPercentFaster, 12), 12);
+  // Half done (the warm-up run first): still 409; partial=1 compares what finished.
+  EXPECT_EQ(Drive(TenPercentFaster, 13), 13);
   EXPECT_EQ(Get("/api/v1/jobs/" + id + "/compare").status, 409);
   r = Get("/api/v1/jobs/" + id + "/compare?partial=1");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.j["partial"], true);
   EXPECT_EQ(r.j["runs_pending"], 12);
-  EXPECT_EQ(r.j["runs_total"], 24);
+  EXPECT_EQ(r.j["runs_total"], 25);  // 24 + the host's warm-up run
 
   // All done.
   EXPECT_EQ(Drive(TenPercentFaster), 12);
@@ -325,7 +328,16 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
     }
   }
   EXPECT_EQ(j["outcome"], "pass") << j["outcome_reasons"].dump();
-  EXPECT_TRUE(j["excluded"].empty()) << j["excluded"].dump();
+  // Only the warm-up run is left out, with its reason.
+  ASSERT_EQ(j["excluded"].size(), 1u) << j["excluded"].dump();
+  EXPECT_EQ(j["excluded"][0]["run"], id + "-1") << j["excluded"].dump();
+  EXPECT_THAT(j["excluded"][0].dump(), HasSubstr("warmup"));
+  {
+    auto warm = sched_->GetRun(id + "-1");
+    ASSERT_TRUE(warm.ok());
+    EXPECT_TRUE(warm->warmup());
+    EXPECT_EQ(warm->state(), v1::RUN_STATE_SUCCEEDED);  // executed and stored
+  }
   EXPECT_THAT(j["markdown"].get<std::string>(), HasSubstr("improvement"));
 
   // The seed is a parameter and is echoed.
@@ -370,8 +382,11 @@ TEST_F(CompareApiTest, AbJobRowsPerCellAndMetricWithVerdicts) {
   json table = json::parse(resp.table_json(), nullptr, false);
   ASSERT_TRUE(table.is_object());
   EXPECT_EQ(table["rows"].size(), 2u * kNumMetrics);
-  // Every run passed its arm audit, so all are usable.
-  EXPECT_EQ(table["headline"], "24 of 24 runs usable");
+  // Every run passed its arm audit, so all are usable but the warm-up run.
+  EXPECT_EQ(table["headline"],
+            "24 of 25 runs usable; 1 run: warm-up (each host's first run, left out by design): "
+            "nothing to change: a host's first run of a job is slower, so it warms the host up "
+            "and is not compared (job field \"warmup\": false turns it off)");
   EXPECT_EQ(table["outcome"], "pass");
 }
 

@@ -446,6 +446,10 @@ absl::Status HistoryWorker::PollOnce() {
         RunPoints rp;
         if (run.state != RunState::kSucceeded) {
           rp.skipped = absl::StrCat("run ", RunStateName(run.state));
+        } else if (run.warmup) {
+          // A host's first run of an A/B job is slower (docs/ab-method.md, "The
+          // first run"): it is no point of any series.
+          rp.skipped = "warm-up run";
         } else {
           auto job_it = jobs.find(run.job_id);
           if (job_it == jobs.end()) {

@@ -71,7 +71,7 @@ class HistoryWorkerTest : public ::testing::Test {
   void AddJob(int i, double iops, RunState state = RunState::kSucceeded,
               const std::string& branch = "main", const std::string& rw = "randread",
               const json& telemetry = nullptr, const std::string& prefix = "job-",
-              bool reference = false) {
+              bool reference = false, bool warmup = false) {
     const std::string job_id = absl::StrCat(prefix, i);
     JobRow j;
     j.id = job_id;
@@ -96,6 +96,7 @@ class HistoryWorkerTest : public ::testing::Test {
     r.created_ms = kT0 + kHour * i - 60000;
     r.finished_ms = kT0 + kHour * i;
     r.audit = "ok";
+    r.warmup = warmup;
     WriteBatch b;
     b.upsert_jobs.push_back(j);
     b.upsert_runs.push_back(r);
@@ -377,6 +378,25 @@ TEST_F(HistoryWorkerTest, CursorWaitsForUnfinishedRunsAndSurvivesRestart) {
   EXPECT_EQ(points->size(), 3u);
   auto run3 = store_->GetRun("job-3-r0");
   EXPECT_EQ(store_->HistoryCursor().value_or(-1), run3->seq);
+}
+
+// A host's warm-up run of an A/B job (docs/ab-method.md, "The first run") is no
+// point of any series: it ran first, where runs are slower.
+TEST_F(HistoryWorkerTest, WarmUpRunsFeedNoSeries) {
+  AddJob(0, 1000);
+  AddJob(1, 600, RunState::kSucceeded, "main", "randread", nullptr, "job-", false,
+         /*warmup=*/true);
+  AddJob(2, 1000);
+  auto w = Worker();
+  ASSERT_TRUE(w->PollOnce().ok());
+  EXPECT_EQ(w->stats().runs_ingested, 2u);
+  EXPECT_EQ(w->stats().runs_skipped, 1u);
+  auto iops = ListSeriesJson(*store_, {{"metric", "iops"}});
+  ASSERT_EQ((*iops)["series"].size(), 1u);
+  auto points = store_->ListSeriesPoints((*iops)["series"][0]["key"]);
+  ASSERT_TRUE(points.ok());
+  ASSERT_EQ(points->size(), 2u);
+  for (const auto& p : *points) EXPECT_NE(p.run_id, "job-1-r0");
 }
 
 // submit --baseline tag:branch=v6.12: the newest job with that tag that ran the

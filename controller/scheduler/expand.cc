@@ -94,6 +94,30 @@ absl::StatusOr<std::vector<std::string>> ResolvePlacement(
   IOFLEET_RETURN_IF_ERROR(CheckHostsKnown(out, fleet, wait_for_hosts, field));
   if (!selector.empty()) {
     std::map<std::string, std::string> sel(selector.begin(), selector.end());
+    // A named host that has not registered (allowed by wait_for_hosts) has no
+    // labels yet, so "hosts and selector must both match" cannot be decided for
+    // it: refused, naming the host, rather than a message about the selector.
+    std::vector<std::string> unregistered;
+    for (const std::string& h : out) {
+      if (!fleet.Contains(h)) unregistered.push_back(absl::StrCat("\"", h, "\""));
+    }
+    if (!unregistered.empty()) {
+      std::vector<std::string> parts;
+      for (const auto& [k, v] : sel) parts.push_back(absl::StrCat(k, "=", v));
+      return FieldError(
+          field,
+          absl::StrCat(unregistered.size() == 1 ? "host " : "hosts ",
+                       absl::StrJoin(unregistered, ", "),
+                       unregistered.size() == 1 ? " has" : " have",
+                       " not registered, so whether ", unregistered.size() == 1 ? "it" : "they",
+                       " match", unregistered.size() == 1 ? "es" : "",
+                       " selector {", absl::StrJoin(parts, ", "),
+                       "} cannot be known: the job is refused, not queued. To wait for ",
+                       unregistered.size() == 1 ? "it" : "them",
+                       ", give the host names without a selector (with \"wait_for_hosts\": "
+                       "true); or submit once ", unregistered.size() == 1 ? "it has" : "they have",
+                       " registered"));
+    }
     std::vector<std::string> matched = fleet.Match(sel);
     if (matched.empty()) {
       std::vector<std::string> parts;
@@ -333,8 +357,10 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
     IOFLEET_ASSIGN_OR_RETURN(host_overrides[host], CheckedOverrides(opts.options(), field));
   }
 
+  const bool warmup = WarmupOn(spec);
   size_t total = 0;
   for (const Arm& a : arms) total += a.hosts.size() * repeat;
+  if (warmup) total += all_hosts.size();  // one warm-up run per host
   if (total > max_runs) {
     return FieldError("repeat", absl::StrCat("the job expands into ", total,
                                              " runs; at most ", max_runs,
@@ -374,31 +400,65 @@ absl::StatusOr<std::vector<PlannedRun>> ExpandJob(const v1::JobSpec& spec, const
   std::vector<PlannedRun> runs;
   runs.reserve(total);
   std::vector<std::string> hosts_in_order(all_hosts.begin(), all_hosts.end());
+  // Each host's arms in spec order, then, in an A/B job (2+ variants), reversed
+  // on the hosts whose coin (FirstArmReversed: the job's order_seed and the
+  // host's name) says so: which arm a host runs first is balanced across hosts
+  // and jobs, not always A. A sweep without variants keeps its cells' order.
+  const bool coin = spec.variants_size() >= 2;
+  std::map<std::string, std::vector<size_t>> host_order;
+  for (const std::string& host : hosts_in_order) {
+    std::vector<size_t>& order = host_order[host];
+    for (size_t ai = 0; ai < arms.size(); ++ai) {
+      if (std::find(arms[ai].hosts.begin(), arms[ai].hosts.end(), host) != arms[ai].hosts.end()) {
+        order.push_back(ai);
+      }
+    }
+    if (coin && FirstArmReversed(spec.order_seed(), host)) std::reverse(order.begin(), order.end());
+  }
+  auto plan = [&](size_t ai, const std::string& host, uint32_t rep, bool is_warmup) {
+    const Cooked& c = cooked[{ai, host}];
+    PlannedRun r;
+    r.host = host;
+    r.variant = arms[ai].variant;
+    r.cell = arms[ai].cell;
+    r.repetition = rep;
+    r.warmup = is_warmup;
+    r.fio_text = c.text;
+    r.targets = c.targets;
+    r.num_clones = std::max<uint32_t>(1, c.clones);
+    r.overrides = c.overrides;
+    runs.push_back(std::move(r));
+  };
+  // The warm-up runs go first in the queue: each host's first run of the job
+  // is its warm-up, of the arm the host's first pair starts with.
+  if (warmup) {
+    for (const std::string& host : hosts_in_order) plan(host_order[host].front(), host, 0, true);
+  }
   for (uint32_t rep = 0; rep < repeat; ++rep) {
     for (const std::string& host : hosts_in_order) {
-      std::vector<size_t> order;
-      for (size_t ai = 0; ai < arms.size(); ++ai) {
-        if (std::find(arms[ai].hosts.begin(), arms[ai].hosts.end(), host) != arms[ai].hosts.end()) {
-          order.push_back(ai);
-        }
-      }
+      std::vector<size_t> order = host_order[host];
       if (rep % 2 == 1) std::reverse(order.begin(), order.end());
-      for (size_t ai : order) {
-        const Cooked& c = cooked[{ai, host}];
-        PlannedRun r;
-        r.host = host;
-        r.variant = arms[ai].variant;
-        r.cell = arms[ai].cell;
-        r.repetition = rep;
-        r.fio_text = c.text;
-        r.targets = c.targets;
-        r.num_clones = std::max<uint32_t>(1, c.clones);
-        r.overrides = c.overrides;
-        runs.push_back(std::move(r));
-      }
+      for (size_t ai : order) plan(ai, host, rep, false);
     }
   }
   return runs;
+}
+
+bool WarmupOn(const v1::JobSpec& spec) {
+  return spec.has_warmup() ? spec.warmup() : spec.variants_size() >= 2;
+}
+
+bool FirstArmReversed(uint32_t order_seed, std::string_view host) {
+  if (order_seed == 0) return false;  // no seed: the spec order
+  // FNV-1a over the host name, mixed with the seed by splitmix64's finaliser:
+  // stable across builds and platforms (std::hash is not).
+  uint64_t x = 14695981039346656037ull;
+  for (unsigned char ch : host) x = (x ^ ch) * 1099511628211ull;
+  x ^= static_cast<uint64_t>(order_seed) * 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return (x & 1) != 0;
 }
 
 }  // namespace iofleet::controller

@@ -2,11 +2,16 @@
 // (host, variant, sweep cell, repetition). A variant overrides options and may
 // bring its own placement; a sweep crosses option values into cells. The arms
 // (variant x cell) of one host are interleaved A B, B A, A B ... across
-// repetitions so drift does not bias one arm.
+// repetitions so drift does not bias one arm; in an A/B job (2+ variants) which
+// arm a host starts with is a coin per host from JobSpec.order_seed
+// (FirstArmReversed; a sweep without variants keeps its cells' order), and with
+// JobSpec.warmup (WarmupOn) each host first runs one warm-up run of the arm it
+// starts with, which the compare leaves out (docs/ab-method.md, "The first run").
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,7 +36,8 @@ struct PlannedRun {
   std::string host;
   std::string variant;                // "" when the job has no variants
   std::string cell;                   // "bs=4k,iodepth=8"; "" without a sweep
-  uint32_t repetition = 0;            // 0-based
+  uint32_t repetition = 0;            // 0-based; a warm-up run has 0
+  bool warmup = false;                // the host's warm-up run (never compared)
   std::string fio_text;               // complete job file with all overrides applied
   std::vector<std::string> targets;   // paths it touches on `host` (targets::TargetsOf)
   uint32_t num_clones = 1;            // sum of numjobs: job_index range of its records
@@ -39,6 +45,17 @@ struct PlannedRun {
   // sweep cell's, the host override's, in that order (later wins).
   std::vector<jobspec::OptionOverride> overrides;
 };
+
+// Whether `spec` gets a warm-up run per host: JobSpec.warmup when set, else on
+// for a job with 2 or more variants (an A/B), off otherwise.
+bool WarmupOn(const v1::JobSpec& spec);
+
+// Whether `host` runs its arms in reverse spec order (B A, A B, ... for two
+// variants) in a job with this order_seed: a fixed function of both (a stable
+// hash, the same on every build), so a stored job's layout can be replayed.
+// Seed 0 keeps the spec order on every host (the scheduler draws a non-zero
+// seed for every submitted job; 0 reaches here only from direct callers).
+bool FirstArmReversed(uint32_t order_seed, std::string_view host);
 
 // Parses the workload (fio_text or options_json) with the overrides of each run
 // applied to the options as written, in the order variant, sweep cell, host

@@ -64,10 +64,15 @@ TEST(ExpandTest, VariantPlacementAndBadVariantOptions) {
   w->add_hosts("b");
   auto runs = ExpandJob(spec, fleet);
   ASSERT_TRUE(runs.ok()) << runs.status();
-  ASSERT_EQ(runs->size(), 2u);
-  EXPECT_EQ((*runs)[0].host, "a");
-  EXPECT_EQ((*runs)[0].variant, "old");
-  EXPECT_EQ((*runs)[1].host, "b");
+  // Each host's warm-up run (two variants: warmup is on), then its pair's runs.
+  ASSERT_EQ(runs->size(), 4u);
+  EXPECT_TRUE((*runs)[0].warmup);
+  EXPECT_TRUE((*runs)[1].warmup);
+  EXPECT_FALSE((*runs)[2].warmup);
+  EXPECT_EQ((*runs)[2].host, "a");
+  EXPECT_EQ((*runs)[2].variant, "old");
+  EXPECT_EQ((*runs)[3].host, "b");
+  EXPECT_EQ((*runs)[3].variant, "new");
   (*w->mutable_options())["rw"] = "sideways";
   EXPECT_EQ(ErrorField(ExpandJob(spec, fleet).status()), "variants[1].options");
 }
@@ -95,6 +100,59 @@ TEST(ExpandTest, UnknownHostsNamedUnlessTheJobMayWait) {
   EXPECT_EQ(runs->size(), 2u);
 }
 
+// wait_for_hosts with a selector: a named host that has not registered has no
+// labels to match, so the job is refused naming that host (the old messages
+// blamed the selector: "no registered agent matches selector {...}" or "host(s)
+// late do not match selector {...}", as if the host had been checked).
+TEST(ExpandTest, WaitForHostsWithASelectorNamesTheUnregisteredHost) {
+  std::vector<AgentStatic> agents(2);
+  agents[0].name = "a";
+  agents[0].labels = {{"rack", "r1"}};
+  agents[1].name = "b";
+  agents[1].labels = {{"rack", "r2"}};
+  const FleetSnapshot fleet = FleetSnapshotOf(std::move(agents));
+  v1::JobSpec spec;
+  spec.set_fio_text("[j]\nfilename=/dev/x\nsize=1m\n");
+  spec.set_wait_for_hosts(true);
+  spec.add_hosts("a");
+  spec.add_hosts("late");
+  (*spec.mutable_selector())["rack"] = "r1";
+  absl::Status st = ExpandJob(spec, fleet).status();
+  EXPECT_EQ(ErrorField(st), "hosts");
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("host \"late\" has not registered, so whether it matches selector "
+                        "{rack=r1} cannot be known: the job is refused, not queued"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("without a selector"));
+  // Also when no registered agent matches the selector at all.
+  (*spec.mutable_selector())["rack"] = "r9";
+  st = ExpandJob(spec, fleet).status();
+  EXPECT_THAT(std::string(st.message()), HasSubstr("host \"late\" has not registered"));
+  // A variant's own placement: its field.
+  v1::JobSpec var;
+  var.set_fio_text("[j]\nfilename=/dev/x\nsize=1m\n");
+  var.set_wait_for_hosts(true);
+  var.add_hosts("a");
+  var.add_variants()->set_name("A");
+  v1::Variant* v = var.add_variants();
+  v->set_name("B");
+  v->add_hosts("late");
+  v->add_hosts("later");
+  (*v->mutable_selector())["rack"] = "r1";
+  st = ExpandJob(var, fleet).status();
+  EXPECT_EQ(ErrorField(st), "variants[1].hosts");
+  EXPECT_THAT(std::string(st.message()), HasSubstr("hosts \"late\", \"later\" have not registered"));
+  // Registered hosts with a selector, and unregistered hosts without one, still work.
+  spec.clear_hosts();
+  spec.add_hosts("a");
+  (*spec.mutable_selector())["rack"] = "r1";
+  EXPECT_TRUE(ExpandJob(spec, fleet).ok());
+  spec.clear_selector();
+  spec.add_hosts("late");
+  auto runs = ExpandJob(spec, fleet);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_EQ(runs->size(), 2u);
+}
+
 // Issue 10 item 1: variants x sweep dropped the variant's options. The base job
 // has no iodepth (so 1); the variant's iodepth_batch_submit=8 was applied to the
 // base and normalised (clamped to iodepth=1) before the sweep cell set iodepth,
@@ -116,7 +174,7 @@ TEST(ExpandTest, VariantOptionsSurviveTheSweep) {
   values.add_values("32");
   auto runs = ExpandJob(spec, fleet);
   ASSERT_TRUE(runs.ok()) << runs.status();
-  ASSERT_EQ(runs->size(), 4u);
+  ASSERT_EQ(runs->size(), 5u);  // 4 arms + the host's warm-up run
   std::set<std::pair<std::string, std::string>> arms;
   for (const PlannedRun& r : *runs) {
     SCOPED_TRACE(r.variant + " " + r.cell + "\n" + r.fio_text);

@@ -55,6 +55,7 @@ absl::StatusOr<v1::Run> ReadSide::RunToProto(const RunRow& row, bool with_result
   r.set_variant(row.variant);
   r.set_cell(row.cell);
   r.set_repetition(row.repetition);
+  r.set_warmup(row.warmup);
   r.set_created_ms(row.created_ms);
   r.set_assigned_ms(row.assigned_ms);
   r.set_started_ms(row.started_ms);

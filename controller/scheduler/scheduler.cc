@@ -54,6 +54,16 @@ std::string NewJobId() {
   return absl::StrCat("j", absl::Hex(rng() & 0xffffffffffffull, absl::kZeroPad12));
 }
 
+// A JobSpec.order_seed for a job submitted without one: never 0 (0 = "draw one").
+uint32_t NewOrderSeed() {
+  static std::mutex mu;
+  static std::mt19937 rng{std::random_device{}()};
+  std::lock_guard<std::mutex> l(mu);
+  uint32_t seed = 0;
+  while (seed == 0) seed = static_cast<uint32_t>(rng());
+  return seed;
+}
+
 // The job and its runs as the core takes them: rows made on the caller's thread.
 absl::StatusOr<SubmitEvent> SubmitOf(const v1::JobSpec& spec, std::vector<PlannedRun> planned,
                                      uint64_t now) {
@@ -81,6 +91,7 @@ absl::StatusOr<SubmitEvent> SubmitOf(const v1::JobSpec& spec, std::vector<Planne
     r.variant = std::move(p.variant);
     r.cell = std::move(p.cell);
     r.repetition = p.repetition;
+    r.warmup = p.warmup;
     r.fio_text = std::move(p.fio_text);
     r.num_clones = p.num_clones;
     r.arm_json = ArmOverridesToJson(p.overrides);  // what the arm audit checks against
@@ -139,11 +150,16 @@ void Scheduler::SubmitJobAsync(const v1::JobSpec& spec,
                                std::function<void(absl::StatusOr<std::string>)> done) {
   absl::Status st = CheckJobSpecLimits(spec, limits_);
   if (!st.ok()) return done(st);
+  // The arm order's seed is drawn here when the job brings none, and stored
+  // with the job (its spec), so the layout can be told and replayed (an A/B
+  // job's hosts each toss it for their first arm: expand.h).
+  v1::JobSpec seeded = spec;
+  if (seeded.order_seed() == 0) seeded.set_order_seed(NewOrderSeed());
   // Expanded here, against the fleet as last published, not on the loop.
   const std::shared_ptr<const FleetSnapshot> fleet = view_.fleet();
-  absl::StatusOr<std::vector<PlannedRun>> planned = ExpandJob(spec, *fleet, limits_);
+  absl::StatusOr<std::vector<PlannedRun>> planned = ExpandJob(seeded, *fleet, limits_);
   if (!planned.ok()) return done(planned.status());
-  absl::StatusOr<SubmitEvent> ev = SubmitOf(spec, std::move(*planned), clock_());
+  absl::StatusOr<SubmitEvent> ev = SubmitOf(seeded, std::move(*planned), clock_());
   if (!ev.ok()) return done(ev.status());
   std::string id = ev->job.id;
   loop_->Post(std::move(*ev), [id, done = std::move(done)](const absl::Status& s) {

@@ -12,6 +12,7 @@
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
 #include "common/testing/temp_dir.h"
+#include "controller/scheduler/expand.h"
 #include "controller/scheduler/field_error.h"
 #include "controller/store/sqlite_store.h"
 #include "gmock/gmock.h"
@@ -280,9 +281,39 @@ TEST_F(SchedulerTest, VariantsInterleaveAbba) {
   auto* vb = spec.add_variants();
   vb->set_name("B");
   (*vb->mutable_options())["iodepth"] = "32";
+  // The job is stored with the arm order's seed the scheduler drew; the host's
+  // warm-up run comes first, of the arm its first pair starts with; then ABBA.
+  const std::string id = Submit(spec);
+  const uint32_t seed = sched_->GetJob(id)->spec().order_seed();
+  EXPECT_NE(seed, 0u);
+  const bool b_first = FirstArmReversed(seed, "a");
+  const std::string x = b_first ? "B" : "A", y = b_first ? "A" : "B";
   std::vector<std::string> order;
-  for (const auto& r : Runs(Submit(spec))) order.push_back(r.variant());
-  EXPECT_THAT(order, ElementsAre("A", "B", "B", "A"));
+  std::vector<bool> warmup;
+  for (const auto& r : Runs(id)) {
+    order.push_back(r.variant());
+    warmup.push_back(r.warmup());
+  }
+  EXPECT_THAT(order, ElementsAre(x, x, y, y, x));
+  EXPECT_THAT(warmup, ElementsAre(true, false, false, false, false));
+
+  // A given seed is kept and replays its layout; warmup=false leaves the pairs.
+  for (uint32_t given : {1u, 2u, 3u, 4u}) {
+    spec.set_order_seed(given);
+    spec.set_warmup(false);
+    const std::string again = Submit(spec);
+    EXPECT_EQ(sched_->GetJob(again)->spec().order_seed(), given);
+    order.clear();
+    for (const auto& r : Runs(again)) {
+      order.push_back(r.variant());
+      EXPECT_FALSE(r.warmup());
+    }
+    if (FirstArmReversed(given, "a")) {
+      EXPECT_THAT(order, ElementsAre("B", "A", "A", "B")) << given;
+    } else {
+      EXPECT_THAT(order, ElementsAre("A", "B", "B", "A")) << given;
+    }
+  }
 }
 
 TEST_F(SchedulerTest, SweepCrossesValuesIntoCells) {

@@ -200,6 +200,10 @@ CREATE TABLE run_logs(
   data TEXT NOT NULL,
   PRIMARY KEY(run_id, name));
 )sql",
+    // 5: SQLite's 10: warm-up runs (JobSpec.warmup): stored, never compared.
+    R"sql(
+ALTER TABLE runs ADD COLUMN warmup BOOLEAN NOT NULL DEFAULT FALSE;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kPostgresSchemaVersion);
 
@@ -354,7 +358,7 @@ constexpr const char* kRunColumns =
     "seq, id, job_id, queue_pos, host, targets_json, state, variant, cell, repetition, attempt, "
     "retry_of, fio_text, num_clones, created_ms, assigned_ms, started_ms, finished_ms, error, "
     "targets_resolved, target_ids_json, samples_incomplete, missing_seqs_json, samples_note, "
-    "arm_json, audit";
+    "arm_json, audit, warmup";
 
 RunRow ReadRun(const PGresult* r, int i) {
   RunRow x;
@@ -384,6 +388,7 @@ RunRow ReadRun(const PGresult* r, int i) {
   x.samples_note = PgText(r, i, 23);
   x.arm_json = PgText(r, i, 24);
   x.audit = PgText(r, i, 25);
+  x.warmup = PgBool(r, i, 26);
   return x;
 }
 
@@ -455,9 +460,9 @@ constexpr Prepared kStatements[] = {
      "INSERT INTO runs(id, job_id, queue_pos, host, targets_json, state, variant, cell, "
      "repetition, attempt, retry_of, fio_text, num_clones, created_ms, assigned_ms, "
      "started_ms, finished_ms, error, targets_resolved, target_ids_json, "
-     "samples_incomplete, missing_seqs_json, samples_note, arm_json, audit) "
+     "samples_incomplete, missing_seqs_json, samples_note, arm_json, audit, warmup) "
      "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,"
-     "$24,$25) "
+     "$24,$25,$26) "
      "ON CONFLICT(id) DO UPDATE SET queue_pos=excluded.queue_pos, host=excluded.host, "
      "targets_json=excluded.targets_json, state=excluded.state, "
      "fio_text=excluded.fio_text, assigned_ms=excluded.assigned_ms, "
@@ -1084,7 +1089,7 @@ class PostgresStore final : public Store {
       s.params.Add(I(r.finished_ms)).Add(r.error).AddBool(r.targets_resolved);
       s.params.Add(TargetIdsToJson(r.target_ids)).AddBool(r.samples_incomplete);
       s.params.Add(SeqRangesToJson(r.missing_seqs)).Add(r.samples_note).Add(r.arm_json);
-      s.params.Add(r.audit);
+      s.params.Add(r.audit).AddBool(r.warmup);
     }
     for (const std::string& run_id : b.release_leases_of_runs) {
       q.emplace_back(Stmt("release_leases")).params.Add(run_id);
@@ -1407,7 +1412,7 @@ absl::StatusOr<std::map<std::string, int64_t>> ImportIntoPostgres(
         in.Field(r.started_ms).Field(r.finished_ms).Field(r.error).Bool(r.targets_resolved);
         in.Field(TargetIdsToJson(r.target_ids)).Bool(r.samples_incomplete);
         in.Field(SeqRangesToJson(r.missing_seqs)).Field(r.samples_note).Field(r.arm_json);
-        in.Field(r.audit);
+        in.Field(r.audit).Bool(r.warmup);
         IOFLEET_RETURN_IF_ERROR(in.EndRow());
       }
       if (static_cast<int>(page.size()) < kPage) return absl::OkStatus();

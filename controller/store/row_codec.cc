@@ -159,7 +159,8 @@ std::string RowJson(const RunRow& r) {
                {"missing_seqs", json::parse(SeqRangesToJson(r.missing_seqs))},
                {"samples_note", r.samples_note},
                {"arm_json", r.arm_json},
-               {"audit", r.audit}});
+               {"audit", r.audit},
+               {"warmup", r.warmup}});
 }
 
 std::string RowJson(const LeaseRow& r) {

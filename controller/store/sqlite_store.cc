@@ -199,6 +199,11 @@ CREATE TABLE run_logs(
   data BLOB NOT NULL,
   PRIMARY KEY(run_id, name));
 )sql",
+    // 10: warm-up runs (JobSpec.warmup, docs/ab-method.md "The first run"): a
+    // host's first run of an A/B job, stored but never compared.
+    R"sql(
+ALTER TABLE runs ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -302,7 +307,7 @@ constexpr const char* kRunColumns =
     "seq, id, job_id, queue_pos, host, targets_json, state, variant, cell, repetition, attempt, "
     "retry_of, fio_text, num_clones, created_ms, assigned_ms, started_ms, finished_ms, error, "
     "targets_resolved, target_ids_json, samples_incomplete, missing_seqs_json, samples_note, "
-    "arm_json, audit";
+    "arm_json, audit, warmup";
 
 RunRow ReadRun(const Stmt& s) {
   RunRow r;
@@ -332,6 +337,7 @@ RunRow ReadRun(const Stmt& s) {
   r.samples_note = s.Text(23);
   r.arm_json = s.Text(24);
   r.audit = s.Text(25);
+  r.warmup = s.Int(26) != 0;
   return r;
 }
 
@@ -864,8 +870,8 @@ class SqliteStore final : public Store {
              "INSERT INTO runs(id, job_id, queue_pos, host, targets_json, state, variant, cell, "
              "repetition, attempt, retry_of, fio_text, num_clones, created_ms, assigned_ms, "
              "started_ms, finished_ms, error, targets_resolved, target_ids_json, "
-             "samples_incomplete, missing_seqs_json, samples_note, arm_json, audit) "
-             "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+             "samples_incomplete, missing_seqs_json, samples_note, arm_json, audit, warmup) "
+             "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
              "ON CONFLICT(id) DO UPDATE SET queue_pos=excluded.queue_pos, host=excluded.host, "
              "targets_json=excluded.targets_json, state=excluded.state, "
              "fio_text=excluded.fio_text, assigned_ms=excluded.assigned_ms, "
@@ -883,7 +889,7 @@ class SqliteStore final : public Store {
       s.Bind(17, I(r.finished_ms)).Bind(18, r.error).Bind(19, r.targets_resolved ? 1 : 0);
       s.Bind(20, TargetIdsToJson(r.target_ids)).Bind(21, r.samples_incomplete ? 1 : 0);
       s.Bind(22, SeqRangesToJson(r.missing_seqs)).Bind(23, r.samples_note);
-      s.Bind(24, r.arm_json).Bind(25, r.audit);
+      s.Bind(24, r.arm_json).Bind(25, r.audit).Bind(26, r.warmup ? 1 : 0);
       IOFLEET_RETURN_IF_ERROR(s.Run());
     }
     for (const std::string& run_id : b.release_leases_of_runs) {

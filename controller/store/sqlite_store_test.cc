@@ -83,6 +83,7 @@ TEST(SqliteStoreTest, MigratesResultsToDeviceFingerprint) {
                          "DROP TABLE history_series; DROP TABLE history_points;"
                          "DROP TABLE history_alerts; DROP TABLE history_cursor;"
                          "DROP TABLE run_logs;"
+                         "ALTER TABLE runs DROP COLUMN warmup;"
                          "UPDATE schema_version SET version = 3",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);

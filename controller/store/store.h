@@ -86,6 +86,7 @@ struct RunRow {
   std::string variant;
   std::string cell;
   uint32_t repetition = 0;
+  bool warmup = false;                // a warm-up run (JobSpec.warmup): stored, never compared
   uint32_t attempt = 0;               // 0 = first placement; n = n-th retry
   std::string retry_of;               // the lost run this one replaces
   std::string fio_text;               // complete job file sent to the agent

@@ -131,6 +131,7 @@ class StoreConformanceTest : public ::testing::Test {
     r.variant = Awkward("variant");
     r.cell = "iodepth=32";
     r.repetition = 3;
+    r.warmup = true;
     r.attempt = 2;
     r.retry_of = "j-0-lost";
     r.fio_text = "[global]\nfilename=" + Awkward("f") + "\n[j]\nrw=randread\n";
@@ -313,6 +314,7 @@ TYPED_TEST_P(StoreConformanceTest, UpsertsKeepImmutableFields) {
   want_r.variant = r.variant;
   want_r.cell = r.cell;
   want_r.repetition = r.repetition;
+  want_r.warmup = r.warmup;
   want_r.attempt = r.attempt;
   want_r.retry_of = r.retry_of;
   want_r.num_clones = r.num_clones;

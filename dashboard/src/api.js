@@ -202,6 +202,8 @@ export function normRun(r) {
     variant: pick(r, 'variant', ''),
     cell: pick(r, 'cell', ''),
     repetition: num(pick(r, 'repetition')),
+    // A host's warm-up run (docs/ab-method.md "The first run"): never compared.
+    warmup: pick(r, 'warmup', false) === true,
     attempt: num(pick(r, 'attempt')),
     retry_of: pick(r, 'retry_of', ''),
     created_ms: num(pick(r, 'created_ms')),
@@ -244,6 +246,8 @@ export function normSpec(s) {
     variants,
     sweep,
     retries: num(pick(s, 'retries')),
+    // Set only when the job said so (absent = the default: on for 2+ variants).
+    warmup: typeof pick(s, 'warmup') === 'boolean' ? pick(s, 'warmup') : undefined,
   };
 }
 

@@ -21,6 +21,8 @@ export function specToBody(spec, name = spec.name) {
   }
   if (Object.keys(spec.sweep).length) body.sweep = spec.sweep;
   if (spec.retries) body.retries = spec.retries;
+  // warmup as the job said it; order_seed is not copied: a new job draws its own.
+  if (typeof spec.warmup === 'boolean') body.warmup = spec.warmup;
   return body;
 }
 

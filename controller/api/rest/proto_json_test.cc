@@ -71,6 +71,27 @@ TEST(ProtoJsonTest, InvalidUtf8IsReplacedNotLost) {
   EXPECT_EQ(j["state"], "unspecified");
 }
 
+// JobSpec.warmup is optional: absent (the default: on for 2+ variants) and an
+// explicit false stay apart through REST; order_seed is a plain number.
+TEST(ProtoJsonTest, WarmupKeepsPresenceAndOrderSeedIsANumber) {
+  v1::JobSpec off;
+  ASSERT_TRUE(FromJson(R"({"name": "n", "warmup": false, "order_seed": 12345})", &off).ok());
+  EXPECT_TRUE(off.has_warmup());
+  EXPECT_FALSE(off.warmup());
+  EXPECT_EQ(off.order_seed(), 12345u);
+  json j = ToJson(off);
+  EXPECT_EQ(j["warmup"], false) << j.dump();
+  EXPECT_EQ(j["order_seed"], 12345) << j.dump();
+  v1::JobSpec unset;
+  ASSERT_TRUE(FromJson(R"({"name": "n"})", &unset).ok());
+  EXPECT_FALSE(unset.has_warmup());
+  EXPECT_FALSE(ToJson(unset).contains("warmup")) << ToJson(unset).dump();
+  v1::JobSpec bad;
+  absl::Status st = FromJson(R"({"name": "n", "warmup": "sometimes"})", &bad);
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()), testing::HasSubstr("warmup"));
+}
+
 TEST(ProtoJsonTest, JobSpecBodyDecodesAndEncodesBack) {
   v1::JobSpec spec;
   ASSERT_TRUE(FromJson(R"({"name": "n", "options": {"rw": "read", "size": 1048576},

@@ -402,7 +402,7 @@ export function jobPage(main, { args, params }) {
         'tr',
         { dataset: { run: r.id, state: r.state } },
         h('th', { scope: 'row' }, h('a', { href: `#/runs/${encodeURIComponent(r.id)}` }, h('code', null, r.id))),
-        h('td', null, r.variant || '–'),
+        h('td', null, r.variant || '–', r.warmup ? h('span', { class: 'small muted', title: "the host's first run of the job: run, stored, not compared" }, ' warm-up') : null),
         h('td', null, r.cell || '–'),
         h('td', null, String(r.repetition)),
         h('td', null, r.host || '–'),

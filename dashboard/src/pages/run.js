@@ -119,7 +119,7 @@ export function runPage(main, { args }) {
     if (i > 0) out.push(link(job.runs[i - 1], '← previous'));
     if (i >= 0 && i < job.runs.length - 1) out.push(link(job.runs[i + 1], 'next →'));
     for (const r of job.runs) {
-      if (r.id !== run.id && run.variant && r.variant !== run.variant && r.cell === run.cell && r.repetition === run.repetition) {
+      if (r.id !== run.id && run.variant && !run.warmup && !r.warmup && r.variant !== run.variant && r.cell === run.cell && r.repetition === run.repetition) {
         out.push(link(r, `variant ${r.variant}`));
       }
     }
@@ -135,6 +135,7 @@ export function runPage(main, { args }) {
       ['Host', run.host || '–'],
       ['Target', run.target ? h('code', null, run.target) : '–'],
       ['Variant', run.variant || '–'],
+      ['Warm-up', run.warmup ? "yes: the host's first run of the job, not compared (docs/ab-method.md)" : null],
       ['Cell', run.cell || '–'],
       ['Repetition', String(run.repetition)],
       ['Attempt', run.attempt ? `${run.attempt} (retry of ${run.retry_of})` : null],
