@@ -65,6 +65,9 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
     if (DirUsed(job, d) && DirUsed(job, 0) && job.zone_split[d] != job.zone_split[0]) same_zones = false;
   }
   const bool shared = jobspec::IsRandom(job.rw) && same_unit && same_zones;
+  offset_rng_.Seed(seeds->random_offset, use64);
+  offset_seed_ = seeds->random_offset;
+  reseed_offsets_ = job.randrepeat;
   files_.clear();
   files_.resize(files.size());
   fds_.clear();
@@ -92,10 +95,12 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
             "job \"", job.name, "\": file region of ", fs.region_len, " bytes is below the ",
             DdirName(d), " block size ", unit_[d]));
       }
-      // Each file gets its own stream, derived from the job's offset seed.
+      // Uniform random offsets of every file and direction come from the
+      // job's one stream (offset_rng_), as fio's td->random_state; an LFSR is
+      // per file, every file's seeded alike (fio's init_random_map).
       workload::OffsetGenOptions oo =
           workload::OffsetGenOptionsForJob(job, n_blocks, *seeds, static_cast<jobspec::Ddir>(d));
-      oo.seed = seeds->random_offset + i * 0x9e3779b97f4a7c15ull;
+      oo.seed = seeds->random_offset;
       const uint64_t dist_seed = seeds->block_offset() + i * 0x9e3779b97f4a7c15ull;
       oo.distribution.unit = unit_[d];
       oo.distribution.seed = dist_seed + static_cast<uint64_t>(d);
@@ -131,6 +136,9 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
       }
       auto gen = workload::OffsetGen::Create(oo);
       if (!gen.ok()) return gen.status();
+      if (oo.mode == workload::OffsetMode::kRandomMap || oo.mode == workload::OffsetMode::kRandomNoMap) {
+        gen->ShareRng(&offset_rng_);
+      }
       fs.owned.push_back(std::make_unique<workload::OffsetGen>(std::move(*gen)));
       fs.gen[d] = fs.owned.back().get();
     }
@@ -200,6 +208,9 @@ void IoGenerator::ResetFiles() {
     f.zone_off = 0;
     f.last_pos.fill(0);
   }
+  // A new pass re-seeds the job's offset stream under randrepeat=1, as fio's
+  // clear_io_state does as each loop starts.
+  if (reseed_offsets_) offset_rng_.Seed(offset_seed_, offset_rng_.is_64bit());
   zone_bytes_ = 0;
   files_done_ = 0;
 }

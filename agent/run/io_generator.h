@@ -90,6 +90,11 @@ class IoGenerator {
         }
         f.done = true;
         ++files_done_;
+        if (rwmix_->is_mixed()) {
+          // fio fills the I/O again for the next file, direction first.
+          rwmix_->Unissue();
+          d = rwmix_->Next();
+        }
       }
       NextFile();
       if (files_done_ == files_.size() && !Rewind()) pass_left_ = 0;
@@ -227,6 +232,12 @@ class IoGenerator {
 
   std::vector<FileState> files_;
   std::vector<int> fds_;
+  // The job's uniform random offset stream, shared by every file and
+  // direction (fio's td->random_state); re-seeded as passes start when
+  // randrepeat=1.
+  workload::Rng offset_rng_;
+  uint64_t offset_seed_ = 0;
+  bool reseed_offsets_ = true;
   std::optional<workload::RwMix> rwmix_;
   workload::CmdprioPlan cmdprio_;
   std::optional<workload::BlockSizePicker> bs_;

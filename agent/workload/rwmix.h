@@ -62,6 +62,13 @@ class RwMix {
     ++issues_[cur_];
   }
 
+  // The I/O Next() just picked was not issued (its file had no offset left):
+  // its count goes back, so the next Next() decides again where fio's
+  // get_rw_ddir would for the next file (set_io_u_file re-runs fill_io_u).
+  void Unissue() {
+    if (mode_ == Mode::kMix && issues_[cur_] != 0) --issues_[cur_];
+  }
+
   // rwmix percentage of the direction other than d (0 when not mixed).
   uint32_t OtherShare(jobspec::Ddir d) const {
     if (mode_ != Mode::kMix || d > jobspec::kWrite) return 0;
