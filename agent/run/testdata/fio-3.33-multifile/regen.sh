@@ -1,0 +1,14 @@
+#!/bin/bash
+# Regenerates the .iolog files beside each .fio job with fio 3.33's
+# write_iolog (run from anywhere; needs `fio` 3.33 on PATH). Each job runs in
+# a fresh temp directory, so file names in the logs are relative.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+fio --version | grep -qx 'fio-3.33' || { echo "need fio 3.33" >&2; exit 1; }
+for job in "$here"/*.fio; do
+  name=$(basename "$job" .fio)
+  tmp=$(mktemp -d)
+  (cd "$tmp" && fio --write_iolog=out.iolog "$job" > /dev/null)
+  mv "$tmp/out.iolog" "$here/$name.iolog"
+  rm -rf "$tmp"
+done
