@@ -247,12 +247,25 @@ bool IoGenerator::Rewind() {
   if (!wrap_ || pass_left_ < max_bs_ || filled_ == filled_at_rewind_) return false;
   filled_at_rewind_ = filled_;
   ResetFiles();
+  // fio runs the rest of io_size as further loops (keep_running, then
+  // clear_io_state): direction and size draws start over as in NewLoop. A
+  // pass replayed for verify meets the same rewind at the same I/O, so its
+  // mark stays right.
+  rwmix_->NewLoop(reseed_offsets_);
+  if (reseed_offsets_) bs_->Reseed();
   if (invalidate_on_rewind_) InvalidateCaches();
   return true;
 }
 
 void IoGenerator::InvalidateCaches() const {
   for (const auto& f : files_) InvalidateFileCache(f.fd, f.is_block_device, f.region_start, f.region_len);
+}
+
+void IoGenerator::NewLoop() {
+  rwmix_->NewLoop(reseed_offsets_);
+  if (reseed_offsets_) bs_->Reseed();
+  if (mark_rwmix_.has_value()) MarkPassStart();
+  ResetPass();
 }
 
 void IoGenerator::ResetPass() {

@@ -68,7 +68,9 @@ class IoGenerator {
   // current file for file_service_nr I/Os (sequential: until it is done),
   // then the next one in order (roundrobin, sequential) or a random one that
   // is not done (random).
-  inline bool Next(IoRequest& r) { return NextIn(r, rwmix_->Next()); }
+  // A pass whose bytes are issued takes no direction draw (fio stops before
+  // it fills another I/O).
+  inline bool Next(IoRequest& r) { return pass_left_ != 0 && NextIn(r, rwmix_->Next()); }
 
   // Next() in two steps, for rate pacing (pacing.h), which may pick the other
   // direction: NextDir() draws rwmix's direction, SwitchDir() tells rwmix the
@@ -82,6 +84,7 @@ class IoGenerator {
     while (pass_left_ != 0) {
       const size_t fi = cur_file_;
       FileState& f = files_[fi];
+      bool failed = false;
       if (!f.done) {
         if (Fill(f, fi, r, d)) {
           if (cmdprio_.active()) cmdprio_.Pick(static_cast<int>(r.op), r.len, &r.ioprio, &r.prio_slot);
@@ -90,14 +93,17 @@ class IoGenerator {
         }
         f.done = true;
         ++files_done_;
-        if (rwmix_->is_mixed()) {
-          // fio fills the I/O again for the next file, direction first.
-          rwmix_->Unissue();
-          d = rwmix_->Next();
-        }
+        failed = true;
+        rwmix_->Unissue();  // not issued: fio counts issued I/Os only
       }
       NextFile();
-      if (files_done_ == files_.size() && !Rewind()) pass_left_ = 0;
+      if (files_done_ == files_.size() && !Rewind()) {
+        pass_left_ = 0;
+      } else if (failed && rwmix_->is_mixed()) {
+        // fio fills the I/O again for the next file (or the next loop),
+        // direction first.
+        d = rwmix_->Next();
+      }
     }
     return false;
   }
@@ -107,6 +113,11 @@ class IoGenerator {
 
   // Starts a new pass: same random sequence again when repeatable (fio's lfsr/map reset).
   void ResetPass();
+  // Starts the next loop (loops=N): ResetPass, and the direction and size
+  // draws start over as fio's clear_io_state re-seeds them under
+  // randrepeat=1 (rwmix draws a direction afresh either way). A pass mark
+  // (MarkPassStart) is taken again from there.
+  void NewLoop();
   // experimental_verify: MarkPassStart keeps the direction and block size
   // draws as a pass starts; ReplayPass starts the pass over from there, so
   // the same sequence comes out again (offsets repeat as ResetPass does).

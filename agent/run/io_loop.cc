@@ -327,7 +327,7 @@ bool IoLoop::NextPass(uint64_t now) {
   if (++loops_done_ < job_.loops) {
     if (data_ != nullptr) data_->NewPass();
     if (job_.invalidate) gen_.InvalidateCaches();  // fio reopens the files each loop
-    gen_.ResetPass();
+    gen_.NewLoop();
     return true;
   }
   stop_issuing_ = true;

@@ -1,9 +1,11 @@
-// Jobs over several files issue fio 3.33's I/Os, I/O for I/O: the same file,
-// direction, offset and size in the same order as fio's --write_iolog for the
-// same job (testdata/fio-3.33-multifile/*.iolog, made by regen.sh there). fio
-// draws every file's random offsets from one stream per job, each scaled to
-// its file; a file whose random map is full still takes a draw, and the I/O is
-// filled again (direction first) for the next file. Real runs on temp files.
+// Jobs over several files, and jobs of several loops or io_size passes, issue
+// fio 3.33's I/Os, I/O for I/O: the same file, direction, offset and size in
+// the same order as fio's --write_iolog for the same job
+// (testdata/fio-3.33-multifile/*.iolog, made by regen.sh there). fio draws
+// every file's random offsets from one stream per job, each scaled to its
+// file; a file whose random map is full still takes a draw, and the I/O is
+// filled again (direction first) for the next file; each loop re-seeds the
+// direction, size and offset streams. Real runs on temp files.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>

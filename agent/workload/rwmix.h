@@ -75,6 +75,15 @@ class RwMix {
     return static_cast<uint32_t>(mix_[d ^ 1]);
   }
 
+  // A new loop of the job (fio's clear_io_state): the next I/O draws its
+  // direction afresh (rwmix_issues = 0; the issue counts and the current
+  // direction stay), and with `reseed` (randrepeat=1) the stream starts over.
+  void NewLoop(bool reseed) {
+    if (mode_ != Mode::kMix) return;
+    threshold_ = 0;
+    if (reseed) rng_.Seed(seed_);
+  }
+
   // Restarts the issue counts (not the random stream), e.g. after ramp.
   void ResetCounts() {
     issues_ = {0, 0};
@@ -100,6 +109,7 @@ class RwMix {
   std::array<uint64_t, 2> mix_{50, 50};  // percent read, percent write
   uint64_t threshold_ = 0;
   Tausworthe32 rng_;
+  uint64_t seed_ = 0;  // rng_'s seed (NewLoop)
 };
 
 }  // namespace iofleet::agent::workload
