@@ -30,6 +30,7 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   wrap_ = wrap;
   invalidate_on_rewind_ = job.invalidate;
   strided_ = job.zone_mode == jobspec::ZoneMode::kStrided;
+  strided_random_ = strided_ && jobspec::IsRandom(job.rw);
   zone_size_ = job.zone_size;
   zone_range_ = job.zone_range != 0 ? job.zone_range : job.zone_size;
   zone_skip_ = job.zone_skip;
@@ -85,7 +86,10 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
         fs.gen[d] = fs.gen[0];
         continue;
       }
-      const uint64_t n_blocks = fs.region_len / unit_[d];
+      // Random strided zones draw inside the zone's range (fio sizes the
+      // random map and the draw to zonerange).
+      const uint64_t n_blocks = strided_ && jobspec::IsRandom(job.rw) ? zone_range_ / unit_[d]
+                                                                       : fs.region_len / unit_[d];
       if (n_blocks == 0) {
         if (!DirUsed(job, d) && d > 0) {
           fs.gen[d] = fs.gen[0];
@@ -224,10 +228,32 @@ bool IoGenerator::FillStrided(FileState& f, size_t fi, IoRequest& r, jobspec::Dd
   }
   // zonesize above zonerange: the zone's range is done again until zonesize is.
   if (f.last_pos[d] >= f.zone_off + zone_range_) f.last_pos[d] = f.zone_off;
-  const uint64_t off = f.last_pos[d];
-  if (f.region_start + off >= f.file_end) return false;
-  const uint64_t len = bs_->Next(d, f.file_end - f.region_start - off);
-  if (len == 0) return false;  // the block does not fit before the end of the file
+  uint64_t off = f.last_pos[d];
+  uint64_t len = 0;
+  if (strided_random_) {
+    // A random block of the zone's range; the range's map starts over with
+    // each zone (and each zonerange done when zonesize is larger), as fio's
+    // fio_file_reset in setup_strided_zone_mode; the job's offset stream goes on.
+    if (zone_bytes_ % zone_range_ == 0) {
+      for (auto& g : f.owned) g->Reset();
+    }
+    workload::OffsetGen& gen = *f.gen[d];
+    uint64_t block;
+    if (!gen.Next(&block)) return false;
+    const uint64_t unit = unit_[d];
+    off = f.zone_off + block * unit;
+    if (f.region_start + off >= f.file_end) return false;
+    len = bs_->Next(d, f.file_end - f.region_start - off);
+    if (len == 0) return false;
+    if (len > unit) {
+      const uint64_t units = gen.Commit(block, (len + unit - 1) / unit);
+      if (units * unit < len) len = units * unit;
+    }
+  } else {
+    if (f.region_start + off >= f.file_end) return false;
+    len = bs_->Next(d, f.file_end - f.region_start - off);
+    if (len == 0) return false;  // the block does not fit before the end of the file
+  }
   f.last_pos[d] = off + len;
   zone_bytes_ += len;
   pass_left_ -= len < pass_left_ ? len : pass_left_;

@@ -160,7 +160,7 @@ class IoGenerator {
     std::array<uint64_t, jobspec::kNumDdirs> last_pos{};
     uint64_t file_end = 0;
   };
-  // zonemode=strided (sequential I/O): zonesize bytes in each zone, then the
+  // zonemode=strided (sequential or random I/O): zonesize bytes in each zone, then the
   // next zone zonerange + zoneskip further, back to the start past the end of
   // the file, as fio's setup_strided_zone_mode.
   bool FillStrided(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d);
@@ -271,6 +271,7 @@ class IoGenerator {
   // zonemode=strided: zonesize, zonerange, zoneskip, and the bytes done in
   // the current zone (fio's td->zone_bytes).
   bool strided_ = false;
+  bool strided_random_ = false;  // random I/O: a random block of the zone's range
   uint64_t zone_size_ = 0, zone_range_ = 0, zone_skip_ = 0, zone_bytes_ = 0;
   size_t cur_file_ = 0;
   uint64_t service_nr_ = 1;    // I/Os per pick (file_service_type's :N; sequential: all)
