@@ -246,8 +246,11 @@ bool IoGenerator::FillStrided(FileState& f, size_t fi, IoRequest& r, jobspec::Dd
     len = bs_->Next(d, f.file_end - f.region_start - off);
     if (len == 0) return false;
     if (len > unit) {
+      // A block already used inside the range shortens the I/O; the range's
+      // end does not (fio's map takes the bits past it, the I/O goes on into
+      // the zone's skip, as fio issues it).
       const uint64_t units = gen.Commit(block, (len + unit - 1) / unit);
-      if (units * unit < len) len = units * unit;
+      if (units * unit < len && block + units < gen.n_blocks()) len = units * unit;
     }
   } else {
     if (f.region_start + off >= f.file_end) return false;
