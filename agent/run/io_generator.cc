@@ -186,6 +186,10 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   }
   files_done_ = 0;
   filled_ = filled_at_rewind_ = 0;
+  reset_full_files_ = job.time_based && jobspec::IsRandom(job.rw) && !strided_ && !trimwrite_ &&
+                      job.random_distribution == jobspec::RandomDistribution::kRandom &&
+                      (job.random_generator == jobspec::RandomGenerator::kLfsr || !job.norandommap);
+  invalidate_on_reset_ = InvalidatesOnTimeBasedWrap(job);
   // fio's exceeds_number_ios: issued I/Os over all loops against number_ios x
   // loops (trimwrite doubles it: trims count); time_based jobs run on.
   ios_cap_ = UINT64_MAX;
@@ -203,6 +207,11 @@ absl::Status IoGenerator::ZoneError() const {
     if (f.zbd != nullptr && !f.zbd->error().ok()) return f.zbd->error();
   }
   return absl::OkStatus();
+}
+
+void IoGenerator::ResetFile(FileState& f) {
+  for (auto& g : f.owned) g->Reset();
+  if (invalidate_on_reset_) InvalidateFileCache(f.fd, f.is_block_device, f.region_start, f.region_len);
 }
 
 void IoGenerator::ResetFiles() {

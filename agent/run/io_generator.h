@@ -86,7 +86,15 @@ class IoGenerator {
       FileState& f = files_[fi];
       bool failed = false;
       if (!f.done) {
-        if (Fill(f, fi, r, d)) {
+        bool filled = Fill(f, fi, r, d);
+        if (!filled && reset_full_files_) {
+          // time_based random I/O: fio starts a used-up file's map over on
+          // the spot and draws again, the job's offset stream going on
+          // (get_next_rand_block), where a loop would re-seed it.
+          ResetFile(f);
+          filled = Fill(f, fi, r, d);
+        }
+        if (filled) {
           if (cmdprio_.active()) cmdprio_.Pick(static_cast<int>(r.op), r.len, &r.ioprio, &r.prio_slot);
           if (--service_left_ == 0) NextFile();
           return true;
@@ -113,6 +121,15 @@ class IoGenerator {
 
   // Starts a new pass: same random sequence again when repeatable (fio's lfsr/map reset).
   void ResetPass();
+  // time_based, the pass's bytes issued: a random job whose used-up files
+  // start over on the spot goes on where it is (fio's do_io does not stop
+  // at the bytes when time_based; no re-seed) and this returns true; false
+  // when the caller starts a new pass instead.
+  bool ContinueTimeBased() {
+    if (!reset_full_files_) return false;
+    pass_left_ = pass_bytes_;
+    return true;
+  }
   // Starts the next loop (loops=N): ResetPass, and the direction and size
   // draws start over as fio's clear_io_state re-seeds them under
   // randrepeat=1 (rwmix draws a direction afresh either way). A pass mark
@@ -240,6 +257,7 @@ class IoGenerator {
   // (fio stops when less than the largest block is left).
   bool Rewind();
   void ResetFiles();
+  void ResetFile(FileState& f);
 
   std::vector<FileState> files_;
   std::vector<int> fds_;
@@ -286,6 +304,8 @@ class IoGenerator {
   uint64_t ios_cap_ = UINT64_MAX;    // number_ios x loops (x2 trimwrite); never reset
   uint64_t filled_at_rewind_ = 0;
   bool wrap_ = false;
+  bool reset_full_files_ = false;     // time_based random (random map or LFSR): ResetFile, not done
+  bool invalidate_on_reset_ = false;  // ... dropping the file's cache as fio does then
   bool invalidate_on_rewind_ = false;  // invalidate=1: a wrap drops the cache (fio reopens)
   char* buffers_ = nullptr;
   size_t slot_size_ = 0;

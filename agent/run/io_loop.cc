@@ -322,8 +322,10 @@ bool IoLoop::NextPass(uint64_t now) {
   }
   if (job_.time_based && job_.runtime_us != 0) {
     // fio drops the cache as a time_based job's files start over (file_cache.h).
-    if (invalidate_on_time_wrap_) gen_.InvalidateCaches();
-    gen_.ResetPass();
+    if (!gen_.ContinueTimeBased()) {
+      if (invalidate_on_time_wrap_) gen_.InvalidateCaches();
+      gen_.ResetPass();
+    }
     return true;
   }
   if (++loops_done_ < job_.loops) {

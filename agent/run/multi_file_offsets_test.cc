@@ -5,7 +5,8 @@
 // every file's random offsets from one stream per job, each scaled to its
 // file; a file whose random map is full still takes a draw, and the I/O is
 // filled again (direction first) for the next file; each loop re-seeds the
-// direction, size and offset streams. Real runs on temp files.
+// direction, size and offset streams; a time_based random job starts a used-up
+// file's map over on the spot without a re-seed. Real runs on temp files.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -78,6 +79,15 @@ TEST_F(MultiFileOffsetsTest, IoLogIsFiosForTheSameJob) {
       } else if (first_diff == std::min(want.size(), got.size())) {
         first_diff = i;
       }
+    }
+    const bool time_based = ReadFile(kTestdata + name + ".fio").find("\ntime_based\n") != std::string::npos;
+    if (time_based) {
+      // The count depends on the machine: the lines both runs have must be
+      // the same (a few used-up maps started over, as fio does, at least).
+      ASSERT_GE(got.size(), 64u);
+      EXPECT_EQ(same, std::min(want.size(), got.size()))
+          << "identical I/Os: " << same << "; first difference at I/O " << first_diff;
+      continue;
     }
     EXPECT_EQ(got.size(), want.size());
     EXPECT_EQ(same, want.size()) << "identical I/Os: " << same << " of " << want.size()

@@ -12,6 +12,12 @@ for job in "$here"/*.fio; do
   [[ "${1:-}" != --all && -e "$here/$name.iolog" ]] && continue
   tmp=$(mktemp -d)
   (cd "$tmp" && fio --write_iolog=out.iolog "$job" > /dev/null)
-  mv "$tmp/out.iolog" "$here/$name.iolog"
+  if grep -qx time_based "$job"; then
+    # A time_based job's I/O count depends on the machine: its first 300
+    # lines are kept (the test compares the lines both runs have).
+    head -n 300 "$tmp/out.iolog" > "$here/$name.iolog"
+  else
+    mv "$tmp/out.iolog" "$here/$name.iolog"
+  fi
   rm -rf "$tmp"
 done
