@@ -30,6 +30,7 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   wrap_ = wrap;
   invalidate_on_rewind_ = job.invalidate;
   strided_ = job.zone_mode == jobspec::ZoneMode::kStrided;
+  strided_random_ = strided_ && jobspec::IsRandom(job.rw);
   zone_size_ = job.zone_size;
   zone_range_ = job.zone_range != 0 ? job.zone_range : job.zone_size;
   zone_skip_ = job.zone_skip;
@@ -65,6 +66,9 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
     if (DirUsed(job, d) && DirUsed(job, 0) && job.zone_split[d] != job.zone_split[0]) same_zones = false;
   }
   const bool shared = jobspec::IsRandom(job.rw) && same_unit && same_zones;
+  offset_rng_.Seed(seeds->random_offset, use64);
+  offset_seed_ = seeds->random_offset;
+  reseed_offsets_ = job.randrepeat;
   files_.clear();
   files_.resize(files.size());
   fds_.clear();
@@ -82,7 +86,10 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
         fs.gen[d] = fs.gen[0];
         continue;
       }
-      const uint64_t n_blocks = fs.region_len / unit_[d];
+      // Random strided zones draw inside the zone's range (fio sizes the
+      // random map and the draw to zonerange).
+      const uint64_t n_blocks = strided_ && jobspec::IsRandom(job.rw) ? zone_range_ / unit_[d]
+                                                                       : fs.region_len / unit_[d];
       if (n_blocks == 0) {
         if (!DirUsed(job, d) && d > 0) {
           fs.gen[d] = fs.gen[0];
@@ -92,10 +99,12 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
             "job \"", job.name, "\": file region of ", fs.region_len, " bytes is below the ",
             DdirName(d), " block size ", unit_[d]));
       }
-      // Each file gets its own stream, derived from the job's offset seed.
+      // Uniform random offsets of every file and direction come from the
+      // job's one stream (offset_rng_), as fio's td->random_state; an LFSR is
+      // per file, every file's seeded alike (fio's init_random_map).
       workload::OffsetGenOptions oo =
           workload::OffsetGenOptionsForJob(job, n_blocks, *seeds, static_cast<jobspec::Ddir>(d));
-      oo.seed = seeds->random_offset + i * 0x9e3779b97f4a7c15ull;
+      oo.seed = seeds->random_offset;
       const uint64_t dist_seed = seeds->block_offset() + i * 0x9e3779b97f4a7c15ull;
       oo.distribution.unit = unit_[d];
       oo.distribution.seed = dist_seed + static_cast<uint64_t>(d);
@@ -131,6 +140,9 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
       }
       auto gen = workload::OffsetGen::Create(oo);
       if (!gen.ok()) return gen.status();
+      if (oo.mode == workload::OffsetMode::kRandomMap || oo.mode == workload::OffsetMode::kRandomNoMap) {
+        gen->ShareRng(&offset_rng_);
+      }
       fs.owned.push_back(std::make_unique<workload::OffsetGen>(std::move(*gen)));
       fs.gen[d] = fs.owned.back().get();
     }
@@ -174,6 +186,10 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   }
   files_done_ = 0;
   filled_ = filled_at_rewind_ = 0;
+  reset_full_files_ = job.time_based && jobspec::IsRandom(job.rw) && !strided_ && !trimwrite_ &&
+                      job.random_distribution == jobspec::RandomDistribution::kRandom &&
+                      (job.random_generator == jobspec::RandomGenerator::kLfsr || !job.norandommap);
+  invalidate_on_reset_ = InvalidatesOnTimeBasedWrap(job);
   // fio's exceeds_number_ios: issued I/Os over all loops against number_ios x
   // loops (trimwrite doubles it: trims count); time_based jobs run on.
   ios_cap_ = UINT64_MAX;
@@ -193,6 +209,11 @@ absl::Status IoGenerator::ZoneError() const {
   return absl::OkStatus();
 }
 
+void IoGenerator::ResetFile(FileState& f) {
+  for (auto& g : f.owned) g->Reset();
+  if (invalidate_on_reset_) InvalidateFileCache(f.fd, f.is_block_device, f.region_start, f.region_len);
+}
+
 void IoGenerator::ResetFiles() {
   for (auto& f : files_) {
     for (auto& g : f.owned) g->Reset();
@@ -200,6 +221,9 @@ void IoGenerator::ResetFiles() {
     f.zone_off = 0;
     f.last_pos.fill(0);
   }
+  // A new pass re-seeds the job's offset stream under randrepeat=1, as fio's
+  // clear_io_state does as each loop starts.
+  if (reseed_offsets_) offset_rng_.Seed(offset_seed_, offset_rng_.is_64bit());
   zone_bytes_ = 0;
   files_done_ = 0;
 }
@@ -213,10 +237,35 @@ bool IoGenerator::FillStrided(FileState& f, size_t fi, IoRequest& r, jobspec::Dd
   }
   // zonesize above zonerange: the zone's range is done again until zonesize is.
   if (f.last_pos[d] >= f.zone_off + zone_range_) f.last_pos[d] = f.zone_off;
-  const uint64_t off = f.last_pos[d];
-  if (f.region_start + off >= f.file_end) return false;
-  const uint64_t len = bs_->Next(d, f.file_end - f.region_start - off);
-  if (len == 0) return false;  // the block does not fit before the end of the file
+  uint64_t off = f.last_pos[d];
+  uint64_t len = 0;
+  if (strided_random_) {
+    // A random block of the zone's range; the range's map starts over with
+    // each zone (and each zonerange done when zonesize is larger), as fio's
+    // fio_file_reset in setup_strided_zone_mode; the job's offset stream goes on.
+    if (zone_bytes_ % zone_range_ == 0) {
+      for (auto& g : f.owned) g->Reset();
+    }
+    workload::OffsetGen& gen = *f.gen[d];
+    uint64_t block;
+    if (!gen.Next(&block)) return false;
+    const uint64_t unit = unit_[d];
+    off = f.zone_off + block * unit;
+    if (f.region_start + off >= f.file_end) return false;
+    len = bs_->Next(d, f.file_end - f.region_start - off);
+    if (len == 0) return false;
+    if (len > unit) {
+      // A block already used inside the range shortens the I/O; the range's
+      // end does not (fio's map takes the bits past it, the I/O goes on into
+      // the zone's skip, as fio issues it).
+      const uint64_t units = gen.Commit(block, (len + unit - 1) / unit);
+      if (units * unit < len && block + units < gen.n_blocks()) len = units * unit;
+    }
+  } else {
+    if (f.region_start + off >= f.file_end) return false;
+    len = bs_->Next(d, f.file_end - f.region_start - off);
+    if (len == 0) return false;  // the block does not fit before the end of the file
+  }
   f.last_pos[d] = off + len;
   zone_bytes_ += len;
   pass_left_ -= len < pass_left_ ? len : pass_left_;
@@ -236,12 +285,25 @@ bool IoGenerator::Rewind() {
   if (!wrap_ || pass_left_ < max_bs_ || filled_ == filled_at_rewind_) return false;
   filled_at_rewind_ = filled_;
   ResetFiles();
+  // fio runs the rest of io_size as further loops (keep_running, then
+  // clear_io_state): direction and size draws start over as in NewLoop. A
+  // pass replayed for verify meets the same rewind at the same I/O, so its
+  // mark stays right.
+  rwmix_->NewLoop(reseed_offsets_);
+  if (reseed_offsets_) bs_->Reseed();
   if (invalidate_on_rewind_) InvalidateCaches();
   return true;
 }
 
 void IoGenerator::InvalidateCaches() const {
   for (const auto& f : files_) InvalidateFileCache(f.fd, f.is_block_device, f.region_start, f.region_len);
+}
+
+void IoGenerator::NewLoop() {
+  rwmix_->NewLoop(reseed_offsets_);
+  if (reseed_offsets_) bs_->Reseed();
+  if (mark_rwmix_.has_value()) MarkPassStart();
+  ResetPass();
 }
 
 void IoGenerator::ResetPass() {

@@ -68,7 +68,9 @@ class IoGenerator {
   // current file for file_service_nr I/Os (sequential: until it is done),
   // then the next one in order (roundrobin, sequential) or a random one that
   // is not done (random).
-  inline bool Next(IoRequest& r) { return NextIn(r, rwmix_->Next()); }
+  // A pass whose bytes are issued takes no direction draw (fio stops before
+  // it fills another I/O).
+  inline bool Next(IoRequest& r) { return pass_left_ != 0 && NextIn(r, rwmix_->Next()); }
 
   // Next() in two steps, for rate pacing (pacing.h), which may pick the other
   // direction: NextDir() draws rwmix's direction, SwitchDir() tells rwmix the
@@ -82,17 +84,34 @@ class IoGenerator {
     while (pass_left_ != 0) {
       const size_t fi = cur_file_;
       FileState& f = files_[fi];
+      bool failed = false;
       if (!f.done) {
-        if (Fill(f, fi, r, d)) {
+        bool filled = Fill(f, fi, r, d);
+        if (!filled && reset_full_files_) {
+          // time_based random I/O: fio starts a used-up file's map over on
+          // the spot and draws again, the job's offset stream going on
+          // (get_next_rand_block), where a loop would re-seed it.
+          ResetFile(f);
+          filled = Fill(f, fi, r, d);
+        }
+        if (filled) {
           if (cmdprio_.active()) cmdprio_.Pick(static_cast<int>(r.op), r.len, &r.ioprio, &r.prio_slot);
           if (--service_left_ == 0) NextFile();
           return true;
         }
         f.done = true;
         ++files_done_;
+        failed = true;
+        rwmix_->Unissue();  // not issued: fio counts issued I/Os only
       }
       NextFile();
-      if (files_done_ == files_.size() && !Rewind()) pass_left_ = 0;
+      if (files_done_ == files_.size() && !Rewind()) {
+        pass_left_ = 0;
+      } else if (failed && rwmix_->is_mixed()) {
+        // fio fills the I/O again for the next file (or the next loop),
+        // direction first.
+        d = rwmix_->Next();
+      }
     }
     return false;
   }
@@ -102,6 +121,20 @@ class IoGenerator {
 
   // Starts a new pass: same random sequence again when repeatable (fio's lfsr/map reset).
   void ResetPass();
+  // time_based, the pass's bytes issued: a random job whose used-up files
+  // start over on the spot goes on where it is (fio's do_io does not stop
+  // at the bytes when time_based; no re-seed) and this returns true; false
+  // when the caller starts a new pass instead.
+  bool ContinueTimeBased() {
+    if (!reset_full_files_) return false;
+    pass_left_ = pass_bytes_;
+    return true;
+  }
+  // Starts the next loop (loops=N): ResetPass, and the direction and size
+  // draws start over as fio's clear_io_state re-seeds them under
+  // randrepeat=1 (rwmix draws a direction afresh either way). A pass mark
+  // (MarkPassStart) is taken again from there.
+  void NewLoop();
   // experimental_verify: MarkPassStart keeps the direction and block size
   // draws as a pass starts; ReplayPass starts the pass over from there, so
   // the same sequence comes out again (offsets repeat as ResetPass does).
@@ -144,7 +177,7 @@ class IoGenerator {
     std::array<uint64_t, jobspec::kNumDdirs> last_pos{};
     uint64_t file_end = 0;
   };
-  // zonemode=strided (sequential I/O): zonesize bytes in each zone, then the
+  // zonemode=strided (sequential or random I/O): zonesize bytes in each zone, then the
   // next zone zonerange + zoneskip further, back to the start past the end of
   // the file, as fio's setup_strided_zone_mode.
   bool FillStrided(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d);
@@ -224,9 +257,16 @@ class IoGenerator {
   // (fio stops when less than the largest block is left).
   bool Rewind();
   void ResetFiles();
+  void ResetFile(FileState& f);
 
   std::vector<FileState> files_;
   std::vector<int> fds_;
+  // The job's uniform random offset stream, shared by every file and
+  // direction (fio's td->random_state); re-seeded as passes start when
+  // randrepeat=1.
+  workload::Rng offset_rng_;
+  uint64_t offset_seed_ = 0;
+  bool reseed_offsets_ = true;
   std::optional<workload::RwMix> rwmix_;
   workload::CmdprioPlan cmdprio_;
   std::optional<workload::BlockSizePicker> bs_;
@@ -249,6 +289,7 @@ class IoGenerator {
   // zonemode=strided: zonesize, zonerange, zoneskip, and the bytes done in
   // the current zone (fio's td->zone_bytes).
   bool strided_ = false;
+  bool strided_random_ = false;  // random I/O: a random block of the zone's range
   uint64_t zone_size_ = 0, zone_range_ = 0, zone_skip_ = 0, zone_bytes_ = 0;
   size_t cur_file_ = 0;
   uint64_t service_nr_ = 1;    // I/Os per pick (file_service_type's :N; sequential: all)
@@ -263,6 +304,8 @@ class IoGenerator {
   uint64_t ios_cap_ = UINT64_MAX;    // number_ios x loops (x2 trimwrite); never reset
   uint64_t filled_at_rewind_ = 0;
   bool wrap_ = false;
+  bool reset_full_files_ = false;     // time_based random (random map or LFSR): ResetFile, not done
+  bool invalidate_on_reset_ = false;  // ... dropping the file's cache as fio does then
   bool invalidate_on_rewind_ = false;  // invalidate=1: a wrap drops the cache (fio reopens)
   char* buffers_ = nullptr;
   size_t slot_size_ = 0;

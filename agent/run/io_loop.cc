@@ -1,5 +1,7 @@
 #include "agent/run/io_loop.h"
 
+#include "agent/run/loop_files.h"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
@@ -320,18 +322,40 @@ bool IoLoop::NextPass(uint64_t now) {
   }
   if (job_.time_based && job_.runtime_us != 0) {
     // fio drops the cache as a time_based job's files start over (file_cache.h).
-    if (invalidate_on_time_wrap_) gen_.InvalidateCaches();
-    gen_.ResetPass();
+    if (!gen_.ContinueTimeBased()) {
+      if (invalidate_on_time_wrap_) gen_.InvalidateCaches();
+      gen_.ResetPass();
+    }
     return true;
   }
   if (++loops_done_ < job_.loops) {
+    if (cfg_.loop_files != nullptr) {
+      // unlink_each_loop: drain first, as fio does before it closes and
+      // unlinks the files (RunPhases calls StartNextLoop).
+      loop_switch_ = true;
+      stop_issuing_ = true;
+      return false;
+    }
     if (data_ != nullptr) data_->NewPass();
     if (job_.invalidate) gen_.InvalidateCaches();  // fio reopens the files each loop
-    gen_.ResetPass();
+    gen_.NewLoop();
     return true;
   }
   stop_issuing_ = true;
   return false;
+}
+
+bool IoLoop::StartNextLoop() {
+  if (error_ != 0 || ShouldStop(now_)) return false;
+  if (absl::Status s = cfg_.loop_files->StartLoop(); !s.ok()) {
+    error_ = EIO;
+    error_text_ = std::string(s.message());
+    return false;
+  }
+  if (data_ != nullptr) data_->NewPass();
+  gen_.NewLoop();
+  stop_issuing_ = false;
+  return true;
 }
 
 void IoLoop::EndFsync() {

@@ -97,6 +97,8 @@ struct WorkerMailbox {
   stats::JobStats snapshot;
 };
 
+class LoopFiles;  // loop_files.h
+
 struct LoopConfig {
   const jobspec::JobSpec* job = nullptr;
   int job_index = 0;             // clone index in the run (0-based)
@@ -113,6 +115,9 @@ struct LoopConfig {
   // The job's log stream (job_log.h); nullptr = the job writes no log, and
   // its loop is the one compiled without log recording.
   JobLog* log = nullptr;
+  // unlink_each_loop (loop_files.h): the job's files, replaced as each loop
+  // after the first starts, once the loop before has drained; null = none.
+  LoopFiles* loop_files = nullptr;
 };
 
 class IoLoop {
@@ -306,6 +311,9 @@ class IoLoop {
   }
   // Starts the next pass (loops / time_based); false when the job is done.
   bool NextPass(uint64_t now);
+  // unlink_each_loop, the loop before drained: new files, then the next
+  // loop. False (error_ set) when the files could not be replaced.
+  bool StartNextLoop();
   // The verify phase of a DataPath job: begins after a drained write pass.
   void BeginVerifyPhase();
   // fio's fsync=N rule (get_rw_ddir): the next I/O is an fsync whenever the
@@ -436,6 +444,9 @@ class IoLoop {
   // keeps a runtime per direction: writes in the write passes, reads in the
   // verify phases too).
   bool phase_switch_ = false;
+  // unlink_each_loop: a loop is over; the loop drains, then RunPhases
+  // replaces the files and starts the next one.
+  bool loop_switch_ = false;
   uint64_t phase_start_ns_ = 0;
   uint64_t write_phase_ns_ = 0;
   uint64_t verify_phase_ns_ = 0;
@@ -516,10 +527,15 @@ absl::Status IoLoop::RunPhases(E& e, Src& src) {
   phase_start_ns_ = now_;
   while (true) {
     const absl::Status st = RunShape<E, kLog>(e, src);
+    if constexpr (Src::kHooks) DrainAsync(src);  // verify_async: every block handed over is checked
+    if (loop_switch_) {
+      loop_switch_ = false;
+      if (!st.ok() || !StartNextLoop()) return st;
+      continue;
+    }
     if constexpr (!Src::kHooks) {
       return st;
     } else {
-      DrainAsync(src);  // verify_async: every block handed over is checked
       if (!st.ok() || !phase_switch_) return st;
       phase_switch_ = false;
       if (error_ != 0 || ShouldStop(now_) || data_->stop_requested()) return st;

@@ -32,6 +32,7 @@
 #include "agent/run/disk_util.h"
 #include "agent/telemetry/sampler.h"
 #include "agent/run/job_log.h"
+#include "agent/run/loop_files.h"
 #include "agent/run/sched_session.h"
 #include "agent/run/thread_start.h"
 #include "agent/run/worker.h"
@@ -560,6 +561,7 @@ absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOpti
                                    "iofleet does not have; use an async engine (io_uring, libaio) "
                                    "or iodepth=1"));
     }
+    if (absl::Status s = CheckUnlinkEachLoop(job); !s.ok()) return s;
     const bool passthrough = (eng->capabilities & kCapPassthrough) != 0;
     if (job.hipri && !job.direct && !passthrough) {
       return JobError(job, "hipri", "1", "polled I/O (IOPOLL) needs direct=1");

@@ -91,10 +91,13 @@ absl::Status Worker::Prepare() {
   // Files.
   const bool writes = jobspec::HasWrite(job.rw) || jobspec::HasTrim(job.rw);
   std::vector<GenFile> gen_files;
+  std::vector<LoopFiles::File> loop_files;
+  int open_flags = 0;
   for (const TargetFile& tf : spec_.files) {
     int fd = -1;
     if (!no_io) {
       int flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+      open_flags = flags;
       // Passthrough (io_uring_cmd) bypasses the page cache by itself; a char
       // device refuses O_DIRECT.
       if (job.direct && (engine_->Capabilities() & kCapPassthrough) == 0) flags |= O_DIRECT;
@@ -112,6 +115,7 @@ absl::Status Worker::Prepare() {
       }
     }
     fds_.push_back(fd);
+    loop_files.push_back({tf.path, fd, tf.is_block_device});
     GenFile gf{fd, tf.region_start, tf.region_len, tf.file_size};
     gf.is_block_device = tf.is_block_device;
     if (job.zone_mode == jobspec::ZoneMode::kZbd && !no_io) {
@@ -241,6 +245,10 @@ absl::Status Worker::Prepare() {
 
   LoopConfig lc;
   lc.job = &job;
+  if (job.unlink_each_loop && job.loops > 1 && !no_io) {
+    loop_files_ = std::make_unique<LoopFiles>(job.name, std::move(loop_files), open_flags & ~O_CLOEXEC);
+    lc.loop_files = loop_files_.get();
+  }
   lc.data = data_.get();
   lc.job_index = spec_.clone_index;
   lc.interval_ns = static_cast<uint64_t>(interval_ms_) * 1000000ull;

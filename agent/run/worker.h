@@ -11,6 +11,7 @@
 #include "agent/run/data_path.h"
 #include "agent/run/io_generator.h"
 #include "agent/run/io_loop.h"
+#include "agent/run/loop_files.h"
 #include "agent/run/zbd.h"
 #include "common/jobspec/job_spec.h"
 #include "common/stats/job_stats.h"
@@ -81,6 +82,7 @@ class Worker {
   uint32_t interval_ms_;
   bool streaming_;
   std::vector<int> fds_;
+  std::unique_ptr<LoopFiles> loop_files_;  // unlink_each_loop (loop_files.h)
   void* buffers_ = nullptr;
   size_t buffers_size_ = 0;
   size_t slot_size_ = 0;

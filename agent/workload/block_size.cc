@@ -73,7 +73,8 @@ absl::StatusOr<BlockSizePicker> BlockSizePicker::Create(const BlockSizeOptions& 
     d.min_bs = in.min_bs;
     d.max_bs = in.max_bs;
     d.pow2 = std::has_single_bit(in.min_bs);
-    d.rng.Seed(options.seeds[i], options.use64);
+    d.seed = options.seeds[i];
+    d.rng.Seed(d.seed, options.use64);
     if (!in.split.empty()) {
       // Threshold for "r / cum <= max / 100" in integer arithmetic:
       // r < (max/100 + 1) * cum, saturated at the generator's max.

@@ -68,6 +68,12 @@ class BlockSizePicker {
     return NextVariable(d, max_len);
   }
 
+  // Starts every direction's size stream over from its seed (fio re-seeds
+  // bsrange_state as each loop starts under randrepeat=1).
+  void Reseed() {
+    for (Dir& d : dirs_) d.rng.Seed(d.seed, d.rng.is_64bit());
+  }
+
   uint64_t min_bs(jobspec::Ddir ddir) const { return dirs_[ddir].min_bs; }
   uint64_t max_bs(jobspec::Ddir ddir) const { return dirs_[ddir].max_bs; }
   bool is_fixed(jobspec::Ddir ddir) const { return dirs_[ddir].fixed; }
@@ -84,6 +90,7 @@ class BlockSizePicker {
     bool pow2 = true;
     std::vector<Entry> entries;  // empty: bsrange
     Rng rng;
+    uint64_t seed = 0;  // rng's seed (Reseed)
   };
 
   static constexpr int kMaxFitDraws = 4096;

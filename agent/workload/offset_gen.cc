@@ -102,10 +102,15 @@ bool OffsetGen::NextCovered(uint64_t* block) {
     last_end_ = *block + 1;
     return true;
   }
-  // Random map.
-  if (map_->full()) return false;
+  // Random map. A full map still takes a draw, as fio draws before it finds
+  // no free block (axmap_next_free); the draw moves the job's shared stream
+  // (ShareRng), so the next file's offsets stay fio's.
+  if (map_->full()) {
+    if (seq_nr_ == 1) rng().Next();
+    return false;
+  }
   if (seq_nr_ > 1 && SequentialTurn(block)) return true;
-  const uint64_t b = rng_.Below(n_blocks_);
+  const uint64_t b = rng().Below(n_blocks_);
   if (map_->Set(b)) {
     *block = b;
     last_end_ = b + 1;
@@ -139,7 +144,7 @@ void OffsetGen::Reset() {
   if (map_) map_->Reset();
   if (lfsr_) lfsr_->Reset();
   if (reseed_on_reset_) {
-    rng_.Seed(seed_, rng_.is_64bit());
+    if (shared_rng_ == nullptr) rng_.Seed(seed_, rng_.is_64bit());
     if (dist_) dist_->Reseed();
   }
 }

@@ -115,14 +115,14 @@ class OffsetGen {
       }
       case OffsetMode::kRandomNoMap:
         if (seq_nr_ > 1 && SequentialTurn(block)) return true;
-        *block = last_end_ = rng_.Below(n_blocks_);
+        *block = last_end_ = rng().Below(n_blocks_);
         ++last_end_;
         return true;
       case OffsetMode::kRandomMap:
         // Fast path: the drawn block is still free (inline; the search for the
         // next free block when it is not stays out of line).
         if (seq_nr_ == 1 && !map_->full()) {
-          const uint64_t b = rng_.Below(n_blocks_);
+          const uint64_t b = rng().Below(n_blocks_);
           if (map_->Set(b)) {
             *block = b;
             last_end_ = b + 1;
@@ -154,6 +154,13 @@ class OffsetGen {
   // e.g. to a zone's write pointer; fio's last_pos follows the I/O issued).
   void SetSequentialEnd(uint64_t block_end) { last_end_ = block_end; }
 
+  // Draws random offsets from `rng` (owned by the caller, who outlives this
+  // generator and re-seeds it as passes start) instead of this generator's
+  // own stream: fio 3.33 draws the offsets of every file of a job from one
+  // stream (td->random_state), each scaled to its own file's blocks. Only
+  // the random-map and norandommap modes draw from it.
+  void ShareRng(Rng* rng) { shared_rng_ = rng; }
+
   uint64_t n_blocks() const { return n_blocks_; }
   OffsetMode mode() const { return mode_; }
   // Random map mode: blocks used so far in this pass.
@@ -161,6 +168,7 @@ class OffsetGen {
 
  private:
   OffsetGen() = default;
+  Rng& rng() { return shared_rng_ != nullptr ? *shared_rng_ : rng_; }
   bool NextCovered(uint64_t* block);
   // Random map: `drawn` was already used; take the next free block after it.
   bool NextFreeAfter(uint64_t drawn, uint64_t* block);
@@ -192,6 +200,7 @@ class OffsetGen {
   bool reseed_on_reset_ = true;
   uint64_t seed_ = 0;
   Rng rng_;
+  Rng* shared_rng_ = nullptr;  // ShareRng(); null = rng_
   std::optional<Axmap> map_;
   std::optional<Lfsr> lfsr_;
   std::optional<OffsetDistribution> dist_;

@@ -11,6 +11,7 @@ absl::StatusOr<RwMix> RwMix::Create(jobspec::RwPattern rw, uint32_t rwmixread, u
   }
   using jobspec::RwPattern;
   RwMix m;
+  m.seed_ = seed;
   m.rng_.Seed(seed);
   m.mix_ = {rwmixread, 100 - uint64_t{rwmixread}};
   switch (rw) {

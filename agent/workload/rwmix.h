@@ -62,10 +62,26 @@ class RwMix {
     ++issues_[cur_];
   }
 
+  // The I/O Next() just picked was not issued (its file had no offset left):
+  // its count goes back, so the next Next() decides again where fio's
+  // get_rw_ddir would for the next file (set_io_u_file re-runs fill_io_u).
+  void Unissue() {
+    if (mode_ == Mode::kMix && issues_[cur_] != 0) --issues_[cur_];
+  }
+
   // rwmix percentage of the direction other than d (0 when not mixed).
   uint32_t OtherShare(jobspec::Ddir d) const {
     if (mode_ != Mode::kMix || d > jobspec::kWrite) return 0;
     return static_cast<uint32_t>(mix_[d ^ 1]);
+  }
+
+  // A new loop of the job (fio's clear_io_state): the next I/O draws its
+  // direction afresh (rwmix_issues = 0; the issue counts and the current
+  // direction stay), and with `reseed` (randrepeat=1) the stream starts over.
+  void NewLoop(bool reseed) {
+    if (mode_ != Mode::kMix) return;
+    threshold_ = 0;
+    if (reseed) rng_.Seed(seed_);
   }
 
   // Restarts the issue counts (not the random stream), e.g. after ramp.
@@ -93,6 +109,7 @@ class RwMix {
   std::array<uint64_t, 2> mix_{50, 50};  // percent read, percent write
   uint64_t threshold_ = 0;
   Tausworthe32 rng_;
+  uint64_t seed_ = 0;  // rng_'s seed (NewLoop)
 };
 
 }  // namespace iofleet::agent::workload

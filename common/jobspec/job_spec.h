@@ -296,6 +296,7 @@ struct JobSpec {
   double file_service_value = 0;
   double file_service_center = -1;
   bool unlink = false;
+  bool unlink_each_loop = false;  // new, empty files as each loop after the first starts
   bool fsync_on_close = false;
   SyncMode sync = SyncMode::kNone;
   uint32_t fdatasync = 0;            // fdatasync every N writes; 0 = never

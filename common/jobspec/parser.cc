@@ -896,10 +896,15 @@ absl::Status CheckRunnable(const JobList& list) {
                   "limit and fails); give numjobs >= 1");
     }
     if (j.zone_mode == ZoneMode::kStrided) {
-      // The agent runs fio's strided zones for sequential I/O on one file.
-      if (IsRandom(j.rw)) {
+      // The agent runs fio's strided zones for sequential and uniform random
+      // I/O on one file.
+      if (IsRandom(j.rw) && j.random_distribution != RandomDistribution::kRandom) {
         return fail("zonemode", "strided",
-                    "strided zones with random I/O are not implemented by the agent yet (sequential I/O is)");
+                    "strided zones with a random_distribution other than random are not implemented by the agent yet");
+      }
+      if (IsRandom(j.rw) && j.rw_sequencer_nr > 1) {
+        return fail("zonemode", "strided",
+                    "strided zones with rw=...:N (a new random offset every N I/Os) are not implemented by the agent yet");
       }
       if (j.nrfiles > 1) {
         return fail("zonemode", "strided",

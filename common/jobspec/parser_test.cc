@@ -1440,11 +1440,15 @@ TEST(FioGrammarTest, ZoneOptionsParseAndBadValuesNameTheOption) {
   auto l = ParseJobText("[a]\nzonemode=zbd\nzonesize=1m\nzonecapacity=2m\n", "t.fio");
   ASSERT_FALSE(l.ok());
   EXPECT_THAT(std::string(l.status().message()), HasSubstr("zonecapacity 2097152 is larger than zonesize"));
-  // Strided zones run for sequential I/O on one file; random I/O is refused
-  // naming the option.
+  // Strided zones run for sequential and uniform random I/O on one file; a
+  // random_distribution or rw=randread:N with them is refused naming the option.
   EXPECT_TRUE(CheckRunnable(MustParse("[a]\nzonemode=strided\nzonesize=1m\n")).ok());
-  EXPECT_THAT(std::string(CheckRunnable(MustParse("[a]\nrw=randread\nzonemode=strided\nzonesize=1m\n")).message()),
-              HasSubstr("option \"zonemode\": value \"strided\": strided zones with random I/O are not implemented"));
+  EXPECT_TRUE(CheckRunnable(MustParse("[a]\nrw=randread\nzonemode=strided\nzonesize=1m\n")).ok());
+  EXPECT_THAT(std::string(CheckRunnable(MustParse("[a]\nrw=randread\nrandom_distribution=zipf:1.2\n"
+                                                  "zonemode=strided\nzonesize=1m\n")).message()),
+              HasSubstr("option \"zonemode\": value \"strided\": strided zones with a random_distribution"));
+  EXPECT_THAT(std::string(CheckRunnable(MustParse("[a]\nrw=randread:4\nzonemode=strided\nzonesize=1m\n")).message()),
+              HasSubstr("option \"zonemode\": value \"strided\": strided zones with rw=...:N"));
   // fio: a zonesize without zonemode means strided zones (never silently
   // ignored), and an explicit zonemode=none with a zonesize is refused.
   JobSpec implied = MustParseJob("zonesize=16k\nzonerange=64k\n");

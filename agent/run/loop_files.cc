@@ -1,0 +1,59 @@
+#include "agent/run/loop_files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace iofleet::agent {
+
+absl::Status LoopFiles::StartLoop() {
+  ++loops_started_;
+  for (File& f : files_) {
+    if (f.is_block_device || f.fd < 0) continue;
+    if (::unlink(f.path.c_str()) != 0 && errno != ENOENT) {
+      return absl::InternalError(absl::StrCat("job \"", job_name_, "\": unlink_each_loop: unlink ", f.path,
+                                              ": ", std::strerror(errno)));
+    }
+    const int fd = ::open(f.path.c_str(), open_flags_ | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return absl::InternalError(absl::StrCat("job \"", job_name_, "\": unlink_each_loop: open ", f.path,
+                                              ": ", std::strerror(errno)));
+    }
+    if (::dup3(fd, f.fd, O_CLOEXEC) < 0) {
+      const int err = errno;
+      ::close(fd);
+      return absl::InternalError(absl::StrCat("job \"", job_name_, "\": unlink_each_loop: dup3 ", f.path,
+                                              ": ", std::strerror(err)));
+    }
+    ::close(fd);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckUnlinkEachLoop(const jobspec::JobSpec& job) {
+  if (!job.unlink_each_loop || job.loops <= 1) return absl::OkStatus();
+  auto refuse = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("job \"", job.name,
+                                                   "\": option \"unlink_each_loop\": value \"1\": ", why));
+  };
+  if (!jobspec::HasWrite(job.rw)) {
+    return refuse(absl::StrCat("rw=", jobspec::RwPatternName(job.rw), " with loops=", job.loops,
+                               " does not write, so the files unlinked after the first loop cannot be "
+                               "opened again (fio 3.33 fails the second loop with ENOENT)"));
+  }
+  if (!job.allow_file_create) {
+    return refuse("allow_file_create=0 forbids creating the files again after they are unlinked");
+  }
+  if (job.zone_mode == jobspec::ZoneMode::kZbd) return refuse("zonemode=zbd works on block devices, which are never unlinked");
+  if (job.registerfiles || job.sqthread_poll) {
+    return refuse("registered files (registerfiles, sqthread_poll) would keep the unlinked file; "
+                  "fio 3.33 also needs every file open for the whole job with them");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace iofleet::agent

@@ -1,0 +1,52 @@
+// unlink_each_loop (fio 3.33): as each loop after the first starts, the job's
+// regular files are closed and unlinked, and the job goes on in new, empty
+// files of the same names (fio's clear_io_state, unlink_all_files, then its
+// next open with O_CREAT). The I/O pattern is unchanged: offsets still span
+// the laid-out size, as fio keeps the file's size from the layout.
+//
+// The new file takes the old one's descriptor number (dup3), so the
+// generator, the engine and the data path keep their fds; the I/O loop calls
+// StartLoop() only once the previous loop's I/Os have all completed (as fio
+// drains before clear_io_state). Never per I/O.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/jobspec/job_spec.h"
+
+namespace iofleet::agent {
+
+class LoopFiles {
+ public:
+  struct File {
+    std::string path;
+    int fd = -1;  // the job's descriptor for it (kept across loops)
+    bool is_block_device = false;
+  };
+  // `open_flags`: the flags the worker opened the files with.
+  LoopFiles(std::string job_name, std::vector<File> files, int open_flags)
+      : job_name_(std::move(job_name)), files_(std::move(files)), open_flags_(open_flags) {}
+
+  // Unlinks every regular file and puts a new, empty one in its place under
+  // the same descriptor. Block devices are left alone (fio: regular files only).
+  absl::Status StartLoop();
+
+  // The loops whose files this job replaces (tests, logs).
+  int loops_started() const { return loops_started_; }
+
+ private:
+  std::string job_name_;
+  std::vector<File> files_;
+  int open_flags_ = 0;
+  int loops_started_ = 0;
+};
+
+// Refuses, before any I/O, an unlink_each_loop job that could not reopen its
+// files as fio would (fio fails the second loop): a job that does not write
+// (its reopen does not create), allow_file_create=0, zonemode=zbd, or
+// registered files (io_uring registerfiles / sqthread_poll hold the old file).
+absl::Status CheckUnlinkEachLoop(const jobspec::JobSpec& job);
+
+}  // namespace iofleet::agent

@@ -1,0 +1,92 @@
+// unlink_each_loop on real temp files: each loop after the first writes new
+// files of the same names (the ones before are unlinked), as fio 3.33 does;
+// a job that could not reopen its files is refused before any I/O. The I/Os
+// themselves are checked against fio's write_iolog in
+// multi_file_offsets_test.cc (testdata write-nrfiles2-unlink-each-loop).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "agent/run/run_test_fixture.h"
+
+namespace iofleet::agent {
+namespace {
+
+class UnlinkEachLoopTest : public RunTestFixture {};
+
+// Two 32 KiB files laid out by the test and held open: after a 3-loop write
+// job with unlink_each_loop the names hold other files (new inodes, the last
+// loop's data, 32 KiB each) and the files the job started with are unlinked.
+// Without the option the job writes the same files in place.
+TEST_F(UnlinkEachLoopTest, EachLoopWritesNewFilesAndTheOldOnesAreGone) {
+  for (const bool each_loop : {true, false}) {
+    SCOPED_TRACE(each_loop ? "unlink_each_loop=1" : "unlink_each_loop=0");
+    const std::vector<std::string> names = {Path(each_loop ? "u.0.0" : "k.0.0"),
+                                            Path(each_loop ? "u.0.1" : "k.0.1")};
+    std::vector<int> held;
+    std::vector<ino_t> inodes;
+    for (const std::string& name : names) {
+      const int fd = ::open(name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      ASSERT_GE(fd, 0) << name;
+      ASSERT_EQ(::ftruncate(fd, 32 << 10), 0);
+      struct stat st {};
+      ASSERT_EQ(::fstat(fd, &st), 0);
+      held.push_back(fd);
+      inodes.push_back(st.st_ino);
+    }
+    const RunResult r =
+        MustRun(std::string("[") + (each_loop ? "u" : "k") + "]\nrw=write\nbs=4k\nsize=64k\nnrfiles=2\nloops=3\n" +
+                "unlink_each_loop=" + (each_loop ? "1" : "0") + "\ndirectory=" + dir_ + "\n");
+    ASSERT_EQ(r.jobs.size(), 1u);
+    EXPECT_EQ(r.jobs[0].error, 0);
+    EXPECT_EQ(r.jobs[0].dir[1].io_bytes, 3u * (64 << 10)) << "three loops of 64 KiB";
+    for (size_t i = 0; i < names.size(); ++i) {
+      struct stat now {};
+      ASSERT_EQ(::stat(names[i].c_str(), &now), 0) << names[i] << ": the last loop's file stays";
+      struct stat old {};
+      ASSERT_EQ(::fstat(held[i], &old), 0);
+      EXPECT_EQ(now.st_size, 32 << 10) << names[i];
+      if (each_loop) {
+        EXPECT_NE(now.st_ino, inodes[i]) << names[i] << " is still the file the job started with";
+        EXPECT_EQ(old.st_nlink, 0u) << names[i] << ": the first loop's file was not unlinked";
+      } else {
+        EXPECT_EQ(now.st_ino, inodes[i]) << names[i];
+        EXPECT_EQ(old.st_nlink, 1u) << names[i];
+      }
+      ::close(held[i]);
+    }
+  }
+}
+
+// fio 3.33 fails a read job's second loop (its files are gone: ENOENT);
+// iofleet refuses the job before any I/O, naming the option. One loop has
+// nothing to unlink, so it runs.
+TEST_F(UnlinkEachLoopTest, AJobThatCannotReopenItsFilesIsRefused) {
+  const std::string base = "[r]\nrw=randread\nbs=4k\nsize=64k\nunlink_each_loop=1\ndirectory=" + dir_ + "\n";
+  auto refused = RunJobs(Parse(base + "loops=2\n"), RunOptions{});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("unlink_each_loop"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("does not write"), std::string::npos) << refused.status();
+  EXPECT_NE(::access(Path("r.0.0").c_str(), F_OK), 0) << "refused before the file was laid out";
+
+  // The file exists, so only the reopen after the unlink would create one.
+  const int fd = ::open(Path("w.0.0").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, 64 << 10), 0);
+  ::close(fd);
+  auto no_create = RunJobs(Parse("[w]\nrw=write\nbs=4k\nsize=64k\nloops=2\nunlink_each_loop=1\n"
+                                 "allow_file_create=0\ndirectory=" + dir_ + "\n"),
+                           RunOptions{});
+  ASSERT_FALSE(no_create.ok());
+  EXPECT_NE(no_create.status().message().find("allow_file_create=0"), std::string::npos) << no_create.status();
+
+  const RunResult one = MustRun(base + "loops=1\n");
+  ASSERT_EQ(one.jobs.size(), 1u);
+  EXPECT_EQ(one.jobs[0].dir[0].io_bytes, 64u << 10);
+}
+
+}  // namespace
+}  // namespace iofleet::agent

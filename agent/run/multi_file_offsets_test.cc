@@ -1,0 +1,101 @@
+// Jobs over several files, and jobs of several loops or io_size passes, issue
+// fio 3.33's I/Os, I/O for I/O: the same file, direction, offset and size in
+// the same order as fio's --write_iolog for the same job
+// (testdata/fio-3.33-multifile/*.iolog, made by regen.sh there). fio draws
+// every file's random offsets from one stream per job, each scaled to its
+// file; a file whose random map is full still takes a draw, and the I/O is
+// filled again (direction first) for the next file; each loop re-seeds the
+// direction, size and offset streams; a time_based random job starts a used-up
+// file's map over on the spot without a re-seed. Real runs on temp files.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "agent/run/run_test_fixture.h"
+
+namespace iofleet::agent {
+namespace {
+
+const std::string kTestdata =
+    std::string(IOFLEET_SOURCE_DIR) + "/agent/run/testdata/fio-3.33-multifile/";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The I/O lines of a write_iolog ("<file> <op> <offset> <len>", the file by
+// its base name); add/open/close lines are left out.
+std::vector<std::string> IoLines(const std::string& log) {
+  std::vector<std::string> out;
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::vector<std::string> w;
+    for (std::string s; f >> s;) w.push_back(s);
+    // Version 3 lines start with a timestamp: "<ms> <file> <op> [<off> <len>]".
+    if (w.size() != 5) continue;
+    if (w[2] != "read" && w[2] != "write" && w[2] != "trim") continue;
+    out.push_back(std::filesystem::path(w[1]).filename().string() + " " + w[2] + " " + w[3] + " " +
+                  w[4]);
+  }
+  return out;
+}
+
+std::vector<std::string> TestJobs() {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(kTestdata)) {
+    if (e.path().extension() == ".fio") names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class MultiFileOffsetsTest : public RunTestFixture {};
+
+TEST_F(MultiFileOffsetsTest, IoLogIsFiosForTheSameJob) {
+  const std::vector<std::string> jobs = TestJobs();
+  ASSERT_GE(jobs.size(), 8u) << "testdata missing under " << kTestdata;
+  for (const std::string& name : jobs) {
+    SCOPED_TRACE(name);
+    const std::vector<std::string> want = IoLines(ReadFile(kTestdata + name + ".iolog"));
+    ASSERT_FALSE(want.empty());
+    const std::string dir = Path(name);
+    ASSERT_TRUE(std::filesystem::create_directory(dir));
+    const std::string log = dir + "/out.iolog";
+    MustRun(ReadFile(kTestdata + name + ".fio") + "directory=" + dir + "\nwrite_iolog=" + log + "\n");
+    const std::vector<std::string> got = IoLines(ReadFile(log));
+    size_t same = 0;
+    size_t first_diff = std::min(want.size(), got.size());
+    for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+      if (want[i] == got[i]) {
+        ++same;
+      } else if (first_diff == std::min(want.size(), got.size())) {
+        first_diff = i;
+      }
+    }
+    const bool time_based = ReadFile(kTestdata + name + ".fio").find("\ntime_based\n") != std::string::npos;
+    if (time_based) {
+      // The count depends on the machine: the lines both runs have must be
+      // the same (a few used-up maps started over, as fio does, at least).
+      ASSERT_GE(got.size(), 64u);
+      EXPECT_EQ(same, std::min(want.size(), got.size()))
+          << "identical I/Os: " << same << "; first difference at I/O " << first_diff;
+      continue;
+    }
+    EXPECT_EQ(got.size(), want.size());
+    EXPECT_EQ(same, want.size()) << "identical I/Os: " << same << " of " << want.size()
+                                 << "; first difference at I/O " << first_diff << ": fio \""
+                                 << (first_diff < want.size() ? want[first_diff] : "") << "\", iofleet \""
+                                 << (first_diff < got.size() ? got[first_diff] : "") << "\"";
+  }
+}
+
+}  // namespace
+}  // namespace iofleet::agent
