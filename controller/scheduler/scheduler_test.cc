@@ -3,9 +3,11 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -1166,7 +1168,10 @@ class RefusingStore final : public Store {
     if (refuse) return absl::UnavailableError("controller storage is full: refused by the test");
     return inner_->Write(std::move(batch));
   }
+  // Runs before each record is queued (may wrap its callback; tests only).
+  std::function<void(std::function<void(bool)>&)> on_append;
   void AppendInterval(IntervalRow row, std::function<void(bool)> done) override {
+    if (on_append) on_append(done);
     inner_->AppendInterval(std::move(row), std::move(done));
   }
   absl::Status Flush() override { return inner_->Flush(); }
@@ -1237,6 +1242,83 @@ TEST_F(SchedulerTest, NothingIsActedOnWhenTheCommitFails) {
   EXPECT_EQ(StateOf(j1 + "-1"), v1::RUN_STATE_SUCCEEDED);
   const std::string j2 = Submit(Spec({"a"}, "[job]\nfilename=/dev/nvme7n1\nsize=1m\n"));
   EXPECT_THAT(again->Assigned(), ElementsAre(j2 + "-1"));
+}
+
+// Records before results, with the store's priority lane (batch_writer.h):
+// the run's records are still queued at the store when its RunFinished
+// arrives (the writer is held inside one record's commit callback, and 4 items
+// make a transaction), and the run's end, a priority batch, must still be
+// committed after every one of them: the run is not flagged incomplete, and
+// when the agent's RunFinished is answered every record is stored. Fails if
+// the lane lets the end (or the flush it waits on) overtake the records.
+TEST_F(SchedulerTest, ARunsEndIsCommittedAfterItsQueuedRecords) {
+  sched_.reset();
+  store_.reset();
+  SqliteStoreOptions so;
+  so.max_batch = 4;
+  auto inner = OpenSqliteStore(path_, so);
+  ASSERT_TRUE(inner.ok()) << inner.status();
+  auto gated = std::make_unique<RefusingStore>(std::move(*inner));
+  RefusingStore* gs = gated.get();
+  store_ = std::move(gated);
+  Open2();
+  auto a = Connect("a");
+  const std::string r = Submit(Spec({"a"})) + "-1";
+  Started("a", a.get(), r);
+  std::promise<void> held, go;
+  std::shared_future<void> release = go.get_future().share();
+  bool released = false;
+  auto release_writer = [&] {
+    if (!released) go.set_value();
+    released = true;
+  };
+  gs->on_append = [&held, release](std::function<void(bool)>& done) {
+    done = [&held, release, inner = std::move(done)](bool inserted) {
+      held.set_value();
+      release.wait();
+      if (inner) inner(inserted);
+    };
+  };
+  constexpr uint64_t kRecords = 40;
+  auto record = [&](uint64_t seq) {
+    v1::AgentMessage m;
+    m.mutable_interval()->set_run_id(r);
+    m.mutable_interval()->set_seq(seq);
+    m.mutable_interval()->mutable_read()->set_ios(100);
+    sched_->AgentMessage("a", a.get(), m);
+  };
+  record(0);
+  gs->on_append = nullptr;
+  held.get_future().wait();  // the writer is inside record 0's callback
+  for (uint64_t seq = 1; seq < kRecords; ++seq) record(seq);
+  v1::AgentMessage fin;
+  v1::RunFinished* f = fin.mutable_run_finished();
+  f->set_run_id(r);
+  f->set_ok(true);
+  f->set_result_json(ResultJson(r));
+  f->set_last_seq_total(kRecords);
+  f->add_next_seq(kRecords);
+  std::thread agent([&] { sched_->AgentMessage("a", a.get(), fin); });
+  // RunFinished found the records not all committed and waits on a flush
+  // queued behind them (no time bound here: ctest's timeout is the bound).
+  // (Either lane: a flush filed in the wrong lane fails the checks below.)
+  for (;;) {
+    const StoreStats q = store_->Stats();
+    if (q.queued_batches + q.queued_in_order >= kRecords) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  release_writer();
+  agent.join();
+  auto counts = store_->IntervalCounts(r);
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  ASSERT_EQ(counts->size(), 1u);
+  EXPECT_EQ(counts->at(0).first, kRecords) << "RunFinished was answered before its records";
+  EXPECT_EQ(counts->at(0).second, kRecords);
+  auto run = sched_->GetRun(r);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_FALSE(run->samples_incomplete()) << run->samples_note();
+  EXPECT_EQ(run->missing_seqs_size(), 0);
 }
 
 }  // namespace

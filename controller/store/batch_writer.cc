@@ -29,7 +29,7 @@ bool BatchWriter::Enqueue(std::unique_ptr<WriterItem> item) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (stop_) return false;
-    queue_.push_back(std::move(item));
+    (item->kind == WriterItem::kBatch ? ahead_ : queue_).push_back(std::move(item));
   }
   cv_.notify_one();
   return true;
@@ -64,7 +64,10 @@ absl::Status BatchWriter::Flush() {
 
 StoreStats BatchWriter::Stats() {
   std::lock_guard<std::mutex> l(mu_);
-  return stats_;
+  StoreStats s = stats_;
+  s.queued_batches = ahead_.size();
+  s.queued_in_order = queue_.size();
+  return s;
 }
 
 // Interval records whose transaction failed with a retryable error (disk full,
@@ -82,16 +85,24 @@ void BatchWriter::Loop() {
       if (backoff_ms > 0) {
         // Only retries queued: back off. Anything new (a Write waiting for its
         // answer, a fresh record) is tried at once, so a 503 comes back fast.
-        cv_.wait_for(l, std::chrono::milliseconds(backoff_ms),
-                     [this] { return stop_ || queue_.size() > retrying_; });
+        cv_.wait_for(l, std::chrono::milliseconds(backoff_ms), [this] {
+          return stop_ || !ahead_.empty() || queue_.size() > retrying_;
+        });
       }
-      cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_ and drained
+      cv_.wait(l, [this] { return stop_ || !ahead_.empty() || !queue_.empty(); });
+      if (ahead_.empty() && queue_.empty()) return;  // stop_ and drained
+      // The priority lane first (see the header), then the in-order lane.
+      while (!ahead_.empty() && static_cast<int>(items.size()) < max_batch_) {
+        items.push_back(std::move(ahead_.front()));
+        ahead_.pop_front();
+      }
+      size_t in_order = 0;
       while (!queue_.empty() && static_cast<int>(items.size()) < max_batch_) {
         items.push_back(std::move(queue_.front()));
         queue_.pop_front();
+        ++in_order;
       }
-      retrying_ -= std::min(retrying_, items.size());
+      retrying_ -= std::min(retrying_, in_order);
     }
     const absl::Status txn = commit_(items);
     std::vector<std::unique_ptr<WriterItem>> retry;

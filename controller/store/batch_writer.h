@@ -4,6 +4,19 @@
 // of callbacks and shutdown draining live here once, so every backend behaves
 // the same (store_conformance.h checks it).
 //
+// Two lanes. Write batches (the control loop's state: placements, run starts
+// and ends, job states; run logs; history) go in the priority lane, interval
+// records and flush markers in the in-order lane. Each transaction takes the
+// priority lane first, oldest first, then fills up with the in-order lane, so a
+// batch waits for at most the transaction being committed, never for the
+// interval records queued ahead of it (at 10,000 records/s that backlog is
+// seconds). Records and flushes keep their order among themselves, and a flush
+// still waits for everything queued before it: batches queued before it are
+// committed first (their lane drains first) and records before it are ahead of
+// it in its own lane. What a batch must not overtake it waits for with Flush()
+// first: a run's end is recorded only after its records (Scheduler::CheckSamples
+// flushes when the run's records are not all committed yet).
+//
 // Thread-safety: Write, AppendInterval, Flush and Stats may be called from any
 // thread. The commit function runs on the writer thread only.
 #pragma once
@@ -71,7 +84,8 @@ class BatchWriter {
   const Commit commit_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<WriterItem>> queue_;
+  std::deque<std::unique_ptr<WriterItem>> ahead_;  // priority lane: batches
+  std::deque<std::unique_ptr<WriterItem>> queue_;  // in-order lane: records, flushes
   bool stop_ = false;
   size_t retrying_ = 0;        // retried interval records at the head of queue_
   bool logged_retry_ = false;  // writer thread only

@@ -236,13 +236,19 @@ struct WriteBatch {
 struct StoreStats {
   uint64_t transactions = 0;  // committed writer transactions
   uint64_t items = 0;         // batches + interval records they carried
+  // Waiting in the writer's queue now: Write batches (the priority lane), and
+  // interval records and flushes (the in-order lane).
+  uint64_t queued_batches = 0;
+  uint64_t queued_in_order = 0;
 };
 
 class Store {
  public:
   virtual ~Store() = default;
 
-  // Applies `batch` atomically; returns after commit.
+  // Applies `batch` atomically; returns after commit. A batch is committed
+  // ahead of interval records queued before it (it does not wait for them):
+  // call Flush() first when what it records depends on them (a run's end).
   virtual absl::Status Write(WriteBatch batch) = 0;
 
   // Queues one interval record. `done(inserted)` runs on the writer thread after the
