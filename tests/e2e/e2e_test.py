@@ -471,7 +471,7 @@ def case_interval_total_latency():
                     check(("lat_hist" in r[d]) == want,
                           f"{extra.strip()}: record {r['seq']} {d} lat_hist present={not want}")
             if want:
-                lat = run["result"]["jobs"][0]["read"]["lat_ns"]
+                lat = env.get(f"/runs/{run['id']}")["result"]["jobs"][0]["read"]["lat_ns"]
                 check(lat.get("bins"), f"lat_percentiles=1 result has no lat_ns bins: {lat}")
 
 
