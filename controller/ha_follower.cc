@@ -19,6 +19,7 @@
 #include "controller/api/rest/rest_server.h"
 #include "controller/api/status_map.h"
 #include "controller/ha_forward.h"
+#include "controller/ha_live_reads.h"
 #include "controller/scheduler/store_reads.h"
 #include "controller/store/store.h"
 #include "iofleet/v1/agent.grpc.pb.h"
@@ -30,7 +31,9 @@
 #include "controller/compare/job_compare.h"
 #endif
 #ifdef IOFLEET_HAVE_HISTORY
+#include "controller/history/grpc_service.h"
 #include "controller/history/rest_routes.h"
+#include "controller/history/worker.h"
 #endif
 
 namespace iofleet::controller {
@@ -62,11 +65,19 @@ class LeaderBook {
   }
   // A stub on the leader's gRPC address, or nullptr with `why`.
   std::unique_ptr<v1::ControllerService::Stub> Stub(std::string* why) {
+    std::shared_ptr<grpc::Channel> c = Channel(why);
+    if (c == nullptr) return nullptr;
+    return v1::ControllerService::NewStub(c);
+  }
+  // The channel to the leader's gRPC address (one per leader), or nullptr
+  // with `why`.
+  std::shared_ptr<grpc::Channel> Channel(std::string* why, std::string* address = nullptr) {
     std::lock_guard<std::mutex> l(mu_);
     *why = why_;
+    if (address != nullptr) *address = grpc_;
     if (grpc_.empty()) return nullptr;
     if (channel_ == nullptr) channel_ = grpc::CreateChannel(grpc_, creds_);
-    return v1::ControllerService::NewStub(channel_);
+    return channel_;
   }
 
  private:
@@ -75,6 +86,12 @@ class LeaderBook {
   std::string grpc_, http_, why_ = "no leader is known yet (the election is under way)";
   std::shared_ptr<grpc::Channel> channel_;
 };
+
+[[maybe_unused]] uint64_t NowUnixMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
 
 grpc::Status NoLeader(const std::string& why) {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -212,11 +229,15 @@ class RedirectingAgentService final : public v1::AgentService::Service {
 struct FollowerFront::Impl {
   // Declared first, destroyed last: the servers below read through them.
   std::unique_ptr<Store> store;
-  std::unique_ptr<StoreReads> reads;
+  std::unique_ptr<StoreReads> store_reads;
+  // store_reads with a queued run's waiting_for asked of the leader: what
+  // every read below is answered from.
+  std::unique_ptr<LeaderLiveReads> reads;
   std::unique_ptr<LeaderBook> book;
   std::unique_ptr<LeaderHttpClient> http_client;
   std::unique_ptr<ForwardingControllerService> controller_service;
   std::unique_ptr<RedirectingAgentService> agent_service;
+  std::unique_ptr<grpc::Service> history_service;  // reads here, SetAlertState the leader's
   std::unique_ptr<grpc::Server> grpc_server;
   std::unique_ptr<rest::RestServer> rest_server;
   std::string grpc_address, http_address;
@@ -274,12 +295,13 @@ absl::StatusOr<std::unique_ptr<FollowerFront>> FollowerFront::Start(const Server
   IOFLEET_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> server_creds,
                            MakeGrpcServerCredentials(options));
 
-  // The store this follower reads: a connection that never writes (no lock,
-  // no fencing: nothing here calls a write).
+  // The store this follower reads: read-only sessions (no lock, no fencing:
+  // nothing here calls a write, and PostgreSQL refuses one if a bug does).
 #ifdef IOFLEET_WITH_POSTGRESQL
   if (store == nullptr && IsPostgresUri(options.store)) {
     PostgresStoreOptions po;
     po.exclusive = false;
+    po.read_only = true;  // PostgreSQL itself refuses a write made here
     po.read_connections = 4;
     absl::StatusOr<std::unique_ptr<Store>> opened = OpenPostgresStore(options.store, po);
     if (opened.ok()) {
@@ -296,7 +318,12 @@ absl::StatusOr<std::unique_ptr<FollowerFront>> FollowerFront::Start(const Server
   if (store != nullptr) {
     IOFLEET_ASSIGN_OR_RETURN(store_id, store->StoreId());
     impl->store = std::move(store);
-    impl->reads = std::make_unique<StoreReads>(impl->store.get());
+    impl->store_reads = std::make_unique<StoreReads>(impl->store.get());
+    LeaderBook* book = impl->book.get();
+    impl->reads = std::make_unique<LeaderLiveReads>(
+        impl->store_reads.get(),
+        [book](std::string* address, std::string* why) { return book->Channel(why, address); },
+        options.api_token);
   }
 
   impl->controller_service = std::make_unique<ForwardingControllerService>(
@@ -311,6 +338,19 @@ absl::StatusOr<std::unique_ptr<FollowerFront>> FollowerFront::Start(const Server
                            &grpc_port);
   builder.RegisterService(impl->agent_service.get());
   builder.RegisterService(impl->controller_service.get());
+#ifdef IOFLEET_HAVE_HISTORY
+  if (impl->store != nullptr) {
+    // HistoryService: the reads from this follower's store, as the leader
+    // answers them (the same code and parameters); triage is the leader's.
+    auto history_service = std::make_unique<history::HistoryServiceImpl>(
+        impl->store.get(), impl->reads.get(), history::WorkerOptions().params, NowUnixMs,
+        options.api_token);
+    LeaderBook* book = impl->book.get();
+    history_service->ForwardWritesTo([book](std::string* why) { return book->Channel(why); });
+    impl->history_service = std::move(history_service);
+    builder.RegisterService(impl->history_service.get());
+  }
+#endif
   builder.SetMaxReceiveMessageSize(64 << 20);
   impl->grpc_server = builder.BuildAndStart();
   if (impl->grpc_server == nullptr || grpc_port == 0) {
@@ -332,11 +372,8 @@ absl::StatusOr<std::unique_ptr<FollowerFront>> FollowerFront::Start(const Server
 #ifdef IOFLEET_HAVE_HISTORY
   if (impl->store != nullptr) {
     // The history reads (its POST rows, triage, are not added on a follower).
-    history::InstallHistoryRoutes(*impl->rest_server, impl->store.get(), history::Params(), [] {
-      return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       std::chrono::system_clock::now().time_since_epoch())
-                                       .count());
-    });
+    history::InstallHistoryRoutes(*impl->rest_server, impl->store.get(), history::Params(),
+                                  NowUnixMs);
   }
 #endif
   absl::StatusOr<int> http_port = impl->rest_server->Start(http_hp.first, http_hp.second);
@@ -353,6 +390,10 @@ absl::StatusOr<std::unique_ptr<FollowerFront>> FollowerFront::Start(const Server
 
 void FollowerFront::SetLeader(const std::string& grpc_address, const std::string& http_address,
                               const std::string& why_none) {
+  std::string why;
+  if (impl_->book->http(&why) != http_address) {
+    impl_->http_client->ForgetConnections();  // none kept to a leader that was
+  }
   impl_->book->Set(grpc_address, http_address, why_none);
 }
 
@@ -374,6 +415,7 @@ void FollowerFront::Stop() {
   i.rest_server.reset();
   i.grpc_server.reset();
   i.reads.reset();
+  i.store_reads.reset();
   i.store.reset();  // its connections close: the new leader opens its own
 }
 

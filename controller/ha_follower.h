@@ -6,7 +6,8 @@
 //     /jobs/{id}/records, /jobs/{id}/compare, /compare, /runs, /runs/{id},
 //     /runs/{id}/samples and the history reads (/series, /alerts, /baseline),
 //     and the gRPC GetJob, ListJobs, GetRun, ListRuns, GetSamples and
-//     CompareJob, answered by the same code as the leader's (api_routes.h,
+//     CompareJob, and HistoryService's ListSeries, GetSeries, ListAlerts,
+//     GetAlert and CompareJobs, answered by the same code as the leader's (api_routes.h,
 //     scheduler/store_reads.h) over a PostgreSQL connection that never writes
 //     (not fenced, no controller lock). They keep answering while the leader
 //     is stopped, slow or unreachable. Consistency: every write the leader
@@ -16,20 +17,23 @@
 //     follower. Interval records are queued to the store as they arrive, so a
 //     running run's samples on a follower trail the leader's by the store's
 //     batch (as they do on the leader). What lives only in the leader's
-//     memory is not shown: a queued run's waiting_for.
+//     memory, a queued run's waiting_for, is asked of the leader with a 1 s
+//     bound, and says so when the leader did not answer (ha_live_reads.h).
 //   - Everything else goes to the leader (the lease row's addresses), with
 //     the leader's status and body coming back: REST writes (submit, cancel,
 //     alert triage), GET /agents (live state), /metrics and unknown paths are
 //     forwarded as HTTP/1.1 requests (ha_forward.h; over TLS when the
 //     controllers serve TLS; this follower terminates the client's TLS and
 //     checks its token first); GET /jobs/{id}/watch (server-sent events) is
-//     streamed from the leader as it comes; gRPC SubmitJob, CancelJob, ListAgents and
-//     WatchJob are forwarded with their metadata (authorization) and deadline.
+//     streamed from the leader as it comes; gRPC SubmitJob, CancelJob, ListAgents,
+//     WatchJob and HistoryService.SetAlertState (triage) are forwarded with
+//     their metadata (authorization) and deadline.
 //     No leader known, or none reachable: 503 / UNAVAILABLE naming why.
 //   - gRPC AgentService: an agent's stream is rejected with a Reject naming
 //     the leader's address (Reject.leader_address); the agent dials it next.
 // Without a store to read (none given and options.store not PostgreSQL, or
-// the store cannot be opened yet), reads go to the leader like the rest.
+// the store cannot be opened yet), reads go to the leader like the rest
+// (HistoryService is then not served here: UNIMPLEMENTED).
 //
 // Thread-safety: SetLeader and Stop may be called from any thread.
 #pragma once

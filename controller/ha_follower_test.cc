@@ -11,13 +11,19 @@
 #include <httplib.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "iofleet/v1/agent.grpc.pb.h"
 #include "iofleet/v1/controller.grpc.pb.h"
+#ifdef IOFLEET_HAVE_HISTORY
+#include "iofleet/v1/history.grpc.pb.h"
+#endif
 
 namespace iofleet::controller {
 namespace {
@@ -198,6 +204,153 @@ TEST_F(FollowerFrontTest, ServesReadsFromItsOwnStore) {
   EXPECT_NE(post->body.find(leader_->http_address()), std::string::npos) << post->body;
   reader->Stop();
 }
+
+// Why a queued run waits lives in the leader's memory: a follower reading its
+// own store asks the leader for it, and says when it could not.
+TEST_F(FollowerFrontTest, QueuedRunSaysWhyItWaitsAsTheLeaderSays) {
+  auto store = OpenSqliteStore(dir_ + "/data/iofleet.db");
+  ASSERT_TRUE(store.ok()) << store.status();
+  ServerOptions fo;
+  fo.grpc_listen = "127.0.0.1:0";
+  fo.http_listen = "127.0.0.1:0";
+  auto f = FollowerFront::Start(fo, std::move(*store));
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::unique_ptr<FollowerFront> reader = std::move(*f);
+  reader->SetLeader(leader_->grpc_address(), leader_->http_address());
+  httplib::Client via("127.0.0.1", PortOf(reader->http_address()));
+  httplib::Client lead("127.0.0.1", PortOf(leader_->http_address()));
+  auto post = lead.Post("/api/v1/jobs",
+                        R"({"fio": "[j]\nfilename=/dev/nvme0n1\nsize=1m\n", "hosts": ["x"],
+                            "wait_for_hosts": true, "name": "waits"})",
+                        "application/json");
+  ASSERT_TRUE(post);
+  ASSERT_EQ(post->status, 201) << post->body;
+  const std::string id = post->get_header_value("Location").substr(sizeof("/api/v1/jobs/") - 1);
+  const std::string path = "/api/v1/jobs/" + id;
+  auto waiting_for = [](const std::string& body) {
+    nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+    if (!j.is_object() || !j.contains("runs") || j["runs"].empty()) return std::string();
+    return j["runs"][0].value("waiting_for", std::string());
+  };
+  // The leader's placement pass sets the reason after the submit is answered.
+  std::string leader_body;
+  for (int i = 0; i < 200 && waiting_for(leader_body).empty(); ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto got = lead.Get(path.c_str());
+    ASSERT_TRUE(got);
+    leader_body = got->body;
+  }
+  ASSERT_NE(waiting_for(leader_body), "") << leader_body;
+  auto got = via.Get(path.c_str());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, 200);
+  EXPECT_EQ(got->body, leader_body) << "the follower's answer, waiting_for included";
+  auto runs = via.Get(("/api/v1/runs?job_id=" + id).c_str());
+  ASSERT_TRUE(runs);
+  nlohmann::json rj = nlohmann::json::parse(runs->body, nullptr, false);
+  ASSERT_TRUE(rj.is_object() && rj.contains("runs") && rj["runs"].size() == 1) << runs->body;
+  EXPECT_EQ(rj["runs"][0].value("waiting_for", ""), waiting_for(leader_body));
+  // gRPC GetRun on the follower: the same reason.
+  const std::string run_id = nlohmann::json::parse(leader_body)["runs"][0]["id"];
+  auto stub = v1::ControllerService::NewStub(
+      grpc::CreateChannel(reader->grpc_address(), grpc::InsecureChannelCredentials()));
+  {
+    v1::GetRunRequest req;
+    req.set_id(run_id);
+    v1::Run run;
+    grpc::ClientContext c;
+    grpc::Status st = stub->GetRun(&c, req, &run);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(run.waiting_for(), waiting_for(leader_body));
+  }
+
+  // The leader is gone: the reason is unknown here, and the answer says so.
+  leader_->Shutdown();
+  auto after = via.Get(path.c_str());
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 200) << after->body;
+  const std::string said = waiting_for(after->body);
+  EXPECT_NE(said.find("unknown on this follower: the leader at " + leader_->grpc_address()),
+            std::string::npos)
+      << said;
+  // No leader known at all.
+  reader->SetLeader("", "", "the lease is vacant");
+  auto none = via.Get(path.c_str());
+  ASSERT_TRUE(none);
+  EXPECT_NE(waiting_for(none->body).find("no leader is known (the lease is vacant)"),
+            std::string::npos)
+      << none->body;
+  reader->Stop();
+}
+
+#ifdef IOFLEET_HAVE_HISTORY
+// HistoryService on a follower: reads from its own store, triage (a write)
+// the leader's: the leader's errors come back, and with no leader it is
+// UNAVAILABLE, never written here.
+TEST_F(FollowerFrontTest, HistoryServiceReadsHereAndTriageIsTheLeaders) {
+  auto store = OpenSqliteStore(dir_ + "/data/iofleet.db");
+  ASSERT_TRUE(store.ok()) << store.status();
+  ServerOptions fo;
+  fo.grpc_listen = "127.0.0.1:0";
+  fo.http_listen = "127.0.0.1:0";
+  auto f = FollowerFront::Start(fo, std::move(*store));
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::unique_ptr<FollowerFront> reader = std::move(*f);
+  reader->SetLeader(leader_->grpc_address(), leader_->http_address());
+  auto history = v1::HistoryService::NewStub(
+      grpc::CreateChannel(reader->grpc_address(), grpc::InsecureChannelCredentials()));
+  auto call = [](grpc::ClientContext* c) {
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  };
+  auto set_state = [&](const std::string& id, const std::string& state) {
+    grpc::ClientContext c;
+    call(&c);
+    v1::SetAlertStateRequest req;
+    req.set_id(id);
+    req.set_state(state);
+    v1::AlertResponse resp;
+    return history->SetAlertState(&c, req, &resp);
+  };
+  {
+    grpc::ClientContext c;
+    call(&c);
+    v1::ListSeriesResponse resp;
+    grpc::Status st = history->ListSeries(&c, v1::ListSeriesRequest(), &resp);
+    ASSERT_TRUE(st.ok()) << st.error_code() << " " << st.error_message();
+    EXPECT_EQ(resp.series_size(), 0);
+    EXPECT_NE(resp.json().find("\"series\""), std::string::npos) << resp.json();
+  }
+  {
+    grpc::ClientContext c;
+    call(&c);
+    v1::AlertResponse resp;
+    v1::GetAlertRequest req;
+    req.set_id("nope");
+    EXPECT_EQ(history->GetAlert(&c, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  grpc::Status st = set_state("nope", "closed");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("state"), std::string::npos) << st.error_message();
+  st = set_state("nope", "fixed");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
+  leader_->Shutdown();
+  st = set_state("nope", "fixed");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+  reader->SetLeader("", "", "the lease is vacant");
+  st = set_state("nope", "fixed");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(st.error_message().find("the lease is vacant"), std::string::npos)
+      << st.error_message();
+  {
+    grpc::ClientContext c;
+    call(&c);
+    v1::ListAlertsResponse resp;
+    grpc::Status list = history->ListAlerts(&c, v1::ListAlertsRequest(), &resp);
+    EXPECT_TRUE(list.ok()) << "reads answer with no leader: " << list.error_message();
+  }
+  reader->Stop();
+}
+#endif
 
 TEST_F(FollowerFrontTest, StopFreesThePortsForTheNewLeader) {
   front_->SetLeader(leader_->grpc_address(), leader_->http_address());

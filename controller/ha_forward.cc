@@ -161,6 +161,13 @@ class ForwardConn {
       return n;
     }
   }
+  // Whether the peer may still take a request: nothing readable (no EOF, no
+  // stray bytes, no error) on the idle connection.
+  bool LooksOpen() const {
+    if (ssl_ != nullptr && SSL_pending(ssl_) > 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    return poll(&p, 1, 0) == 0;
+  }
   void SetReceiveTimeout(int seconds) {
     timeval tv{seconds, 0};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -194,29 +201,6 @@ class ForwardConn {
   const int fd_;
   SSL* const ssl_;
 };
-
-namespace {
-
-// A chunked body (RFC 9112 7.1) decoded; false when it is malformed.
-bool Dechunk(absl::string_view in, std::string* out) {
-  for (;;) {
-    const size_t eol = in.find("\r\n");
-    if (eol == absl::string_view::npos) return false;
-    absl::string_view size_text = in.substr(0, eol);
-    if (size_t semi = size_text.find(';'); semi != absl::string_view::npos) {
-      size_text = size_text.substr(0, semi);
-    }
-    uint64_t n = 0;
-    if (!absl::SimpleHexAtoi(absl::StripAsciiWhitespace(size_text), &n)) return false;
-    in.remove_prefix(eol + 2);
-    if (n == 0) return true;
-    if (in.size() < n + 2) return false;
-    out->append(in.data(), n);
-    in.remove_prefix(n + 2);
-  }
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<LeaderHttpClient>> LeaderHttpClient::Create(
     const ServerOptions& options) {
@@ -254,7 +238,10 @@ absl::StatusOr<std::unique_ptr<LeaderHttpClient>> LeaderHttpClient::Create(
   return std::unique_ptr<LeaderHttpClient>(new LeaderHttpClient(ctx));
 }
 
+LeaderHttpClient::LeaderHttpClient(SSL_CTX* ctx) : ctx_(ctx) {}
+
 LeaderHttpClient::~LeaderHttpClient() {
+  ForgetConnections();
   if (ctx_ != nullptr) SSL_CTX_free(ctx_);
 }
 
@@ -268,8 +255,8 @@ absl::Status Unreachable(const std::string& address, const std::string& why) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ForwardConn>> LeaderHttpClient::Send(const std::string& address,
-                                                              const httplib::Request& req) const {
+absl::StatusOr<std::unique_ptr<ForwardConn>> LeaderHttpClient::Connect(
+    const std::string& address) const {
   auto unavailable = [&address](const std::string& why) { return Unreachable(address, why); };
   std::string host, port;
   if (!SplitHostPort(address, &host, &port)) return unavailable("not HOST:PORT");
@@ -300,15 +287,75 @@ absl::StatusOr<std::unique_ptr<ForwardConn>> LeaderHttpClient::Send(const std::s
         "TLS handshake failed: ",
         verify != X509_V_OK ? X509_verify_cert_error_string(verify) : OpenSslErrors().c_str()));
   }
+  return conn;
+}
+
+std::unique_ptr<ForwardConn> LeaderHttpClient::TakeIdle(const std::string& address) const {
+  std::vector<Idle> closing;  // closed outside the lock
+  std::unique_ptr<ForwardConn> out;
+  {
+    std::lock_guard<std::mutex> l(pool_mu_);
+    if (address != pool_address_) {
+      // Another leader: nothing idle leads to it.
+      closing.swap(idle_);
+      pool_address_ = address;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    while (!idle_.empty() && out == nullptr) {
+      Idle i = std::move(idle_.back());
+      idle_.pop_back();
+      if (now - i.since < kMaxIdleAge && i.conn->LooksOpen()) {
+        out = std::move(i.conn);
+      } else {
+        closing.push_back(std::move(i));
+      }
+    }
+  }
+  return out;
+}
+
+void LeaderHttpClient::GiveBack(const std::string& address,
+                                std::unique_ptr<ForwardConn> conn) const {
+  std::lock_guard<std::mutex> l(pool_mu_);
+  if (address != pool_address_ || idle_.size() >= kMaxIdle) return;  // closed on return
+  idle_.push_back(Idle{std::move(conn), std::chrono::steady_clock::now()});
+}
+
+void LeaderHttpClient::ForgetConnections() const {
+  std::vector<Idle> closing;
+  std::lock_guard<std::mutex> l(pool_mu_);
+  closing.swap(idle_);
+  pool_address_.clear();
+}
+
+absl::StatusOr<std::unique_ptr<ForwardConn>> LeaderHttpClient::Send(const std::string& address,
+                                                                    const httplib::Request& req,
+                                                                    bool keep_alive,
+                                                                    bool* reused) const {
   std::string out = absl::StrCat(req.method, " ", req.target.empty() ? req.path : req.target,
                                  " HTTP/1.1\r\nHost: ", address, "\r\n");
   for (const auto& [k, v] : req.headers) {
     if (!HopByHop(k)) absl::StrAppend(&out, k, ": ", v, "\r\n");
   }
   if (!req.remote_addr.empty()) absl::StrAppend(&out, "X-Forwarded-For: ", req.remote_addr, "\r\n");
-  absl::StrAppend(&out, "Content-Length: ", req.body.size(), "\r\nConnection: close\r\n\r\n");
+  absl::StrAppend(&out, "Content-Length: ", req.body.size(), "\r\nConnection: ",
+                  keep_alive ? "keep-alive" : "close", "\r\n\r\n");
   out += req.body;
-  if (!conn->WriteAll(out)) return unavailable("the connection broke while sending the request");
+  *reused = false;
+  if (keep_alive) {
+    if (std::unique_ptr<ForwardConn> idle = TakeIdle(address)) {
+      // A send that fails on it found it closed: the leader never read the
+      // request, so a new connection carries it.
+      if (idle->WriteAll(out)) {
+        *reused = true;
+        return idle;
+      }
+    }
+  }
+  IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<ForwardConn> conn, Connect(address));
+  if (!conn->WriteAll(out)) {
+    return Unreachable(address, "the connection broke while sending the request");
+  }
   return conn;
 }
 
@@ -320,6 +367,7 @@ struct Head {
   std::string content_type = "application/octet-stream";
   bool chunked = false;
   int64_t length = -1;
+  bool close = false;  // "Connection: close": the leader ends the connection
   httplib::Headers headers;  // but the hop-by-hop ones
 };
 
@@ -343,6 +391,8 @@ absl::StatusOr<Head> ParseHead(absl::string_view head) {
       h.chunked = absl::StrContains(absl::AsciiStrToLower(value), "chunked");
     } else if (lower == "content-length") {
       if (!absl::SimpleAtoi(value, &h.length)) h.length = -1;
+    } else if (lower == "connection") {
+      h.close = absl::StrContains(absl::AsciiStrToLower(value), "close");
     } else if (!HopByHop(name)) {
       h.headers.emplace(name, value);
     }
@@ -381,44 +431,85 @@ bool TakeChunks(std::string* buf, std::string* out, bool* end) {
 absl::Status LeaderHttpClient::Forward(const std::string& address, const httplib::Request& req,
                                        httplib::Response& res) const {
   auto unavailable = [&address](const std::string& why) { return Unreachable(address, why); };
-  IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<ForwardConn> conn, Send(address, req));
-  std::string in;
-  const bool complete = conn->ReadAll(&in);
-  const size_t head_end = in.find("\r\n\r\n");
-  if (head_end == std::string::npos) {
-    // The request went out: a write may have been applied all the same.
-    return unavailable(absl::StrCat(
-        complete ? "its answer has no HTTP head" : "no answer (cut off or timed out)",
-        req.method == "GET" ? std::string()
-                            : "; the request was sent, so whether the leader applied it is "
-                              "unknown: read it back before retrying"));
+  const std::string unknown =
+      req.method == "GET" ? std::string()
+                          : "; the request was sent, so whether the leader applied it is "
+                            "unknown: read it back before retrying";
+  for (int attempt = 0;; ++attempt) {
+    bool reused = false;
+    IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<ForwardConn> conn,
+                             Send(address, req, /*keep_alive=*/true, &reused));
+    // The head: up to the blank line.
+    std::string in;
+    size_t head_end = std::string::npos;
+    ssize_t n = 1;
+    while ((head_end = in.find("\r\n\r\n")) == std::string::npos) {
+      n = conn->ReadSome(&in);
+      if (n <= 0 || in.size() > (64 << 10)) break;
+    }
+    if (head_end == std::string::npos) {
+      if (reused && in.empty() && (n == 0 || n == -1) && attempt == 0) {
+        // The leader closed the idle connection as the request went out: it
+        // never read it. Once more, on a new connection.
+        continue;
+      }
+      // The request went out: a write may have been applied all the same.
+      return unavailable(absl::StrCat(
+          n == 0 && !in.empty() ? "its answer has no HTTP head"
+                                : "no answer (cut off or timed out)",
+          unknown));
+    }
+    absl::StatusOr<Head> head = ParseHead(absl::string_view(in).substr(0, head_end));
+    if (!head.ok()) return unavailable(std::string(head.status().message()));
+    in.erase(0, head_end + 4);
+    std::string body;
+    bool keep = !head->close;
+    const bool no_body = req.method == "HEAD" || head->status == 204 || head->status == 304 ||
+                         (head->status >= 100 && head->status < 200);
+    if (no_body) {
+      keep = keep && in.empty();
+    } else if (head->chunked) {
+      // Read to the last chunk; its trailer may follow: not reused.
+      keep = false;
+      bool end = false;
+      for (;;) {
+        if (!TakeChunks(&in, &body, &end)) return unavailable("its chunked answer is malformed");
+        if (end) break;
+        if (body.size() > kMaxReplyBytes) return unavailable("its answer is too large");
+        if (conn->ReadSome(&in) <= 0) return unavailable("its chunked answer was cut off");
+      }
+    } else if (head->length >= 0) {
+      const size_t want = static_cast<size_t>(head->length);
+      if (want > kMaxReplyBytes) return unavailable("its answer is too large");
+      while (in.size() < want) {
+        if (conn->ReadSome(&in) <= 0) return unavailable("its answer was cut off");
+      }
+      keep = keep && in.size() == want;
+      in.resize(want);
+      body = std::move(in);
+    } else {
+      // No length: the answer ends with the connection.
+      keep = false;
+      body = std::move(in);
+      std::string more;
+      if (!conn->ReadAll(&more)) return unavailable("its answer was cut off");
+      body += more;
+    }
+    if (keep) GiveBack(address, std::move(conn));
+    res.status = head->status;
+    for (auto& [k, v] : head->headers) res.set_header(k.c_str(), v);
+    res.set_content(std::move(body), head->content_type.c_str());
+    return absl::OkStatus();
   }
-  absl::StatusOr<Head> head = ParseHead(absl::string_view(in).substr(0, head_end));
-  if (!head.ok()) return unavailable(std::string(head.status().message()));
-  const bool chunked = head->chunked;
-  const int64_t length = head->length;
-  absl::string_view raw = absl::string_view(in).substr(head_end + 4);
-  std::string body;
-  if (chunked) {
-    if (!Dechunk(raw, &body)) return unavailable("its chunked answer was cut off");
-  } else if (length >= 0) {
-    if (raw.size() < static_cast<size_t>(length)) return unavailable("its answer was cut off");
-    body = std::string(raw.substr(0, static_cast<size_t>(length)));
-  } else {
-    if (!complete) return unavailable("its answer was cut off");
-    body = std::string(raw);
-  }
-  res.status = head->status;
-  for (auto& [k, v] : head->headers) res.set_header(k.c_str(), v);
-  res.set_content(std::move(body), head->content_type.c_str());
-  return absl::OkStatus();
 }
 
 absl::Status LeaderHttpClient::ForwardStream(const std::string& address,
                                              const httplib::Request& req, httplib::Response& res,
                                              std::function<bool()> stopping) const {
   auto unavailable = [&address](const std::string& why) { return Unreachable(address, why); };
-  IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<ForwardConn> conn, Send(address, req));
+  bool reused = false;
+  IOFLEET_ASSIGN_OR_RETURN(std::unique_ptr<ForwardConn> conn,
+                           Send(address, req, /*keep_alive=*/false, &reused));
   std::string in;
   size_t head_end = std::string::npos;
   while ((head_end = in.find("\r\n\r\n")) == std::string::npos) {

@@ -3,7 +3,8 @@
 #   test/ui.test.mjs  against a fake REST API (always runs);
 #   test/e2e.test.mjs against build/bin/iofleet-controller + iofleet-agent (skips
 #                     with a message when they are not built or do not serve /).
-# Screenshots land in build/dashboard-screenshots/ (IOFLEET_SCREENSHOT_DIR overrides).
+# Screenshots land in build/dashboard-screenshots/ (IOFLEET_SCREENSHOT_DIR overrides);
+# the run fails when a page's screenshot was not saved (testlib/screenshots.mjs).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 export CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}"
@@ -19,4 +20,9 @@ if [[ ! -x "$CHROMIUM_PATH" ]]; then
 fi
 "$here/build.sh"
 cd "$here/.."
-exec node --test --test-concurrency=1 dashboard/test/
+# The screenshots of this run only: empty the folder, run, then check that every
+# page's file was saved (testlib/screenshots.mjs).
+shots="${IOFLEET_SCREENSHOT_DIR:-$here/../build/dashboard-screenshots}"
+rm -f "$shots"/*.png
+node --test --test-concurrency=1 dashboard/test/
+exec node dashboard/testlib/screenshots.mjs

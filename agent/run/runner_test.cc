@@ -539,6 +539,13 @@ TEST_F(RunnerTest, RunCarriesTelemetryOfItsDevice) {
   double ctxt = 0;
   for (const auto& v : t["ctxt_s"]) ctxt += v.get<double>();
   EXPECT_GT(ctxt, 0.0);  // the run's own psync threads switch
+  // The sampler's wall-clock start is before the job's first interval window
+  // (it starts before the files are laid out): the dashboard places the
+  // samples on the IOPS time axis by it.
+  ASSERT_TRUE(t.contains("start_unix_ms")) << t.dump();
+  ASSERT_FALSE(r.jobs.empty());
+  EXPECT_GT(r.jobs[0].job_start_ms, 0u);
+  EXPECT_LE(t["start_unix_ms"].get<uint64_t>(), r.jobs[0].job_start_ms);
   if (dev.empty()) GTEST_SKIP() << dir_ << " has no block device (tmpfs?): CPU telemetry only";
   ASSERT_TRUE(t["devices"].contains(dev)) << t["devices"].dump();
   double util = 0;

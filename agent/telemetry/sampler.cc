@@ -219,10 +219,11 @@ std::vector<int> IrqNumbersFor(const std::string& sysfs_root, const std::string&
 
 std::string TelemetryJson(uint64_t interval_ms, const std::vector<std::string>& devices,
                           const std::vector<std::string>& irq_lines,
-                          const std::vector<Sample>& samples) {
+                          const std::vector<Sample>& samples, uint64_t start_unix_ms) {
   using nlohmann::json;
   json doc;
   doc["interval_ms"] = interval_ms;
+  if (start_unix_ms != 0) doc["start_unix_ms"] = start_unix_ms;
   json ms = json::array();
   for (const Sample& s : samples) ms.push_back(s.ms);
   doc["sample_ms"] = ms;
@@ -314,6 +315,7 @@ void Sampler::Start() {
   started_ = true;
   last_ = Take();
   last_ns_ = Clock::MonotonicNs();
+  start_unix_ms_ = Clock::RealtimeMs();
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -349,7 +351,8 @@ std::string Sampler::Stop() {
     Snapshot cur = Take();
     samples_.push_back(Derive(last_, cur, std::max<uint64_t>(since_ms, 1)));
   }
-  return TelemetryJson(options_.interval_ms, options_.devices, irq_lines_, samples_);
+  return TelemetryJson(options_.interval_ms, options_.devices, irq_lines_, samples_,
+                       start_unix_ms_);
 }
 
 }  // namespace iofleet::agent::telemetry

@@ -98,9 +98,12 @@ std::string IrqPrefixFor(const std::string& sysfs_root, const std::string& dev_n
 std::vector<int> IrqNumbersFor(const std::string& sysfs_root, const std::string& dev_name);
 
 // The samples as the JSON object stored under iofleet.telemetry.
+// `start_unix_ms` (wall clock, unix ms, of the first snapshot: where the first
+// sample starts) is written when non-zero, so a reader can align the samples
+// with the run's interval records (their t_start_ms/t_end_ms are unix ms too).
 std::string TelemetryJson(uint64_t interval_ms, const std::vector<std::string>& devices,
                           const std::vector<std::string>& irq_lines,
-                          const std::vector<Sample>& samples);
+                          const std::vector<Sample>& samples, uint64_t start_unix_ms = 0);
 
 // The sampler thread. Start() takes the first snapshot and starts sampling
 // every `interval_ms`; Stop() takes a last (partial) sample when none was
@@ -138,6 +141,7 @@ class Sampler {
   std::thread thread_;
   Snapshot last_;
   uint64_t last_ns_ = 0;
+  uint64_t start_unix_ms_ = 0;  // wall clock of the first snapshot
   std::vector<Sample> samples_;
 };
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/clock.h"
 #include "common/testing/temp_dir.h"
 #include "nlohmann/json.hpp"
 
@@ -119,6 +120,25 @@ TEST(TelemetryJson, ColumnsPerMetric) {
   EXPECT_EQ(j["cpus"][1]["dev_irq_s"], nlohmann::json({300.0, 300.0}));
   EXPECT_EQ(j["ctxt_s"].size(), 2u);
   EXPECT_EQ(j["irq_lines"].size(), 2u);
+  // No start time given: none written (readers then cannot align by clock).
+  EXPECT_FALSE(j.contains("start_unix_ms"));
+  auto k = nlohmann::json::parse(TelemetryJson(1000, {"vda"}, lines, {s}, 1700000000123));
+  EXPECT_EQ(k["start_unix_ms"], 1700000000123u);
+}
+
+// The sampler over the real /proc stamps the wall clock of its first snapshot,
+// so the dashboard can put the samples on the time axis of the run's interval
+// records (unix ms as well).
+TEST(TelemetrySampler, StampsTheWallClockOfItsFirstSnapshot) {
+  const uint64_t before = Clock::RealtimeMs();
+  Sampler sampler(Sampler::Options{});
+  sampler.Start();
+  const uint64_t started = Clock::RealtimeMs();
+  auto j = nlohmann::json::parse(sampler.Stop());
+  ASSERT_TRUE(j.contains("start_unix_ms")) << j.dump();
+  EXPECT_GE(j["start_unix_ms"].get<uint64_t>(), before);
+  EXPECT_LE(j["start_unix_ms"].get<uint64_t>(), started);
+  EXPECT_EQ(j["sample_ms"].size(), 1u);  // Stop took the one (partial) sample
 }
 
 // A SATA disk behind ahci (MSI) and a SAS disk behind a controller with a

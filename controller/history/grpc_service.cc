@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "controller/api/grpc/auth.h"
 #include "controller/api/rest/proto_json.h"
 #include "controller/api/status_map.h"
@@ -84,10 +85,10 @@ Filters FiltersOf(const google::protobuf::Map<std::string, std::string>& m) {
 
 }  // namespace
 
-HistoryServiceImpl::HistoryServiceImpl(Store* store, Scheduler* scheduler, Params params,
+HistoryServiceImpl::HistoryServiceImpl(Store* store, ReadApi* reads, Params params,
                                        std::function<uint64_t()> clock, std::string api_token)
     : store_(store),
-      scheduler_(scheduler),
+      reads_(reads),
       params_(params),
       clock_(std::move(clock)),
       api_token_(std::move(api_token)) {}
@@ -192,6 +193,7 @@ grpc::ServerUnaryReactor* HistoryServiceImpl::GetAlert(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* HistoryServiceImpl::SetAlertState(grpc::CallbackServerContext* ctx,
                                                             const v1::SetAlertStateRequest* req,
                                                             v1::AlertResponse* resp) {
+  if (leader_) return ForwardSetAlertState(ctx, req, resp);
   IOFLEET_HISTORY_AUTH(ctx);
   absl::StatusOr<json> j =
       history::SetAlertState(*store_, req->id(), req->state(), clock_ ? clock_() : 0);
@@ -216,12 +218,43 @@ grpc::ServerUnaryReactor* HistoryServiceImpl::CompareJobs(grpc::CallbackServerCo
   if (!params.ok()) return Finish(ctx, params.status());
   params->format = compare::CompareFormat::kJson;
   absl::StatusOr<compare::JobComparison> c =
-      compare::CompareJobs(*scheduler_, req->job_a(), req->job_b(), *params);
+      compare::CompareJobs(*reads_, req->job_a(), req->job_b(), *params);
   if (!c.ok()) return Finish(ctx, c.status());
   resp->set_table_json(compare::RenderComparison(*c, compare::CompareFormat::kJson).body);
   return Finish(ctx, absl::OkStatus());
 }
 
 #undef IOFLEET_HISTORY_AUTH
+
+grpc::ServerUnaryReactor* HistoryServiceImpl::ForwardSetAlertState(
+    grpc::CallbackServerContext* ctx, const v1::SetAlertStateRequest* req,
+    v1::AlertResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::string why;
+  std::shared_ptr<grpc::Channel> channel = leader_(&why);
+  if (channel == nullptr) {
+    reactor->Finish(grpc::Status(
+        grpc::StatusCode::UNAVAILABLE,
+        absl::StrCat("this controller is a follower and cannot reach the leader: ", why)));
+    return reactor;
+  }
+  // The leader checks the token: the call's authorization goes with it, and
+  // its deadline and cancellation (FromCallbackServerContext).
+  struct Call {
+    std::unique_ptr<grpc::ClientContext> cc;
+    std::unique_ptr<v1::HistoryService::Stub> stub;
+  };
+  auto call = std::make_shared<Call>();
+  call->cc = grpc::ClientContext::FromCallbackServerContext(*ctx);
+  for (const auto& [k, v] : ctx->client_metadata()) {
+    if (k == "authorization") {
+      call->cc->AddMetadata(std::string(k.data(), k.size()), std::string(v.data(), v.size()));
+    }
+  }
+  call->stub = v1::HistoryService::NewStub(channel);
+  call->stub->async()->SetAlertState(call->cc.get(), req, resp,
+                                     [call, reactor](grpc::Status st) { reactor->Finish(st); });
+  return reactor;
+}
 
 }  // namespace iofleet::controller::history

@@ -426,6 +426,10 @@ absl::StatusOr<json> RunTelemetryJson(Store& store, const std::string& run_id) {
   return json{{"run_id", run_id},
               {"host", run->host},
               {"interval_ms", t->value("interval_ms", 0)},
+              // Wall clock (unix ms) where the first sample starts, to align
+              // the seconds with the run's interval records; 0 = not recorded
+              // (agents before it: align by the first record instead).
+              {"start_unix_ms", t->value("start_unix_ms", uint64_t{0})},
               {"irq_lines", t->value("irq_lines", json::array())},
               {"seconds", TelemetrySeconds(*t)},
               {"means", means}};

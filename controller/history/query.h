@@ -52,7 +52,9 @@ absl::StatusOr<nlohmann::json> ReproJson(Store& store, const std::string& alert_
 absl::StatusOr<nlohmann::json> FindBaseline(Store& store, const std::string& job_id,
                                             const std::string& tag);
 // One run's agent telemetry second by second (telemetry.h TelemetrySeconds):
-// {"run_id", "host", "interval_ms", "irq_lines", "seconds": [...], "means"}.
+// {"run_id", "host", "interval_ms", "start_unix_ms" (wall clock of the first
+// sample's start; 0 when the agent did not record it), "irq_lines",
+// "seconds": [...], "means"}.
 // NotFound for an unknown run, a run without a result, or a result without
 // telemetry (each named).
 absl::StatusOr<nlohmann::json> RunTelemetryJson(Store& store, const std::string& run_id);

@@ -336,6 +336,7 @@ TEST_F(HistoryWorkerTest, AChangeTheReferenceDoesNotShareIsNotEnvironmental) {
 // GET /api/v1/runs/{id}/telemetry: the run's telemetry one row per second.
 TEST_F(HistoryWorkerTest, RunTelemetrySecondBySecond) {
   const json tele = {{"interval_ms", 1000},
+                     {"start_unix_ms", 1700000000250},
                      {"sample_ms", {1000, 1002}},
                      {"devices", {{"nvme0n1", {{"util_pct", {80, 90}}, {"await_ms", {0.1, 0.3}}}}}},
                      {"cpus",
@@ -350,6 +351,7 @@ TEST_F(HistoryWorkerTest, RunTelemetrySecondBySecond) {
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ((*t)["host"], "host-1");
   EXPECT_EQ((*t)["irq_lines"], json({"nvme0q1"}));
+  EXPECT_EQ((*t)["start_unix_ms"], 1700000000250u);  // the dashboard aligns by it
   const json& sec = (*t)["seconds"];
   ASSERT_EQ(sec.size(), 2u) << t->dump(2);
   EXPECT_DOUBLE_EQ(sec[0]["t_s"].get<double>(), 1.0);

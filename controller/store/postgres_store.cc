@@ -239,7 +239,25 @@ std::string NoStoreMessage(const std::string& uri, absl::string_view why) {
 
 // Brings the schema to kPostgresSchemaVersion in one transaction, serialised
 // with any other controller doing the same by a transaction advisory lock.
-absl::Status Migrate(PGconn* c, const std::string& uri, bool init, const std::string& init_id) {
+// A connection for this store: a read-only session for a read-only store.
+absl::StatusOr<PgConn> ConnectStore(const std::string& uri, bool read_only) {
+  IOFLEET_ASSIGN_OR_RETURN(PgConn c, PgConnect(uri, read_only ? "follower" : "controller"));
+  if (read_only) {
+    IOFLEET_RETURN_IF_ERROR(PgExecScript(c.get(), "SET default_transaction_read_only = on"));
+  }
+  return c;
+}
+
+// What a write through a read-only store fails with.
+absl::Status ReadOnlyRefusal(const absl::Status& s) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "store: refused: this is a highly available follower's read-only PostgreSQL session "
+      "(default_transaction_read_only = on); writes are the leader's: ",
+      s.message()));
+}
+
+absl::Status Migrate(PGconn* c, const std::string& uri, bool init, const std::string& init_id,
+                     bool read_only = false) {
   IOFLEET_RETURN_IF_ERROR(PgExecScript(c, "BEGIN"));
   auto fail = [c](absl::Status s) {
     if (PQstatus(c) == CONNECTION_OK) (void)PgExecScript(c, "ROLLBACK");
@@ -260,6 +278,11 @@ absl::Status Migrate(PGconn* c, const std::string& uri, bool init, const std::st
                      " is newer than this controller's (", kPostgresSchemaVersion, ")")));
   }
   if (*version == kPostgresSchemaVersion) return PgExecScript(c, "COMMIT");
+  if (read_only) {
+    return fail(absl::FailedPreconditionError(absl::StrCat(
+        RedactPostgresUri(uri), ": schema version ", *version, " is older than this controller's (",
+        kPostgresSchemaVersion, "); a read-only follower does not migrate it (the leader does)")));
+  }
   if (auto s = PgExecScript(
           c, "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL)");
       !s.ok()) {
@@ -912,7 +935,7 @@ class PostgresStore final : public Store {
     last_connect_attempt_ = now;
     ++open_readers_;
     l.unlock();
-    absl::StatusOr<PgConn> c = PgConnect(uri_, "controller");
+    absl::StatusOr<PgConn> c = ConnectStore(uri_, options_.read_only);
     l.lock();
     if (!c.ok()) {
       --open_readers_;
@@ -947,7 +970,7 @@ class PostgresStore final : public Store {
   absl::Status EnsureWriter() {
     if (!Broken(wconn_.get())) return absl::OkStatus();
     wconn_.reset();
-    absl::StatusOr<PgConn> c = PgConnect(uri_, "controller");
+    absl::StatusOr<PgConn> c = ConnectStore(uri_, options_.read_only);
     if (!c.ok()) return c.status();
     if (absl::Status s = SetUpWriter(c->get(), uri_, options_.exclusive); !s.ok()) {
       // Another process took the lock while this one was disconnected: never
@@ -961,6 +984,20 @@ class PostgresStore final : public Store {
   }
 
   absl::Status Commit(std::vector<std::unique_ptr<Item>>& items) {
+    absl::Status s = CommitOnce(items);
+    // A read-only session refused it (or could not be had): a bug on a
+    // follower, never retried (PostgreSQL's 25006 is Unavailable elsewhere),
+    // whether the transaction or a batch or record in it failed.
+    if (options_.read_only) {
+      for (auto& item : items) {
+        if (!item->status.ok()) item->status = ReadOnlyRefusal(item->status);
+      }
+      if (!s.ok()) return ReadOnlyRefusal(s);
+    }
+    return s;
+  }
+
+  absl::Status CommitOnce(std::vector<std::unique_ptr<Item>>& items) {
     IOFLEET_RETURN_IF_ERROR(EnsureWriter());
     absl::Status begin = PgExecScript(wconn_.get(), "BEGIN");
     if (!begin.ok() && Broken(wconn_.get())) {
@@ -1239,8 +1276,12 @@ absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
   }
   PostgresStoreOptions o = options;
   if (o.fencing_epoch > 0) o.exclusive = false;  // the lease row decides who writes
-  IOFLEET_ASSIGN_OR_RETURN(PgConn c, PgConnect(uri, "controller"));
-  IOFLEET_RETURN_IF_ERROR(Migrate(c.get(), uri, o.init, o.init_store_id));
+  if (o.read_only) {
+    o.exclusive = false;
+    o.init = false;
+  }
+  IOFLEET_ASSIGN_OR_RETURN(PgConn c, ConnectStore(uri, o.read_only));
+  IOFLEET_RETURN_IF_ERROR(Migrate(c.get(), uri, o.init, o.init_store_id, o.read_only));
   IOFLEET_RETURN_IF_ERROR(PostgresStore::SetUpWriter(c.get(), uri, o.exclusive));
   return std::unique_ptr<Store>(new PostgresStore(uri, std::move(o), std::move(c)));
 }

@@ -61,6 +61,15 @@ struct PostgresStoreOptions {
   int64_t fencing_epoch = 0;
   std::string fencing_holder;
   std::function<void(const absl::Status&)> on_fenced;
+  // A highly available follower's store (controller/ha_follower.h): every
+  // connection is a read-only PostgreSQL session (SET
+  // default_transaction_read_only = on), so the server itself refuses a write
+  // made through it. Write fails FailedPrecondition naming the read-only
+  // follower session and PostgreSQL's refusal; an interval record's done(false)
+  // (never retried). No controller lock, no migration: a schema older than
+  // this build is FailedPrecondition (the leader migrates it). Implies
+  // exclusive = false. Default: false.
+  bool read_only = false;
 };
 
 // Whether `spec` names a PostgreSQL store ("postgresql://" or "postgres://").

@@ -214,6 +214,42 @@ TEST_F(PostgresStoreTest, RefusedDataFailsOnlyItsOwnRecordOrBatch) {
   EXPECT_TRUE((*store)->Write(std::move(good)).ok());
 }
 
+// A follower's store (read_only): reads answer, and PostgreSQL itself refuses
+// a write made through it, which fails FailedPrecondition naming the read-only
+// session, with nothing stored; an interval record fails at once (not retried).
+TEST_F(PostgresStoreTest, ReadOnlyStoreRefusesWritesLoudly) {
+  PostgresStoreOptions ro;
+  ro.read_only = true;
+  auto none = OpenPostgresStore(uri_, ro);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition) << none.status();
+  auto leader = OpenPostgresStore(uri_, Init());
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  WriteBatch b;
+  b.upsert_jobs = {Job("j1")};
+  ASSERT_TRUE((*leader)->Write(std::move(b)).ok());
+  auto follower = OpenPostgresStore(uri_, ro);  // beside the lock holder: no lock taken
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  EXPECT_TRUE((*follower)->GetJob("j1").ok());
+  EXPECT_EQ(*(*follower)->StoreId(), *(*leader)->StoreId());
+  WriteBatch w;
+  w.upsert_jobs = {Job("written-by-a-follower")};
+  const absl::Status st = (*follower)->Write(std::move(w));
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("read-only PostgreSQL session"));
+  // PostgreSQL's own refusal, not a check in front of it.
+  EXPECT_THAT(std::string(st.message()), HasSubstr("read-only transaction"));
+  EXPECT_EQ((*leader)->GetJob("written-by-a-follower").status().code(),
+            absl::StatusCode::kNotFound);
+  std::promise<bool> done;
+  (*follower)->AppendInterval(Interval("r", 0, 1), [&done](bool ins) { done.set_value(ins); });
+  EXPECT_FALSE(done.get_future().get());
+  EXPECT_TRUE((*leader)->ListIntervals("r")->empty());
+  // The leader still writes.
+  WriteBatch after;
+  after.upsert_jobs = {Job("j2")};
+  EXPECT_TRUE((*leader)->Write(std::move(after)).ok());
+}
+
 // Polls `f` (a Status) until OK or 60 s.
 template <typename F>
 absl::Status Eventually(F f) {

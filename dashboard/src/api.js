@@ -552,3 +552,57 @@ export async function watchJob(jobId, { run = '', signal, onOpen, onRecords, onR
   }
   return out;
 }
+
+// A run's host telemetry second by second (GET /runs/{id}/telemetry, stored with
+// the run's result by its agent; docs/history.md "Run telemetry"):
+// {run_id, host, interval_ms, start_unix_ms (0: not recorded), irq_lines,
+//  seconds: [{t_s, dur_ms, devices: {NAME: {util_pct, await_ms, aqu_sz, rrqm_s,
+//  wrqm_s}}, cpu: {usr_pct, sys_pct, irq_pct, softirq_pct, iowait_pct},
+//  dev_irq_s, ctxt_s, intr_s}], means: {metric: mean}}.
+export function normTelemetry(d) {
+  const seconds = (pick(d, 'seconds') || []).map((s) => {
+    const devices = {};
+    for (const [name, m] of Object.entries(pick(s, 'devices') || {})) {
+      devices[name] = Object.fromEntries(['util_pct', 'await_ms', 'aqu_sz', 'rrqm_s', 'wrqm_s'].map((k) => [k, num(pick(m, k))]));
+    }
+    const c = pick(s, 'cpu') || {};
+    return {
+      t_s: num(pick(s, 't_s')),
+      dur_ms: num(pick(s, 'dur_ms')),
+      devices,
+      cpu: Object.fromEntries(['usr_pct', 'sys_pct', 'irq_pct', 'softirq_pct', 'iowait_pct'].map((k) => [k, num(pick(c, k))])),
+      dev_irq_s: num(pick(s, 'dev_irq_s')),
+      ctxt_s: num(pick(s, 'ctxt_s')),
+      intr_s: num(pick(s, 'intr_s')),
+    };
+  });
+  const means = {};
+  for (const [k, v] of Object.entries(pick(d, 'means') || {})) means[k] = num(v, null);
+  return {
+    run_id: String(pick(d, 'run_id', '')),
+    host: String(pick(d, 'host', '')),
+    interval_ms: num(pick(d, 'interval_ms')),
+    start_unix_ms: num(pick(d, 'start_unix_ms')),
+    irq_lines: (pick(d, 'irq_lines') || []).map(String),
+    seconds,
+    means,
+  };
+}
+
+export async function getRunTelemetry(id, { signal } = {}) {
+  return normTelemetry(await request('GET', `/runs/${encodeURIComponent(id)}/telemetry`, { signal }));
+}
+
+// Per CPU, from the run's stored result (iofleet.telemetry.cpus, the agent's
+// shape: docs/history.md): [{cpu, usr_pct, sys_pct, irq_pct, softirq_pct,
+// iowait_pct, dev_irq_s}], each an array with one value per sample (the same
+// samples as GET /runs/{id}/telemetry's seconds). [] when the result has none.
+export function telemetryCpusOfResult(result) {
+  const t = result && result.iofleet && result.iofleet.telemetry;
+  const cpus = (t && Array.isArray(t.cpus) && t.cpus) || [];
+  const arr = (a) => (Array.isArray(a) ? a.map((v) => num(v)) : []);
+  return cpus.map((c) => ({
+    cpu: num(pick(c, 'cpu')),
+    ...Object.fromEntries(['usr_pct', 'sys_pct', 'irq_pct', 'softirq_pct', 'iowait_pct', 'dev_irq_s'].map((k) => [k, arr(pick(c, k))])),
+  }));
+}

@@ -13,14 +13,14 @@ export const COLORS = {
 };
 
 // Plot width that fits inside `box` (its padding and border included).
-function widthOf(box) {
+export function widthOf(box) {
   const cs = getComputedStyle(box);
   const pad = parseFloat(cs.paddingLeft) + parseFloat(cs.paddingRight) + parseFloat(cs.borderLeftWidth) + parseFloat(cs.borderRightWidth);
   return Math.max(280, Math.floor((box.clientWidth || 640) - (pad || 0)));
 }
 
 // Re-fits `plot` to `box` whenever the box changes width.
-function fit(box, plot, height) {
+export function fit(box, plot, height) {
   let last = 0;
   const ro = new ResizeObserver(() => {
     const w = widthOf(box);

@@ -3,7 +3,7 @@
 //   #/jobs/ID/compare A/B comparison             #/runs/ID           run: live charts, result
 //   #/agents          agent inventory             #/submit            submit form
 //   #/series          history series              #/series/KEY        one series, change points
-//   #/alerts          regression alerts, triage
+//   #/alerts          regression alerts, triage  #/runs/ID/telemetry host telemetry beside a run
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { h, replace } from './dom.js';
@@ -14,6 +14,7 @@ import { runPage } from './pages/run.js';
 import { comparePage } from './pages/compare.js';
 import { submitPage } from './pages/submit.js';
 import { seriesListPage, seriesPage, alertsPage } from './pages/history.js';
+import { telemetryPage } from './pages/telemetry.js';
 
 const routes = [
   [/^\/?$/, () => jobsPage],
@@ -22,6 +23,7 @@ const routes = [
   [/^\/jobs\/([^/]+)\/?$/, () => jobPage],
   [/^\/compare\/?$/, () => comparePage], // ?a=JOB&b=JOB: two jobs as arms
   [/^\/runs\/([^/]+)\/?$/, () => runPage],
+  [/^\/runs\/([^/]+)\/telemetry\/?$/, () => telemetryPage],
   [/^\/agents\/?$/, () => agentsPage],
   [/^\/submit\/?$/, () => submitPage],
   [/^\/series\/?$/, () => seriesListPage],

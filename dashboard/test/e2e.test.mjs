@@ -7,7 +7,6 @@
 // Screenshots: build/dashboard-screenshots/e2e-*.png.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir, release } from 'node:os';
@@ -16,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { launch, chromiumMissing } from '../testlib/browser.mjs';
 import { startProxy } from '../testlib/static.mjs';
 import { bucketValue } from '../src/stats.js';
+import { start, stop, sleep } from '../testlib/procs.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const BIN = resolve(process.env.IOFLEET_BIN_DIR || join(here, '..', '..', 'build', 'bin'));
@@ -29,58 +29,6 @@ const skip =
   (!existsSync(CONTROLLER) && `${CONTROLLER} is not built yet; the end-to-end dashboard test needs it`) ||
   (!existsSync(AGENT) && `${AGENT} is not built yet; the end-to-end dashboard test needs it`) ||
   false;
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// Spawns `cmd`; resolves with {proc, lines} once every regexp in `waitFor` matched
-// a stdout line (each match's group 1 is returned in order).
-function start(cmd, args, waitFor = [], timeoutMs = 20000) {
-  return new Promise((resolveStart, reject) => {
-    const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const found = new Array(waitFor.length).fill(null);
-    const log = [];
-    let buf = '';
-    const timer = setTimeout(() => reject(new Error(`${cmd} did not print ${waitFor.join(', ')} in ${timeoutMs} ms:\n${log.join('\n')}`)), timeoutMs);
-    const check = () => {
-      if (found.every((x) => x !== null)) {
-        clearTimeout(timer);
-        resolveStart({ proc, found, log });
-      }
-    };
-    proc.stdout.on('data', (d) => {
-      buf += d;
-      let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        log.push(line);
-        waitFor.forEach((re, i) => {
-          const m = re.exec(line);
-          if (m && found[i] === null) found[i] = m[1];
-        });
-        check();
-      }
-    });
-    proc.stderr.on('data', (d) => {
-      log.push(String(d).trimEnd());
-      if (log.length > 400) log.splice(0, log.length - 400);
-    });
-    proc.on('exit', (code, sig) => {
-      clearTimeout(timer);
-      reject(new Error(`${cmd} exited (${code ?? sig}) before it was ready:\n${log.join('\n')}`));
-    });
-    check();
-  });
-}
-
-async function stop(proc) {
-  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGTERM');
-  const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(t);
-}
 
 describe('dashboard against the real controller and agent', { skip, timeout: 240000 }, () => {
   let tmp;

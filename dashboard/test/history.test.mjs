@@ -14,12 +14,24 @@ const skip = chromiumMissing() || (existsSync(join(DIST, 'index.html')) ? null :
 const axes = { job_name: 'ci-randread', metric: 'iops', branch: 'main', cpu_model: 'Xeon', device: 'nvme X', workload: 'w', variant: '', cell: '', numa: '1 nodes x [2] cpus', kernel_cmdline: 'quiet' };
 const points = [100, 101, 99, 90, 91, 89].map((v, i) => ({
   run_id: `r${i}`, job_id: `j${i}`, order: i, time_ms: 1700000000000 + i, value: v * 1000, cv: 0.01,
-  axes: { host: 'h1', kernel_release: i < 3 ? '6.12' : '6.13', tags: { commit: `c${i}` } },
+  axes: { host: i % 2 ? 'h2' : 'h1', kernel_release: i < 3 ? '6.12' : '6.13', tags: { commit: `c${i}`, build: i < 3 ? 'b1' : 'b2' } },
 }));
+// `builds` as controller/history/builds.h writes it: two builds of three points.
+const group = (value, idx) => {
+  const v = idx.map((i) => points[i].value);
+  const mean = v.reduce((a, b) => a + b, 0) / v.length;
+  return {
+    value, points: v.length, runs: idx.map((i) => points[i].run_id), mean, median: [...v].sort((a, b) => a - b)[1],
+    stddev_pct: 1, min: Math.min(...v), max: Math.max(...v), first_order: idx[0], last_order: idx.at(-1),
+    hosts: ['h1', 'h2'], kernel_releases: [points[idx[0]].axes.kernel_release],
+  };
+};
+const BUILDS = { tag: 'build', groups: [group('b1', [0, 1, 2]), group('b2', [3, 4, 5])], untagged: 0 };
 const SERIES = {
   key: 'k1', metric: 'iops', axes, created_ms: 1, points,
   change_points: [{ index: 3, first_after_run: 'r3', change_pct: -10, verdict: 'DIFFERENT', decision: 'alert', reason: 'confirmed' }],
-  parameters: 'edivisive(...)', note: '', hosts: [{ host: 'h1', points: 6, mean: 95000, median: 95000, stddev_pct: 5.5 }],
+  parameters: 'edivisive(...)', note: '', hosts: [{ host: 'h1', points: 3, mean: 95000, median: 95000, stddev_pct: 5.5 }, { host: 'h2', points: 3, mean: 94000, median: 94000, stddev_pct: 6.5 }],
+  builds: BUILDS,
 };
 const ALERT = { id: 'a1', kind: 'change', series: 'k1', metric: 'iops', change_pct: -10, regression: true, state: 'untriaged', first_run: { run_id: 'r3', job_id: 'j3', tags: { commit: 'c3' }, kernel_release: '6.13' }, created_ms: 1700000000000, updated_ms: 1700000000000 };
 
@@ -67,11 +79,40 @@ describe('history pages', { skip: skip || false, timeout: 120000 }, () => {
     await page.goto(`${base}#/series`);
     await page.locator('tr[data-series="k1"]').waitFor();
     assert.match(await page.locator('tr[data-series="k1"]').innerText(), /ci-randread/);
+    await b.shot('ui-series-list');
     await page.goto(`${base}#/series/k1`);
     const chart = page.locator('.chart[data-points="6"][data-changes="1"]');
     await chart.waitFor();
     const text = await page.locator('main').innerText();
     for (const s of ['r3', '-10.0%', 'DIFFERENT', 'h1', '±5.5%']) assert.ok(text.includes(s), `series page lacks "${s}": ${text}`);
+    // Per build: each build's mean with a min..max whisker, from `builds`.
+    const builds = page.locator('section[aria-label="per build"] .chart');
+    await builds.waitFor();
+    assert.deepEqual(JSON.parse(await builds.getAttribute('data-builds')), ['b1', 'b2']);
+    assert.deepEqual(JSON.parse(await builds.getAttribute('data-values')), [
+      [0, 1],
+      BUILDS.groups.map((g) => g.mean),
+      [99000, 89000],
+      [101000, 91000],
+    ]);
+    // The whiskers are drawn: pixels of the series colour in the plot's canvas.
+    const painted = await builds.locator('canvas').evaluate((cv) => {
+      const ctx = cv.getContext('2d');
+      const d = ctx.getImageData(0, 0, cv.width, cv.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i] === 31 && d[i + 1] === 119 && d[i + 2] === 180) n++;
+      return n;
+    });
+    assert.equal(await builds.getAttribute('data-whiskers'), '2');
+    // The two mean dots alone paint ~96 such pixels, with the whiskers ~150.
+    assert.ok(painted > 120, `blue pixels in the per-build chart: ${painted}`);
+    // Per host: each host's points in series order (h1 even, h2 odd).
+    const hosts = page.locator('section[aria-label="per host"] .chart');
+    assert.deepEqual(JSON.parse(await hosts.getAttribute('data-hosts')), ['h1', 'h2']);
+    const hv = JSON.parse(await hosts.getAttribute('data-values'));
+    assert.deepEqual(hv[1], [100000, null, 99000, null, 91000, null]);
+    assert.deepEqual(hv[2], [null, 101000, null, 90000, null, 89000]);
+    await b.shot('ui-series');
   });
 
   it('triages an alert', async () => {
@@ -79,6 +120,7 @@ describe('history pages', { skip: skip || false, timeout: 120000 }, () => {
     const row = page.locator('tr[data-alert="a1"]');
     await row.waitFor();
     assert.match(await row.innerText(), /-10\.0%/);
+    await b.shot('ui-alerts');
     await row.locator('select').selectOption('acknowledged');
     for (let i = 0; i < 50 && posts.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(posts, [{ state: 'acknowledged' }]);

@@ -11,7 +11,17 @@
 //   iofleet-e2e-grpc --controller=HOST:PORT watch ID --count=N --timeout-s=T
 //                    -> prints how many IntervalRecords arrived (exit 0 when >= N);
 //                    --count=0 reads until the stream ends (the job is final)
+//   HistoryService (history.proto), each printing the response as JSON, or
+//   "RPC: code N: message" on stderr and exit 1:
+//   iofleet-e2e-grpc --controller=HOST:PORT list-series [--filter=k=v,...]
+//   iofleet-e2e-grpc --controller=HOST:PORT get-series KEY
+//   iofleet-e2e-grpc --controller=HOST:PORT list-alerts [--filter=k=v,...]
+//   iofleet-e2e-grpc --controller=HOST:PORT get-alert ID
+//   iofleet-e2e-grpc --controller=HOST:PORT set-alert-state ID STATE
+//   iofleet-e2e-grpc --controller=HOST:PORT compare-jobs JOB_A JOB_B
 //   --tls-ca=FILE: TLS, the controller's certificate verified against FILE (PEM)
+//   --token=T: "authorization: Bearer T" on every HistoryService call;
+//   --timeout-s=T: their deadline (default 10 s)
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -24,6 +34,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "iofleet/v1/controller.grpc.pb.h"
+#include "iofleet/v1/history.grpc.pb.h"
 
 namespace {
 
@@ -40,6 +51,21 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 int Die(const std::string& msg) {
   fprintf(stderr, "iofleet-e2e-grpc: %s\n", msg.c_str());
   return 1;
+}
+
+// A HistoryService answer as JSON on stdout, or its status on stderr.
+int Answer(const char* rpc, const grpc::Status& st, const google::protobuf::Message& m) {
+  if (!st.ok()) {
+    return Die(std::string(rpc) + ": code " + std::to_string(static_cast<int>(st.error_code())) +
+               ": " + st.error_message());
+  }
+  google::protobuf::util::JsonPrintOptions jopt;
+  jopt.preserve_proto_field_names = true;
+  jopt.always_print_primitive_fields = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, jopt);
+  printf("%s\n", out.c_str());
+  return 0;
 }
 
 }  // namespace
@@ -147,6 +173,72 @@ int main(int argc, char** argv) {
     (void)google::protobuf::util::MessageToJsonString(job, &out, jopt);
     printf("%s\n", out.c_str());
     return 0;
+  }
+  auto history = iofleet::v1::HistoryService::NewStub(channel);
+  auto call = [&flags](grpc::ClientContext* ctx) {
+    const long timeout_s = flags.count("timeout-s") ? std::stol(flags["timeout-s"]) : 10;
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout_s));
+    if (!flags["token"].empty()) ctx->AddMetadata("authorization", "Bearer " + flags["token"]);
+  };
+  auto filters = [&flags](google::protobuf::Map<std::string, std::string>* m) -> bool {
+    for (const std::string& kv : Split(flags["filter"], ',')) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) return false;
+      (*m)[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return true;
+  };
+  if (cmd == "list-series" || cmd == "list-alerts") {
+    grpc::ClientContext ctx;
+    call(&ctx);
+    if (cmd == "list-series") {
+      iofleet::v1::ListSeriesRequest req;
+      if (!filters(req.mutable_filters())) return Die("--filter wants k=v");
+      iofleet::v1::ListSeriesResponse resp;
+      return Answer("ListSeries", history->ListSeries(&ctx, req, &resp), resp);
+    }
+    iofleet::v1::ListAlertsRequest req;
+    if (!filters(req.mutable_filters())) return Die("--filter wants k=v");
+    iofleet::v1::ListAlertsResponse resp;
+    return Answer("ListAlerts", history->ListAlerts(&ctx, req, &resp), resp);
+  }
+  if (cmd == "get-series") {
+    if (pos.empty()) return Die("get-series KEY");
+    grpc::ClientContext ctx;
+    call(&ctx);
+    iofleet::v1::GetSeriesRequest req;
+    req.set_key(pos[0]);
+    iofleet::v1::SeriesResponse resp;
+    return Answer("GetSeries", history->GetSeries(&ctx, req, &resp), resp);
+  }
+  if (cmd == "get-alert") {
+    if (pos.empty()) return Die("get-alert ID");
+    grpc::ClientContext ctx;
+    call(&ctx);
+    iofleet::v1::GetAlertRequest req;
+    req.set_id(pos[0]);
+    iofleet::v1::AlertResponse resp;
+    return Answer("GetAlert", history->GetAlert(&ctx, req, &resp), resp);
+  }
+  if (cmd == "set-alert-state") {
+    if (pos.size() < 2) return Die("set-alert-state ID STATE");
+    grpc::ClientContext ctx;
+    call(&ctx);
+    iofleet::v1::SetAlertStateRequest req;
+    req.set_id(pos[0]);
+    req.set_state(pos[1]);
+    iofleet::v1::AlertResponse resp;
+    return Answer("SetAlertState", history->SetAlertState(&ctx, req, &resp), resp);
+  }
+  if (cmd == "compare-jobs") {
+    if (pos.size() < 2) return Die("compare-jobs JOB_A JOB_B");
+    grpc::ClientContext ctx;
+    call(&ctx);
+    iofleet::v1::CompareJobsRequest req;
+    req.set_job_a(pos[0]);
+    req.set_job_b(pos[1]);
+    iofleet::v1::CompareResponse resp;
+    return Answer("CompareJobs", history->CompareJobs(&ctx, req, &resp), resp);
   }
   if (cmd == "watch") {
     if (pos.empty()) return Die("watch ID");

@@ -35,11 +35,29 @@ PostgreSQL is not installed, or, for netcut, without root):
                connection: with the leader stopped (SIGSTOP), both followers
                still answer GET /jobs, /jobs/{id}, /runs, /runs/{id}/samples,
                /jobs/{id}/records, /compare and /series within 5 s, with the
-               bodies the leader gave; read-your-writes: a job submitted
+               bodies the leader gave (a queued run's waiting_for, asked
+               of the leader, is the leader's while it runs and says the
+               leader did not answer while it is stopped); read-your-writes: a job submitted
                through one follower (forwarded to the leader) is readable at
                once through both followers; a write through a follower
                reaches the leader (its row and the leader's answer); the
                watch stream through a follower equals the leader's.
+  follower_history  gRPC HistoryService on a follower: ListSeries, GetSeries,
+               ListAlerts, GetAlert and CompareJobs answered by both followers
+               from their own store with the leader stopped (SIGSTOP), equal to
+               the leader's answers; SetAlertState through a follower is the
+               leader's write: with the leader stopped it fails and the row is
+               unchanged, with the leader back it is applied (row, leader's
+               answer), and the leader's errors come back (INVALID_ARGUMENT
+               naming the state, NOT_FOUND). The alert row is seeded with
+               psql (a real change point takes tens of runs).
+  forward_pool  REST writes forwarded by a follower share the leader's
+               connections: the leader advertises its REST API behind a
+               counting TCP relay (--advertise-http), 20 submits and 20
+               cancels through a follower arrive on fewer than 40 (in
+               practice 1-2) accepted connections; after the leader is
+               killed, writes through the remaining follower reach the new
+               leader (no connection to the old one is used).
   tls          the same over TLS (--tls-cert/--tls-key, certificates made
                with openssl): HTTPS writes through a follower forwarded to the
                leader over TLS, reads answered by the follower, gRPC SubmitJob
@@ -53,9 +71,11 @@ import json
 import os
 import re
 import signal
+import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -416,6 +436,14 @@ def case_follower_reads():
         paths = ["/jobs", f"/jobs/{done[0]}", f"/jobs/{queued}", f"/runs?job_id={done[0]}",
                  f"/runs/{run}", f"/runs/{run}/samples", f"/jobs/{done[0]}/records",
                  f"/compare?a={done[0]}&b={done[1]}", "/series", "/alerts"]
+        # Why the queued run waits lives in the leader's memory: a follower
+        # asks the leader, so its answer is the leader's, reason included.
+        def waits(c):
+            return rest_on(env, c, "GET", f"/jobs/{queued}")[1]["runs"][0].get("waiting_for", "")
+        reason = wait_for(lambda: waits(lead), 15, "the leader's waiting_for")
+        for f in (f1, f2):
+            check(waits(f) == reason, f"waiting_for on {f.name}: {waits(f)!r}, the leader's "
+                                      f"{reason!r}")
         want = {p: rest_on(env, lead, "GET", p) for p in paths}
         for p, (st, _) in want.items():
             check(st == 200, f"the leader's GET {p}: {st}")
@@ -430,6 +458,10 @@ def case_follower_reads():
                     check(st == 200, f"GET {p} on {f.name} with the leader stopped: {st} {got}")
                     exp = want[p][1]
                     if p == f"/jobs/{queued}":
+                        # The leader cannot say now: the follower says so.
+                        said = got["runs"][0].get("waiting_for", "")
+                        check(said.startswith(f"unknown on this follower: the leader at {lead.grpc}"),
+                              f"waiting_for on {f.name} with the leader stopped: {said!r}")
                         exp, got = sans_waiting(exp), sans_waiting(got)
                     check(got == exp,
                           f"GET {p} on {f.name} differs from the leader's: {got} vs {exp}")
@@ -461,7 +493,8 @@ def case_follower_reads():
 
 def sans_waiting(job):
     """A job without its runs' waiting_for: why a queued run waits lives in the
-    leader's memory only (a follower shows it empty)."""
+    leader's memory; a follower asks the leader (1 s bound), and says when it
+    could not."""
     for r in job.get("runs", []):
         r.pop("waiting_for", None)
     return job
@@ -577,7 +610,201 @@ def case_tls():
         env.figures = {"jobs": 2}
 
 
-CASES = {"leader_kill": case_leader_kill, "pg_outage": case_pg_outage, "netcut": case_netcut,
+def history_rpc(c, *args, timeout_s=10):
+    """(rc, parsed JSON answer or None, stderr) of a HistoryService call on c."""
+    rc, out, err = e2e_grpc(f"--controller={c.grpc}", f"--timeout-s={timeout_s}", *args)
+    return rc, (json.loads(out) if rc == 0 else None), err
+
+
+def case_follower_history():
+    with Env("ha_follower_history") as env:
+        pg = postgres(env)
+        uri = pg.create_database()
+        use_pg_queries(env, pg, uri)
+        # A lease long enough that no election starts while the leader is stopped.
+        ctls = start_cluster(env, pg, uri,
+                             [("127.0.0.1", free_port(), free_port(), None) for _ in range(3)],
+                             ttl="60s")
+        lead, f1, f2 = ctls
+        wait_for(lambda: all("follower: serving gRPC on" in log_text(c) for c in (f1, f2)), 20,
+                 "followers serving")
+        a = env.add_agent("agent-a", controller=",".join(c.grpc for c in ctls))
+        env.controller = lead
+        env.wait_agents_up(["agent-a"])
+        jobs = []
+        for i in range(2):
+            j = env.submit(fio_job(a.target, runtime=1), ["agent-a"], name="hist")
+            check(env.wait_job(j, 60)["state"] == "succeeded", f"job {j}")
+            jobs.append(j)
+        def fed():
+            s = env.get("/series?metric=iops")["series"]
+            return s if s and len(env.get(f"/series/{s[0]['key']}")["points"]) == 2 else None
+        series = wait_for(fed, 20, "the leader's history worker feeding the iops series")
+        key = series[0]["key"]
+        run = env.job(jobs[1])["runs"][0]["id"]
+        now_ms = int(time.time() * 1000)
+        pg.psql("INSERT INTO history_alerts(id, series_key, metric, state, change_pct,"
+                " first_run_id, job_id, created_ms, updated_ms, detail_json) VALUES"
+                f" ('ha4-alert', '{key}', 'iops', 'untriaged', '-12.5', '{run}', '{jobs[1]}',"
+                f" {now_ms}, {now_ms}, '{{\"kind\": \"change\", \"regression\": true}}')",
+                db=uri)
+        reads = [("list-series", "--filter=metric=iops"), ("get-series", key),
+                 ("list-alerts",), ("get-alert", "ha4-alert"),
+                 ("compare-jobs", jobs[0], jobs[1])]
+        want = {}
+        for r in reads:
+            rc, got, err = history_rpc(lead, *r)
+            check(rc == 0, f"the leader's {r[0]}: {err}")
+            want[r] = got
+        check(len(want[("list-alerts",)]["alerts"]) == 1 and
+              want[("get-series", key)]["key"] == key, f"the leader's answers: {want}")
+        def alert_state():
+            return env.query("SELECT state FROM history_alerts WHERE id = 'ha4-alert'")[0][0]
+        lead.proc.send_signal(signal.SIGSTOP)
+        log(f"leader {lead.name} stopped (SIGSTOP)")
+        t0 = time.time()
+        try:
+            for f in (f1, f2):
+                for r in reads:
+                    rc, got, err = history_rpc(f, *r, timeout_s=5)
+                    check(rc == 0, f"{r[0]} on {f.name} with the leader stopped: {err}")
+                    check(got == want[r], f"{r[0]} on {f.name} differs from the leader's: "
+                                          f"{got} vs {want[r]}")
+            reads_s = time.time() - t0
+            # Triage is a write: the leader's, so it cannot happen now.
+            rc, _, err = history_rpc(f1, "set-alert-state", "ha4-alert", "acknowledged",
+                                     timeout_s=3)
+            check(rc != 0 and ("code 4:" in err or "code 14:" in err),
+                  f"SetAlertState on {f1.name} with the leader stopped: rc {rc} {err}")
+            check(alert_state() == "untriaged", "a follower wrote the triage itself")
+        finally:
+            lead.proc.send_signal(signal.SIGCONT)
+            log(f"leader {lead.name} continued (SIGCONT)")
+        rc, got, err = history_rpc(f1, "set-alert-state", "ha4-alert", "acknowledged")
+        check(rc == 0 and got["alert"]["state"] == "acknowledged",
+              f"SetAlertState through {f1.name}: {rc} {got} {err}")
+        check(alert_state() == "acknowledged", "the triage is not in the store")
+        rc, got, err = history_rpc(lead, "get-alert", "ha4-alert")
+        check(rc == 0 and got["alert"]["state"] == "acknowledged", f"the leader's view: {got}")
+        rc, got, err = history_rpc(f2, "get-alert", "ha4-alert")
+        check(rc == 0 and got["alert"]["state"] == "acknowledged", f"{f2.name}'s view: {got}")
+        rc, _, err = history_rpc(f2, "set-alert-state", "ha4-alert", "closed")
+        check(rc == 1 and "code 3:" in err and "state" in err,
+              f"a bad state through {f2.name}: {rc} {err}")
+        rc, _, err = history_rpc(f2, "set-alert-state", "no-such-alert", "fixed")
+        check(rc == 1 and "code 5:" in err, f"an unknown alert through {f2.name}: {rc} {err}")
+        check(leader(env, pg, uri, ctls)[0] is lead, "the leader changed")
+        env.figures = {"history_reads": 2 * len(reads),
+                       "history_reads_with_leader_stopped_s": round(reads_s, 2)}
+
+
+class CountingRelay:
+    """A TCP relay on 127.0.0.1 to `target` (HOST:PORT) that counts the
+    connections it accepts: what a client's connection reuse saves."""
+
+    def __init__(self, env, target):
+        self.target = target.rsplit(":", 1)
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted = 0
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+        env.cleanups.append(self.close)
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.accepted += 1
+            try:
+                u = socket.create_connection((self.target[0], int(self.target[1])), timeout=5)
+                u.settimeout(None)
+            except OSError:
+                c.close()
+                continue
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def case_forward_pool():
+    with Env("ha_forward_pool") as env:
+        pg = postgres(env)
+        uri = pg.create_database()
+        use_pg_queries(env, pg, uri)
+        ctls = add_controllers(env, uri,
+                               [("127.0.0.1", free_port(), free_port(), None) for _ in range(3)])
+        lead, f1, f2 = ctls
+        relay = CountingRelay(env, lead.http)
+        lead.extra_args.append(f"--advertise-http={relay.address}")
+        lead.start(init=True, wait=False)
+        wait_leader(env, pg, uri, [lead], 30)
+        for c in (f1, f2):
+            c.start(init=False, wait=False)
+        wait_for(lambda: all("follower: serving gRPC on" in log_text(c) for c in (f1, f2)), 20,
+                 "followers serving")
+        n = 20
+        ids = []
+        for i in range(n):
+            st, body = rest_on(env, f1, "POST", "/jobs",
+                               {"name": f"pool-{i}", "hosts": ["nobody"], "wait_for_hosts": True,
+                                "fio": fio_job("/tmp/x")})
+            check(st == 201, f"submit {i} through {f1.name}: {st} {body}")
+            ids.append(body["id"])
+        for j in ids:
+            st, body = rest_on(env, f1, "POST", f"/jobs/{j}/cancel", {})
+            check(st == 200 and body["state"] == "cancelled", f"cancel {j}: {st} {body}")
+        with relay.lock:
+            accepted = relay.accepted
+        log(f"{2 * n} writes forwarded by {f1.name} on {accepted} connection(s) to the leader")
+        check(0 < accepted < 2 * n, f"{2 * n} forwarded writes used {accepted} connections")
+        rows = env.query("SELECT count(*) FROM jobs WHERE state = 'cancelled'")[0][0]
+        check(rows == n, f"{rows} cancelled job rows, want {n}")
+        # Failover: the remaining follower's writes reach the new leader.
+        lead.kill()
+        new, epoch = wait_leader(env, pg, uri, [f1, f2], 20, min_epoch=2)
+        other = f2 if new is f1 else f1
+        def submit_after():
+            st, body = rest_on(env, other, "POST", "/jobs",
+                               {"name": "after", "hosts": ["nobody"], "wait_for_hosts": True,
+                                "fio": fio_job("/tmp/x")})
+            return body.get("id") if st == 201 else None
+        after = wait_for(submit_after, 20, f"a submit through {other.name} after the failover")
+        st, body = rest_on(env, new, "GET", f"/jobs/{after}")
+        check(st == 200 and body["name"] == "after", f"the new leader's view: {st} {body}")
+        env.figures = {"forwarded_writes": 2 * n, "leader_connections": accepted,
+                       "new_leader": new.name}
+
+
+CASES = {"forward_pool": case_forward_pool, "follower_history": case_follower_history, "leader_kill": case_leader_kill, "pg_outage": case_pg_outage, "netcut": case_netcut,
          "followers": case_followers, "follower_reads": case_follower_reads, "tls": case_tls}
 
 

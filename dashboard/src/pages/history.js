@@ -6,6 +6,7 @@
 import uPlot from 'uplot';
 import { request } from '../api.js';
 import { h, replace, fmtNum, fmtTime, errorBox, poller } from '../dom.js';
+import { buildsChart, hostsChart } from '../series_views.js';
 
 const STATES = ['untriaged', 'acknowledged', 'invalid', 'fixed'];
 
@@ -80,6 +81,7 @@ export function seriesPage(main, { args }) {
   const body = h('div');
   main.append(h('h1', null, 'Series ', h('code', null, key)), body);
   let plot = null;
+  let views = []; // destroyers of the per-build and per-host charts
   const p = poller(async (signal) => {
     let s;
     try {
@@ -93,6 +95,10 @@ export function seriesPage(main, { args }) {
       plot.destroy();
       plot = null;
     }
+    for (const d of views) d();
+    views = [];
+    const perBuild = h('section', { class: 'charts', 'aria-label': 'per build' });
+    const perHost = h('section', { class: 'charts', 'aria-label': 'per host' });
     const xs = s.points.map((_, i) => i);
     const ys = s.points.map((pt) => pt.value);
     const changeAt = new Map(s.change_points.map((c) => [c.index, c]));
@@ -120,7 +126,10 @@ export function seriesPage(main, { args }) {
       changes.length
         ? h('table', null, h('thead', null, h('tr', null, ['First run after', 'Change', 'Verdict', 'Decision', 'Why'].map((c) => h('th', { scope: 'col' }, c)))), h('tbody', null, changes))
         : h('p', { class: 'muted' }, 'None.'),
+      h('h2', null, 'Per build'),
+      perBuild,
       h('h2', null, 'Per host'),
+      perHost,
       h('table', null, h('thead', null, h('tr', null, ['Host', 'Points', 'Mean', '%stddev'].map((c) => h('th', { scope: 'col' }, c)))), h('tbody', null, hosts)),
       h('p', { class: 'muted small' }, s.parameters),
     );
@@ -130,6 +139,8 @@ export function seriesPage(main, { args }) {
         width: Math.max(320, chart.clientWidth || 720),
         height: 280,
         scales: { x: { time: false } },
+        // The default 50 px y axis cuts large values ("102,500" drew as "2,500").
+        axes: [{}, { size: 80 }],
         series: [
           { label: 'point', value: (u, v) => (v == null ? '–' : `${v} ${s.points[v] ? s.points[v].run_id : ''}`) },
           { label: s.metric, stroke: '#1f77b4', width: 1, points: { show: true, size: 4 } },
@@ -139,11 +150,13 @@ export function seriesPage(main, { args }) {
       [xs, ys, marks],
       chart,
     );
+    views = [buildsChart(perBuild, s), hostsChart(perHost, s)].filter(Boolean);
     return true;
   }, 15000);
   return () => {
     p.stop();
     if (plot) plot.destroy();
+    for (const d of views) d();
   };
 }
 

@@ -157,6 +157,10 @@ export function runPage(main, { args }) {
         ? h('code', null, run.target_keys.map((t) => `${t.path}: ${t.keys.join(', ')}`).join('; '))
         : null],
       ['Related runs', relatedRuns(run)],
+      // Host telemetry per second (pages/telemetry.js), stored with the result.
+      ['Host telemetry', TERMINAL_STATES.has(run.state) && run.result
+        ? h('a', { href: `#/runs/${encodeURIComponent(id)}/telemetry`, 'data-testid': 'telemetry-link' }, 'disk, CPU and IRQs per second beside the IOPS')
+        : null],
       ['Samples', run.samples_incomplete
         ? h('span', { class: 'error-text' }, `incomplete: ${run.samples_note}`)
         : null],
