@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -38,49 +39,80 @@ bool LeadsSession() { return getsid(0) == getpid(); }
 }  // namespace
 
 int RunInOwnSession(const std::function<int()>& body) {
+  return internal::RunInOwnSessionWithHook(body, nullptr);
+}
+
+namespace internal {
+
+int RunInOwnSessionWithHook(const std::function<int()>& body, void (*after_fork_in_parent)()) {
   if (LeadsSession()) return body();
   std::fflush(stdout);
   std::fflush(stderr);
+  // The forwarded signals stay blocked from before the fork until the parent's
+  // forwarding handlers are in place: one that arrives in between waits,
+  // pending, and is then forwarded, instead of taking its default action on
+  // the parent alone (SIGTERM, SIGINT, SIGHUP, SIGUSR1... end it, and the
+  // child is killed by PR_SET_PDEATHSIG with no chance to report) or finding
+  // a handler with no child to forward to. The child starts with them blocked
+  // too and restores the caller's mask once it is set up, so one forwarded
+  // early waits for it.
+  sigset_t forwarded, caller_mask;
+  sigemptyset(&forwarded);
+  for (int sig : kForwarded) sigaddset(&forwarded, sig);
+  pthread_sigmask(SIG_BLOCK, &forwarded, &caller_mask);
   const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) {
+    const int err = errno;
+    pthread_sigmask(SIG_SETMASK, &caller_mask, nullptr);
     std::fprintf(stderr,
                  "iofleet-agent: note: fork for a session of its own failed (%s); "
                  "the jobs share the caller's session's CPU share\n",
-                 std::strerror(errno));
+                 std::strerror(err));
     return body();
   }
   if (child == 0) {
     setsid();
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(128 + SIGKILL);  // the parent died before prctl
+    pthread_sigmask(SIG_SETMASK, &caller_mask, nullptr);
     const int rc = body();
     std::fflush(stdout);
     std::fflush(stderr);
     std::exit(rc);
   }
+  if (after_fork_in_parent != nullptr) after_fork_in_parent();
   g_child = child;
-  struct sigaction fwd = {}, old[sizeof(kForwarded) / sizeof(kForwarded[0])];
+  struct sigaction fwd = {}, old[std::size(kForwarded)];
   fwd.sa_handler = Forward;
   sigemptyset(&fwd.sa_mask);
   fwd.sa_flags = SA_RESTART;
   for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &fwd, &old[i]);
+  // Signals that came while blocked are delivered (and forwarded) here.
+  pthread_sigmask(SIG_SETMASK, &caller_mask, nullptr);
   int wstatus = 0;
   pid_t r;
   do {
     r = waitpid(child, &wstatus, 0);
   } while (r < 0 && errno == EINTR);
+  const int wait_err = errno;
+  // Blocked again while the caller's handlers come back: a signal arriving now
+  // (the child is gone) is kept for them rather than dropped by Forward.
+  pthread_sigmask(SIG_BLOCK, &forwarded, nullptr);
   g_child = 0;
   for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &old[i], nullptr);
+  pthread_sigmask(SIG_SETMASK, &caller_mask, nullptr);
   if (r < 0) {
     std::fprintf(stderr, "iofleet-agent: waitpid(%d): %s\n", static_cast<int>(child),
-                 std::strerror(errno));
+                 std::strerror(wait_err));
     return 1;
   }
   if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
   if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
   return 1;
 }
+
+}  // namespace internal
 
 int AutogroupNiceForSessions(int sessions) {
   if (sessions <= 1) return 0;

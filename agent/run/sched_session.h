@@ -41,7 +41,18 @@ namespace iofleet::agent {
 // SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child and
 // waits for it. Call it before any thread is started (fork copies one
 // thread). When fork fails, body runs here (and a note says so on stderr).
+// The forwarded signals are blocked from before the fork until the parent's
+// forwarding handlers are set (the child restores the caller's mask after
+// setsid and PR_SET_PDEATHSIG), so one that arrives at any time after the
+// call is forwarded to the child, never lost or taken by the parent alone.
 int RunInOwnSession(const std::function<int()>& body);
+
+namespace internal {
+// RunInOwnSession, calling `after_fork_in_parent` (when not null) in the
+// parent right after the fork and before the forwarding handlers are set:
+// tests send a signal there, in the window the blocking closes.
+int RunInOwnSessionWithHook(const std::function<int()>& body, void (*after_fork_in_parent)());
+}  // namespace internal
 
 // The autogroup nice value whose CPU weight is closest to that of `sessions`
 // nice-0 sessions (the kernel's weight table: nice 0 = 1024, each step 1.25x):

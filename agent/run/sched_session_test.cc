@@ -4,10 +4,12 @@
 #include "agent/run/sched_session.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <thread>
 
 #include "agent/run/run_test_fixture.h"
@@ -184,6 +186,62 @@ TEST_F(SchedSessionRunTest, ThreadJobsShareOneSessionAsInFio) {
   if (rc == 11) GTEST_SKIP() << "this user may not lower an autogroup's nice (CAP_SYS_NICE)";
   ASSERT_NE(rc, 10) << "the run failed";
   EXPECT_EQ(rc, 20) << "thread=1 jobs are threads of fio's own process: one session's weight";
+}
+
+}  // namespace
+}  // namespace iofleet::agent
+
+namespace iofleet::agent {
+namespace {
+
+// A signal that reaches the caller between the fork and the forwarding
+// handlers (the hook runs there) is forwarded to the child once the handlers
+// are set, not taken by the caller alone: before, SIGTERM/SIGINT/SIGHUP/SIGUSR1
+// there ended the caller by their default action and PR_SET_PDEATHSIG then
+// killed the child. The caller is a process of its own (forked here), so the
+// old behaviour kills it and not the test; its exit status tells which
+// happened, and the child (the body) must be gone once the caller has exited.
+int g_window_signal = 0;
+void SignalSelfInTheWindow() { kill(getpid(), g_window_signal); }
+
+TEST(SchedSessionTest, ASignalBetweenForkAndHandlersIsForwardedToTheChild) {
+  if (getsid(0) == getpid()) GTEST_SKIP() << "the test process leads its session already";
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) {
+    SCOPED_TRACE(strsignal(sig));
+    int pids[2];
+    ASSERT_EQ(pipe(pids), 0);
+    const pid_t caller = fork();
+    ASSERT_GE(caller, 0);
+    if (caller == 0) {
+      close(pids[0]);
+      g_window_signal = sig;
+      const int rc = internal::RunInOwnSessionWithHook(
+          [&] {
+            const pid_t me = getpid();
+            (void)!write(pids[1], &me, sizeof(me));
+            alarm(20);  // never hang the test: SIGALRM ends it (rc 142)
+            for (;;) pause();  // the forwarded signal's default action ends it
+            return 0;
+          },
+          &SignalSelfInTheWindow);
+      _exit(rc);
+    }
+    close(pids[1]);
+    pid_t body = 0;
+    const bool got = read(pids[0], &body, sizeof(body)) == static_cast<ssize_t>(sizeof(body));
+    close(pids[0]);
+    int st = 0;
+    ASSERT_EQ(waitpid(caller, &st, 0), caller);
+    EXPECT_TRUE(WIFEXITED(st)) << "the caller died of signal "
+                               << (WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "?")
+                               << ": the signal was taken by the caller, not forwarded";
+    if (WIFEXITED(st)) {
+      EXPECT_EQ(WEXITSTATUS(st), 128 + sig) << "want the child ended by it";
+    }
+    if (got && body > 0) {
+      EXPECT_NE(kill(body, 0), 0) << "the child (pid " << body << ") outlived the caller";
+    }
+  }
 }
 
 }  // namespace

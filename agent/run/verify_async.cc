@@ -11,6 +11,7 @@
 
 namespace iofleet::agent {
 
+
 absl::StatusOr<std::unique_ptr<AsyncVerifier>> AsyncVerifier::Create(const workload::VerifyOptions& options,
                                                                      uint32_t threads, std::vector<int> cpus,
                                                                      size_t block_bytes, uint32_t entries) {
@@ -37,8 +38,26 @@ absl::StatusOr<std::unique_ptr<AsyncVerifier>> AsyncVerifier::Create(const workl
     if (!v.ok()) return v.status();
     verifiers.push_back(std::move(*v));
   }
-  for (auto& v : verifiers) {
-    a->threads_.emplace_back([p = a.get(), v = std::move(v)]() mutable { p->Main(std::move(v)); });
+  // StartThread, not std::thread: std::thread throws when a thread cannot be
+  // started, and an exception nobody catches aborts the agent.
+  a->threads_.reserve(verifiers.size());
+  for (size_t t = 0; t < verifiers.size(); ++t) {
+    // std::function needs a copyable callable: the verifier goes by pointer
+    // and is owned by the helper from its first instruction.
+    workload::BlockVerifier* v = verifiers[t].release();
+    auto th = StartThread([p = a.get(), v] { p->Main(std::unique_ptr<workload::BlockVerifier>(v)); });
+    if (!th.ok()) {
+      delete v;
+      // `a` goes out of scope: its destructor stops and joins the helpers started.
+      return absl::Status(th.status().code(),
+                          absl::StrCat("option \"verify_async\": value \"", threads,
+                                       "\": cannot start verify helper thread ", t + 1, " of ",
+                                       verifiers.size(), ": ", th.status().message(),
+                                       absl::IsResourceExhausted(th.status())
+                                           ? ": lower verify_async or raise the limit"
+                                           : ""));
+    }
+    a->threads_.push_back(std::move(*th));
   }
   return a;
 }
@@ -49,7 +68,7 @@ AsyncVerifier::~AsyncVerifier() {
     stop_ = true;
   }
   work_cv_.notify_all();
-  for (std::thread& t : threads_) t.join();
+  for (Thread& t : threads_) t.Join();
   if (mem_ != nullptr) munmap(mem_, mem_bytes_);
 }
 

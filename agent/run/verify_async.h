@@ -20,10 +20,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/run/thread_start.h"
 #include "agent/workload/verify.h"
 
 namespace iofleet::agent {
@@ -37,7 +37,10 @@ class AsyncVerifier {
   };
 
   // `threads` helpers (>= 1), pinned to `cpus` when not empty; `entries`
-  // blocks of at most `block_bytes` each may be queued at once.
+  // blocks of at most `block_bytes` each may be queued at once. A helper
+  // that cannot be started (pthread_create fails: RLIMIT_NPROC, no memory for
+  // its stack) is an error naming verify_async and the reason, never an
+  // abort; the helpers already started are stopped and joined.
   static absl::StatusOr<std::unique_ptr<AsyncVerifier>> Create(const workload::VerifyOptions& options,
                                                                uint32_t threads, std::vector<int> cpus,
                                                                size_t block_bytes, uint32_t entries);
@@ -83,7 +86,7 @@ class AsyncVerifier {
   absl::Status pin_status_;
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> checked_{0};
-  std::vector<std::thread> threads_;
+  std::vector<Thread> threads_;  // started helpers, joined by the destructor
 };
 
 }  // namespace iofleet::agent

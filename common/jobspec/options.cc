@@ -1856,7 +1856,7 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kProcess, .example = "1", .apply = SetBool<&JobSpec::gtod_reduce>,
    .render = IOFLEET_RENDER_BOOL(gtod_reduce, "gtod_reduce")},
   {.name = "gtod_cpu", .type = T::kInt, .help = "Set up dedicated gettimeofday() thread on this CPU",
-   .category = C::kProcess, .status = S::kRefused, .reason = "a dedicated gettimeofday thread (gtod_cpu) is not implemented yet", .example = "0"},
+   .category = C::kProcess, .status = S::kRefused, .reason = "not implemented: fio 3.33's gtod_cpu starts one thread pinned to that CPU that reads the clock in a busy loop (the whole CPU, for the whole run), takes that CPU out of every job's cpus_allowed, and makes every clock read of every job read the time that thread last published; iofleet's I/O threads read CLOCK_MONOTONIC themselves (through the vDSO: no syscall), so the option would only cost a CPU and coarsen the timestamps. To read the clock less, use gtod_reduce=1 or disable_lat/disable_clat/disable_slat/disable_bw_measurement", .example = "0"},
   {.name = "gpu_dev_id", .type = T::kInt, .help = "Set GPU device ID for GPUDirect RDMA",
    .category = C::kProcess, .status = S::kRefused, .reason = "GPUDirect RDMA (gpu_dev_id, mem=cudamalloc) is not supported", .example = "0"},
 
