@@ -24,6 +24,7 @@
 #include "agent/transport/convert.h"
 #include "common/jobspec/parser.h"
 #include "common/stats/report.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "iofleet/v1/agent.grpc.pb.h"
 
@@ -627,6 +628,29 @@ void AgentClient::Execute(Action action) {
       std::move(action));
 }
 
+namespace {
+
+// The inventory fields history keys series on (controller/history/ingest.h), as
+// protobuf JSON; collected at the end of a run, off the I/O threads.
+std::string RunInventoryJson() {
+  iofleet::v1::Inventory inv;
+  CollectInventory(&inv);
+  iofleet::v1::Inventory keep;
+  keep.set_hostname(inv.hostname());
+  keep.set_kernel_release(inv.kernel_release());
+  keep.set_kernel_cmdline(inv.kernel_cmdline());
+  keep.set_cpu_model(inv.cpu_model());
+  *keep.mutable_numa_nodes() = inv.numa_nodes();
+  keep.set_agent_version(inv.agent_version());
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(keep, &out, opts).ok()) return "";
+  return out;
+}
+
+}  // namespace
+
 void AgentClient::RunThread(std::shared_ptr<RunHandle> h, act::StartRun start) {
   const std::string& id = start.run_id;
   std::shared_ptr<SpoolWriter> spool;
@@ -744,6 +768,9 @@ void AgentClient::RunThread(std::shared_ptr<RunHandle> h, act::StartRun start) {
         end.error = "cancelled: " + end.error;
       }
     } else {
+      // The host class and kernel the run ran with, stored with its result: the
+      // controller's history keys series on them even after the inventory changes.
+      result->header.inventory_json = RunInventoryJson();
       // With the "iofleet" object (pids, error texts, kb_base, the run's log
       // files): `iofleet result --format=normal` renders the agent's text from it.
       end.result_json = stats::FioJson(result->header, result->reported, /*json_plus=*/true,

@@ -91,7 +91,8 @@ std::pair<int, int> Score(const corpus::Case& c, const Analysis& an) {
     bool matched = false;
     if (c.label.expect_alert) {
       for (size_t k = 0; k < c.label.changes.size(); ++k) {
-        const long d = static_cast<long>(a->change.index) - static_cast<long>(c.label.changes[k]);
+        // Point ids are the index in the case (warm-up points are left out).
+        const long d = std::stol(a->first_after_id) - static_cast<long>(c.label.changes[k]);
         if (!used[k] && std::labs(d) <= kMatchTolerance &&
             (a->change_pct > 0) == (c.label.size > 0)) {
           used[k] = matched = true;
@@ -104,8 +105,10 @@ std::pair<int, int> Score(const corpus::Case& c, const Analysis& an) {
   return {tp, fp};
 }
 
-absl::StatusOr<Analysis> Run(const Mode& m, const std::vector<double>& values, Tally& t) {
-  absl::StatusOr<Series> s = Series::FromValues(values);
+// The first `end` points of `c` as the worker would hand them over: each
+// point's resolution, each host's warm-up points left out (corpus::SeriesOf).
+absl::StatusOr<Analysis> Run(const Mode& m, const corpus::Case& c, size_t end, Tally& t) {
+  absl::StatusOr<Series> s = corpus::SeriesOf(c, end, m.params.decide.warmup_per_host);
   if (!s.ok()) return s.status();
   const auto t0 = std::chrono::steady_clock::now();
   absl::StatusOr<Analysis> an = Analyze(*s, MetricPolicy{"iops", true, 0.02}, m.params);
@@ -178,6 +181,8 @@ bool Override(Params& p, const std::string& key, double v) {
     p.decide.step_alpha = v;
   } else if (key == "decide.tail_points") {
     p.decide.tail_points = static_cast<int>(v);
+  } else if (key == "decide.warmup_per_host") {
+    p.decide.warmup_per_host = static_cast<int>(v);
   } else {
     return false;
   }
@@ -270,7 +275,7 @@ int main(int argc, char** argv) {
       Tally& t = by_class[c.cls];
       ++t.series;
       t.changes += c.label.expect_alert ? static_cast<int>(c.label.changes.size()) : 0;
-      absl::StatusOr<Analysis> an = Run(m, c.values, t);
+      absl::StatusOr<Analysis> an = Run(m, c, c.values.size(), t);
       if (!an.ok()) {
         std::fprintf(stderr, "%s seed %llu: %s\n", c.cls.c_str(),
                      static_cast<unsigned long long>(c.seed), an.status().ToString().c_str());
@@ -308,12 +313,9 @@ int main(int argc, char** argv) {
         ++t.delay_series;
         const size_t k = c.label.changes[0];
         for (size_t end = k + 1; end <= std::min(c.values.size(), k + kMaxDelay); ++end) {
-          std::vector<double> prefix(c.values.begin(), c.values.begin() + end);
-          absl::StatusOr<Analysis> p = Run(m, prefix, t);
+          absl::StatusOr<Analysis> p = Run(m, c, end, t);
           if (!p.ok()) return 1;
-          corpus::Case pc = c;
-          pc.values = prefix;
-          if (Score(pc, *p).first > 0) {
+          if (Score(c, *p).first > 0) {
             t.delays.push_back(static_cast<int>(end - k));
             break;
           }
@@ -331,15 +333,16 @@ int main(int argc, char** argv) {
       } else if (!c.label.expect_alert && c.label.kind != corpus::Kind::kTransient) {
         ++t.online_series;
         for (size_t end = 2 * min_seg; end <= c.values.size(); ++end) {
-          std::vector<double> prefix(c.values.begin(), c.values.begin() + end);
-          absl::StatusOr<Analysis> p = Run(m, prefix, t);
+          absl::StatusOr<Analysis> p = Run(m, c, end, t);
           if (!p.ok()) return 1;
           if (!p->Alerts().empty()) {
             ++t.online_false;
             if (explain) {
               std::fprintf(stderr, "[%s online] %s seed %llu at %zu points:", m.name.c_str(),
                            c.cls.c_str(), static_cast<unsigned long long>(c.seed), end);
-              for (double v : prefix) std::fprintf(stderr, " %.1f", v / corpus::kLevel * 100);
+              for (size_t i = 0; i < end; ++i) {
+                std::fprintf(stderr, " %.1f", c.values[i] / corpus::kLevel * 100);
+              }
               std::fprintf(stderr, "\n");
               for (const Assessment& a : p->changes) {
                 std::fprintf(stderr, "  change at %zu votes %d: %s: %s\n", a.change.index,

@@ -654,6 +654,7 @@ void WriteIofleetJson(JsonWriter& w, const ReportHeader& header, const std::vect
     w.EndObject();
   }
   if (!header.telemetry_json.empty()) w.Raw("telemetry", header.telemetry_json);
+  if (!header.inventory_json.empty()) w.Raw("inventory", header.inventory_json);
   w.EndObject();
 }
 

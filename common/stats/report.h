@@ -48,6 +48,11 @@ struct ReportHeader {
   // The run's telemetry (agent/telemetry/sampler.h), a JSON object written
   // as-is under "iofleet" -> "telemetry"; empty = none. Only in the "iofleet" object.
   std::string telemetry_json;
+  // The agent's inventory when the run ended (host class and kernel: hostname,
+  // kernel_release, kernel_cmdline, cpu_model, numa_nodes, agent_version), a JSON
+  // object written as-is under "iofleet" -> "inventory"; empty = none. The
+  // controller keys history series on it (controller/history/ingest.h).
+  std::string inventory_json;
 };
 
 // Folds jobs that have group_reporting into one entry per groupid, as fio does

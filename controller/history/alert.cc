@@ -100,6 +100,13 @@ int MedianRuns(std::span<const Point> pts) {
   return r.empty() ? 1 : std::max(1, static_cast<int>(std::lround(compare::Median(r))));
 }
 
+// The median Point::resolution of `pts` (0 when empty).
+double MedianResolution(std::span<const Point> pts) {
+  std::vector<double> r;
+  for (const Point& p : pts) r.push_back(p.resolution);
+  return r.empty() ? 0 : compare::Median(r);
+}
+
 }  // namespace
 
 absl::Status ValidateParams(const Params& p) {
@@ -125,6 +132,10 @@ absl::Status ValidateParams(const Params& p) {
   }
   if (d.tail_points < 0 || d.tail_points > 1000) {
     return FieldError("decide.tail_points", absl::StrCat(d.tail_points, " (must be in [0, 1000])"));
+  }
+  if (d.warmup_per_host < 0 || d.warmup_per_host > 1000) {
+    return FieldError("decide.warmup_per_host",
+                      absl::StrCat(d.warmup_per_host, " (must be in [0, 1000])"));
   }
   if (!(d.trend_alpha > 0 && d.trend_alpha < 1)) {
     return FieldError("decide.trend_alpha", absl::StrCat(d.trend_alpha, " (must be in (0, 1))"));
@@ -154,11 +165,11 @@ std::string DescribeParams(const Params& p) {
   const ReferenceParams& r = p.reference;
   return absl::StrFormat(
       "%s; decide(side_window=%d level=%g went_away_window=%d tail_points=%d trend_alpha=%g "
-      "step_alpha=%g) "
+      "step_alpha=%g warmup_per_host=%d) "
       "reference(window=%d min_side=%d p_max=%g min_fraction=%g) "
       "stoppage(factor=%g min_intervals=%d recent_points=%d)",
       DescribeDetectorParams(p.detect), d.side_window, d.level, d.went_away_window, d.tail_points,
-      d.trend_alpha, d.step_alpha,
+      d.trend_alpha, d.step_alpha, d.warmup_per_host,
       r.window, r.min_side, r.p_max, r.min_fraction, p.stoppage.factor, p.stoppage.min_intervals,
       p.stoppage.recent_points);
 }
@@ -358,11 +369,19 @@ absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metri
       }
     }
 
-    // Verdict.
+    // Verdict. A change no larger than the points' own resolution (whole-ms
+    // runtimes, histogram buckets, a sample quantile's interval: resolution.h)
+    // is not told apart from the quantization: the two sides' intervals overlap.
+    const double res = std::max(MedianResolution(pts.subspan(lo, c - lo)),
+                                MedianResolution(pts.subspan(c, hi - c)));
+    a.resolution_pct = res * 100;
+    const bool within_resolution = res > 0 && std::fabs(a.change_pct) <= 2 * res * 100;
     const bool ci_ok = std::isfinite(ci.lo) && std::isfinite(ci.hi);
     const bool excludes_zero = ci_ok && (ci.lo > 0 || ci.hi < 0);
     const bool inside_tau = ci_ok && ci.lo > -log_tau && ci.hi < log_tau;
-    if (cp.confirmed && std::fabs(log_change) >= log_tau && excludes_zero) {
+    if (within_resolution) {
+      a.verdict = Verdict::kSame;
+    } else if (cp.confirmed && std::fabs(log_change) >= log_tau && excludes_zero) {
       a.verdict = Verdict::kDifferent;
     } else if (inside_tau) {
       a.verdict = Verdict::kSame;
@@ -420,6 +439,16 @@ absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metri
         an.changes.push_back(std::move(a));
         continue;
       }
+    }
+    if (within_resolution) {
+      a.decision = Decision::kSame;
+      a.reason = absl::StrFormat(
+          "SAME: within the resolution: the points are known to ±%.3g%% (whole-ms runtimes, "
+          "histogram buckets, a sample quantile's interval), so a change of up to ±%.3g%% is "
+          "not told from it; %s",
+          res * 100, 2 * res * 100, size);
+      an.changes.push_back(std::move(a));
+      continue;
     }
     if (a.verdict == Verdict::kSame) {
       a.decision = Decision::kSame;

@@ -6,8 +6,10 @@
 //   - how large?            Δ% of the medians either side, and a Welch interval on
 //                           log values (robust to single spikes through the medians)
 //   - verdict (Pinpoint):   DIFFERENT  confirmed, |Δ| >= the metric's threshold τ and
-//                                      the interval excludes 0
-//                           SAME       the interval lies inside ±τ
+//                                      the interval excludes 0, and |Δ| beyond the
+//                                      points' resolution (Point::resolution)
+//                           SAME       the interval lies inside ±τ, or |Δ| is within
+//                                      twice the points' resolution
 //                           UNKNOWN    otherwise, with the runs per side to add
 //   - gradual?              the points around it follow a significant trend and the
 //                           step is not significant beyond it: a drift, no point
@@ -56,6 +58,11 @@ struct DecisionParams {
   // most, which inflates its t. Defaults 0.05 and 0.001.
   double trend_alpha = 0.05;
   double step_alpha = 0.001;
+  // Warm-up: the first this many points of each host in a series are shown but
+  // not detected on (series.h WarmupMask; applied by the caller that knows the
+  // points' hosts: the history worker, the corpus). Default 1: the first run of a
+  // workload on a host met other caches than the runs after it.
+  int warmup_per_host = 1;
 };
 
 // The reference-series check: at the same place (aligned on Point::order), does
@@ -134,6 +141,11 @@ struct Assessment {
   double step_beyond_trend_pct = 0;  // 100 (e^d - 1)
   double trend_t = 0, step_t = 0;    // t statistics of b and d
   compare::Interval change_ci{}; // percent, Welch on logs at DecisionParams::level
+  // The points' resolution around the change (Point::resolution, resolution.h),
+  // percent: the larger of the two sides' median resolutions. A change with
+  // |change_pct| <= 2 x this (the two sides' intervals overlap) is within the
+  // resolution: SAME, whatever the detectors say.
+  double resolution_pct = 0;
   bool regression = false;       // worse by the metric's direction
   Verdict verdict = Verdict::kUnknown;
   // UNKNOWN: runs to add on each side (at the points next to the change; a point

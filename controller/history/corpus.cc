@@ -1,12 +1,16 @@
 #include "controller/history/corpus.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <numbers>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/stats/histogram.h"
 #include "controller/compare/stat_tests.h"
+#include "controller/history/resolution.h"
 
 namespace iofleet::controller::history::corpus {
 namespace {
@@ -28,6 +32,11 @@ double Normal(Rng& rng) {
 
 std::string Pct(double f) { return absl::StrFormat("%g%%", f * 100); }
 
+// I/Os per run of the quantized kinds (the soak's 1 MiB at 4k).
+constexpr int kQuantizedIos = 256;
+// Hosts taking turns in a cold-start series.
+constexpr size_t kColdStartHosts = 8;
+
 }  // namespace
 
 std::string KindName(Kind k) {
@@ -46,6 +55,12 @@ std::string KindName(Kind k) {
       return "noise";
     case Kind::kShortNoise:
       return "short_noise";
+    case Kind::kQuantizedP50:
+      return "quantized_p50";
+    case Kind::kQuantizedIops:
+      return "quantized_iops";
+    case Kind::kColdStart:
+      return "cold_start";
   }
   return "?";
 }
@@ -98,6 +113,49 @@ Case Generate(Kind kind, double size, double cv, uint64_t seed, double threshold
     case Kind::kNoise:
     case Kind::kShortNoise:
       break;
+    case Kind::kQuantizedP50: {
+      const size_t k = 20 + rng.Below(21);
+      c.label.size = sign * size;
+      c.values.resize(n);
+      c.resolution.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        const double fast = 0.5 + (i < k ? -0.5 : 0.5) * sign * size;
+        stats::Histogram h;
+        for (int io = 0; io < kQuantizedIos; ++io) {
+          const double mode = Uniform(rng) < fast ? 480.0 : 1150.0;
+          h.Add(static_cast<uint64_t>(std::llround(mode * std::exp(cv * Normal(rng)))));
+        }
+        c.values[i] = static_cast<double>(stats::Quantile(h, 0.5));
+        c.resolution[i] = QuantileResolution(h, 0.5);
+      }
+      c.cls = absl::StrCat(KindName(kind), " mix ", Pct(size), " cv ", Pct(cv));
+      return c;
+    }
+    case Kind::kQuantizedIops: {
+      const size_t k = 20 + rng.Below(21);
+      c.label.size = sign * size;
+      c.values.resize(n);
+      c.resolution.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        // The true runtime around 2 ms, moved by `size` at k; fio counts whole ms.
+        const double base = 2.0 * (1 + (i < k ? -0.5 : 0.5) * sign * size);
+        // Runtime jitter cv/4 (5-50 us of 2 ms): a quiet machine's.
+        const double ms = std::max(1.0, std::floor(base * std::exp(cv / 4 * Normal(rng))));
+        c.values[i] = 1000.0 * kQuantizedIos / ms;
+        c.resolution[i] = RuntimeResolution(ms);
+      }
+      c.cls = absl::StrCat(KindName(kind), " ", Pct(size), " cv ", Pct(cv));
+      return c;
+    }
+    case Kind::kColdStart: {
+      c.hosts.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        c.hosts[i] = absl::StrCat("h", i % kColdStartHosts);
+        if (i < kColdStartHosts) shift[i] = sign * size;
+      }
+      c.label.size = sign * size;
+      break;
+    }
   }
   c.values.resize(n);
   for (size_t i = 0; i < n; ++i) {
@@ -105,6 +163,9 @@ Case Generate(Kind kind, double size, double cv, uint64_t seed, double threshold
   }
   if (kind == Kind::kStep || kind == Kind::kTransient) {
     c.cls = absl::StrCat(KindName(kind), " ", Pct(size), " cv ", Pct(cv));
+  } else if (kind == Kind::kColdStart) {
+    c.cls = absl::StrCat(KindName(kind), " ", Pct(size), " x", kColdStartHosts, " hosts cv ",
+                         Pct(cv));
   } else if (kind == Kind::kNoise || kind == Kind::kShortNoise) {
     c.cls = absl::StrCat(KindName(kind), " cv ", Pct(cv));
   } else {
@@ -126,7 +187,10 @@ std::vector<Case> StandardCorpus(int per_cell, uint64_t base_seed) {
   }
   for (auto [kind, size] : {std::pair{Kind::kSpike, 0.30}, std::pair{Kind::kBimodal, 0.10},
                             std::pair{Kind::kDrift, 0.10}, std::pair{Kind::kTransient, 0.10},
-                            std::pair{Kind::kNoise, 0.0}, std::pair{Kind::kShortNoise, 0.0}}) {
+                            std::pair{Kind::kNoise, 0.0}, std::pair{Kind::kShortNoise, 0.0},
+                            std::pair{Kind::kQuantizedP50, 0.04},
+                            std::pair{Kind::kQuantizedIops, 0.01},
+                            std::pair{Kind::kColdStart, 0.30}}) {
     for (double cv : cvs) cells.push_back({kind, size, cv});
   }
   std::vector<Case> out;
@@ -138,6 +202,27 @@ std::vector<Case> StandardCorpus(int per_cell, uint64_t base_seed) {
     }
   }
   return out;
+}
+
+absl::StatusOr<Series> SeriesOf(const Case& c, size_t end, int warmup_per_host) {
+  end = std::min(end, c.values.size());
+  std::vector<std::string> hosts(c.hosts.begin(),
+                                 c.hosts.begin() + static_cast<std::ptrdiff_t>(
+                                                       std::min(end, c.hosts.size())));
+  hosts.resize(end);
+  const std::vector<bool> warmup = WarmupMask(hosts, warmup_per_host);
+  std::vector<Point> pts;
+  pts.reserve(end);
+  for (size_t i = 0; i < end; ++i) {
+    if (warmup[i]) continue;
+    Point p;
+    p.id = absl::StrCat(i);
+    p.order = static_cast<int64_t>(i);
+    p.value = c.values[i];
+    p.resolution = i < c.resolution.size() ? c.resolution[i] : 0;
+    pts.push_back(std::move(p));
+  }
+  return Series::Create(std::move(pts));
 }
 
 std::string Dump(const Case& c) {

@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "controller/history/series.h"
+
 namespace iofleet::controller::history::corpus {
 
 enum class Kind {
@@ -24,8 +27,21 @@ enum class Kind {
   kTransient,   // a shift of `size` for 6-10 points, then back: should go away
   kNoise,       // stationary noise
   kShortNoise,  // stationary noise, 16 points (series starts)
+  // Identical jobs as the soak saw them (issue 16): no change worth an alert.
+  kQuantizedP50,   // the p50 of 256-I/O runs whose latencies have two modes (480 and
+                   // 1150 ns, each spread by `cv`) near 50/50: the share of the fast
+                   // mode moves by `size` (0.48 -> 0.52) at a point, so the p50 flips
+                   // between the modes (-58 %) while the mean moves ~1.6 %. Each
+                   // point carries its resolution (resolution.h QuantileResolution).
+  kQuantizedIops,  // the IOPS of 256-I/O runs of ~2 ms, fio's whole-ms runtime:
+                   // 256,000 or 128,000; the true runtime moves by `size` (1 %,
+                   // under the threshold) at a point, jitter cv/4. Resolution
+                   // 0.5 / runtime ms.
+  kColdStart,      // 8 hosts in turn (Case::hosts); the first run of each is off by
+                   // `size` (a cold cache, a file just laid out), then noise.
 };
-// "step", "spike", "bimodal", "drift", "transient", "noise", "short_noise".
+// "step", "spike", "bimodal", "drift", "transient", "noise", "short_noise",
+// "quantized_p50", "quantized_iops", "cold_start".
 std::string KindName(Kind k);
 
 struct Label {
@@ -46,7 +62,16 @@ struct Case {
   uint64_t seed = 0;
   Label label;
   std::vector<double> values;
+  // Per point, when the kind has them: the resolution (Point::resolution; empty =
+  // 0) and the host it ran on (empty = one unnamed host).
+  std::vector<double> resolution;
+  std::vector<std::string> hosts;
 };
+
+// The first `end` points of a case as a Series (ids "0", "1", ... = the index in
+// the case, order = index, resolution from the case), without the warm-up points
+// (series.h WarmupMask with `warmup_per_host`; none without hosts).
+absl::StatusOr<Series> SeriesOf(const Case& c, size_t end, int warmup_per_host);
 
 // The level every series is built around (IOPS-like). 100,000.
 inline constexpr double kLevel = 100000;
@@ -61,8 +86,9 @@ inline constexpr size_t kShortLength = 16;
 Case Generate(Kind kind, double size, double cv, uint64_t seed, double threshold = 0.02);
 
 // The standard grid: steps {2, 5, 10, 20} % x CV {1, 2, 5, 10} %; spikes 30 %,
-// bimodal 10 % gap, drift 10 %, transient 10 %, noise and short noise, each at CV
-// {1, 2, 5, 10} %; `per_cell` series per cell with seeds base_seed + cell * 1000 + i.
+// bimodal 10 % gap, drift 10 %, transient 10 %, noise and short noise, then
+// quantized p50 (mix 4 %), quantized IOPS (1 %) and cold starts (30 %), each at CV
+// {1, 2, 5, 10} % (the new kinds last, so the older cells keep their seeds); `per_cell` series per cell with seeds base_seed + cell * 1000 + i.
 std::vector<Case> StandardCorpus(int per_cell, uint64_t base_seed = 1);
 
 // Stable text form of a case for dumps: "cls|seed|kind|size|cv|changes|values...".

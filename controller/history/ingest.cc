@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "controller/history/resolution.h"
 #include "iofleet/v1/agent.pb.h"
 #include "iofleet/v1/job.pb.h"
 
@@ -36,6 +37,55 @@ std::string NumaLayout(const v1::Inventory& inv) {
   std::vector<std::string> parts;
   for (const v1::NumaNode& n : inv.numa_nodes()) parts.push_back(absl::StrCat(n.cpus_size()));
   return absl::StrCat(inv.numa_nodes_size(), " nodes x [", absl::StrJoin(parts, ","), "] cpus");
+}
+
+// Each metric's resolution in one run (resolution.h).
+struct Resolutions {
+  double rate = 0;                    // iops, bw_bytes
+  double p50 = 0, p99 = 0, p999 = 0;  // percentiles
+  double Of(compare::Metric m) const {
+    switch (m) {
+      case compare::Metric::kIops:
+      case compare::Metric::kBwBytes:
+        return rate;
+      case compare::Metric::kP50:
+        return p50;
+      case compare::Metric::kP99:
+        return p99;
+      case compare::Metric::kP999:
+        return p999;
+      default:
+        return 0;
+    }
+  }
+};
+
+Resolutions ResolutionsOf(const json& result) {
+  Resolutions r;
+  // The shortest runtime of a job direction that did I/O: its whole-ms rounding
+  // moves the run's rate the most.
+  double shortest = 0;
+  if (result.is_object() && result.contains("jobs") && result["jobs"].is_array()) {
+    for (const json& job : result["jobs"]) {
+      if (!job.is_object()) continue;
+      for (const char* d : {"read", "write", "trim"}) {
+        if (!job.contains(d) || !job[d].is_object()) continue;
+        const json& dir = job[d];
+        const auto num = [&](const char* k) {
+          return dir.contains(k) && dir[k].is_number() ? dir[k].get<double>() : 0.0;
+        };
+        const double ios = num("total_ios");
+        const double rt = num("runtime");
+        if (ios > 0 && rt > 0 && (shortest == 0 || rt < shortest)) shortest = rt;
+      }
+    }
+  }
+  r.rate = RuntimeResolution(shortest);
+  const stats::Histogram h = compare::MergedClatHistogram(result);
+  r.p50 = QuantileResolution(h, 0.50);
+  r.p99 = QuantileResolution(h, 0.99);
+  r.p999 = QuantileResolution(h, 0.999);
+  return r;
 }
 
 }  // namespace
@@ -100,7 +150,11 @@ RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agen
     out.skipped = result.error.empty() ? "no result" : absl::StrCat("result: ", result.error);
     return out;
   }
-  absl::StatusOr<compare::RunMetrics> m = compare::ExtractRunMetrics(std::string_view(result.result_json), intervals);
+  const json result_doc = json::parse(result.result_json, nullptr, /*allow_exceptions=*/false);
+  absl::StatusOr<compare::RunMetrics> m =
+      result_doc.is_discarded()
+          ? absl::StatusOr<compare::RunMetrics>(absl::InvalidArgumentError("result: not valid JSON"))
+          : compare::ExtractRunMetrics(std::string_view(result.result_json), intervals);
   if (!m.ok()) {
     out.skipped = absl::StrCat("result cannot be read: ", m.status().message());
     return out;
@@ -114,9 +168,23 @@ RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agen
   opts.ignore_unknown_fields = true;
   v1::JobSpec spec;
   (void)google::protobuf::util::JsonStringToMessage(job.spec_json, &spec, opts);
+  // The host class and kernel the run ran with: the inventory the agent stored
+  // with the result (iofleet.inventory); an older agent's result has none, and
+  // then the host's inventory as the controller holds it now stands in (the
+  // point's axes say which: "inventory": "run" or "agent").
   v1::Inventory inv;
-  if (agent != nullptr) {
+  std::string inventory_from;
+  if (result_doc.is_object() && result_doc.contains("iofleet") &&
+      result_doc["iofleet"].is_object() && result_doc["iofleet"].contains("inventory") &&
+      result_doc["iofleet"]["inventory"].is_object() &&
+      google::protobuf::util::JsonStringToMessage(result_doc["iofleet"]["inventory"].dump(), &inv,
+                                                  opts)
+          .ok()) {
+    inventory_from = "run";
+  } else if (agent != nullptr) {
+    inv.Clear();
     (void)google::protobuf::util::JsonStringToMessage(agent->inventory_json, &inv, opts);
+    inventory_from = "agent";
   }
   std::map<std::string, std::string> key;
   key["workload"] = HexDigest(WorkloadText(run.fio_text));
@@ -139,8 +207,10 @@ RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agen
                            {"tags", tags},
                            {"host", run.host},
                            {"agent_version", inv.agent_version()},
-                           {"job_name", spec.name().empty() ? job.name : spec.name()}};
+                           {"job_name", spec.name().empty() ? job.name : spec.name()},
+                           {"inventory", inventory_from}};
   const double cv = m->within_run_cv.value_or(std::nan(""));
+  const Resolutions res = ResolutionsOf(result_doc);
   for (compare::Metric metric : compare::kAllMetrics) {
     std::optional<double> v = m->Get(metric);
     if (!v.has_value()) continue;
@@ -157,7 +227,9 @@ RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agen
     p.time_ms = run.finished_ms != 0 ? run.finished_ms : result.finished_ms;
     p.value = *v;
     p.cv = cv;
-    p.axes_json = point_axes.dump();
+    json pa = point_axes;
+    if (const double r = res.Of(metric); r > 0) pa["resolution"] = r;
+    p.axes_json = pa.dump();
     out.series.push_back(std::move(s));
     out.points.push_back(std::move(p));
   }

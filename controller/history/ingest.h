@@ -52,9 +52,12 @@ struct RunPoints {
   std::string skipped;                 // non-empty: why the run feeds nothing
 };
 
-// `agent` is the run's host's stored row (inventory), null when unknown (then
-// cpu_model, numa, kernel axes are "" and the skipped reason stays empty: the
-// point is still fed, under an unknown host class). `intervals` give the
+// The host class and kernel axes come from the inventory the agent stored with
+// the run's result (iofleet.inventory: what the run ran with); for a result
+// without one (an older agent) from `agent`, the run's host's stored row (its
+// inventory now), null when unknown (then cpu_model, numa, kernel axes are "" and
+// the skipped reason stays empty: the point is still fed, under an unknown host
+// class). The point's axes say which ("inventory": "run", "agent" or ""). `intervals` give the
 // within-run CV.
 RunPoints PointsOfRun(const RunRow& run, const JobRow& job, const AgentRow* agent,
                       const ResultRow& result,

@@ -147,6 +147,14 @@ absl::StatusOr<json> SeriesJson(Store& store, const std::string& key, const Para
     by_host[Str(axes, "host")].push_back(q);
   }
   j["points"] = points;
+  // Each host's first run(s): shown, not detected on (docs/history.md, "Warm-up").
+  json warmup = json::array();
+  for (const SeriesPointRow& p : sa->warmup) {
+    const json axes = ParseOr(p.axes_json, json::object());
+    warmup.push_back({{"run_id", p.run_id}, {"job_id", p.job_id}, {"order", p.order},
+                      {"time_ms", p.time_ms}, {"value", Num(p.value)}, {"axes", axes}});
+  }
+  j["warmup_points"] = warmup;
   json changes = json::array();
   for (const Assessment& a : sa->analysis.changes) changes.push_back(AssessmentJson(a, sa->points));
   j["change_points"] = changes;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <unordered_set>
 #include <utility>
 
@@ -42,6 +43,9 @@ absl::StatusOr<Series> Series::Create(std::vector<Point> points) {
     if (!std::isnan(p.cv) && !(std::isfinite(p.cv) && p.cv >= 0)) {
       return FieldError(field + ".cv", absl::StrCat(p.cv, " (must be >= 0, or NaN for unknown)"));
     }
+    if (!(std::isfinite(p.resolution) && p.resolution >= 0)) {
+      return FieldError(field + ".resolution", absl::StrCat(p.resolution, " (must be >= 0)"));
+    }
   }
   Series s;
   s.values_.reserve(points.size());
@@ -72,6 +76,16 @@ Series Series::Prefix(size_t end) const {
   s.points_.assign(points_.begin(), points_.begin() + static_cast<std::ptrdiff_t>(end));
   s.values_.assign(values_.begin(), values_.begin() + static_cast<std::ptrdiff_t>(end));
   return s;
+}
+
+std::vector<bool> WarmupMask(std::span<const std::string> hosts, int per_host) {
+  std::vector<bool> mask(hosts.size(), false);
+  std::map<std::string_view, int> seen;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (hosts[i].empty()) continue;
+    if (seen[hosts[i]]++ < per_host) mask[i] = true;
+  }
+  return mask;
 }
 
 absl::StatusOr<MetricPolicy> PolicyForMetric(std::string_view name) {

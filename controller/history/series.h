@@ -43,7 +43,20 @@ struct Point {
   // (DecisionParams::side_window) count only points that are not extra, so the
   // repetitions add to a side instead of pushing its older points out.
   bool extra = false;
+  // How finely the run measured the value (resolution.h): the relative half-width
+  // of the interval its true value lies in, from quantization (whole-ms runtimes,
+  // histogram buckets) and, for a percentile, the sample quantile's own interval.
+  // A fraction >= 0; 0 = exact or unknown (the default). A change no larger than
+  // the points' resolution is not a change (alert.h).
+  double resolution = 0;
 };
+
+// The warm-up points of a series whose points ran on several hosts: the first
+// `per_host` points of each host (hosts[i] is point i's host, in series order;
+// "" never counts as a host). The first run of a workload on a host meets
+// other caches than the runs after it (its file just laid out, its pages still
+// cached or not yet), so it is shown but not detected on. mask[i] = warm-up.
+std::vector<bool> WarmupMask(std::span<const std::string> hosts, int per_host);
 
 class Series {
  public:

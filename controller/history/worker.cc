@@ -78,6 +78,7 @@ json AssessmentJson(const Assessment& a, const std::vector<SeriesPointRow>& poin
             {"decision", std::string(DecisionName(a.decision))},
             {"reason", a.reason},
             {"more_runs_per_side", a.more_runs_per_side},
+            {"resolution_pct", Num(a.resolution_pct)},
             {"votes", a.change.votes},
             {"confirmed", a.change.confirmed},
             {"detectors", votes},
@@ -129,8 +130,13 @@ std::string RerunOf(const SeriesPointRow& p, std::string* side) {
 // rows in the Series' order. A repetition of a run of this series (rerun.h) is
 // placed right after that run, as an extra point; one that ran on another kernel
 // than its anchor is left out (`*excluded` counts them).
+// The first `warmup_per_host` points of each host (series.h WarmupMask; not
+// repetitions, whose host already ran the anchor) go to `*warmup` (when given),
+// not into the Series.
 absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
-                                    std::vector<SeriesPointRow>* kept, int* excluded = nullptr) {
+                                    std::vector<SeriesPointRow>* kept, int* excluded = nullptr,
+                                    int warmup_per_host = 0,
+                                    std::vector<SeriesPointRow>* warmup = nullptr) {
   std::map<std::string, const SeriesPointRow*> by_run;
   for (const SeriesPointRow& p : rows) {
     if (RerunOf(p, nullptr).empty()) by_run[p.run_id] = &p;
@@ -165,9 +171,21 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
   std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) {
     return std::tie(a.anchor_order, a.rank, a.order) < std::tie(b.anchor_order, b.rank, b.order);
   });
-  std::vector<Point> pts;
+  std::vector<std::string> hosts;
+  hosts.reserve(slots.size());
   for (const Slot& sl : slots) {
+    hosts.push_back(sl.extra ? std::string()
+                             : PointAxes(rows[sl.row]).value("host", std::string()));
+  }
+  const std::vector<bool> is_warmup = WarmupMask(hosts, warmup_per_host);
+  std::vector<Point> pts;
+  for (size_t si = 0; si < slots.size(); ++si) {
+    const Slot& sl = slots[si];
     SeriesPointRow& p = rows[sl.row];
+    if (is_warmup[si]) {
+      if (warmup != nullptr) warmup->push_back(std::move(p));
+      continue;
+    }
     Point q;
     q.id = p.run_id;
     q.order = sl.anchor_order * kOrderSlots + sl.rank;
@@ -177,6 +195,13 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
     q.time = p.time_ms == 0 || sl.extra ? absl::InfinitePast() : absl::FromUnixMillis(p.time_ms);
     q.value = p.value;
     q.cv = std::isfinite(p.cv) && p.cv >= 0 ? p.cv : std::nan("");
+    {
+      const json axes = PointAxes(p);
+      const json r = axes.value("resolution", json());
+      if (r.is_number() && std::isfinite(r.get<double>()) && r.get<double>() >= 0) {
+        q.resolution = r.get<double>();
+      }
+    }
     // Runs finish out of creation order: times only count when they never go back.
     if (q.time != absl::InfinitePast()) {
       for (auto it = pts.rbegin(); it != pts.rend(); ++it) {
@@ -193,8 +218,69 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
 
 }  // namespace
 
+namespace {
+
+// The axes a reference must share with the series it is the control of.
+constexpr const char* kReferenceClassAxes[] = {"cpu_model", "numa", "device", "kernel_cmdline",
+                                               "branch"};
+
+std::string ReferenceClassOf(const std::string& metric, const json& axes) {
+  json k = json::array({metric});
+  for (const char* a : kReferenceClassAxes) k.push_back(axes.value(a, std::string()));
+  return k.dump();
+}
+
+}  // namespace
+
+void ReferenceCache::Touched(const std::string& key) {
+  if (known_.count(key) == 0) stale_ = true;
+  loaded_.erase(key);
+}
+
+absl::StatusOr<const std::pair<std::string, Series>*> ReferenceCache::Lookup(
+    Store& store, const SeriesRow& row, int warmup_per_host) {
+  const json axes = json::parse(row.axes_json, nullptr, /*allow_exceptions=*/false);
+  if (!axes.is_object() || axes.value("reference", std::string()) == "1") return nullptr;
+  if (stale_) {
+    absl::StatusOr<std::vector<SeriesRow>> all = store.ListSeries();
+    if (!all.ok()) return all.status();
+    candidates_.clear();
+    known_.clear();
+    for (const SeriesRow& other : *all) {
+      known_.insert(other.key);
+      const json oa = json::parse(other.axes_json, nullptr, /*allow_exceptions=*/false);
+      if (!oa.is_object() || oa.value("reference", std::string()) != "1") continue;
+      candidates_[ReferenceClassOf(other.metric, oa)].push_back(other.key);
+    }
+    stale_ = false;
+    ++stats_.rebuilds;
+  }
+  auto it = candidates_.find(ReferenceClassOf(row.metric, axes));
+  if (it == candidates_.end()) return nullptr;
+  for (const std::string& ref_key : it->second) {
+    if (ref_key == row.key) continue;
+    auto at = loaded_.find(ref_key);
+    if (at == loaded_.end()) {
+      absl::StatusOr<std::vector<SeriesPointRow>> ref_rows = store.ListSeriesPoints(ref_key);
+      if (!ref_rows.ok()) return ref_rows.status();
+      std::vector<SeriesPointRow> ref_kept;
+      absl::StatusOr<Series> ref =
+          SeriesOfRows(std::move(*ref_rows), &ref_kept, nullptr, warmup_per_host);
+      std::optional<std::pair<std::string, Series>> entry;
+      if (ref.ok() && !ref->empty()) entry.emplace(ref_key, std::move(*ref));
+      at = loaded_.emplace(ref_key, std::move(entry)).first;
+      ++stats_.loads;
+    } else {
+      ++stats_.hits;
+    }
+    if (at->second.has_value()) return &*at->second;
+  }
+  return nullptr;
+}
+
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
-                                                   const Params& params) {
+                                                   const Params& params,
+                                                   ReferenceCache* references) {
   SeriesAnalysis out;
   absl::StatusOr<SeriesRow> row = store.GetSeries(key);
   if (!row.ok()) return row.status();
@@ -207,13 +293,22 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
   absl::StatusOr<std::vector<SeriesPointRow>> rows = store.ListSeriesPoints(key);
   if (!rows.ok()) return rows.status();
   absl::StatusOr<Series> series =
-      SeriesOfRows(std::move(*rows), &out.points, &out.reruns_excluded);
+      SeriesOfRows(std::move(*rows), &out.points, &out.reruns_excluded,
+                   params.decide.warmup_per_host, &out.warmup);
   if (!series.ok()) return series.status();
   // The pinned control (ingest.h, kReferenceTag) of the same host class, branch
   // and metric, when there is one and this series is not it.
   std::optional<Series> reference;
   const json axes = json::parse(row->axes_json, nullptr, /*allow_exceptions=*/false);
-  if (axes.is_object() && axes.value("reference", std::string()) != "1") {
+  if (references != nullptr) {
+    absl::StatusOr<const std::pair<std::string, Series>*> ref =
+        references->Lookup(store, *row, params.decide.warmup_per_host);
+    if (!ref.ok()) return ref.status();
+    if (*ref != nullptr) {
+      reference = (*ref)->second;
+      out.reference_key = (*ref)->first;
+    }
+  } else if (axes.is_object() && axes.value("reference", std::string()) != "1") {
     absl::StatusOr<std::vector<SeriesRow>> all = store.ListSeries();
     if (!all.ok()) return all.status();
     for (const SeriesRow& other : *all) {
@@ -221,14 +316,15 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
       const json oa = json::parse(other.axes_json, nullptr, /*allow_exceptions=*/false);
       if (!oa.is_object() || oa.value("reference", std::string()) != "1") continue;
       bool same_class = true;
-      for (const char* k : {"cpu_model", "numa", "device", "kernel_cmdline", "branch"}) {
+      for (const char* k : kReferenceClassAxes) {
         if (oa.value(k, std::string()) != axes.value(k, std::string())) same_class = false;
       }
       if (!same_class) continue;
       absl::StatusOr<std::vector<SeriesPointRow>> ref_rows = store.ListSeriesPoints(other.key);
       if (!ref_rows.ok()) return ref_rows.status();
       std::vector<SeriesPointRow> ref_kept;
-      absl::StatusOr<Series> ref = SeriesOfRows(std::move(*ref_rows), &ref_kept);
+      absl::StatusOr<Series> ref = SeriesOfRows(std::move(*ref_rows), &ref_kept, nullptr,
+                                                params.decide.warmup_per_host);
       if (!ref.ok() || ref->empty()) continue;
       reference = std::move(*ref);
       out.reference_key = other.key;
@@ -418,9 +514,14 @@ absl::Status HistoryWorker::PollOnce() {
     if (static_cast<int>(runs->size()) < options_.batch_runs) break;
   }
   absl::Status first_error;
+  for (const std::string& key : touched) references_.Touched(key);
   for (const std::string& key : touched) {
     absl::Status s = Detect(key);
     if (!s.ok() && first_error.ok()) first_error = s;
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stats_.references = references_.stats();
   }
   if (options_.stoppage_check_ms > 0 &&
       (!last_stoppage_check_ms_ || now < *last_stoppage_check_ms_ ||
@@ -605,7 +706,8 @@ absl::Status HistoryWorker::RequestReruns(const Assessment& a,
 }
 
 absl::Status HistoryWorker::Detect(const std::string& series_key) {
-  absl::StatusOr<SeriesAnalysis> sa = AnalyzeStoredSeries(*store_, series_key, options_.params);
+  absl::StatusOr<SeriesAnalysis> sa =
+      AnalyzeStoredSeries(*store_, series_key, options_.params, &references_);
   {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.detections;

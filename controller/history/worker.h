@@ -64,6 +64,37 @@ struct WorkerOptions {
   int rerun_step_per_side = 10;
 };
 
+// The reference-series lookup (ingest.h kReferenceTag) of AnalyzeStoredSeries,
+// cached for the worker: per (metric, host class, branch) the reference series in
+// the store's series order, and each reference's points as a Series. The candidate
+// lists are rebuilt only when a series the cache has not seen gains a point (a
+// new series); a reference's points are re-read only after it gained points.
+// Each analysis thus costs O(1) store reads for its reference, amortized, where
+// the uncached lookup lists and parses every series. Results are the same.
+// Not thread-safe: the worker's poll thread only.
+class ReferenceCache {
+ public:
+  struct Stats {
+    uint64_t rebuilds = 0;  // candidate lists built from ListSeries
+    uint64_t loads = 0;     // reference series read from the store
+    uint64_t hits = 0;      // lookups answered without a store read
+  };
+  // `key` gained points (or is new).
+  void Touched(const std::string& key);
+  // The reference series for `row` and its key (null when there is none with
+  // points, or `row` is a reference itself). Valid until the next call.
+  absl::StatusOr<const std::pair<std::string, Series>*> Lookup(Store& store, const SeriesRow& row,
+                                                               int warmup_per_host);
+  const Stats& stats() const { return stats_; }
+
+ private:
+  bool stale_ = true;
+  std::set<std::string> known_;                                // every series key listed
+  std::map<std::string, std::vector<std::string>> candidates_;  // class -> reference keys
+  std::map<std::string, std::optional<std::pair<std::string, Series>>> loaded_;  // by key
+  Stats stats_;
+};
+
 struct WorkerStats {
   uint64_t polls = 0;
   uint64_t runs_ingested = 0;  // runs that fed at least one point
@@ -73,6 +104,7 @@ struct WorkerStats {
   uint64_t alerts_written = 0;
   uint64_t stoppages = 0;      // stoppage alerts written
   uint64_t rerun_jobs = 0;     // jobs submitted to settle UNKNOWN changes (rerun.h)
+  ReferenceCache::Stats references;  // the reference lookup's cache, after the last poll
   std::string last_error;      // the last poll's failure, "" when it succeeded
 };
 
@@ -114,6 +146,7 @@ class HistoryWorker {
   int64_t cursor_ = 0;              // guarded by poll_mu_
   std::set<int64_t> done_seqs_;     // ingested/skipped above the cursor; poll_mu_
   std::optional<uint64_t> last_stoppage_check_ms_;  // poll_mu_
+  ReferenceCache references_;                       // poll_mu_
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -129,6 +162,9 @@ class HistoryWorker {
 struct SeriesAnalysis {
   SeriesRow series;
   std::vector<SeriesPointRow> points;  // the usable points (value > 0), in order
+  // Warm-up points (Params::decide.warmup_per_host: the first run(s) of each host),
+  // in order: shown, not detected on.
+  std::vector<SeriesPointRow> warmup;
   Analysis analysis;
   std::string note;  // why nothing could be detected (too few points, ...), or ""
   // Repetitions (rerun.h) left out because they ran on another kernel than their anchor.
@@ -137,8 +173,10 @@ struct SeriesAnalysis {
   // kReferenceTag), "" when none.
   std::string reference_key;
 };
+// `references` (optional): the worker's cache for the reference lookup.
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
-                                                   const Params& params);
+                                                   const Params& params,
+                                                   ReferenceCache* references = nullptr);
 
 // One assessed change as JSON: index, run ids and orders around it, the points'
 // axes (kernel, tags) before and after, change %, interval, verdict, decision,
