@@ -56,6 +56,7 @@ void IoLoop::ResetStats(uint64_t now) {
   interval_ios_.fill(0);
   interval_errors_.fill(0);
   for (auto& h : interval_hist_) h.Clear();
+  for (auto& h : interval_lat_hist_) h.Clear();
   interval_start_ms_ = epoch_realtime_ms_;
   next_interval_ns_ = now + cfg_.interval_ns;
   hist_done_.fill(0);
@@ -232,6 +233,11 @@ void IoLoop::PublishInterval(uint64_t now) {
     interval_bytes_[d] = hd.bytes;
     interval_errors_[d] = hd.errors;
     interval_hist_[d] = hd.hist[stats::kClat];
+    if (interval_lat_) {
+      id.lat_measured = true;
+      id.lat_hist = hd.hist[stats::kLat].SparseDelta(interval_lat_hist_[d]);
+      interval_lat_hist_[d] = hd.hist[stats::kLat];
+    }
   }
   interval_start_ms_ = rec.t_end_ms;
   std::lock_guard<std::mutex> lock(cfg_.mailbox->mu);
@@ -426,6 +432,9 @@ void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
     if (job_.disable_slat) ds.lat[stats::kSlat] = stats::RunningStat{}, ds.hist[stats::kSlat].Clear();
     if (job_.disable_clat) ds.lat[stats::kClat] = stats::RunningStat{}, ds.hist[stats::kClat].Clear();
     if (job_.disable_lat) ds.lat[stats::kLat] = stats::RunningStat{}, ds.hist[stats::kLat].Clear();
+    // The lat histogram kept only for the interval records is not the
+    // result's: fio's lat_ns has percentiles only with lat_percentiles=1.
+    if (!job_.lat_percentiles) ds.hist[stats::kLat].Clear();
     ds.prios.clear();
     if (d < 2 && !prio_hot_[d].empty() && !job_.disable_clat) {
       const std::vector<uint32_t>& slots = gen_.cmdprio().slots(d);

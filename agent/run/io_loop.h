@@ -127,7 +127,10 @@ class IoLoop {
     track_hist_[stats::kSlat] = job_.slat_percentiles;
     track_hist_[stats::kClat] =
         job_.clat_percentiles || cfg.mailbox != nullptr || (log_ && log_->plan().hist_msec != 0);
-    track_hist_[stats::kLat] = job_.lat_percentiles;
+    // The interval records carry total latency too (issue 18) unless the job
+    // measures none: gtod_reduce (coarse_, no per-I/O times) or disable_lat.
+    interval_lat_ = cfg.mailbox != nullptr && !job_.gtod_reduce && !job_.disable_lat;
+    track_hist_[stats::kLat] = job_.lat_percentiles || interval_lat_;
     bw_.period_ns = static_cast<uint64_t>(std::max<uint32_t>(job_.bwavgtime, 1)) * 1000000ull;
     iops_.period_ns = static_cast<uint64_t>(std::max<uint32_t>(job_.iopsavgtime, 1)) * 1000000ull;
     // fio: a log line per I/O takes the job's bw/iops statistics per I/O
@@ -473,6 +476,8 @@ class IoLoop {
   std::array<uint64_t, stats::kNumDdirs> interval_ios_{};
   std::array<uint64_t, stats::kNumDdirs> interval_errors_{};
   std::array<stats::Histogram, stats::kNumDdirs> interval_hist_;
+  std::array<stats::Histogram, stats::kNumDdirs> interval_lat_hist_;
+  bool interval_lat_ = false;  // the records carry a lat histogram
   uint64_t interval_start_ms_ = 0;
   uint64_t interval_seq_ = 0;
   uint64_t cpus_seen_mask_ = 0;

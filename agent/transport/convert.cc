@@ -22,6 +22,15 @@ void DirToProto(const stats::IntervalDir& in, iofleet::v1::IntervalDir* out) {
     out->add_clat_bucket(bucket);
     out->add_clat_count(count);
   }
+  if (!in.lat_measured) return;
+  out->set_lat_measured(true);
+  out->mutable_lat_bucket()->Reserve(static_cast<int>(in.lat_hist.size()));
+  out->mutable_lat_count()->Reserve(static_cast<int>(in.lat_hist.size()));
+  for (const auto& [bucket, count] : in.lat_hist) {
+    if (count == 0) continue;
+    out->add_lat_bucket(bucket);
+    out->add_lat_count(count);
+  }
 }
 
 }  // namespace

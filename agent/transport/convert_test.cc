@@ -36,6 +36,26 @@ TEST(ConvertTest, IntervalToProtoKeepsSparseHistogram) {
   EXPECT_EQ(p.write().errors(), 1u);
 }
 
+// Total latency (issue 18): sent with its flag when measured, absent (no flag,
+// no buckets) when the job measures none.
+TEST(ConvertTest, IntervalToProtoSendsLatOnlyWhenMeasured) {
+  stats::IntervalRecord r;
+  r.dir[0].ios = 10;
+  r.dir[0].clat_hist = {{100, 10}};
+  r.dir[0].lat_measured = true;
+  r.dir[0].lat_hist = {{110, 4}, {120, 6}, {130, 0}};
+  r.dir[1].lat_measured = true;  // measured, nothing done: an empty histogram
+  iofleet::v1::IntervalRecord p;
+  IntervalToProto(r, "run-1", &p);
+  EXPECT_TRUE(p.read().lat_measured());
+  ASSERT_EQ(p.read().lat_bucket_size(), 2);
+  EXPECT_EQ(p.read().lat_bucket(1), 120u);
+  EXPECT_EQ(p.read().lat_count(1), 6u);
+  EXPECT_TRUE(p.write().lat_measured());
+  EXPECT_EQ(p.write().lat_bucket_size(), 0);
+  EXPECT_FALSE(p.trim().lat_measured());
+}
+
 TEST(ConvertTest, ResolveTargetKeysChecksAllowPathsOnResolvedPaths) {
   iofleet::testing::TempDir tmp("iofleet_convert");
   ASSERT_TRUE(tmp.ok());

@@ -17,6 +17,11 @@ struct IntervalDir {
   uint64_t bytes = 0;
   uint64_t errors = 0;
   std::vector<std::pair<uint32_t, uint64_t>> clat_hist;  // sparse delta (bucket, count)
+  // Total latency (fio's lat: submission to completion) as a sparse delta, same
+  // layout; lat_measured is false when the job measures no total latency
+  // (gtod_reduce, disable_lat): then lat_hist is absent, not an empty window.
+  std::vector<std::pair<uint32_t, uint64_t>> lat_hist;
+  bool lat_measured = false;
 };
 
 struct IntervalRecord {

@@ -30,6 +30,14 @@ IntervalRow ToRow(const v1::IntervalRecord& r) {
     for (int i = 0; i < n; ++i) {
       row.dir[d].clat_hist.emplace_back(dirs[d]->clat_bucket(i), dirs[d]->clat_count(i));
     }
+    row.dir[d].lat_measured = dirs[d]->lat_measured();
+    if (row.dir[d].lat_measured) {
+      const int m = std::min(dirs[d]->lat_bucket_size(), dirs[d]->lat_count_size());
+      row.dir[d].lat_hist.reserve(static_cast<size_t>(m));
+      for (int i = 0; i < m; ++i) {
+        row.dir[d].lat_hist.emplace_back(dirs[d]->lat_bucket(i), dirs[d]->lat_count(i));
+      }
+    }
   }
   return row;
 }
@@ -50,6 +58,13 @@ v1::IntervalRecord FromRow(const IntervalRow& row) {
     for (const auto& [b, c] : row.dir[d].clat_hist) {
       dirs[d]->add_clat_bucket(b);
       dirs[d]->add_clat_count(c);
+    }
+    if (row.dir[d].lat_measured) {
+      dirs[d]->set_lat_measured(true);
+      for (const auto& [b, c] : row.dir[d].lat_hist) {
+        dirs[d]->add_lat_bucket(b);
+        dirs[d]->add_lat_count(c);
+      }
     }
   }
   return r;

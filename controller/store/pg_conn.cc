@@ -281,6 +281,13 @@ PgCopyIn& PgCopyIn::Field(absl::string_view v) {
   return *this;
 }
 
+PgCopyIn& PgCopyIn::Null() {
+  if (!first_field_) buf_.push_back('\t');
+  first_field_ = false;
+  buf_.append("\\N");
+  return *this;
+}
+
 PgCopyIn& PgCopyIn::Field(int64_t v) { return Field(absl::string_view(absl::StrCat(v))); }
 
 absl::Status PgCopyIn::EndRow() {

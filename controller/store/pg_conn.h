@@ -115,6 +115,8 @@ class PgCopyIn {
   PgCopyIn& Field(uint64_t v) { return Field(static_cast<int64_t>(v)); }
   PgCopyIn& Field(uint32_t v) { return Field(static_cast<int64_t>(v)); }
   PgCopyIn& Bool(bool v) { return Field(absl::string_view(v ? "t" : "f")); }
+  // A NULL field (COPY's text format \N).
+  PgCopyIn& Null();
   // Ends the current row; sends the buffer when it is large.
   absl::Status EndRow();
   // Sends the rest and ends the COPY; returns the rows the server took.

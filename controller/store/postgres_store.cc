@@ -204,6 +204,13 @@ CREATE TABLE run_logs(
     R"sql(
 ALTER TABLE runs ADD COLUMN warmup BOOLEAN NOT NULL DEFAULT FALSE;
 )sql",
+    // 6: SQLite's 11: total latency (fio's lat) per direction in the interval
+    // records (issue 18); NULL = not measured.
+    R"sql(
+ALTER TABLE intervals ADD COLUMN read_lat_hist TEXT;
+ALTER TABLE intervals ADD COLUMN write_lat_hist TEXT;
+ALTER TABLE intervals ADD COLUMN trim_lat_hist TEXT;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kPostgresSchemaVersion);
 
@@ -411,7 +418,7 @@ JobRow ReadJob(const PGresult* r, int i) {
 constexpr const char* kIntervalColumns =
     "run_id, job_index, seq, job_name, t_start_ms, t_end_ms, read_ios, read_bytes, read_errors, "
     "read_hist, write_ios, write_bytes, write_errors, write_hist, trim_ios, trim_bytes, "
-    "trim_errors, trim_hist";
+    "trim_errors, trim_hist, read_lat_hist, write_lat_hist, trim_lat_hist";
 
 IntervalRow ReadInterval(const PGresult* r, int i) {
   IntervalRow x;
@@ -426,6 +433,8 @@ IntervalRow ReadInterval(const PGresult* r, int i) {
     x.dir[d].bytes = static_cast<uint64_t>(PgInt(r, i, 7 + 4 * d));
     x.dir[d].errors = static_cast<uint64_t>(PgInt(r, i, 8 + 4 * d));
     x.dir[d].clat_hist = HistFromJson(PgText(r, i, 9 + 4 * d));
+    x.dir[d].lat_measured = PQgetisnull(r, i, 18 + d) == 0;
+    if (x.dir[d].lat_measured) x.dir[d].lat_hist = HistFromJson(PgText(r, i, 18 + d));
   }
   return x;
 }
@@ -504,8 +513,8 @@ constexpr Prepared kStatements[] = {
     {"insert_interval",
      "INSERT INTO intervals(run_id, job_index, seq, job_name, t_start_ms, t_end_ms, read_ios, "
      "read_bytes, read_errors, read_hist, write_ios, write_bytes, write_errors, write_hist, "
-     "trim_ios, trim_bytes, trim_errors, trim_hist) "
-     "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18) "
+     "trim_ios, trim_bytes, trim_errors, trim_hist, read_lat_hist, write_lat_hist, trim_lat_hist) "
+     "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21) "
      "ON CONFLICT DO NOTHING"},
 };
 
@@ -528,6 +537,13 @@ PgQuery IntervalQuery(const IntervalRow& r) {
   for (int d = 0; d < 3; ++d) {
     q.params.Add(I(r.dir[d].ios)).Add(I(r.dir[d].bytes)).Add(I(r.dir[d].errors));
     q.params.Add(HistToJson(r.dir[d].clat_hist));
+  }
+  for (int d = 0; d < 3; ++d) {
+    if (r.dir[d].lat_measured) {
+      q.params.Add(HistToJson(r.dir[d].lat_hist));
+    } else {
+      q.params.AddNull();
+    }
   }
   return q;
 }
@@ -1450,6 +1466,13 @@ absl::StatusOr<std::map<std::string, int64_t>> ImportIntoPostgres(
         for (int d = 0; d < 3; ++d) {
           in.Field(r.dir[d].ios).Field(r.dir[d].bytes).Field(r.dir[d].errors);
           in.Field(HistToJson(r.dir[d].clat_hist));
+        }
+        for (int d = 0; d < 3; ++d) {
+          if (r.dir[d].lat_measured) {
+            in.Field(HistToJson(r.dir[d].lat_hist));
+          } else {
+            in.Null();
+          }
         }
         IOFLEET_RETURN_IF_ERROR(in.EndRow());
       }

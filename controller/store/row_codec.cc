@@ -172,7 +172,8 @@ std::string RowJson(const IntervalRow& r) {
   json dirs = json::array();
   for (const IntervalDirRow& d : r.dir) {
     dirs.push_back({{"ios", d.ios}, {"bytes", d.bytes}, {"errors", d.errors},
-                    {"clat_hist", json::parse(HistToJson(d.clat_hist))}});
+                    {"clat_hist", json::parse(HistToJson(d.clat_hist))},
+                    {"lat_hist", d.lat_measured ? json::parse(HistToJson(d.lat_hist)) : json()}});
   }
   return Dump({{"run_id", r.run_id}, {"job_index", r.job_index}, {"job_name", r.job_name},
                {"seq", r.seq}, {"t_start_ms", r.t_start_ms}, {"t_end_ms", r.t_end_ms},

@@ -204,6 +204,14 @@ CREATE TABLE run_logs(
     R"sql(
 ALTER TABLE runs ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 11: total latency (fio's lat) per direction in the interval records
+    // (issue 18): the same sparse JSON as *_hist; NULL = not measured
+    // (gtod_reduce, disable_lat, or a record stored before this column).
+    R"sql(
+ALTER TABLE intervals ADD COLUMN read_lat_hist TEXT;
+ALTER TABLE intervals ADD COLUMN write_lat_hist TEXT;
+ALTER TABLE intervals ADD COLUMN trim_lat_hist TEXT;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -266,6 +274,10 @@ class Stmt {
     if (stmt_) sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;
   }
+  Stmt& BindNull(int i) {
+    if (stmt_) sqlite3_bind_null(stmt_, i);
+    return *this;
+  }
   Stmt& BindBlob(int i, const std::string& v) {
     if (stmt_) sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;
@@ -284,6 +296,7 @@ class Stmt {
     return status_;
   }
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   std::string Blob(int col) const {
     const void* p = sqlite3_column_blob(stmt_, col);
     return p ? std::string(static_cast<const char*>(p),
@@ -561,7 +574,8 @@ class SqliteStore final : public Store {
     Stmt s(rdb_,
            "SELECT run_id, job_index, seq, job_name, t_start_ms, t_end_ms, "
            "read_ios, read_bytes, read_errors, read_hist, write_ios, write_bytes, write_errors, "
-           "write_hist, trim_ios, trim_bytes, trim_errors, trim_hist "
+           "write_hist, trim_ios, trim_bytes, trim_errors, trim_hist, "
+           "read_lat_hist, write_lat_hist, trim_lat_hist "
            "FROM intervals WHERE run_id = ? ORDER BY job_index, seq");
     s.Bind(1, run_id);
     std::vector<IntervalRow> out;
@@ -578,6 +592,8 @@ class SqliteStore final : public Store {
         r.dir[d].bytes = static_cast<uint64_t>(s.Int(7 + 4 * d));
         r.dir[d].errors = static_cast<uint64_t>(s.Int(8 + 4 * d));
         r.dir[d].clat_hist = HistFromJson(s.Text(9 + 4 * d));
+        r.dir[d].lat_measured = !s.IsNull(18 + d);
+        if (r.dir[d].lat_measured) r.dir[d].lat_hist = HistFromJson(s.Text(18 + d));
       }
       out.push_back(std::move(r));
     }
@@ -827,13 +843,19 @@ class SqliteStore final : public Store {
     Stmt s(wdb_,
            "INSERT OR IGNORE INTO intervals(run_id, job_index, seq, job_name, t_start_ms, "
            "t_end_ms, read_ios, read_bytes, read_errors, read_hist, write_ios, write_bytes, "
-           "write_errors, write_hist, trim_ios, trim_bytes, trim_errors, trim_hist) "
-           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "write_errors, write_hist, trim_ios, trim_bytes, trim_errors, trim_hist, "
+           "read_lat_hist, write_lat_hist, trim_lat_hist) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.Bind(1, r.run_id).Bind(2, r.job_index).Bind(3, I(r.seq)).Bind(4, r.job_name);
     s.Bind(5, I(r.t_start_ms)).Bind(6, I(r.t_end_ms));
     for (int d = 0; d < 3; ++d) {
       s.Bind(7 + 4 * d, I(r.dir[d].ios)).Bind(8 + 4 * d, I(r.dir[d].bytes));
       s.Bind(9 + 4 * d, I(r.dir[d].errors)).Bind(10 + 4 * d, HistToJson(r.dir[d].clat_hist));
+      if (r.dir[d].lat_measured) {
+        s.Bind(19 + d, HistToJson(r.dir[d].lat_hist));
+      } else {
+        s.BindNull(19 + d);
+      }
     }
     if (auto st = s.Run(); !st.ok()) return st;
     return sqlite3_changes(wdb_) > 0;

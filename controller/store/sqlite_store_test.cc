@@ -65,6 +65,14 @@ TEST(SqliteStoreTest, MigratesResultsToDeviceFingerprint) {
     b.upsert_runs.push_back(MakeRun("j1-1", "j1", 1));
     b.results.push_back(ResultRow{"j1-1", true, "", "{}", 1, 1000, "dropped below"});
     ASSERT_TRUE((*store)->Write(std::move(b)).ok());
+    IntervalRow iv;
+    iv.run_id = "j1-1";
+    iv.dir[0].ios = 3;
+    iv.dir[0].clat_hist = {{100, 3}};
+    iv.dir[0].lat_measured = true;  // its column is dropped below
+    iv.dir[0].lat_hist = {{110, 3}};
+    (*store)->AppendInterval(iv, nullptr);
+    ASSERT_TRUE((*store)->Flush().ok());
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
@@ -84,6 +92,9 @@ TEST(SqliteStoreTest, MigratesResultsToDeviceFingerprint) {
                          "DROP TABLE history_alerts; DROP TABLE history_cursor;"
                          "DROP TABLE run_logs;"
                          "ALTER TABLE runs DROP COLUMN warmup;"
+                         "ALTER TABLE intervals DROP COLUMN read_lat_hist;"
+                         "ALTER TABLE intervals DROP COLUMN write_lat_hist;"
+                         "ALTER TABLE intervals DROP COLUMN trim_lat_hist;"
                          "UPDATE schema_version SET version = 3",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
@@ -97,6 +108,13 @@ TEST(SqliteStoreTest, MigratesResultsToDeviceFingerprint) {
   ASSERT_TRUE(old.ok() && old->has_value());
   EXPECT_EQ((*old)->result_json, "{}");
   EXPECT_EQ((*old)->device_fingerprint, "");
+  // A record stored before total latency was kept reads as not measured (absent).
+  auto ivs = (*store)->ListIntervals("j1-1");
+  ASSERT_TRUE(ivs.ok()) << ivs.status();
+  ASSERT_EQ(ivs->size(), 1u);
+  EXPECT_FALSE((*ivs)[0].dir[0].lat_measured);
+  EXPECT_TRUE((*ivs)[0].dir[0].lat_hist.empty());
+  EXPECT_EQ((*ivs)[0].dir[0].clat_hist.size(), 1u);
 }
 
 }  // namespace

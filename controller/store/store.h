@@ -124,6 +124,11 @@ struct IntervalDirRow {
   uint64_t bytes = 0;
   uint64_t errors = 0;
   std::vector<std::pair<uint32_t, uint64_t>> clat_hist;  // sparse (fio bucket, count)
+  // Total latency (fio's lat), same layout; absent (not an empty window) when
+  // lat_measured is false: a job with gtod_reduce/disable_lat, or a record
+  // stored before it was sent (issue 18). Stored as NULL then.
+  std::vector<std::pair<uint32_t, uint64_t>> lat_hist;
+  bool lat_measured = false;
 };
 
 struct IntervalRow {

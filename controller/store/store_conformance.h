@@ -74,6 +74,10 @@ inline IntervalRow Interval(const std::string& run_id, uint32_t job_index, uint6
   r.dir[0].ios = 10 + seq;
   r.dir[0].bytes = 4096 * (10 + seq);
   r.dir[0].clat_hist = {{100, 3}, {200, 7}};
+  if (seq % 2 == 0) {  // total latency measured in every other record (NULL in the rest)
+    r.dir[0].lat_measured = true;
+    r.dir[0].lat_hist = {{110, 3}, {210, 7}};
+  }
   return r;
 }
 
@@ -193,6 +197,11 @@ TYPED_TEST_P(StoreConformanceTest, EveryFieldRoundTrips) {
     iv.dir[d].errors = static_cast<uint64_t>(d);
     iv.dir[d].clat_hist = {{0, 1}, {1855, std::numeric_limits<uint64_t>::max()}};
   }
+  // Total latency (issue 18): measured (read), measured with nothing done
+  // (write: an empty histogram), not measured (trim: absent, stored NULL).
+  iv.dir[0].lat_measured = true;
+  iv.dir[0].lat_hist = {{1, 2}, {1855, std::numeric_limits<uint64_t>::max() - 1}};
+  iv.dir[1].lat_measured = true;
   iv.t_start_ms = std::numeric_limits<uint64_t>::max();  // stored as its 64 bits
   this->store().AppendInterval(iv, nullptr);
   ASSERT_TRUE(this->store().Flush().ok());

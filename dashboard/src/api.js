@@ -306,14 +306,32 @@ export function normAgent(a) {
 // parallel arrays clat_bucket/clat_count, [[idx, count], ...], [{bucket, count}], or
 // {"idx": count}. Returns [[idx, count], ...].
 function normHist(d) {
-  const buckets = pick(d, 'clat_bucket');
-  const counts = pick(d, 'clat_count');
+  return sparseHist(pick(d, 'clat_bucket'), pick(d, 'clat_count'), pick(d, 'clat_hist') ?? pick(d, 'hist'));
+}
+
+// The total-latency (lat) histogram of a record direction, same shapes as clat
+// (REST: "lat_hist"; protobuf JSON: lat_bucket/lat_count with lat_measured).
+// null when the record has none (the job set gtod_reduce or disable_lat, or an
+// older agent sent the record): absent, not an empty window.
+function normLatHist(d) {
+  const buckets = pick(d, 'lat_bucket');
+  const counts = pick(d, 'lat_count');
+  const measured = pick(d, 'lat_measured');
+  if (measured === false) return null;
+  if (Array.isArray(buckets) && Array.isArray(counts)) {
+    return measured === true || buckets.length ? sparseHist(buckets, counts, null) : null;
+  }
+  const h = pick(d, 'lat_hist');
+  if (h === undefined || h === null) return measured === true ? [] : null;
+  return sparseHist(null, null, h);
+}
+
+function sparseHist(buckets, counts, h) {
   if (Array.isArray(buckets) && Array.isArray(counts)) {
     const out = [];
     for (let i = 0; i < buckets.length && i < counts.length; i++) out.push([num(buckets[i]), num(counts[i])]);
     return out;
   }
-  const h = pick(d, 'clat_hist') ?? pick(d, 'hist');
   if (Array.isArray(h)) {
     return h.map((e) =>
       Array.isArray(e) ? [num(e[0]), num(e[1])] : [num(pick(e, 'bucket') ?? pick(e, 'idx')), num(pick(e, 'count'))],
@@ -325,7 +343,7 @@ function normHist(d) {
 
 function normDir(d) {
   d = d || {};
-  return { ios: num(pick(d, 'ios')), bytes: num(pick(d, 'bytes')), errors: num(pick(d, 'errors')), hist: normHist(d) };
+  return { ios: num(pick(d, 'ios')), bytes: num(pick(d, 'bytes')), errors: num(pick(d, 'errors')), hist: normHist(d), latHist: normLatHist(d) };
 }
 
 export function normRecord(r) {

@@ -65,10 +65,35 @@ export function ninesGrid(maxN) {
   return [...xs].sort((a, b) => a - b);
 }
 
+// The run's total-latency (lat) bins per direction from its interval records
+// (each record's lat_hist delta, all clones and windows summed: the whole run's
+// histogram, fio's buckets): {dir: [[ns, count], ...]}; a direction no record
+// measured is left out.
+export function recordLatBins(records) {
+  const per = {};
+  for (const r of records || []) {
+    for (const dir of LAT_DIRS) {
+      const lh = r[dir] && r[dir].latHist;
+      if (!lh) continue;
+      if (!per[dir]) per[dir] = new Map();
+      for (const [idx, c] of lh) if (c > 0) per[dir].set(idx, (per[dir].get(idx) || 0) + c);
+    }
+  }
+  const out = {};
+  for (const [dir, m] of Object.entries(per)) {
+    out[dir] = mergeBins([[...m.entries()].map(([idx, c]) => [bucketValue(idx), c])]);
+  }
+  return out;
+}
+
 // Exceedance curves of a fio JSON result: completion (clat_ns) and total
 // (lat_ns) latency per direction, from the bins of all its jobs merged.
-// Returns {x, series: [{dir, kind, label, n, y}], missing: [text]}.
-export function exceedance(result) {
+// recordLat (optional, recordLatBins of the run's records): total latency for a
+// direction whose result has no lat_ns bins (no lat_percentiles=1); each use
+// is named in `missing`. recordsIncomplete: the records miss windows, so they
+// are not used (a curve from part of the run would pass for the whole).
+// Returns {x, series: [{dir, kind, label, n, y, source}], missing: [text]}.
+export function exceedance(result, recordLat = null, recordsIncomplete = false) {
   const jobs = (result && result.jobs) || [];
   const curves = [];
   const missing = [];
@@ -79,17 +104,27 @@ export function exceedance(result) {
       ['clat', 'clat_ns'],
       ['lat', 'lat_ns'],
     ]) {
-      const bins = mergeBins(jobs.map((j) => binsOf(j[dir] && j[dir][key])));
+      let bins = mergeBins(jobs.map((j) => binsOf(j[dir] && j[dir][key])));
+      let source = 'result';
+      if (!bins.length && kind === 'lat' && recordLat && recordLat[dir] && recordLat[dir].length) {
+        if (recordsIncomplete) {
+          missing.push(`${dir} total latency: no bins in the result, and the run's 1 s records are incomplete, so none is drawn`);
+          continue;
+        }
+        bins = recordLat[dir];
+        source = 'records';
+        missing.push(`${dir} total latency: from the run's 1 s interval records (the result has no lat_ns bins without lat_percentiles=1)`);
+      }
       if (!bins.length) {
         missing.push(
           kind === 'lat'
-            ? `${dir} total latency: no bins stored (the job did not set lat_percentiles=1)`
+            ? `${dir} total latency: no bins stored (the job did not set lat_percentiles=1, and its records carry none)`
             : `${dir} completion latency: no bins stored in the result`,
         );
         continue;
       }
       const n = bins.reduce((s, [, c]) => s + c, 0);
-      curves.push({ dir, kind, label: `${dir} ${kind}`, n, bins });
+      curves.push({ dir, kind, label: `${dir} ${kind}`, n, bins, source });
     }
   }
   const x = ninesGrid(Math.max(0, ...curves.map((c) => c.n)));
@@ -98,6 +133,7 @@ export function exceedance(result) {
     kind: c.kind,
     label: c.label,
     n: c.n,
+    source: c.source,
     // Beyond 1 - 1/N the curve has no data: null, not the max repeated.
     y: x.map((xi) => (xi <= Math.log10(c.n) + 1e-9 ? binsPercentile(c.bins, percentileOfNines(xi)) : null)),
   }));
@@ -111,9 +147,10 @@ export function heatRow(bucketIdx) {
 }
 
 // Latency heatmap of one direction from interval records: one column per window
-// (seq, all clones merged), one row per power of two of latency.
+// (seq, all clones merged), one row per power of two of latency. kind: 'clat'
+// (completion) or 'lat' (total; records without it are skipped).
 // Returns {cols: [{seq, t}], rowMin, rowMax, cells: Map "col/row" -> count}.
-export function heatmap(records, dir, t0 = null) {
+export function heatmap(records, dir, t0 = null, kind = 'clat') {
   const bySeq = new Map();
   let start = t0;
   for (const r of records) {
@@ -121,11 +158,12 @@ export function heatmap(records, dir, t0 = null) {
   }
   for (const r of records) {
     const d = r[dir];
-    if (!d || !d.hist || !d.hist.length) continue;
+    const hist = d && (kind === 'lat' ? d.latHist : d.hist);
+    if (!hist || !hist.length) continue;
     if (!bySeq.has(r.seq)) bySeq.set(r.seq, { tEnd: 0, rows: new Map() });
     const w = bySeq.get(r.seq);
     w.tEnd = Math.max(w.tEnd, r.t_end_ms);
-    for (const [idx, c] of d.hist) {
+    for (const [idx, c] of hist) {
       if (!(c > 0)) continue;
       const row = heatRow(idx);
       w.rows.set(row, (w.rows.get(row) || 0) + c);

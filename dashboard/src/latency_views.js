@@ -14,15 +14,15 @@ function widthOf(box) {
 
 // Latency (y, log10) vs percentile on a "nines" axis (x: 90%, 99%, 99.9% ...),
 // one curve per direction and kind (clat solid, total lat dashed).
-export function exceedanceChart(container, result) {
-  const ex = exceedance(result);
+export function exceedanceChart(container, result, recordLat = null, recordsIncomplete = false) {
+  const ex = exceedance(result, recordLat, recordsIncomplete);
   const box = h('div', {
     class: 'chart',
     role: 'img',
     'aria-label': 'Latency percentiles (exceedance)',
     dataset: {
       chart: 'Latency percentiles',
-      values: JSON.stringify({ x: ex.x, series: ex.series.map((s) => ({ label: s.label, n: s.n, y: s.y })) }),
+      values: JSON.stringify({ x: ex.x, series: ex.series.map((s) => ({ label: s.label, n: s.n, y: s.y, source: s.source })) }),
     },
   });
   container.appendChild(box);
@@ -91,13 +91,21 @@ function heatColour(frac) {
 // A latency heatmap of one direction: x = time (1 s windows), y = latency in
 // powers of two (log), colour = share of the window's I/Os in that band.
 export class Heatmap {
-  constructor(container, dir) {
+  // kind: 'clat' (completion latency) or 'lat' (total latency, slat + clat).
+  constructor(container, dir, kind = 'clat') {
     this.dir = dir;
+    this.kind = kind;
+    const what = kind === 'lat' ? 'total' : 'completion';
     this.canvas = h('canvas', { height: '240', style: { width: '100%', height: '240px', display: 'block' } });
     this.box = h(
       'div',
-      { class: 'chart heatmap', role: 'img', 'aria-label': `${dir} completion latency heatmap`, dataset: { chart: `${dir} latency heatmap`, cells: '[]' } },
-      h('div', { class: 'u-title' }, `${dir} completion latency over time`),
+      {
+        class: 'chart heatmap',
+        role: 'img',
+        'aria-label': `${dir} ${what} latency heatmap`,
+        dataset: { chart: kind === 'lat' ? `${dir} total latency heatmap` : `${dir} latency heatmap`, kind, cells: '[]' },
+      },
+      h('div', { class: 'u-title' }, `${dir} ${what} latency over time`),
       this.canvas,
       h('p', { class: 'muted small' }, 'Colour: share of the window’s I/Os in each latency band (log scale, 0.01 % to 100 %).'),
     );
@@ -113,7 +121,7 @@ export class Heatmap {
   }
 
   update(records, t0) {
-    const hm = heatmap(records, this.dir, t0);
+    const hm = heatmap(records, this.dir, t0, this.kind);
     this.last = hm;
     const list = [];
     for (const [k, c] of hm.cells) {

@@ -90,9 +90,11 @@ export class SeriesBuilder {
     const pt = { tEnd: 0, dirs: {}, errors: 0 };
     const merged = new Map();
     const perDir = {};
+    const perDirLat = {}; // total latency; a direction stays null unless a record has it
     for (const d of DIRS) {
       pt.dirs[d] = { ios: 0, bytes: 0 };
       perDir[d] = new Map();
+      perDirLat[d] = null;
     }
     for (const r of w.records) {
       tEnd = Math.max(tEnd, r.t_end_ms);
@@ -105,6 +107,10 @@ export class SeriesBuilder {
         for (const [i, c] of x.hist) {
           merged.set(i, (merged.get(i) || 0) + c);
           perDir[d].set(i, (perDir[d].get(i) || 0) + c);
+        }
+        if (x.latHist) {
+          if (!perDirLat[d]) perDirLat[d] = new Map();
+          for (const [i, c] of x.latHist) perDirLat[d].set(i, (perDirLat[d].get(i) || 0) + c);
         }
       }
     }
@@ -122,6 +128,14 @@ export class SeriesBuilder {
     for (const d of DIRS) {
       const q = histPercentiles(perDir[d], [50, 99]);
       pt.lat[d] = { p50: q[50], p99: q[99] };
+    }
+    // Total latency (lat = slat + clat) where the records carry it.
+    pt.tlat = {};
+    pt.hasTotal = false;
+    for (const d of DIRS) {
+      if (perDirLat[d]) pt.hasTotal = true;
+      const q = perDirLat[d] ? histPercentiles(perDirLat[d], [50, 99]) : { 50: null, 99: null };
+      pt.tlat[d] = { p50: q[50], p99: q[99] };
     }
     return pt;
   }
@@ -144,6 +158,9 @@ export class SeriesBuilder {
       p99: [],
       // Per direction: lat.read.p50[i] ... (null where the direction did no I/O).
       lat: Object.fromEntries(DIRS.map((d) => [d, { p50: [], p99: [] }])),
+      // Total latency (lat), the same shape; hasTotal: some record carried it.
+      tlat: Object.fromEntries(DIRS.map((d) => [d, { p50: [], p99: [] }])),
+      hasTotal: false,
       errors: 0,
       activeDirs: new Set(),
     };
@@ -161,7 +178,10 @@ export class SeriesBuilder {
       for (const d of DIRS) {
         cols.lat[d].p50.push(p.lat[d].p50);
         cols.lat[d].p99.push(p.lat[d].p99);
+        cols.tlat[d].p50.push(p.tlat[d].p50);
+        cols.tlat[d].p99.push(p.tlat[d].p99);
       }
+      if (p.hasTotal) cols.hasTotal = true;
       cols.errors += p.errors;
       for (const d of DIRS) if (p.dirs[d].ios > 0) cols.activeDirs.add(d);
     }

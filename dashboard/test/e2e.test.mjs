@@ -14,6 +14,7 @@ import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launch, chromiumMissing } from '../testlib/browser.mjs';
 import { startProxy } from '../testlib/static.mjs';
+import { bucketValue } from '../src/stats.js';
 import { start, stop, sleep } from '../testlib/procs.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -174,6 +175,30 @@ describe('dashboard against the real controller and agent', { skip, timeout: 240
     assert.ok(samples.body.records.length >= 3);
     // Every stored interval is a point of the chart (one job: one record per window).
     assert.equal(Number(await iops.getAttribute('data-points')), samples.body.records.length);
+    // Total latency next to clat (issue 18), from the real records' lat_hist:
+    // per window p99 as fio's percentile rule gives it, never below clat's.
+    const tot = page.locator('.chart[data-chart^="Total latency"]');
+    await tot.waitFor();
+    const totVals = JSON.parse(await tot.getAttribute('data-values'));
+    const p99 = (pairs) => {
+      const n = pairs.reduce((a, [, c]) => a + c, 0);
+      let run = 0;
+      for (const [idx, c] of [...pairs].sort((x, y) => x[0] - y[0])) if ((run += c) >= 0.99 * n) return bucketValue(idx);
+      return null;
+    };
+    assert.equal(totVals.x.length, samples.body.records.length);
+    samples.body.records.forEach((r, i) => {
+      assert.ok(Array.isArray(r.read.lat_hist) && r.read.lat_hist.length, `record ${i} has lat_hist`);
+      assert.equal(totVals.read.p99[i], p99(r.read.lat_hist), `window ${i} lat p99`);
+      assert.ok(p99(r.read.lat_hist) >= p99(r.read.clat_hist), `window ${i}: lat p99 >= clat p99`);
+    });
+    assert.equal(await page.locator('.chart[data-chart="read total latency heatmap"]').count(), 1);
+    // No lat_percentiles=1: the exceedance plot's total latency comes from the
+    // records, and counts every I/O the result's lat_ns counts.
+    const exv = JSON.parse(await page.locator('.chart[data-chart="Latency percentiles"]').getAttribute('data-values'));
+    const exLat = exv.series.find((x) => x.label === 'read lat');
+    assert.equal(exLat.source, 'records');
+    assert.equal(exLat.n, parsed.jobs[0].read.lat_ns.N);
     page.off('request', onReq);
     if (reloaded) {
       assert.ok(api.some((u) => /\/jobs\/[^/]+\/watch\?run=/.test(u)), `the page opened the watch stream: ${api.join(' ')}`);

@@ -47,7 +47,7 @@ describe('latency math', () => {
     };
     const ex = exceedance(result);
     assert.deepEqual(ex.series.map((s) => [s.label, s.n]), [['read clat', 200], ['read lat', 200], ['write clat', 10]]);
-    assert.deepEqual(ex.missing, ['write total latency: no bins stored (the job did not set lat_percentiles=1)']);
+    assert.deepEqual(ex.missing, ['write total latency: no bins stored (the job did not set lat_percentiles=1, and its records carry none)']);
     const at = (s, p) => s.y[ex.x.findIndex((x) => Math.abs(x - nines(p)) < 1e-9)];
     assert.equal(at(ex.series[0], 99), 100);
     assert.equal(at(ex.series[0], 99.5), 100); // 199 of 200 at 100 ns

@@ -528,6 +528,11 @@ export class FakeApi {
       if ((m = /^\/runs\/([^/]+)\/samples$/.exec(path)) && req.method === 'GET') {
         const r = this.runs.get(m[1]);
         if (!r) throw new ApiError(404, 'NOT_FOUND', `run ${m[1]} not found`);
+        // Total latency as the agent sends it: clat + 2 µs, absent (lat_measured
+        // false) when the job sets gtod_reduce or disable_lat.
+        const job = this.jobs.find((j) => j.id === r.job_id);
+        const noLat = /^\s*(gtod_reduce|disable_lat)\s*=\s*1\s*$/m.test((job && job.spec.fio) || '');
+        const latOf = (hist) => hist.map(([idx, c]) => [bucketIndex(bucketValue(idx) + 2000), c]);
         return send(200, {
           records: this._records(r).map((x) => ({
             run_id: r.id,
@@ -540,6 +545,9 @@ export class FakeApi {
               bytes: String(x.ios * 4096),
               clat_bucket: x.hist.map((e) => e[0]),
               clat_count: x.hist.map((e) => String(e[1])),
+              lat_bucket: noLat ? [] : latOf(x.hist).map((e) => e[0]),
+              lat_count: noLat ? [] : latOf(x.hist).map((e) => String(e[1])),
+              lat_measured: !noLat,
             },
             write: {},
             trim: {},

@@ -140,7 +140,33 @@ def check_intervals_add_up(env, run_id):
                   f"job {idx} {d}: merged interval histogram differs from json+ bins "
                   f"({len(merged)} vs {len(bins)} buckets; "
                   f"sum {sum(merged.values())} vs {sum(bins.values())})")
+            check_total_latency_adds_up(idx, d, rs, fd)
     return recs
+
+
+def check_total_latency_adds_up(idx, d, rs, fd):
+    """Total latency (issue 18): records that carry lat_hist count every I/O the
+    result's lat_ns counts, and match its json+ bins when it has them
+    (lat_percentiles=1); a job that measures none (lat_ns.N == 0 with I/O done:
+    gtod_reduce, disable_lat) has no lat_hist key at all."""
+    lat = fd.get("lat_ns", {})
+    have = [r for r in rs if "lat_hist" in r[d]]
+    if not have:
+        check(not lat.get("N") or not fd.get("total_ios"),
+              f"job {idx} {d}: no record has lat_hist but the result measured lat_ns N={lat.get('N')}")
+        return
+    check(len(have) == len(rs), f"job {idx} {d}: lat_hist in {len(have)} of {len(rs)} records")
+    merged = {}
+    for r in rs:
+        for b, c in r[d]["lat_hist"]:
+            v = plat_idx_to_val(b)
+            merged[v] = merged.get(v, 0) + c
+    merged = {k: v for k, v in merged.items() if v}
+    check(sum(merged.values()) == lat.get("N", 0),
+          f"job {idx} {d}: interval lat_hist counts {sum(merged.values())} != lat_ns N {lat.get('N')}")
+    bins = {int(k): v for k, v in lat.get("bins", {}).items() if v}
+    if bins:
+        check(merged == bins, f"job {idx} {d}: merged lat_hist differs from json+ lat_ns bins")
 
 
 # ---------------------------------------------------------------------------
@@ -425,6 +451,28 @@ def case_intervals_add_up():
         recs = check_intervals_add_up(env, run["id"])
         nonzero = [len(r["read"]["clat_hist"]) for r in recs if r["read"]["ios"]]
         check(nonzero and max(nonzero) > 1, "histograms look degenerate")
+        check(all("lat_hist" in r["read"] for r in recs), "records without lat_hist")
+
+
+def case_interval_total_latency():
+    """Total latency in the records end to end (issue 18): with lat_percentiles=1
+    the records' lat_hist sum to the result's lat_ns bins bucket for bucket; with
+    disable_lat=1 the records carry no lat_hist (absent, not zero)."""
+    with Env() as env:
+        target = env.agents["agent-a"].target
+        for extra, want in (("lat_percentiles=1\n", True), ("disable_lat=1\n", False)):
+            job_id = env.submit(fio_job(target, runtime=2, rw="randrw", extra=extra),
+                                hosts=["agent-a"])
+            run = run_of(env.wait_job(job_id))
+            check(run["state"] == "succeeded", f"run {run}")
+            recs = check_intervals_add_up(env, run["id"])
+            for r in recs:
+                for d in ("read", "write"):
+                    check(("lat_hist" in r[d]) == want,
+                          f"{extra.strip()}: record {r['seq']} {d} lat_hist present={not want}")
+            if want:
+                lat = env.get(f"/runs/{run['id']}")["result"]["jobs"][0]["read"]["lat_ns"]
+                check(lat.get("bins"), f"lat_percentiles=1 result has no lat_ns bins: {lat}")
 
 
 def case_cli_commands():

@@ -40,7 +40,7 @@ VOLATILE = {
     "order_seed",
 }
 # Arrays whose length depends on timing: their first element stands for all.
-FIRST_ONLY = {"records", "clat_hist"}
+FIRST_ONLY = {"records", "clat_hist", "lat_hist"}
 
 
 def type_of(v):
@@ -83,7 +83,7 @@ class Normalizer:
         if isinstance(v, dict):
             return {k: self(x, k) for k, x in v.items()}
         if isinstance(v, list):
-            if key == "clat_hist":  # [[bucket, count], ...]: types only
+            if key in ("clat_hist", "lat_hist"):  # [[bucket, count], ...]: types only
                 return [[type_of(x) for x in v[0]]] if v else []
             if key in FIRST_ONLY:
                 return [self(v[0])] if v else []

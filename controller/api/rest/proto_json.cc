@@ -48,6 +48,8 @@ struct FieldRule {
   bool non_empty = false;              // request: "" is refused ("is empty")
   uint32_t zero_reads_as = 0;          // response: a 0 shown as this (the field's documented default)
   bool always = false;                 // response: an unset message field shown with its defaults
+  const char* present_if = nullptr;    // response: left out unless this sibling bool is true;
+                                       // the bool itself is left out (presence says it)
 };
 
 // The one table of REST presentation rules (the schema is the protos).
@@ -85,6 +87,9 @@ const FieldRule kRules[] = {
     {.field = "iofleet.v1.IntervalRecord.trim", .always = true},
     {.field = "iofleet.v1.IntervalDir.clat_bucket", .rest_name = "clat_hist",
      .pairs_with = "clat_count"},
+    // Total latency: "lat_hist" only where measured (absent under gtod_reduce/disable_lat).
+    {.field = "iofleet.v1.IntervalDir.lat_bucket", .rest_name = "lat_hist",
+     .pairs_with = "lat_count", .present_if = "lat_measured"},
 };
 
 // One-field wrapper messages shown as their field: host_overrides is
@@ -119,6 +124,7 @@ bool PairedAway(const FieldDescriptor* f) {
   for (int i = 0; i < d->field_count(); ++i) {
     const FieldRule* r = RuleFor(d->field(i));
     if (r != nullptr && r->pairs_with != nullptr && f->name() == r->pairs_with) return true;
+    if (r != nullptr && r->present_if != nullptr && f->name() == r->present_if) return true;
   }
   return false;
 }
@@ -241,6 +247,10 @@ json OutMessage(const json& obj, const Descriptor* d) {
       continue;
     }
     if (it == obj.end() || PairedAway(f)) continue;
+    if (r != nullptr && r->present_if != nullptr) {
+      auto pt = obj.find(r->present_if);
+      if (pt == obj.end() || !pt->is_boolean() || !pt->get<bool>()) continue;
+    }
     json val;
     if (r != nullptr && r->pairs_with != nullptr) {
       const FieldDescriptor* g = d->FindFieldByName(r->pairs_with);

@@ -54,6 +54,25 @@ TEST(ProtoJsonTest, IntervalHistogramIsPairs) {
   EXPECT_EQ(j["write"]["ios"], 0);
 }
 
+// Total latency (issue 18): "lat_hist" pairs where measured, an empty list for
+// a measured empty window, and no key at all where the job measured none.
+TEST(ProtoJsonTest, IntervalLatHistogramOnlyWhereMeasured) {
+  v1::IntervalRecord rec;
+  rec.mutable_read()->set_lat_measured(true);
+  rec.mutable_read()->add_lat_bucket(190);
+  rec.mutable_read()->add_lat_count(4);
+  rec.mutable_write()->set_lat_measured(true);
+  rec.mutable_trim()->set_ios(0);
+  json j = ToJson(rec);
+  EXPECT_EQ(j["read"]["lat_hist"], json::parse("[[190, 4]]"));
+  EXPECT_FALSE(j["read"].contains("lat_count"));
+  EXPECT_FALSE(j["read"].contains("lat_bucket"));
+  EXPECT_FALSE(j["read"].contains("lat_measured"));
+  EXPECT_EQ(j["write"]["lat_hist"], json::array());
+  EXPECT_FALSE(j["trim"].contains("lat_hist")) << j.dump();
+  EXPECT_TRUE(j["trim"].contains("clat_hist"));
+}
+
 TEST(ProtoJsonTest, AgentInventoryIsAnObject) {
   v1::Agent a;
   a.set_inventory_json(R"({"hostname": "h"})");

@@ -1,4 +1,4 @@
-// One run: state and timings, live IOPS / bandwidth / clat percentile charts from
+// One run: state and timings, live IOPS / bandwidth / clat and total (lat) percentile charts from
 // the interval records, and the fio-compatible result once it is done. Records
 // come from the job's watch stream (GET /jobs/{id}/watch?run=: the stored ones,
 // then live ones, so a reload mid-run draws the whole run); the run's state is
@@ -12,6 +12,7 @@ import { SeriesBuilder } from '../stats.js';
 import { LiveChart, COLORS } from '../charts.js';
 import { runExpectedSeconds, progressOf } from './jobs.js';
 import { exceedanceChart, Heatmap } from '../latency_views.js';
+import { recordLatBins } from '../latency.js';
 
 const POLL_MS = 1000;
 const DIRS = ['read', 'write', 'trim'];
@@ -101,9 +102,15 @@ export function runPage(main, { args }) {
       { label: `${d} p99`, color: COLORS[d] },
     ]),
   });
+  // Total latency (lat = slat + clat, fio's lat_ns), the same view next to
+  // clat: made once a record carries it; a note instead when none does.
+  let chartTot = null;
+  const totNote = h('p', { class: 'muted small', 'data-testid': 'total-latency-absent', hidden: true },
+    'Total latency (lat): not in this run’s records (the job sets gtod_reduce or disable_lat, or its agent does not send it).');
+  charts.appendChild(totNote);
   const tails = h('section', { class: 'charts tails', 'aria-label': 'latency tails' });
   main.insertBefore(tails, resultBox);
-  const heatmaps = new Map(); // dir -> Heatmap, made when the direction does I/O
+  const heatmaps = new Map(); // dir or "dir/lat" -> Heatmap, made when the direction does I/O
   let exChart = null;
   let job = null;
   let resultShown = false;
@@ -193,7 +200,8 @@ export function runPage(main, { args }) {
       replace(resultBox, h('h2', { id: 'result-h' }, 'Result'), h('p', { class: 'muted' }, run.error ? `No result: ${run.error}` : 'No result was stored for this run.'));
       return;
     }
-    exChart = exceedanceChart(tails, run.result);
+    const records = [...series.windows.values()].flatMap((w) => w.records);
+    exChart = exceedanceChart(tails, run.result, recordLatBins(records), !!run.samples_incomplete);
     const text = JSON.stringify(run.result, null, 2);
     blobUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
     replace(
@@ -262,13 +270,41 @@ export function runPage(main, { args }) {
       chartBw.setData([cols.x, cols.readBw, cols.writeBw, cols.trimBw]);
       const pos = (a) => a.map((v) => (v > 0 ? v : null)); // log axis: no zeros
       chartLat.setData([cols.x, ...DIRS.flatMap((d) => [pos(cols.lat[d].p50), pos(cols.lat[d].p99)])]);
+      if (cols.hasTotal && !chartTot) {
+        chartTot = new LiveChart(charts, {
+          title: 'Total latency (lat) percentiles',
+          yLabel: 'latency',
+          yLog: true,
+          fmt: (v) => fmtNs(v),
+          series: DIRS.flatMap((d) => [
+            { label: `${d} p50`, color: COLORS[d] },
+            { label: `${d} p99`, color: COLORS[d] },
+          ]),
+        });
+        chartLat.box.after(chartTot.box); // side by side with clat
+      }
+      totNote.hidden = cols.hasTotal || cols.x.length === 0;
+      if (chartTot) {
+        const tot = DIRS.flatMap((d) => [pos(cols.tlat[d].p50), pos(cols.tlat[d].p99)]);
+        chartTot.setData([cols.x, ...tot]);
+        // What it drew, for tests and people: x and per direction p50/p99.
+        chartTot.box.dataset.values = JSON.stringify({
+          x: cols.x,
+          ...Object.fromEntries(DIRS.map((d) => [d, { p50: cols.tlat[d].p50, p99: cols.tlat[d].p99 }])),
+        });
+      }
       for (const [i, d] of DIRS.entries()) {
         const show = cols.activeDirs.has(d) || (d === 'read' && cols.activeDirs.size === 0);
         chartIops.plot.setSeries(i + 1, { show });
         chartBw.plot.setSeries(i + 1, { show });
         chartLat.plot.setSeries(2 * i + 1, { show });
         chartLat.plot.setSeries(2 * i + 2, { show });
+        if (chartTot) {
+          chartTot.plot.setSeries(2 * i + 1, { show });
+          chartTot.plot.setSeries(2 * i + 2, { show });
+        }
         if (cols.activeDirs.has(d) && !heatmaps.has(d)) heatmaps.set(d, new Heatmap(tails, d));
+        if (cols.activeDirs.has(d) && cols.hasTotal && !heatmaps.has(`${d}/lat`)) heatmaps.set(`${d}/lat`, new Heatmap(tails, d, 'lat'));
       }
       const all = [...series.windows.values()].flatMap((w) => w.records);
       for (const hm of heatmaps.values()) hm.update(all, series.t0);
@@ -368,6 +404,7 @@ export function runPage(main, { args }) {
     chartIops.destroy();
     chartBw.destroy();
     chartLat.destroy();
+    if (chartTot) chartTot.destroy();
     for (const hm of heatmaps.values()) hm.destroy();
     if (exChart) exChart.destroy();
     if (blobUrl) URL.revokeObjectURL(blobUrl);
