@@ -185,7 +185,12 @@ void IoLoop::SlowTick(uint64_t now) {
     if (iops_.enabled && now >= iops_.next_ns) TakeSample(iops_, false, now);
     if (now >= next_hist_ns_) HistLines(now);
   }
-  if (now >= next_interval_ns_) {
+  // Once the job must stop (its runtime is over or it was cancelled), the
+  // window stays open: the last record goes out when the loop has drained
+  // (IoLoop::Run), so a run never ends with a window a few ms long that holds
+  // only the drained I/Os (or none), which a rate plot shows as a spike or a
+  // drop to 0.
+  if (now >= next_interval_ns_ && !ShouldStop(now)) {
     PublishInterval(now);
     next_interval_ns_ = now + cfg_.interval_ns;
   }

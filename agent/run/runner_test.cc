@@ -194,6 +194,31 @@ TEST_F(RunnerTest, IntervalRecordsAddUpToTheFinalResult) {
   EXPECT_TRUE(merged == d.hist[stats::kClat]);
 }
 
+// A time-based run's last window is not a few ms of drained I/Os (or none)
+// opened once the runtime was over, which a rate chart draws as a spike or a
+// drop to 0: every window opens inside the runtime, and the last one closes
+// when the job ends (it holds I/Os; a psync job completes one every few us).
+TEST_F(RunnerTest, NoIntervalRecordOpensAfterTheRuntime) {
+  std::mutex mu;
+  std::vector<stats::IntervalRecord> recs;
+  RunOptions opts;
+  opts.interval_ms = 1000;
+  opts.on_interval = [&](const stats::IntervalRecord& rec) {
+    std::lock_guard<std::mutex> lock(mu);
+    recs.push_back(rec);
+  };
+  MustRun("[end]\nioengine=psync\nrw=randread\nbs=4k\nsize=8m\ntime_based\nruntime=2\n"
+          "filename=" + Path("end.dat") + "\n",
+          opts);
+  ASSERT_GE(recs.size(), 2u);
+  const uint64_t runtime_end_ms = recs.front().t_start_ms + 2000;
+  for (const stats::IntervalRecord& r : recs) {
+    EXPECT_LT(r.t_start_ms, runtime_end_ms) << "record " << r.seq << " opened after the runtime";
+  }
+  EXPECT_GT(recs.back().dir[0].ios, 0u);
+  EXPECT_GE(recs.back().t_end_ms, runtime_end_ms);
+}
+
 TEST_F(RunnerTest, ThreadsStayOnTheirCpus) {
   const unsigned ncpu = std::thread::hardware_concurrency();
   if (ncpu < 2) GTEST_SKIP() << "needs 2 CPUs";
