@@ -167,18 +167,27 @@ TEST_F(RunnerTest, FsyncEveryNWritesIsCounted) {
   EXPECT_EQ(r.reported[0].sync_total_ios, 15u);
 }
 
-TEST_F(RunnerTest, IntervalRecordsAddUpToTheFinalResult) {
+// Interval records a run sends, in the order they come.
+struct IntervalSink {
   std::mutex mu;
   std::vector<stats::IntervalRecord> recs;
-  RunOptions opts;
-  opts.interval_ms = 200;
-  opts.on_interval = [&](const stats::IntervalRecord& rec) {
-    std::lock_guard<std::mutex> lock(mu);
-    recs.push_back(rec);
-  };
+  RunOptions Options(uint32_t interval_ms) {
+    RunOptions opts;
+    opts.interval_ms = interval_ms;
+    opts.on_interval = [this](const stats::IntervalRecord& rec) {
+      std::lock_guard<std::mutex> lock(mu);
+      recs.push_back(rec);
+    };
+    return opts;
+  }
+};
+
+TEST_F(RunnerTest, IntervalRecordsAddUpToTheFinalResult) {
+  IntervalSink sink;
+  const std::vector<stats::IntervalRecord>& recs = sink.recs;
   RunResult r = MustRun("[iv]\nioengine=psync\nrw=randread\nbs=4k\nsize=8m\ntime_based\n"
                         "runtime=1\nramp_time=500ms\nfilename=" + Path("iv.dat") + "\n",
-                        opts);
+                        sink.Options(200));
   ASSERT_GE(recs.size(), 4u);
   uint64_t ios = 0, bytes = 0;
   stats::Histogram merged;
@@ -199,17 +208,11 @@ TEST_F(RunnerTest, IntervalRecordsAddUpToTheFinalResult) {
 // drop to 0: every window opens inside the runtime, and the last one closes
 // when the job ends (it holds I/Os; a psync job completes one every few us).
 TEST_F(RunnerTest, NoIntervalRecordOpensAfterTheRuntime) {
-  std::mutex mu;
-  std::vector<stats::IntervalRecord> recs;
-  RunOptions opts;
-  opts.interval_ms = 1000;
-  opts.on_interval = [&](const stats::IntervalRecord& rec) {
-    std::lock_guard<std::mutex> lock(mu);
-    recs.push_back(rec);
-  };
+  IntervalSink sink;
+  const std::vector<stats::IntervalRecord>& recs = sink.recs;
   MustRun("[end]\nioengine=psync\nrw=randread\nbs=4k\nsize=8m\ntime_based\nruntime=2\n"
           "filename=" + Path("end.dat") + "\n",
-          opts);
+          sink.Options(1000));
   ASSERT_GE(recs.size(), 2u);
   const uint64_t runtime_end_ms = recs.front().t_start_ms + 2000;
   for (const stats::IntervalRecord& r : recs) {

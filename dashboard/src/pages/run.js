@@ -68,6 +68,20 @@ export function resultSummary(result) {
   );
 }
 
+// A live chart of p50 and p99 per direction, on a log scale.
+function latencyChart(parent, title) {
+  return new LiveChart(parent, {
+    title,
+    yLabel: 'latency',
+    yLog: true,
+    fmt: (v) => fmtNs(v),
+    series: DIRS.flatMap((d) => [
+      { label: `${d} p50`, color: COLORS[d] },
+      { label: `${d} p99`, color: COLORS[d] },
+    ]),
+  });
+}
+
 export function runPage(main, { args }) {
   const id = args[0];
   document.title = `Run ${id} · iofleet`;
@@ -92,16 +106,7 @@ export function runPage(main, { args }) {
     series: DIRS.map((d) => ({ label: d, color: COLORS[d] })),
   });
   // Per direction, log scale: p50 solid-thin, p99 thick.
-  const chartLat = new LiveChart(charts, {
-    title: 'Completion latency (clat) percentiles',
-    yLabel: 'latency',
-    yLog: true,
-    fmt: (v) => fmtNs(v),
-    series: DIRS.flatMap((d) => [
-      { label: `${d} p50`, color: COLORS[d] },
-      { label: `${d} p99`, color: COLORS[d] },
-    ]),
-  });
+  const chartLat = latencyChart(charts, 'Completion latency (clat) percentiles');
   // Total latency (lat = slat + clat, fio's lat_ns), the same view next to
   // clat: made once a record carries it; a note instead when none does.
   let chartTot = null;
@@ -271,16 +276,7 @@ export function runPage(main, { args }) {
       const pos = (a) => a.map((v) => (v > 0 ? v : null)); // log axis: no zeros
       chartLat.setData([cols.x, ...DIRS.flatMap((d) => [pos(cols.lat[d].p50), pos(cols.lat[d].p99)])]);
       if (cols.hasTotal && !chartTot) {
-        chartTot = new LiveChart(charts, {
-          title: 'Total latency (lat) percentiles',
-          yLabel: 'latency',
-          yLog: true,
-          fmt: (v) => fmtNs(v),
-          series: DIRS.flatMap((d) => [
-            { label: `${d} p50`, color: COLORS[d] },
-            { label: `${d} p99`, color: COLORS[d] },
-          ]),
-        });
+        chartTot = latencyChart(charts, 'Total latency (lat) percentiles');
         chartLat.box.after(chartTot.box); // side by side with clat
       }
       totNote.hidden = cols.hasTotal || cols.x.length === 0;
