@@ -121,7 +121,9 @@ TEST_F(IntervalLatTest, NoTotalLatencyMeasuredMeansAbsentNotZero) {
       for (const auto& [b, c] : rec.dir[0].clat_hist) clat += c;
     }
     EXPECT_GT(ios, 0u);
-    if (std::string(opt) == "disable_lat=1") EXPECT_EQ(clat, ios);  // clat still measured
+    if (std::string(opt) == "disable_lat=1") {
+      EXPECT_EQ(clat, ios);  // clat still measured
+    }
   }
 }
 
