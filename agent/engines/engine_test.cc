@@ -43,7 +43,9 @@ TEST(EngineRegistryTest, ProbeListsEveryEngineAndSyncOnesAreAlwaysThere) {
   std::vector<std::string> names;
   for (const auto& e : engines) {
     names.push_back(e.name);
-    if (!e.available) EXPECT_FALSE(e.reason.empty()) << e.name;
+    if (!e.available) {
+      EXPECT_FALSE(e.reason.empty()) << e.name;
+    }
   }
   EXPECT_EQ(names, (std::vector<std::string>{"io_uring", "io_uring_cmd", "libaio", "psync", "sync", "pvsync", "pvsync2", "null"}));
   EXPECT_TRUE(Available("psync"));
