@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -276,8 +277,17 @@ std::string RenderMarkdown(const CompareResult& result) {
   if (!result.excluded.empty()) {
     absl::StrAppend(&out, "\nExcluded runs:\n");
     for (const ExcludedRun& e : result.excluded) {
-      absl::StrAppend(&out, "- ", MdEscape(e.run_id), ": ",
-                      MdEscape(absl::StrJoin(e.reasons, ", ")), "\n");
+      // Each reason with its kind unless the detail already starts with it
+      // ("warmup: run R on H", "cancelled: run R"; "error=5" as it is).
+      std::vector<std::string> why;
+      for (size_t i = 0; i < e.reasons.size(); ++i) {
+        const std::string kind = i < e.kinds.size() ? e.kinds[i] : "";
+        why.push_back(kind.empty() || absl::StartsWith(e.reasons[i], kind)
+                          ? e.reasons[i]
+                          : absl::StrCat(kind, ": ", e.reasons[i]));
+      }
+      absl::StrAppend(&out, "- ", MdEscape(e.run_id), ": ", MdEscape(absl::StrJoin(why, ", ")),
+                      "\n");
     }
   }
   bool header = false;

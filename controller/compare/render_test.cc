@@ -134,6 +134,18 @@ TEST(Render, MarkdownTable) {
   EXPECT_THAT(md, HasSubstr("seed 42"));
 }
 
+// An excluded run's line names why, also where the detail alone does not
+// ("run-1 on h1 (arm A)" is a warm-up, "run-9" was cancelled).
+TEST(Render, ExcludedRunsNameTheirReason) {
+  CompareResult r = Sample();
+  r.excluded.push_back({"run-1", "v6.8", "h1", "", 0, {"run run-1 on h1 (arm v6.8)"}, {"warmup"}});
+  r.excluded.push_back({"run-9", "v6.9", "h1", "", 9, {"run run-9"}, {"cancelled"}});
+  const std::string md = RenderMarkdown(r);
+  EXPECT_THAT(md, HasSubstr("- run-1: warmup: run run-1 on h1 (arm v6.8)\n"));
+  EXPECT_THAT(md, HasSubstr("- run-9: cancelled: run run-9\n"));
+  EXPECT_THAT(md, HasSubstr("- run-3: error=5, io_errors=1\n"));
+}
+
 TEST(Render, JUnitOneTestcasePerRowFailureOnRegression) {
   const std::string xml = RenderJUnitXml(Sample());
   EXPECT_THAT(xml, HasSubstr("<testsuite name=\"iofleet.compare\" tests=\"3\" failures=\"1\" "
