@@ -116,7 +116,8 @@ struct LoopConfig {
   // its loop is the one compiled without log recording.
   JobLog* log = nullptr;
   // unlink_each_loop (loop_files.h): the job's files, replaced as each loop
-  // after the first starts, once the loop before has drained; null = none.
+  // (time_based with verify: each pass) after the first starts, once the one
+  // before has drained; null = none (UnlinksFilesBetweenPasses is false).
   LoopFiles* loop_files = nullptr;
 };
 

@@ -88,5 +88,48 @@ TEST_F(UnlinkEachLoopTest, AJobThatCannotReopenItsFilesIsRefused) {
   EXPECT_EQ(one.jobs[0].dir[0].io_bytes, 64u << 10);
 }
 
+// time_based (fio 3.33 ignores loops then): without verify the job wraps over
+// the file it started with for the whole runtime, never unlinking it, and a
+// read job with loops=2 is not refused (fio runs it); with verify each pass
+// after the first starts with a new file, as fio's I/O loop stops at a pass's
+// bytes only to verify. Fails on the agent that keyed the unlinking on loops
+// alone (the verify case kept its file).
+TEST_F(UnlinkEachLoopTest, TimeBasedUnlinksOnlyBetweenVerifiedPasses) {
+  struct Case {
+    const char* name;
+    const char* options;
+    bool replaced;
+  };
+  for (const Case& c : {Case{"wv", "rw=write\nverify=crc32c\n", true},
+                        Case{"wl", "rw=write\nloops=3\n", false},
+                        Case{"rl", "rw=read\nloops=2\n", false}}) {
+    SCOPED_TRACE(c.options);
+    const std::string path = Path(std::string(c.name) + ".dat");
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, 64 << 10), 0);
+    struct stat first {};
+    ASSERT_EQ(::fstat(fd, &first), 0);
+    const RunResult r = MustRun(std::string("[") + c.name + "]\nbs=4k\nsize=64k\nunlink_each_loop=1\n" +
+                                "time_based=1\nruntime=300ms\nfilename=" + path + "\n" + c.options);
+    ASSERT_EQ(r.jobs.size(), 1u);
+    EXPECT_EQ(r.jobs[0].error, 0);
+    const uint64_t bytes = r.jobs[0].dir[0].io_bytes + r.jobs[0].dir[1].io_bytes;
+    EXPECT_GT(bytes, 64u << 10) << "the job went on past its first pass";
+    struct stat held {};
+    ASSERT_EQ(::fstat(fd, &held), 0);
+    struct stat now {};
+    ASSERT_EQ(::stat(path.c_str(), &now), 0) << "the name holds a file at the end";
+    if (c.replaced) {
+      EXPECT_EQ(held.st_nlink, 0u) << "the file the job started with was not unlinked";
+      EXPECT_NE(now.st_ino, first.st_ino);
+    } else {
+      EXPECT_EQ(held.st_nlink, 1u) << "a time_based job without verify unlinked its file";
+      EXPECT_EQ(now.st_ino, first.st_ino);
+    }
+    ::close(fd);
+  }
+}
+
 }  // namespace
 }  // namespace iofleet::agent

@@ -245,7 +245,7 @@ absl::Status Worker::Prepare() {
 
   LoopConfig lc;
   lc.job = &job;
-  if (job.unlink_each_loop && job.loops > 1 && !no_io) {
+  if (UnlinksFilesBetweenPasses(job) && !no_io) {
     loop_files_ = std::make_unique<LoopFiles>(job.name, std::move(loop_files), open_flags & ~O_CLOEXEC);
     lc.loop_files = loop_files_.get();
   }
