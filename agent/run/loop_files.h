@@ -51,7 +51,9 @@ class LoopFiles {
 // only to verify (or, with do_verify=0, to start the next pass), and the next
 // pass begins with clear_io_state and unlink_all_files. Without verify a
 // time_based job wraps over the same files for its whole runtime and never
-// unlinks them.
+// unlinks them. fio's pass ends early only for queued I/Os (its do_io counts
+// issued bytes in FIO_Q_QUEUED alone), so on a sync engine (psync, ...) a
+// time_based job never unlinks either: the worker checks that.
 bool UnlinksFilesBetweenPasses(const jobspec::JobSpec& job);
 
 // Refuses, before any I/O, an unlink_each_loop job that could not reopen its

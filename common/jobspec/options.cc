@@ -1586,7 +1586,7 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kFiles, .example = "1", .apply = SetBool<&JobSpec::unlink>,
    .render = IOFLEET_RENDER_BOOL(unlink, "unlink")},
   {.name = "unlink_each_loop", .type = T::kBool, .def = "0",
-   .help = "Unlink created files after each loop in a job has completed (the next loop writes new, empty files; a job that does not write is refused with loops > 1; time_based: only with verify, each pass after the first, else never)",
+   .help = "Unlink created files after each loop in a job has completed (the next loop writes new, empty files; a job that does not write is refused with loops > 1; time_based: only with verify on an async engine, each pass after the first, else never)",
    .category = C::kFiles, .example = "1", .example_with = "rw=write", .apply = SetBool<&JobSpec::unlink_each_loop>,
    .render = IOFLEET_RENDER_BOOL(unlink_each_loop, "unlink_each_loop")},
   {.name = "overwrite", .type = T::kBool, .def = "0", .help = "When writing, set whether to overwrite current data (lay out the whole file first)",
