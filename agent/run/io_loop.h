@@ -116,8 +116,7 @@ struct LoopConfig {
   // its loop is the one compiled without log recording.
   JobLog* log = nullptr;
   // unlink_each_loop (loop_files.h): the job's files, replaced as each loop
-  // (time_based with verify: each pass) after the first starts, once the one
-  // before has drained; null = none (UnlinksFilesBetweenPasses is false).
+  // after the first starts, once the loop before has drained; null = none.
   LoopFiles* loop_files = nullptr;
 };
 
