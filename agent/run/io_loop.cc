@@ -318,7 +318,11 @@ void IoLoop::BeginVerifyPhase() {
 
 bool IoLoop::NextPass(uint64_t now) {
   last_was_sync_ = false;  // fio's clear_io_state between passes
-  if (data_ != nullptr) {
+  // fio 3.33 keeps a time_based job in its I/O loop until the runtime is used
+  // up: the files start over without a verify phase (only verify_backlog
+  // reads check data), and a used-up runtime ends the job (backend.c).
+  const bool time_wrap = job_.time_based && job_.runtime_us != 0 && !job_.verify_only;
+  if (data_ != nullptr && !time_wrap) {
     const bool was_verify = data_->in_verify_phase();
     if (data_->EndOfPass()) {
       // Drain first; RunPhases then starts the verify phase.
