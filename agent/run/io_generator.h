@@ -135,6 +135,8 @@ class IoGenerator {
   // false when the caller starts a new pass instead.
   bool ContinueTimeBased() {
     if (!reset_full_files_ && !wrap_each_direction_) return false;
+    // A file that could not fill even after a wrap: a new pass instead.
+    if (wrap_each_direction_ && !reset_full_files_ && files_done_ != 0) return false;
     pass_left_ = pass_bytes_;
     return true;
   }
