@@ -1,5 +1,6 @@
 #include "agent/run/data_path.h"
 
+
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/workload/checksum.h"
 #include "common/jobspec/pattern.h"
+#include "common/jobspec/verify_phase.h"
 
 namespace iofleet::agent {
 namespace {
@@ -180,11 +182,12 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
       d->async_ = std::move(*a);
     }
     d->replay_ = writes && job.do_verify && job.experimental_verify;
-    // A time_based job never reaches its verify phase (io_loop.cc NextPass):
-    // without verify_backlog (or trims, which pick from the log) nothing
-    // reads the log, which would only grow as the files start over.
-    const bool never_read = job.time_based && job.runtime_us != 0 && !job.verify_only &&
-                            job.verify_backlog == 0 && job.trim_percentage == 0;
+    // A time_based job on a sync engine never reaches its verify phase
+    // (jobspec::TimeBasedPassesNeverEnd): without verify_backlog (or trims,
+    // which pick from the log) nothing reads the log, which would only grow
+    // as the files start over.
+    const bool never_read = jobspec::TimeBasedPassesNeverEnd(job) && job.verify_backlog == 0 &&
+                            job.trim_percentage == 0;
     d->log_writes_ = writes && job.do_verify && !d->replay_ && !never_read;
     d->sorted_log_ = !(jobspec::IsRandom(job.rw) && !job.norandommap);
     d->check_reads_ = reads && !writes;

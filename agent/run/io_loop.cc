@@ -1,6 +1,7 @@
 #include "agent/run/io_loop.h"
 
 #include "agent/run/loop_files.h"
+#include "common/jobspec/verify_phase.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -318,10 +319,11 @@ void IoLoop::BeginVerifyPhase() {
 
 bool IoLoop::NextPass(uint64_t now) {
   last_was_sync_ = false;  // fio's clear_io_state between passes
-  // fio 3.33 keeps a time_based job in its I/O loop until the runtime is used
-  // up: the files start over without a verify phase (only verify_backlog
-  // reads check data), and a used-up runtime ends the job (backend.c).
-  const bool time_wrap = job_.time_based && job_.runtime_us != 0 && !job_.verify_only;
+  // fio 3.33 keeps a time_based job on a sync engine in its I/O loop until the
+  // runtime is used up: the files start over without a verify phase (only
+  // verify_backlog reads check data). With a queueing engine each pass ends
+  // in the verify phase (jobspec::TimeBasedPassesNeverEnd).
+  const bool time_wrap = jobspec::TimeBasedPassesNeverEnd(job_);  // once per pass
   if (data_ != nullptr && !time_wrap) {
     const bool was_verify = data_->in_verify_phase();
     if (data_->EndOfPass()) {

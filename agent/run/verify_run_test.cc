@@ -198,6 +198,32 @@ TEST_F(VerifyRunTest, TimeBasedWritesNeverStartTheVerifyPhaseAsFio) {
   }
 }
 
+// With an engine that queues its I/O, fio 3.33 ends each pass of a
+// time_based verifying job after `size` bytes and runs the verify phase
+// (libaio, 8 MiB sequential write, 1 s: fio read 10,240 and wrote 10,281
+// blocks; randwrite of 1 MiB at depth 4: read 30,522 of 30,720 writes): each
+// pass writes, then reads back. Only experimental_verify starts none.
+TEST_F(VerifyRunTest, TimeBasedWritesOnAQueueingEngineVerifyEachPassAsFio) {
+  for (const char* shape : {"rw=write", "rw=randwrite"}) {
+    SCOPED_TRACE(shape);
+    stats::JobStats js = Run(absl::StrCat("[t]\nioengine=libaio\niodepth=4\n", shape,
+                                          "\nbs=4k\nsize=64k\ntime_based=1\nruntime=300ms\n"
+                                          "verify=md5\nfilename=", Path("tq.dat"), "\n"));
+    EXPECT_EQ(js.error, 0) << js.error_text;
+    EXPECT_GT(js.dir[1].total_ios, 32u);  // several passes of 16 blocks
+    // Every finished pass was read back; the last one may have been cut by
+    // the runtime before or during its verify phase.
+    EXPECT_LE(js.dir[0].total_ios, js.dir[1].total_ios);
+    EXPECT_GE(js.dir[0].total_ios + 16u, js.dir[1].total_ios);
+    EXPECT_GT(js.dir[0].runtime_ms, 0u);
+  }
+  stats::JobStats js = Run(absl::StrCat("[t]\nioengine=libaio\niodepth=4\nrw=randwrite\n"
+                                        "experimental_verify=1\nbs=4k\nsize=64k\ntime_based=1\n"
+                                        "runtime=300ms\nverify=md5\nfilename=", Path("tx.dat"), "\n"));
+  EXPECT_EQ(js.error, 0) << js.error_text;
+  EXPECT_EQ(js.dir[0].total_ios, 0u);
+}
+
 // t/jobs/t0026.fio: a verified random write, then (stonewall) a time_based
 // randrw with experimental_verify on the same file. fio passes (its randrw
 // never reaches a verify phase); the replay of a wrapped pass used to fail
@@ -249,6 +275,11 @@ TEST(VerifyNeverStarts, OnlyTimeBasedWriteOnlyJobsWithoutBacklog) {
   EXPECT_FALSE(never("rw=write\ntime_based=1\nruntime=2s"));
   EXPECT_FALSE(never("rw=write\nverify=md5\nruntime=2s"));
   EXPECT_FALSE(never("rw=write\nverify=md5\ntime_based=1"));  // no runtime: time_based ignored
+  // A queueing engine ends each pass in the verify phase (fio does, despite its note).
+  EXPECT_FALSE(never("rw=write\nverify=md5\ntime_based=1\nruntime=2s\nioengine=libaio"));
+  EXPECT_FALSE(never("rw=write\nverify=md5\ntime_based=1\nruntime=2s\nioengine=io_uring"));
+  EXPECT_TRUE(never("rw=write\nverify=md5\ntime_based=1\nruntime=2s\nioengine=pvsync2"));
+  EXPECT_TRUE(never("rw=write\nverify=md5\ntime_based=1\nruntime=2s\nioengine=libaio\nexperimental_verify=1"));
   auto list = jobspec::ParseJobText("[j]\nrw=write\nverify=md5\ntime_based=1\nruntime=2s\n", "n.fio");
   ASSERT_TRUE(list.ok());
   EXPECT_THAT(jobspec::VerifyNeverStartsNote(list->jobs[0]), HasSubstr("verify phase never starts"));

@@ -7,11 +7,24 @@
 
 namespace iofleet::jobspec {
 
-// fio 3.33 runs a time_based job's I/O until its runtime is used up (the files
-// start over inside the I/O loop), so its verify phase never starts: only
-// verify_backlog reads check data. True for the jobs fio warns about at parse
-// time (init.c): a write-only job with verify=<type>, do_verify=1 and no
-// verify_backlog, which verifies nothing at all.
+// How fio 3.33 ends a pass of a time_based job that verifies (backend.c
+// do_io): the pass ends once `size` bytes were issued, so that the verify
+// phase runs after each pass; but fio adds an I/O's bytes to that count only
+// when its engine queued it. A sync engine (sync, psync, vsync, pvsync,
+// pvsync2, null at iodepth=1) completes every I/O inline, so its pass never
+// ends: the files start over inside the I/O loop until the runtime is used
+// up and the verify phase never starts (only verify_backlog reads check
+// data). With an engine that queues (libaio, io_uring, io_uring_cmd, null at
+// a depth) each pass of a time_based job writes, then verifies, then starts
+// over. The agent does both, so its figures are fio's. With
+// experimental_verify the agent starts no verify phase in a time-based run on
+// any engine (fio's queueing engines verify a few hundred blocks once; the
+// agent's replay of a wrapped pass is not fio's).
+bool TimeBasedPassesNeverEnd(const JobSpec& j);
+// True for the jobs fio warns about at parse time (init.c) whose verify phase
+// indeed never starts: a write-only time_based job with verify=<type>,
+// do_verify=1, no verify_backlog and a sync engine, which verifies nothing.
+// (fio prints its warning for queueing engines too, where it is not true.)
 bool VerifyNeverStarts(const JobSpec& j);
 // The parse-time note for such a job ("" for any other job).
 std::string VerifyNeverStartsNote(const JobSpec& j);
