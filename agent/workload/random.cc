@@ -58,7 +58,7 @@ absl::StatusOr<JobSeeds> MakeJobSeeds(const jobspec::JobSpec& job, uint32_t thre
   if (job.randrepeat || job.randseed_set) {
     JobSeeds out = RepeatableJobSeeds(job.randseed, thread_number);
     // fio 3.33's FIO_RANDSEED for the offsets of a randrepeat job (JobSeeds).
-    if (job.randrepeat && !job.randseed_set) {
+    if (Repeatable(job)) {
       out.random_offset = uint64_t{0xb1899bed} * thread_number;
     }
     return out;

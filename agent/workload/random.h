@@ -133,9 +133,9 @@ struct JobSeeds {
   // lfsr). fio 3.33 seeds it with 0xb1899bed * thread_number, not with
   // seeds[kSeedBlockOffset], whenever randrepeat=1 (td_fill_rand_seeds_internal),
   // so a default random job touches fio's own offsets in fio's order.
-  // MakeJobSeeds does that unless randseed was given (there fio 3.33 would
-  // ignore the randseed for offsets; here it moves them, as a user setting it
-  // expects). Otherwise block_offset().
+  // An explicit randseed turns randrepeat off in fio (fixup_options), so its
+  // offsets come from block_offset(), as here: MakeJobSeeds uses
+  // 0xb1899bed * thread_number exactly when Repeatable(job).
   uint64_t random_offset = 0;
 
   uint64_t block_offset() const { return seeds[kSeedBlockOffset]; }
@@ -148,6 +148,12 @@ struct JobSeeds {
 // seeds[i] = s * thread_number + i and s *= 0x9e370001 (all mod 2^64).
 // thread_number is fio's global 1-based job number (clones are consecutive).
 JobSeeds RepeatableJobSeeds(uint64_t randseed, uint32_t thread_number);
+
+// fio 3.33's rand_repeatable as a job runs: randrepeat=1 without an explicit
+// randseed (fio's fixup_options turns randrepeat off when randseed is given).
+// It decides whether each loop re-seeds the offset, direction and size
+// streams (clear_io_state) and where the offset stream's seed comes from.
+inline bool Repeatable(const jobspec::JobSpec& job) { return job.randrepeat && !job.randseed_set; }
 
 // Seeds for one job: RepeatableJobSeeds(job.randseed, thread_number) when
 // randrepeat=1 or randseed was given explicitly; otherwise every slot comes
