@@ -23,7 +23,7 @@ bool DirUsed(const jobspec::JobSpec& job, int d) {
 
 absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_number,
                                std::vector<GenFile> files, uint64_t io_bytes_per_pass, bool wrap,
-                               char* buffers, size_t slot_size) {
+                               char* buffers, size_t slot_size, int subjob) {
   if (files.empty()) return absl::InvalidArgumentError(absl::StrCat("job \"", job.name, "\": no files"));
   buffers_ = buffers;
   slot_size_ = slot_size;
@@ -35,7 +35,7 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   zone_range_ = job.zone_range != 0 ? job.zone_range : job.zone_size;
   zone_skip_ = job.zone_skip;
   zone_bytes_ = 0;
-  auto seeds = workload::MakeJobSeeds(job, thread_number);
+  auto seeds = workload::MakeJobSeeds(job, thread_number, subjob);
   if (!seeds.ok()) return seeds.status();
   auto rwmix = workload::RwMix::ForJob(job, *seeds);
   if (!rwmix.ok()) return rwmix.status();

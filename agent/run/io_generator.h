@@ -58,9 +58,10 @@ class IoGenerator {
 
   // `buffers` holds one slot of `slot_size` bytes per IoRequest index.
   // `wrap`: files used up before `io_bytes_per_pass` start over (io_size given).
+  // `subjob`: the clone's index in its job (its offset seed: random.h).
   absl::Status Init(const jobspec::JobSpec& job, uint32_t thread_number,
                     std::vector<GenFile> files, uint64_t io_bytes_per_pass, bool wrap,
-                    char* buffers, size_t slot_size);
+                    char* buffers, size_t slot_size, int subjob = 0);
 
   // Fills op, fd, file_index, offset, len and buf of `r` (r.index must be set).
   // False when this pass is over (bytes issued, or every file done).

@@ -6,7 +6,10 @@
 // file; a file whose random map is full still takes a draw, and the I/O is
 // filled again (direction first) for the next file; each loop re-seeds the
 // direction, size and offset streams; a time_based random job starts a used-up
-// file's map over on the spot without a re-seed. Real runs on temp files.
+// file's map over on the spot without a re-seed. Also fio's LFSR sequence
+// (random_generator=lfsr), an explicit randseed (numjobs clones, loops
+// without re-seed) and rw=randread:N (one count per job; the in-between I/Os
+// go on from the file's last I/O and mark nothing). Real runs on temp files.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>

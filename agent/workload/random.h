@@ -133,9 +133,12 @@ struct JobSeeds {
   // lfsr). fio 3.33 seeds it with 0xb1899bed * thread_number, not with
   // seeds[kSeedBlockOffset], whenever randrepeat=1 (td_fill_rand_seeds_internal),
   // so a default random job touches fio's own offsets in fio's order.
-  // An explicit randseed turns randrepeat off in fio (fixup_options), so its
-  // offsets come from block_offset(), as here: MakeJobSeeds uses
-  // 0xb1899bed * thread_number exactly when Repeatable(job).
+  // An explicit randseed turns randrepeat off in fio 3.33 (fixup_options),
+  // but only after the job's own seeds are made: the first clone of a job
+  // (subjob 0) still draws its offsets from 0xb1899bed * thread_number (the
+  // randseed moves its sizes, directions, buffers, not its offsets), while
+  // the numjobs clones, copied from it with randrepeat off, draw them from
+  // block_offset(), i.e. from the randseed. MakeJobSeeds does the same.
   uint64_t random_offset = 0;
 
   uint64_t block_offset() const { return seeds[kSeedBlockOffset]; }
@@ -158,7 +161,8 @@ inline bool Repeatable(const jobspec::JobSpec& job) { return job.randrepeat && !
 // Seeds for one job: RepeatableJobSeeds(job.randseed, thread_number) when
 // randrepeat=1 or randseed was given explicitly; otherwise every slot comes
 // from getrandom(2) (fio's "OS entropy"). Fails only if getrandom fails.
-absl::StatusOr<JobSeeds> MakeJobSeeds(const jobspec::JobSpec& job, uint32_t thread_number);
+// `subjob`: the clone's index in its job (0..numjobs-1); see random_offset.
+absl::StatusOr<JobSeeds> MakeJobSeeds(const jobspec::JobSpec& job, uint32_t thread_number, int subjob = 0);
 
 // Whether the job's offset/size generators use the 64-bit generator: explicit
 // random_generator=tausworthe64, or the option unset and more than 2^32-1
