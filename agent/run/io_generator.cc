@@ -23,7 +23,7 @@ bool DirUsed(const jobspec::JobSpec& job, int d) {
 
 absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_number,
                                std::vector<GenFile> files, uint64_t io_bytes_per_pass, bool wrap,
-                               char* buffers, size_t slot_size) {
+                               char* buffers, size_t slot_size, int subjob) {
   if (files.empty()) return absl::InvalidArgumentError(absl::StrCat("job \"", job.name, "\": no files"));
   buffers_ = buffers;
   slot_size_ = slot_size;
@@ -35,7 +35,7 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   zone_range_ = job.zone_range != 0 ? job.zone_range : job.zone_size;
   zone_skip_ = job.zone_skip;
   zone_bytes_ = 0;
-  auto seeds = workload::MakeJobSeeds(job, thread_number);
+  auto seeds = workload::MakeJobSeeds(job, thread_number, subjob);
   if (!seeds.ok()) return seeds.status();
   auto rwmix = workload::RwMix::ForJob(job, *seeds);
   if (!rwmix.ok()) return rwmix.status();
@@ -68,7 +68,9 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   const bool shared = jobspec::IsRandom(job.rw) && same_unit && same_zones;
   offset_rng_.Seed(seeds->random_offset, use64);
   offset_seed_ = seeds->random_offset;
-  reseed_offsets_ = job.randrepeat;
+  // An explicit randseed: no re-seed as loops start (fio's rand_repeatable
+  // is off then), so loop 2 goes on with the streams where loop 1 left them.
+  reseed_offsets_ = workload::Repeatable(job);
   files_.clear();
   files_.resize(files.size());
   fds_.clear();
@@ -197,6 +199,9 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   wrap_each_direction_ = job.time_based && !jobspec::IsRandom(job.rw) && files_.size() == 1 &&
                          job.rw_seq_add >= 0 && !strided_ && !trimwrite_ &&
                          files_[0].zbd == nullptr && job.verify == jobspec::VerifyType::kNone;
+  seq_nr_ = jobspec::IsRandom(job.rw) ? std::max<uint32_t>(1, job.rw_sequencer_nr) : 1;
+  seq_left_ = 1;
+  seq_wrap_ = job.time_based && files_.size() == 1;
   // fio's exceeds_number_ios: issued I/Os over all loops against number_ios x
   // loops (trimwrite doubles it: trims count); time_based jobs run on.
   ios_cap_ = UINT64_MAX;
@@ -216,7 +221,38 @@ absl::Status IoGenerator::ZoneError() const {
   return absl::OkStatus();
 }
 
+bool IoGenerator::SequencedOffset(FileState& f, jobspec::Ddir d, uint64_t* off, bool* marks) {
+  workload::OffsetGen& gen = *f.gen[d];
+  uint64_t block;
+  if (--seq_left_ == 0) {
+    seq_left_ = seq_nr_;
+    if (!gen.Next(&block)) return false;
+    *off = block * unit_[d];
+    *marks = true;
+    return true;
+  }
+  *marks = false;
+  // fio's get_next_seq_offset: a time_based job on one file starts over at
+  // the region's start; otherwise an end at or past the end of the file
+  // falls back to a random block (get_next_rand_block), unmarked.
+  if (seq_wrap_ && f.seq_end[d] >= f.region_len) f.seq_end[d] = 0;
+  if (f.region_start + f.seq_end[d] < f.file_end) {
+    *off = f.seq_end[d];
+  } else {
+    bool got = gen.NextUnmarked(&block);
+    if (!got && reset_full_files_) {
+      ResetFile(f);
+      got = gen.NextUnmarked(&block);
+    }
+    if (!got) return false;
+    *off = block * unit_[d];
+  }
+  // fio's get_next_offset: an offset at or past io_size fails the I/O.
+  return *off < f.region_len;
+}
+
 void IoGenerator::ResetFile(FileState& f) {
+  f.seq_end.fill(0);
   for (auto& g : f.owned) g->Reset();
   if (invalidate_on_reset_) InvalidateFileCache(f.fd, f.is_block_device, f.region_start, f.region_len);
 }
@@ -232,6 +268,7 @@ void IoGenerator::ResetFiles() {
     f.done = false;
     f.zone_off = 0;
     f.last_pos.fill(0);
+    f.seq_end.fill(0);
   }
   // A new pass re-seeds the job's offset stream under randrepeat=1, as fio's
   // clear_io_state does as each loop starts.

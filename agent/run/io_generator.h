@@ -58,9 +58,10 @@ class IoGenerator {
 
   // `buffers` holds one slot of `slot_size` bytes per IoRequest index.
   // `wrap`: files used up before `io_bytes_per_pass` start over (io_size given).
+  // `subjob`: the clone's index in its job (its offset seed: random.h).
   absl::Status Init(const jobspec::JobSpec& job, uint32_t thread_number,
                     std::vector<GenFile> files, uint64_t io_bytes_per_pass, bool wrap,
-                    char* buffers, size_t slot_size);
+                    char* buffers, size_t slot_size, int subjob = 0);
 
   // Fills op, fd, file_index, offset, len and buf of `r` (r.index must be set).
   // False when this pass is over (bytes issued, or every file done).
@@ -185,6 +186,9 @@ class IoGenerator {
     // offset per direction (fio's file_offset and last_pos); the file's end.
     uint64_t zone_off = 0;
     std::array<uint64_t, jobspec::kNumDdirs> last_pos{};
+    // rw=randread:N: where the file's last I/O of each direction ended, from
+    // region_start (fio's last_pos; 0 as the file opens).
+    std::array<uint64_t, jobspec::kNumDdirs> seq_end{};
     uint64_t file_end = 0;
   };
   // zonemode=strided (sequential or random I/O): zonesize bytes in each zone, then the
@@ -193,6 +197,16 @@ class IoGenerator {
   bool FillStrided(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d);
 
   inline bool Fill(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
+    return seq_nr_ == 1 ? FillIo<false>(f, fi, r, d) : FillIo<true>(f, fi, r, d);
+  }
+  // kSequenced: rw=randread:N with N > 1 (fio's ddir_seq_nr): a new random
+  // offset every N I/Os of the job (one count over every file and
+  // direction, never reset, its first I/O random); each I/O in between goes
+  // on where the file's last I/O of that direction ended (fio's last_pos)
+  // and marks nothing in the random map; past the end of the file it takes
+  // a random block, unmarked too (fio's IO_U_F_BUSY_OK).
+  template <bool kSequenced>
+  inline bool FillIo(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
     if (trimwrite_ && d == jobspec::kWrite && trimmed_.len != 0) {
       // trimwrite: each write goes where the trim before it went, and only
       // the writes count toward the pass (fio's get_next_offset, io_bytes_exceeded).
@@ -211,12 +225,19 @@ class IoGenerator {
     if (f.zbd != nullptr) d = f.zbd->AdjustDdir(d);
     workload::OffsetGen& gen = *f.gen[d];
     uint64_t block;
-    if (!gen.Next(&block)) return false;
     const uint64_t unit = unit_[d];
-    uint64_t off = block * unit;
+    uint64_t off;
+    bool marks = true;
+    if constexpr (kSequenced) {
+      if (!SequencedOffset(f, d, &off, &marks)) return false;
+      block = off / unit;
+    } else {
+      if (!gen.Next(&block)) return false;
+      off = block * unit;
+    }
     uint64_t len = bs_->Next(d, f.region_len - off);
     if (len == 0) return false;  // not even the smallest block fits before the end
-    if (len > unit) {
+    if (len > unit && marks) {
       // Multi-unit I/O: mark the rest of the run (a random map may shorten it).
       const uint64_t units = gen.Commit(block, (len + unit - 1) / unit);
       if (units * unit < len) len = units * unit;
@@ -237,6 +258,7 @@ class IoGenerator {
       trimmed_ = Trimmed{f.fd, static_cast<int>(fi), f.region_start + off, static_cast<uint32_t>(len)};
     }
     ++filled_;
+    if constexpr (kSequenced) f.seq_end[d] = off + len;
     r.op = static_cast<IoOp>(d);
     r.fd = f.fd;
     r.file_index = static_cast<int>(fi);
@@ -245,6 +267,10 @@ class IoGenerator {
     r.buf = buffers_ + static_cast<size_t>(r.index) * slot_size_;
     return true;
   }
+  // FillIo<true>'s offset (bytes from the region's start): false when the
+  // file has none left (the I/O is not issued; the file is done). *marks:
+  // whether the I/O marks the random map (only the every-N-th random one).
+  bool SequencedOffset(FileState& f, jobspec::Ddir d, uint64_t* off, bool* marks);
   inline void NextFile() {
     service_left_ = service_nr_;
     if (files_.size() == 1) return;
@@ -315,6 +341,11 @@ class IoGenerator {
   uint64_t ios_cap_ = UINT64_MAX;    // number_ios x loops (x2 trimwrite); never reset
   uint64_t filled_at_rewind_ = 0;
   bool wrap_ = false;
+  // rw=randread:N: N, and the I/Os left until the next random one (fio's
+  // td->ddir_seq_nr: starts at 1, never reset).
+  uint32_t seq_nr_ = 1;
+  uint32_t seq_left_ = 1;
+  bool seq_wrap_ = false;  // time_based on one file: the sequence wraps to 0
   bool reset_full_files_ = false;     // time_based random (random map or LFSR): ResetFile, not done
   bool invalidate_on_reset_ = false;  // ... dropping the file's cache as fio does then
   // time_based sequential on one file: each direction wraps by itself at the

@@ -6,10 +6,14 @@
 // file; a file whose random map is full still takes a draw, and the I/O is
 // filled again (direction first) for the next file; each loop re-seeds the
 // direction, size and offset streams; a time_based random job starts a used-up
-// file's map over on the spot without a re-seed. Real runs on temp files.
+// file's map over on the spot without a re-seed. Also fio's LFSR sequence
+// (random_generator=lfsr), an explicit randseed (numjobs clones, loops
+// without re-seed) and rw=randread:N (one count per job; the in-between I/Os
+// go on from the file's last I/O and mark nothing). Real runs on temp files.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -57,20 +61,36 @@ std::vector<std::string> TestJobs() {
   return names;
 }
 
+// Jobs where fio 3.33 is not followed on purpose (the test below says why).
+const char* const kRandrwMixedUnits = "randrw-bs4k16k-nrfiles2";
+// Its I/Os before fio's mixed map first moves one.
+constexpr size_t kFioSameLines = 9;
+
 class MultiFileOffsetsTest : public RunTestFixture {};
 
 TEST_F(MultiFileOffsetsTest, IoLogIsFiosForTheSameJob) {
   const std::vector<std::string> jobs = TestJobs();
   ASSERT_GE(jobs.size(), 8u) << "testdata missing under " << kTestdata;
   for (const std::string& name : jobs) {
+    if (name == kRandrwMixedUnits) continue;
     SCOPED_TRACE(name);
-    const std::vector<std::string> want = IoLines(ReadFile(kTestdata + name + ".iolog"));
+    std::vector<std::string> want = IoLines(ReadFile(kTestdata + name + ".iolog"));
     ASSERT_FALSE(want.empty());
     const std::string dir = Path(name);
     ASSERT_TRUE(std::filesystem::create_directory(dir));
     const std::string log = dir + "/out.iolog";
-    MustRun(ReadFile(kTestdata + name + ".fio") + "directory=" + dir + "\nwrite_iolog=" + log + "\n");
-    const std::vector<std::string> got = IoLines(ReadFile(log));
+    const std::string job = ReadFile(kTestdata + name + ".fio");
+    MustRun(job + "directory=" + dir + "\nwrite_iolog=" + log + "\n");
+    std::vector<std::string> got = IoLines(ReadFile(log));
+    if (job.find("\nnumjobs=") != std::string::npos) {
+      // The clones append to one log in whatever order they end: each
+      // clone's lines (its own files: t.<clone>.<file>) in order.
+      auto by_file = [](const std::string& a, const std::string& b) {
+        return a.substr(0, a.find(' ')) < b.substr(0, b.find(' '));
+      };
+      std::stable_sort(want.begin(), want.end(), by_file);
+      std::stable_sort(got.begin(), got.end(), by_file);
+    }
     size_t same = 0;
     size_t first_diff = std::min(want.size(), got.size());
     for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
@@ -80,7 +100,7 @@ TEST_F(MultiFileOffsetsTest, IoLogIsFiosForTheSameJob) {
         first_diff = i;
       }
     }
-    const bool time_based = ReadFile(kTestdata + name + ".fio").find("\ntime_based\n") != std::string::npos;
+    const bool time_based = job.find("\ntime_based\n") != std::string::npos;
     if (time_based) {
       // The count depends on the machine: the lines both runs have must be
       // the same (a few used-up maps started over, as fio does, at least).
@@ -95,6 +115,56 @@ TEST_F(MultiFileOffsetsTest, IoLogIsFiosForTheSameJob) {
                                  << (first_diff < want.size() ? want[first_diff] : "") << "\", iofleet \""
                                  << (first_diff < got.size() ? got[first_diff] : "") << "\"";
   }
+}
+
+// rw=randrw with bs=4k,16k over 2 files: fio 3.33 keeps one random map per
+// file in 4k bits (rw_min_bs) but indexes it with each direction's own block
+// number: a write draws 16k block b, tests bit b (the 4k block b) and marks
+// bit offset/16k. Reads and writes thus mark each other's blocks at the wrong
+// place, and a write whose bit a read took moves to the "next free" bit,
+// which can lie past the write's last 16k block: that offset is past the
+// file, fio gives the file up (its checked-in log: 20 I/Os, 180224 of 262144
+// bytes, each file done early). That is a fio bug (the map mixes units); the
+// agent keeps a map per direction when their block sizes differ, so each
+// direction uses each of its blocks once per pass and the job issues its
+// whole size.
+TEST_F(MultiFileOffsetsTest, RandrwWithTwoBlockSizesKeepsAMapPerDirection) {
+  const std::string name = kRandrwMixedUnits;
+  auto bytes_of = [](const std::vector<std::string>& lines) {
+    uint64_t total = 0;
+    for (const std::string& l : lines) total += std::stoull(l.substr(l.rfind(' ') + 1));
+    return total;
+  };
+  const std::vector<std::string> fio = IoLines(ReadFile(kTestdata + name + ".iolog"));
+  ASSERT_EQ(fio.size(), 20u) << "fio 3.33's log of the job";
+  EXPECT_EQ(bytes_of(fio), 180224u) << "fio gives its files up early";
+
+  const std::string dir = Path(name);
+  ASSERT_TRUE(std::filesystem::create_directory(dir));
+  const std::string log = dir + "/out.iolog";
+  MustRun(ReadFile(kTestdata + name + ".fio") + "directory=" + dir + "\nwrite_iolog=" + log + "\n");
+  const std::vector<std::string> got = IoLines(ReadFile(log));
+  // The whole size (the last I/O may pass it, as fio's may).
+  EXPECT_GE(bytes_of(got), 262144u) << "the job's whole size";
+  // Per file and direction, no byte twice (one pass).
+  std::map<std::string, std::vector<bool>> used;  // "<file> <op>" -> 4k blocks
+  for (const std::string& l : got) {
+    std::istringstream in(l);
+    std::string file, op;
+    uint64_t off = 0, len = 0;
+    in >> file >> op >> off >> len;
+    std::vector<bool>& u = used[file + " " + op];
+    u.resize(32);
+    ASSERT_EQ(off % (op == "read" ? 4096 : 16384), 0u) << l;
+    for (uint64_t b = off / 4096; b < (off + len) / 4096; ++b) {
+      ASSERT_LT(b, 32u) << l;
+      EXPECT_FALSE(u[b]) << "4k block " << b << " twice: " << l;
+      u[b] = true;
+    }
+  }
+  // Up to fio's first I/O that its mixed map moved, the I/Os are fio's.
+  ASSERT_GE(got.size(), kFioSameLines);
+  for (size_t i = 0; i < kFioSameLines; ++i) EXPECT_EQ(got[i], fio[i]) << "I/O " << i;
 }
 
 }  // namespace

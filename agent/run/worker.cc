@@ -200,7 +200,7 @@ absl::Status Worker::Prepare() {
 
   absl::Status s = gen_.Init(job, static_cast<uint32_t>(spec_.thread_number), std::move(gen_files),
                              spec_.io_bytes_per_pass, spec_.wrap, static_cast<char*>(buffers_),
-                             slot_size_);
+                             slot_size_, spec_.subjob);
   if (!s.ok()) return s;
 
   EngineOptions eo;

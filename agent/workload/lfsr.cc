@@ -9,8 +9,9 @@ namespace iofleet::agent::workload {
 namespace {
 
 // Taps of one primitive polynomial per degree (x^n + sum x^t + 1 for the
-// taps t < n), from the widely published maximal-length LFSR tables (e.g.
-// Xilinx XAPP052). Zero-terminated; the first tap is always the width.
+// taps t < n): the positions fio 3.33 uses (its lib/lfsr.c table, from the
+// widely published maximal-length tables; fio has none for 64, that one is
+// Xilinx XAPP052's). Zero-terminated; the first tap is always the width.
 constexpr int kMaxTaps = 6;
 using TapList = std::array<uint8_t, kMaxTaps + 1>;
 constexpr std::array<TapList, Lfsr::kMaxWidth + 1> kTaps = {{
@@ -46,7 +47,7 @@ constexpr std::array<TapList, Lfsr::kMaxWidth + 1> kTaps = {{
     {29, 27},             // 29
     {30, 6, 4, 1},        // 30
     {31, 28},             // 31
-    {32, 22, 2, 1},       // 32
+    {32, 31, 29, 1},      // 32
     {33, 20},             // 33
     {34, 27, 2, 1},       // 34
     {35, 33},             // 35
@@ -98,6 +99,7 @@ constexpr std::array<uint64_t, Lfsr::kMaxWidth + 1> BuildMasks() {
 constexpr std::array<uint64_t, Lfsr::kMaxWidth + 1> kMasks = BuildMasks();
 
 static_assert(kMasks[16] == 0xD008, "taps 16,15,13,4");
+static_assert(kMasks[32] == 0xD0000001, "taps 32,31,29,1 (fio's)");
 static_assert(kMasks[64] >> 63 == 1, "top tap sets the top bit");
 
 }  // namespace
@@ -119,9 +121,11 @@ absl::StatusOr<Lfsr> Lfsr::Create(uint64_t n_blocks, uint64_t seed) {
   l.n_blocks_ = n_blocks;
   l.width_ = WidthFor(n_blocks);
   l.mask_ = kMasks[l.width_];
-  // Period 2^n - 1; map the seed onto a non-zero state.
-  const uint64_t period = l.width_ == 64 ? ~uint64_t{0} : (uint64_t{1} << l.width_) - 1;
-  l.start_state_ = seed % period + 1;
+  l.top_ = uint64_t{1} << (l.width_ - 1);
+  const uint64_t all = l.width_ == 64 ? ~uint64_t{0} : (uint64_t{1} << l.width_) - 1;
+  l.start_state_ = seed & all;
+  // All ones is the register's fixed point: fio refuses it, here state 0.
+  if (l.start_state_ == all) l.start_state_ = 0;
   l.Reset();
   return l;
 }

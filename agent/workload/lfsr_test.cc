@@ -136,22 +136,79 @@ TEST(LfsrTest, EveryTapPolynomialIsPrimitive) {
 }
 
 TEST(LfsrTest, RegisterIsMaximalForSmallWidths) {
-  // Exhaustive: from state 1 the register must come back only after 2^n - 1
-  // steps, never hitting 0.
+  // Exhaustive: from state 0 the register must come back only after 2^n - 1
+  // steps, never reaching all ones (its fixed point).
   for (int n = Lfsr::kMinWidth; n <= 22; ++n) {
     SCOPED_TRACE(n);
     const uint64_t mask = Lfsr::TapMask(n);
-    const uint64_t period = (uint64_t{1} << n) - 1;
-    uint64_t s = 1;
+    const uint64_t top = uint64_t{1} << (n - 1);
+    const uint64_t all = (uint64_t{1} << n) - 1;
+    EXPECT_EQ(Lfsr::Step(all, mask, top), all);
+    uint64_t s = 0;
     uint64_t steps = 0;
     do {
-      s = Lfsr::Step(s, mask);
+      s = Lfsr::Step(s, mask, top);
       ++steps;
-      ASSERT_NE(s, 0u);
-      ASSERT_LT(s, uint64_t{1} << n);
-    } while (s != 1 && steps <= period);
-    EXPECT_EQ(steps, period);
+      ASSERT_NE(s, all);
+      ASSERT_LE(s, all);
+    } while (s != 0 && steps <= all);
+    EXPECT_EQ(steps, all);
   }
+}
+
+// fio 3.33's own numbers (lfsr_init(&l, blocks, seed, 0), then lfsr_next):
+// these jobs' first offsets in fio's write_iolog, in blocks. 75 blocks from
+// 0xb1899bed (randrepeat's offset seed of job 1): 27 90 ... is the
+// randread-lfsr job of agent/run/testdata/fio-3.33-multifile.
+TEST(LfsrTest, FirstPassIsFios) {
+  auto l = Lfsr::Create(75, 0xb1899bed);
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->width(), 7);
+  const std::vector<uint64_t> want = {27, 19, 73, 18, 41, 10, 37, 9};
+  std::vector<uint64_t> got;
+  uint64_t b;
+  for (size_t i = 0; i < want.size() && l->Next(&b); ++i) got.push_back(b);
+  EXPECT_EQ(got, want);
+}
+
+TEST(LfsrTest, SecondPassStartsOneStepEarlierThenRepeats) {
+  // The first draw takes two steps, later passes (Reset) one: pass 2 is pass
+  // 1 shifted by one register state, and every pass after it is pass 2.
+  auto l = Lfsr::Create(5, 0x12);
+  ASSERT_TRUE(l.ok());
+  auto pass = [&] {
+    std::vector<uint64_t> out;
+    uint64_t b;
+    while (l->Next(&b)) out.push_back(b);
+    return out;
+  };
+  const std::vector<uint64_t> p1 = pass();
+  l->Reset();
+  const std::vector<uint64_t> p2 = pass();
+  l->Reset();
+  const std::vector<uint64_t> p3 = pass();
+  EXPECT_EQ(p2, p3);
+  // Width 3 from state 2 (0x12 & 7): the states run 2 3 5 6 1 4 0 2 ...
+  // (7 is the fixed point). Pass 1 takes its first value two steps on (5,
+  // not a block, then 6, then 1); pass 2 one step on, at 3.
+  EXPECT_EQ(p1, (std::vector<uint64_t>{1, 4, 0, 2, 3}));
+  EXPECT_EQ(p2, (std::vector<uint64_t>{3, 1, 4, 0, 2}));
+}
+
+TEST(LfsrTest, AllOnesSeedStartsFromZero) {
+  // fio refuses a seed whose low bits are all ones (the fixed point); the
+  // register runs from state 0 instead and still covers every block.
+  auto a = Lfsr::Create(6, 7);
+  auto b = Lfsr::Create(6, 0);
+  ASSERT_TRUE(a.ok() && b.ok());
+  uint64_t x, y;
+  int n = 0;
+  while (a->Next(&x)) {
+    ASSERT_TRUE(b->Next(&y));
+    EXPECT_EQ(x, y);
+    ++n;
+  }
+  EXPECT_EQ(n, 6);
 }
 
 TEST(LfsrTest, WidthIsSmallestAboveN) {
@@ -167,7 +224,7 @@ TEST(LfsrTest, ZeroBlocksIsRejected) {
   EXPECT_EQ(Lfsr::Create(0, 1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(LfsrTest, EachBlockOncePerPassAndSamePermutationAfterReset) {
+TEST(LfsrTest, EachBlockOncePerPassAndLaterPassesRepeat) {
   for (uint64_t n : {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{7}, uint64_t{8},
                      uint64_t{1000}, uint64_t{65537}, uint64_t{1} << 20}) {
     for (uint64_t seed : {uint64_t{0}, uint64_t{0x89}, ~uint64_t{0}}) {
@@ -186,12 +243,21 @@ TEST(LfsrTest, EachBlockOncePerPassAndSamePermutationAfterReset) {
       }
       ASSERT_EQ(first.size(), n);
       EXPECT_FALSE(l->Next(&b)) << "stays exhausted";
-      l->Reset();
-      for (uint64_t i = 0; i < n; ++i) {
-        ASSERT_TRUE(l->Next(&b));
-        ASSERT_EQ(b, first[i]) << "at " << i;
+      // Later passes: each block once again, and the same order each time.
+      std::vector<uint64_t> second;
+      for (int pass = 0; pass < 2; ++pass) {
+        l->Reset();
+        std::vector<bool> again(n);
+        for (uint64_t i = 0; i < n; ++i) {
+          ASSERT_TRUE(l->Next(&b));
+          ASSERT_LT(b, n);
+          ASSERT_FALSE(again[b]) << "block " << b << " twice in pass " << pass + 2;
+          again[b] = true;
+          if (pass == 0) second.push_back(b);
+          if (pass == 1) ASSERT_EQ(b, second[i]) << "at " << i;
+        }
+        EXPECT_FALSE(l->Next(&b));
       }
-      EXPECT_FALSE(l->Next(&b));
     }
   }
 }

@@ -26,7 +26,7 @@ OffsetGenOptions OffsetGenOptionsForJob(const jobspec::JobSpec& job, uint64_t n_
   o.n_blocks = n_blocks;
   o.seed = seeds.random_offset;
   o.use64 = Use64BitGenerator(job, n_blocks);
-  o.reseed_on_reset = job.randrepeat;
+  o.reseed_on_reset = Repeatable(job);
   if (!jobspec::IsRandom(job.rw)) {
     o.mode = OffsetMode::kSequential;
     if (job.rw_seq_add > 0) o.sequential_skip_blocks = job.rw_seq_add / JobMinBlockSize(job);
@@ -45,7 +45,6 @@ OffsetGenOptions OffsetGenOptionsForJob(const jobspec::JobSpec& job, uint64_t n_
     } else {
       o.mode = job.norandommap ? OffsetMode::kRandomNoMap : OffsetMode::kRandomMap;
     }
-    o.random_sequencer_nr = std::max<uint32_t>(1, job.rw_sequencer_nr);
   }
   return o;
 }
@@ -60,7 +59,6 @@ absl::StatusOr<OffsetGen> OffsetGen::Create(const OffsetGenOptions& options) {
   g.file_blocks_ = std::max(options.file_blocks, options.n_blocks);
   g.skip_ = options.sequential_skip_blocks;
   g.back_ = options.sequential_back_blocks;
-  g.seq_nr_ = std::max<uint32_t>(1, options.random_sequencer_nr);
   g.reseed_on_reset_ = options.reseed_on_reset;
   g.seed_ = options.seed;
   g.rng_.Seed(options.seed, options.use64);
@@ -82,22 +80,8 @@ absl::StatusOr<OffsetGen> OffsetGen::Create(const OffsetGenOptions& options) {
   return g;
 }
 
-bool OffsetGen::SequentialTurn(uint64_t* block) {
-  if (--seq_left_ != 0) {
-    const uint64_t b = last_end_;
-    if (b < n_blocks_ && !(map_ && !map_->Set(b))) {
-      *block = b;
-      last_end_ = b + 1;
-      return true;
-    }
-  }
-  seq_left_ = seq_nr_;
-  return false;
-}
-
 bool OffsetGen::NextCovered(uint64_t* block) {
   if (mode_ == OffsetMode::kLfsr) {
-    if (seq_nr_ > 1 && SequentialTurn(block)) return true;
     if (!lfsr_->Next(block)) return false;
     last_end_ = *block + 1;
     return true;
@@ -106,10 +90,9 @@ bool OffsetGen::NextCovered(uint64_t* block) {
   // no free block (axmap_next_free); the draw moves the job's shared stream
   // (ShareRng), so the next file's offsets stay fio's.
   if (map_->full()) {
-    if (seq_nr_ == 1) rng().Next();
+    rng().Next();
     return false;
   }
-  if (seq_nr_ > 1 && SequentialTurn(block)) return true;
   const uint64_t b = rng().Below(n_blocks_);
   if (map_->Set(b)) {
     *block = b;
@@ -117,6 +100,28 @@ bool OffsetGen::NextCovered(uint64_t* block) {
     return true;
   }
   return NextFreeAfter(b, block);
+}
+
+bool OffsetGen::NextUnmarked(uint64_t* block) {
+  switch (mode_) {
+    case OffsetMode::kSequential:
+      return Next(block);
+    case OffsetMode::kRandomNoMap:
+    case OffsetMode::kDistribution:
+      return Next(block);
+    case OffsetMode::kLfsr:
+      return lfsr_->Next(block);
+    case OffsetMode::kRandomMap: {
+      uint64_t b = rng().Below(n_blocks_);
+      if (map_->IsSet(b)) {
+        b = map_->NextFree(b);
+        if (b == Axmap::kNone) return false;
+      }
+      *block = b;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool OffsetGen::NextFreeAfter(uint64_t drawn, uint64_t* block) {
@@ -140,7 +145,6 @@ void OffsetGen::Reset() {
   // A backward job goes on stepping back from where it was (fio 3.33 with
   // loops=2 reads 0, 14, ..., 0, then 14, 13, ... on 16 blocks).
   if (back_ == 0) last_end_ = 0;
-  seq_left_ = 1;
   if (map_) map_->Reset();
   if (lfsr_) lfsr_->Reset();
   if (reseed_on_reset_) {

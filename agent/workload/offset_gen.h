@@ -22,14 +22,13 @@
 //    pass; the pass ends when all are used.
 //  * kRandomNoMap (norandommap): the same draw without coverage tracking;
 //    never ends a pass.
-//  * kLfsr: maximal-length LFSR permutation (lfsr.h); each block exactly once
-//    per pass, no map memory.
+//  * kLfsr: maximal-length LFSR permutation (lfsr.h, fio 3.33's sequence);
+//    each block exactly once per pass, no map memory.
 //  * kDistribution: random_distribution other than random (distribution.h);
 //    no coverage tracking (fio turns the random map off); never ends a pass.
-//  * random_sequencer_nr = N > 1 (rw=randread:N, rw_sequencer=sequential): a
-//    new random offset only every N I/Os; the I/Os in between continue from
-//    the end of the previous one (if that block is past the end, or already
-//    used in the random map, a fresh random offset is drawn instead).
+//  rw=randread:N (a new random offset only every N I/Os) is the caller's:
+//  the count runs over the whole job (io_generator.h); the I/Os in between
+//  take no offset from here, or one from NextUnmarked().
 //
 // Usage per I/O: Next(&block) picks the start block (and, with a random map,
 // marks that one block used); if the I/O spans more than one unit, call
@@ -65,7 +64,6 @@ struct OffsetGenOptions {
   OffsetMode mode = OffsetMode::kSequential;  // Default: sequential
   bool use64 = false;                         // tausworthe64. Default: false
   uint64_t seed = 0;                          // JobSeeds::block_offset()
-  uint32_t random_sequencer_nr = 1;           // random modes; 1 = every I/O random
   uint64_t sequential_skip_blocks = 0;        // sequential holes, in blocks
   uint64_t sequential_back_blocks = 0;        // backward steps (rw=read:-N), in blocks
   // Blocks from the region's start to the end of the file (>= n_blocks; 0 =
@@ -84,9 +82,9 @@ uint64_t JobMinBlockSize(const jobspec::JobSpec& job);
 // mode from rw/random_generator/norandommap/random_distribution (with a
 // distribution, `distribution` holds its kind, value, center and direction
 // `d`'s zones; the caller sets unit and seeds), 64-bit generator per
-// Use64BitGenerator(). rw_sequencer_nr is N for random patterns; for
-// sequential patterns it is read as the byte count of the hole after each I/O
-// (fio's rw=write:<size>), rounded down to whole units (values <= 1 = none).
+// Use64BitGenerator(). For sequential patterns rw_seq_add is the byte count
+// of the hole after each I/O (fio's rw=write:<size>), rounded down to whole
+// units.
 OffsetGenOptions OffsetGenOptionsForJob(const jobspec::JobSpec& job, uint64_t n_blocks,
                                         const JobSeeds& seeds, jobspec::Ddir d = jobspec::kRead);
 
@@ -114,14 +112,13 @@ class OffsetGen {
         return true;
       }
       case OffsetMode::kRandomNoMap:
-        if (seq_nr_ > 1 && SequentialTurn(block)) return true;
         *block = last_end_ = rng().Below(n_blocks_);
         ++last_end_;
         return true;
       case OffsetMode::kRandomMap:
         // Fast path: the drawn block is still free (inline; the search for the
         // next free block when it is not stays out of line).
-        if (seq_nr_ == 1 && !map_->full()) {
+        if (!map_->full()) {
           const uint64_t b = rng().Below(n_blocks_);
           if (map_->Set(b)) {
             *block = b;
@@ -132,7 +129,6 @@ class OffsetGen {
         }
         break;
       case OffsetMode::kDistribution:
-        if (seq_nr_ > 1 && SequentialTurn(block)) return true;
         *block = last_end_ = dist_->Next();
         ++last_end_;
         return true;
@@ -141,6 +137,14 @@ class OffsetGen {
     }
     return NextCovered(block);
   }
+
+  // A start block for an I/O that marks nothing (fio's IO_U_F_BUSY_OK: the
+  // in-between I/Os of rw=randread:N that cannot go on sequentially): the
+  // same draw as Next(), but a block taken from the random map is left free
+  // (a used one still moves on to the next free block). False when the map
+  // is full or the LFSR's pass is over. Out of line (not per I/O of a
+  // default job).
+  bool NextUnmarked(uint64_t* block);
 
   // The I/O that Next() just returned at `block` spans `units` blocks. Returns
   // how many of them it may use (>= 1 for a block from Next(); with a random
@@ -172,7 +176,6 @@ class OffsetGen {
   bool NextCovered(uint64_t* block);
   // Random map: `drawn` was already used; take the next free block after it.
   bool NextFreeAfter(uint64_t drawn, uint64_t* block);
-  bool SequentialTurn(uint64_t* block);
   bool NextBackward(uint64_t* block) {
     uint64_t b = 0;
     if (last_end_ != 0) {
@@ -195,8 +198,6 @@ class OffsetGen {
   uint64_t skip_ = 0;
   uint64_t back_ = 0;
   uint64_t last_end_ = 0;
-  uint32_t seq_nr_ = 1;
-  uint32_t seq_left_ = 1;  // fio starts at 1 so the first offset is random
   bool reseed_on_reset_ = true;
   uint64_t seed_ = 0;
   Rng rng_;

@@ -154,34 +154,29 @@ TEST(OffsetGenTest, NoRandomMapNeverExhausts) {
 }
 
 TEST(OffsetGenTest, LfsrCoversEveryBlockAndRepeats) {
+  // fio's LFSR: the first pass starts one register step later than the
+  // others (lfsr.h); from the second on, each pass repeats.
   OffsetGen g = Make(OffsetMode::kLfsr, 4099);
-  auto first = CoverPass(g);
+  CoverPass(g);
   g.Reset();
-  EXPECT_EQ(CoverPass(g), first);
+  auto second = CoverPass(g);
+  g.Reset();
+  EXPECT_EQ(CoverPass(g), second);
 }
 
-TEST(OffsetGenTest, SequencerNrGivesRunsOfN) {
-  OffsetGenOptions o;
-  o.mode = OffsetMode::kRandomNoMap;
-  o.n_blocks = 1u << 30;
-  o.seed = 3;
-  o.random_sequencer_nr = 4;
-  auto g = OffsetGen::Create(o);
-  ASSERT_TRUE(g.ok());
-  uint64_t prev = 0, b;
-  for (int i = 0; i < 40; ++i) {
-    ASSERT_TRUE(g->Next(&b));
-    if (i % 4 != 0) {
-      EXPECT_EQ(b, prev + 1) << i;
-    }
-    prev = b;
+TEST(OffsetGenTest, NextUnmarkedLeavesTheMapAlone) {
+  // rw=randread:N's in-between I/Os that cannot go on sequentially take a
+  // random block without marking it (fio's IO_U_F_BUSY_OK): the pass still
+  // needs every block from Next().
+  OffsetGen g = Make(OffsetMode::kRandomMap, 64);
+  uint64_t b;
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(g.NextUnmarked(&b));
+    ASSERT_LT(b, 64u);
   }
-  // With a map the runs still cover each block once.
-  o.mode = OffsetMode::kRandomMap;
-  o.n_blocks = 3000;
-  auto h = OffsetGen::Create(o);
-  ASSERT_TRUE(h.ok());
-  CoverPass(*h);
+  EXPECT_EQ(g.used_blocks(), 0u);
+  CoverPass(g);
+  EXPECT_FALSE(g.NextUnmarked(&b)) << "a full map has no block to give";
 }
 
 TEST(OffsetGenTest, SameSeedSameStreamDifferentSeedDifferent) {

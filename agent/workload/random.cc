@@ -54,11 +54,11 @@ JobSeeds RepeatableJobSeeds(uint64_t randseed, uint32_t thread_number) {
   return out;
 }
 
-absl::StatusOr<JobSeeds> MakeJobSeeds(const jobspec::JobSpec& job, uint32_t thread_number) {
+absl::StatusOr<JobSeeds> MakeJobSeeds(const jobspec::JobSpec& job, uint32_t thread_number, int subjob) {
   if (job.randrepeat || job.randseed_set) {
     JobSeeds out = RepeatableJobSeeds(job.randseed, thread_number);
     // fio 3.33's FIO_RANDSEED for the offsets of a randrepeat job (JobSeeds).
-    if (job.randrepeat && !job.randseed_set) {
+    if (job.randrepeat && (!job.randseed_set || subjob == 0)) {
       out.random_offset = uint64_t{0xb1899bed} * thread_number;
     }
     return out;

@@ -133,9 +133,12 @@ struct JobSeeds {
   // lfsr). fio 3.33 seeds it with 0xb1899bed * thread_number, not with
   // seeds[kSeedBlockOffset], whenever randrepeat=1 (td_fill_rand_seeds_internal),
   // so a default random job touches fio's own offsets in fio's order.
-  // MakeJobSeeds does that unless randseed was given (there fio 3.33 would
-  // ignore the randseed for offsets; here it moves them, as a user setting it
-  // expects). Otherwise block_offset().
+  // An explicit randseed turns randrepeat off in fio 3.33 (fixup_options),
+  // but only after the job's own seeds are made: the first clone of a job
+  // (subjob 0) still draws its offsets from 0xb1899bed * thread_number (the
+  // randseed moves its sizes, directions, buffers, not its offsets), while
+  // the numjobs clones, copied from it with randrepeat off, draw them from
+  // block_offset(), i.e. from the randseed. MakeJobSeeds does the same.
   uint64_t random_offset = 0;
 
   uint64_t block_offset() const { return seeds[kSeedBlockOffset]; }
@@ -149,10 +152,17 @@ struct JobSeeds {
 // thread_number is fio's global 1-based job number (clones are consecutive).
 JobSeeds RepeatableJobSeeds(uint64_t randseed, uint32_t thread_number);
 
+// fio 3.33's rand_repeatable as a job runs: randrepeat=1 without an explicit
+// randseed (fio's fixup_options turns randrepeat off when randseed is given).
+// It decides whether each loop re-seeds the offset, direction and size
+// streams (clear_io_state) and where the offset stream's seed comes from.
+inline bool Repeatable(const jobspec::JobSpec& job) { return job.randrepeat && !job.randseed_set; }
+
 // Seeds for one job: RepeatableJobSeeds(job.randseed, thread_number) when
 // randrepeat=1 or randseed was given explicitly; otherwise every slot comes
 // from getrandom(2) (fio's "OS entropy"). Fails only if getrandom fails.
-absl::StatusOr<JobSeeds> MakeJobSeeds(const jobspec::JobSpec& job, uint32_t thread_number);
+// `subjob`: the clone's index in its job (0..numjobs-1); see random_offset.
+absl::StatusOr<JobSeeds> MakeJobSeeds(const jobspec::JobSpec& job, uint32_t thread_number, int subjob = 0);
 
 // Whether the job's offset/size generators use the 64-bit generator: explicit
 // random_generator=tausworthe64, or the option unset and more than 2^32-1
