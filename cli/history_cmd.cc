@@ -98,13 +98,13 @@ void DeclareFlags(const std::string& sub, iofleet::flags::FlagSet& fs, Parsed* o
               return absl::OkStatus();
             }});
     fs.Add({"status", "S",
-            "active, verifying, withdrawn or all (detection status; default: active and "
+            "active, unknown, withdrawn or all (detection status; default: active and "
             "verifying)",
             "",
             [out](const std::string& v) {
-              if (v != "active" && v != "verifying" && v != "withdrawn" && v != "all") {
+              if (v != "active" && v != "unknown" && v != "withdrawn" && v != "all") {
                 return iofleet::flags::NotA(
-                    v, "an alert status (active, verifying, withdrawn, all)");
+                    v, "an alert status (active, unknown, withdrawn, all)");
               }
               out->flags["status"] = v;
               return absl::OkStatus();

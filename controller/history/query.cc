@@ -185,17 +185,17 @@ absl::StatusOr<json> ListAlertsJson(Store& store, const Filters& filters) {
                                             "invalid, fixed)"));
   }
   // Detection status: by default what a user should act on or watch (active and
-  // verifying); withdrawn alerts only when asked for.
-  std::set<std::string> statuses = {std::string(kAlertActive), std::string(kAlertVerifying)};
+  // unknown); withdrawn alerts only when asked for.
+  std::set<std::string> statuses = {std::string(kAlertActive), std::string(kAlertUnknown)};
   if (auto it = filters.find("status"); it != filters.end()) {
     if (it->second == "all") {
       statuses.insert(std::string(kAlertWithdrawn));
-    } else if (it->second == kAlertActive || it->second == kAlertVerifying ||
+    } else if (it->second == kAlertActive || it->second == kAlertUnknown ||
                it->second == kAlertWithdrawn) {
       statuses = {it->second};
     } else {
       return FieldError("status", absl::StrCat("\"", it->second,
-                                               "\" is not an alert status (active, verifying, "
+                                               "\" is not an alert status (active, unknown, "
                                                "withdrawn, all)"));
     }
   }

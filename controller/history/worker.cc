@@ -33,7 +33,7 @@ json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 // state. Rows stored before the status existed take it from their decision.
 std::string StatusOfDecision(const std::string& decision) {
   if (decision == "alert" || decision == "stoppage") return std::string(kAlertActive);
-  if (decision == "need_more_runs") return std::string(kAlertVerifying);
+  if (decision == "need_more_runs") return std::string(kAlertUnknown);
   return std::string(kAlertWithdrawn);
 }
 

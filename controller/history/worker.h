@@ -12,7 +12,7 @@
 // re-detection updates its figures and keeps its triage state. Every analysis
 // of a series also sets the detection status of its alerts (AlertStatus), apart
 // from the triage state: `active` while the newest analysis still alerts on the
-// change, `verifying` while it is UNKNOWN (extra runs), `withdrawn` when the
+// change, `unknown` while it is UNKNOWN (extra runs), `withdrawn` when the
 // newest analysis finds it went away, not confirmed, SAME, gradual, a mode
 // switch, or no change within 3 points of its place any more; back to `active`
 // when the change is found again.
@@ -187,11 +187,11 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
 
 // Detection status of an alert (docs/history.md, "Alert status").
 inline constexpr std::string_view kAlertActive = "active";        // the newest analysis alerts
-inline constexpr std::string_view kAlertVerifying = "verifying";  // UNKNOWN: extra runs decide
+inline constexpr std::string_view kAlertUnknown = "unknown";  // UNKNOWN: extra runs decide
 inline constexpr std::string_view kAlertWithdrawn = "withdrawn";  // the data no longer support it
 // The status stored in an alert's detail (`status`); rows from before it existed
 // take it from their `decision` (alert, stoppage: active; need_more_runs:
-// verifying; any other: withdrawn).
+// unknown; any other: withdrawn).
 std::string AlertStatus(const nlohmann::json& detail);
 
 // One assessed change as JSON: index, run ids and orders around it, the points'

@@ -2,7 +2,7 @@
 // points, and alerts with triage. Routes:
 //   #/series            series list (?metric=iops)
 //   #/series/KEY        points (change points marked), per-host spread, changes
-//   #/alerts            alerts with triage (?state=untriaged, ?status=active|verifying|withdrawn|all)
+//   #/alerts            alerts with triage (?state=untriaged, ?status=active|unknown|withdrawn|all)
 import uPlot from 'uplot';
 import { request } from '../api.js';
 import { h, replace, fmtNum, fmtTime, errorBox, poller } from '../dom.js';
@@ -169,7 +169,7 @@ export function alertsPage(main, { params }) {
   main.append(
     h('h1', null, 'Alerts'),
     h('p', { class: 'muted' }, 'Confirmed changes larger than the metric’s threshold that did not go away. An alert follows the newest analysis of its series: withdrawn when the data no longer support it (kept with its triage state). ', h('a', { href: '#/series' }, 'Series')),
-    h('p', { class: 'muted', 'aria-label': 'status filter' }, 'Show: ', statusLink('', 'active and verifying'), ' · ', statusLink('active', 'active'), ' · ', statusLink('withdrawn', 'withdrawn'), ' · ', statusLink('all', 'all')),
+    h('p', { class: 'muted', 'aria-label': 'status filter' }, 'Show: ', statusLink('', 'active and unknown'), ' · ', statusLink('active', 'active'), ' · ', statusLink('withdrawn', 'withdrawn'), ' · ', statusLink('all', 'all')),
     body,
   );
   const p = poller(async (signal) => {
