@@ -121,43 +121,55 @@ double RobustLogSd(std::span<const double> logs) {
 // The mode-switch test of one change (DecisionParams::mode_switch_visits).
 struct ModeSwitch {
   bool found = false;
-  int visits = 0;       // separate runs of points at the new level before the change
-  int points = 0;       // points at the new level before the change
-  double gap = 0;       // |log(median after / median before)|
-  double spread = 0;    // within-level log spread
+  int visits_before = 0;  // separate runs of points at the new level before the change
+  int visits_after = 0;   // separate runs of points at the old level after it
+  double gap = 0;         // |log(median after / median before)|
+  double spread = 0;      // within-level log spread
 };
 
-// `history` are the points before the change (side_window of them, not cut at
-// earlier changes), `after` the after side, `m_before` the before side's median,
-// `res` the points' resolution (fraction).
-ModeSwitch CheckModeSwitch(std::span<const double> history, std::span<const double> after,
-                           double m_before, double res, const DecisionParams& dp) {
+// Separate runs of points of `x` within `tol` of `level` (logs).
+int Visits(std::span<const double> x, double level, double tol) {
+  int visits = 0;
+  bool in_run = false;
+  for (double v : x) {
+    const bool at = std::fabs(std::log(v) - level) <= tol;
+    if (at && !in_run) ++visits;
+    in_run = at;
+  }
+  return visits;
+}
+
+// `history` are the points before the change and `future` the points from it on
+// (2 x side_window each at most, not cut at other changes), `after` the after
+// side, `m_before` the before side's median, `res` the points' resolution.
+ModeSwitch CheckModeSwitch(std::span<const double> history, std::span<const double> future,
+                           std::span<const double> after, double m_before, double res,
+                           const DecisionParams& dp) {
   ModeSwitch ms;
   if (dp.mode_switch_visits <= 0 || history.empty() || after.empty()) return ms;
   const double ma = std::log(compare::Median(after)), mb = std::log(m_before);
   ms.gap = std::fabs(ma - mb);
-  // The spread within a level: the after side's, and that of the history points
-  // nearer the old level (the other mode's points would inflate it).
-  std::vector<double> old_mode;
+  // The spread within a level: that of the after side's points nearer the new
+  // level and of the history points nearer the old level (the other mode's
+  // points would inflate either; a side mixing two modes has its median between
+  // them).
+  std::vector<double> old_mode, new_mode;
   for (double v : history) {
     const double l = std::log(v);
     if (std::fabs(l - mb) < std::fabs(l - ma)) old_mode.push_back(l);
   }
-  ms.spread = std::max({RobustLogSd(Logs(after)), RobustLogSd(old_mode), std::log1p(res)});
-  if (ms.gap < dp.mode_switch_separation * ms.spread) return ms;  // not two distinct levels
-  // A point is at the new level within 3 spreads (at least a sixth, at most a
-  // third of the gap, so it is always nearer the new level than the old).
-  const double tol = std::clamp(3 * ms.spread, ms.gap / 6, ms.gap / 3);
-  bool in_run = false;
-  for (double v : history) {
-    const bool at = std::fabs(std::log(v) - ma) <= tol;
-    if (at) {
-      ++ms.points;
-      if (!in_run) ++ms.visits;
-    }
-    in_run = at;
+  for (double v : after) {
+    const double l = std::log(v);
+    if (std::fabs(l - ma) <= std::fabs(l - mb)) new_mode.push_back(l);
   }
-  ms.found = ms.visits >= dp.mode_switch_visits;
+  ms.spread = std::max({RobustLogSd(new_mode), RobustLogSd(old_mode), std::log1p(res)});
+  if (ms.gap < dp.mode_switch_separation * ms.spread) return ms;  // not two distinct levels
+  // A point is at a level within 3 spreads of it (at least a sixth, at most a
+  // third of the gap, so it is always nearer that level than the other).
+  const double tol = std::clamp(3 * ms.spread, ms.gap / 6, ms.gap / 3);
+  ms.visits_before = Visits(history, ma, tol);
+  ms.visits_after = Visits(future, mb, tol);
+  ms.found = ms.visits_before >= dp.mode_switch_visits || ms.visits_after >= dp.mode_switch_visits;
   return ms;
 }
 
@@ -559,17 +571,20 @@ absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metri
     }
 
     if (went.empty()) {
-      const size_t hlo = c > sw ? c - sw : 0;
+      const size_t hlo = c > 2 * sw ? c - 2 * sw : 0, fhi = std::min(n, c + 2 * sw);
       const ModeSwitch ms = CheckModeSwitch(std::span<const double>(x).subspan(hlo, c - hlo),
+                                            std::span<const double>(x).subspan(c, fhi - c),
                                             after, m_before, res, dp);
       if (ms.found) {
         a.decision = Decision::kModeSwitch;
         a.reason = absl::StrFormat(
-            "mode switch: the new level was already there in %d separate runs (%d points) of the "
-            "%zu points before the change, %.1f within-level spreads from the old level; a "
-            "series switching between modes it had, not a new level; %s %s",
-            ms.visits, ms.points, c - hlo, ms.spread > 0 ? ms.gap / ms.spread : kNaN,
-            std::string(VerdictName(a.verdict)), size);
+            "mode switch: the new level was there in %d separate runs of the %zu points before "
+            "the change and the old level comes back in %d separate runs of the %zu points from "
+            "it, %.1f within-level spreads apart; a series switching between two modes, not a "
+            "new level; %s %s",
+            ms.visits_before, c - hlo, ms.visits_after, fhi - c,
+            ms.spread > 0 ? ms.gap / ms.spread : kNaN, std::string(VerdictName(a.verdict)),
+            size);
         an.changes.push_back(std::move(a));
         continue;
       }

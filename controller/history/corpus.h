@@ -46,10 +46,10 @@ enum class Kind {
                    // Markov chain: runs of several points in one mode): the p50
                    // flips by -58 % / +140 % with no change in the job. Resolution
                    // per point as kQuantizedP50.
-  kStepP50,        // a real step of `size` in the p50 of 2,000-I/O runs (per-I/O
-                   // latency log-normal, sigma 0.3, around 10 us; the run's level
-                   // varies by `cv`): a percentile series that must still alert.
-                   // Resolution per point.
+  kStepP50,        // a real step of `size` in the p50 of 100,000-I/O runs (per-I/O
+                   // latency log-normal, sigma 0.3, around 10 us; 2,000 latencies
+                   // drawn, each counted 50 times; the run's level varies by `cv`):
+                   // a percentile series that must still alert. Resolution per point.
 };
 // "step", "spike", "bimodal", "drift", "transient", "noise", "short_noise",
 // "quantized_p50", "quantized_iops", "cold_start", "mode_switch_p50", "step_p50".
