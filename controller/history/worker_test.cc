@@ -581,7 +581,11 @@ TEST_F(HistoryWorkerTest, CachedReferenceLookupGivesTheSameResults) {
     // row, withdrawn (the newest analysis does not alert on it); only the changes
     // found now are compared.
     if (!found) {
-      EXPECT_EQ(AlertStatus(d), "withdrawn") << a.metric << " " << d.dump(2);
+      // (A stoppage alert is withdrawn by the next stoppage check, every
+      // stoppage_check_ms of the clock, which stands still here.)
+      if (d.value("kind", "") != "stoppage") {
+        EXPECT_EQ(AlertStatus(d), "withdrawn") << a.metric << " " << d.dump(2);
+      }
       continue;
     }
     ++compared;
