@@ -67,10 +67,11 @@ struct DecisionParams {
   // workload on a host met other caches than the runs after it.
   int warmup_per_host = 1;
   // Mode switch (docs/history-method.md, step 6): a change whose new level the
-  // series already visited, in at least `mode_switch_visits` separate runs of
-  // points among the side_window points before it (not cut at earlier changes),
-  // while the two levels lie at least `mode_switch_separation` within-level
-  // spreads apart, is the series switching between modes it already had:
+  // series already visited in at least `mode_switch_visits` separate runs of
+  // points among the 2 x side_window points before it, or whose old level comes
+  // back in as many runs among the 2 x side_window points from it (not cut at
+  // other changes), while the two levels lie at least `mode_switch_separation`
+  // within-level spreads apart, is the series switching between two modes:
   // reported (kModeSwitch), not alerted. 0 visits = off. Defaults 2 and 6.
   int mode_switch_visits = 2;
   double mode_switch_separation = 6;
@@ -116,9 +117,9 @@ enum class Decision {
   kSame,          // confirmed but SAME: smaller than τ
   kGradual,       // a drift, not a change at one point (reported, not alerted)
   kNeedMoreRuns,  // UNKNOWN: add `more_runs_per_side` runs each side, then re-analyse
-  kModeSwitch,    // the new level is a mode the series already switched to and back
-                  // from before the change (DecisionParams::mode_switch_visits):
-                  // reported, not alerted
+  kModeSwitch,    // the series switches between the two levels, before or after
+                  // the change (DecisionParams::mode_switch_visits): reported,
+                  // not alerted
 };
 // "alert", "went_away", "not_confirmed", "pending", "same", "gradual",
 // "need_more_runs", "mode_switch".
