@@ -155,6 +155,8 @@ TEST(CliTest, HistoryFlagsNameTheFlagAndValue) {
   using ::testing::HasSubstr;
   EXPECT_THAT(Refused({"history", "alerts", "--state=done"}),
               HasSubstr("alerts: --state: \"done\" is not a triage state"));
+  EXPECT_THAT(Refused({"history", "alerts", "--status=gone"}),
+              HasSubstr("alerts: --status: \"gone\" is not an alert status"));
   EXPECT_THAT(Refused({"history", "series", "--brnch=main"}),
               HasSubstr("series: unknown flag \"--brnch=main\""));
   EXPECT_THAT(Refused({"history", "series", "--json=1"}), HasSubstr("--json: takes no value"));

@@ -97,6 +97,18 @@ void DeclareFlags(const std::string& sub, iofleet::flags::FlagSet& fs, Parsed* o
               out->flags["state"] = v;
               return absl::OkStatus();
             }});
+    fs.Add({"status", "S",
+            "active, unknown, withdrawn or all (detection status; default: active and "
+            "verifying)",
+            "",
+            [out](const std::string& v) {
+              if (v != "active" && v != "unknown" && v != "withdrawn" && v != "all") {
+                return iofleet::flags::NotA(
+                    v, "an alert status (active, unknown, withdrawn, all)");
+              }
+              out->flags["status"] = v;
+              return absl::OkStatus();
+            }});
     fs.Add({"metric", "M", "alerts on metric M", "", value("metric")});
     fs.Add({"series", "SERIES", "alerts on one series", "", value("series")});
   } else if (sub == "repro") {
@@ -196,12 +208,20 @@ int Alerts(const ApiClient& api, const Parsed& p) {
   auto r = api.Get("/alerts" + Query(p.flags));
   if (!r.ok()) return Fail(r.status());
   if (p.json) return Print(r->dump(2)), kExitOk;
-  Print(absl::StrFormat("%-16s  %-13s  %8s  %-12s  %-20s  %s", "ALERT", "METRIC", "CHANGE",
-                        "STATE", "FIRST RUN", "TAGS"));
+  Print(absl::StrFormat("%-16s  %-13s  %8s  %-12s  %-9s  %-20s  %s", "ALERT", "METRIC",
+                        "CHANGE", "STATE", "STATUS", "FIRST RUN", "TAGS"));
   for (const json& a : (*r)["alerts"]) {
-    Print(absl::StrFormat("%-16s  %-13s  %8s  %-12s  %-20s  %s", S(a, "id"), S(a, "metric"),
-                          Pct(a["change_pct"]), S(a, "state"), S(a["first_run"], "run_id"),
-                          a["first_run"]["tags"].dump()));
+    Print(absl::StrFormat("%-16s  %-13s  %8s  %-12s  %-9s  %-20s  %s", S(a, "id"),
+                          S(a, "metric"), Pct(a["change_pct"]), S(a, "state"), S(a, "status"),
+                          S(a["first_run"], "run_id"), a["first_run"]["tags"].dump()));
+    // Why a withdrawn alert was withdrawn (the newest analysis' decision).
+    if (S(a, "status") == "withdrawn" && a.contains("status_change") &&
+        a["status_change"].is_object()) {
+      const json& c = a["status_change"];
+      Print(absl::StrFormat("    withdrawn at %s points (run %s): %s: %s",
+                            c.contains("points") ? c["points"].dump() : std::string("?"),
+                            S(c, "last_run"), S(c, "decision"), S(c, "reason")));
+    }
   }
   return kExitOk;
 }

@@ -183,6 +183,10 @@ bool Override(Params& p, const std::string& key, double v) {
     p.decide.tail_points = static_cast<int>(v);
   } else if (key == "decide.warmup_per_host") {
     p.decide.warmup_per_host = static_cast<int>(v);
+  } else if (key == "decide.mode_switch_visits") {
+    p.decide.mode_switch_visits = static_cast<int>(v);
+  } else if (key == "decide.mode_switch_separation") {
+    p.decide.mode_switch_separation = v;
   } else {
     return false;
   }
@@ -309,7 +313,8 @@ int main(int argc, char** argv) {
       // Online replay, for a subset of each class.
       if (seen_for_delay[c.cls]++ >= delay_per_cell) continue;
       const size_t min_seg = static_cast<size_t>(m.params.detect.edivisive.min_segment);
-      if (c.label.kind == corpus::Kind::kStep && c.label.expect_alert) {
+      if ((c.label.kind == corpus::Kind::kStep || c.label.kind == corpus::Kind::kStepP50) &&
+          c.label.expect_alert) {
         ++t.delay_series;
         const size_t k = c.label.changes[0];
         for (size_t end = k + 1; end <= std::min(c.values.size(), k + kMaxDelay); ++end) {
@@ -362,7 +367,7 @@ int main(int argc, char** argv) {
         "| class | series | steps | TP | FP | precision | recall | F1 | unknown | delay med / p90 "
         "(detected of replayed) | series with a false alert (offline / online) |\n"
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
-    Tally target, all_steps, negatives, noise;
+    Tally target, all_steps, p50_steps, negatives, noise, mode_switch;
     for (const std::string& cls : classes) {
       const Tally& t = by_class[cls];
       const bool step = t.changes > 0;
@@ -381,9 +386,11 @@ int main(int argc, char** argv) {
             cv <= 2) {
           Add(target, t);
         }
+        if (cls.rfind("step_p50", 0) == 0) Add(p50_steps, t);
       } else {
         Add(negatives, t);
         if (cls.rfind("noise", 0) == 0) Add(noise, t);
+        if (cls.rfind("mode_switch", 0) == 0) Add(mode_switch, t);
       }
     }
     auto summary = [&](const char* name, const Tally& t) {
@@ -394,6 +401,8 @@ int main(int argc, char** argv) {
     };
     summary("steps >= 5 % at CV <= 2 % (target)", target);
     summary("all steps", all_steps);
+    summary("p50 steps (step_p50)", p50_steps);
+    summary("mode-switching p50 (no change)", mode_switch);
     Tally everything = all_steps;
     Add(everything, negatives);
     summary("whole corpus (alerts on any series)", everything);
@@ -403,6 +412,11 @@ int main(int argc, char** argv) {
         noise.series_with_fp, noise.series, 100.0 * noise.series_with_fp / std::max(1, noise.series),
         noise.online_false, noise.online_series,
         100.0 * noise.online_false / std::max(1, noise.online_series));
+    std::printf(
+        "Mode-switching p50: %d of %d series with a false alert offline; replayed point by "
+        "point, %d of %d series raised an alert at some point.\n",
+        mode_switch.series_with_fp, mode_switch.series, mode_switch.online_false,
+        mode_switch.online_series);
     std::printf("Cost: %d analyses, %.2f ms each on average.\n\n", everything.analyses,
                 1000 * everything.seconds / std::max(1, everything.analyses));
     std::fflush(stdout);

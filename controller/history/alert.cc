@@ -107,6 +107,72 @@ double MedianResolution(std::span<const Point> pts) {
   return r.empty() ? 0 : compare::Median(r);
 }
 
+// 1.4826 x the median absolute deviation of `logs`: the SD of normal logs,
+// robust to the other mode's points. 0 for fewer than 2 values.
+double RobustLogSd(std::span<const double> logs) {
+  if (logs.size() < 2) return 0;
+  const double m = compare::Median(logs);
+  std::vector<double> dev;
+  dev.reserve(logs.size());
+  for (double v : logs) dev.push_back(std::fabs(v - m));
+  return 1.4826 * compare::Median(dev);
+}
+
+// The mode-switch test of one change (DecisionParams::mode_switch_visits).
+struct ModeSwitch {
+  bool found = false;
+  int visits_before = 0;  // separate runs of points at the new level before the change
+  int visits_after = 0;   // separate runs of points at the old level after it
+  double gap = 0;         // |log(median after / median before)|
+  double spread = 0;      // within-level log spread
+};
+
+// Separate runs of points of `x` within `tol` of `level` (logs).
+int Visits(std::span<const double> x, double level, double tol) {
+  int visits = 0;
+  bool in_run = false;
+  for (double v : x) {
+    const bool at = std::fabs(std::log(v) - level) <= tol;
+    if (at && !in_run) ++visits;
+    in_run = at;
+  }
+  return visits;
+}
+
+// `history` are the points before the change and `future` the points from it on
+// (2 x side_window each at most, not cut at other changes), `after` the after
+// side, `m_before` the before side's median, `res` the points' resolution.
+ModeSwitch CheckModeSwitch(std::span<const double> history, std::span<const double> future,
+                           std::span<const double> after, double m_before, double res,
+                           const DecisionParams& dp) {
+  ModeSwitch ms;
+  if (dp.mode_switch_visits <= 0 || history.empty() || after.empty()) return ms;
+  const double ma = std::log(compare::Median(after)), mb = std::log(m_before);
+  ms.gap = std::fabs(ma - mb);
+  // The spread within a level: that of the after side's points nearer the new
+  // level and of the history points nearer the old level (the other mode's
+  // points would inflate either; a side mixing two modes has its median between
+  // them).
+  std::vector<double> old_mode, new_mode;
+  for (double v : history) {
+    const double l = std::log(v);
+    if (std::fabs(l - mb) < std::fabs(l - ma)) old_mode.push_back(l);
+  }
+  for (double v : after) {
+    const double l = std::log(v);
+    if (std::fabs(l - ma) <= std::fabs(l - mb)) new_mode.push_back(l);
+  }
+  ms.spread = std::max({RobustLogSd(new_mode), RobustLogSd(old_mode), std::log1p(res)});
+  if (ms.gap < dp.mode_switch_separation * ms.spread) return ms;  // not two distinct levels
+  // A point is at a level within 3 spreads of it (at least a sixth, at most a
+  // third of the gap, so it is always nearer that level than the other).
+  const double tol = std::clamp(3 * ms.spread, ms.gap / 6, ms.gap / 3);
+  ms.visits_before = Visits(history, ma, tol);
+  ms.visits_after = Visits(future, mb, tol);
+  ms.found = ms.visits_before >= dp.mode_switch_visits || ms.visits_after >= dp.mode_switch_visits;
+  return ms;
+}
+
 }  // namespace
 
 absl::Status ValidateParams(const Params& p) {
@@ -143,6 +209,14 @@ absl::Status ValidateParams(const Params& p) {
   if (!(d.step_alpha > 0 && d.step_alpha < 1)) {
     return FieldError("decide.step_alpha", absl::StrCat(d.step_alpha, " (must be in (0, 1))"));
   }
+  if (d.mode_switch_visits < 0 || d.mode_switch_visits > 1000) {
+    return FieldError("decide.mode_switch_visits",
+                      absl::StrCat(d.mode_switch_visits, " (must be in [0, 1000])"));
+  }
+  if (!(d.mode_switch_separation >= 1 && d.mode_switch_separation <= 1000)) {
+    return FieldError("decide.mode_switch_separation",
+                      absl::StrCat(d.mode_switch_separation, " (must be in [1, 1000])"));
+  }
   const ReferenceParams& r = p.reference;
   if (r.min_side < 2 || r.min_side > 1000) {
     return FieldError("reference.min_side", absl::StrCat(r.min_side, " (must be in [2, 1000])"));
@@ -165,11 +239,12 @@ std::string DescribeParams(const Params& p) {
   const ReferenceParams& r = p.reference;
   return absl::StrFormat(
       "%s; decide(side_window=%d level=%g went_away_window=%d tail_points=%d trend_alpha=%g "
-      "step_alpha=%g warmup_per_host=%d) "
+      "step_alpha=%g warmup_per_host=%d mode_switch_visits=%d mode_switch_separation=%g) "
       "reference(window=%d min_side=%d p_max=%g min_fraction=%g) "
       "stoppage(factor=%g min_intervals=%d recent_points=%d)",
       DescribeDetectorParams(p.detect), d.side_window, d.level, d.went_away_window, d.tail_points,
-      d.trend_alpha, d.step_alpha, d.warmup_per_host,
+      d.trend_alpha, d.step_alpha, d.warmup_per_host, d.mode_switch_visits,
+      d.mode_switch_separation,
       r.window, r.min_side, r.p_max, r.min_fraction, p.stoppage.factor, p.stoppage.min_intervals,
       p.stoppage.recent_points);
 }
@@ -202,6 +277,8 @@ std::string_view DecisionName(Decision d) {
       return "gradual";
     case Decision::kNeedMoreRuns:
       return "need_more_runs";
+    case Decision::kModeSwitch:
+      return "mode_switch";
   }
   return "?";
 }
@@ -493,6 +570,25 @@ absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metri
       }
     }
 
+    if (went.empty()) {
+      const size_t hlo = c > 2 * sw ? c - 2 * sw : 0, fhi = std::min(n, c + 2 * sw);
+      const ModeSwitch ms = CheckModeSwitch(std::span<const double>(x).subspan(hlo, c - hlo),
+                                            std::span<const double>(x).subspan(c, fhi - c),
+                                            after, m_before, res, dp);
+      if (ms.found) {
+        a.decision = Decision::kModeSwitch;
+        a.reason = absl::StrFormat(
+            "mode switch: the new level was there in %d separate runs of the %zu points before "
+            "the change and the old level comes back in %d separate runs of the %zu points from "
+            "it, %.1f within-level spreads apart; a series switching between two modes, not a "
+            "new level; %s %s",
+            ms.visits_before, c - hlo, ms.visits_after, fhi - c,
+            ms.spread > 0 ? ms.gap / ms.spread : kNaN, std::string(VerdictName(a.verdict)),
+            size);
+        an.changes.push_back(std::move(a));
+        continue;
+      }
+    }
     if (went.empty() && gradual) {
       a.decision = Decision::kGradual;
       a.reason = absl::StrFormat(

@@ -16,6 +16,9 @@
 //                           to blame
 //   - went away?            a change back to the old level within a few points, or
 //                           the newest points already back near the old level
+//   - mode switch?          the new level is one the series already visited in
+//                           separate runs of points before the change (a bimodal
+//                           metric, e.g. a p50 between two latency modes)
 //   - environmental?        a reference series (pinned control job/kernel) that
 //                           moves at the same place marks the alert
 // and an alert is raised only for DIFFERENT changes that did not go away.
@@ -63,6 +66,15 @@ struct DecisionParams {
   // points' hosts: the history worker, the corpus). Default 1: the first run of a
   // workload on a host met other caches than the runs after it.
   int warmup_per_host = 1;
+  // Mode switch (docs/history-method.md, step 6): a change whose new level the
+  // series already visited in at least `mode_switch_visits` separate runs of
+  // points among the 2 x side_window points before it, or whose old level comes
+  // back in as many runs among the 2 x side_window points from it (not cut at
+  // other changes), while the two levels lie at least `mode_switch_separation`
+  // within-level spreads apart, is the series switching between two modes:
+  // reported (kModeSwitch), not alerted. 0 visits = off. Defaults 2 and 6.
+  int mode_switch_visits = 2;
+  double mode_switch_separation = 6;
 };
 
 // The reference-series check: at the same place (aligned on Point::order), does
@@ -105,9 +117,12 @@ enum class Decision {
   kSame,          // confirmed but SAME: smaller than τ
   kGradual,       // a drift, not a change at one point (reported, not alerted)
   kNeedMoreRuns,  // UNKNOWN: add `more_runs_per_side` runs each side, then re-analyse
+  kModeSwitch,    // the series switches between the two levels, before or after
+                  // the change (DecisionParams::mode_switch_visits): reported,
+                  // not alerted
 };
 // "alert", "went_away", "not_confirmed", "pending", "same", "gradual",
-// "need_more_runs".
+// "need_more_runs", "mode_switch".
 std::string_view DecisionName(Decision d);
 
 struct ReferenceCheck {

@@ -230,7 +230,8 @@ TEST(Analyze, RejectsBadParamsNamingTheField) {
 TEST(Analyze, PrintsTheWholeParameterSet) {
   EXPECT_THAT(DescribeParams(Params{}),
               HasSubstr("; decide(side_window=24 level=0.95 went_away_window=12 tail_points=3 "
-                        "trend_alpha=0.05 step_alpha=0.001 warmup_per_host=1) reference(window=12 "
+                        "trend_alpha=0.05 step_alpha=0.001 warmup_per_host=1 mode_switch_visits=2 "
+                        "mode_switch_separation=6) reference(window=12 "
                         "min_side=4 "
                         "p_max=0.01 min_fraction=0.5) stoppage(factor=3 min_intervals=3 "
                         "recent_points=20)"));

@@ -34,6 +34,14 @@ std::string Pct(double f) { return absl::StrFormat("%g%%", f * 100); }
 
 // I/Os per run of the quantized kinds (the soak's 1 MiB at 4k).
 constexpr int kQuantizedIos = 256;
+// I/Os per run of kStepP50 (a 1 s run at 10 us), drawn as kStepP50Draws latencies
+// each counted kStepP50Ios / kStepP50Draws times (the histogram and resolution of
+// a 100,000-I/O run, the sampling noise of 2,000 draws: cheaper to generate), and
+// its per-I/O latency spread (sigma of the logs) and level (ns).
+constexpr int kStepP50Ios = 100000;
+constexpr int kStepP50Draws = 2000;
+constexpr double kStepP50Sigma = 0.3;
+constexpr double kStepP50Level = 10000;
 // Hosts taking turns in a cold-start series.
 constexpr size_t kColdStartHosts = 8;
 
@@ -61,6 +69,10 @@ std::string KindName(Kind k) {
       return "quantized_iops";
     case Kind::kColdStart:
       return "cold_start";
+    case Kind::kModeSwitchP50:
+      return "mode_switch_p50";
+    case Kind::kStepP50:
+      return "step_p50";
   }
   return "?";
 }
@@ -147,6 +159,46 @@ Case Generate(Kind kind, double size, double cv, uint64_t seed, double threshold
       c.cls = absl::StrCat(KindName(kind), " ", Pct(size), " cv ", Pct(cv));
       return c;
     }
+    case Kind::kModeSwitchP50: {
+      c.label.size = size;
+      c.values.resize(n);
+      c.resolution.resize(n);
+      bool fast = rng.Below(2) == 0;
+      for (size_t i = 0; i < n; ++i) {
+        if (i > 0 && Uniform(rng) >= size) fast = !fast;
+        const double share = (fast ? 0.58 : 0.25) + 0.17 * Uniform(rng);
+        stats::Histogram h;
+        for (int io = 0; io < kQuantizedIos; ++io) {
+          const double mode = Uniform(rng) < share ? 480.0 : 1150.0;
+          h.Add(static_cast<uint64_t>(std::llround(mode * std::exp(cv * Normal(rng)))));
+        }
+        c.values[i] = static_cast<double>(stats::Quantile(h, 0.5));
+        c.resolution[i] = QuantileResolution(h, 0.5);
+      }
+      c.cls = absl::StrCat(KindName(kind), " stay ", Pct(size), " cv ", Pct(cv));
+      return c;
+    }
+    case Kind::kStepP50: {
+      const size_t k = 20 + rng.Below(21);
+      c.label.size = sign * size;
+      c.label.changes = {k};
+      c.label.expect_alert = size >= threshold;
+      c.values.resize(n);
+      c.resolution.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        const double level =
+            kStepP50Level * (i < k ? 1.0 : 1 + sign * size) * std::exp(cv * Normal(rng));
+        stats::Histogram h;
+        for (int io = 0; io < kStepP50Draws; ++io) {
+          h.AddN(static_cast<uint64_t>(std::llround(level * std::exp(kStepP50Sigma * Normal(rng)))),
+                 kStepP50Ios / kStepP50Draws);
+        }
+        c.values[i] = static_cast<double>(stats::Quantile(h, 0.5));
+        c.resolution[i] = QuantileResolution(h, 0.5);
+      }
+      c.cls = absl::StrCat(KindName(kind), " ", Pct(size), " cv ", Pct(cv));
+      return c;
+    }
     case Kind::kColdStart: {
       c.hosts.resize(n);
       for (size_t i = 0; i < n; ++i) {
@@ -190,7 +242,9 @@ std::vector<Case> StandardCorpus(int per_cell, uint64_t base_seed) {
                             std::pair{Kind::kNoise, 0.0}, std::pair{Kind::kShortNoise, 0.0},
                             std::pair{Kind::kQuantizedP50, 0.04},
                             std::pair{Kind::kQuantizedIops, 0.01},
-                            std::pair{Kind::kColdStart, 0.30}}) {
+                            std::pair{Kind::kColdStart, 0.30},
+                            std::pair{Kind::kModeSwitchP50, 0.80},
+                            std::pair{Kind::kStepP50, 0.05}, std::pair{Kind::kStepP50, 0.10}}) {
     for (double cv : cvs) cells.push_back({kind, size, cv});
   }
   std::vector<Case> out;

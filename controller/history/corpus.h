@@ -39,9 +39,20 @@ enum class Kind {
                    // 0.5 / runtime ms.
   kColdStart,      // 8 hosts in turn (Case::hosts); the first run of each is off by
                    // `size` (a cold cache, a file just laid out), then noise.
+  kModeSwitchP50,  // the soak's p50 (issue 16): 256-I/O runs of two latency modes
+                   // (480 and 1150 ns, each spread by `cv`), each run decisively in
+                   // one mode (fast share 58-75 % or 25-42 %, drawn per run), the mode
+                   // kept from one run to the next with probability `size` (a
+                   // Markov chain: runs of several points in one mode): the p50
+                   // flips by -58 % / +140 % with no change in the job. Resolution
+                   // per point as kQuantizedP50.
+  kStepP50,        // a real step of `size` in the p50 of 100,000-I/O runs (per-I/O
+                   // latency log-normal, sigma 0.3, around 10 us; 2,000 latencies
+                   // drawn, each counted 50 times; the run's level varies by `cv`):
+                   // a percentile series that must still alert. Resolution per point.
 };
 // "step", "spike", "bimodal", "drift", "transient", "noise", "short_noise",
-// "quantized_p50", "quantized_iops", "cold_start".
+// "quantized_p50", "quantized_iops", "cold_start", "mode_switch_p50", "step_p50".
 std::string KindName(Kind k);
 
 struct Label {
@@ -87,8 +98,10 @@ Case Generate(Kind kind, double size, double cv, uint64_t seed, double threshold
 
 // The standard grid: steps {2, 5, 10, 20} % x CV {1, 2, 5, 10} %; spikes 30 %,
 // bimodal 10 % gap, drift 10 %, transient 10 %, noise and short noise, then
-// quantized p50 (mix 4 %), quantized IOPS (1 %) and cold starts (30 %), each at CV
-// {1, 2, 5, 10} % (the new kinds last, so the older cells keep their seeds); `per_cell` series per cell with seeds base_seed + cell * 1000 + i.
+// quantized p50 (mix 4 %), quantized IOPS (1 %) and cold starts (30 %), then
+// mode-switching p50 (stay 80 %) and p50 steps of 5 and 10 %, each at CV
+// {1, 2, 5, 10} % (the new kinds last, so the older cells keep their seeds);
+// `per_cell` series per cell with seeds base_seed + cell * 1000 + i.
 std::vector<Case> StandardCorpus(int per_cell, uint64_t base_seed = 1);
 
 // Stable text form of a case for dumps: "cls|seed|kind|size|cv|changes|values...".

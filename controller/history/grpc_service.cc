@@ -77,6 +77,14 @@ void FillAlert(const json& a, v1::Alert* out) {
   if (auto it = a.find("reruns"); it != a.end() && it->is_object()) {
     out->set_reruns_state(Str(*it, "state"));
   }
+  out->set_status(Str(a, "status"));
+  if (auto it = a.find("status_change"); it != a.end() && it->is_object()) {
+    out->set_status_decision(Str(*it, "decision"));
+    out->set_status_reason(Str(*it, "reason"));
+    out->set_status_points(Int<uint64_t>(*it, "points"));
+    out->set_status_last_run_id(Str(*it, "last_run"));
+    out->set_status_changed_ms(Int<uint64_t>(*it, "at_ms"));
+  }
 }
 
 Filters FiltersOf(const google::protobuf::Map<std::string, std::string>& m) {

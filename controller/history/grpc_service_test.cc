@@ -207,6 +207,15 @@ TEST_F(HistoryGrpcTest, SeriesAlertsTriageAndCompareAnswerAsRest) {
   EXPECT_EQ(a.first_job_id(), "job-20");
   EXPECT_EQ(a.first_run_tags().at("commit"), "c20");
   EXPECT_TRUE(a.regression());
+  EXPECT_EQ(a.status(), "active");
+  EXPECT_EQ(a.status_decision(), "alert");
+  EXPECT_GT(a.status_points(), 20u);
+  v1::ListAlertsRequest wreq;
+  (*wreq.mutable_filters())["status"] = "withdrawn";
+  v1::ListAlertsResponse wd;
+  ASSERT_TRUE(stub_->ListAlerts(Ctx().get(), wreq, &wd).ok());
+  EXPECT_EQ(wd.json(), Get("/api/v1/alerts?status=withdrawn").second);
+  EXPECT_EQ(wd.alerts_size(), 0) << wd.json();
   v1::GetAlertRequest greq;
   greq.set_id(a.id());
   v1::AlertResponse one;

@@ -93,6 +93,10 @@ json AlertSummaryJson(const AlertRow& a) {
           {"verdict", detail.value("verdict", std::string())},
           {"decision", detail.value("decision", std::string())},
           {"reruns", detail.contains("reruns") ? ReRunsSummary(detail["reruns"]) : json()},
+          {"status", AlertStatus(detail)},
+          {"status_change", detail.contains("status_change") && detail["status_change"].is_object()
+                                ? detail["status_change"]
+                                : json()},
           {"created_ms", a.created_ms},
           {"updated_ms", a.updated_ms}};
 }
@@ -172,11 +176,28 @@ absl::StatusOr<json> SeriesJson(Store& store, const std::string& key, const Para
 }
 
 absl::StatusOr<json> ListAlertsJson(Store& store, const Filters& filters) {
-  if (absl::Status s = CheckFilters(filters, {"state", "metric", "series"}); !s.ok()) return s;
+  if (absl::Status s = CheckFilters(filters, {"state", "metric", "series", "status"}); !s.ok()) {
+    return s;
+  }
   if (auto it = filters.find("state"); it != filters.end() && !IsAlertState(it->second)) {
     return FieldError("state", absl::StrCat("\"", it->second,
                                             "\" is not a triage state (untriaged, acknowledged, "
                                             "invalid, fixed)"));
+  }
+  // Detection status: by default what a user should act on or watch (active and
+  // unknown); withdrawn alerts only when asked for.
+  std::set<std::string> statuses = {std::string(kAlertActive), std::string(kAlertUnknown)};
+  if (auto it = filters.find("status"); it != filters.end()) {
+    if (it->second == "all") {
+      statuses.insert(std::string(kAlertWithdrawn));
+    } else if (it->second == kAlertActive || it->second == kAlertUnknown ||
+               it->second == kAlertWithdrawn) {
+      statuses = {it->second};
+    } else {
+      return FieldError("status", absl::StrCat("\"", it->second,
+                                               "\" is not an alert status (active, unknown, "
+                                               "withdrawn, all)"));
+    }
   }
   absl::StatusOr<std::vector<AlertRow>> all = store.ListAlerts();
   if (!all.ok()) return all.status();
@@ -187,7 +208,8 @@ absl::StatusOr<json> ListAlertsJson(Store& store, const Filters& filters) {
       return it == filters.end() || it->second == v;
     };
     if (want("state", a.state) && want("metric", a.metric) && want("series", a.series_key)) {
-      out.push_back(AlertSummaryJson(a));
+      json j = AlertSummaryJson(a);
+      if (statuses.count(j.value("status", std::string())) > 0) out.push_back(std::move(j));
     }
   }
   return json{{"alerts", out}};

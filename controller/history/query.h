@@ -8,7 +8,9 @@
 //                     axes), change points (AssessmentJson), the parameter set,
 //                     the note when nothing could be detected, per-host spread,
 //                     per-build groups with their spread (builds.h)
-//   ListAlertsJson    {"alerts": [...]} newest first; filters state, metric, series
+//   ListAlertsJson    {"alerts": [...]} newest first; filters state, metric, series,
+//                     status (active | unknown | withdrawn | all; default: active
+//                     and unknown, what a user acts on or watches)
 //   AlertJson         one alert with its report: headline, axes line, the LKP
 //                     table of every metric of the same workload and host class
 //                     at that change, the other series with an alert at the same

@@ -28,6 +28,46 @@ uint64_t SystemNowMs() {
 
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+// The detection status of an alert (docs/history.md, "Alert status"): what the
+// newest analysis of its series says about its change, apart from its triage
+// state. Rows stored before the status existed take it from their decision.
+std::string StatusOfDecision(const std::string& decision) {
+  if (decision == "alert" || decision == "stoppage") return std::string(kAlertActive);
+  if (decision == "need_more_runs") return std::string(kAlertUnknown);
+  return std::string(kAlertWithdrawn);
+}
+
+// Most status changes kept in an alert's detail (`status_history`).
+constexpr size_t kStatusHistory = 20;
+
+// Sets `detail`'s status, carrying `prior`'s status history over; a change of
+// status is recorded with the decision and reason of the analysis that made it,
+// the series' point count then and its newest run.
+void ApplyStatus(const json* prior, json& detail, const std::string& status,
+                 const std::string& decision, const std::string& reason, size_t points,
+                 const std::string& last_run, uint64_t now) {
+  std::string from;
+  if (prior != nullptr && prior->is_object()) {
+    from = AlertStatus(*prior);
+    for (const char* k : {"status_change", "status_history"}) {
+      if (prior->contains(k)) detail[k] = (*prior)[k];
+    }
+  }
+  detail["status"] = status;
+  if (from == status) return;
+  const json change = {{"status", status},      {"from", from},
+                       {"decision", decision},  {"reason", reason},
+                       {"points", points},      {"last_run", last_run},
+                       {"at_ms", now}};
+  detail["status_change"] = change;
+  json& hist = detail["status_history"];
+  if (!hist.is_array()) hist = json::array();
+  hist.push_back(change);
+  while (hist.size() > kStatusHistory) hist.erase(hist.begin());
+}
+
+
+
 json SideJson(const SideSummary& s) {
   return {{"points", s.points},         {"runs", s.runs},
           {"mean", Num(s.mean)},        {"median", Num(s.median)},
@@ -110,6 +150,14 @@ json AssessmentJson(const Assessment& a, const std::vector<SeriesPointRow>& poin
                   {"axes", PointAxes(after)}};
   }
   return j;
+}
+
+std::string AlertStatus(const json& detail) {
+  if (!detail.is_object()) return std::string(kAlertActive);
+  if (auto it = detail.find("status"); it != detail.end() && it->is_string()) {
+    return it->get<std::string>();
+  }
+  return StatusOfDecision(detail.value("decision", std::string("alert")));
 }
 
 namespace {
@@ -541,7 +589,12 @@ absl::Status HistoryWorker::CheckStoppages() {
   absl::StatusOr<std::vector<SeriesRow>> all = store_->ListSeries();
   if (!all.ok()) return all.status();
   const uint64_t now = options_.clock();
+  absl::StatusOr<std::vector<AlertRow>> alerts = store_->ListAlerts();
+  if (!alerts.ok()) return alerts.status();
+  std::map<std::string, const AlertRow*> alert_by_id;
+  for (const AlertRow& a : *alerts) alert_by_id[a.id] = &a;
   WriteBatch batch;
+  size_t stopped = 0;
   for (const SeriesRow& row : *all) {
     if (row.metric != "iops") continue;  // one per workload and host class
     absl::StatusOr<std::vector<SeriesPointRow>> rows = store_->ListSeriesPoints(row.key);
@@ -552,9 +605,27 @@ absl::Status HistoryWorker::CheckStoppages() {
     const Stoppage st =
         CheckStoppage(*series, absl::FromUnixMillis(static_cast<int64_t>(now)),
                       options_.params.stoppage);
-    if (!st.stopped) continue;
+    const std::string id = HexDigest(absl::StrCat(row.key, "|stoppage"));  // Detect() skips it
+    const auto prior_it = alert_by_id.find(id);
+    const json prior = prior_it == alert_by_id.end()
+                           ? json()
+                           : json::parse(prior_it->second->detail_json, nullptr, false);
+    if (!st.stopped) {
+      // The series reports again: its stoppage alert is withdrawn (kept, triage too).
+      if (prior_it == alert_by_id.end() || AlertStatus(prior) == kAlertWithdrawn) continue;
+      json d = prior.is_object() ? prior : json::object();
+      ApplyStatus(&prior, d, std::string(kAlertWithdrawn), "reporting",
+                  absl::StrCat("the series reports again: run ", kept.back().run_id),
+                  kept.size(), kept.back().run_id, now);
+      AlertRow a = *prior_it->second;
+      a.updated_ms = now;
+      a.detail_json = d.dump();
+      batch.upsert_alerts.push_back(std::move(a));
+      continue;
+    }
+    ++stopped;
     AlertRow a;
-    a.id = HexDigest(absl::StrCat(row.key, "|stoppage"));  // Detect() skips this id
+    a.id = id;
     a.series_key = row.key;
     a.metric = row.metric;
     a.state = "untriaged";
@@ -563,15 +634,17 @@ absl::Status HistoryWorker::CheckStoppages() {
     a.job_id = kept.back().job_id;
     a.created_ms = now;
     a.updated_ms = now;
-    a.detail_json =
+    json detail =
         json{{"kind", "stoppage"},
              {"reason", st.reason},
              {"usual_interval_s", absl::ToDoubleSeconds(st.usual_interval)},
              {"silent_for_s", absl::ToDoubleSeconds(st.silent_for)},
              {"last_run", kept.back().run_id},
              {"decision", "stoppage"},
-             {"parameters", DescribeParams(options_.params)}}
-            .dump();
+             {"parameters", DescribeParams(options_.params)}};
+    ApplyStatus(prior.is_object() ? &prior : nullptr, detail, std::string(kAlertActive),
+                "stoppage", st.reason, kept.size(), kept.back().run_id, now);
+    a.detail_json = detail.dump();
     batch.upsert_alerts.push_back(std::move(a));
   }
   const size_t n = batch.upsert_alerts.size();
@@ -579,7 +652,7 @@ absl::Status HistoryWorker::CheckStoppages() {
   if (absl::Status s = store_->Write(std::move(batch)); !s.ok()) return s;
   std::lock_guard<std::mutex> l(mu_);
   stats_.alerts_written += n;
-  stats_.stoppages += n;
+  stats_.stoppages += stopped;
   return absl::OkStatus();
 }
 
@@ -746,14 +819,23 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
     return best;
   };
   const bool rerun_on = options_.submit_job && options_.rerun_budget_per_side > 0;
+  const size_t n_points = sa->points.size();
+  const std::string last_run = sa->points.empty() ? std::string() : sa->points.back().run_id;
   std::set<std::string> matched;
+  // Per stored alert, the change of this analysis at its place (an alerting one
+  // preferred): what its status follows.
+  std::map<std::string, const Assessment*> found_at;
   WriteBatch batch;
   for (const Assessment& a : sa->analysis.changes) {
     const AlertRow* prior = match(a);
+    json prior_detail;  // null without a prior alert
     json reruns;  // null: no extra runs were ever asked for this change
     if (prior != nullptr) {
-      const json d = json::parse(prior->detail_json, nullptr, /*allow_exceptions=*/false);
+      prior_detail = json::parse(prior->detail_json, nullptr, /*allow_exceptions=*/false);
+      const json& d = prior_detail;
       if (d.is_object() && d.contains("reruns") && d["reruns"].is_object()) reruns = d["reruns"];
+      const Assessment*& f = found_at[prior->id];
+      if (f == nullptr || a.decision == Decision::kAlert) f = &a;
     }
     const bool verifying = reruns.is_object();
     if (a.decision == Decision::kNeedMoreRuns) {
@@ -796,22 +878,48 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
       reruns["reruns_excluded"] = sa->reruns_excluded;
       detail["reruns"] = reruns;
     }
+    const std::string decision(DecisionName(a.decision));
+    ApplyStatus(prior != nullptr ? &prior_detail : nullptr, detail, StatusOfDecision(decision),
+                decision, a.reason, n_points, last_run, now);
     row.detail_json = detail.dump();
     batch.upsert_alerts.push_back(std::move(row));
   }
-  // Changes that were being settled and are no longer found once their runs are in.
+  // Alerts whose change this analysis does not alert on (nor is verifying):
+  // withdrawn, with the decision found at their place, or none found there. A
+  // change whose place is not known yet (pending) keeps its status.
   for (const AlertRow* e : mine) {
     if (matched.count(e->id) > 0) continue;
     json d = json::parse(e->detail_json, nullptr, /*allow_exceptions=*/false);
-    if (!d.is_object() || !d.contains("reruns") || !d["reruns"].is_object()) continue;
-    json& reruns = d["reruns"];
-    if (reruns.value("state", std::string()) != "running") continue;
-    const bool pending = RefreshRerunJobs(reruns);
-    if (pending) continue;
-    reruns["state"] = "not_detected";
-    reruns["reason"] = absl::StrCat("no change is detected here any more with ",
-                                    reruns.value("requested_before", 0), " extra runs before and ",
-                                    reruns.value("requested_after", 0), " after");
+    if (!d.is_object()) continue;
+    bool changed = false;
+    if (d.contains("reruns") && d["reruns"].is_object() &&
+        d["reruns"].value("state", std::string()) == "running") {
+      // Changes that were being settled and are no longer found once their runs are in.
+      json& reruns = d["reruns"];
+      if (RefreshRerunJobs(reruns)) continue;  // wait for the runs asked for
+      reruns["state"] = "not_detected";
+      reruns["reason"] = absl::StrCat("no change is detected here any more with ",
+                                      reruns.value("requested_before", 0),
+                                      " extra runs before and ",
+                                      reruns.value("requested_after", 0), " after");
+      changed = true;
+    }
+    const auto f = found_at.find(e->id);
+    const Assessment* a = f != found_at.end() ? f->second : nullptr;
+    if (a != nullptr && a->decision == Decision::kPending && !changed) continue;
+    if (AlertStatus(d) != kAlertWithdrawn && (a == nullptr || a->decision != Decision::kPending)) {
+      const std::string decision =
+          a != nullptr ? std::string(DecisionName(a->decision)) : std::string("not_detected");
+      const std::string reason =
+          a != nullptr ? a->reason
+                       : absl::StrCat("no change is found within ", kSameAlertPoints,
+                                      " points of this place any more (", n_points, " points)");
+      const json prior = d;
+      ApplyStatus(&prior, d, std::string(kAlertWithdrawn), decision, reason, n_points, last_run,
+                  now);
+      changed = true;
+    }
+    if (!changed) continue;
     AlertRow row = *e;
     row.updated_ms = now;
     row.detail_json = d.dump();

@@ -9,7 +9,13 @@
 // series are inserted idempotently, so a run read twice feeds one point.
 //
 // Alerts: one per (series, first run after the change) whose decision is kAlert;
-// re-detection updates its figures and keeps its triage state.
+// re-detection updates its figures and keeps its triage state. Every analysis
+// of a series also sets the detection status of its alerts (AlertStatus), apart
+// from the triage state: `active` while the newest analysis still alerts on the
+// change, `unknown` while it is UNKNOWN (extra runs), `withdrawn` when the
+// newest analysis finds it went away, not confirmed, SAME, gradual, a mode
+// switch, or no change within 3 points of its place any more; back to `active`
+// when the change is found again.
 //
 // Thread-safety: Start/Stop from one thread; PollOnce() is serialised with the
 // worker's own polls; the query functions are stateless (any thread).
@@ -24,6 +30,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -177,6 +184,15 @@ struct SeriesAnalysis {
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
                                                    const Params& params,
                                                    ReferenceCache* references = nullptr);
+
+// Detection status of an alert (docs/history.md, "Alert status").
+inline constexpr std::string_view kAlertActive = "active";        // the newest analysis alerts
+inline constexpr std::string_view kAlertUnknown = "unknown";  // UNKNOWN: extra runs decide
+inline constexpr std::string_view kAlertWithdrawn = "withdrawn";  // the data no longer support it
+// The status stored in an alert's detail (`status`); rows from before it existed
+// take it from their `decision` (alert, stoppage: active; need_more_runs:
+// unknown; any other: withdrawn).
+std::string AlertStatus(const nlohmann::json& detail);
 
 // One assessed change as JSON: index, run ids and orders around it, the points'
 // axes (kernel, tags) before and after, change %, interval, verdict, decision,

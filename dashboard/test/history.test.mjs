@@ -33,7 +33,12 @@ const SERIES = {
   parameters: 'edivisive(...)', note: '', hosts: [{ host: 'h1', points: 3, mean: 95000, median: 95000, stddev_pct: 5.5 }, { host: 'h2', points: 3, mean: 94000, median: 94000, stddev_pct: 6.5 }],
   builds: BUILDS,
 };
-const ALERT = { id: 'a1', kind: 'change', series: 'k1', metric: 'iops', change_pct: -10, regression: true, state: 'untriaged', first_run: { run_id: 'r3', job_id: 'j3', tags: { commit: 'c3' }, kernel_release: '6.13' }, created_ms: 1700000000000, updated_ms: 1700000000000 };
+const ALERT = { id: 'a1', kind: 'change', series: 'k1', metric: 'iops', change_pct: -10, regression: true, state: 'untriaged', status: 'active', first_run: { run_id: 'r3', job_id: 'j3', tags: { commit: 'c3' }, kernel_release: '6.13' }, created_ms: 1700000000000, updated_ms: 1700000000000 };
+const WITHDRAWN = {
+  ...ALERT, id: 'a2', change_pct: -58, state: 'acknowledged', status: 'withdrawn',
+  status_change: { status: 'withdrawn', from: 'active', decision: 'went_away', reason: 'went away: the newest 3 points are nearer the old level than the new', points: 40, last_run: 'r40', at_ms: 1700000100000 },
+};
+const alertQueries = [];
 
 describe('history pages', { skip: skip || false, timeout: 120000 }, () => {
   let server;
@@ -51,7 +56,11 @@ describe('history pages', { skip: skip || false, timeout: 120000 }, () => {
       };
       if (url.pathname === '/api/v1/series') return reply({ series: [{ key: 'k1', metric: 'iops', axes, created_ms: 1 }] });
       if (url.pathname === '/api/v1/series/k1') return reply(SERIES);
-      if (url.pathname === '/api/v1/alerts') return reply({ alerts: [ALERT] });
+      if (url.pathname === '/api/v1/alerts') {
+        alertQueries.push(url.search);
+        const st = url.searchParams.get('status');
+        return reply({ alerts: st === 'all' ? [ALERT, WITHDRAWN] : st === 'withdrawn' ? [WITHDRAWN] : [ALERT] });
+      }
       if (url.pathname === '/api/v1/alerts/a1/state' && req.method === 'POST') {
         let body = '';
         for await (const c of req) body += c;
@@ -124,5 +133,18 @@ describe('history pages', { skip: skip || false, timeout: 120000 }, () => {
     await row.locator('select').selectOption('acknowledged');
     for (let i = 0; i < 50 && posts.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(posts, [{ state: 'acknowledged' }]);
+  });
+
+  it('lists withdrawn alerts only when asked, with why', async () => {
+    const row = page.locator('tr[data-alert="a1"]');
+    assert.equal(await row.locator('td[data-status]').getAttribute('data-status'), 'active');
+    assert.equal(await page.locator('tr[data-alert="a2"]').count(), 0);
+    await page.locator('p[aria-label="status filter"] a', { hasText: 'all' }).click();
+    const w = page.locator('tr[data-alert="a2"]');
+    await w.waitFor();
+    assert.match(await w.innerText(), /withdrawn/);
+    assert.match(await w.innerText(), /went_away at 40 points/);
+    assert.ok(alertQueries.some((q) => q.includes('status=all')), alertQueries.join(' '));
+    await b.shot('ui-alerts-all');
   });
 });

@@ -27,7 +27,7 @@ export const PAGES = [
   { route: '^\\/submit\\/?$', page: 'submit', files: ['ui-submit-error', 'ui-submit-clone', 'e2e-submit-error'] },
   { route: '^\\/series\\/?$', page: 'history series list', files: ['ui-series-list'] },
   { route: '^\\/series\\/([^/]+)\\/?$', page: 'one history series', files: ['ui-series'] },
-  { route: '^\\/alerts\\/?$', page: 'regression alerts', files: ['ui-alerts'] },
+  { route: '^\\/alerts\\/?$', page: 'regression alerts', files: ['ui-alerts', 'ui-alerts-all'] },
   { route: null, page: 'API token dialog', files: ['ui-token-dialog'] },
   { route: null, page: 'page not found', files: ['ui-not-found'] },
 ];

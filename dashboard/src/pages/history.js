@@ -2,7 +2,7 @@
 // points, and alerts with triage. Routes:
 //   #/series            series list (?metric=iops)
 //   #/series/KEY        points (change points marked), per-host spread, changes
-//   #/alerts            alerts with triage (?state=untriaged)
+//   #/alerts            alerts with triage (?state=untriaged, ?status=active|unknown|withdrawn|all)
 import uPlot from 'uplot';
 import { request } from '../api.js';
 import { h, replace, fmtNum, fmtTime, errorBox, poller } from '../dom.js';
@@ -163,12 +163,22 @@ export function seriesPage(main, { args }) {
 export function alertsPage(main, { params }) {
   document.title = 'Alerts · iofleet';
   const state = params.get('state') || '';
+  const status = params.get('status') || '';
   const body = h('div');
-  main.append(h('h1', null, 'Alerts'), h('p', { class: 'muted' }, 'Confirmed changes larger than the metric’s threshold that did not go away. ', h('a', { href: '#/series' }, 'Series')), body);
+  const statusLink = (value, text) => (value === status ? h('strong', null, text) : h('a', { href: value ? `#/alerts?status=${value}` : '#/alerts' }, text));
+  main.append(
+    h('h1', null, 'Alerts'),
+    h('p', { class: 'muted' }, 'Confirmed changes larger than the metric’s threshold that did not go away. An alert follows the newest analysis of its series: withdrawn when the data no longer support it (kept with its triage state). ', h('a', { href: '#/series' }, 'Series')),
+    h('p', { class: 'muted', 'aria-label': 'status filter' }, 'Show: ', statusLink('', 'active and unknown'), ' · ', statusLink('active', 'active'), ' · ', statusLink('withdrawn', 'withdrawn'), ' · ', statusLink('all', 'all')),
+    body,
+  );
   const p = poller(async (signal) => {
     let d;
+    const q = {};
+    if (state) q.state = state;
+    if (status) q.status = status;
     try {
-      d = await request('GET', '/alerts', { params: state ? { state } : undefined, signal });
+      d = await request('GET', '/alerts', { params: Object.keys(q).length ? q : undefined, signal });
     } catch (e) {
       if (e.name === 'AbortError') throw e;
       replace(body, errorBox(e));
@@ -192,6 +202,12 @@ export function alertsPage(main, { params }) {
         h('td', null, a.metric),
         h('td', { class: a.regression ? 'bad' : 'good' }, pct(a.change_pct)),
         h('td', null, sel),
+        h(
+          'td',
+          { class: a.status === 'withdrawn' ? 'muted' : null, dataset: { status: a.status || '' } },
+          a.status || '',
+          a.status === 'withdrawn' && a.status_change ? h('div', { class: 'muted small' }, `${a.status_change.decision} at ${a.status_change.points} points: ${a.status_change.reason}`) : null,
+        ),
         h('td', null, h('a', { href: `#/jobs/${encodeURIComponent(a.first_run.job_id)}` }, a.first_run.job_id), h('div', { class: 'muted small' }, a.first_run.kernel_release || '')),
         h('td', null, tagsText(a.first_run.tags)),
         h('td', null, fmtTime(a.created_ms)),
@@ -201,7 +217,7 @@ export function alertsPage(main, { params }) {
     replace(
       body,
       rows.length
-        ? h('table', null, h('thead', null, h('tr', null, ['Alert', 'Metric', 'Change', 'State', 'First run after', 'Tags', 'Raised', ''].map((c) => h('th', { scope: 'col' }, c)))), h('tbody', null, rows))
+        ? h('table', null, h('thead', null, h('tr', null, ['Alert', 'Metric', 'Change', 'State', 'Status', 'First run after', 'Tags', 'Raised', ''].map((c) => h('th', { scope: 'col' }, c)))), h('tbody', null, rows))
         : h('p', { class: 'muted' }, 'No alerts.'),
     );
     return true;
