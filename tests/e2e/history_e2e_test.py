@@ -15,6 +15,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_test  # noqa: E402
 from e2e_test import Env, check, fio_job, run_of, wait_for  # noqa: E402
+from iofleet_harness import TestFailure  # noqa: E402
 
 
 def series_points(env, key):
@@ -144,7 +145,13 @@ def rerun_job(path):
 
 
 def case_reruns():
-    """UNKNOWN is not a verdict, end to end: a series of real runs (agent-a,
+    """NOT REGISTERED IN CTEST YET: it fails on this agent (2026-12-02). The
+    agent reports IOPS ~19.97 for every N at rate_iops=20 (its runtime counts
+    the wait after the last read, fio 3.33's does not: fio gives 22.79 for N=8),
+    so the files below make no step and no change is detected. The design needs
+    another source of a controlled, borderline step.
+
+    UNKNOWN is not a verdict, end to end: a series of real runs (agent-a,
     then agent-b: same host class and device) steps by +1.8 % (medians) with an
     interval of about [+1.6, +2.8] %: confirmed, under the 2 % threshold, not
     inside it: UNKNOWN. The controller, with its default budget, submits extra
@@ -181,7 +188,14 @@ def case_reruns():
             rr = env.get(f"/alerts/{al[0]['id']}")
             r = rr.get("assessment", {}).get("reruns") or al[0].get("reruns") or {}
             return (al[0], r) if r.get("state") not in (None, "running", "waiting") else None
-        alert, reruns = wait_for(settled, 90, "the UNKNOWN change to settle", interval=0.5)
+        try:
+            alert, reruns = wait_for(settled, 90, "the UNKNOWN change to settle", interval=0.5)
+        except TestFailure:
+            one = env.get(f"/series/{key}")
+            raise TestFailure(f"not settled: values {vals}, changes " + json.dumps(
+                [{k: c.get(k) for k in ("index", "change_pct", "change_ci_pct", "verdict",
+                                        "decision", "reason")} for c in one["change_points"]])
+                + f", note {one.get('note')!r}, alerts {env.get('/alerts')['alerts']}")
         one = env.get(f"/series/{key}")
         detail = json.dumps({"alert": alert, "reruns": reruns, "values": vals,
                              "changes": one["change_points"]}, indent=1)[:6000]
