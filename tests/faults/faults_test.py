@@ -720,9 +720,9 @@ def case_soak():
         # worker catch up, wait for them, then read the alerts.
         def reruns_done():
             js = [j for j in env.get("/jobs")["jobs"] if j["id"] not in set(submitted)]
-            return js if all(j["state"] in ("succeeded", "failed", "cancelled") for j in js) else None
+            return (js,) if all(j["state"] in ("succeeded", "failed", "cancelled") for j in js) else None
         time.sleep(3)
-        rerun_jobs = wait_for(reruns_done, 120, "the controller's extra-run jobs", interval=1)
+        rerun_jobs = wait_for(reruns_done, 120, "the controller's extra-run jobs", interval=1)[0]
         alerts = env.get("/alerts")["alerts"]
         samples.append((round(time.time() - t_start, 1), rss_kb(pid)))
         if wrap:  # SIGKILL: the profile then lists what was live at the end
