@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   // The jobs run in a session of their own, as fio's job processes do
-  // (agent/run/sched_session.h): this process stays in the caller's.
+  // (agent/run/sched_session.h): this process stays in the caller's. `serve`
+  // does the same below.
   if (cmd == "run") {
     return iofleet::agent::RunInOwnSession([&] { return iofleet::agent::RunMain(argc - 2, argv + 2); });
   }
@@ -89,7 +90,12 @@ int main(int argc, char** argv) {
     std::vector<char*> serve_argv;
     for (size_t i = 1; i < args->size(); ++i) serve_argv.push_back((*args)[i].data());
     serve_argv.push_back(nullptr);
-    return iofleet::agent::ServeMain(static_cast<int>(serve_argv.size() - 1), serve_argv.data());
+    // As `run`: the daemon's runs get the CPU share of their jobs' sessions
+    // (agent/run/sched_session.h) wherever it was started. Under systemd or a
+    // container runtime it already leads its session and nothing is forked.
+    return iofleet::agent::RunInOwnSession([&] {
+      return iofleet::agent::ServeMain(static_cast<int>(serve_argv.size() - 1), serve_argv.data());
+    });
 #else
     std::fprintf(stderr, "iofleet-agent: this build has no controller transport (gRPC)\n");
     return 2;

@@ -190,6 +190,13 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
                       job.random_distribution == jobspec::RandomDistribution::kRandom &&
                       (job.random_generator == jobspec::RandomGenerator::kLfsr || !job.norandommap);
   invalidate_on_reset_ = InvalidatesOnTimeBasedWrap(job);
+  // fio's get_next_seq_offset wraps a time_based job's direction when its
+  // last_pos reaches the end, for a job of one file only, going forwards.
+  // A verify job stops at the pass's bytes instead (fio's do_io), and zones
+  // (strided, zbd) and trimwrite move the cursors themselves.
+  wrap_each_direction_ = job.time_based && !jobspec::IsRandom(job.rw) && files_.size() == 1 &&
+                         job.rw_seq_add >= 0 && !strided_ && !trimwrite_ &&
+                         files_[0].zbd == nullptr && job.verify == jobspec::VerifyType::kNone;
   // fio's exceeds_number_ios: issued I/Os over all loops against number_ios x
   // loops (trimwrite doubles it: trims count); time_based jobs run on.
   ios_cap_ = UINT64_MAX;
@@ -211,6 +218,11 @@ absl::Status IoGenerator::ZoneError() const {
 
 void IoGenerator::ResetFile(FileState& f) {
   for (auto& g : f.owned) g->Reset();
+  if (invalidate_on_reset_) InvalidateFileCache(f.fd, f.is_block_device, f.region_start, f.region_len);
+}
+
+void IoGenerator::WrapDirection(FileState& f, jobspec::Ddir d) {
+  f.gen[d]->Reset();
   if (invalidate_on_reset_) InvalidateFileCache(f.fd, f.is_block_device, f.region_start, f.region_len);
 }
 

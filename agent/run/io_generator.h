@@ -93,6 +93,13 @@ class IoGenerator {
           // (get_next_rand_block), where a loop would re-seed it.
           ResetFile(f);
           filled = Fill(f, fi, r, d);
+        } else if (!filled && wrap_each_direction_) {
+          // time_based sequential I/O on one file: the direction that came
+          // to the end starts over at the region's start and the cache is
+          // dropped (fio's get_next_seq_offset, last_pos per direction); the
+          // other direction goes on where it is.
+          WrapDirection(f, d);
+          filled = Fill(f, fi, r, d);
         }
         if (filled) {
           if (cmdprio_.active()) cmdprio_.Pick(static_cast<int>(r.op), r.len, &r.ioprio, &r.prio_slot);
@@ -122,11 +129,14 @@ class IoGenerator {
   // Starts a new pass: same random sequence again when repeatable (fio's lfsr/map reset).
   void ResetPass();
   // time_based, the pass's bytes issued: a random job whose used-up files
-  // start over on the spot goes on where it is (fio's do_io does not stop
-  // at the bytes when time_based; no re-seed) and this returns true; false
-  // when the caller starts a new pass instead.
+  // start over on the spot, or a sequential job on one file whose
+  // directions wrap one by one, goes on where it is (fio's do_io does not
+  // stop at the bytes when time_based; no re-seed) and this returns true;
+  // false when the caller starts a new pass instead.
   bool ContinueTimeBased() {
-    if (!reset_full_files_) return false;
+    if (!reset_full_files_ && !wrap_each_direction_) return false;
+    // A file that could not fill even after a wrap: a new pass instead.
+    if (wrap_each_direction_ && !reset_full_files_ && files_done_ != 0) return false;
     pass_left_ = pass_bytes_;
     return true;
   }
@@ -258,6 +268,7 @@ class IoGenerator {
   bool Rewind();
   void ResetFiles();
   void ResetFile(FileState& f);
+  void WrapDirection(FileState& f, jobspec::Ddir d);
 
   std::vector<FileState> files_;
   std::vector<int> fds_;
@@ -306,6 +317,10 @@ class IoGenerator {
   bool wrap_ = false;
   bool reset_full_files_ = false;     // time_based random (random map or LFSR): ResetFile, not done
   bool invalidate_on_reset_ = false;  // ... dropping the file's cache as fio does then
+  // time_based sequential on one file: each direction wraps by itself at the
+  // end of the region (fio: nr_files == 1, last_pos per direction), rather
+  // than both when the pass's bytes (reads + writes) are issued.
+  bool wrap_each_direction_ = false;
   bool invalidate_on_rewind_ = false;  // invalidate=1: a wrap drops the cache (fio reopens)
   char* buffers_ = nullptr;
   size_t slot_size_ = 0;

@@ -336,6 +336,14 @@ bool IoLoop::NextPass(uint64_t now) {
     }
   }
   if (job_.time_based && job_.runtime_us != 0) {
+    if (cfg_.loop_files != nullptr) {
+      // unlink_each_loop with verify (UnlinksFilesBetweenPasses): fio's I/O
+      // loop stopped at the pass's bytes and its next pass starts with new
+      // files, as the next loop of a loops=N job does.
+      loop_switch_ = true;
+      stop_issuing_ = true;
+      return false;
+    }
     // fio drops the cache as a time_based job's files start over (file_cache.h).
     if (!gen_.ContinueTimeBased()) {
       if (invalidate_on_time_wrap_) gen_.InvalidateCaches();

@@ -518,10 +518,17 @@ absl::Status IoLoop::Run(E& e) {
   }
   pacer_.FlowExit();
   if (cfg_.steady_state != nullptr) cfg_.steady_state->MemberDone(cfg_.ss_member);
+  // end_fsync, fsync_on_close: fio fsyncs each file at the end of the I/O
+  // (do_io, should_fsync: a job that writes, whose last I/O was not an
+  // fsync), inside the job's runtime: a buffered write job's bandwidth
+  // covers getting its data to the device.
+  if ((job_.end_fsync || job_.fsync_on_close) && jobspec::HasWrite(job_.rw) && !last_was_sync_ &&
+      error_ == 0) {
+    EndFsync();
+    now_ = Clock::NowNs();
+  }
   if (coarse_) now_ = Clock::NowNs();  // the runtime ends at a true reading
   end_ns_ = now_;
-  // fsync_on_close: fio fsyncs each file at the end of the I/O as end_fsync does.
-  if ((job_.end_fsync || (job_.fsync_on_close && jobspec::HasWrite(job_.rw))) && error_ == 0) EndFsync();
   PublishInterval(now_);
   if (log_ != nullptr) log_->End(end_ns_ - epoch_ns_);
   return st;

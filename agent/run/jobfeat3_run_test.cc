@@ -143,8 +143,16 @@ TEST_F(JobFeat3Test, CmdprioErrorsNameTheOptionOrTheEngine) {
   EXPECT_THAT(err("ioengine=io_uring\ncmdprio_class=4\n"), HasSubstr("must be a priority class in 1..3"));
   EXPECT_THAT(err("ioengine=psync\ncmdprio_percentage=10\n"),
               HasSubstr("belongs to ioengine io_uring, io_uring_cmd, libaio, not to this job's ioengine psync"));
+  // NVMe passthrough carries no priority (the kernel ignores sqe->ioprio for
+  // IORING_OP_URING_CMD): both forms are refused with the reason.
   EXPECT_THAT(err("ioengine=io_uring_cmd\ncmdprio_percentage=10\n"),
-              HasSubstr("not implemented for ioengine io_uring_cmd"));
+              HasSubstr("option \"cmdprio_percentage\": value \"10\""));
+  EXPECT_THAT(err("ioengine=io_uring_cmd\ncmdprio_percentage=10\n"),
+              HasSubstr("is refused: per-command priorities do not reach the device with ioengine "
+                        "io_uring_cmd: NVMe passthrough commands "
+                        "carry no I/O priority"));
+  EXPECT_THAT(err("ioengine=io_uring_cmd\ncmdprio_bssplit=4k/50\n"),
+              HasSubstr("ignores sqe->ioprio"));
   EXPECT_EQ(err("ioengine=libaio\ncmdprio_bssplit=64k/100:1024k/0,1024k/0\ncmdprio_class=1\ncmdprio=0\n"),
             "parsed");
 }

@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "agent/run/run_test_fixture.h"
 #include "agent/run/runner.h"
@@ -55,6 +57,92 @@ TEST_F(LayoutTest, AReadJobsFileIsWrittenInItsBlockSize) {
     EXPECT_GE(writes, c.writes) << "the layout wrote in pieces larger than bs=" << c.bs;
     EXPECT_LE(writes, c.writes + 8) << "more writes than the layout needs";
   }
+}
+
+struct FileShape {
+  uint64_t size = 0;
+  uint64_t allocated = 0;  // bytes of disk space (st_blocks x 512)
+  bool has_data = false;   // a non-zero byte in its first 64 KiB
+  ino_t inode = 0;
+};
+
+FileShape Shape(const std::string& path) {
+  FileShape s;
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return s;
+  s.size = static_cast<uint64_t>(st.st_size);
+  s.allocated = static_cast<uint64_t>(st.st_blocks) * 512;
+  s.inode = st.st_ino;
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> buf(64 << 10);
+  in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+  for (std::streamsize i = 0; i < in.gcount(); ++i) s.has_data = s.has_data || buf[i] != 0;
+  return s;
+}
+
+// A write-only job's file as fio 3.33's extend_file leaves it (create_only=1,
+// size=1m; fio's own results for the same jobs, checked with stat): space as
+// fallocate= says, no size set beyond what that call sets, no data; with
+// overwrite=1 the file is written as for a read job. Before, the agent
+// ignored fallocate= and overwrite: every write-only file was
+// posix_fallocate'd and truncated to its size, never written.
+TEST_F(LayoutTest, AWriteJobsFileIsPreallocatedAsFallocateSays) {
+  struct Case {
+    const char* options;
+    uint64_t size;
+    bool allocated, data;
+  } cases[] = {
+      {"fallocate=none", 0, false, false},
+      {"fallocate=native", 1 << 20, true, false},
+      {"fallocate=posix", 1 << 20, true, false},
+      {"fallocate=keep", 0, true, false},
+      {"fallocate=truncate", 1 << 20, false, false},
+      {"overwrite=1", 1 << 20, true, true},
+      {"overwrite=1\nfallocate=none", 1 << 20, true, true},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.options);
+    const std::string opts = c.options;
+    const std::string file = Path("w" + std::to_string(n++) + ".dat");
+    RunResult r = MustRun("[w]\nioengine=psync\nrw=write\nbs=64k\nsize=1m\ncreate_only=1\nfilename=" +
+                          file + "\n" + opts + "\n");
+    ASSERT_EQ(r.reported.size(), 1u);
+    EXPECT_EQ(r.reported[0].error, 0);
+    const FileShape s = Shape(file);
+    EXPECT_EQ(s.size, c.size);
+    if (c.allocated) {
+      EXPECT_GE(s.allocated, uint64_t{1} << 20);
+    } else {
+      EXPECT_EQ(s.allocated, 0u);
+    }
+    EXPECT_EQ(s.has_data, c.data);
+  }
+}
+
+// A file shorter than the job needs is removed and laid out anew from its
+// start, as fio's extend_file does (unlink, then create): its old bytes do
+// not survive. Before, the agent extended it in place.
+TEST_F(LayoutTest, AShortFileIsLaidOutAnew) {
+  const std::string file = Path("short.dat");
+  {
+    std::ofstream out(file, std::ios::binary);
+    const std::string a(512 << 10, 'A');
+    out.write(a.data(), static_cast<std::streamsize>(a.size()));
+  }
+  const ino_t before = Shape(file).inode;
+  ASSERT_NE(before, 0u);
+  RunResult r = MustRun("[w]\nioengine=psync\nrw=write\nbs=64k\nsize=1m\ncreate_only=1\nfilename=" +
+                        file + "\nfallocate=truncate\n");
+  ASSERT_EQ(r.reported.size(), 1u);
+  const FileShape s = Shape(file);
+  EXPECT_EQ(s.size, uint64_t{1} << 20);
+  EXPECT_FALSE(s.has_data) << "the short file's old bytes are still there";
+  // A file already large enough is left as it is.
+  const ino_t laid_out = s.inode;
+  r = MustRun("[w]\nioengine=psync\nrw=write\nbs=64k\nsize=1m\ncreate_only=1\nfilename=" + file +
+              "\n");
+  EXPECT_EQ(Shape(file).inode, laid_out);
 }
 
 }  // namespace

@@ -34,16 +34,27 @@ absl::Status LoopFiles::StartLoop() {
   return absl::OkStatus();
 }
 
+bool UnlinksFilesBetweenPasses(const jobspec::JobSpec& job) {
+  if (!job.unlink_each_loop) return false;
+  // fio drops time_based without a runtime (the agent runs it as a plain job).
+  if (job.time_based && job.runtime_us != 0) return job.verify != jobspec::VerifyType::kNone;
+  return job.loops > 1;
+}
+
 absl::Status CheckUnlinkEachLoop(const jobspec::JobSpec& job) {
-  if (!job.unlink_each_loop || job.loops <= 1) return absl::OkStatus();
+  if (!UnlinksFilesBetweenPasses(job)) return absl::OkStatus();
   auto refuse = [&](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("job \"", job.name,
                                                    "\": option \"unlink_each_loop\": value \"1\": ", why));
   };
   if (!jobspec::HasWrite(job.rw)) {
-    return refuse(absl::StrCat("rw=", jobspec::RwPatternName(job.rw), " with loops=", job.loops,
-                               " does not write, so the files unlinked after the first loop cannot be "
-                               "opened again (fio 3.33 fails the second loop with ENOENT)"));
+    const std::string passes = job.time_based && job.runtime_us != 0
+                                   ? std::string(" with time_based and verify")
+                                   : absl::StrCat(" with loops=", job.loops);
+    return refuse(absl::StrCat("rw=", jobspec::RwPatternName(job.rw), passes,
+                               " does not write, so the files unlinked after the first ",
+                               job.time_based && job.runtime_us != 0 ? "pass" : "loop",
+                               " cannot be opened again (fio 3.33 fails the second one with ENOENT)"));
   }
   if (!job.allow_file_create) {
     return refuse("allow_file_create=0 forbids creating the files again after they are unlinked");

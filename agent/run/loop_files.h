@@ -1,4 +1,5 @@
-// unlink_each_loop (fio 3.33): as each loop after the first starts, the job's
+// unlink_each_loop (fio 3.33): as each loop after the first starts (for a
+// time_based job: each verified pass, UnlinksFilesBetweenPasses), the job's
 // regular files are closed and unlinked, and the job goes on in new, empty
 // files of the same names (fio's clear_io_state, unlink_all_files, then its
 // next open with O_CREAT). The I/O pattern is unchanged: offsets still span
@@ -43,10 +44,24 @@ class LoopFiles {
   int loops_started_ = 0;
 };
 
+// Whether an unlink_each_loop job replaces its files during its run, as fio
+// 3.33 does: as each loop after the first starts (loops > 1), or, for a
+// time_based job (with a runtime; fio ignores loops then), as each pass after
+// the first starts when verify is set: fio's I/O loop stops at a pass's bytes
+// only to verify (or, with do_verify=0, to start the next pass), and the next
+// pass begins with clear_io_state and unlink_all_files. Without verify a
+// time_based job wraps over the same files for its whole runtime and never
+// unlinks them. fio's pass ends early only for queued I/Os (its do_io counts
+// issued bytes in FIO_Q_QUEUED alone), so on a sync engine (psync, ...) a
+// time_based job never unlinks either: the worker checks that.
+bool UnlinksFilesBetweenPasses(const jobspec::JobSpec& job);
+
 // Refuses, before any I/O, an unlink_each_loop job that could not reopen its
 // files as fio would (fio fails the second loop): a job that does not write
 // (its reopen does not create), allow_file_create=0, zonemode=zbd, or
 // registered files (io_uring registerfiles / sqthread_poll hold the old file).
+// A job that never replaces its files (UnlinksFilesBetweenPasses) is not
+// checked: fio runs it as if unlink_each_loop were 0.
 absl::Status CheckUnlinkEachLoop(const jobspec::JobSpec& job);
 
 }  // namespace iofleet::agent

@@ -124,9 +124,10 @@ bool EngineDoesNoIo(const JobSpec& job) { return job.ioengine == "null"; }
 struct LayoutEntry {
   uint64_t need = 0;        // bytes the file must hold
   uint64_t have = 0;        // bytes it holds now
-  bool write_data = false;  // a job reads it: write real data (else allocate)
+  bool write_data = false;  // a job reads it, or overwrite=1: write real data (else allocate)
   std::string job;          // first job that needs it
   uint64_t chunk = 0;       // bytes per layout write: that job's largest write block
+  jobspec::FallocateMode fallocate = jobspec::FallocateMode::kNative;  // that job's fallocate=
 };
 
 // Size of the I/O region per file for a clone, and the total per pass.
@@ -339,9 +340,13 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
             entry.job = job.name;
             entry.have = facts.exists ? facts.size : 0;
             entry.chunk = job.bs_max[jobspec::kWrite];
+            entry.fallocate = job.fallocate;
           }
           entry.need = std::max(entry.need, need);
-          entry.write_data = entry.write_data || jobspec::HasRead(job.rw);
+          // fio's extend_file: real data for jobs that read, and for writes
+          // with overwrite=1; a write-only job's file is only preallocated.
+          entry.write_data = entry.write_data || jobspec::HasRead(job.rw) ||
+                             (jobspec::HasWrite(job.rw) && job.overwrite);
         }
       }
       // With filesize, size= (when smaller) caps the bytes per pass (fio sets
@@ -398,12 +403,47 @@ absl::Status LayoutCancelled(const std::string& path, uint64_t pos, uint64_t nee
                                            pos, " of ", need, " bytes laid out)"));
 }
 
-// Creates or extends files as fio lays them out: jobs that read get real data
-// written (reading unwritten space measures nothing) in writes of `chunk`
+// fallocate=: how a file being laid out gets its space, as fio's
+// fallocate_file (native: fallocate(2) mode 0, posix: posix_fallocate, keep:
+// FALLOC_FL_KEEP_SIZE, truncate: ftruncate, none: nothing). native's failure
+// is ignored (fio falls back to nothing), as is "not supported here" for the
+// others. In steps, so a cancel stops it within a few milliseconds.
+absl::Status Preallocate(int fd, const std::string& path, uint64_t need, jobspec::FallocateMode mode,
+                         const std::atomic<bool>* cancel) {
+  using jobspec::FallocateMode;
+  if (mode == FallocateMode::kNone) return absl::OkStatus();
+  if (mode == FallocateMode::kTruncate) {
+    if (ftruncate(fd, static_cast<off_t>(need)) != 0) return IoError("lay out (ftruncate)", path, errno);
+    return absl::OkStatus();
+  }
+  constexpr uint64_t kStep = 256ull << 20;
+  for (uint64_t pos = 0; pos < need; pos += kStep) {
+    if (Cancelled(cancel)) return LayoutCancelled(path, pos, need);
+    const off_t off = static_cast<off_t>(pos);
+    const off_t len = static_cast<off_t>(std::min(kStep, need - pos));
+    int err = 0;
+    if (mode == FallocateMode::kPosix) {
+      err = posix_fallocate(fd, off, len);
+    } else if (::fallocate(fd, mode == FallocateMode::kKeep ? FALLOC_FL_KEEP_SIZE : 0, off, len) != 0) {
+      err = errno;
+    }
+    if (err == 0) continue;
+    if (mode == FallocateMode::kNative || err == EOPNOTSUPP || err == EINVAL || err == ENOSYS) break;
+    return IoError(mode == FallocateMode::kPosix ? "lay out (posix_fallocate)" : "lay out (fallocate)", path, err);
+  }
+  return absl::OkStatus();
+}
+
+// Creates files, or lays out again files too short for the jobs, as fio 3.33's
+// extend_file: a file that exists but is too short is removed and made anew
+// from its start; its space is preallocated as fallocate= says; then a file
+// that a job reads (or that an overwrite=1 job writes) is sized and filled
+// with data (reading unwritten space measures nothing) in writes of `chunk`
 // bytes, the job's largest write block, as fio's extend_file writes
-// max_bs[DDIR_WRITE] at a time (1 MiB when 0 or larger); write-only jobs get
-// the space allocated and the size set. Checks `cancel` between writes and
-// 256 MiB allocations, so a cancel stops it within a few milliseconds.
+// max_bs[DDIR_WRITE] at a time (1 MiB when 0 or larger), and flushed. A file
+// only written to is not sized beyond what fallocate= did: with
+// fallocate=none or keep it stays empty and the job's writes extend it.
+// `need` 0 (fill_device) only creates it. Checks `cancel` between writes.
 //
 // The write size is not a detail: on a 6.x kernel with large folios in the
 // page cache (ext4 on the shared VM), writing 256 MiB in 1 MiB writes cost
@@ -411,19 +451,22 @@ absl::Status LayoutCancelled(const std::string& path, uint64_t pos, uint64_t nee
 // copy_folio_from_iter_atomic); the agent's 1 MiB layout writes made a 128k
 // read job's set-up 3-8x slower than fio's (docs/buffered-reads-vs-fio.md).
 absl::Status LayOut(const std::string& path, uint64_t need, bool write_data, uint64_t chunk_bytes,
-                    const std::atomic<bool>* cancel) {
+                    jobspec::FallocateMode fallocate, const std::atomic<bool>* cancel) {
   const FileFacts facts = Inspect(path);
   if (facts.exists && facts.size >= need) return absl::OkStatus();
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (facts.exists && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return IoError("lay out (unlink the short file)", path, errno);
+  }
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return IoError("create", path, errno);
-  const uint64_t from = facts.exists ? facts.size : 0;
-  absl::Status status;
-  if (write_data) {
+  absl::Status status = need == 0 ? absl::OkStatus() : Preallocate(fd, path, need, fallocate, cancel);
+  if (status.ok() && write_data && need != 0) {
+    if (ftruncate(fd, static_cast<off_t>(need)) != 0) status = IoError("lay out (ftruncate)", path, errno);
     constexpr uint64_t kMaxChunk = 1 << 20;
     if (chunk_bytes == 0 || chunk_bytes > kMaxChunk) chunk_bytes = kMaxChunk;
     std::vector<uint64_t> chunk((chunk_bytes + 7) / 8);
     std::mt19937_64 rng(0x5eed);
-    uint64_t pos = from;
+    uint64_t pos = 0;
     while (pos < need && status.ok()) {
       if (Cancelled(cancel)) {
         status = LayoutCancelled(path, pos, need);
@@ -439,21 +482,6 @@ absl::Status LayOut(const std::string& path, uint64_t need, bool write_data, uin
       pos += static_cast<uint64_t>(r);
     }
     if (status.ok() && fdatasync(fd) != 0) status = IoError("lay out (fdatasync)", path, errno);
-  } else {
-    constexpr uint64_t kStep = 256ull << 20;
-    for (uint64_t pos = from; pos < need && status.ok(); pos += kStep) {
-      if (Cancelled(cancel)) {
-        status = LayoutCancelled(path, pos, need);
-        break;
-      }
-      const uint64_t len = std::min(kStep, need - pos);
-      const int r = posix_fallocate(fd, static_cast<off_t>(pos), static_cast<off_t>(len));
-      if (r == EOPNOTSUPP || r == EINVAL) break;  // no fallocate here: size is set below
-      if (r != 0) status = IoError("lay out (fallocate)", path, r);
-    }
-    if (status.ok() && ftruncate(fd, static_cast<off_t>(need)) != 0) {
-      status = IoError("lay out (ftruncate)", path, errno);
-    }
   }
   ::close(fd);
   return status;
@@ -673,7 +701,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   std::atomic<bool> local_cancel{false};
   std::atomic<bool>* cancel = options.cancel != nullptr ? options.cancel : &local_cancel;
   for (const auto& [path, e] : plan.layout) {
-    absl::Status s = LayOut(path, e.need, e.write_data, e.chunk, cancel);
+    absl::Status s = LayOut(path, e.need, e.write_data, e.chunk, e.fallocate, cancel);
     if (!s.ok()) return s;
   }
   if (cancel->load()) return absl::CancelledError("cancelled before the jobs started");

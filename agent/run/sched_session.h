@@ -14,16 +14,18 @@
 // machine (bench/RESULTS.md, "Buffered writes vs fio: the CPU share").
 //
 // The agent matches it in two steps:
-//  - `iofleet-agent run` runs the jobs in a child process that leads a
-//    session of its own (RunInOwnSession), as fio's job processes do, while
-//    the process the caller started stays in the caller's session and process
-//    group, gets the terminal's signals and forwards them.
+//  - `iofleet-agent run` runs the jobs, and `iofleet-agent serve` the daemon,
+//    in a child process that leads a session of its own (RunInOwnSession), as
+//    fio's job processes do, while the process the caller started stays in
+//    the caller's session and process group, gets the terminal's signals and
+//    forwards them.
 //  - While a phase of N jobs (N clones without thread=1) runs, the session's
 //    autogroup gets the CPU weight of N sessions (SetSessionCpuWeight: the
 //    autogroup's nice value, /proc/self/autogroup). It is only ever changed
 //    when this process leads its session, so a caller's session is never
-//    touched; a daemon started in a session of its own (systemd, setsid) gets
-//    it, one started inside a shell's session does not.
+//    touched. A daemon started inside a shell's session gets it through the
+//    fork of the first step; one started by systemd or setsid already leads
+//    its session.
 #pragma once
 
 #include <functional>

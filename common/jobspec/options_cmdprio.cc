@@ -34,10 +34,24 @@ absl::Status ApplyRwInts(const OptionRow& row, Builder& b, const OptCtx& c, std:
   return absl::OkStatus();
 }
 
-// The engines that carry a per-I/O priority; io_uring_cmd owns the options in
-// fio too, but iofleet's passthrough commands do not carry one yet.
+// The engines that carry a per-I/O priority. io_uring_cmd owns the options in
+// fio 3.33 too, but no priority reaches a device that way: fio writes each
+// I/O's priority into sqes[index] of a ring of 128-byte entries (for every
+// slot index but 0, another command's entry or the middle of one), and the
+// kernel's NVMe passthrough (IORING_OP_URING_CMD) never reads
+// sqe->ioprio (NVMe read/write commands carry no priority). A run would report
+// latencies per priority that no priority shaped, so the job is refused.
 std::optional<CheckFailure> EngineCheck(const JobSpec& j, const std::string& value) {
   if (j.ioengine == "io_uring" || j.ioengine == "libaio") return std::nullopt;
+  if (j.ioengine == "io_uring_cmd") {
+    return Fail(value,
+                "is refused: per-command priorities do not reach the device with ioengine "
+                "io_uring_cmd: NVMe "
+                "passthrough commands carry no I/O priority (the kernel's IORING_OP_URING_CMD "
+                "ignores sqe->ioprio, and fio 3.33 writes the priority into another command's "
+                "ring slot), so the per-priority latencies would measure nothing; use "
+                "ioengine=io_uring or libaio on the block device (/dev/nvmeXnY) for cmdprio");
+  }
   return Fail(value, absl::StrCat("per-command priorities are not implemented for ioengine ", j.ioengine,
                                   " (iofleet has them with io_uring and libaio)"));
 }

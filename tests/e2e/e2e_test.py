@@ -428,8 +428,7 @@ def case_agent_restart():
         wait_for(lambda: run_of(env.job(job_id))["state"] == "running", 15, "run running")
         run_id = run_of(env.job(job_id))["id"]
         wait_for(lambda: len(env.samples(run_id)) >= 2, 10, "two samples")
-        agent.proc.kill()
-        agent.proc.wait()
+        agent.kill()
         agent.start()
         run = run_of(env.wait_job(job_id, timeout=30))
         check(run["state"] == "failed" and "restarted" in run["error"], f"run {run}")

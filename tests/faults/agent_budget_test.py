@@ -151,7 +151,7 @@ def case_serve():
         env.add_controller(heartbeat_timeout="10s")
         a = env.add_agent("agent-a")
         env.wait_agents_up(["agent-a"])
-        base_hwm = vm_hwm_kb(a.proc.pid)
+        base_hwm = vm_hwm_kb(a.worker_pid())
 
         # Absurd numjobs: the run fails with the numbers; the agent allocates nothing.
         job = env.submit("[x]\nioengine=null\nsize=1m\nnumjobs=100000\n", ["agent-a"],
@@ -162,7 +162,7 @@ def case_serve():
         check(run["state"] == "failed", f"run state {run['state']}")
         for w in ("numjobs=100000", "100000 threads", "threads; this host has"):
             check(w in (run.get("error") or ""), f"no {w!r} in {run.get('error')!r}")
-        hwm = vm_hwm_kb(a.proc.pid)
+        hwm = vm_hwm_kb(a.worker_pid())
         check(hwm < base_hwm + 50 * 1024, f"agent peak RSS grew {base_hwm} -> {hwm} KiB")
 
         # A long layout, cancelled over REST mid-way.

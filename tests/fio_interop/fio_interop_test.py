@@ -10,6 +10,12 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
   buffers          buffer_pattern, zero_buffers, buffer_compress_percentage,
                    dedupe_percentage: the files compress (zlib) and dedupe alike
   verify_state     the verify state file of a write job is byte for byte fio's
+  unlink_time_based  unlink_each_loop=1 with time_based: the file the job starts
+                   with (held open here) is replaced during the run by both
+                   tools or by neither (libaio with verify: replaced, each pass
+                   after the first gets new files; psync with verify, or no
+                   verify: wrapped over, loops ignored, a read job with loops=2
+                   runs), and both end without an error
   time_based_verify  time_based jobs with verify (t/jobs/t0025, t0026 shapes):
                    neither tool starts a verify phase (no read in a write
                    job), the randrw job passes in both, and both print their
@@ -149,6 +155,72 @@ def case_verify_state(env):
         states[tool] = open(os.path.join(d, "local-sv-0-verify.state"), "rb").read()
     check(states["iofleet"] == states["fio"], "verify state files differ")
     print(f"verify_state: {len(states['fio'])} bytes, identical")
+
+
+def run_watching(env, tool, jobfile, target):
+    """Runs `tool` on `jobfile` while a thread notes every inode `target` has;
+    returns (job, stderr, inodes seen in order, whether the file the run
+    started with still has a name)."""
+    import threading
+    fd = os.open(target, os.O_RDONLY)
+    seen = [os.fstat(fd).st_ino]
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            try:
+                ino = os.stat(target).st_ino
+            except FileNotFoundError:
+                ino = None
+            if ino is not None and ino != seen[-1]:
+                seen.append(ino)
+            done.wait(0.002)
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        job, err = env.run(tool, jobfile)
+    finally:
+        done.set()
+        t.join()
+    linked = os.fstat(fd).st_nlink > 0
+    os.close(fd)
+    return job, err, seen, linked
+
+
+def case_unlink_time_based(env):
+    target = env.path("u.dat")
+    # fio 3.33 ends a time_based pass early (to verify, then unlink) only for
+    # queued I/Os: libaio replaces the file, psync never does.
+    variants = [
+        ("libaio write, verify=crc32c", "ioengine=libaio\niodepth=4\nrw=write\nverify=crc32c\n", True),
+        ("psync write, verify=crc32c", "ioengine=psync\nrw=write\nverify=crc32c\n", False),
+        ("psync write, no verify, loops=3", "ioengine=psync\nrw=write\nloops=3\n", False),
+        ("libaio write, no verify, loops=3", "ioengine=libaio\nrw=write\nloops=3\n", False),
+        ("psync read, loops=2", "ioengine=psync\nrw=read\nloops=2\n", False),
+    ]
+    for label, extra, replaced in variants:
+        for tool in ("fio", "iofleet"):
+            if os.path.exists(target):
+                os.unlink(target)
+            with open(target, "wb") as f:
+                f.write(os.urandom(64 << 10))
+            j = env.job("u.fio", f"[u]\nfilename={target}\nsize=64k\nbs=4k\n"
+                                 f"unlink_each_loop=1\ntime_based=1\nruntime=500ms\n{extra}")
+            job, err, seen, linked = run_watching(env, tool, j, target)
+            ios = job["read"]["total_ios"] + job["write"]["total_ios"]
+            print(f"unlink_time_based: {label}: {tool}: error {job['error']}, {ios} I/Os, "
+                  f"{len(seen)} inode(s) seen, first file still linked: {linked}")
+            check(job["error"] == 0, f"{label}: {tool} error {job['error']}: {err[-300:]}")
+            check(ios > 16, f"{label}: {tool} did not go past one pass of 16 I/Os ({ios})")
+            if replaced:
+                # (A freed inode number comes back at once on ext4: the count
+                # of distinct numbers says nothing about the count of passes.)
+                check(not linked and len(seen) >= 2,
+                      f"{label}: {tool} did not replace the file it started with "
+                      f"(inodes {seen}, first still linked: {linked})")
+            else:
+                check(linked and len(seen) == 1,
+                      f"{label}: {tool} replaced the file (inodes {seen}); fio wraps over it")
 
 
 def case_time_based_verify(env):

@@ -147,6 +147,39 @@ def rss_kb(pid):
     return proc_status_kb(pid, "VmRSS")
 
 
+def proc_stat(pid):
+    """(state, ppid, sid) of /proc/PID/stat, or None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+    return fields[0], int(fields[1]), int(fields[3])
+
+
+def session_child(pid):
+    """The child of `pid` that leads a session of its own (the process that
+    `iofleet-agent run|serve` forks to run in its own session), or None."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        st = proc_stat(int(d))
+        if st and st[1] == pid and st[2] == int(d) and st[0] != "Z":
+            return int(d)
+    return None
+
+
+def wait_gone(pid, timeout=10):
+    """Until `pid` has exited (gone or a zombie); False on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        st = proc_stat(pid)
+        if st is None or st[0] in ("Z", "X"):
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def finish_dir(path, keep, tail_lines=25):
     """A test's temp dir at its end: removed, or (a failure, or asked to keep
     it) kept and named, with the tail of every process log in it printed."""
@@ -447,9 +480,25 @@ class Agent:
         self.proc = spawn(cmd, self.log_path)
         self.env.procs.append(self.proc)
 
+    def worker_pid(self):
+        """The pid of the process serving: `iofleet-agent serve` started in
+        this (the harness's) session forks a child that leads a session of
+        its own and runs the daemon (agent/run/sched_session.h); the pid the
+        harness started only forwards signals. Its own pid when it leads its
+        session (nothing forked) or before the child exists."""
+        if self.proc is None:
+            return None
+        return session_child(self.proc.pid) or self.proc.pid
+
     def kill(self):
+        """SIGKILL, as a crash: the serving child dies with the parent
+        (PR_SET_PDEATHSIG); returns once both are gone, so a restart never
+        meets the old process still holding its stream or spool."""
+        child = session_child(self.proc.pid)
         self.proc.kill()
         self.proc.wait()
+        if child is not None and not wait_gone(child):
+            raise TestFailure(f"agent {self.name}: serving child {child} outlived its parent")
 
     def stop(self):
         stop_proc(self.proc)
