@@ -195,10 +195,21 @@ void DeclareFlags(iofleet::flags::FlagSet& fs, iofleet::controller::ServerOption
   fs.Add({"history-rerun-budget", "N",
           "extra runs a side the controller may add to settle a\n"
           "change whose verdict is UNKNOWN (0 = off)",
-          "0", [&opts](const std::string& v) {
+          "10", [&opts](const std::string& v) {
             uint64_t n = 0;
             if (!absl::SimpleAtoi(v, &n) || n > 1000) return NotA(v, "an integer in 0..1000");
             opts.history_rerun_budget = static_cast<int>(n);
+            return absl::OkStatus();
+          }});
+  fs.Add({"history-rerun-max-inflight", "N",
+          "extra runs (all changes together) queued or running at\n"
+          "once; further rounds wait for room (0 = no cap)",
+          "100", [&opts](const std::string& v) {
+            uint64_t n = 0;
+            if (!absl::SimpleAtoi(v, &n) || n > 1000000) {
+              return NotA(v, "an integer in 0..1000000");
+            }
+            opts.history_rerun_max_inflight = static_cast<int>(n);
             return absl::OkStatus();
           }});
 }

@@ -328,6 +328,7 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
     if (options.history_poll_ms > 0) {
       ho.poll_interval_ms = options.history_poll_ms;
       ho.rerun_budget_per_side = options.history_rerun_budget;
+      ho.rerun_max_inflight = options.history_rerun_max_inflight;
       ho.submit_job = [sched](const v1::JobSpec& spec) { return sched->SubmitJob(spec); };
       IOFLEET_ASSIGN_OR_RETURN(s->history_, history::HistoryWorker::Create(s->store_.get(), ho));
       s->history_->Start();

@@ -98,10 +98,12 @@ struct ServerOptions {
   // alerts routes still serve what is stored). Default: 1 s.
   uint32_t history_poll_ms = 1000;
   // Extra runs a side the worker may submit to settle an UNKNOWN change
-  // (controller/history/rerun.h) (--history-rerun-budget). 0 = never (the default: opt in; in the
-  // soak most extra runs failed: they were placed on every agent of the anchor's kernel, fixed
-  // 2026-12-02 in rerun.cc, and they are still jobs the controller submits by itself).
-  int history_rerun_budget = 0;
+  // (controller/history/rerun.h) (--history-rerun-budget). 0 = never. Default
+  // 10, Pinpoint's 10 a side (an UNKNOWN verdict is not a verdict).
+  int history_rerun_budget = 10;
+  // Fleet-wide cap on those extra runs queued or running at once
+  // (--history-rerun-max-inflight); rounds beyond it wait. 0 = no cap. Default 100.
+  int history_rerun_max_inflight = 100;
 
   // --- High availability (controller/ha.h; PostgreSQL only). The fencing
   // epoch of the lease this controller won (0 = not HA: one controller, the

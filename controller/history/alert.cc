@@ -453,24 +453,32 @@ absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metri
                                 MedianResolution(pts.subspan(c, hi - c)));
     a.resolution_pct = res * 100;
     const bool within_resolution = res > 0 && std::fabs(a.change_pct) <= 2 * res * 100;
+    // The band the points cannot tell from no change: ±2R (log scale). A
+    // DIFFERENT change must clear it with its whole interval, not only its
+    // estimate: a change just above 2R whose interval reaches into the band is
+    // UNKNOWN, and more runs narrow the interval until it clears the band
+    // (DIFFERENT) or the estimate falls inside it (SAME). Without a resolution
+    // (R = 0) this is "the interval excludes 0".
+    const double log_band = std::log1p(2 * res);
     const bool ci_ok = std::isfinite(ci.lo) && std::isfinite(ci.hi);
-    const bool excludes_zero = ci_ok && (ci.lo > 0 || ci.hi < 0);
+    const bool clears_band = ci_ok && (ci.lo > log_band || ci.hi < -log_band);
     const bool inside_tau = ci_ok && ci.lo > -log_tau && ci.hi < log_tau;
     if (within_resolution) {
       a.verdict = Verdict::kSame;
-    } else if (cp.confirmed && std::fabs(log_change) >= log_tau && excludes_zero) {
+    } else if (cp.confirmed && std::fabs(log_change) >= log_tau && clears_band) {
       a.verdict = Verdict::kDifferent;
     } else if (inside_tau) {
       a.verdict = Verdict::kSame;
     } else {
       a.verdict = Verdict::kUnknown;
       // Runs to reach a verdict: the interval must shrink to the distance between
-      // the estimate and the boundary it is nearest to (0 when at least τ away
-      // from it, else ±τ), with the usual alpha 0.05 / power 0.8 rule; the
-      // distance is floored at τ/4, beyond which the budget decides.
+      // the estimate and the boundary it is nearest to (the resolution band ±2R,
+      // 0 without one, when at least τ away from 0; else ±τ), with the usual
+      // alpha 0.05 / power 0.8 rule; the distance is floored at τ/4, beyond which
+      // the budget decides.
       const double cv = PooledLogSd(lb, la);
       const double dist = std::fabs(log_change) >= log_tau
-                              ? std::fabs(log_change)
+                              ? std::max(std::fabs(log_change) - log_band, log_tau / 4)
                               : std::max(log_tau - std::fabs(log_change), log_tau / 4);
       const int need = compare::RunsNeeded(cv, dist);
       const int have = static_cast<int>(std::min(before.size(), after.size()));

@@ -213,6 +213,76 @@ TEST(Reference, AlignsOnOrderAndSaysWhenItCannotCheck) {
   EXPECT_THAT(rc.reason, HasSubstr("0 after the change"));
 }
 
+// A change just above the points' resolution (issue 16: UNKNOWN must settle).
+// Points known to +-R = 1.5 % (e.g. iops over ~33 whole ms), so changes up to
+// 2R = 3 % are not told apart from the quantization. The series steps by
+// `step` at CV 3 %; `extra` repetitions a side (Point::extra, as the history
+// worker places them: right after the last point before the change and the
+// first point after it) join at the same levels.
+Series NearResolution(double step, int per_side, int extra) {
+  std::vector<Point> p;
+  size_t k = 0;
+  auto add = [&](double level, bool is_extra) {
+    Point q;
+    q.id = "run-" + std::to_string(k);
+    q.order = 100 + static_cast<int64_t>(k);
+    q.value = 100000 * level * (1 + Wiggle(k, 0.03));
+    q.resolution = 0.015;
+    q.extra = is_extra;
+    p.push_back(q);
+    ++k;
+  };
+  for (int i = 0; i < per_side; ++i) add(1.0, false);
+  for (int i = 0; i < extra; ++i) add(1.0, true);
+  add(1 + step, false);
+  for (int i = 0; i < extra; ++i) add(1 + step, true);
+  for (int i = 1; i < per_side; ++i) add(1 + step, false);
+  return *Series::Create(std::move(p));
+}
+
+std::string Changes(const Analysis& an) {
+  std::string out;
+  for (const Assessment& a : an.changes) out += a.reason + "\n";
+  return out;
+}
+
+TEST(Analyze, AChangeJustAboveTheResolutionSettlesWithMoreRuns) {
+  // +4.2 %: above 2R and above the 2 % threshold, but with 20 points a side its
+  // interval reaches into the resolution band: UNKNOWN, with runs to add (the
+  // rule before 2026-12-02 called it DIFFERENT on an interval that only
+  // excluded 0).
+  absl::StatusOr<Analysis> an = Analyze(NearResolution(0.042, 20, 0), kIops, Params{});
+  ASSERT_TRUE(an.ok()) << an.status();
+  ASSERT_EQ(an->changes.size(), 1u) << Changes(*an);
+  const Assessment& a = an->changes[0];
+  EXPECT_NEAR(a.resolution_pct, 1.5, 1e-9);
+  EXPECT_GT(a.change_pct, 3.0) << a.reason;         // beyond 2R ...
+  EXPECT_LT(a.change_ci.lo, 3.0) << a.reason;       // ... but not all of its interval
+  EXPECT_EQ(a.verdict, Verdict::kUnknown) << a.reason;
+  EXPECT_EQ(a.decision, Decision::kNeedMoreRuns) << a.reason;
+  EXPECT_GT(a.more_runs_per_side, 0);
+  // The runs asked for, at the same levels and noise: the interval clears the band.
+  an = Analyze(NearResolution(0.042, 20, a.more_runs_per_side), kIops, Params{});
+  ASSERT_TRUE(an.ok()) << an.status();
+  ASSERT_EQ(an->changes.size(), 1u) << Changes(*an);
+  EXPECT_EQ(an->changes[0].verdict, Verdict::kDifferent) << an->changes[0].reason;
+  EXPECT_EQ(an->changes[0].decision, Decision::kAlert) << an->changes[0].reason;
+  EXPECT_GT(an->changes[0].change_ci.lo, 3.0) << an->changes[0].reason;
+}
+
+TEST(Analyze, AChangeWithinTheResolutionStaysSameWhateverTheRuns) {
+  // +2.5 %: above the threshold, within 2R = 3 %: SAME at once, and extra runs
+  // do not turn it into an alert.
+  for (int extra : {0, 10, 40}) {
+    absl::StatusOr<Analysis> an = Analyze(NearResolution(0.025, 12, extra), kIops, Params{});
+    ASSERT_TRUE(an.ok()) << an.status();
+    EXPECT_TRUE(an->Alerts().empty()) << extra << "\n" << Changes(*an);
+    for (const Assessment& a : an->changes) {
+      if (a.change.confirmed) EXPECT_NE(a.decision, Decision::kNeedMoreRuns) << a.reason;
+    }
+  }
+}
+
 TEST(Analyze, RejectsBadParamsNamingTheField) {
   Params p;
   p.decide.level = 1.5;

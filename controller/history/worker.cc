@@ -405,6 +405,19 @@ absl::StatusOr<std::unique_ptr<HistoryWorker>> HistoryWorker::Create(Store* stor
     return absl::InvalidArgumentError(
         absl::StrCat("history.batch_runs: ", options.batch_runs, " (must be > 0)"));
   }
+  if (options.rerun_budget_per_side < 0 || options.rerun_budget_per_side > 1000) {
+    return absl::InvalidArgumentError(absl::StrCat("history.rerun_budget_per_side: ",
+                                                   options.rerun_budget_per_side,
+                                                   " (must be in [0, 1000])"));
+  }
+  if (options.rerun_step_per_side < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "history.rerun_step_per_side: ", options.rerun_step_per_side, " (must be > 0)"));
+  }
+  if (options.rerun_max_inflight < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "history.rerun_max_inflight: ", options.rerun_max_inflight, " (must be >= 0)"));
+  }
   if (!options.clock) options.clock = SystemNowMs;
   return std::unique_ptr<HistoryWorker>(new HistoryWorker(store, std::move(options)));
 }
@@ -566,14 +579,33 @@ absl::Status HistoryWorker::PollOnce() {
     if (static_cast<int>(runs->size()) < options_.batch_runs) break;
   }
   absl::Status first_error;
+  const bool rerun_on = options_.submit_job && options_.rerun_budget_per_side > 0;
+  if (rerun_on && (!inflight_loaded_ || !touched.empty() || !waiting_.empty())) {
+    if (absl::Status s = RefreshInflight(); !s.ok()) return s;
+  }
   for (const std::string& key : touched) references_.Touched(key);
+  // Rounds held back by the fleet-wide cap go first, oldest first, while there
+  // is room for one more (a run a side); then the series that gained points.
+  std::set<std::string> analysed;
+  for (size_t tries = waiting_.size(); tries > 0 && !waiting_.empty(); --tries) {
+    if (options_.rerun_max_inflight > 0 && options_.rerun_max_inflight - inflight_runs_ < 2) break;
+    const std::string key = waiting_.front();
+    waiting_.pop_front();
+    waiting_set_.erase(key);
+    if (!analysed.insert(key).second) continue;
+    absl::Status s = Detect(key);
+    if (!s.ok() && first_error.ok()) first_error = s;
+  }
   for (const std::string& key : touched) {
+    if (!analysed.insert(key).second) continue;
     absl::Status s = Detect(key);
     if (!s.ok() && first_error.ok()) first_error = s;
   }
   {
     std::lock_guard<std::mutex> l(mu_);
     stats_.references = references_.stats();
+    stats_.rerun_runs_inflight = static_cast<uint64_t>(inflight_runs_);
+    stats_.rerun_waiting = waiting_.size();
   }
   if (options_.stoppage_check_ms > 0 &&
       (!last_stoppage_check_ms_ || now < *last_stoppage_check_ms_ ||
@@ -684,6 +716,39 @@ std::string RerunStateOf(Decision d) {
 
 }  // namespace
 
+absl::Status HistoryWorker::RefreshInflight() {
+  if (!inflight_loaded_) {
+    absl::StatusOr<std::vector<AlertRow>> all = store_->ListAlerts();
+    if (!all.ok()) return all.status();
+    for (const AlertRow& a : *all) {
+      const json d = json::parse(a.detail_json, nullptr, /*allow_exceptions=*/false);
+      if (!d.is_object() || !d.contains("reruns") || !d["reruns"].is_object()) continue;
+      for (const json& j : d["reruns"].value("jobs", json::array())) {
+        if (!j.is_object() || JobStateFinal(j.value("state", std::string()))) continue;
+        inflight_jobs_[j.value("job_id", std::string())] = j.value("runs", 0);
+      }
+      if (d["reruns"].value("state", std::string()) == "waiting" &&
+          waiting_set_.insert(a.series_key).second) {
+        waiting_.push_back(a.series_key);
+      }
+    }
+    inflight_loaded_ = true;
+  }
+  int runs = 0;
+  for (auto it = inflight_jobs_.begin(); it != inflight_jobs_.end();) {
+    absl::StatusOr<JobRow> job = store_->GetJob(it->first);
+    if (!job.ok() && !absl::IsNotFound(job.status())) return job.status();
+    if (!job.ok() || JobStateFinal(job->state)) {
+      it = inflight_jobs_.erase(it);
+      continue;
+    }
+    runs += it->second;
+    ++it;
+  }
+  inflight_runs_ = runs;
+  return absl::OkStatus();
+}
+
 bool HistoryWorker::RefreshRerunJobs(json& reruns) {
   bool pending = false;
   for (json& j : reruns["jobs"]) {
@@ -701,7 +766,8 @@ bool HistoryWorker::RefreshRerunJobs(json& reruns) {
 absl::Status HistoryWorker::RequestReruns(const Assessment& a,
                                           const std::vector<SeriesPointRow>& points,
                                           const std::string& alert_id,
-                                          const std::vector<AlertRow>& others, json& reruns) {
+                                          const std::vector<AlertRow>& others,
+                                          const std::string& series_key, json& reruns) {
   const bool pending = RefreshRerunJobs(reruns);
   const int budget = options_.rerun_budget_per_side;
   reruns["budget_per_side"] = budget;
@@ -721,37 +787,59 @@ absl::Status HistoryWorker::RequestReruns(const Assessment& a,
                                     " a side, --history-rerun-budget): ", a.reason);
     return absl::OkStatus();
   }
-  const int n = std::max(
+  int n = std::max(
       1, std::min({a.more_runs_per_side, budget - done, options_.rerun_step_per_side}));
   const SeriesPointRow* anchors[2] = {AnchorOf(points, a.change.index - 1),
                                       AnchorOf(points, a.change.index)};
   const char* sides[2] = {"before", "after"};
-  std::string errors;
+  // The other metrics of the same runs (bw, latencies) ask for the same
+  // repetitions: a side joins a round another alert has running for its run.
+  json joins[2];
   for (int k = 0; k < 2; ++k) {
-    if (anchors[k] == nullptr) {
-      absl::StrAppend(&errors, sides[k], ": the run to repeat is not in the series; ");
-      continue;
-    }
-    // The other metrics of the same runs (bw, latencies) ask for the same
-    // repetitions: join a round another alert has running for this run.
-    bool joined = false;
+    if (anchors[k] == nullptr) continue;
     for (const AlertRow& other : others) {
-      if (other.id == alert_id || joined) continue;
+      if (other.id == alert_id || !joins[k].is_null()) continue;
       const json d = json::parse(other.detail_json, nullptr, /*allow_exceptions=*/false);
       if (!d.is_object() || !d.contains("reruns") || !d["reruns"].is_object()) continue;
       for (const json& j : d["reruns"].value("jobs", json::array())) {
         if (j.value("anchor_run", std::string()) != anchors[k]->run_id) continue;
         absl::StatusOr<JobRow> job = store_->GetJob(j.value("job_id", std::string()));
         if (!job.ok() || JobStateFinal(job->state)) continue;
-        json mine = j;
-        mine["state"] = job->state;
-        mine["shared_with"] = other.id;
-        reruns["jobs"].push_back(mine);
-        const int runs = j.value("runs", 0);
-        reruns[k == 0 ? "requested_before" : "requested_after"] = (k == 0 ? before : after) + runs;
-        joined = true;
+        joins[k] = j;
+        joins[k]["state"] = job->state;
+        joins[k]["shared_with"] = other.id;
         break;
       }
+    }
+  }
+  // The fleet-wide cap on extra runs in flight: cut the round to the room left
+  // (for the sides that submit), or wait for earlier rounds to finish.
+  const int submitting = (anchors[0] != nullptr && joins[0].is_null() ? 1 : 0) +
+                         (anchors[1] != nullptr && joins[1].is_null() ? 1 : 0);
+  if (const int cap = options_.rerun_max_inflight; cap > 0 && submitting > 0) {
+    const int room = (cap - inflight_runs_) / submitting;
+    if (room < 1) {
+      reruns["state"] = "waiting";
+      reruns["reason"] = absl::StrCat(
+          "UNKNOWN: the next round (", n, " runs a side) waits: ", inflight_runs_,
+          " extra runs are queued or running fleet-wide, the cap is ", cap,
+          " (--history-rerun-max-inflight); ", a.reason);
+      if (waiting_set_.insert(series_key).second) waiting_.push_back(series_key);
+      return absl::OkStatus();
+    }
+    n = std::min(n, room);
+  }
+  std::string errors;
+  for (int k = 0; k < 2; ++k) {
+    if (anchors[k] == nullptr) {
+      absl::StrAppend(&errors, sides[k], ": the run to repeat is not in the series; ");
+      continue;
+    }
+    const bool joined = !joins[k].is_null();
+    if (joined) {
+      reruns["jobs"].push_back(joins[k]);
+      const int runs = joins[k].value("runs", 0);
+      reruns[k == 0 ? "requested_before" : "requested_after"] = (k == 0 ? before : after) + runs;
     }
     if (joined) continue;
     absl::StatusOr<JobRow> job = store_->GetJob(anchors[k]->job_id);
@@ -770,6 +858,8 @@ absl::Status HistoryWorker::RequestReruns(const Assessment& a,
                               {"runs", n},
                               {"state", "queued"}});
     reruns[k == 0 ? "requested_before" : "requested_after"] = (k == 0 ? before : after) + n;
+    inflight_jobs_[*id] = n;
+    inflight_runs_ += n;
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.rerun_jobs;
   }
@@ -863,7 +953,8 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
     if (a.decision == Decision::kNeedMoreRuns) {
       if (!verifying) reruns = NewReruns(options_.rerun_budget_per_side);
       if (rerun_on) {
-        if (absl::Status s = RequestReruns(a, sa->points, row.id, *existing, reruns); !s.ok()) {
+        if (absl::Status s = RequestReruns(a, sa->points, row.id, *existing, series_key, reruns);
+            !s.ok()) {
           return s;
         }
       } else {
@@ -892,8 +983,9 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
     json d = json::parse(e->detail_json, nullptr, /*allow_exceptions=*/false);
     if (!d.is_object()) continue;
     bool changed = false;
-    if (d.contains("reruns") && d["reruns"].is_object() &&
-        d["reruns"].value("state", std::string()) == "running") {
+    const std::string rerun_state =
+        d.contains("reruns") && d["reruns"].is_object() ? d["reruns"].value("state", std::string()) : "";
+    if (rerun_state == "running" || rerun_state == "waiting") {
       // Changes that were being settled and are no longer found once their runs are in.
       json& reruns = d["reruns"];
       if (RefreshRerunJobs(reruns)) continue;  // wait for the runs asked for

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -64,11 +65,18 @@ struct WorkerOptions {
   std::function<absl::StatusOr<std::string>(const v1::JobSpec&)> submit_job;
   // Most runs added on each side of one change; 0 = never add runs. When they
   // are spent and the verdict is still UNKNOWN, the alert says so
-  // ("budget_spent"). Default 0: opt in (--history-rerun-budget; Pinpoint adds 10 a side per round).
-  int rerun_budget_per_side = 0;
+  // ("budget_spent"). Default 10: Pinpoint's 10 a side (--history-rerun-budget).
+  int rerun_budget_per_side = 10;
   // Most runs asked for at once per side (a round); the next round waits until
   // the jobs of this one finished and the change is re-analysed. Default 10.
   int rerun_step_per_side = 10;
+  // Fleet-wide: most extra runs queued or running at once, all changes
+  // together (--history-rerun-max-inflight). A round that does not fit waits
+  // (state "waiting", oldest first) until earlier rounds finish, so a change
+  // that moves every series at once (a new kernel on the whole fleet) does not
+  // put budget x 2 runs per series into the queue. A round is cut to fit
+  // (at least 1 run a side). 0 = no cap. Default 100 (five full rounds).
+  int rerun_max_inflight = 100;
 };
 
 // The reference-series lookup (ingest.h kReferenceTag) of AnalyzeStoredSeries,
@@ -111,6 +119,8 @@ struct WorkerStats {
   uint64_t alerts_written = 0;
   uint64_t stoppages = 0;      // stoppage alerts written
   uint64_t rerun_jobs = 0;     // jobs submitted to settle UNKNOWN changes (rerun.h)
+  uint64_t rerun_runs_inflight = 0;  // their runs not final yet, after the last poll
+  uint64_t rerun_waiting = 0;  // series whose next round waits for room under the cap
   ReferenceCache::Stats references;  // the reference lookup's cache, after the last poll
   std::string last_error;      // the last poll's failure, "" when it succeeded
 };
@@ -140,7 +150,11 @@ class HistoryWorker {
   // records why not (still waiting, budget spent); updates `reruns` in place.
   absl::Status RequestReruns(const Assessment& a, const std::vector<SeriesPointRow>& points,
                              const std::string& alert_id, const std::vector<AlertRow>& others,
-                             nlohmann::json& reruns);
+                             const std::string& series_key, nlohmann::json& reruns);
+  // The extra runs in flight fleet-wide (rerun_max_inflight): drops the jobs
+  // that are final; the first call seeds the set from the stored alerts (a
+  // restarted controller still counts the rounds it left running).
+  absl::Status RefreshInflight();
   // Refreshes the state of each extra-run job in `reruns["jobs"]` that is not
   // final yet from the store; true while any of them is still pending.
   bool RefreshRerunJobs(nlohmann::json& reruns);
@@ -154,6 +168,14 @@ class HistoryWorker {
   std::set<int64_t> done_seqs_;     // ingested/skipped above the cursor; poll_mu_
   std::optional<uint64_t> last_stoppage_check_ms_;  // poll_mu_
   ReferenceCache references_;                       // poll_mu_
+  // Extra-run jobs not final yet -> their runs (rerun_max_inflight); poll_mu_.
+  std::map<std::string, int> inflight_jobs_;
+  bool inflight_loaded_ = false;
+  int inflight_runs_ = 0;
+  // Series whose next round waits for room under rerun_max_inflight, oldest
+  // first (each once); poll_mu_.
+  std::deque<std::string> waiting_;
+  std::set<std::string> waiting_set_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -659,7 +660,7 @@ TEST_F(HistoryWorkerTest, RunTelemetrySecondBySecond) {
 // the agent's part is played by writing their results as the scheduler does.
 class HistoryRerunTest : public HistoryWorkerTest {
  protected:
-  std::unique_ptr<HistoryWorker> RerunWorker(int budget, int step) {
+  std::unique_ptr<HistoryWorker> RerunWorker(int budget, int step, int max_inflight = 0) {
     SchedulerOptions so;
     so.clock = [this] { return now_ms_; };
     so.tick_interval_ms = 0;
@@ -670,6 +671,7 @@ class HistoryRerunTest : public HistoryWorkerTest {
     o.clock = [this] { return now_ms_; };
     o.rerun_budget_per_side = budget;
     o.rerun_step_per_side = step;
+    o.rerun_max_inflight = max_inflight;
     // One host: its first run would be a warm-up point (series.h WarmupMask);
     // these tests pin the extra-run rounds on series that start at run 0.
     o.params.decide.warmup_per_host = 0;
@@ -690,13 +692,19 @@ class HistoryRerunTest : public HistoryWorkerTest {
     ASSERT_FALSE(runs->empty());
     auto job = store_->GetJob(job_id);
     ASSERT_TRUE(job.ok());
+    // The text the anchor run ran (the hand-written runs of AddJob stand for
+    // what the scheduler rendered from the same spec).
+    std::string fio_text = "[global]\nfilename=/dev/nvme0n1\n[j]\nrw=randread\n";
+    {
+      const json spec = json::parse(job->spec_json);
+      auto anchor = store_->GetRun(spec["tags"].value(std::string(kRerunOfTag), std::string()));
+      if (anchor.ok()) fio_text = anchor->fio_text;
+    }
     WriteBatch b;
     for (RunRow r : *runs) {
       r.state = RunState::kSucceeded;
       r.host = "host-1";
-      // The text the original runs ran (the hand-written runs of AddJob stand
-      // for what the scheduler rendered from the same spec).
-      r.fio_text = "[global]\nfilename=/dev/nvme0n1\n[j]\nrw=randread\n";
+      r.fio_text = fio_text;
       r.finished_ms = now_ms_;
       r.audit = "ok";
       const double iops = Noisy(level, cv);
@@ -868,6 +876,65 @@ TEST_F(HistoryRerunTest, ExtraRunsStayOnTheAnchorHost) {
     ASSERT_EQ(spec.hosts_size(), 1);
     EXPECT_EQ(spec.hosts(0), "host-1");
   }
+}
+
+// A move of every series at once (a new kernel on the whole fleet) must not
+// flood the queue: under a fleet-wide cap of 4 extra runs in flight the first
+// UNKNOWN change's round is cut to 2 runs a side (its other metrics join it),
+// the other workload's waits ("waiting"), and goes first, with no new point of
+// its own, once the first round is done; the first change's next round waits
+// in turn.
+TEST_F(HistoryRerunTest, TheFleetWideCapHoldsRoundsBack) {
+  for (int i = 0; i < 40; ++i) {
+    const double v = Noisy(i < 20 ? 100000 : 98500, 0.01);
+    AddJob(i, v);
+    AddJob(i, v, RunState::kSucceeded, "main", "randwrite", nullptr, "w-");
+  }
+  auto w = RerunWorker(/*budget=*/10, /*step=*/10, /*max_inflight=*/4);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  auto alerts = ListAlertsJson(*store_, {{"metric", "iops"}});
+  ASSERT_TRUE(alerts.ok());
+  ASSERT_EQ((*alerts)["alerts"].size(), 2u) << alerts->dump(2);
+  std::map<std::string, json> by_state;  // state -> reruns
+  std::map<std::string, std::string> series_of;
+  for (const json& a : (*alerts)["alerts"]) {
+    const json r = json::parse(store_->GetAlert(a["id"].get<std::string>())->detail_json)["reruns"];
+    const std::string st = r["state"].get<std::string>();
+    by_state[st] = r;
+    series_of[st] = a["series"].get<std::string>();
+  }
+  ASSERT_EQ(by_state.count("running"), 1u) << alerts->dump(2);
+  ASSERT_EQ(by_state.count("waiting"), 1u) << alerts->dump(2);
+  EXPECT_EQ(by_state["running"]["requested_before"], 2) << by_state["running"].dump(2);
+  EXPECT_EQ(by_state["running"]["requested_after"], 2);
+  EXPECT_EQ(by_state["waiting"]["requested_before"], 0);
+  EXPECT_EQ(by_state["waiting"]["jobs"].size(), 0u);
+  EXPECT_NE(by_state["waiting"]["reason"].get<std::string>().find("--history-rerun-max-inflight"),
+            std::string::npos)
+      << by_state["waiting"].dump(2);
+  EXPECT_EQ(submitted_.size(), 2u);  // 2 jobs x 2 runs: the cap
+  EXPECT_EQ(w->stats().rerun_runs_inflight, 4u);
+  EXPECT_GE(w->stats().rerun_waiting, 1u);
+  const std::string second = series_of["waiting"];
+
+  // Nothing moves while the round runs.
+  ASSERT_TRUE(w->PollOnce().ok());
+  EXPECT_EQ(submitted_.size(), 2u);
+
+  FinishRound(by_state["running"], 0, 100000, 98500, 0.01);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(submitted_.size(), 4u);  // the waiting change's round, nothing more
+  alerts = ListAlertsJson(*store_, {{"metric", "iops"}});
+  for (const json& a : (*alerts)["alerts"]) {
+    const json r = json::parse(store_->GetAlert(a["id"].get<std::string>())->detail_json)["reruns"];
+    if (a["series"].get<std::string>() == second) {
+      EXPECT_EQ(r["state"], "running") << r.dump(2);
+      EXPECT_EQ(r["requested_before"], 2) << r.dump(2);
+    } else if (r["state"] != "SAME" && r["state"] != "not_detected") {
+      EXPECT_EQ(r["state"], "waiting") << r.dump(2);  // its next round: no room
+    }
+  }
+  EXPECT_EQ(w->stats().rerun_runs_inflight, 4u);
 }
 
 TEST_F(HistoryRerunTest, ExtraRunsStopAtTheBudget) {

@@ -5,7 +5,7 @@ as its runs finish (no manual trigger), the points carry the commits and the
 kernel, a controller restart feeds nothing twice, and the REST routes and
 `iofleet history` answer bad input with the field named.
 
-Usage: history_e2e_test.py --build-dir BUILD feed
+Usage: history_e2e_test.py --build-dir BUILD feed|baseline|reruns
 """
 import json
 import os
@@ -15,6 +15,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_test  # noqa: E402
 from e2e_test import Env, check, fio_job, run_of, wait_for  # noqa: E402
+from iofleet_harness import TestFailure  # noqa: E402
 
 
 def series_points(env, key):
@@ -128,6 +129,96 @@ def case_baseline():
         check(p.returncode in (0, 3, 5), f"compare rc {p.returncode}: {p.stderr}")
         check(json.loads(p.stdout).get("job_ids") == [base, jobs[-1]], p.stdout[:400])
 
+
+# IOPS of a rate-limited sequential read of N 4 KiB blocks (rate_iops=20): the
+# first read is issued at once and the last (N-1)/20 s later, so the runtime is
+# ~(N-1)*50 ms and IOPS ~N*20/(N-1): 12 blocks 21.78, 13 blocks 21.63, 10 blocks
+# 22.17 (fio 3.33 gives the same). The file is the job's `filename`, a path
+# option the series key leaves out, so every run below feeds one series.
+RERUN_BEFORE = [14, 12, 12, 13, 12, 12, 13]  # agent-a; median 21.78, the last (anchor) 21.63
+RERUN_AFTER = [10, 9, 11, 10, 9, 11, 10]     # agent-b; median 22.17, the first (anchor) 22.17
+
+
+def rerun_job(path):
+    return (f"[global]\nioengine=psync\nbs=4k\nrw=read\nrate_iops=20\nfilename={path}\n"
+            "[rr]\n")
+
+
+def case_reruns():
+    """NOT REGISTERED IN CTEST YET: it fails on this agent (2026-12-02). The
+    agent reports IOPS ~19.97 for every N at rate_iops=20 (its runtime counts
+    the wait after the last read, fio 3.33's does not: fio gives 22.79 for N=8),
+    so the files below make no step and no change is detected. The design needs
+    another source of a controlled, borderline step.
+
+    UNKNOWN is not a verdict, end to end: a series of real runs (agent-a,
+    then agent-b: same host class and device) steps by +1.8 % (medians) with an
+    interval of about [+1.6, +2.8] %: confirmed, under the 2 % threshold, not
+    inside it: UNKNOWN. The controller, with its default budget, submits extra
+    runs of the two runs next to the change on their own hosts; they run, join
+    the series next to their anchors, and the verdict settles: the anchors'
+    files give 21.63 and 22.17 IOPS (+2.5 %), so DIFFERENT, and an alert."""
+    with Env() as env:
+        files = {}
+        for name, blocks in (("agent-a", set(RERUN_BEFORE)), ("agent-b", set(RERUN_AFTER))):
+            for n in blocks:
+                files[(name, n)] = env.agents[name].make_target(f"rr{n}.dat", n * 4096)
+        tags = {"branch": "rerun-e2e"}
+        jobs = []
+        # Each host's first run is a warm-up point (not detected on): one more each.
+        for name, seq in (("agent-a", [12] + RERUN_BEFORE), ("agent-b", [10] + RERUN_AFTER)):
+            for n in seq:
+                jid = env.submit(rerun_job(files[(name, n)]), name="rr", hosts=[name], tags=tags)
+                run = run_of(env.wait_job(jid, timeout=60))
+                check(run["state"] == "succeeded", f"{jid}: {run['state']} {run.get('error')}")
+                jobs.append(jid)
+
+        def iops_series():
+            s = env.get("/series?metric=iops&branch=rerun-e2e")["series"]
+            return s[0]["key"] if len(s) == 1 else None
+        key = wait_for(iops_series, 20, "one iops series for all 16 runs", interval=0.25)
+        one = env.get(f"/series/{key}")
+        vals = [round(p["value"], 2) for p in one["points"]]
+        check(len(one["warmup_points"]) == 2, f"warm-up points {len(one['warmup_points'])}")
+
+        def settled():
+            al = [a for a in env.get("/alerts?metric=iops")["alerts"] if a["series"] == key]
+            if not al:
+                return None
+            rr = env.get(f"/alerts/{al[0]['id']}")
+            r = rr.get("assessment", {}).get("reruns") or al[0].get("reruns") or {}
+            return (al[0], r) if r.get("state") not in (None, "running", "waiting") else None
+        try:
+            alert, reruns = wait_for(settled, 90, "the UNKNOWN change to settle", interval=0.5)
+        except TestFailure:
+            one = env.get(f"/series/{key}")
+            raise TestFailure(f"not settled: values {vals}, changes " + json.dumps(
+                [{k: c.get(k) for k in ("index", "change_pct", "change_ci_pct", "verdict",
+                                        "decision", "reason")} for c in one["change_points"]])
+                + f", note {one.get('note')!r}, alerts {env.get('/alerts')['alerts']}")
+        one = env.get(f"/series/{key}")
+        detail = json.dumps({"alert": alert, "reruns": reruns, "values": vals,
+                             "changes": one["change_points"]}, indent=1)[:6000]
+        check(reruns["state"] == "DIFFERENT", f"settled as {reruns.get('state')}: {detail}")
+        check(alert["verdict"] == "DIFFERENT" and alert["regression"] is False, detail)
+        check(reruns["budget_per_side"] == 10, f"default budget: {detail}")
+        n_before, n_after = reruns["requested_before"], reruns["requested_after"]
+        check(1 <= n_before <= 10 and n_after == n_before, detail)
+        # The extra runs ran on the anchors' hosts, succeeded, and are in the series
+        # next to their anchors.
+        sides = {}
+        for j in reruns["jobs"]:
+            job = env.job(j["job_id"])
+            check(job["state"] == "succeeded", f"extra-run job {j}: {job['state']}")
+            hosts = {r["host"] for r in job["runs"]}
+            sides[j["side"]] = (hosts, j["anchor_run"])
+        check(sides.get("before", ({None},))[0] == {"agent-a"} and
+              sides.get("after", ({None},))[0] == {"agent-b"}, f"placement {sides}")
+        extra = [p for p in one["points"] if "iofleet.rerun_of" in p["axes"]["tags"]]
+        # (at least: a latency series of the same runs may have asked for its own)
+        check(len(extra) >= n_before + n_after, f"{len(extra)} extra points of {n_before}+{n_after}")
+        check({sides["before"][1], sides["after"][1]} <=
+              {p["axes"]["tags"]["iofleet.rerun_of"] for p in extra}, "extra points' anchors")
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 

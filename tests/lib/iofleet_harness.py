@@ -337,8 +337,11 @@ class Controller:
 
     def __init__(self, env, ip="127.0.0.1", grpc_port=None, http_port=None,
                  heartbeat_timeout=None, extra_args=(), proc_env=None, store=None,
-                 name="controller", netns=None, reserve_ports=False):
+                 name="controller", netns=None, reserve_ports=False, wrapper=()):
         self.env = env
+        # A command the controller runs under (a profiler: ["heaptrack", "-o", F]);
+        # pid() is then the controller's, not the wrapper's.
+        self.wrapper = list(wrapper)
         self.name = name  # log file prefix (several controllers: ha_test.py)
         self.netns = netns  # run inside this network namespace
         self.store = store  # --store=URI (PostgreSQL) instead of --data-dir
@@ -370,7 +373,7 @@ class Controller:
             init = self.starts == 1
         path = os.path.join(self.env.dir, f"{self.name}.{self.starts}.log")
         self.log_path = path
-        args = ((["ip", "netns", "exec", self.netns] if self.netns else []) +
+        args = ((["ip", "netns", "exec", self.netns] if self.netns else []) + self.wrapper +
                 [bin_path("bin", "iofleet-controller"),
                  f"--store={self.store}" if self.store
                  else f"--data-dir={data_dir or self.env.data_dir}",
@@ -397,6 +400,24 @@ class Controller:
 
     def log_text(self):
         return read_text(self.log_path)
+
+    def pid(self):
+        """The controller process's pid (under a wrapper: its descendant
+        running iofleet-controller)."""
+        if not self.wrapper:
+            return self.proc.pid
+        todo = [self.proc.pid]
+        while todo:
+            p = todo.pop()
+            try:
+                with open(f"/proc/{p}/comm") as f:
+                    if f.read().strip() == "iofleet-control" and p != self.proc.pid:
+                        return p
+                with open(f"/proc/{p}/task/{p}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+            except OSError:
+                pass
+        return None
 
     def store_id(self):
         m = re.search(r"^store (\S+) in ", self.log_text(), re.M)
