@@ -151,7 +151,7 @@ export function seriesPage(main, { args }) {
         height: 280,
         scales: { x: { time: false } },
         // The default 50 px y axis cuts large values ("102,500" drew as "2,500").
-        axes: [{}, { size: 80 }],
+        axes: [{ incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, { size: 80 }],
         series: [
           { label: 'point', value: (u, v) => (v == null ? '–' : `${v} ${all[v] ? all[v].run_id : ''}`) },
           // spanGaps: the line runs past the warm-up points between points.
