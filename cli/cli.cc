@@ -1262,6 +1262,9 @@ absl::StatusOr<Watched> WatchLoop(const ApiClient& api, const std::string& id, u
               w.bps[d] = ws.dir_bytes_per_s[d];
             }
             w.p99_ns = ws.p99_ns;
+            w.has_lat = ws.has_lat;
+            w.lat_mean_ns = ws.lat_mean_ns;
+            w.lat_p99_ns = ws.lat_p99_ns;
           }
           if (printed_seq[rid] != ws.seq + 1) changed = true;
           printed_seq[rid] = ws.seq + 1;

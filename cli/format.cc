@@ -201,6 +201,32 @@ uint64_t SparseQuantile(const std::vector<std::pair<uint32_t, uint64_t>>& hist, 
   return stats::PlatIdxToVal(merged.rbegin()->first);
 }
 
+uint64_t SparseMean(const std::vector<std::pair<uint32_t, uint64_t>>& hist) {
+  double sum = 0;
+  uint64_t total = 0;
+  for (const auto& [b, c] : hist) {
+    if (c == 0 || b >= static_cast<uint32_t>(stats::kPlatNr)) continue;
+    sum += static_cast<double>(c) * static_cast<double>(stats::PlatIdxToVal(b));
+    total += c;
+  }
+  return total == 0 ? 0 : static_cast<uint64_t>(sum / static_cast<double>(total) + 0.5);
+}
+
+namespace {
+// A record direction's total-latency histogram (REST: "lat_hist": [[bucket,
+// count], ...], present only where measured); false when absent.
+bool LatHist(const json& dir, std::vector<std::pair<uint32_t, uint64_t>>* out) {
+  const json* h = Find(dir, "lat_hist");
+  if (h == nullptr || !h->is_array()) return false;
+  for (const json& p : *h) {
+    if (p.is_array() && p.size() >= 2) {
+      out->emplace_back(static_cast<uint32_t>(ToU64(p[0])), ToU64(p[1]));
+    }
+  }
+  return true;
+}
+}  // namespace
+
 WindowStats LatestWindow(const json& records) {
   WindowStats w;
   const json& recs = JArray(records, "records");
@@ -229,7 +255,7 @@ WindowStats LatestWindow(const json& records) {
   w.valid = true;
   uint64_t ios = 0, bytes = 0, t_start = UINT64_MAX, t_end = 0;
   uint64_t dir_ios[2] = {0, 0}, dir_bytes[2] = {0, 0};
-  std::vector<std::pair<uint32_t, uint64_t>> hist;
+  std::vector<std::pair<uint32_t, uint64_t>> hist, lat_hist;
   for (const json& r : recs) {
     if (JU64(r, {"seq"}) != w.seq) continue;
     t_start = std::min(t_start, JU64(r, {"t_start_ms"}));
@@ -247,6 +273,7 @@ WindowStats LatestWindow(const json& records) {
       bytes += JU64(*dir, {"bytes"});
       auto h = SparseHist(*dir);
       hist.insert(hist.end(), h.begin(), h.end());
+      if (LatHist(*dir, &lat_hist)) w.has_lat = true;
     }
   }
   w.t_end_ms = t_end;
@@ -260,6 +287,10 @@ WindowStats LatestWindow(const json& records) {
     w.dir_bytes_per_s[d] = static_cast<double>(dir_bytes[d]) / secs;
   }
   w.p99_ns = SparseQuantile(hist, 0.99);
+  if (w.has_lat) {
+    w.lat_mean_ns = SparseMean(lat_hist);
+    w.lat_p99_ns = SparseQuantile(lat_hist, 0.99);
+  }
   return w;
 }
 

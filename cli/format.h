@@ -51,6 +51,13 @@ struct WindowStats {
   double dir_iops[2] = {0, 0};         // read, write
   double dir_bytes_per_s[2] = {0, 0};  // read, write
   uint64_t p99_ns = 0;   // of the window's merged clat histogram (all directions)
+  // Total latency (fio's lat = slat + clat) of the window's merged lat_hist (all
+  // directions); has_lat false when no record carries one (gtod_reduce,
+  // disable_lat, or a controller/agent before total latency was sent). The
+  // mean is over the histogram's bucket values (fio's), within 1/64 of exact.
+  bool has_lat = false;
+  uint64_t lat_mean_ns = 0;
+  uint64_t lat_p99_ns = 0;
   uint64_t total_ios = 0;  // over all records so far
   uint64_t records = 0;
 };
@@ -58,6 +65,8 @@ WindowStats LatestWindow(const json& records);
 
 // Quantile q in [0,1] of a sparse fio-layout histogram (fio's walk); 0 if empty.
 uint64_t SparseQuantile(const std::vector<std::pair<uint32_t, uint64_t>>& hist, double q);
+// Mean of a sparse fio-layout histogram over its buckets' values; 0 if empty.
+uint64_t SparseMean(const std::vector<std::pair<uint32_t, uint64_t>>& hist);
 
 // Units as fio prints them (fio's num2str, common/stats/fio_units.h: 4 digits).
 std::string FormatCount(double v);          // 950, 12.3k, 2500k

@@ -60,6 +60,35 @@ TEST(FormatTest, LatestWindowSumsClonesOfTheLastSeq) {
   EXPECT_FALSE(LatestWindow(json::array()).valid);
 }
 
+// Total latency (lat) beside clat: the latest window's lat_hist (REST pairs),
+// merged over clones and directions; none when no record carries it.
+TEST(FormatTest, LatestWindowTotalLatencyFromLatHist) {
+  const uint32_t c1 = stats::PlatValToIdx(10000), l1 = stats::PlatValToIdx(12000),
+                 l2 = stats::PlatValToIdx(1000000);
+  json recs = json::array();
+  for (int seq = 0; seq < 2; ++seq) {
+    json r = {{"job_index", 0}, {"seq", seq}, {"t_start_ms", 1000 * seq},
+              {"t_end_ms", 1000 * (seq + 1)}};
+    r["read"] = {{"ios", 100}, {"bytes", 409600}, {"clat_hist", {{c1, 100}}},
+                 {"lat_hist", {{l1, seq == 1 ? 98 : 100}, {l2, seq == 1 ? 2 : 0}}}};
+    recs.push_back(r);
+  }
+  WindowStats w = LatestWindow(json{{"records", recs}});
+  ASSERT_TRUE(w.valid);
+  EXPECT_TRUE(w.has_lat);
+  EXPECT_EQ(w.p99_ns, stats::PlatIdxToVal(c1));
+  EXPECT_EQ(w.lat_p99_ns, stats::PlatIdxToVal(l2));
+  const double mean =
+      (98.0 * stats::PlatIdxToVal(l1) + 2.0 * stats::PlatIdxToVal(l2)) / 100.0;
+  EXPECT_NEAR(static_cast<double>(w.lat_mean_ns), mean, 1.0);
+  EXPECT_NEAR(static_cast<double>(w.lat_mean_ns), 0.98 * 12000 + 0.02 * 1000000, 0.02 * 31250);
+  // gtod_reduce/disable_lat: no lat_hist in any record.
+  for (json& r : recs) r["read"].erase("lat_hist");
+  w = LatestWindow(json{{"records", recs}});
+  EXPECT_FALSE(w.has_lat);
+  EXPECT_EQ(w.lat_mean_ns, 0u);
+}
+
 TEST(FormatTest, Units) {
   EXPECT_EQ(FormatCount(950), "950");
   EXPECT_EQ(FormatCount(123456), "123k");   // fio: IOPS=123k

@@ -67,10 +67,13 @@ std::string Table(const WatchView& v, const std::vector<const WatchRun*>& runs) 
                     r->state + (r->final ? " (final)" : ""),
                     r->started ? FormatDuration(r->elapsed_s) : "-", rate(r->iops, 0, false),
                     rate(r->iops, 1, false), rate(r->bps, 0, true), rate(r->bps, 1, true),
-                    r->have_rates && r->p99_ns ? FormatNs(r->p99_ns) : "-", r->note});
+                    r->have_rates && r->p99_ns ? FormatNs(r->p99_ns) : "-",
+                    r->have_rates && r->has_lat && r->lat_mean_ns ? FormatNs(r->lat_mean_ns) : "-",
+                    r->have_rates && r->has_lat && r->lat_p99_ns ? FormatNs(r->lat_p99_ns) : "-",
+                    r->note});
   }
   return RenderTable({"RUN", "HOST", "VARIANT", "CELL", "STATE", "TIME", "R-IOPS", "W-IOPS",
-                      "R-BW", "W-BW", "P99", "NOTE"},
+                      "R-BW", "W-BW", "CLAT-P99", "LAT-MEAN", "LAT-P99", "NOTE"},
                      rows);
 }
 
@@ -121,7 +124,8 @@ bool FinalFromResult(const json& fio, WatchRun* run) {
   const json& jobs = JArray(fio, "jobs");
   if (jobs.empty()) return false;
   double iops[2] = {0, 0}, bps[2] = {0, 0};
-  uint64_t p99 = 0;
+  uint64_t p99 = 0, lat_p99 = 0;
+  double lat_sum = 0, lat_n = 0;
   for (const json& j : jobs) {
     if (!j.is_object()) continue;
     int d = 0;
@@ -131,6 +135,16 @@ bool FinalFromResult(const json& fio, WatchRun* run) {
       if (it == j.end() || !it->is_object()) continue;
       iops[di] += JDouble(*it, {"iops"});
       bps[di] += JDouble(*it, {"bw_bytes"});
+      if (auto lat = it->find("lat_ns"); lat != it->end() && lat->is_object()) {
+        const double n = JDouble(*lat, {"N"});
+        if (n > 0) {
+          lat_sum += n * JDouble(*lat, {"mean"});
+          lat_n += n;
+        }
+        if (auto pct = lat->find("percentile"); pct != lat->end() && pct->is_object()) {
+          lat_p99 = std::max(lat_p99, JU64(*pct, {"99.000000"}));
+        }
+      }
       auto clat = it->find("clat_ns");
       if (clat == it->end() || !clat->is_object()) continue;
       auto pct = clat->find("percentile");
@@ -143,6 +157,10 @@ bool FinalFromResult(const json& fio, WatchRun* run) {
     run->bps[d] = bps[d];
   }
   run->p99_ns = p99;
+  // fio writes lat_ns with N 0 (and mean 0) under gtod_reduce/disable_lat.
+  run->has_lat = lat_n > 0;
+  run->lat_mean_ns = lat_n > 0 ? static_cast<uint64_t>(lat_sum / lat_n + 0.5) : 0;
+  run->lat_p99_ns = lat_p99;
   run->have_rates = true;
   run->final = true;
   return true;

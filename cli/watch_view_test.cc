@@ -29,6 +29,9 @@ WatchRun MakeRun(const std::string& id, const std::string& state, double r_iops,
   r.bps[0] = r_iops * 4096;
   r.bps[1] = w_iops * 4096;
   r.p99_ns = 250000;
+  r.has_lat = true;
+  r.lat_mean_ns = 41000;
+  r.lat_p99_ns = 260000;
   return r;
 }
 
@@ -63,6 +66,21 @@ TEST(WatchViewTest, StatusLineSumsRunningRunsPerDirectionWithElapsedAndEta) {
   EXPECT_THAT(Lines(out)[2], HasSubstr("30.0k"));
   EXPECT_THAT(Lines(out)[2], HasSubstr("10.0k"));
   EXPECT_THAT(Lines(out)[2], HasSubstr("250.0us"));
+  // Total latency (lat) beside clat: mean and p99.
+  EXPECT_THAT(Lines(out)[1], HasSubstr("CLAT-P99"));
+  EXPECT_THAT(Lines(out)[1], HasSubstr("LAT-MEAN"));
+  EXPECT_THAT(Lines(out)[1], HasSubstr("LAT-P99"));
+  EXPECT_THAT(Lines(out)[2], HasSubstr("41.0us"));
+  EXPECT_THAT(Lines(out)[2], HasSubstr("260.0us"));
+}
+
+TEST(WatchViewTest, TotalLatencyNotMeasuredPrintsADash) {
+  WatchView v = View(1, 0);
+  v.runs[0].has_lat = false;  // gtod_reduce / disable_lat
+  const std::string out = RenderWatch(v, 0, 0);
+  EXPECT_THAT(Lines(out)[2], Not(HasSubstr("41.0us")));
+  EXPECT_THAT(Lines(out)[2], Not(HasSubstr("260.0us")));
+  EXPECT_THAT(Lines(out)[2], HasSubstr("250.0us"));
 }
 
 TEST(WatchViewTest, FitsTheTerminal) {
@@ -96,6 +114,7 @@ TEST(WatchViewTest, FinishedRunShowsItsFinalResultNotTheLastSample) {
   EXPECT_DOUBLE_EQ(r.iops[0], 3001);
   EXPECT_DOUBLE_EQ(r.iops[1], 500);
   EXPECT_EQ(r.p99_ns, 480000u);
+  EXPECT_FALSE(r.has_lat);  // no lat_ns in this result
   v.runs.push_back(r);
   const std::string out = RenderWatchSummary(v);
   EXPECT_THAT(out, HasSubstr("succeeded (final)"));
@@ -103,6 +122,30 @@ TEST(WatchViewTest, FinishedRunShowsItsFinalResultNotTheLastSample) {
   EXPECT_THAT(out, HasSubstr("11.7MiB/s"));
   EXPECT_THAT(Lines(out)[0], Not(HasSubstr("eta")));
   EXPECT_FALSE(FinalFromResult(json::object(), &r));
+}
+
+// A finished run's total latency from its result's lat_ns: the mean over all
+// I/Os (weighted by N), p99 only where fio reported lat percentiles
+// (lat_percentiles=1); N 0 (gtod_reduce) is not measured.
+TEST(WatchViewTest, FinishedRunTotalLatencyFromLatNs) {
+  WatchRun r = MakeRun("r0", "succeeded", 0, 0);
+  json fio = json::parse(R"({"jobs":[
+      {"read":{"iops":100,"bw_bytes":409600,"lat_ns":{"N":300,"mean":10000}},
+       "write":{"iops":100,"bw_bytes":409600,"lat_ns":{"N":100,"mean":30000,
+                "percentile":{"99.000000":90000}}}}]})");
+  ASSERT_TRUE(FinalFromResult(fio, &r));
+  EXPECT_TRUE(r.has_lat);
+  EXPECT_EQ(r.lat_mean_ns, 15000u);
+  EXPECT_EQ(r.lat_p99_ns, 90000u);
+  fio["jobs"][0]["write"]["lat_ns"].erase("percentile");
+  ASSERT_TRUE(FinalFromResult(fio, &r));
+  EXPECT_EQ(r.lat_p99_ns, 0u);  // printed "-"
+  WatchView v = View(0, 0);
+  v.runs.push_back(r);
+  EXPECT_THAT(RenderWatchSummary(v), HasSubstr("15.0us"));
+  fio = json::parse(R"({"jobs":[{"read":{"iops":1,"bw_bytes":1,"lat_ns":{"N":0,"mean":0}}}]})");
+  ASSERT_TRUE(FinalFromResult(fio, &r));
+  EXPECT_FALSE(r.has_lat);
 }
 
 TEST(WatchViewTest, KbBase1000PrintsSiUnitsAsFio) {

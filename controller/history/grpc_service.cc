@@ -11,6 +11,7 @@
 #include "controller/api/status_map.h"
 #include "controller/compare/job_compare.h"
 #include "controller/history/query.h"
+#include "controller/scheduler/field_error.h"
 
 namespace iofleet::controller::history {
 namespace {
@@ -229,6 +230,25 @@ grpc::ServerUnaryReactor* HistoryServiceImpl::CompareJobs(grpc::CallbackServerCo
       compare::CompareJobs(*reads_, req->job_a(), req->job_b(), *params);
   if (!c.ok()) return Finish(ctx, c.status());
   resp->set_table_json(compare::RenderComparison(*c, compare::CompareFormat::kJson).body);
+  return Finish(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* HistoryServiceImpl::GetRunTelemetry(
+    grpc::CallbackServerContext* ctx, const v1::GetRunTelemetryRequest* req,
+    v1::RunTelemetryResponse* resp) {
+  IOFLEET_HISTORY_AUTH(ctx);
+  if (req->run_id().empty()) return Finish(ctx, FieldError("run_id", "missing (the run)"));
+  absl::StatusOr<json> j = RunTelemetryJson(*store_, req->run_id());
+  if (!j.ok()) return Finish(ctx, j.status());
+  resp->set_run_id(Str(*j, "run_id"));
+  resp->set_host(Str(*j, "host"));
+  resp->set_interval_ms(Int<uint32_t>(*j, "interval_ms"));
+  resp->set_start_unix_ms(Int<uint64_t>(*j, "start_unix_ms"));
+  for (const json& l : j->value("irq_lines", json::array())) {
+    if (l.is_string()) resp->add_irq_lines(l.get<std::string>());
+  }
+  resp->set_seconds(static_cast<uint32_t>(j->value("seconds", json::array()).size()));
+  resp->set_json(rest::Dump(*j));
   return Finish(ctx, absl::OkStatus());
 }
 

@@ -1,5 +1,5 @@
-// HistoryService (proto/iofleet/v1/history.proto): series, alerts, triage and
-// cross-job compare over gRPC. Each RPC calls what the REST route calls
+// HistoryService (proto/iofleet/v1/history.proto): series, alerts, triage,
+// cross-job compare and a run's agent telemetry over gRPC. Each RPC calls what the REST route calls
 // (query.h; compare/job_compare.h for CompareJobs) and answers with the same
 // document in `json` (rest::Dump, as REST writes it) plus typed fields read
 // from it, so REST and gRPC cannot disagree.
@@ -62,6 +62,9 @@ class HistoryServiceImpl final : public v1::HistoryService::CallbackService {
   grpc::ServerUnaryReactor* CompareJobs(grpc::CallbackServerContext* ctx,
                                         const v1::CompareJobsRequest* req,
                                         v1::CompareResponse* resp) override;
+  grpc::ServerUnaryReactor* GetRunTelemetry(grpc::CallbackServerContext* ctx,
+                                            const v1::GetRunTelemetryRequest* req,
+                                            v1::RunTelemetryResponse* resp) override;
 
  private:
   grpc::ServerUnaryReactor* ForwardSetAlertState(grpc::CallbackServerContext* ctx,

@@ -67,6 +67,19 @@ void AddJob(Store& store, int i, double iops) {
                               {"bw_bytes", iops * 4096},
                               {"clat_ns", {{"N", 100000}, {"mean", 1e9 / iops * 8}}}}}}}}}
                         .dump();
+  if (i == 39) {  // the last run's agent sampled telemetry (docs/history.md)
+    json doc = json::parse(res.result_json);
+    doc["iofleet"]["telemetry"] = {
+        {"interval_ms", 1000},
+        {"start_unix_ms", kT0 + kHour * i - 10000},
+        {"sample_ms", {1000, 1000, 250}},
+        {"devices", {{"nvme0n1", {{"util_pct", {80, 90, 85}}, {"await_ms", {0.1, 0.3, 0.2}}}}}},
+        {"cpus", {{{"cpu", 0}, {"softirq_pct", {4, 6, 5}}, {"dev_irq_s", {100, 200, 150}}}}},
+        {"ctxt_s", {1000, 1100, 1050}},
+        {"intr_s", {500, 600, 550}},
+        {"irq_lines", {"nvme0q1", "nvme0q2"}}};
+    res.result_json = doc.dump();
+  }
   WriteBatch b;
   b.upsert_jobs.push_back(j);
   b.upsert_runs.push_back(r);
@@ -250,6 +263,42 @@ TEST_F(HistoryGrpcTest, SeriesAlertsTriageAndCompareAnswerAsRest) {
   const json table = json::parse(cmp.table_json());
   EXPECT_EQ(table["job_ids"], json({"job-0", "job-39"})) << cmp.table_json();
   EXPECT_NE(table["markdown"].get<std::string>().find("iops"), std::string::npos);
+}
+
+// A run's agent telemetry second by second: GetRunTelemetry answers what GET
+// /api/v1/runs/{id}/telemetry answers, errors included.
+TEST_F(HistoryGrpcTest, RunTelemetryAnswersAsRest) {
+  v1::GetRunTelemetryRequest req;
+  req.set_run_id("job-39-r0");
+  v1::RunTelemetryResponse t;
+  grpc::Status s = stub_->GetRunTelemetry(Ctx().get(), req, &t);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  auto [st, body] = Get("/api/v1/runs/job-39-r0/telemetry");
+  ASSERT_EQ(st, 200) << body;
+  EXPECT_EQ(t.json(), body);
+  EXPECT_EQ(t.run_id(), "job-39-r0");
+  EXPECT_EQ(t.host(), "host-1");
+  EXPECT_EQ(t.interval_ms(), 1000u);
+  EXPECT_EQ(t.start_unix_ms(), kT0 + kHour * 39 - 10000);
+  ASSERT_EQ(t.irq_lines_size(), 2);
+  EXPECT_EQ(t.irq_lines(1), "nvme0q2");
+  EXPECT_EQ(t.seconds(), 3u);
+  const json doc = json::parse(t.json());
+  EXPECT_DOUBLE_EQ(doc["seconds"][1]["devices"]["nvme0n1"]["util_pct"].get<double>(), 90);
+
+  // A run without telemetry, an unknown run: NOT_FOUND naming why, as REST's 404.
+  req.set_run_id("job-0-r0");
+  s = stub_->GetRunTelemetry(Ctx().get(), req, &t);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(s.error_message().find("no telemetry"), std::string::npos) << s.error_message();
+  EXPECT_EQ(Get("/api/v1/runs/job-0-r0/telemetry").first, 404);
+  req.set_run_id("nope");
+  EXPECT_EQ(stub_->GetRunTelemetry(Ctx().get(), req, &t).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  req.set_run_id("");
+  s = stub_->GetRunTelemetry(Ctx().get(), req, &t);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("run_id"), std::string::npos) << s.error_message();
 }
 
 TEST_F(HistoryGrpcTest, BadInputIsRefusedAsRestRefusesIt) {

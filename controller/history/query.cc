@@ -318,50 +318,121 @@ absl::StatusOr<json> AlertJson(Store& store, const std::string& id, const Params
   return j;
 }
 
-absl::StatusOr<json> ReproJson(Store& store, const std::string& alert_id) {
-  absl::StatusOr<AlertRow> a = store.GetAlert(alert_id);
-  if (!a.ok()) return a.status();
-  absl::StatusOr<RunRow> run = store.GetRun(a->first_run_id);
+namespace {
+
+// One run of a repro bundle: its host, device fingerprint and the inventory it
+// ran with. The agent stores that inventory with the result (iofleet.inventory,
+// collected when the run ends); a result without it (agents before 2026-12-02)
+// takes the host's inventory as the controller holds it now, and
+// `inventory_source` says which: "run", "agent" (the host now) or "none".
+absl::StatusOr<json> ReproRunJson(Store& store, const std::string& run_id,
+                                  const std::vector<AgentRow>& agents) {
+  absl::StatusOr<RunRow> run = store.GetRun(run_id);
   if (!run.ok()) return run.status();
-  absl::StatusOr<JobRow> job = store.GetJob(run->job_id);
-  if (!job.ok()) return job.status();
-  absl::StatusOr<std::vector<AgentRow>> agents = store.ListAgents();
-  if (!agents.ok()) return agents.status();
-  json inventory = nullptr;
-  std::string agent_version, cmdline, kernel;
-  for (const AgentRow& ag : *agents) {
-    if (ag.name != run->host) continue;
-    inventory = ParseOr(ag.inventory_json, json());
-    if (inventory.is_object()) {
-      agent_version = Str(inventory, "agent_version");
-      cmdline = Str(inventory, "kernel_cmdline");
-      kernel = Str(inventory, "kernel_release");
-    }
-  }
   absl::StatusOr<std::optional<ResultRow>> result = store.GetResult(run->id);
   if (!result.ok()) return result.status();
-  json options = json::object();
-  if (result->has_value()) {
-    for (const auto& [k, v] :
-         compare::ResultOptions(ParseOr((*result)->result_json, json::object()))) {
-      options[k] = v;
+  const json doc =
+      result->has_value() ? ParseOr((*result)->result_json, json::object()) : json::object();
+  json inventory = nullptr;
+  std::string source = "none", note;
+  if (doc.is_object() && doc.contains("iofleet") && doc["iofleet"].is_object() &&
+      doc["iofleet"].contains("inventory") && doc["iofleet"]["inventory"].is_object()) {
+    inventory = doc["iofleet"]["inventory"];
+    source = "run";
+    note = "the inventory the run ran with (stored with its result when it ended)";
+  } else {
+    for (const AgentRow& ag : agents) {
+      if (ag.name != run->host) continue;
+      json now = ParseOr(ag.inventory_json, json());
+      if (!now.is_object()) continue;
+      inventory = std::move(now);
+      source = "agent";
+      note = absl::StrCat(
+          "the run's result carries no inventory (an agent before 2026-12-02): this is host ",
+          run->host, "'s inventory as the controller holds it now, which may have changed "
+          "since the run");
+    }
+    if (source == "none") {
+      note = absl::StrCat("no inventory: the run's result carries none and the controller "
+                          "knows no agent named ",
+                          run->host);
     }
   }
-  return json{{"alert_id", a->id},
-              {"run_id", run->id},
+  json options = json::object();
+  for (const auto& [k, v] : compare::ResultOptions(doc)) options[k] = v;
+  return json{{"run_id", run->id},
               {"job_id", run->job_id},
               {"host", run->host},
               {"job_text", run->fio_text},
               {"effective_options", options},
-              {"job_spec", ParseOr(job->spec_json, json::object())},
               {"device_fingerprint",
                result->has_value() ? (*result)->device_fingerprint : std::string()},
               {"inventory", inventory},
-              {"agent_version", agent_version},
-              {"kernel_release", kernel},
-              {"kernel_cmdline", cmdline},
-              {"note", "the host's inventory as the controller holds it now (it may have "
-                       "changed since the run)"}};
+              {"inventory_source", source},
+              {"inventory_note", note},
+              {"agent_version", inventory.is_object() ? Str(inventory, "agent_version") : ""},
+              {"kernel_release", inventory.is_object() ? Str(inventory, "kernel_release") : ""},
+              {"kernel_cmdline", inventory.is_object() ? Str(inventory, "kernel_cmdline") : ""}};
+}
+
+}  // namespace
+
+absl::StatusOr<json> ReproJson(Store& store, const std::string& alert_id) {
+  absl::StatusOr<AlertRow> a = store.GetAlert(alert_id);
+  if (!a.ok()) return a.status();
+  absl::StatusOr<std::vector<AgentRow>> agents = store.ListAgents();
+  if (!agents.ok()) return agents.status();
+  absl::StatusOr<json> after = ReproRunJson(store, a->first_run_id, *agents);
+  if (!after.ok()) return after.status();
+  absl::StatusOr<JobRow> job = store.GetJob((*after)["job_id"].get<std::string>());
+  if (!job.ok()) return job.status();
+  // The last run before the change, when the alert names one (a stoppage
+  // alert names only the series' last run).
+  const json detail = ParseOr(a->detail_json, json::object());
+  const std::string before_id = Str(detail, "last_before_run");
+  json before = nullptr;
+  if (!before_id.empty()) {
+    absl::StatusOr<json> b = ReproRunJson(store, before_id, *agents);
+    if (b.ok()) {
+      before = std::move(*b);
+    } else if (!absl::IsNotFound(b.status())) {
+      return b.status();
+    }
+  }
+  // The first run after the change at the top level (what the bundle
+  // reproduces), both runs under "runs", each labelled.
+  json out = {{"alert_id", a->id}};
+  for (const char* k : {"run_id", "job_id", "host", "job_text", "effective_options"}) {
+    out[k] = (*after)[k];
+  }
+  out["job_spec"] = ParseOr(job->spec_json, json::object());
+  for (const char* k : {"device_fingerprint", "inventory", "inventory_source", "agent_version",
+                        "kernel_release", "kernel_cmdline"}) {
+    out[k] = (*after)[k];
+  }
+  json runs = json::array();
+  json first = *after;
+  first["side"] = "first_after";
+  first["label"] = "first run after the change";
+  runs.push_back(std::move(first));
+  if (before.is_object()) {
+    before["side"] = "last_before";
+    before["label"] = "last run before the change";
+    runs.push_back(std::move(before));
+  }
+  out["runs"] = std::move(runs);
+  std::string note = absl::StrCat("first run after the change (", a->first_run_id, "): ",
+                                  (*after)["inventory_note"].get<std::string>());
+  if (before_id.empty()) {
+    absl::StrAppend(&note, "; the alert names no run before the change");
+  } else if (before.is_object()) {
+    absl::StrAppend(&note, "; last run before it (", before_id, "): ",
+                    before["inventory_note"].get<std::string>());
+  } else {
+    absl::StrAppend(&note, "; last run before it (", before_id, "): no longer in the store");
+  }
+  out["note"] = std::move(note);
+  return out;
 }
 
 absl::StatusOr<json> FindBaseline(Store& store, const std::string& job_id,

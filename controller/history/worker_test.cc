@@ -318,6 +318,86 @@ TEST_F(HistoryWorkerTest, StepRegressionRaisesOneAlertWithItsReport) {
   EXPECT_EQ(ListAlertsJson(*store_, {{"state", "untriaged"}})->at("alerts").size(), 2u);
 }
 
+// The repro bundle names the inventory each side's run ran with (the result's
+// iofleet.inventory), not the host's inventory now: a host that moved to another
+// kernel after the alert does not rewrite the bundle. A result without it (an
+// older agent) falls back to the host's inventory now, and says so.
+TEST_F(HistoryWorkerTest, ReproBundleShowsTheInventoryTheRunsRanWith) {
+  const json old_kernel = {{"hostname", "host-1"},
+                           {"kernel_release", "6.12.0"},
+                           {"kernel_cmdline", "BOOT_IMAGE=/vmlinuz quiet"},
+                           {"cpu_model", "Xeon 8480"},
+                           {"numa_nodes", {{{"id", 0}, {"cpus", {0, 1}}}}},
+                           {"agent_version", "0.9"}};
+  json new_kernel = old_kernel;
+  new_kernel["kernel_release"] = "6.13.0-rc1";
+  new_kernel["agent_version"] = "0.9.1";
+  run_inventory_ = old_kernel;
+  for (int i = 0; i < 20; ++i) AddJob(i, Noisy(100000, 0.01));
+  run_inventory_ = new_kernel;
+  for (int i = 20; i < 40; ++i) AddJob(i, Noisy(90000, 0.01));
+  auto w = Worker();
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  auto alerts = ListAlertsJson(*store_, {{"metric", "iops"}});
+  ASSERT_TRUE(alerts.ok()) << alerts.status();
+  ASSERT_EQ((*alerts)["alerts"].size(), 1u) << alerts->dump(2);
+  const std::string id = (*alerts)["alerts"][0]["id"];
+  ASSERT_EQ((*alerts)["alerts"][0]["first_run"]["run_id"], "job-20-r0");
+
+  // After the run, the host moves on: another kernel and agent.
+  {
+    AgentRow a = store_->ListAgents()->at(0);
+    json now = new_kernel;
+    now["kernel_release"] = "6.14.0";
+    now["agent_version"] = "1.0";
+    a.inventory_json = now.dump();
+    WriteBatch b;
+    b.upsert_agents.push_back(a);
+    ASSERT_TRUE(store_->Write(std::move(b)).ok());
+  }
+  auto repro = ReproJson(*store_, id);
+  ASSERT_TRUE(repro.ok()) << repro.status();
+  EXPECT_EQ((*repro)["run_id"], "job-20-r0");
+  EXPECT_EQ((*repro)["inventory_source"], "run");
+  EXPECT_EQ((*repro)["kernel_release"], "6.13.0-rc1") << repro->dump(2);
+  EXPECT_EQ((*repro)["agent_version"], "0.9.1");
+  EXPECT_EQ((*repro)["inventory"], new_kernel);
+  ASSERT_EQ((*repro)["runs"].size(), 2u) << repro->dump(2);
+  const json& after = (*repro)["runs"][0];
+  const json& before = (*repro)["runs"][1];
+  EXPECT_EQ(after["side"], "first_after");
+  EXPECT_EQ(after["label"], "first run after the change");
+  EXPECT_EQ(after["kernel_release"], "6.13.0-rc1");
+  EXPECT_EQ(before["side"], "last_before");
+  EXPECT_EQ(before["label"], "last run before the change");
+  EXPECT_EQ(before["run_id"], "job-19-r0");
+  EXPECT_EQ(before["inventory_source"], "run");
+  EXPECT_EQ(before["kernel_release"], "6.12.0");
+  EXPECT_EQ(before["agent_version"], "0.9");
+  EXPECT_EQ(before["job_text"], "[global]\nfilename=/dev/nvme1n1\n[j]\nrw=randread\n");
+
+  // A result without an inventory: the host's now, said so.
+  {
+    auto res = store_->GetResult("job-20-r0");
+    ASSERT_TRUE(res.ok() && res->has_value());
+    ResultRow r = **res;
+    json doc = json::parse(r.result_json);
+    doc.erase("iofleet");
+    r.result_json = doc.dump();
+    WriteBatch b;
+    b.results.push_back(r);
+    ASSERT_TRUE(store_->Write(std::move(b)).ok());
+  }
+  repro = ReproJson(*store_, id);
+  ASSERT_TRUE(repro.ok()) << repro.status();
+  EXPECT_EQ((*repro)["inventory_source"], "agent");
+  EXPECT_EQ((*repro)["kernel_release"], "6.14.0");
+  EXPECT_NE((*repro)["note"].get<std::string>().find("as the controller holds it now"),
+            std::string::npos)
+      << (*repro)["note"];
+  EXPECT_EQ((*repro)["runs"][1]["inventory_source"], "run");
+}
+
 TEST_F(HistoryWorkerTest, NoiseRaisesNoAlert) {
   for (int i = 0; i < 40; ++i) AddJob(i, Noisy(100000, 0.02));
   auto w = Worker();

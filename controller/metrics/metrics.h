@@ -16,6 +16,10 @@
 //         le = 2^k ns for k = 10..34 (1.024 us .. 17.18 s). Every fio bucket lies
 //         inside one [2^(k-1), 2^k) ns interval, so bucket counts are exact;
 //         _sum uses each fio bucket's midpoint.
+//     iofleet_run_lat_seconds{host,slot,direction}     total latency histogram (fio's
+//         lat = slat + clat), same buckets and _sum; a direction whose records
+//         carry no total latency (gtod_reduce, disable_lat) has no series.
+//         Mean: _sum / _count; percentiles: histogram_quantile, as for clat.
 //     iofleet_run_sampled_seconds_total{host,slot}     wall time covered by the
 //         interval records of clone 0: rate(ios)/rate(this) is IOPS over the
 //         agent's own clock, independent of scrape/record phase.

@@ -201,6 +201,41 @@ class MetricsTest : public ::testing::Test {
   std::unique_ptr<ControllerMetrics> m_;
 };
 
+// Total latency (fio's lat = slat + clat) beside clat: its own histogram per
+// direction, from the records' lat_hist; a direction whose records carry none
+// (gtod_reduce, disable_lat: lat_measured false) has no lat series at all
+// rather than an empty one that reads as "no latency".
+TEST_F(MetricsTest, RunTotalLatencyHistogramBesideClat) {
+  State("j1-1", RunState::kRunning);
+  for (uint64_t seq = 0; seq < 2; ++seq) {
+    IntervalRow r = Interval("j1-1", seq, 100);
+    // Each I/O waited 2 us before submission: 900 ns -> 2.9 us, 3 us -> 5 us.
+    r.dir[0].lat_hist = {{stats::PlatValToIdx(2900), 50}, {stats::PlatValToIdx(5000), 50}};
+    r.dir[0].lat_measured = true;
+    r.dir[1].ios = 10;  // writes without total latency
+    r.dir[1].clat_hist = {{stats::PlatValToIdx(900), 10}};
+    m_->OnInterval(r);
+  }
+  const std::string t = m_->Serialize();
+  const Labels rl = {{"host", "h1"}, {"slot", "0"}, {"direction", "read"}};
+  const Labels wl = {{"host", "h1"}, {"slot", "0"}, {"direction", "write"}};
+  auto le = [&](const char* name, Labels l, const std::string& b) {
+    l["le"] = b;
+    return Get(t, name, l);
+  };
+  EXPECT_EQ(Get(t, "iofleet_run_lat_seconds_count", rl), 200);
+  EXPECT_EQ(le("iofleet_run_lat_seconds_bucket", rl, "2.048e-06"), 0);
+  EXPECT_EQ(le("iofleet_run_lat_seconds_bucket", rl, "4.096e-06"), 100);
+  EXPECT_EQ(le("iofleet_run_lat_seconds_bucket", rl, "+Inf"), 200);
+  EXPECT_NEAR(*Get(t, "iofleet_run_lat_seconds_sum", rl), 100 * 2900e-9 + 100 * 5000e-9,
+              200 * 80e-9);
+  // clat is unchanged beside it.
+  EXPECT_EQ(le("iofleet_run_clat_seconds_bucket", rl, "4.096e-06"), 200);
+  EXPECT_EQ(Get(t, "iofleet_run_clat_seconds_count", wl), 20);
+  EXPECT_FALSE(Get(t, "iofleet_run_lat_seconds_count", wl).has_value());
+  EXPECT_FALSE(le("iofleet_run_lat_seconds_bucket", wl, "+Inf").has_value());
+}
+
 TEST_F(MetricsTest, RunLifecycleCountersHistogramAndRemoval) {
   State("j1-1", RunState::kQueued);
   std::string t = m_->Serialize();

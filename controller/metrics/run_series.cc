@@ -78,16 +78,23 @@ size_t RunSeriesTable::size() const {
 void RunSeriesTable::Record(const IntervalRow& row) {
   if (row.job_index >= kMaxClones) return;
   // The record's increments, computed before taking the lock.
-  std::array<std::array<uint64_t, 26>, 3> add{};
-  std::array<double, 3> sum{};
-  std::array<uint64_t, 3> count{};
-  for (int d = 0; d < 3; ++d) {
-    for (const auto& [b, c] : row.dir[d].clat_hist) {
+  struct Add {
+    std::array<uint64_t, 26> buckets{};
+    double sum = 0;
+    uint64_t count = 0;
+  };
+  auto bin = [](const std::vector<std::pair<uint32_t, uint64_t>>& hist, Add* a) {
+    for (const auto& [b, c] : hist) {
       if (c == 0 || b >= static_cast<uint32_t>(stats::kPlatNr)) continue;
-      add[d][ClatBucketOfFioBucket(b)] += c;
-      sum[d] += static_cast<double>(c) * ClatMidSecondsOfFioBucket(b);
-      count[d] += c;
+      a->buckets[ClatBucketOfFioBucket(b)] += c;
+      a->sum += static_cast<double>(c) * ClatMidSecondsOfFioBucket(b);
+      a->count += c;
     }
+  };
+  std::array<Add, 3> clat{}, lat{};
+  for (int d = 0; d < 3; ++d) {
+    bin(row.dir[d].clat_hist, &clat[d]);
+    if (row.dir[d].lat_measured) bin(row.dir[d].lat_hist, &lat[d]);
   }
   Shard& sh = ShardOf(row.run_id);
   std::lock_guard<std::mutex> l(sh.mu);
@@ -105,10 +112,16 @@ void RunSeriesTable::Record(const IntervalRow& row) {
     o.ios += dr.ios;
     o.bytes += dr.bytes;
     o.errors += dr.errors;
-    if (count[d] == 0) continue;
-    for (size_t k = 0; k < o.buckets.size(); ++k) o.buckets[k] += add[d][k];
-    o.count += count[d];
-    o.sum += sum[d];
+    if (dr.lat_measured) o.lat_used = true;
+    if (lat[d].count > 0) {
+      for (size_t k = 0; k < o.lat_buckets.size(); ++k) o.lat_buckets[k] += lat[d].buckets[k];
+      o.lat_count += lat[d].count;
+      o.lat_sum += lat[d].sum;
+    }
+    if (clat[d].count == 0) continue;
+    for (size_t k = 0; k < o.buckets.size(); ++k) o.buckets[k] += clat[d].buckets[k];
+    o.count += clat[d].count;
+    o.sum += clat[d].sum;
   }
   if (row.job_index == 0 && row.t_end_ms > row.t_start_ms) {
     s.sampled_s += static_cast<double>(row.t_end_ms - row.t_start_ms) / 1000.0;
@@ -140,7 +153,30 @@ std::vector<prometheus::MetricFamily> RunSeriesTable::Collect() const {
       "Completion latency of the run's I/Os (fio clat), exact power-of-two buckets from fio's "
       "log-linear histogram",
       MetricType::Histogram);
+  MetricFamily lat = Family(
+      "iofleet_run_lat_seconds",
+      "Total latency of the run's I/Os (fio lat = slat + clat, from submission), exact "
+      "power-of-two buckets from fio's log-linear histogram; absent for a direction whose "
+      "records carry none (gtod_reduce, disable_lat)",
+      MetricType::Histogram);
   const std::vector<double>& bounds = ClatBoundsSeconds();
+  auto histogram = [&bounds](const std::vector<ClientMetric::Label>& labels,
+                             const std::array<uint64_t, 26>& buckets, uint64_t count,
+                             double sum) {
+    ClientMetric h;
+    h.label = labels;
+    h.histogram.sample_count = count;
+    h.histogram.sample_sum = sum;
+    h.histogram.bucket.resize(buckets.size());
+    uint64_t cum = 0;
+    for (size_t k = 0; k < buckets.size(); ++k) {
+      cum += buckets[k];
+      h.histogram.bucket[k].cumulative_count = cum;
+      h.histogram.bucket[k].upper_bound =
+          k < bounds.size() ? bounds[k] : std::numeric_limits<double>::infinity();
+    }
+    return h;
+  };
   for (const Shard& sh : shards_) {
     std::lock_guard<std::mutex> l(sh.mu);
     for (const auto& [id, sp] : sh.runs) {
@@ -171,24 +207,13 @@ std::vector<prometheus::MetricFamily> RunSeriesTable::Collect() const {
         bytes.metric.push_back(c);
         c.counter.value = static_cast<double>(o.errors);
         errors.metric.push_back(std::move(c));
-        ClientMetric h;
-        h.label = dl;
-        h.histogram.sample_count = o.count;
-        h.histogram.sample_sum = o.sum;
-        h.histogram.bucket.resize(o.buckets.size());
-        uint64_t cum = 0;
-        for (size_t k = 0; k < o.buckets.size(); ++k) {
-          cum += o.buckets[k];
-          h.histogram.bucket[k].cumulative_count = cum;
-          h.histogram.bucket[k].upper_bound =
-              k < bounds.size() ? bounds[k] : std::numeric_limits<double>::infinity();
-        }
-        clat.metric.push_back(std::move(h));
+        clat.metric.push_back(histogram(dl, o.buckets, o.count, o.sum));
+        if (o.lat_used) lat.metric.push_back(histogram(dl, o.lat_buckets, o.lat_count, o.lat_sum));
       }
     }
   }
   std::vector<MetricFamily> out;
-  for (MetricFamily* f : {&info, &ios, &bytes, &errors, &sampled, &clat}) {
+  for (MetricFamily* f : {&info, &ios, &bytes, &errors, &sampled, &clat, &lat}) {
     if (!f->metric.empty()) out.push_back(std::move(*f));
   }
   return out;

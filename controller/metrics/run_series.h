@@ -64,6 +64,13 @@ class RunSeriesTable final : public prometheus::Collectable {
     uint64_t count = 0;
     double sum = 0;
     std::array<uint64_t, 26> buckets{};  // per power-of-two bound, then +Inf
+    // Total latency (fio's lat = slat + clat), same layout; lat_used once a
+    // record of this direction carried it (lat_measured: not with gtod_reduce
+    // or disable_lat).
+    bool lat_used = false;
+    uint64_t lat_count = 0;
+    double lat_sum = 0;
+    std::array<uint64_t, 26> lat_buckets{};
   };
   struct Series {
     RunLabels labels;

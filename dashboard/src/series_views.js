@@ -2,7 +2,7 @@
 // points chart: per build, each build's mean with a whisker from its min to its
 // max (`builds`: the points grouped by the job's tag "build", else "commit");
 // per host, each host's points in series order, so the spread between hosts
-// shows. Each chart box carries the columns it drew (data-values).
+// shows, with its warm-up points (not detected on) as hollow markers. Each chart box carries the columns it drew (data-values).
 import uPlot from 'uplot';
 import { h, fmtNum } from './dom.js';
 import { widthOf, fit } from './charts.js';
@@ -21,13 +21,34 @@ export function buildColumns(builds) {
   };
 }
 
-// The columns of the per-host chart: [x (point index), host A's values (null at
-// other hosts' points), host B's ...] and the host names, sorted.
-export function hostColumns(points) {
-  const hosts = [...new Set(points.map((p) => (p.axes && p.axes.host) || ''))].sort();
+// A series' points and warm-up points (GET /series/{key}: `points`, detected
+// on, and `warmup_points`, each host's first run(s), not detected on) merged in
+// series order (`order`, the run's creation order): [{...point, warmup, index}],
+// `index` being the point's place in `points` (null for a warm-up point).
+export function mergedPoints(points, warmup) {
+  const all = [
+    ...(points || []).map((p, i) => ({ ...p, warmup: false, index: i })),
+    ...(warmup || []).map((p) => ({ ...p, warmup: true, index: null })),
+  ];
+  // Stable: equal orders keep points before warm-up points.
+  return all.map((p, k) => [p, k]).sort((a, b) => (Number(a[0].order) - Number(b[0].order)) || a[1] - b[1]).map(([p]) => p);
+}
+
+export const WARMUP_LABEL = 'warm-up (not detected on)';
+
+// The columns of the per-host chart: [x (place in series order), host A's
+// points (null elsewhere), host B's ..., then host A's warm-up points, ...],
+// the host names (sorted) and the hosts with warm-up points (sorted).
+export function hostColumns(points, warmup = []) {
+  const all = mergedPoints(points, warmup);
+  const hostOf = (p) => (p.axes && p.axes.host) || '';
+  const hosts = [...new Set(all.map(hostOf))].sort();
+  const warmHosts = [...new Set(all.filter((p) => p.warmup).map(hostOf))].sort();
+  const col = (hname, warm) => all.map((p) => (hostOf(p) === hname && p.warmup === warm ? fin(p.value) : null));
   return {
     hosts,
-    data: [points.map((_, i) => i), ...hosts.map((hname) => points.map((p) => (((p.axes && p.axes.host) || '') === hname ? fin(p.value) : null)))],
+    warmHosts,
+    data: [all.map((_, i) => i), ...hosts.map((hname) => col(hname, false)), ...warmHosts.map((hname) => col(hname, true))],
   };
 }
 
@@ -104,13 +125,15 @@ export function buildsChart(container, s) {
   );
 }
 
-// Appends the per-host chart to `container`; returns its destroyer.
+// Appends the per-host chart to `container`; returns its destroyer. Warm-up
+// points are hollow markers in their host's colour.
 export function hostsChart(container, s) {
-  const c = hostColumns(s.points || []);
+  const c = hostColumns(s.points || [], s.warmup_points || []);
+  const colour = (hname) => PALETTE[c.hosts.indexOf(hname) % PALETTE.length];
   return mount(
     container,
     `${s.metric} per host`,
-    { points: String((s.points || []).length), hosts: JSON.stringify(c.hosts) },
+    { points: String((s.points || []).length), warmup: String((s.warmup_points || []).length), hosts: JSON.stringify(c.hosts), warmupHosts: JSON.stringify(c.warmHosts) },
     {
       scales: { x: { time: false } },
       axes: [
@@ -119,7 +142,14 @@ export function hostsChart(container, s) {
       ],
       series: [
         { label: 'point' },
-        ...c.hosts.map((hname, i) => ({ label: hname || '(no host)', stroke: PALETTE[i % PALETTE.length], width: 0, points: { show: true, size: 6, fill: PALETTE[i % PALETTE.length] }, value: (u, v) => fmtNum(v, 4) })),
+        ...c.hosts.map((hname) => ({ label: hname || '(no host)', stroke: colour(hname), width: 0, points: { show: true, size: 6, fill: colour(hname) }, value: (u, v) => fmtNum(v, 4) })),
+        ...c.warmHosts.map((hname) => ({
+          label: `${hname || '(no host)'} ${WARMUP_LABEL}`,
+          stroke: colour(hname),
+          width: 0,
+          points: { show: true, size: 9, width: 2, stroke: colour(hname), fill: '#ffffff' },
+          value: (u, v) => fmtNum(v, 4),
+        })),
       ],
     },
     c.data,

@@ -12,9 +12,16 @@ import { launch, chromiumMissing } from '../testlib/browser.mjs';
 const skip = chromiumMissing() || (existsSync(join(DIST, 'index.html')) ? null : 'dashboard/dist is not built (run dashboard/build.sh)');
 
 const axes = { job_name: 'ci-randread', metric: 'iops', branch: 'main', cpu_model: 'Xeon', device: 'nvme X', workload: 'w', variant: '', cell: '', numa: '1 nodes x [2] cpus', kernel_cmdline: 'quiet' };
+// Series order (run seq): warm-up w0 (h1) 0, w1 (h2) 1, r0 2, r1 4, r2 6,
+// w2 (h3, a host that joined later) 7, r3 8, r4 10, r5 12.
 const points = [100, 101, 99, 90, 91, 89].map((v, i) => ({
-  run_id: `r${i}`, job_id: `j${i}`, order: i, time_ms: 1700000000000 + i, value: v * 1000, cv: 0.01,
+  run_id: `r${i}`, job_id: `j${i}`, order: 2 * i + 2, time_ms: 1700000000000 + i, value: v * 1000, cv: 0.01,
   axes: { host: i % 2 ? 'h2' : 'h1', kernel_release: i < 3 ? '6.12' : '6.13', tags: { commit: `c${i}`, build: i < 3 ? 'b1' : 'b2' } },
+}));
+// Each host's first run: in `warmup_points`, not detected on (page-cache fast).
+const warmup = [[0, 'h1', 250], [1, 'h2', 240], [7, 'h3', 245]].map(([order, host, v], i) => ({
+  run_id: `w${i}`, job_id: `jw${i}`, order, time_ms: 1700000000000 + order, value: v * 1000,
+  axes: { host, kernel_release: '6.12', tags: { commit: `cw${i}`, build: 'b1' } },
 }));
 // `builds` as controller/history/builds.h writes it: two builds of three points.
 const group = (value, idx) => {
@@ -28,7 +35,7 @@ const group = (value, idx) => {
 };
 const BUILDS = { tag: 'build', groups: [group('b1', [0, 1, 2]), group('b2', [3, 4, 5])], untagged: 0 };
 const SERIES = {
-  key: 'k1', metric: 'iops', axes, created_ms: 1, points,
+  key: 'k1', metric: 'iops', axes, created_ms: 1, points, warmup_points: warmup,
   change_points: [{ index: 3, first_after_run: 'r3', change_pct: -10, verdict: 'DIFFERENT', decision: 'alert', reason: 'confirmed' }],
   parameters: 'edivisive(...)', note: '', hosts: [{ host: 'h1', points: 3, mean: 95000, median: 95000, stddev_pct: 5.5 }, { host: 'h2', points: 3, mean: 94000, median: 94000, stddev_pct: 6.5 }],
   builds: BUILDS,
@@ -92,6 +99,26 @@ describe('history pages', { skip: skip || false, timeout: 120000 }, () => {
     await page.goto(`${base}#/series/k1`);
     const chart = page.locator('.chart[data-points="6"][data-changes="1"]');
     await chart.waitFor();
+    // Points, change marks and warm-up points in series order (by `order`).
+    const _ = null;
+    assert.deepEqual(JSON.parse(await chart.getAttribute('data-values')), [
+      [0, 1, 2, 3, 4, 5, 6, 7, 8],
+      [_, _, 100000, 101000, 99000, _, 90000, 91000, 89000],
+      [_, _, _, _, _, _, 90000, _, _],
+      [250000, 240000, _, _, _, 245000, _, _, _],
+    ]);
+    assert.equal(await chart.getAttribute('data-warmup'), '3');
+    // The warm-up points are drawn (hollow orange rings: #ff7f0e) and labelled.
+    const orange = (loc) => loc.locator('canvas').evaluate((cv) => {
+      const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i] === 255 && d[i + 1] === 127 && d[i + 2] === 14) n++;
+      return n;
+    });
+    const rings = await orange(chart);
+    assert.ok(rings > 30, `orange (warm-up) pixels in the series chart: ${rings}`);
+    const legend = await chart.locator('.u-legend').innerText();
+    assert.match(legend, /warm-up \(not detected on\)/, legend);
     const text = await page.locator('main').innerText();
     for (const s of ['r3', '-10.0%', 'DIFFERENT', 'h1', '±5.5%']) assert.ok(text.includes(s), `series page lacks "${s}": ${text}`);
     // Per build: each build's mean with a min..max whisker, from `builds`.
@@ -115,12 +142,21 @@ describe('history pages', { skip: skip || false, timeout: 120000 }, () => {
     assert.equal(await builds.getAttribute('data-whiskers'), '2');
     // The two mean dots alone paint ~96 such pixels, with the whiskers ~150.
     assert.ok(painted > 120, `blue pixels in the per-build chart: ${painted}`);
-    // Per host: each host's points in series order (h1 even, h2 odd).
+    // Per host: each host's points in series order (h1 r0 r2 r4, h2 r1 r3 r5),
+    // then each host's warm-up points, hollow in the host's colour.
     const hosts = page.locator('section[aria-label="per host"] .chart');
-    assert.deepEqual(JSON.parse(await hosts.getAttribute('data-hosts')), ['h1', 'h2']);
+    assert.deepEqual(JSON.parse(await hosts.getAttribute('data-hosts')), ['h1', 'h2', 'h3']);
+    assert.deepEqual(JSON.parse(await hosts.getAttribute('data-warmup-hosts')), ['h1', 'h2', 'h3']);
     const hv = JSON.parse(await hosts.getAttribute('data-values'));
-    assert.deepEqual(hv[1], [100000, null, 99000, null, 91000, null]);
-    assert.deepEqual(hv[2], [null, 101000, null, 90000, null, 89000]);
+    assert.deepEqual(hv[1], [_, _, 100000, _, 99000, _, _, 91000, _]);
+    assert.deepEqual(hv[2], [_, _, _, 101000, _, _, 90000, _, 89000]);
+    assert.deepEqual(hv[3], [_, _, _, _, _, _, _, _, _]); // h3 has only its warm-up
+    assert.deepEqual(hv[4], [250000, _, _, _, _, _, _, _, _]);
+    assert.deepEqual(hv[5], [_, 240000, _, _, _, _, _, _, _]);
+    assert.deepEqual(hv[6], [_, _, _, _, _, 245000, _, _, _]);
+    const hostLegend = await hosts.locator('.u-legend').innerText();
+    for (const hname of ['h1', 'h2', 'h3']) assert.ok(hostLegend.includes(`${hname} warm-up (not detected on)`), hostLegend);
+    assert.match(text, /3 warm-up/);
     await b.shot('ui-series');
   });
 

@@ -453,6 +453,17 @@ def case_intervals_add_up():
         check(all("lat_hist" in r["read"] for r in recs), "records without lat_hist")
 
 
+def format_ns(ns):
+    """cli/format.cc FormatNs: 850ns, 12.3us, 4.10ms, 1.20s."""
+    if ns < 1000:
+        return f"{ns}ns"
+    if ns < 1000000:
+        return f"{ns / 1e3:.1f}us"
+    if ns < 1000000000:
+        return f"{ns / 1e6:.2f}ms"
+    return f"{ns / 1e9:.2f}s"
+
+
 def case_interval_total_latency():
     """Total latency in the records end to end (issue 18): with lat_percentiles=1
     the records' lat_hist sum to the result's lat_ns bins bucket for bucket; with
@@ -472,6 +483,33 @@ def case_interval_total_latency():
             if want:
                 lat = env.get(f"/runs/{run['id']}")["result"]["jobs"][0]["read"]["lat_ns"]
                 check(lat.get("bins"), f"lat_percentiles=1 result has no lat_ns bins: {lat}")
+            # `iofleet watch` prints total latency (lat) beside clat: the
+            # result's lat_ns mean over both directions (N-weighted) and p99,
+            # "-" where the job did not measure it.
+            w = env.cli("watch", job_id, check_rc=0).stdout
+            lines = [l for l in w.splitlines() if l.split()[:1] == [run["id"]]]
+            check(len(lines) == 1 and "CLAT-P99" in w and "LAT-MEAN" in w and "LAT-P99" in w,
+                  f"watch output:\n{w}")
+            # Columns by the header's positions (cells are left-aligned and
+            # may hold spaces: "succeeded (final)").
+            head = next(l for l in w.splitlines() if l.startswith("RUN "))
+            starts = [i for i, c in enumerate(head) if c != " " and (i == 0 or head[i - 1] == " ")]
+            cols = {head[a:b].strip(): lines[0][a:b].strip()
+                    for a, b in zip(starts, starts[1:] + [None])}
+            job = env.get(f"/runs/{run['id']}")["result"]["jobs"][0]
+            if want:
+                n = sum(job[d]["lat_ns"]["N"] for d in ("read", "write"))
+                mean = sum(job[d]["lat_ns"]["N"] * job[d]["lat_ns"]["mean"]
+                           for d in ("read", "write")) / n
+                p99 = max(int(job[d]["lat_ns"]["percentile"]["99.000000"])
+                          for d in ("read", "write") if job[d]["lat_ns"]["N"] > 0)
+                check(cols["LAT-MEAN"] == format_ns(int(mean + 0.5)),
+                      f"LAT-MEAN {cols['LAT-MEAN']} != {format_ns(int(mean + 0.5))}:\n{w}")
+                check(cols["LAT-P99"] == format_ns(p99),
+                      f"LAT-P99 {cols['LAT-P99']} != {format_ns(p99)}:\n{w}")
+            else:
+                check(cols["LAT-MEAN"] == "-" and cols["LAT-P99"] == "-",
+                      f"disable_lat=1: watch printed a total latency:\n{w}")
 
 
 def case_cli_commands():

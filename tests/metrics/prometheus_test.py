@@ -14,7 +14,8 @@ for ~8 s and checks:
     5 %: rate(ios)/rate(sampled seconds) joined to iofleet_run_info by run_id,
     and increase-style max_over_time(ios) / job runtime;
   * the latency histogram's count equals the I/O count and its median brackets
-    fio's;
+    fio's; the total-latency (lat) histogram's count equals it too and its mean
+    (_sum / _count) is fio's lat_ns mean within 1/64;
   * `promtool check metrics` reports nothing on a scrape taken during the run,
     and `promtool check config` accepts deploy/grafana/prometheus.yml;
   * deploy/grafana/*.json parse, every metric their PromQL names is exported,
@@ -404,6 +405,26 @@ def run_test(env, src, prom_bin, promtool):
         check(p50 is not None and lo - 1e-12 <= p50 <= hi + 1e-12,
               f"histogram_quantile p50 {p50} is outside fio's median bucket [{lo}, {hi}] "
               f"(fio p50 {fio_p50})")
+
+    # Total latency (fio's lat = slat + clat) beside clat: its histogram's count
+    # is the I/O count and its mean (_sum / _count, fio bucket values) is fio's
+    # lat_ns mean within the bucket width (1/64 of the value).
+    def lat_sel(part):
+        return (f'iofleet_run_lat_seconds_{part}{{direction="read"}} * on(host,slot) '
+                f'group_left {info_sel}')
+    lcount = P.scalar(f"max_over_time((sum({lat_sel('count')}))[{win}:1s])")
+    lsum = P.scalar(f"max_over_time((sum({lat_sel('sum')}))[{win}:1s])")
+    check(lcount is not None and abs(lcount - total_ios) <= 0.5,
+          f"lat histogram count {lcount} != ios {total_ios}")
+    fio_lat_mean = sum(float(j["read"]["lat_ns"]["mean"]) * int(j["read"]["lat_ns"]["N"])
+                       for j in jobs) / max(1, sum(int(j["read"]["lat_ns"]["N"]) for j in jobs)) / 1e9
+    prom_lat_mean = lsum / lcount if lcount else 0
+    log(f"total latency mean: prometheus {prom_lat_mean * 1e6:.3f} us, fio lat_ns "
+        f"{fio_lat_mean * 1e6:.3f} us")
+    check(fio_lat_mean > 0 and abs(prom_lat_mean - fio_lat_mean) <= fio_lat_mean / 64,
+          f"lat mean {prom_lat_mean} differs from fio's {fio_lat_mean} by more than 1/64")
+    check(re.search(r'^iofleet_run_lat_seconds_bucket\{', scrape, re.M),
+          "/metrics lacks iofleet_run_lat_seconds_bucket during the run")
 
     # Per-agent and controller series made it to Prometheus.
     check(P.scalar('iofleet_agent_heartbeats_total{host="a1"}') >= 1, "no heartbeats counted")

@@ -1,12 +1,13 @@
 // History (docs/history.md): series, one series with its points and change
 // points, and alerts with triage. Routes:
 //   #/series            series list (?metric=iops)
-//   #/series/KEY        points (change points marked), per-host spread, changes
+//   #/series/KEY        points (change points marked; warm-up points hollow),
+//                       per-host spread, changes
 //   #/alerts            alerts with triage (?state=untriaged, ?status=active|unknown|withdrawn|all)
 import uPlot from 'uplot';
 import { request } from '../api.js';
 import { h, replace, fmtNum, fmtTime, errorBox, poller } from '../dom.js';
-import { buildsChart, hostsChart } from '../series_views.js';
+import { buildsChart, hostsChart, mergedPoints, WARMUP_LABEL } from '../series_views.js';
 
 const STATES = ['untriaged', 'acknowledged', 'invalid', 'fixed'];
 
@@ -99,11 +100,21 @@ export function seriesPage(main, { args }) {
     views = [];
     const perBuild = h('section', { class: 'charts', 'aria-label': 'per build' });
     const perHost = h('section', { class: 'charts', 'aria-label': 'per host' });
-    const xs = s.points.map((_, i) => i);
-    const ys = s.points.map((pt) => pt.value);
+    // Points and warm-up points (each host's first run(s): drawn hollow, not
+    // detected on) in series order; change points index `points`.
+    const warmup = s.warmup_points || [];
+    const all = mergedPoints(s.points, warmup);
+    const xs = all.map((_, i) => i);
+    const ys = all.map((pt) => (pt.warmup ? null : pt.value));
+    const ws = all.map((pt) => (pt.warmup ? pt.value : null));
     const changeAt = new Map(s.change_points.map((c) => [c.index, c]));
-    const marks = s.points.map((pt, i) => (changeAt.has(i) ? pt.value : null));
-    const chart = h('div', { class: 'chart', role: 'img', 'aria-label': `${s.metric} over runs`, dataset: { points: String(xs.length), changes: String(s.change_points.length) } });
+    const marks = all.map((pt) => (!pt.warmup && changeAt.has(pt.index) ? pt.value : null));
+    const chart = h('div', {
+      class: 'chart',
+      role: 'img',
+      'aria-label': `${s.metric} over runs`,
+      dataset: { points: String(s.points.length), warmup: String(warmup.length), changes: String(s.change_points.length), values: JSON.stringify([xs, ys, marks, ws]) },
+    });
     const axes = Object.entries(s.axes).map(([k, v]) => h('li', null, h('b', null, k), ' ', v || '–'));
     const changes = s.change_points.map((c) =>
       h(
@@ -119,7 +130,7 @@ export function seriesPage(main, { args }) {
     const hosts = s.hosts.map((x) => h('tr', null, h('td', null, x.host || '–'), h('td', null, String(x.points)), h('td', null, fmtNum(x.mean)), h('td', null, pct(x.stddev_pct).replace('+', '±'))));
     replace(
       body,
-      h('p', null, h('b', null, s.metric), ` · ${s.points.length} points`, s.note ? h('span', { class: 'muted' }, ` · ${s.note}`) : null),
+      h('p', null, h('b', null, s.metric), ` · ${s.points.length} points`, warmup.length ? ` · ${warmup.length} warm-up (not detected on: each host’s first run)` : '', s.note ? h('span', { class: 'muted' }, ` · ${s.note}`) : null),
       h('ul', { class: 'plain' }, axes),
       chart,
       h('h2', null, 'Change points'),
@@ -135,19 +146,22 @@ export function seriesPage(main, { args }) {
     );
     plot = new uPlot(
       {
-        title: `${s.metric} (● = change point)`,
+        title: `${s.metric} (● = change point, ○ = warm-up)`,
         width: Math.max(320, chart.clientWidth || 720),
         height: 280,
         scales: { x: { time: false } },
         // The default 50 px y axis cuts large values ("102,500" drew as "2,500").
-        axes: [{}, { size: 80 }],
+        axes: [{ incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, { size: 80 }],
         series: [
-          { label: 'point', value: (u, v) => (v == null ? '–' : `${v} ${s.points[v] ? s.points[v].run_id : ''}`) },
-          { label: s.metric, stroke: '#1f77b4', width: 1, points: { show: true, size: 4 } },
+          { label: 'point', value: (u, v) => (v == null ? '–' : `${v} ${all[v] ? all[v].run_id : ''}`) },
+          // spanGaps: the line runs past the warm-up points between points.
+          { label: s.metric, stroke: '#1f77b4', width: 1, spanGaps: true, points: { show: true, size: 4 } },
           { label: 'change', stroke: '#d62728', width: 0, points: { show: true, size: 10, fill: '#d62728' } },
+          // Hollow orange rings, only when the series has warm-up points.
+          ...(warmup.length ? [{ label: WARMUP_LABEL, stroke: '#ff7f0e', width: 0, points: { show: true, size: 9, width: 2, stroke: '#ff7f0e', fill: '#ffffff' } }] : []),
         ],
       },
-      [xs, ys, marks],
+      warmup.length ? [xs, ys, marks, ws] : [xs, ys, marks],
       chart,
     );
     views = [buildsChart(perBuild, s), hostsChart(perHost, s)].filter(Boolean);
