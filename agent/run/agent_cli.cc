@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/run/runner.h"
 #include "common/clock.h"
+#include "common/jobspec/verify_phase.h"
 #include "common/stats/report.h"
 
 namespace iofleet::agent {
@@ -162,6 +163,12 @@ int RunMain(int argc, char** argv) {
   if (list->jobs.empty()) {
     std::fprintf(stderr, "iofleet-agent run: no jobs defined\n");
     return 1;
+  }
+  // fio's parse-time notes (init.c), in this tool's words.
+  for (const jobspec::JobSpec& j : list->jobs) {
+    if (const std::string n = jobspec::VerifyNeverStartsNote(j); !n.empty()) {
+      std::fprintf(stderr, "iofleet-agent run: note: %s\n", n.c_str());
+    }
   }
   if (flags->parse_only) return 0;
 

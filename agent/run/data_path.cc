@@ -182,7 +182,12 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
       d->async_ = std::move(*a);
     }
     d->replay_ = writes && job.do_verify && job.experimental_verify;
-    d->log_writes_ = writes && job.do_verify && !d->replay_;
+    // A time_based job never reaches its verify phase (io_loop.cc NextPass):
+    // without verify_backlog (or trims, which pick from the log) nothing
+    // reads the log, which would only grow as the files start over.
+    const bool never_read = job.time_based && job.runtime_us != 0 && !job.verify_only &&
+                            job.verify_backlog == 0 && job.trim_percentage == 0;
+    d->log_writes_ = writes && job.do_verify && !d->replay_ && !never_read;
     d->sorted_log_ = !(jobspec::IsRandom(job.rw) && !job.norandommap);
     d->check_reads_ = reads && !writes;
     // As fio's verify_header: the seed is known (and checked) for mixed jobs

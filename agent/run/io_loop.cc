@@ -318,7 +318,11 @@ void IoLoop::BeginVerifyPhase() {
 
 bool IoLoop::NextPass(uint64_t now) {
   last_was_sync_ = false;  // fio's clear_io_state between passes
-  if (data_ != nullptr) {
+  // fio 3.33 keeps a time_based job in its I/O loop until the runtime is used
+  // up: the files start over without a verify phase (only verify_backlog
+  // reads check data), and a used-up runtime ends the job (backend.c).
+  const bool time_wrap = job_.time_based && job_.runtime_us != 0 && !job_.verify_only;
+  if (data_ != nullptr && !time_wrap) {
     const bool was_verify = data_->in_verify_phase();
     if (data_->EndOfPass()) {
       // Drain first; RunPhases then starts the verify phase.
@@ -410,9 +414,11 @@ void IoLoop::FillJobStats(stats::JobStats& js, uint64_t now_ns) const {
     const uint64_t w = write_phase_ns_ + (in_verify ? 0 : open_ns);
     const uint64_t v = verify_phase_ns_ + (in_verify ? open_ns : 0);
     auto ms = [](uint64_t ns) { return (ns / 1000 + 999) / 1000; };
-    // verify_backlog reads inside the write passes too.
-    const bool reads_in_w = jobspec::HasRead(job_.rw) || job_.verify_backlog != 0;
-    dir_ms[0] = ms((reads_in_w ? w : 0) + v);
+    // As fio 3.33's update_runtime: reads count the write passes' time only
+    // when the job itself reads. verify_backlog reads in a write job are
+    // counted (bytes, I/Os, latency) but their runtime is the verify phase's
+    // alone, 0 for a time-based job: fio then reports read bw and iops 0.
+    dir_ms[0] = ms((jobspec::HasRead(job_.rw) ? w : 0) + v);
     dir_ms[1] = ms(w);
     dir_ms[2] = ms(w);
   }

@@ -20,6 +20,7 @@
 #include "agent/run/run_test_fixture.h"
 #include "agent/run/runner.h"
 #include "common/jobspec/parser.h"
+#include "common/jobspec/verify_phase.h"
 #include "common/stats/report.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -148,7 +149,109 @@ TEST_F(VerifyRunTest, VerifyBacklogReadsEveryBlock) {
   EXPECT_EQ(js.error, 0) << js.error_text;
   EXPECT_EQ(js.dir[1].total_ios, 1024u);
   EXPECT_EQ(js.dir[0].total_ios, 1024u);
-  EXPECT_GT(js.dir[0].runtime_ms, 0u);  // the backlog reads ran inside the write pass
+  // fio 3.33 counts a write job's read runtime over its verify phase only: the
+  // backlog reads ran inside the write pass, so (almost) none of it. Their
+  // bytes and I/Os are counted all the same (fio: read total_ios 4096,
+  // runtime 2 ms, for a 16 MiB write with verify_backlog=32).
+  EXPECT_LT(js.dir[0].runtime_ms, js.dir[1].runtime_ms);
+}
+
+// time_based: no verify phase after the writes, so fio's read runtime, bw and
+// iops are 0 while the backlog reads' bytes and I/Os are reported.
+TEST_F(VerifyRunTest, TimeBasedVerifyBacklogReadsHaveNoReadRuntimeAsFio) {
+  stats::JobStats js = Run("[b]\nioengine=psync\nrw=write\nbs=4k\nsize=1m\ntime_based=1\n"
+                           "runtime=300ms\nverify=md5\nverify_backlog=32\nfilename=" + Path("t.dat") + "\n");
+  EXPECT_EQ(js.error, 0) << js.error_text;
+  EXPECT_GT(js.dir[0].total_ios, 0u);
+  EXPECT_GT(js.dir[0].io_bytes, 0u);
+  EXPECT_EQ(js.dir[0].runtime_ms, 0u);
+  EXPECT_GT(js.dir[1].runtime_ms, 0u);
+  auto j = nlohmann::json::parse(last_json_)["jobs"][0];
+  EXPECT_EQ(j["read"]["runtime"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["read"]["iops"].get<double>(), 0.0);
+  EXPECT_EQ(j["read"]["bw_bytes"].get<uint64_t>(), 0u);
+}
+
+// fio 3.33 keeps a time_based job in its I/O loop for the whole runtime: the
+// files start over, the verify phase never starts (t/jobs/t0025.fio: fio's
+// read total_ios 0, write runtime = the runtime). With a 64 KiB file the
+// writes wrap many times in 300 ms; each wrap used to start a verify phase.
+TEST_F(VerifyRunTest, TimeBasedWritesNeverStartTheVerifyPhaseAsFio) {
+  for (const char* shape : {"rw=write", "rw=randwrite", "rw=write\nexperimental_verify=1",
+                            "rw=randwrite\nexperimental_verify=1", "rw=randwrite\nnorandommap=1",
+                            "rw=randrw", "rw=randrw\nexperimental_verify=1"}) {
+    SCOPED_TRACE(shape);
+    stats::JobStats js = Run(absl::StrCat("[t]\nioengine=psync\n", shape,
+                                          "\nbs=4k\nsize=64k\ntime_based=1\nruntime=300ms\n"
+                                          "verify=md5\nfilename=", Path("tb.dat"), "\n"));
+    EXPECT_EQ(js.error, 0) << js.error_text;
+    // More than one pass of 16 blocks: the files started over.
+    EXPECT_GT(js.dir[1].total_ios, 16u);
+    if (std::string(shape).find("randrw") == std::string::npos) {
+      EXPECT_EQ(js.dir[0].total_ios, 0u);  // no read at all
+      EXPECT_EQ(js.dir[0].runtime_ms, 0u);
+    } else {
+      // A mixed job's own reads, none of them checked (fio verifies only the
+      // reads of a read-only job or of its verify list).
+      EXPECT_GT(js.dir[0].total_ios, 0u);
+    }
+  }
+}
+
+// t/jobs/t0026.fio: a verified random write, then (stonewall) a time_based
+// randrw with experimental_verify on the same file. fio passes (its randrw
+// never reaches a verify phase); the replay of a wrapped pass used to fail
+// with "verify: bad header rand_seed".
+TEST_F(VerifyRunTest, TimeBasedRandRwAfterVerifiedWritesPassesAsFio) {
+  const std::string f = Path("t26.dat");
+  auto list = jobspec::ParseJobText(
+      "[job1]\nioengine=psync\nrw=randwrite\nbs=4k\nsize=1m\nloops=2\nverify=md5\nfilename=" + f +
+          "\n[job2]\nstonewall=1\nioengine=psync\nrw=randrw\nbs=4k\nsize=1m\ndo_verify=1\n"
+          "verify=md5\nexperimental_verify=1\ntime_based=1\nruntime=300ms\nfilename=" + f + "\n",
+      "test.fio");
+  ASSERT_TRUE(list.ok()) << list.status();
+  auto r = RunJobs(*list, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->reported.size(), 2u);
+  const stats::JobStats& w = r->reported[0];
+  const stats::JobStats& rw = r->reported[1];
+  EXPECT_EQ(w.error, 0) << w.error_text;
+  EXPECT_EQ(w.dir[1].total_ios, 512u);  // fio: write 512, read 512
+  EXPECT_EQ(w.dir[0].total_ios, 512u);
+  EXPECT_EQ(rw.error, 0) << rw.error_text;
+  EXPECT_GT(rw.dir[1].total_ios, 256u);  // wrapped
+}
+
+// Not time_based: a runtime used up by the writes leaves no time for the
+// verify phase (fio: runtime exceeded, no read; 53 writes of 4 KiB at
+// rate=1m for 200 ms).
+TEST_F(VerifyRunTest, RuntimeUsedUpByTheWritesSkipsTheVerifyPhaseAsFio) {
+  stats::JobStats js = Run("[r]\nioengine=psync\nrw=write\nbs=4k\nsize=1m\nrate=1m\nruntime=200ms\n"
+                           "verify=md5\nfilename=" + Path("r.dat") + "\n");
+  EXPECT_EQ(js.error, 0) << js.error_text;
+  EXPECT_GT(js.dir[1].total_ios, 0u);
+  EXPECT_LT(js.dir[1].total_ios, 256u);
+  EXPECT_EQ(js.dir[0].total_ios, 0u);
+}
+
+// fio's parse-time note (init.c) names exactly the jobs that verify nothing.
+TEST(VerifyNeverStarts, OnlyTimeBasedWriteOnlyJobsWithoutBacklog) {
+  auto never = [](const std::string& opts) {
+    auto list = jobspec::ParseJobText("[j]\nsize=1m\nfilename=x\n" + opts + "\n", "n.fio");
+    EXPECT_TRUE(list.ok()) << list.status();
+    return list.ok() && jobspec::VerifyNeverStarts(list->jobs[0]);
+  };
+  EXPECT_TRUE(never("rw=write\nverify=md5\ntime_based=1\nruntime=2s"));
+  EXPECT_TRUE(never("rw=randwrite\nverify=crc32c\nexperimental_verify=1\ntime_based=1\nruntime=2s"));
+  EXPECT_FALSE(never("rw=write\nverify=md5\ntime_based=1\nruntime=2s\nverify_backlog=8"));
+  EXPECT_FALSE(never("rw=randrw\nverify=md5\ntime_based=1\nruntime=2s"));
+  EXPECT_FALSE(never("rw=write\nverify=md5\ntime_based=1\nruntime=2s\ndo_verify=0"));
+  EXPECT_FALSE(never("rw=write\ntime_based=1\nruntime=2s"));
+  EXPECT_FALSE(never("rw=write\nverify=md5\nruntime=2s"));
+  EXPECT_FALSE(never("rw=write\nverify=md5\ntime_based=1"));  // no runtime: time_based ignored
+  auto list = jobspec::ParseJobText("[j]\nrw=write\nverify=md5\ntime_based=1\nruntime=2s\n", "n.fio");
+  ASSERT_TRUE(list.ok());
+  EXPECT_THAT(jobspec::VerifyNeverStartsNote(list->jobs[0]), HasSubstr("verify phase never starts"));
 }
 
 // verify_only: the writes are accounted and not issued; the data on disk is

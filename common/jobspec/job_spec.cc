@@ -1,5 +1,7 @@
 #include "common/jobspec/job_spec.h"
 
+#include "common/jobspec/verify_phase.h"
+
 namespace iofleet::jobspec {
 
 bool IsRandom(RwPattern p) {
@@ -107,6 +109,18 @@ uint32_t VerifyChecksumBytes(VerifyType t) {
 uint32_t VerifyHeaderBytes(VerifyType t) {
   if (t == VerifyType::kNone || t == VerifyType::kNull || t == VerifyType::kPatternNoHdr) return 0;
   return 40 + VerifyChecksumBytes(t);
+}
+
+bool VerifyNeverStarts(const JobSpec& j) {
+  return j.verify != VerifyType::kNone && HasWrite(j.rw) && !HasRead(j.rw) && j.do_verify && j.time_based &&
+         j.runtime_us != 0 && j.verify_backlog == 0 && !j.verify_only;
+}
+
+std::string VerifyNeverStartsNote(const JobSpec& j) {
+  if (!VerifyNeverStarts(j)) return "";
+  return "job \"" + j.name +
+         "\": verify: no data will be read back: time_based writes run for the whole runtime, so the "
+         "verify phase never starts (verify_backlog=N checks blocks while writing)";
 }
 
 }  // namespace iofleet::jobspec

@@ -10,6 +10,10 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
   buffers          buffer_pattern, zero_buffers, buffer_compress_percentage,
                    dedupe_percentage: the files compress (zlib) and dedupe alike
   verify_state     the verify state file of a write job is byte for byte fio's
+  time_based_verify  time_based jobs with verify (t/jobs/t0025, t0026 shapes):
+                   neither tool starts a verify phase (no read in a write
+                   job), the randrw job passes in both, and both print their
+                   parse-time note for the write-only job only
 Standard library only.
 """
 import argparse
@@ -145,6 +149,28 @@ def case_verify_state(env):
         states[tool] = open(os.path.join(d, "local-sv-0-verify.state"), "rb").read()
     check(states["iofleet"] == states["fio"], "verify state files differ")
     print(f"verify_state: {len(states['fio'])} bytes, identical")
+
+
+def case_time_based_verify(env):
+    target = env.path("tb.dat")
+    common = f"filename={target}\nsize=1m\nbs=4k\nioengine=psync\nverify=md5\nruntime=1s\ntime_based=1\n"
+    j = env.job("tb.fio", f"[w]\n{common}rw=write\nexperimental_verify=1\n"
+                          f"[rw]\nstonewall=1\n{common}rw=randrw\nexperimental_verify=1\n")
+    for tool in ("fio", "iofleet"):
+        cmd = ([env.agent, "run", j, "--output-format=json"] if tool == "iofleet"
+               else ["fio", j, "--output-format=json"])
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=env.dir, timeout=120)
+        jobs = json.loads(p.stdout[p.stdout.index("{"):])["jobs"]
+        w, rw = jobs[0], jobs[1]
+        check(w["error"] == 0 and rw["error"] == 0, f"{tool}: errors {w['error']} {rw['error']}: {p.stderr}")
+        check(w["read"]["total_ios"] == 0, f"{tool}: write job read {w['read']['total_ios']} blocks back")
+        check(w["write"]["total_ios"] > 256, f"{tool}: write job did not wrap ({w['write']['total_ios']} writes)")
+        check(rw["read"]["total_ios"] > 0 and rw["write"]["total_ios"] > 0, f"{tool}: randrw did no mixed I/O")
+        # fio prints its note on stdout (log_info), the agent on stderr.
+        notes = (p.stdout[:p.stdout.index("{")] + p.stderr).count("never start")
+        check(notes == 1, f"{tool}: {notes} parse-time notes, want 1 (the write job's)")
+        print(f"time_based_verify {tool}: write job {w['write']['total_ios']} writes, 0 reads; "
+              f"randrw {rw['read']['total_ios']} reads {rw['write']['total_ios']} writes, error 0")
 
 
 def main():
