@@ -2,6 +2,7 @@
 
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "agent/run/file_cache.h"
 #include "agent/workload/checksum.h"
 #include "common/jobspec/pattern.h"
 #include "common/jobspec/verify_phase.h"
@@ -133,7 +135,7 @@ absl::StatusOr<VerifyState> LoadVerifyState(const std::string& path) {
 }
 
 bool DataPath::Needed(const jobspec::JobSpec& job, const workload::BufferFiller* filler) {
-  if (job.verify != VerifyType::kNone || !job.write_iolog.empty()) return true;
+  if (job.verify != VerifyType::kNone || !job.write_iolog.empty() || job.OpenFilesLimited()) return true;
   const bool writes = jobspec::HasWrite(job.rw);
   return writes && filler != nullptr && filler->per_write();
 }
@@ -233,16 +235,105 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
     d->iolog_start_ns_ = MonotonicNs();
     std::fputs("fio version 3 iolog\n", d->iolog_);
     for (const std::string& f : d->cfg_.file_names) d->IologLine(f.c_str(), "add");
-    for (const std::string& f : d->cfg_.file_names) d->IologLine(f.c_str(), "open");
   }
+  // Files open as the I/O picks them and close as they are used up (fio's
+  // get_next_file): for real with openfiles below the file count, in the
+  // iolog's lines only otherwise.
+  d->files_limited_ = job.OpenFilesLimited();
+  d->files_tracked_ = d->files_limited_ || d->iolog_ != nullptr;
+  d->slow_ = d->slow_ || d->files_limited_;
+  d->hooks_ = d->verifying_ || d->files_limited_;
+  if (d->files_limited_) {
+    d->file_inflight_.assign(d->cfg_.file_names.size(), 0);
+    d->file_closing_.assign(d->cfg_.file_names.size(), 0);
+  }
+  if (d->files_tracked_) gen.SetOpener(d.get(), d->files_limited_ ? job.open_files : 0);
   return d;
 }
 
+DataPath::~DataPath() {
+  if (!files_limited_) return;  // the worker owns the descriptors
+  for (int& fd : cfg_.fds) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+}
+
+int DataPath::OpenFile(size_t fi) {
+  if (!files_limited_) {
+    if (iolog_ != nullptr) IologLine(cfg_.file_names[fi].c_str(), "open");
+    return cfg_.fds[fi];
+  }
+  if (file_closing_[fi]) {
+    // Picked again (the next loop, or io_size's next round) before its I/O
+    // in flight completed: the descriptor is taken back. fio drains each
+    // loop first and opens the file anew, so the iolog says "open".
+    file_closing_[fi] = 0;
+    if (iolog_ != nullptr) IologLine(cfg_.file_names[fi].c_str(), "open");
+    return cfg_.fds[fi];
+  }
+  const std::string& path = cfg_.file_names[fi];
+  const int fd = ::open(path.c_str(), cfg_.open_flags, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    const jobspec::JobSpec& job = *cfg_.job;
+    file_error_ = absl::StrCat("job \"", job.name, "\": open", job.direct ? " O_DIRECT" : "", " ", path, ": ",
+                               std::strerror(err));
+    if (err == EMFILE || err == ENFILE) {
+      rlimit rl{};
+      getrlimit(RLIMIT_NOFILE, &rl);
+      absl::StrAppend(&file_error_, " (openfiles=", job.open_files, " of ", cfg_.file_names.size(),
+                      " files; RLIMIT_NOFILE is ", static_cast<uint64_t>(rl.rlim_cur),
+                      "): reduce openfiles or raise the limit (ulimit -n)");
+    }
+    return -err;
+  }
+  const bool regular = fi < cfg_.regular.size() && cfg_.regular[fi];
+  if (fi < cfg_.regions.size()) {
+    const auto [start, len] = cfg_.regions[fi];
+    if (cfg_.job->invalidate) InvalidateFileCache(fd, !regular, start, len);
+    if (const int advice = FadviseAdvice(*cfg_.job); advice >= 0) {
+      (void)posix_fadvise(fd, static_cast<off_t>(start), static_cast<off_t>(len), advice);
+    }
+  }
+  cfg_.fds[fi] = fd;
+  if (iolog_ != nullptr) IologLine(path.c_str(), "open");
+  return fd;
+}
+
+void DataPath::CloseFile(size_t fi) {
+  if (iolog_ != nullptr) IologLine(cfg_.file_names[fi].c_str(), "close");
+  if (!files_limited_) {
+    gen_.FileReleased(fi);
+    return;
+  }
+  if (file_inflight_[fi] != 0) {
+    file_closing_[fi] = 1;  // closed when its last I/O completes (FileIoDone)
+    return;
+  }
+  ReleaseFile(fi);
+}
+
+void DataPath::ReleaseFile(size_t fi) {
+  ::close(cfg_.fds[fi]);
+  cfg_.fds[fi] = -1;
+  file_closing_[fi] = 0;
+  gen_.FileReleased(fi);
+}
+
 void DataPath::NewPass() {
-  if (iolog_ == nullptr) return;
-  // fio closes the files between passes and opens them again.
-  for (const std::string& f : cfg_.file_names) IologLine(f.c_str(), "close");
-  for (const std::string& f : cfg_.file_names) IologLine(f.c_str(), "open");
+  // fio closes the open files between passes (clear_io_state); they open
+  // again as the next pass picks them.
+  CloseOpenFiles();
+}
+
+void DataPath::CloseOpenFiles() {
+  if (!files_tracked_) return;
+  gen_.CloseOpenFiles();
+  for (size_t fi = 0; fi < verify_open_.size(); ++fi) {
+    if (verify_open_[fi]) IologLine(cfg_.file_names[fi].c_str(), "close");
+  }
+  verify_open_.clear();
 }
 
 void DataPath::IologLine(const char* file, const char* action) {
@@ -476,6 +567,17 @@ bool DataPath::BacklogDue() {
 
 bool DataPath::NextSlow(IoRequest& r, int d) {
   if (!NextDraw(r, d)) return false;
+  if (files_limited_) ++file_inflight_[static_cast<size_t>(r.file_index)];
+  if (verify_phase_ && !replay_ && iolog_ != nullptr) {
+    // The verify phase's reads open the files again, each before its first
+    // read (fio's get_next_verify), as the pass before closed them.
+    const size_t fi = static_cast<size_t>(r.file_index);
+    if (verify_open_.empty()) verify_open_.assign(cfg_.file_names.size(), 0);
+    if (!verify_open_[fi]) {
+      verify_open_[fi] = 1;
+      IologLine(cfg_.file_names[fi].c_str(), "open");
+    }
+  }
   if (iolog_ != nullptr) {
     // fio's log_io_u: one line per I/O as it is issued.
     static constexpr const char* kOp[] = {"read", "write", "trim"};
@@ -528,7 +630,14 @@ bool DataPath::NextDraw(IoRequest& r, int d) {
   return true;
 }
 
+void DataPath::FileIoDone(const IoRequest& r) {
+  const size_t fi = static_cast<size_t>(r.file_index);
+  if (--file_inflight_[fi] == 0 && file_closing_[fi]) ReleaseFile(fi);
+}
+
 int DataPath::OnCompleteSlow(IoRequest& r) {
+  if (files_limited_) FileIoDone(r);
+  if (!verifying_) return 0;
   Slot& s = slots_[r.index];
   if (r.op == IoOp::kWrite) {
     if (replay_) pass_written_ += r.len;
@@ -584,6 +693,8 @@ absl::Status DataPath::DrainAsync() {
 }
 
 void DataPath::OnFailedSlow(IoRequest& r) {
+  if (files_limited_) FileIoDone(r);
+  if (!verifying_) return;
   Slot& s = slots_[r.index];
   s.check = false;
   if (r.op == IoOp::kWrite && s.piece != nullptr) {
@@ -649,8 +760,9 @@ std::string DataPath::StatePath() const {
 
 absl::Status DataPath::SaveStateAtEnd() {
   const jobspec::JobSpec& job = *cfg_.job;
+  // fio closes what is still open as the job ends (close_and_free_files).
+  CloseOpenFiles();
   if (iolog_ != nullptr) {
-    for (const std::string& f : cfg_.file_names) IologLine(f.c_str(), "close");
     const bool failed = std::fclose(iolog_) != 0;
     iolog_ = nullptr;
     if (failed) return absl::InternalError(absl::StrCat("write_iolog ", job.write_iolog, ": ", std::strerror(errno)));

@@ -34,6 +34,14 @@
 //    reads it and stops verifying where fio would (writes that had not
 //    completed when the state was saved).
 //
+// Files (openfiles, write_iolog): the generator opens each file as the I/O
+// first picks it and closes it as it is used up (FileOpener, io_generator.h),
+// and the iolog has fio's add/open/close lines where fio writes them. With
+// openfiles below the job's file count the files really open and close here
+// (a closed file's descriptor only once its I/O in flight has completed);
+// otherwise every file stays open from the job's start and only the iolog
+// follows fio's opens and closes.
+//
 // Thread-safety: one per worker thread. Next() allocates only in verify mode
 // (the write log, as fio's log_io_piece does).
 #pragma once
@@ -72,7 +80,7 @@ std::string VerifyStateFileName(const std::string& job_name, int index);
 absl::Status SaveVerifyState(const std::string& path, const VerifyState& s);
 absl::StatusOr<VerifyState> LoadVerifyState(const std::string& path);
 
-class DataPath {
+class DataPath : public FileOpener {
  public:
   static constexpr bool kHooks = true;
 
@@ -85,6 +93,12 @@ class DataPath {
     std::vector<std::string> file_names;  // per file index, for messages
     std::vector<int> fds;
     std::vector<bool> regular;   // per file: a regular file (cache can be dropped)
+    // openfiles below the file count (JobSpec::OpenFilesLimited): `fds` are
+    // all -1 and each file opens with these flags when picked, its region's
+    // cache dropped (invalidate) and advice given (fadvise_hint) as fio's
+    // td_io_open_file does.
+    int open_flags = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> regions;  // per file: (start, length)
     workload::JobSeeds seeds;
     std::optional<workload::BufferFiller> filler;  // per-write contents; none when verifying
     // Where verify_state_save writes and verify_state_load reads the state
@@ -97,6 +111,11 @@ class DataPath {
   // contents (`filler` says so).
   static bool Needed(const jobspec::JobSpec& job, const workload::BufferFiller* filler);
   static absl::StatusOr<std::unique_ptr<DataPath>> Create(Config cfg, IoGenerator& gen);
+  ~DataPath() override;
+
+  // FileOpener (called by the generator).
+  int OpenFile(size_t fi) override;
+  void CloseFile(size_t fi) override;
 
   // --- the loop's source interface (see IoGenerator) ---------------------------
   // Without verification this is the generator plus the per-write buffer work,
@@ -131,11 +150,18 @@ class DataPath {
   bool Skip(const IoRequest& r) const { return r.op == IoOp::kWrite && dry_writes_; }
   // A successful completion, after it was accounted: 0, or EILSEQ for a block
   // that failed verification.
-  inline int OnComplete(IoRequest& r) { return verifying_ ? OnCompleteSlow(r) : 0; }
+  inline int OnComplete(IoRequest& r) { return hooks_ ? OnCompleteSlow(r) : 0; }
   // An I/O that failed: a write is dropped from the log.
   inline void OnFailed(IoRequest& r) {
-    if (verifying_) OnFailedSlow(r);
+    if (hooks_) OnFailedSlow(r);
   }
+  // Next returned false because no file may open before I/O in flight
+  // completes (openfiles): the loop reaps and asks again.
+  bool files_wait() const { return gen_.waiting(); }
+  // Next returned false because a file did not open: the error for the job
+  // (errno, text); errno 0 = none.
+  int file_errno() const { return gen_.open_errno(); }
+  const std::string& file_error() const { return file_error_; }
   bool pass_done() const { return gen_.pass_done(); }
   // verify_async (verify_async.h): a helper found a bad block since the last
   // TakeAsyncFailures (a relaxed atomic load; false without helpers).
@@ -194,6 +220,13 @@ class DataPath {
   bool NextSlow(IoRequest& r, int d = -1);
   bool NextDraw(IoRequest& r, int d);
   void IologLine(const char* file, const char* action);
+  // files_limited_: an I/O of r.file_index completed; closes the file when it
+  // was closed with I/O in flight and this was the last.
+  void FileIoDone(const IoRequest& r);
+  void ReleaseFile(size_t fi);
+  // Closes the open files, in file order: the generator's, then those the
+  // verify phase opened (iolog lines).
+  void CloseOpenFiles();
   int OnCompleteSlow(IoRequest& r);
   void OnFailedSlow(IoRequest& r);
   void PrepareWrite(IoRequest& r);
@@ -217,7 +250,14 @@ class DataPath {
   IoGenerator& gen_;
   std::unique_ptr<workload::BlockVerifier> verifier_;
   bool verifying_ = false;     // verifier_ != nullptr
-  bool slow_ = false;          // verifying_ or write_iolog: Next goes out of line
+  bool slow_ = false;          // verifying_, write_iolog or files_limited_: Next goes out of line
+  bool hooks_ = false;         // verifying_ or files_limited_: completions go out of line
+  bool files_limited_ = false; // openfiles below the file count: files open and close here
+  bool files_tracked_ = false; // files_limited_ or write_iolog: the generator has this as its opener
+  std::vector<uint32_t> file_inflight_;  // files_limited_: I/Os in flight per file
+  std::vector<uint8_t> file_closing_;    // ... closed by the generator, descriptor still held
+  std::string file_error_;
+  std::vector<uint8_t> verify_open_;     // write_iolog: files the verify phase opened
   std::FILE* iolog_ = nullptr; // write_iolog
   uint64_t iolog_start_ns_ = 0;
   bool log_writes_ = false;    // do_verify with a verify type: writes go to the log

@@ -344,6 +344,69 @@ bool IoGenerator::Rewind() {
   return true;
 }
 
+void IoGenerator::SetOpener(FileOpener* opener, uint32_t open_limit) {
+  opener_ = opener;
+  open_limit_ = open_limit != 0 ? open_limit : UINT32_MAX;
+  for (FileState& f : files_) f.open = f.held = false;
+  held_ = usable_ = 0;
+}
+
+bool IoGenerator::OpenPicked() {
+  wait_ = false;
+  FileState* f = &files_[cur_file_];
+  if (!f->held && held_ >= open_limit_) {
+    // Every file holding a descriptor is used up, its I/O still in flight:
+    // nothing can open until some of it completes.
+    if (usable_ == 0) {
+      wait_ = true;
+      return false;
+    }
+    // fio's get_next_file returns EBUSY for a closed file at the limit and
+    // picks again on the next try (round robin: the next file; random: a new
+    // draw), until a file that is open comes up.
+    do {
+      NextFile();
+      f = &files_[cur_file_];
+    } while (f->done || !(f->open || f->held));
+    if (f->open) return true;
+  }
+  const int fd = opener_->OpenFile(cur_file_);
+  if (fd < 0) {
+    open_errno_ = -fd;
+    return false;
+  }
+  if (!f->held) ++held_;
+  f->held = f->open = true;
+  ++usable_;
+  f->fd = fd;
+  fds_[cur_file_] = fd;
+  return true;
+}
+
+void IoGenerator::ClosePicked(size_t fi) {
+  FileState& f = files_[fi];
+  if (!f.open) return;
+  f.open = false;
+  --usable_;
+  opener_->CloseFile(fi);
+}
+
+void IoGenerator::FileReleased(size_t fi) {
+  FileState& f = files_[fi];
+  if (!f.held) return;
+  f.held = false;
+  --held_;
+  if (open_limit_ != UINT32_MAX) {  // the descriptor is gone (kept otherwise)
+    f.fd = -1;
+    fds_[fi] = -1;
+  }
+}
+
+void IoGenerator::CloseOpenFiles() {
+  if (opener_ == nullptr) return;
+  for (size_t fi = 0; fi < files_.size(); ++fi) ClosePicked(fi);
+}
+
 void IoGenerator::InvalidateCaches() const {
   for (const auto& f : files_) InvalidateFileCache(f.fd, f.is_block_device, f.region_start, f.region_len);
 }

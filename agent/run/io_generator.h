@@ -37,6 +37,22 @@
 
 namespace iofleet::agent {
 
+// Opens and closes a job's files as its I/O picks them, as fio 3.33's
+// get_next_file, td_io_open_file and td_io_close_file do (openfiles, and the
+// open/close lines of write_iolog). Called on the generator's thread, only as
+// a file is picked while closed or is used up: never per I/O.
+class FileOpener {
+ public:
+  virtual ~FileOpener() = default;
+  // File `fi` is picked while closed: its descriptor (a new one, or the one
+  // still held for its I/O in flight since it was closed), or -errno.
+  virtual int OpenFile(size_t fi) = 0;
+  // The generator is done with file `fi` (used up, or a loop or the job
+  // ends). The opener calls IoGenerator::FileReleased(fi) once the descriptor
+  // is closed: at once, or when the file's last I/O in flight completes.
+  virtual void CloseFile(size_t fi) = 0;
+};
+
 struct GenFile {
   int fd = -1;
   uint64_t region_start = 0;
@@ -63,6 +79,27 @@ class IoGenerator {
                     std::vector<GenFile> files, uint64_t io_bytes_per_pass, bool wrap,
                     char* buffers, size_t slot_size, int subjob = 0);
 
+  // Files opened as they are picked (SetOpener): every file starts closed and
+  // is opened through `opener` as the I/O first picks it; a used-up file is
+  // closed. `open_limit` > 0: at most that many files hold a descriptor at
+  // once (openfiles): a closed file picked while the limit is reached is
+  // passed over for the next pick, as fio's get_next_file does on EBUSY; when
+  // every file holding one is used up with I/O in flight, Next() returns false
+  // with waiting() set, and the loop reaps before it asks again. Without an
+  // opener every file is open from the start (one predictable branch per I/O).
+  void SetOpener(FileOpener* opener, uint32_t open_limit);
+  // The opener closed file `fi`'s descriptor (FileOpener::CloseFile).
+  void FileReleased(size_t fi);
+  // The files that are open now are closed, in file order (fio's
+  // close_files as a loop or the job ends).
+  void CloseOpenFiles();
+  // Next() returned false because no file can be opened until I/O in flight
+  // completes (see SetOpener).
+  bool waiting() const { return wait_; }
+  // Next() returned false because a file could not be opened: its errno
+  // (the opener's message says more); 0 = none.
+  int open_errno() const { return open_errno_; }
+
   // Fills op, fd, file_index, offset, len and buf of `r` (r.index must be set).
   // False when this pass is over (bytes issued, or every file done).
   // Files are served as file_service_type says (fio's get_next_file): the
@@ -83,6 +120,9 @@ class IoGenerator {
   inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
     if (filled_ >= ios_cap_) pass_left_ = 0;  // number_ios
     while (pass_left_ != 0) {
+      // A file picked while closed (only with an opener): open it, or pass it
+      // over as fio does at openfiles' limit.
+      if (__builtin_expect(!files_[cur_file_].open, 0) && !files_[cur_file_].done && !OpenPicked()) return false;
       const size_t fi = cur_file_;
       FileState& f = files_[fi];
       bool failed = false;
@@ -111,6 +151,7 @@ class IoGenerator {
         ++files_done_;
         failed = true;
         rwmix_->Unissue();  // not issued: fio counts issued I/Os only
+        if (opener_ != nullptr) ClosePicked(fi);  // fio closes a used-up file
       }
       NextFile();
       if (files_done_ == files_.size() && !Rewind()) {
@@ -176,6 +217,11 @@ class IoGenerator {
     uint64_t region_len = 0;
     bool is_block_device = false;
     bool done = false;  // offsets used up in this pass
+    // With an opener (SetOpener): picked and opened, not yet used up; and
+    // holding a descriptor (open, or closed with I/O in flight). Always true
+    // without one.
+    bool open = true;
+    bool held = true;
     ZbdJob* zbd = nullptr;  // zonemode=zbd (zbd.h); null = no zones
     // Offset generator per direction: random patterns whose directions share
     // one unit share one (one random map per file, as fio); sequential ones
@@ -292,11 +338,22 @@ class IoGenerator {
   // Every file is done: start them over when wrapping and something is left
   // (fio stops when less than the largest block is left).
   bool Rewind();
+  // The picked file (cur_file_) is closed: opens it, or picks the next one
+  // that is open or may open (fio's EBUSY and retry). False: waiting() or
+  // open_errno().
+  bool OpenPicked();
+  void ClosePicked(size_t fi);
   void ResetFiles();
   void ResetFile(FileState& f);
   void WrapDirection(FileState& f, jobspec::Ddir d);
 
   std::vector<FileState> files_;
+  FileOpener* opener_ = nullptr;
+  uint32_t open_limit_ = UINT32_MAX;  // files holding a descriptor at most
+  uint32_t held_ = 0;                 // files holding one now
+  uint32_t usable_ = 0;               // files open and not used up
+  bool wait_ = false;
+  int open_errno_ = 0;
   std::vector<int> fds_;
   // The job's uniform random offset stream, shared by every file and
   // direction (fio's td->random_state); re-seeded as passes start when

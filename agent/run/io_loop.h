@@ -314,6 +314,25 @@ class IoLoop {
   }
   // Starts the next pass (loops / time_based); false when the job is done.
   bool NextPass(uint64_t now);
+  // The source gave no I/O because of its files (openfiles, data_path.h):
+  // 1 = no file may open before I/O in flight completes (reap, then ask
+  // again); -1 = a file did not open (error_ set, issuing stops); 0 = neither
+  // (the pass is over). Asked only when the source gave no I/O.
+  template <class Src>
+  int FilesHeld(Src& src) {
+    if constexpr (Src::kHooks) {
+      if (src.file_errno() != 0) {
+        if (error_ == 0) {
+          error_ = src.file_errno();
+          error_text_ = src.file_error();
+        }
+        stop_issuing_ = true;
+        return -1;
+      }
+      if (src.files_wait()) return 1;
+    }
+    return 0;
+  }
   // unlink_each_loop, the loop before drained: new files, then the next
   // loop. False (error_ set) when the files could not be replaced.
   bool StartNextLoop();
@@ -596,11 +615,12 @@ absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
       jobspec::Ddir d = src.NextDir();
       if (!PaceDir<E, kLog>(e, src, inflight, r, &d)) break;
       if (!src.NextIn(r, d)) {
-        if (!NextPass(now_)) break;
+        if (FilesHeld(src) != 0 || !NextPass(now_)) break;
         continue;
       }
     } else if (!src.Next(r)) {
-      if (!NextPass(now_)) break;
+      // Nothing is in flight here, so a file always opens (FilesHeld is -1 or 0).
+      if (FilesHeld(src) != 0 || !NextPass(now_)) break;
       continue;
     }
     const uint64_t issue = coarse_ ? now_ : Clock::NowNs();
@@ -783,6 +803,10 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
           }
           if (!PaceDir<E, kLog>(e, src, inflight, r, &d)) break;
           if (!src.NextIn(r, d)) {
+            if (const int h = FilesHeld(src); h != 0) {
+              busy = h > 0;  // reap some, then ask again
+              break;
+            }
             if (!NextPass(now_)) break;
             continue;
           }
@@ -799,6 +823,10 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
             }
           }
         } else if (!src.Next(r)) {
+          if (const int h = FilesHeld(src); h != 0) {
+            busy = h > 0;  // reap some, then ask again
+            break;
+          }
           if (!NextPass(now_)) break;
           continue;
         }

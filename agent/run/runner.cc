@@ -1,6 +1,7 @@
 #include "agent/run/runner.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -591,6 +592,33 @@ absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOpti
     }
     if (absl::Status s = CheckUnlinkEachLoop(job); !s.ok()) return s;
     const bool passthrough = (eng->capabilities & kCapPassthrough) != 0;
+    {
+      // Descriptors the job's clones hold at once, against the process's
+      // limit (a few kept for the agent itself): refused before any file
+      // is opened rather than failing at the Nth open.
+      rlimit rl{};
+      const uint64_t held = static_cast<uint64_t>(job.OpenFilesLimited() ? job.open_files : job.FileCount()) *
+                            std::max<uint32_t>(job.numjobs, 1);
+      constexpr uint64_t kSpare = 16;
+      if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && held + kSpare > rl.rlim_cur) {
+        const bool limited = job.OpenFilesLimited();
+        const std::string option = limited ? "openfiles" : (job.filenames.empty() ? "nrfiles" : "filename");
+        const std::string value = limited ? std::to_string(job.open_files)
+                                          : (job.filenames.empty() ? std::to_string(job.nrfiles)
+                                                                   : absl::StrCat(job.filenames.size(), " files"));
+        return JobError(job, option, value,
+                        absl::StrCat(held, " files open at once (x numjobs=", std::max<uint32_t>(job.numjobs, 1),
+                                     ") exceed RLIMIT_NOFILE ", static_cast<uint64_t>(rl.rlim_cur), " less ", kSpare,
+                                     " for the agent; ", limited ? "lower openfiles" : "set openfiles (e.g. openfiles=64)",
+                                     " or raise the limit (ulimit -n)"));
+      }
+    }
+    if (passthrough && job.OpenFilesLimited()) {
+      return JobError(job, "openfiles", std::to_string(job.open_files),
+                      absl::StrCat("below the job's ", job.FileCount(), " files with ioengine=", job.ioengine,
+                                   " (each namespace is read from its open file once, at the start) is not "
+                                   "implemented yet; leave openfiles out"));
+    }
     if (job.hipri && !job.direct && !passthrough) {
       return JobError(job, "hipri", "1", "polled I/O (IOPOLL) needs direct=1");
     }

@@ -93,9 +93,17 @@ absl::Status Worker::Prepare() {
   std::vector<GenFile> gen_files;
   std::vector<LoopFiles::File> loop_files;
   int open_flags = 0;
+  // openfiles below the file count: the DataPath opens each file as the I/O
+  // picks it (data_path.h), with these flags.
+  const bool lazy_files = job.OpenFilesLimited() && !no_io;
+  int lazy_flags = 0;
   for (const TargetFile& tf : spec_.files) {
     int fd = -1;
-    if (!no_io) {
+    if (lazy_files) {
+      lazy_flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+      if (job.direct && (engine_->Capabilities() & kCapPassthrough) == 0) lazy_flags |= O_DIRECT;
+      if (job.create_on_open && job.allow_file_create && !tf.is_block_device) lazy_flags |= O_CREAT;
+    } else if (!no_io) {
       int flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;
       open_flags = flags;
       // Passthrough (io_uring_cmd) bypasses the page cache by itself; a char
@@ -104,8 +112,17 @@ absl::Status Worker::Prepare() {
       if (job.create_on_open && job.allow_file_create && !tf.is_block_device) flags |= O_CREAT;
       fd = ::open(tf.path.c_str(), flags, 0644);
       if (fd < 0) {
+        const int err = errno;
+        if (err == EMFILE || err == ENFILE) {
+          rlimit rl{};
+          getrlimit(RLIMIT_NOFILE, &rl);
+          return absl::ResourceExhaustedError(absl::StrCat(
+              JobPrefix(job), "open ", tf.path, ": ", std::strerror(err), " (file ", fds_.size() + 1, " of ",
+              spec_.files.size(), "; RLIMIT_NOFILE is ", static_cast<uint64_t>(rl.rlim_cur),
+              "): set openfiles to keep fewer files open at once, or raise the limit (ulimit -n)"));
+        }
         return IoError(absl::StrCat(JobPrefix(job), "open", job.direct ? " O_DIRECT" : ""),
-                       tf.path, errno);
+                       tf.path, err);
       }
       // Cold cache and access advice as fio's td_io_open_file (file_cache.h).
       if (job.invalidate) InvalidateFileCache(fd, tf.is_block_device, tf.region_start, tf.region_len);
@@ -235,6 +252,10 @@ absl::Status Worker::Prepare() {
       dc.regular.push_back(!tf.is_block_device);
     }
     dc.fds = fds_;
+    if (lazy_files) {
+      dc.open_flags = lazy_flags;
+      for (const TargetFile& tf : spec_.files) dc.regions.emplace_back(tf.region_start, tf.region_len);
+    }
     dc.seeds = *seeds;
     dc.state_dir = spec_.state_dir;
     if (job.verify == jobspec::VerifyType::kNone) dc.filler = std::move(filler);

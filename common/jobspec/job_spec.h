@@ -137,6 +137,14 @@ struct JobSpec {
   uint32_t offset_zones = 0;
   uint32_t offset_increment_zones = 0;
   uint32_t nrfiles = 1;
+  // 'openfiles': at most this many of the job's files open at once; 0 = all
+  // (fio's default, as is any value at or above the job's file count).
+  uint32_t open_files = 0;
+  // The job's files: the 'filename' list, else nrfiles generated names.
+  uint32_t FileCount() const { return filenames.empty() ? nrfiles : static_cast<uint32_t>(filenames.size()); }
+  // openfiles below the file count: files are opened as the job picks them and
+  // closed as each is used up (fio's get_next_file with open_files).
+  bool OpenFilesLimited() const { return open_files != 0 && open_files < FileCount(); }
   bool direct = false;                 // O_DIRECT ('buffered' is its negation)
   std::string ioengine = "psync";
   uint32_t iodepth = 1;

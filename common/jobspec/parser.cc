@@ -910,11 +910,39 @@ absl::Status CheckRunnable(const JobList& list) {
         return fail("zonemode", "strided",
                     "strided zones work on one file (fio turns them off with several open files); give nrfiles=1");
       }
+      if (j.open_files > 1) {
+        return fail("openfiles", std::to_string(j.open_files),
+                    "fio 3.33 turns strided zones off when openfiles is above 1; give openfiles=1 or leave it out");
+      }
       if (j.rw_seq_add != 0) {
         return fail("zonemode", "strided", "strided zones with a sequential hole or step (rw=...:N) are not implemented by the agent yet");
       }
       if (HasTrim(j.rw)) {
         return fail("zonemode", "strided", "strided zones with trims are not implemented by the agent yet");
+      }
+    }
+    if (j.OpenFilesLimited()) {
+      // Files open and close during the run (openfiles below the file count):
+      // what needs every file's descriptor from the start is not done yet.
+      const std::string v = std::to_string(j.open_files);
+      const std::string below = absl::StrCat("openfiles=", v, " below the job's ", j.FileCount(), " files");
+      const struct {
+        bool set;
+        const char* what;
+      } refused[] = {
+          {j.verify != VerifyType::kNone, "verify"},
+          {j.zone_mode == ZoneMode::kZbd, "zonemode=zbd"},
+          {j.unlink_each_loop && j.loops > 1, "unlink_each_loop"},
+          {HasTrim(j.rw), "trims (rw=trim, randtrim, trimwrite, randtrimwrite)"},
+          {j.fsync != 0 || j.fdatasync != 0 || j.sync_file_range != 0, "fsync, fdatasync or sync_file_range every N writes"},
+          {j.end_fsync || j.fsync_on_close, "end_fsync or fsync_on_close"},
+          {j.registerfiles, "registerfiles (the ring's file table is registered once, at the start)"},
+          {j.sqthread_poll, "sqthread_poll (it registers the job's files once, at the start)"},
+      };
+      for (const auto& r : refused) {
+        if (r.set) {
+          return fail("openfiles", v, absl::StrCat(below, " with ", r.what, " is not implemented yet; leave openfiles out"));
+        }
       }
     }
     const std::pair<const char*, uint32_t> zones[] = {{"size", j.size_zones},
