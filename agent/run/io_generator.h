@@ -167,6 +167,7 @@ class IoGenerator {
 
   // True once this pass's bytes are issued (or its files are used up).
   bool pass_done() const { return pass_left_ == 0; }
+  bool pass_used_up() const { return pass_left_ == 0; }  // as DataPath's
 
   // Starts a new pass: same random sequence again when repeatable (fio's lfsr/map reset).
   void ResetPass();

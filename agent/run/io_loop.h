@@ -612,6 +612,12 @@ absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
       PrepareFsync(r);
       r.sched_ns = 0;
     } else if constexpr (kPaced) {
+      // fio stops before it fills another I/O once the pass's bytes are
+      // issued: no direction draw, no wait for the rate schedule.
+      if (src.pass_used_up()) {
+        if (FilesHeld(src) != 0 || !NextPass(now_)) break;
+        continue;
+      }
       jobspec::Ddir d = src.NextDir();
       if (!PaceDir<E, kLog>(e, src, inflight, r, &d)) break;
       if (!src.NextIn(r, d)) {
@@ -797,6 +803,14 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
           PrepareFsync(r);
           if constexpr (kPaced) r.sched_ns = 0;
         } else if constexpr (kPaced) {
+          if (src.pass_used_up()) {  // as the sync loop: no draw, no wait
+            if (const int h = FilesHeld(src); h != 0) {
+              busy = h > 0;
+              break;
+            }
+            if (!NextPass(now_)) break;
+            continue;
+          }
           jobspec::Ddir d = src.NextDir();
           if (pacer_.any_rated() && pacer_.due(d) > now_ && !batch_.empty() && !commit()) {
             return absl::OkStatus();  // submit what is queued before any wait

@@ -135,6 +135,25 @@ TEST_F(PacingRunTest, RateIopsIsMetAndEveryIoHasAScheduledLatency) {
   }
 }
 
+// A job bound by its size ends with its last I/O, as fio's: the k-th I/O is
+// due at k / rate_iops from the first, so N I/Os span N-1 gaps (fio 3.33,
+// 8 reads at rate_iops=20: runtime 351 ms, read iops 22.79). The agent used
+// to wait one more gap for an I/O that never came (401 ms, 19.95).
+TEST_F(PacingRunTest, ASizeBoundRatedJobEndsWithItsLastIoAsFio) {
+  for (const char* engine : {"psync", "libaio"}) {
+    if (!EngineAvailable(engine)) continue;
+    RunResult r = RunLogged(absl::StrCat("[r]\nioengine=", engine,
+                                         "\niodepth=1\nrw=read\nbs=4k\nrate_iops=5\n", File(), "size=12k\n"));
+    ASSERT_EQ(r.reported.size(), 1u);
+    const auto& d = r.reported[0].dir[0];
+    EXPECT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+    EXPECT_EQ(d.total_ios, 3u) << engine;
+    // 2 gaps of 200 ms (never ahead of the schedule), not 3.
+    EXPECT_GE(d.runtime_ms, 400u) << engine;
+    EXPECT_LT(d.runtime_ms, 560u) << engine;
+  }
+}
+
 TEST_F(PacingRunTest, RateInBytesWithMixedSizesAndRwmix) {
   // fio issues 333/1290: rwmix and bssplit doubled fio's rate. Here each
   // direction gets its own rate: 1 MiB/s reads and 512 KiB/s writes for 2 s.
