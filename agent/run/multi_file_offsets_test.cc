@@ -60,17 +60,11 @@ std::vector<std::string> LogLines(const std::string& log) {
 // Only the I/O lines ("<file> <op> <offset> <len>").
 std::vector<std::string> IoLines(const std::string& log) {
   std::vector<std::string> out;
-  std::istringstream in(log);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
+  for (std::string& l : LogLines(log)) {
+    std::istringstream f(l);
     std::vector<std::string> w;
     for (std::string s; f >> s;) w.push_back(s);
-    // Version 3 lines start with a timestamp: "<ms> <file> <op> [<off> <len>]".
-    if (w.size() != 5) continue;
-    if (w[2] != "read" && w[2] != "write" && w[2] != "trim") continue;
-    out.push_back(std::filesystem::path(w[1]).filename().string() + " " + w[2] + " " + w[3] + " " +
-                  w[4]);
+    if (w.size() == 4 && (w[1] == "read" || w[1] == "write" || w[1] == "trim")) out.push_back(std::move(l));
   }
   return out;
 }

@@ -27,13 +27,11 @@ Cases (each its own ctest test, label "faults"):
 Before `serve` forked, `weight` failed (the daemon did not lead its session, so
 the nice stayed 0) and `signals` failed (no child). Prints "FIGURES {json}".
 """
-import argparse
 import os
 import signal
 import subprocess
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faults_test as ft  # noqa: E402
@@ -141,24 +139,8 @@ CASES = {"weight": case_weight, "signals": case_signals}
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build-dir", required=True)
-    ap.add_argument("cases", nargs="+", choices=sorted(CASES))
-    args = ap.parse_args()
-    ft.BUILD = h.set_build(args.build_dir)
-    for name in args.cases:
-        log(f"=== {name}")
-        try:
-            CASES[name]()
-        except ft.TestSkip as e:
-            log(f"SKIP {name}: {e}")
-            return 77
-        except Exception:
-            traceback.print_exc()
-            log(f"FAIL {name}")
-            return 1
-        log(f"PASS {name}")
-    return 0
+    # The harness's suite main: PASS/SKIP/FAIL per case, 77 when all skipped.
+    return h.main(CASES, ("bin/iofleet-agent",))
 
 
 if __name__ == "__main__":
