@@ -45,6 +45,19 @@ constexpr double kStepP50Level = 10000;
 // Hosts taking turns in a cold-start series.
 constexpr size_t kColdStartHosts = 8;
 
+// One quantized run's p50 and its resolution: kQuantizedIos reads, each in
+// the fast latency mode (~0.5 us) with probability `fast_share`, else the
+// slow one (~1.15 us), spread by `cv` (the soak's two modes).
+void TwoModeP50(Rng& rng, double fast_share, double cv, double* value, double* resolution) {
+  stats::Histogram h;
+  for (int io = 0; io < kQuantizedIos; ++io) {
+    const double mode = Uniform(rng) < fast_share ? 480.0 : 1150.0;
+    h.Add(static_cast<uint64_t>(std::llround(mode * std::exp(cv * Normal(rng)))));
+  }
+  *value = static_cast<double>(stats::Quantile(h, 0.5));
+  *resolution = QuantileResolution(h, 0.5);
+}
+
 }  // namespace
 
 std::string KindName(Kind k) {
@@ -132,13 +145,7 @@ Case Generate(Kind kind, double size, double cv, uint64_t seed, double threshold
       c.resolution.resize(n);
       for (size_t i = 0; i < n; ++i) {
         const double fast = 0.5 + (i < k ? -0.5 : 0.5) * sign * size;
-        stats::Histogram h;
-        for (int io = 0; io < kQuantizedIos; ++io) {
-          const double mode = Uniform(rng) < fast ? 480.0 : 1150.0;
-          h.Add(static_cast<uint64_t>(std::llround(mode * std::exp(cv * Normal(rng)))));
-        }
-        c.values[i] = static_cast<double>(stats::Quantile(h, 0.5));
-        c.resolution[i] = QuantileResolution(h, 0.5);
+        TwoModeP50(rng, fast, cv, &c.values[i], &c.resolution[i]);
       }
       c.cls = absl::StrCat(KindName(kind), " mix ", Pct(size), " cv ", Pct(cv));
       return c;
@@ -167,13 +174,7 @@ Case Generate(Kind kind, double size, double cv, uint64_t seed, double threshold
       for (size_t i = 0; i < n; ++i) {
         if (i > 0 && Uniform(rng) >= size) fast = !fast;
         const double share = (fast ? 0.58 : 0.25) + 0.17 * Uniform(rng);
-        stats::Histogram h;
-        for (int io = 0; io < kQuantizedIos; ++io) {
-          const double mode = Uniform(rng) < share ? 480.0 : 1150.0;
-          h.Add(static_cast<uint64_t>(std::llround(mode * std::exp(cv * Normal(rng)))));
-        }
-        c.values[i] = static_cast<double>(stats::Quantile(h, 0.5));
-        c.resolution[i] = QuantileResolution(h, 0.5);
+        TwoModeP50(rng, share, cv, &c.values[i], &c.resolution[i]);
       }
       c.cls = absl::StrCat(KindName(kind), " stay ", Pct(size), " cv ", Pct(cv));
       return c;
