@@ -145,19 +145,15 @@ def rerun_job(path):
 
 
 def case_reruns():
-    """NOT REGISTERED IN CTEST YET: it fails on this agent (2026-12-02). The
-    agent reports IOPS ~19.97 for every N at rate_iops=20 (its runtime counts
-    the wait after the last read, fio 3.33's does not: fio gives 22.79 for N=8),
-    so the files below make no step and no change is detected. The design needs
-    another source of a controlled, borderline step.
-
-    UNKNOWN is not a verdict, end to end: a series of real runs (agent-a,
+    """UNKNOWN is not a verdict, end to end: a series of real runs (agent-a,
     then agent-b: same host class and device) steps by +1.8 % (medians) with an
     interval of about [+1.6, +2.8] %: confirmed, under the 2 % threshold, not
     inside it: UNKNOWN. The controller, with its default budget, submits extra
     runs of the two runs next to the change on their own hosts; they run, join
     the series next to their anchors, and the verdict settles: the anchors'
-    files give 21.63 and 22.17 IOPS (+2.5 %), so DIFFERENT, and an alert."""
+    files give 21.63 and 22.17 IOPS (+2.5 %), so DIFFERENT, and an alert.
+    (Before the agent ended a rated job with its last I/O, its runtime counted
+    one more wait and every N gave ~19.97 IOPS: no step, nothing detected.)"""
     with Env() as env:
         files = {}
         for name, blocks in (("agent-a", set(RERUN_BEFORE)), ("agent-b", set(RERUN_AFTER))):
@@ -208,15 +204,23 @@ def case_reruns():
         # next to their anchors.
         sides = {}
         for j in reruns["jobs"]:
-            job = env.job(j["job_id"])
+            # A round's job has all its repetitions; the verdict can settle
+            # before the last ones end (they still join the series).
+            job = env.wait_job(j["job_id"], timeout=60)
             check(job["state"] == "succeeded", f"extra-run job {j}: {job['state']}")
             hosts = {r["host"] for r in job["runs"]}
             sides[j["side"]] = (hosts, j["anchor_run"])
         check(sides.get("before", ({None},))[0] == {"agent-a"} and
               sides.get("after", ({None},))[0] == {"agent-b"}, f"placement {sides}")
-        extra = [p for p in one["points"] if "iofleet.rerun_of" in p["axes"]["tags"]]
-        # (at least: a latency series of the same runs may have asked for its own)
-        check(len(extra) >= n_before + n_after, f"{len(extra)} extra points of {n_before}+{n_after}")
+        # Every repetition joins the series once the worker has read it (at
+        # least n_before + n_after: a latency series of the same runs may have
+        # asked for its own).
+        def extra_points():
+            pts = env.get(f"/series/{key}")["points"]
+            e = [p for p in pts if "iofleet.rerun_of" in p["axes"]["tags"]]
+            return e if len(e) >= n_before + n_after else None
+        extra = wait_for(extra_points, 30, f"{n_before}+{n_after} extra points in the series",
+                         interval=0.5)
         check({sides["before"][1], sides["after"][1]} <=
               {p["axes"]["tags"]["iofleet.rerun_of"] for p in extra}, "extra points' anchors")
 
