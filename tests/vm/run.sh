@@ -199,14 +199,23 @@ boot() {
 
 rc=0
 used=tcg
-if [ "$accel" = kvm ] || { [ "$accel" = auto ] && kvm_usable && [ "$(cat "$kvm_verdict" 2>/dev/null)" != hangs ]; }; then
+kvm_known_bad() { case "$(cat "$kvm_verdict" 2>/dev/null)" in hangs|fails) return 0 ;; esac; return 1; }
+if [ "$accel" = kvm ] || { [ "$accel" = auto ] && kvm_usable && ! kvm_known_bad; }; then
   kvm_usable || die "--accel kvm: /dev/kvm is missing or not accessible"
   used=kvm
   boot kvm "$kvm_boot_timeout" || rc=$?
-  if [ "$rc" = 200 ]; then
-    echo "vm/run.sh: the guest did not boot under KVM within $kvm_boot_timeout s" >&2
+  # QEMU can also die under KVM before the guest boots (seen: "failed to set
+  # MSR 0x10a", an assertion in QEMU's kvm.c, status 134): TCG then too.
+  if [ "$rc" = 200 ] || { [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ ! -e "$work/ctl/booted" ]; }; then
+    if [ "$rc" = 200 ]; then
+      echo "vm/run.sh: the guest did not boot under KVM within $kvm_boot_timeout s" >&2
+      verdict=hangs
+    else
+      echo "vm/run.sh: QEMU exited with status $rc under KVM before the guest booted" >&2
+      verdict=fails
+    fi
     [ "$accel" = kvm ] && exit 125
-    echo hangs >"$kvm_verdict"
+    echo "$verdict" >"$kvm_verdict"
     echo "vm/run.sh: falling back to TCG (remembered in $kvm_verdict)" >&2
     used=tcg rc=0
   else
