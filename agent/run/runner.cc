@@ -455,7 +455,10 @@ absl::Status LayOut(const std::string& path, uint64_t need, bool write_data, uin
                     jobspec::FallocateMode fallocate, const std::atomic<bool>* cancel) {
   const FileFacts facts = Inspect(path);
   if (facts.exists && facts.size >= need) return absl::OkStatus();
-  if (facts.exists && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
+  // A file that cannot be unlinked because it is a mount point (a file bind
+  // mounted over it: EBUSY) is made anew in place: O_TRUNC empties it, so the
+  // layout below starts from the same empty file either way.
+  if (facts.exists && ::unlink(path.c_str()) != 0 && errno != ENOENT && errno != EBUSY) {
     return IoError("lay out (unlink the short file)", path, errno);
   }
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
