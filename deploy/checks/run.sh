@@ -74,13 +74,16 @@ check_config() {
     help_text=$("$bin/$b" "${sub[@]}" --help 2>&1)
     mapfile -t help_flags < <(grep -oE -- '--[a-z][a-z0-9-]*' <<<"$help_text" | sed 's/^--//' | grep -vxE 'help|config|version' | sort -u)
     for f in "${help_flags[@]}"; do
-      if ! printf '%s\n' "${documented[@]}" | grep -qx -- "$f"; then
+      # grep without -q reads all its input: with -q it can exit at the first
+      # match while printf still writes, and under pipefail printf's SIGPIPE
+      # made a listed key read as missing (seen once in CI).
+      if ! printf '%s\n' "${documented[@]}" | grep -x -- "$f" >/dev/null; then
         echo "  $ex: flag --$f of $b is not documented"
         rc=1
       fi
     done
     for f in "${documented[@]}"; do
-      if ! printf '%s\n' "${help_flags[@]}" | grep -qx -- "$f"; then
+      if ! printf '%s\n' "${help_flags[@]}" | grep -x -- "$f" >/dev/null; then
         echo "  $ex: key $f is not in \`$b ${sub[*]} --help\`"
         rc=1
       fi
