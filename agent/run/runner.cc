@@ -600,8 +600,10 @@ absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOpti
       // limit (a few kept for the agent itself): refused before any file
       // is opened rather than failing at the Nth open.
       rlimit rl{};
-      const uint64_t held = static_cast<uint64_t>(job.OpenFilesLimited() ? job.open_files : job.FileCount()) *
-                            std::max<uint32_t>(job.numjobs, 1);
+      // One clone's files: a numjobs too large for the host is the thread
+      // budget's refusal (budget.h, which names the threads); clones that
+      // together run out of descriptors get the EMFILE advice at open.
+      const uint64_t held = static_cast<uint64_t>(job.OpenFilesLimited() ? job.open_files : job.FileCount());
       constexpr uint64_t kSpare = 16;
       if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && held + kSpare > rl.rlim_cur) {
         const bool limited = job.OpenFilesLimited();
@@ -610,8 +612,7 @@ absl::StatusOr<Plan> ValidateAndPlan(const jobspec::JobList& list, const RunOpti
                                           : (job.filenames.empty() ? std::to_string(job.nrfiles)
                                                                    : absl::StrCat(job.filenames.size(), " files"));
         return JobError(job, option, value,
-                        absl::StrCat(held, " files open at once (x numjobs=", std::max<uint32_t>(job.numjobs, 1),
-                                     ") exceed RLIMIT_NOFILE ", static_cast<uint64_t>(rl.rlim_cur), " less ", kSpare,
+                        absl::StrCat(held, " files open at once exceed RLIMIT_NOFILE ", static_cast<uint64_t>(rl.rlim_cur), " less ", kSpare,
                                      " for the agent; ", limited ? "lower openfiles" : "set openfiles (e.g. openfiles=64)",
                                      " or raise the limit (ulimit -n)"));
       }
