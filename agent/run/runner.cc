@@ -969,6 +969,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
     }
     result.cpus_seen.push_back(w->cpus_seen_mask());
     result.buffer_nodes.push_back(w->buffer_node());
+    result.buffer_page_offsets.push_back(w->buffer_page_offset());
     if (result.error == 0 && w->result().error != 0) result.error = w->result().error;
   }
   result.reported = stats::ApplyGroupReporting(result.jobs);
