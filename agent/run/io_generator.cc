@@ -445,7 +445,17 @@ void IoGenerator::NewLoop() {
   if (reseed_offsets_) bs_->Reseed();
   if (mark_rwmix_.has_value()) MarkPassStart();
   loop_start_issued_ = Issued();
+  // A loop that ended on its used-up files (the last fill failed on each)
+  // made no file draw after its last one; fio's next loop starts on closed
+  // files, so its first pick is a draw (get_next_file_rand): draw it here.
+  // A loop that ended on its bytes drew its next file after its last I/O.
+  const bool all_done = files_done_ == files_.size();
   ResetPass();
+  if (all_done && random_files_ && files_.size() > 1) {
+    cur_file_ = file_dist_.has_value() ? static_cast<size_t>(file_dist_->Next() >> kFileServiceShift)
+                                       : static_cast<size_t>(file_rng_.Below(files_.size()));
+    service_left_ = service_nr_;
+  }
 }
 
 void IoGenerator::ResetPass() {
