@@ -19,6 +19,9 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
   open_in_runtime  a job waiting for another (wait_for) drops the cache of its
                    file as its runtime starts (invalidate=1: it reads its 8 MiB
                    from the disk in both tools)
+  experimental_time_based  experimental_verify with time_based on libaio: both
+                   tools read back the first pass only (size/bs blocks, plus
+                   up to iodepth-1), without an error
   unlink_rate_end  unlink_each_loop=1, time_based, rate_iops: the files each
                    tool leaves (none when the runtime ends in a rate wait of a
                    one-file job without a verify phase, as fio 3.33)
@@ -300,6 +303,32 @@ def case_open_in_runtime(env):
                                               f"want the {size} job b reads (its cache dropped as it starts)")
             else:
                 check(disk < size // 8, f"{label}: {tool} read {disk} bytes from the disk, want ~0")
+
+
+def case_experimental_time_based(env):
+    # experimental_verify, time_based, a queueing engine: fio 3.33 reads back
+    # the first pass only (its bytes verified are never reset between passes):
+    # size/bs blocks plus up to iodepth-1 drawn past the pass, no error.
+    target = env.path("ev.dat")
+    blocks = 256
+    for rw in ("write", "randwrite"):
+        for depth in (1, 4):
+            j = env.job("ev.fio", f"[e]\nfilename={target}\nsize=1m\nbs=4k\nrw={rw}\nioengine=libaio\n"
+                                  f"iodepth={depth}\nverify=crc32c\nexperimental_verify=1\n"
+                                  f"time_based=1\nruntime=1s\n")
+            reads = {}
+            for tool in ("fio", "iofleet"):
+                if os.path.exists(target):
+                    os.unlink(target)
+                job, err = env.run(tool, j)
+                check(job["error"] == 0, f"{rw} iodepth={depth}: {tool} error {job['error']}: {err[-300:]}")
+                reads[tool] = job["read"]["total_ios"]
+                print(f"experimental_time_based: {rw} iodepth={depth}: {tool}: {reads[tool]} reads, "
+                      f"{job['write']['total_ios']} writes")
+                check(job["write"]["total_ios"] > 4 * blocks, f"{rw}: {tool} wrote fewer than 4 passes")
+                check(blocks <= reads[tool] <= blocks + depth - 1,
+                      f"{rw} iodepth={depth}: {tool} read {reads[tool]} blocks back, want "
+                      f"{blocks}..{blocks + depth - 1} (the first pass only)")
 
 
 def case_time_based_verify(env):
