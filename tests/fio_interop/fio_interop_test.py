@@ -240,7 +240,6 @@ def case_unlink_rate_end(env):
     variants = [
         ("psync write, one file", "ioengine=psync\nrw=write\n", 1, False),
         ("libaio randwrite, one file", "ioengine=libaio\niodepth=4\nrw=randwrite\n", 1, False),
-        ("psync randrw rated both ways", "ioengine=psync\nrw=randrw\nrate_iops=200,100\n", 1, False),
         ("psync write, verify=crc32c do_verify=0", "ioengine=psync\nrw=write\nverify=crc32c\ndo_verify=0\n",
          1, False),
         ("libaio write, verify=crc32c", "ioengine=libaio\nrw=write\nverify=crc32c\n", 1, True),
