@@ -713,7 +713,8 @@ void DataPath::OnFailedSlow(IoRequest& r) {
   if (files_limited_) FileIoDone(r);
   if (!verifying_) return;
   Slot& s = slots_[r.index];
-  if (s.check && r.op == IoOp::kRead && replay_time_based_ && replay_inflight_ != 0) --replay_inflight_;
+  if (s.check && r.op == IoOp::kRead && replay_time_based_ && replay_inflight_ != 0)
+    --replay_inflight_;
   s.check = false;
   if (r.op == IoOp::kWrite && s.piece != nullptr) {
     // A failed write is not read back: drop it from the log.

@@ -126,7 +126,8 @@ TEST_F(FileCacheTest, FadviseHintSetsReadahead) {
 TEST_F(FileCacheTest, TheCacheIsDroppedWhenTheRuntimeStartsAsFio) {
   if (!DiskReadsCounted()) GTEST_SKIP() << "no disk reads counted in /proc/self/io here (tmpfs?)";
   const std::string file = "filename=" + Path("w.dat") + "\nsize=8m\nbs=1m\n";
-  const std::string jobs = "[a]\n" + file + "rw=write\ninvalidate=0\nend_fsync=1\n[b]\nwait_for=a\n" + file +
+  const std::string jobs = "[a]\n" + file +
+                           "rw=write\ninvalidate=0\nend_fsync=1\n[b]\nwait_for=a\n" + file +
                            "rw=read\n";
   EXPECT_GE(DiskReads(jobs), 8u * (1u << 20) * 9 / 10) << "job b read job a's pages from the cache";
   // invalidate=0: job b reads them from the cache in both tools.

@@ -229,9 +229,11 @@ TEST_F(VerifyRunTest, TimeBasedExperimentalVerifyReadsTheFirstPassOnlyAsFio) {
   for (const char* shape : {"rw=write", "rw=randwrite"}) {
     for (int depth : {1, 4}) {
       SCOPED_TRACE(absl::StrCat(shape, " iodepth=", depth));
-      stats::JobStats js = Run(absl::StrCat("[t]\nioengine=libaio\niodepth=", depth, "\n", shape,
-                                            "\nexperimental_verify=1\nbs=4k\nsize=64k\ntime_based=1\n"
-                                            "runtime=300ms\nverify=md5\nfilename=", Path("tx.dat"), "\n"));
+      stats::JobStats js =
+          Run(absl::StrCat("[t]\nioengine=libaio\niodepth=", depth, "\n", shape,
+                           "\nexperimental_verify=1\nbs=4k\nsize=64k\ntime_based=1\n"
+                           "runtime=300ms\nverify=md5\nfilename=",
+                           Path("tx.dat"), "\n"));
       EXPECT_EQ(js.error, 0) << js.error_text;
       EXPECT_GT(js.dir[1].total_ios, 64u);  // many passes of 16 blocks
       EXPECT_GE(js.dir[0].total_ios, 16u);
@@ -295,7 +297,8 @@ TEST(VerifyNeverStarts, OnlyTimeBasedWriteOnlyJobsWithoutBacklog) {
   EXPECT_FALSE(never("rw=write\nverify=md5\ntime_based=1\nruntime=2s\nioengine=libaio"));
   EXPECT_FALSE(never("rw=write\nverify=md5\ntime_based=1\nruntime=2s\nioengine=io_uring"));
   EXPECT_TRUE(never("rw=write\nverify=md5\ntime_based=1\nruntime=2s\nioengine=pvsync2"));
-  EXPECT_FALSE(never("rw=write\nverify=md5\ntime_based=1\nruntime=2s\nioengine=libaio\nexperimental_verify=1"));
+  EXPECT_FALSE(never(
+      "rw=write\nverify=md5\ntime_based=1\nruntime=2s\nioengine=libaio\nexperimental_verify=1"));
   auto list = jobspec::ParseJobText("[j]\nrw=write\nverify=md5\ntime_based=1\nruntime=2s\n", "n.fio");
   ASSERT_TRUE(list.ok());
   EXPECT_THAT(jobspec::VerifyNeverStartsNote(list->jobs[0]), HasSubstr("verify phase never starts"));

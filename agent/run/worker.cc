@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <random>
 
@@ -19,9 +19,9 @@
 #include "agent/run/budget.h"
 #include "agent/workload/buffer_fill.h"
 #include "agent/workload/random.h"
-#include "common/jobspec/pattern.h"
 #include "common/clock.h"
 #include "common/jobspec/parser.h"
+#include "common/jobspec/pattern.h"
 #include "common/status.h"
 
 namespace iofleet::agent {
