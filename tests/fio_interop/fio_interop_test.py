@@ -272,6 +272,71 @@ def case_unlink_rate_end(env):
                   f"{label}: {tool} left {[l for _, l in seen]} in {len(seen)} run(s), want {want} file(s)")
 
 
+def disk_read_bytes(env, tool, jobfile):
+    """Runs `tool`; returns (the bytes its processes read from the disk, the
+    jobs). ru_inblock counts 512-byte blocks of waited-for children."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock
+    cmd = ([env.agent, "run", jobfile, "--output-format=json"] if tool == "iofleet"
+           else ["fio", jobfile, "--output-format=json"])
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=env.dir, timeout=120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock
+    jobs = json.loads(p.stdout[p.stdout.index("{"):])["jobs"]
+    return (after - before) * 512, jobs, p.stderr
+
+
+def case_open_in_runtime(env):
+    # fio opens a file (and drops its cache, invalidate=1) at the job's first
+    # I/O, inside its runtime: a job that waits for another (wait_for) drops
+    # the pages that one left cached and reads them from the disk.
+    target = env.path("w.dat")
+    common = f"filename={target}\nsize=8m\nbs=1m\n"
+    base = f"[a]\n{common}rw=write\ninvalidate=0\nend_fsync=1\n[b]\nwait_for=a\n{common}rw=read\n"
+    size = 8 << 20
+    for label, extra, cold in (("invalidate=1", "", True), ("invalidate=0", "invalidate=0\n", False)):
+        got = {}
+        for tool in ("fio", "iofleet"):
+            if os.path.exists(target):
+                os.unlink(target)
+            disk, jobs, err = disk_read_bytes(env, tool, env.job("o.fio", base + extra))
+            check(all(j["error"] == 0 for j in jobs), f"{label}: {tool} errors: {err[-300:]}")
+            got[tool] = disk
+            print(f"open_in_runtime: {label}: {tool}: job b read {jobs[1]['read']['io_bytes']} bytes, "
+                  f"{disk} from the disk")
+        for tool, disk in got.items():
+            if cold:
+                check(disk >= size * 9 // 10, f"{label}: {tool} read {disk} bytes from the disk, "
+                                              f"want the {size} job b reads (its cache dropped as it starts)")
+            else:
+                check(disk < size // 8, f"{label}: {tool} read {disk} bytes from the disk, want ~0")
+
+
+def case_experimental_time_based(env):
+    # experimental_verify, time_based, a queueing engine: fio 3.33 reads back
+    # the first pass only (its bytes verified are never reset between passes):
+    # size/bs blocks plus up to iodepth-1 drawn past the pass, no error.
+    target = env.path("ev.dat")
+    blocks = 256
+    for rw in ("write", "randwrite"):
+        for depth in (1, 4):
+            j = env.job("ev.fio", f"[e]\nfilename={target}\nsize=1m\nbs=4k\nrw={rw}\nioengine=libaio\n"
+                                  f"iodepth={depth}\nverify=crc32c\nexperimental_verify=1\n"
+                                  f"time_based=1\nruntime=1s\n")
+            reads = {}
+            for tool in ("fio", "iofleet"):
+                if os.path.exists(target):
+                    os.unlink(target)
+                job, err = env.run(tool, j)
+                check(job["error"] == 0, f"{rw} iodepth={depth}: {tool} error {job['error']}: {err[-300:]}")
+                reads[tool] = job["read"]["total_ios"]
+                print(f"experimental_time_based: {rw} iodepth={depth}: {tool}: {reads[tool]} reads, "
+                      f"{job['write']['total_ios']} writes")
+                check(job["write"]["total_ios"] > 4 * blocks, f"{rw}: {tool} wrote fewer than 4 passes")
+                check(blocks <= reads[tool] <= blocks + depth - 1,
+                      f"{rw} iodepth={depth}: {tool} read {reads[tool]} blocks back, want "
+                      f"{blocks}..{blocks + depth - 1} (the first pass only)")
+
+
 def case_time_based_verify(env):
     target = env.path("tb.dat")
     common = f"filename={target}\nsize=1m\nbs=4k\nioengine=psync\nverify=md5\nruntime=1s\ntime_based=1\n"
