@@ -205,8 +205,8 @@ std::string FleetWideMove(std::span<const Point> before, std::span<const Point> 
       if (!p.extra) by_host[p.host].push_back(p.value);
     }
     int n = 0;
-    for (const auto& [h, v] : by_host) {
-      const double l = std::log(compare::Median(v));
+    for (const auto& entry : by_host) {
+      const double l = std::log(compare::Median(entry.second));
       const bool nearer_after = std::fabs(l - la) < std::fabs(l - lb);
       if (nearer_after == want_after) ++n;
     }
@@ -216,9 +216,9 @@ std::string FleetWideMove(std::span<const Point> before, std::span<const Point> 
   int hosts_before = 0, hosts_after = 0;
   const int moved = at_level(after, true, &hosts_after);
   const int stayed = at_level(before, false, &hosts_before);
-  if (hosts_after < dp.environment_min_hosts) return "";
-  if (moved < dp.environment_min_fraction * hosts_after ||
-      stayed < dp.environment_min_fraction * hosts_before) {
+  if (moved < dp.environment_min_hosts) return "";
+  if (!(moved > dp.environment_min_fraction * hosts_after) ||
+      !(stayed > dp.environment_min_fraction * hosts_before)) {
     return "";
   }
   return absl::StrFormat(
@@ -277,9 +277,9 @@ absl::Status ValidateParams(const Params& p) {
     return FieldError("decide.environment_min_hosts",
                       absl::StrCat(d.environment_min_hosts, " (must be in [0, 10000])"));
   }
-  if (!(d.environment_min_fraction > 0.5 && d.environment_min_fraction <= 1)) {
+  if (!(d.environment_min_fraction >= 0.5 && d.environment_min_fraction < 1)) {
     return FieldError("decide.environment_min_fraction",
-                      absl::StrCat(d.environment_min_fraction, " (must be in (0.5, 1])"));
+                      absl::StrCat(d.environment_min_fraction, " (must be in [0.5, 1))"));
   }
   const ReferenceParams& r = p.reference;
   if (r.min_side < 2 || r.min_side > 1000) {

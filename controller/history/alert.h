@@ -77,17 +77,17 @@ struct DecisionParams {
   // reported (kModeSwitch), not alerted. 0 visits = off. Defaults 2 and 6.
   int mode_switch_visits = 2;
   double mode_switch_separation = 6;
-  // Fleet-wide move (docs/history-method.md, step 9): a change that is not a
-  // host's own: the points after it come from at least `environment_min_hosts`
-  // distinct hosts (Point::host), at least `environment_min_fraction` of the
-  // hosts on each side sit at their side's level (a host's median nearer it
-  // than the other side's), and every point after the change ran with a setup
-  // (Point::setup: kernel, agent version, tags) that points before it ran with,
-  // all setups known. Nothing iofleet records changed, yet many hosts moved at
-  // once: the change is marked likely_environmental (the alert stays an alert).
-  // 0 hosts = off. Defaults 3 and 0.8.
+  // Fleet-wide move (docs/history-method.md, step 9): at least
+  // `environment_min_hosts` distinct hosts (Point::host) after the change are at
+  // the new level, and more than `environment_min_fraction` of the hosts on each
+  // side sit at their side's level (a host's median nearer it than the other
+  // side's median), while every point after the change ran with a setup
+  // (Point::setup: kernel, agent version, tags) that a point at least 3 before
+  // it ran with, all setups known. Nothing iofleet records changed, yet many
+  // hosts moved at once: the change is marked likely_environmental (the alert
+  // stays an alert). 0 hosts = off. Defaults 3 and 0.5 (a majority).
   int environment_min_hosts = 3;
-  double environment_min_fraction = 0.8;
+  double environment_min_fraction = 0.5;
 };
 
 // The reference-series check: at the same place (aligned on Point::order), does
