@@ -46,7 +46,7 @@ Worker::~Worker() {
   for (int fd : fds_) {
     if (fd >= 0) ::close(fd);
   }
-  if (buffers_ != nullptr) munmap(buffers_, buffers_size_);
+  if (buffer_map_ != nullptr) munmap(buffer_map_, buffer_map_size_);
   // unlink: the job's regular files go when it is done (fio's close_and_free_files).
   if (spec_.job->unlink) {
     for (const TargetFile& tf : spec_.files) {
@@ -142,17 +142,22 @@ absl::Status Worker::Prepare() {
     gen_files.push_back(gf);
   }
 
-  // One buffer slot per iodepth entry, page aligned (O_DIRECT), one mapping.
+  // One buffer slot per iodepth entry, one mapping, the slots placed where
+  // fio's are (BufferOffset, budget.h): page aligned for O_DIRECT.
   const uint32_t depth = sync_engine ? 1 : std::max<uint32_t>(1, job.iodepth);
   slot_size_ = BufferSlotBytes(job);  // the largest block, page aligned (budget.h)
   buffers_size_ = slot_size_ * depth;
-  void* mem = mmap(nullptr, buffers_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+  const size_t offset = BufferOffset(job);
+  buffer_map_size_ = buffers_size_ + (offset + 4095) / 4096 * 4096;
+  void* mem = mmap(nullptr, buffer_map_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);
   if (mem == MAP_FAILED) {
     buffers_ = nullptr;
-    return IoError(JobPrefix(job) + "mmap I/O buffers", absl::StrCat(buffers_size_, " bytes"), errno);
+    return IoError(JobPrefix(job) + "mmap I/O buffers", absl::StrCat(buffer_map_size_, " bytes"),
+                   errno);
   }
-  buffers_ = mem;
+  buffer_map_ = mem;
+  buffers_ = static_cast<char*>(mem) + offset;
   // Initial contents, as fio's fill_io_buffer: random unless buffer_pattern,
   // zero_buffers or compression say otherwise. Large buffers take a while: a
   // cancel is honoured between slots.
@@ -201,8 +206,7 @@ absl::Status Worker::Prepare() {
   {
     // Where first touch (after pinning and the memory policy) put them: asked
     // once here, never per I/O.
-    constexpr size_t kPage = 4096;  // the slots are page aligned (budget.h)
-    void* pages[2] = {buffers_, static_cast<char*>(buffers_) + buffers_size_ - kPage};
+    void* pages[2] = {buffers_, static_cast<char*>(buffers_) + buffers_size_ - 1};
     int status[2] = {-1, -1};
     if (syscall(SYS_move_pages, 0, 2, pages, nullptr, status, 0) == 0 && status[0] >= 0 &&
         status[1] >= 0) {

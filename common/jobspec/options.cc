@@ -81,6 +81,19 @@ std::optional<CheckFailure> CheckU32(const OptionRow& row, const JobSpec& j) {
   return std::nullopt;
 }
 
+// iomem_align: the buffers start that far past a page; with O_DIRECT the
+// kernel takes only buffers aligned to the device's logical block (512 bytes
+// at least), so an offset that is not a multiple of 512 is refused here, not
+// by the first I/O's EINVAL.
+std::optional<CheckFailure> CheckMemAlign(const OptionRow& row, const JobSpec& j) {
+  if (j.mem_align > row.max) return Fail(U(j.mem_align), absl::StrFormat("must be <= %u", row.max));
+  if (j.direct && j.mem_align % 512 != 0) {
+    return Fail(U(j.mem_align), "with direct=1 must be a multiple of 512 (O_DIRECT buffers are "
+                                "aligned to the device's logical block)");
+  }
+  return std::nullopt;
+}
+
 template <std::string JobSpec::*F>
 absl::Status SetString(const OptionRow&, Builder& b, const OptCtx& c) {
   b.spec.*F = c.value;
@@ -1846,9 +1859,10 @@ std::vector<OptionRow> MakeTable() {
   {.name = "mem", .aliases = "iomem", .type = T::kChoice, .def = "malloc", .help = "Backing type for IO buffers",
    .category = C::kProcess, .status = S::kRefused, .reason = "I/O buffers other than malloc (shm, mmap, hugepages, cudamalloc) are not implemented yet",
    .example = "shmhuge"},
-  {.name = "iomem_align", .aliases = "mem_align", .type = T::kInt, .def = "0", .help = "IO memory buffer offset alignment",
-   .category = C::kProcess, .status = S::kRefused, .reason = "a buffer alignment other than the default (iomem_align) is not implemented yet",
-   .example = "4k"},
+  {.name = "iomem_align", .aliases = "mem_align", .type = T::kInt, .def = "0", .max = 1u << 30,
+   .help = "IO memory buffer offset alignment",
+   .category = C::kProcess, .example = "4k", .apply = SetU32<&JobSpec::mem_align>,
+   .render = IOFLEET_RENDER_U32(mem_align, "iomem_align"), .check = CheckMemAlign},
   {.name = "hugepage-size", .type = T::kSize, .def = "2m", .help = "When using hugepages, specify size of each page",
    .category = C::kProcess, .status = S::kNoOp, .reason = "has an effect only with mem=shmhuge/mmaphuge, which iofleet refuses"},
   {.name = "clocksource", .type = T::kChoice, .help = "What type of timing source to use",
