@@ -1163,10 +1163,30 @@ TEST_F(HistoryRerunTest, ARoundStopsWhenTheVerdictSettles) {
   json r = IopsAlert()["reruns"];
   ASSERT_EQ(r["state"], "running") << IopsAlert().dump(2);
   ASSERT_EQ(r["jobs"].size(), 2u) << r.dump(2);
-  const int asked = r["requested_before"].get<int>() + r["requested_after"].get<int>();
-  ASSERT_GE(asked, 4) << r.dump(2);
-  std::map<std::string, std::string> side_of;  // job id -> side
-  for (const json& j : r["jobs"]) side_of[j["job_id"]] = j["side"];
+  // Every change's record (iops, bw and latency of the same runs share rounds).
+  auto records = [&] {
+    std::vector<json> out;
+    auto alerts = ListAlertsJson(*store_, {{"status", "all"}});
+    EXPECT_TRUE(alerts.ok());
+    for (const json& a : (*alerts)["alerts"]) {
+      const json d = json::parse(store_->GetAlert(a["id"].get<std::string>())->detail_json);
+      if (d.contains("reruns") && d["reruns"].is_object()) out.push_back(d["reruns"]);
+    }
+    return out;
+  };
+  auto settling = [&] {
+    for (const json& x : records()) {
+      if (x["state"] == "running" || x["state"] == "waiting") return true;
+    }
+    return false;
+  };
+  std::map<std::string, std::string> side_of;  // job id -> side, every round
+  auto note_jobs = [&] {
+    for (const json& x : records()) {
+      for (const json& j : x["jobs"]) side_of[j["job_id"]] = j["side"];
+    }
+  };
+  note_jobs();
 
   auto end = ConnectHost1();
   std::set<std::string> done, started;
@@ -1184,9 +1204,9 @@ TEST_F(HistoryRerunTest, ARoundStopsWhenTheVerdictSettles) {
     return Noisy(run.ok() && side_of[run->job_id] == "before" ? 100000 : 94000, 0.005);
   };
   int finished = 0;
-  for (int step = 0; step < asked && r["state"] == "running"; ++step) {
+  for (int step = 0; step < 60 && settling(); ++step) {
     const std::vector<std::string> open = on_agent();
-    ASSERT_FALSE(open.empty()) << "no run assigned after " << finished << " of " << asked;
+    ASSERT_FALSE(open.empty()) << "no run assigned after " << finished;
     if (started.insert(open.front()).second) StartRun(end.get(), open.front());
     FinishRunAt(end.get(), open.front(), level(open.front()));
     done.insert(open.front());
@@ -1196,23 +1216,28 @@ TEST_F(HistoryRerunTest, ARoundStopsWhenTheVerdictSettles) {
       if (started.insert(id).second) StartRun(end.get(), id);
     }
     ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
-    r = IopsAlert()["reruns"];
+    note_jobs();
   }
   const std::vector<std::string> running = on_agent();
-  json d = IopsAlert();
-  ASSERT_EQ(r["state"], "DIFFERENT") << d.dump(2);
-  ASSERT_LT(finished, asked - 1) << "the verdict settled only at the round's end: " << r.dump(2);
+  r = IopsAlert()["reruns"];
+  // Settled (DIFFERENT, or went away once the after side's repetitions make a
+  // segment of their own: either way no more runs are needed).
+  const std::string verdict = r["state"];
+  ASSERT_TRUE(verdict == "DIFFERENT" || verdict == "went_away") << r.dump(2);
+  ASSERT_FALSE(settling());
   // Withdrawn: every run not placed yet, cancelled with the reason; not the
   // running one (no CancelRun to the agent).
   EXPECT_TRUE(end->cancelled().empty());
-  int cancelled = 0, succeeded = 0, still_running = 0;
+  int cancelled = 0, succeeded = 0, still_running = 0, asked = 0;
   for (const auto& [job_id, side] : side_of) {
     auto runs = store_->ListRuns(job_id, 0, 0);
     ASSERT_TRUE(runs.ok());
     for (const RunRow& run : *runs) {
+      ++asked;
       if (run.state == RunState::kCancelled) {
         ++cancelled;
-        EXPECT_NE(run.error.find("verdict settled DIFFERENT"), std::string::npos) << run.error;
+        EXPECT_NE(run.error.find("withdrawn: the change's verdict settled"), std::string::npos)
+            << run.error;
         EXPECT_EQ(run.started_ms, 0u) << run.id;
       } else if (run.state == RunState::kSucceeded) {
         ++succeeded;
@@ -1224,17 +1249,30 @@ TEST_F(HistoryRerunTest, ARoundStopsWhenTheVerdictSettles) {
   }
   EXPECT_EQ(succeeded, finished);
   EXPECT_EQ(still_running, static_cast<int>(running.size()));
-  EXPECT_EQ(cancelled, asked - finished - still_running);
-  EXPECT_GT(cancelled, 0);
+  EXPECT_GT(cancelled, 0) << asked;
+  EXPECT_LT(finished, asked - 1);
   EXPECT_EQ(w->stats().rerun_runs_withdrawn, static_cast<uint64_t>(cancelled));
-  // The record: what ran, what was withdrawn, and why the round stopped.
-  EXPECT_EQ(r["ran_before"].get<int>() + r["ran_after"].get<int>(), finished) << r.dump(2);
-  EXPECT_EQ(r["withdrawn_before"].get<int>() + r["withdrawn_after"].get<int>(), cancelled);
+  // The iops record: what ran in its rounds, what was withdrawn, and why the
+  // round stopped.
+  auto own = [&](const json& rec, RunState st) {
+    int n = 0;
+    for (const json& j : rec["jobs"]) {
+      for (const RunRow& run : *store_->ListRuns(j["job_id"], 0, 0)) n += run.state == st;
+    }
+    return n;
+  };
+  EXPECT_EQ(r["ran_before"].get<int>() + r["ran_after"].get<int>(),
+            own(r, RunState::kSucceeded))
+      << r.dump(2);
+  EXPECT_EQ(r["withdrawn_before"].get<int>() + r["withdrawn_after"].get<int>(),
+            own(r, RunState::kCancelled))
+      << r.dump(2);
   ASSERT_TRUE(r.contains("stopped")) << r.dump(2);
-  EXPECT_NE(r["stopped"].get<std::string>().find("the verdict settled DIFFERENT"),
+  EXPECT_NE(r["stopped"].get<std::string>().find("the verdict settled " + verdict),
             std::string::npos)
       << r.dump(2);
-  EXPECT_NE(r["stopped"].get<std::string>().find(absl::StrCat(cancelled, " not placed yet were withdrawn")),
+  EXPECT_NE(r["stopped"].get<std::string>().find(
+                absl::StrCat(own(r, RunState::kCancelled), " not placed yet were withdrawn")),
             std::string::npos)
       << r.dump(2);
 
@@ -1243,23 +1281,19 @@ TEST_F(HistoryRerunTest, ARoundStopsWhenTheVerdictSettles) {
   const size_t assigned = end->assigned().size();
   sched_->Tick();
   EXPECT_EQ(end->assigned().size(), assigned);
-  if (!running.empty()) {
-    for (const std::string& id : running) {
-      FinishRunAt(end.get(), id, level(id));
-      ++finished;
-    }
-    ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
-    ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
-    r = IopsAlert()["reruns"];
-    EXPECT_EQ(r["ran_before"].get<int>() + r["ran_after"].get<int>(), finished) << r.dump(2);
-  }
-  for (const json& j : r["jobs"]) {
-    auto job = store_->GetJob(j["job_id"]);
+  for (const std::string& id : running) FinishRunAt(end.get(), id, level(id));
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  r = IopsAlert()["reruns"];
+  EXPECT_EQ(r["ran_before"].get<int>() + r["ran_after"].get<int>(),
+            own(r, RunState::kSucceeded))
+      << r.dump(2);
+  for (const auto& [job_id, side] : side_of) {
+    auto job = store_->GetJob(job_id);
     ASSERT_TRUE(job.ok());
     EXPECT_TRUE(JobStateFinal(job->state)) << job->state;
   }
   EXPECT_EQ(end->assigned().size(), assigned);
-  EXPECT_EQ(submitted_.size(), 2u);
   EXPECT_EQ(w->stats().rerun_runs_inflight, 0u);
 }
 
