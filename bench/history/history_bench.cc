@@ -275,7 +275,23 @@ int main(int argc, char** argv) {
   for (const Mode& m : modes) {
     std::map<std::string, Tally> by_class;
     std::map<std::string, int> seen_for_delay;
+    // Progress on stderr, one line per class finished: a long run (50 per cell
+    // on a loaded machine) shows how far it got and its rate.
+    const auto started = std::chrono::steady_clock::now();
+    size_t series_done = 0, classes_done = 0;
+    auto progress = [&](const std::string& cls) {
+      ++classes_done;
+      std::fprintf(stderr, "[%s] %zu of %zu classes (%s), %zu of %zu series, %.0f s\n",
+                   m.name.c_str(), classes_done, classes.size(), cls.c_str(), series_done,
+                   cases.size(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                       .count());
+    };
     for (const corpus::Case& c : cases) {
+      if (series_done > 0 && cases[series_done - 1].cls != c.cls) {
+        progress(cases[series_done - 1].cls);
+      }
+      ++series_done;
       Tally& t = by_class[c.cls];
       ++t.series;
       t.changes += c.label.expect_alert ? static_cast<int>(c.label.changes.size()) : 0;
@@ -361,6 +377,7 @@ int main(int argc, char** argv) {
       }
     }
 
+    if (series_done > 0) progress(cases[series_done - 1].cls);
     std::printf("### %s\n\nParameters: `%s`\n\n", m.name.c_str(),
                 DescribeParams(m.params).c_str());
     std::printf(

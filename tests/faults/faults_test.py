@@ -45,6 +45,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import iofleet_harness as h  # noqa: E402  (the one harness of tests/*)
@@ -718,11 +719,29 @@ def case_soak():
         # Extra runs the history worker asked for by itself (UNKNOWN changes of
         # the identical jobs' series; on by default since 2026-12-02): let the
         # worker catch up, wait for them, then read the alerts.
+        sub_ids = set(submitted)
+
+        def all_jobs():
+            # Every page: GET /jobs alone is the oldest 100, so the extra-run
+            # jobs (submitted last) were never seen and never waited for.
+            out, token = [], ""
+            while True:
+                page = env.get("/jobs?page_size=200" +
+                               (f"&page_token={urllib.parse.quote(token)}" if token else ""))
+                out += page["jobs"]
+                token = page.get("next_page_token", "")
+                if not token:
+                    return out
+
         def reruns_done():
-            js = [j for j in env.get("/jobs")["jobs"] if j["id"] not in set(submitted)]
+            js = [j for j in all_jobs() if j["id"] not in sub_ids]
             return (js,) if all(j["state"] in ("succeeded", "failed", "cancelled") for j in js) else None
         time.sleep(3)
         rerun_jobs = wait_for(reruns_done, 120, "the controller's extra-run jobs", interval=1)[0]
+        listed_ids = {j["id"] for j in all_jobs()}
+        listed = len(listed_ids)
+        check(sub_ids <= listed_ids,
+              f"GET /jobs (every page) lacks {len(sub_ids - listed_ids)} of {len(sub_ids)} submitted jobs")
         alerts = env.get("/alerts")["alerts"]
         samples.append((round(time.time() - t_start, 1), rss_kb(pid)))
         if wrap:  # SIGKILL: the profile then lists what was live at the end
@@ -766,7 +785,8 @@ def case_soak():
                        "rss_last_third_kb": round(last), "rss_growth_pct": round(100 * growth, 1),
                        "db_bytes": os.path.getsize(env.db_path()), "records": records,
                        "runs_without_result": no_result, "runs_with_missing_records": short,
-                       "rerun_jobs": len(rerun_jobs), "rerun_runs": rerun_states,
+                       "jobs_listed": listed, "rerun_jobs": len(rerun_jobs),
+                       "rerun_runs": rerun_states,
                        "alerts": len(alerts), "alerts_different": len(alerted),
                        "alert_states": sorted({(a.get("metric"), a.get("decision"),
                                                 (a.get("reruns") or {}).get("state"))
