@@ -151,7 +151,7 @@ def case_baseline():
 # before side's repetitions of the 61-block run pull its median down, a step of
 # +2.2 % or more: DIFFERENT after about 6 of them (6 s each), while the after
 # side's (2 s each) are done; the before side's last ones are then withdrawn
-# unplaced. A simulation of this design through the detection code with the
+# unplaced. A one-off simulation (not kept) of this design through Analyze with the
 # runs lengthened by load (one-sided delays, 3 ms mean and spikes to 30 ms)
 # found the change UNKNOWN and settled in 20 of 20 seeds (DIFFERENT in 19; the
 # other: the repetitions made their own segment, "went away"); with 10 ms mean
