@@ -330,6 +330,9 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
       ho.rerun_budget_per_side = options.history_rerun_budget;
       ho.rerun_max_inflight = options.history_rerun_max_inflight;
       ho.submit_job = [sched](const v1::JobSpec& spec) { return sched->SubmitJob(spec); };
+      ho.withdraw_queued = [sched](const std::string& job_id, const std::string& why) {
+        return sched->WithdrawQueuedRuns(job_id, why);
+      };
       IOFLEET_ASSIGN_OR_RETURN(s->history_, history::HistoryWorker::Create(s->store_.get(), ho));
       s->history_->Start();
     }

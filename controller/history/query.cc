@@ -61,12 +61,20 @@ json SeriesSummaryJson(const SeriesRow& s) {
 // The extra-run bookkeeping of an UNKNOWN change (rerun.h), without the job list.
 json ReRunsSummary(const json& r) {
   if (!r.is_object()) return nullptr;
-  return {{"state", r.value("state", std::string())},
-          {"requested_before", r.value("requested_before", 0)},
-          {"requested_after", r.value("requested_after", 0)},
-          {"budget_per_side", r.value("budget_per_side", 0)},
-          {"jobs", r.value("jobs", json::array()).size()},
-          {"reason", r.value("reason", std::string())}};
+  json out = {{"state", r.value("state", std::string())},
+              {"requested_before", r.value("requested_before", 0)},
+              {"requested_after", r.value("requested_after", 0)},
+              {"budget_per_side", r.value("budget_per_side", 0)},
+              {"jobs", r.value("jobs", json::array()).size()},
+              {"reason", r.value("reason", std::string())}};
+  // Once the verdict settled (worker.h StopRound): what ran and why it stopped.
+  if (r.contains("stopped")) {
+    for (const char* k : {"ran_before", "ran_after", "withdrawn_before", "withdrawn_after"}) {
+      out[k] = r.value(k, 0);
+    }
+    out["stopped"] = r.value("stopped", std::string());
+  }
+  return out;
 }
 
 json AlertSummaryJson(const AlertRow& a) {

@@ -24,6 +24,11 @@
 //             | "went_away" | "not_confirmed" | "gradual",
 //    "budget_per_side", "requested_before", "requested_after",
 //    "jobs": [{"job_id", "side", "anchor_run", "runs", "state"}], "reason"}
+// Once the verdict settles, the runs of its rounds not placed yet are withdrawn
+// (WorkerOptions::withdraw_queued; running ones finish) and the record gains
+// per job "ran", "withdrawn", "in_flight" (and "kept_for": another change still
+// UNKNOWN shares the job), and "ran_before", "ran_after", "withdrawn_before",
+// "withdrawn_after" and "stopped" (why and where the round stopped).
 // Pure helpers; thread-compatible.
 #pragma once
 

@@ -621,6 +621,16 @@ absl::Status HistoryWorker::PollOnce() {
     absl::Status s = Detect(key);
     if (!s.ok() && first_error.ok()) first_error = s;
   }
+  // Changes sharing a job a settled change withdrew: their records recount it
+  // (once per poll each).
+  std::set<std::string> recounted;
+  while (!redetect_.empty()) {
+    const std::string key = *redetect_.begin();
+    redetect_.erase(redetect_.begin());
+    if (!recounted.insert(key).second) continue;
+    absl::Status s = Detect(key);
+    if (!s.ok() && first_error.ok()) first_error = s;
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     stats_.references = references_.stats();
@@ -787,6 +797,141 @@ bool HistoryWorker::RefreshRerunJobs(json& reruns) {
   return pending;
 }
 
+absl::Status HistoryWorker::StopRound(json& reruns, const std::string& alert_id,
+                                      const std::vector<AlertRow>& others) {
+  if (!reruns.contains("jobs") || !reruns["jobs"].is_array() || reruns["jobs"].empty()) {
+    return absl::OkStatus();
+  }
+  const std::string verdict = reruns.value("state", std::string());
+  // Another change still settling that has `job_id` in one of its rounds.
+  auto needed_by = [&](const std::string& job_id) -> std::string {
+    for (const AlertRow& other : others) {
+      if (other.id == alert_id) continue;
+      const json d = json::parse(other.detail_json, nullptr, /*allow_exceptions=*/false);
+      if (!d.is_object() || !d.contains("reruns") || !d["reruns"].is_object()) continue;
+      const std::string st = d["reruns"].value("state", std::string());
+      if (st != "running" && st != "waiting") continue;
+      for (const json& j : d["reruns"].value("jobs", json::array())) {
+        if (j.is_object() && j.value("job_id", std::string()) == job_id) return other.id;
+      }
+    }
+    return std::string();
+  };
+  // A job's runs: ran (succeeded, failed, lost for good), withdrawn
+  // (cancelled), in flight; a lost attempt another one replaced is not counted.
+  struct Count {
+    int ran = 0, withdrawn = 0, in_flight = 0;
+  };
+  auto count = [&](const std::string& job_id) -> absl::StatusOr<Count> {
+    absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(job_id, 0, 0);
+    if (!runs.ok()) return runs.status();
+    std::set<std::string> retried;
+    for (const RunRow& r : *runs) {
+      if (!r.retry_of.empty()) retried.insert(r.retry_of);
+    }
+    Count c;
+    for (const RunRow& r : *runs) {
+      if (retried.count(r.id) > 0) continue;
+      if (!IsTerminal(r.state)) {
+        ++c.in_flight;
+      } else if (r.state == RunState::kCancelled) {
+        ++c.withdrawn;
+      } else {
+        ++c.ran;
+      }
+    }
+    return c;
+  };
+  bool recounted = false;
+  for (json& j : reruns["jobs"]) {
+    if (!j.is_object()) continue;
+    if (JobStateFinal(j.value("state", std::string())) && j.contains("ran")) continue;
+    recounted = true;
+    const std::string job_id = j.value("job_id", std::string());
+    absl::StatusOr<JobRow> job = store_->GetJob(job_id);
+    if (absl::IsNotFound(job.status())) continue;
+    if (!job.ok()) return job.status();
+    j.erase("kept_for");
+    j.erase("withdraw_error");
+    if (!JobStateFinal(job->state) && options_.withdraw_queued) {
+      const std::string other = needed_by(job_id);
+      if (!other.empty()) {
+        j["kept_for"] = other;  // that change still needs the runs
+      } else {
+        absl::StatusOr<Count> was = count(job_id);
+        if (!was.ok()) return was.status();
+        if (absl::Status s = options_.withdraw_queued(
+                job_id, absl::StrCat("withdrawn: the change's verdict settled ", verdict,
+                                     " (alert ", alert_id, ")"));
+            !s.ok()) {
+          j["withdraw_error"] = std::string(s.message());
+        }
+        absl::StatusOr<Count> now = count(job_id);
+        if (!now.ok()) return now.status();
+        if (now->withdrawn > was->withdrawn) {
+          {
+            std::lock_guard<std::mutex> l(mu_);
+            stats_.rerun_runs_withdrawn += static_cast<uint64_t>(now->withdrawn - was->withdrawn);
+          }
+          // The other changes that listed the job recount it.
+          for (const AlertRow& o : others) {
+            if (o.id != alert_id && o.detail_json.find(job_id) != std::string::npos) {
+              redetect_.insert(o.series_key);
+            }
+          }
+        }
+      }
+      job = store_->GetJob(job_id);
+      if (!job.ok()) return job.status();
+    }
+    j["state"] = job->state;
+    absl::StatusOr<Count> c = count(job_id);
+    if (!c.ok()) return c.status();
+    const int ran = c->ran, withdrawn = c->withdrawn, in_flight = c->in_flight;
+    j["ran"] = ran;
+    j["withdrawn"] = withdrawn;
+    j["in_flight"] = in_flight;
+    if (auto it = inflight_jobs_.find(job_id); it != inflight_jobs_.end()) {
+      if (JobStateFinal(job->state)) {
+        inflight_runs_ -= it->second;
+        inflight_jobs_.erase(it);
+      } else {
+        inflight_runs_ -= it->second - in_flight;
+        it->second = in_flight;
+      }
+    }
+  }
+  if (!recounted && reruns.contains("stopped")) return absl::OkStatus();
+  int ran[2] = {0, 0}, withdrawn[2] = {0, 0}, in_flight = 0;
+  std::string kept;
+  for (const json& j : reruns["jobs"]) {
+    if (!j.is_object()) continue;
+    const int k = j.value("side", std::string()) == "before" ? 0 : 1;
+    ran[k] += j.value("ran", 0);
+    withdrawn[k] += j.value("withdrawn", 0);
+    in_flight += j.value("in_flight", 0);
+    if (j.contains("kept_for") && kept.empty()) kept = j.value("kept_for", std::string());
+  }
+  reruns["ran_before"] = ran[0];
+  reruns["ran_after"] = ran[1];
+  reruns["withdrawn_before"] = withdrawn[0];
+  reruns["withdrawn_after"] = withdrawn[1];
+  std::string stopped = absl::StrCat(
+      "the verdict settled ", verdict, ": ", ran[0], " of ", reruns.value("requested_before", 0),
+      " extra runs before and ", ran[1], " of ", reruns.value("requested_after", 0),
+      " after the change ran; ", withdrawn[0] + withdrawn[1], " not placed yet were withdrawn");
+  if (in_flight > 0) {
+    absl::StrAppend(&stopped, "; ", in_flight, " still queued or running");
+    if (!kept.empty()) {
+      absl::StrAppend(&stopped, " (kept: alert ", kept, " is still UNKNOWN and shares them)");
+    } else {
+      absl::StrAppend(&stopped, " (they finish and join the series)");
+    }
+  }
+  reruns["stopped"] = stopped;
+  return absl::OkStatus();
+}
+
 absl::Status HistoryWorker::RequestReruns(const Assessment& a,
                                           const std::vector<SeriesPointRow>& points,
                                           const std::string& alert_id,
@@ -803,7 +948,10 @@ absl::Status HistoryWorker::RequestReruns(const Assessment& a,
                                     " before, ", after, " after the change)");
     return absl::OkStatus();
   }
-  const int done = std::min(before, after);
+  // Runs withdrawn unplaced when an earlier verdict settled did not run: they
+  // do not count against the budget.
+  const int done = std::min(before - reruns.value("withdrawn_before", 0),
+                            after - reruns.value("withdrawn_after", 0));
   if (done >= budget) {
     reruns["state"] = "budget_spent";
     reruns["reason"] = absl::StrCat("still UNKNOWN after ", before, " extra runs before and ",
@@ -888,6 +1036,7 @@ absl::Status HistoryWorker::RequestReruns(const Assessment& a,
     ++stats_.rerun_jobs;
   }
   reruns["state"] = "running";
+  reruns.erase("stopped");  // a new round: the last stop's account is history
   reruns["reason"] =
       errors.empty()
           ? absl::StrCat("UNKNOWN: asked for ", n, " more runs each side (budget ", budget,
@@ -988,6 +1137,8 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
     } else if (verifying) {
       reruns["state"] = RerunStateOf(a.decision);
       reruns["reason"] = a.reason;
+      // Settled: the runs not placed yet are not needed any more.
+      if (absl::Status s = StopRound(reruns, row.id, *existing); !s.ok()) return s;
     }
     if (reruns.is_object()) {
       reruns["reruns_excluded"] = sa->reruns_excluded;

@@ -63,6 +63,12 @@ struct WorkerOptions {
   // Extra runs for UNKNOWN changes (rerun.h): submits a job (the scheduler's
   // SubmitJob) and returns its id. Unset: UNKNOWN changes stay assessments only.
   std::function<absl::StatusOr<std::string>(const v1::JobSpec&)> submit_job;
+  // Withdraws the runs of an extra-run job not placed yet (the scheduler's
+  // WithdrawQueuedRuns: they end cancelled with the reason given; running ones
+  // finish). Called once the change's verdict settles (DIFFERENT, SAME or any
+  // other decision than UNKNOWN), for each of its jobs no unsettled change
+  // shares. Unset: a round runs to its end whatever the verdict.
+  std::function<absl::Status(const std::string& job_id, const std::string& why)> withdraw_queued;
   // Most runs added on each side of one change; 0 = never add runs. When they
   // are spent and the verdict is still UNKNOWN, the alert says so
   // ("budget_spent"). Default 10: Pinpoint's 10 a side (--history-rerun-budget).
@@ -121,6 +127,7 @@ struct WorkerStats {
   uint64_t rerun_jobs = 0;     // jobs submitted to settle UNKNOWN changes (rerun.h)
   uint64_t rerun_runs_inflight = 0;  // their runs not final yet, after the last poll
   uint64_t rerun_waiting = 0;  // series whose next round waits for room under the cap
+  uint64_t rerun_runs_withdrawn = 0;  // extra runs withdrawn unplaced once a verdict settled
   ReferenceCache::Stats references;  // the reference lookup's cache, after the last poll
   std::string last_error;      // the last poll's failure, "" when it succeeded
 };
@@ -158,6 +165,13 @@ class HistoryWorker {
   // Refreshes the state of each extra-run job in `reruns["jobs"]` that is not
   // final yet from the store; true while any of them is still pending.
   bool RefreshRerunJobs(nlohmann::json& reruns);
+  // The change's verdict settled (reruns["state"]): withdraws the runs of its
+  // extra-run jobs not placed yet, unless another change that is still UNKNOWN
+  // shares the job (`others`: every stored alert), and records per job and per
+  // side how many ran, were withdrawn or still run, and why the round stopped
+  // ("stopped"). Recounts on later analyses until every job is final.
+  absl::Status StopRound(nlohmann::json& reruns, const std::string& alert_id,
+                         const std::vector<AlertRow>& others);
   // The data-stoppage check at `read_ms`: the clock when this poll read the
   // store. Silence is measured up to the moment the worker last looked for
   // runs, not to when the check runs: a slow analysis between the two (seconds
@@ -180,6 +194,9 @@ class HistoryWorker {
   // first (each once); poll_mu_.
   std::deque<std::string> waiting_;
   std::set<std::string> waiting_set_;
+  // Series whose alerts share a job a settled change withdrew runs of: analysed
+  // again at the end of the poll, so their records count it; poll_mu_.
+  std::set<std::string> redetect_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

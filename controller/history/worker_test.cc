@@ -5,8 +5,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -807,6 +809,30 @@ TEST_F(HistoryWorkerTest, RunTelemetrySecondBySecond) {
 // for iops) for a verdict (-1.5 % or -2 % at 1 % noise) gets extra runs on both sides, submitted to a real scheduler on the
 // same store (the anchor runs' job text, host and kernel, the original tags);
 // the agent's part is played by writing their results as the scheduler does.
+// The agent end of a scheduler stream: records the runs assigned and cancelled.
+class AgentEnd : public AgentSender {
+ public:
+  void Send(const v1::ControllerMessage& msg) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (msg.has_assign()) assigned_.push_back(msg.assign().run_id());
+    if (msg.has_cancel()) cancelled_.push_back(msg.cancel().run_id());
+  }
+  void Close(const absl::Status&) override {}
+  std::vector<std::string> assigned() {
+    std::lock_guard<std::mutex> l(mu_);
+    return assigned_;
+  }
+  std::vector<std::string> cancelled() {
+    std::lock_guard<std::mutex> l(mu_);
+    return cancelled_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> assigned_;
+  std::vector<std::string> cancelled_;
+};
+
 class HistoryRerunTest : public HistoryWorkerTest {
  protected:
   std::unique_ptr<HistoryWorker> RerunWorker(int budget, int step, int max_inflight = 0) {
@@ -828,6 +854,11 @@ class HistoryRerunTest : public HistoryWorkerTest {
       submitted_.push_back(spec);
       return sched_->SubmitJob(spec);
     };
+    if (withdraw_) {
+      o.withdraw_queued = [this](const std::string& job_id, const std::string& why) {
+        return sched_->WithdrawQueuedRuns(job_id, why);
+      };
+    }
     auto w = HistoryWorker::Create(store_.get(), o);
     EXPECT_TRUE(w.ok()) << w.status();
     return std::move(*w);
@@ -907,8 +938,72 @@ class HistoryRerunTest : public HistoryWorkerTest {
     HistoryWorkerTest::TearDown();
   }
 
+  // host-1 connects to the scheduler as its agent does (the inventory of SetUp,
+  // so its runs feed the same series).
+  std::shared_ptr<AgentEnd> ConnectHost1() {
+    v1::Hello hello;
+    hello.set_agent_name("host-1");
+    hello.set_protocol_version(1);
+    hello.set_min_protocol_version(1);
+    v1::Inventory* inv = hello.mutable_inventory();
+    inv->set_hostname("host-1");
+    inv->set_kernel_release("6.12.0");
+    inv->set_kernel_cmdline("BOOT_IMAGE=/vmlinuz-6.12.0 root=UUID=1 quiet");
+    inv->set_cpu_model("Xeon 8480");
+    inv->set_agent_version("0.9");
+    v1::NumaNode* node = inv->add_numa_nodes();
+    node->set_id(0);
+    node->add_cpus(0);
+    node->add_cpus(1);
+    auto end = std::make_shared<AgentEnd>();
+    absl::Status st = sched_->AgentHello(hello, end);
+    EXPECT_TRUE(st.ok()) << st;
+    return end;
+  }
+
+  void StartRun(AgentEnd* end, const std::string& run_id) {
+    v1::AgentMessage m;
+    m.mutable_run_started()->set_run_id(run_id);
+    sched_->AgentMessage("host-1", end, m);
+  }
+
+  // The agent reports `run_id` done at `iops` (through the scheduler, as a
+  // RunFinished); the run then carries the anchor's text as FinishRerun's do.
+  void FinishRunAt(AgentEnd* end, const std::string& run_id, double iops) {
+    v1::AgentMessage m;
+    v1::RunFinished* f = m.mutable_run_finished();
+    f->set_run_id(run_id);
+    f->set_ok(true);
+    f->set_device_fingerprint("nvme Samsung PM1733 fw EPK9 3.84TB");
+    f->set_result_json(json{{"jobs",
+                             {{{"jobname", "j"},
+                               {"job options", {{"rw", "randread"}}},  // the agent's echo
+                               {"error", 0},
+                               {"job_runtime", 10000},
+                               {"read",
+                                {{"iops", iops},
+                                 {"bw_bytes", iops * 4096},
+                                 {"clat_ns", {{"N", 100000}, {"mean", 1e9 / iops * 8}}}}}}}}}
+                           .dump());
+    sched_->AgentMessage("host-1", end, m);
+    auto run = store_->GetRun(run_id);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_EQ(run->state, RunState::kSucceeded) << run_id << " " << run->error;
+    auto job = store_->GetJob(run->job_id);
+    ASSERT_TRUE(job.ok());
+    auto anchor =
+        store_->GetRun(json::parse(job->spec_json)["tags"].value(std::string(kRerunOfTag), ""));
+    ASSERT_TRUE(anchor.ok());
+    RunRow r = *run;
+    r.fio_text = anchor->fio_text;
+    WriteBatch b;
+    b.upsert_runs.push_back(r);
+    ASSERT_TRUE(store_->Write(std::move(b)).ok());
+  }
+
   std::unique_ptr<Scheduler> sched_;
   std::vector<v1::JobSpec> submitted_;
+  bool withdraw_ = true;  // the worker withdraws unplaced runs once settled
 };
 
 TEST_F(HistoryRerunTest, UnknownChangeGetsExtraRunsBothSidesUntilSame) {
@@ -1120,6 +1215,155 @@ TEST_F(HistoryRerunTest, ExtraRunsStopAtTheBudget) {
   auto alerts = ListAlertsJson(*store_, {{"metric", "iops"}});
   EXPECT_EQ((*alerts)["alerts"][0]["reruns"]["state"], "budget_spent") << alerts->dump(2);
   EXPECT_EQ((*alerts)["alerts"][0]["verdict"], "UNKNOWN");
+}
+
+// A round's repetitions stop once the change's verdict settles: the UNKNOWN
+// -1.9 % step gets 10 runs a side, queued on host-1 (one at a time: they share
+// the job's directory); the agent runs them one by one, the after side's at a
+// clearly lower level, and a few of them settle it DIFFERENT. Then the runs not
+// placed yet are withdrawn (cancelled, the reason named), the one running
+// finishes and joins the series, no further run is assigned, and the alert's
+// record says how many ran and why the round stopped. Before the withdrawal the
+// remaining runs stayed queued (and ran) after the verdict settled.
+TEST_F(HistoryRerunTest, ARoundStopsWhenTheVerdictSettles) {
+  for (int i = 0; i < 40; ++i) AddJob(i, Noisy(i < 20 ? 100000 : 98100, 0.01));
+  auto w = RerunWorker(/*budget=*/10, /*step=*/10);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  json r = IopsAlert()["reruns"];
+  ASSERT_EQ(r["state"], "running") << IopsAlert().dump(2);
+  ASSERT_EQ(r["jobs"].size(), 2u) << r.dump(2);
+  // Every change's record (iops, bw and latency of the same runs share rounds).
+  auto records = [&] {
+    std::vector<json> out;
+    auto alerts = ListAlertsJson(*store_, {{"status", "all"}});
+    EXPECT_TRUE(alerts.ok());
+    for (const json& a : (*alerts)["alerts"]) {
+      const json d = json::parse(store_->GetAlert(a["id"].get<std::string>())->detail_json);
+      if (d.contains("reruns") && d["reruns"].is_object()) out.push_back(d["reruns"]);
+    }
+    return out;
+  };
+  auto settling = [&] {
+    for (const json& x : records()) {
+      if (x["state"] == "running" || x["state"] == "waiting") return true;
+    }
+    return false;
+  };
+  std::map<std::string, std::string> side_of;  // job id -> side, every round
+  auto note_jobs = [&] {
+    for (const json& x : records()) {
+      for (const json& j : x["jobs"]) side_of[j["job_id"]] = j["side"];
+    }
+  };
+  note_jobs();
+
+  auto end = ConnectHost1();
+  std::set<std::string> done, started;
+  // The runs assigned to the agent and not finished, oldest first.
+  auto on_agent = [&] {
+    std::vector<std::string> v;
+    for (const std::string& id : end->assigned()) {
+      if (done.count(id) == 0) v.push_back(id);
+    }
+    return v;
+  };
+  auto level = [&](const std::string& run_id) {
+    auto run = store_->GetRun(run_id);
+    EXPECT_TRUE(run.ok()) << run.status();
+    return Noisy(run.ok() && side_of[run->job_id] == "before" ? 100000 : 94000, 0.005);
+  };
+  int finished = 0;
+  for (int step = 0; step < 60 && settling(); ++step) {
+    const std::vector<std::string> open = on_agent();
+    ASSERT_FALSE(open.empty()) << "no run assigned after " << finished;
+    if (started.insert(open.front()).second) StartRun(end.get(), open.front());
+    FinishRunAt(end.get(), open.front(), level(open.front()));
+    done.insert(open.front());
+    ++finished;
+    // The next run starts on the agent before the worker reads this one.
+    for (const std::string& id : on_agent()) {
+      if (started.insert(id).second) StartRun(end.get(), id);
+    }
+    ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+    note_jobs();
+  }
+  const std::vector<std::string> running = on_agent();
+  r = IopsAlert()["reruns"];
+  // Settled (DIFFERENT, or went away once the after side's repetitions make a
+  // segment of their own: either way no more runs are needed).
+  const std::string verdict = r["state"];
+  ASSERT_TRUE(verdict == "DIFFERENT" || verdict == "went_away") << r.dump(2);
+  ASSERT_FALSE(settling());
+  // Withdrawn: every run not placed yet, cancelled with the reason; not the
+  // running one (no CancelRun to the agent).
+  EXPECT_TRUE(end->cancelled().empty());
+  int cancelled = 0, succeeded = 0, still_running = 0, asked = 0;
+  for (const auto& [job_id, side] : side_of) {
+    auto runs = store_->ListRuns(job_id, 0, 0);
+    ASSERT_TRUE(runs.ok());
+    for (const RunRow& run : *runs) {
+      ++asked;
+      if (run.state == RunState::kCancelled) {
+        ++cancelled;
+        EXPECT_NE(run.error.find("withdrawn: the change's verdict settled"), std::string::npos)
+            << run.error;
+        EXPECT_EQ(run.started_ms, 0u) << run.id;
+      } else if (run.state == RunState::kSucceeded) {
+        ++succeeded;
+      } else {
+        ++still_running;
+        EXPECT_NE(std::find(running.begin(), running.end(), run.id), running.end()) << run.id;
+      }
+    }
+  }
+  EXPECT_EQ(succeeded, finished);
+  EXPECT_EQ(still_running, static_cast<int>(running.size()));
+  EXPECT_GT(cancelled, 0) << asked;
+  EXPECT_LT(finished, asked - 1);
+  EXPECT_EQ(w->stats().rerun_runs_withdrawn, static_cast<uint64_t>(cancelled));
+  // The iops record: what ran in its rounds, what was withdrawn, and why the
+  // round stopped.
+  auto own = [&](const json& rec, RunState st) {
+    int n = 0;
+    for (const json& j : rec["jobs"]) {
+      for (const RunRow& run : *store_->ListRuns(j["job_id"], 0, 0)) n += run.state == st;
+    }
+    return n;
+  };
+  EXPECT_EQ(r["ran_before"].get<int>() + r["ran_after"].get<int>(),
+            own(r, RunState::kSucceeded))
+      << r.dump(2);
+  EXPECT_EQ(r["withdrawn_before"].get<int>() + r["withdrawn_after"].get<int>(),
+            own(r, RunState::kCancelled))
+      << r.dump(2);
+  ASSERT_TRUE(r.contains("stopped")) << r.dump(2);
+  EXPECT_NE(r["stopped"].get<std::string>().find("the verdict settled " + verdict),
+            std::string::npos)
+      << r.dump(2);
+  EXPECT_NE(r["stopped"].get<std::string>().find(
+                absl::StrCat(own(r, RunState::kCancelled), " not placed yet were withdrawn")),
+            std::string::npos)
+      << r.dump(2);
+
+  // Nothing more is placed; the running run finishes and joins the series,
+  // and the record counts it.
+  const size_t assigned = end->assigned().size();
+  sched_->Tick();
+  EXPECT_EQ(end->assigned().size(), assigned);
+  for (const std::string& id : running) FinishRunAt(end.get(), id, level(id));
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  r = IopsAlert()["reruns"];
+  EXPECT_EQ(r["ran_before"].get<int>() + r["ran_after"].get<int>(),
+            own(r, RunState::kSucceeded))
+      << r.dump(2);
+  for (const auto& [job_id, side] : side_of) {
+    auto job = store_->GetJob(job_id);
+    ASSERT_TRUE(job.ok());
+    EXPECT_TRUE(JobStateFinal(job->state)) << job->state;
+  }
+  EXPECT_EQ(end->assigned().size(), assigned);
+  EXPECT_EQ(w->stats().rerun_runs_inflight, 0u);
 }
 
 TEST(HistoryIngestTest, WorkloadAndCmdlineNormalisation) {

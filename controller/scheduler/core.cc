@@ -467,11 +467,12 @@ Reply SchedulerCore::On(CancelEvent& e) {
   for (const std::string& id : ids) {
     ActiveRun& r = runs_.at(id);
     if (IsTerminal(r.row.state)) continue;
-    any = true;
     const bool on_agent = OnAgent(r.row.state);
+    if (e.queued_only && on_agent) continue;  // it finishes
+    any = true;
     SetState(r, RunState::kCancelled);
     r.row.finished_ms = now_.wall_ms;
-    r.row.error = "cancelled";
+    r.row.error = e.why.empty() ? "cancelled" : e.why;
     WriteRun(r.row);
     if (on_agent) {
       SendCancel(r.row.host, id);  // leases are kept until the agent stops
@@ -479,7 +480,7 @@ Reply SchedulerCore::On(CancelEvent& e) {
       RemoveRun(id);
     }
   }
-  if (!any && !job.row.cancel_requested) {
+  if (!any && !job.row.cancel_requested && !e.queued_only) {
     return Reply{absl::FailedPreconditionError(
         absl::StrCat("job ", e.job_id, " has no queued or running runs; nothing to cancel"))};
   }

@@ -478,6 +478,30 @@ TEST_F(CoreTest, CancelStopsQueuedAndRunningRunsAndKeepsLeasesUntilTheAgentStops
   EXPECT_EQ(StateOf("j"), "gone");
 }
 
+// WithdrawQueuedRuns (a settled change's extra runs, docs/history.md): the runs
+// not on an agent yet end cancelled with the reason; the running one is not
+// stopped (no CancelRun), finishes, and nothing of the job is placed after it.
+TEST_F(CoreTest, WithdrawingQueuedRunsLetsTheRunningOneFinish) {
+  Step(Hello("a"));
+  Step(Job("j", {"a"}, 3));  // one device: one run at a time
+  Step(Started("a", "j-1"));
+  StepResult s = Step(CancelEvent{"j", /*queued_only=*/true, "withdrawn: settled"});
+  EXPECT_TRUE(s.replies[0].status.ok());
+  EXPECT_THAT(s.Cancelled("a"), IsEmpty());
+  EXPECT_EQ(s.Written().count("j-1"), 0u);
+  EXPECT_EQ(s.Written()["j-2"], RunState::kCancelled);
+  EXPECT_EQ(s.Written()["j-3"], RunState::kCancelled);
+  EXPECT_EQ(core_->FindRun("j-1")->row.state, RunState::kRunning);
+  EXPECT_EQ(StateOf("j"), "running");
+  // Nothing left to withdraw: still OK.
+  s = Step(CancelEvent{"j", /*queued_only=*/true, "withdrawn: settled"});
+  EXPECT_TRUE(s.replies[0].status.ok());
+  s = Step(Finished("a", "j-1"));
+  EXPECT_EQ(s.Written()["j-1"], RunState::kSucceeded);
+  EXPECT_THAT(s.Assigned(), IsEmpty());
+  EXPECT_EQ(s.JobWritten("j"), "cancelled");
+}
+
 TEST_F(CoreTest, ALostRunStillExecutingBlocksItsKeysUntilStopped) {
   Step(Hello("a"));
   Step(Job("j", {"a"}));

@@ -189,6 +189,15 @@ absl::StatusOr<v1::Job> Scheduler::CancelJob(const std::string& id) {
   return read_->GetJob(id);
 }
 
+absl::Status Scheduler::WithdrawQueuedRuns(const std::string& id, const std::string& why) {
+  IOFLEET_ASSIGN_OR_RETURN(JobRow job, store_->GetJob(id));
+  if (IsTerminalJobState(job.state)) return absl::OkStatus();  // nothing left to withdraw
+  absl::Status s = loop_->Call(CancelEvent{id, /*queued_only=*/true, why});
+  // The job ended between the read and the event: nothing was left.
+  if (absl::IsFailedPrecondition(s)) return absl::OkStatus();
+  return s;
+}
+
 namespace {
 
 // A watch's switch from the stored records (replay) to the live ones: live

@@ -94,6 +94,11 @@ class Scheduler final : public ReadApi {
   void SubmitJobAsync(const v1::JobSpec& spec,
                       std::function<void(absl::StatusOr<std::string>)> done);
   absl::StatusOr<v1::Job> CancelJob(const std::string& id);
+  // Withdraws the job's runs that are not on an agent yet: they end cancelled
+  // with `why` as their error; assigned and running runs finish as they would.
+  // No run of the job is placed after it. OK when nothing is left to withdraw;
+  // NotFound for an unknown job.
+  absl::Status WithdrawQueuedRuns(const std::string& id, const std::string& why);
   // Read side (read_side.h; the ReadApi a follower serves from its store too).
   absl::StatusOr<v1::Job> GetJob(const std::string& id) override { return read_->GetJob(id); }
   absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListRequest& req) override {

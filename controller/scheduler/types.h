@@ -73,6 +73,11 @@ struct SubmitEvent {
 
 struct CancelEvent {
   std::string job_id;
+  // Only the runs not on an agent yet (queued, targets being resolved) are
+  // cancelled, with `why` as their error; assigned and running ones finish.
+  // No run of the job is placed any more (cancel_requested).
+  bool queued_only = false;
+  std::string why;
 };
 
 // A Hello that passed the edge's checks (limits, token, protocol version).
