@@ -108,7 +108,9 @@ class IoGenerator {
   // is not done (random).
   // A pass whose bytes are issued takes no direction draw (fio stops before
   // it fills another I/O).
-  inline bool Next(IoRequest& r) { return pass_left_ != 0 && NextIn(r, rwmix_->Next()); }
+  [[gnu::always_inline]] inline bool Next(IoRequest& r) {
+    return pass_left_ != 0 && NextIn(r, rwmix_->Next());
+  }
 
   // Next() in two steps, for rate pacing (pacing.h), which may pick the other
   // direction: NextDir() draws rwmix's direction, SwitchDir() tells rwmix the

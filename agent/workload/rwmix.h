@@ -34,7 +34,7 @@ class RwMix {
     return Create(job.rw, job.rwmixread, seeds.rwmix());
   }
 
-  jobspec::Ddir Next() {
+  [[gnu::always_inline]] inline jobspec::Ddir Next() {
     // A pure pattern first, with one compare (a switch here cost a jump
     // table per I/O).
     if (__builtin_expect(mode_ == Mode::kFixed, 1)) return fixed_;
