@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # bench/soak.sh [SECONDS] [AGENTS]: the full reliability soak (default 600 s,
 # 50 agents): agents run short jobs back to back against one controller; fails on
-# a leaked lease, a run that is not terminal and succeeded, or controller RSS
-# growth over 20 % (last third of the 10 s samples vs the first third).
-# Prints a FIGURES line (RELIABILITY.md). Binaries: BUILD_DIR (default build/).
+# a leaked lease, a run that is not terminal and succeeded, a succeeded run
+# without its result or with fewer stored records than its agent sent, or
+# controller RSS growth over 40 % (last third of the 10 s samples vs the first
+# third). Prints a FIGURES line (RELIABILITY.md): RSS samples, alerts raised on
+# the identical jobs. Binaries: BUILD_DIR (default build/). Profile the
+# controller with IOFLEET_SOAK_WRAP="heaptrack -o FILE" (bench/RESULTS.md).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-600}

@@ -85,6 +85,12 @@ uint64_t BufferSlotBytes(const jobspec::JobSpec& job) {
   return (std::max<uint64_t>(max_bs, 1) + kPage - 1) / kPage * kPage;
 }
 
+size_t BufferOffset(const jobspec::JobSpec& job) {
+  constexpr size_t kMallocChunkHeader = 16;  // glibc, 64-bit: two size_t before the memory
+  if (job.direct || job.mem_align != 0 || job.ioengine == "io_uring_cmd") return job.mem_align;
+  return kMallocChunkHeader;
+}
+
 uint32_t BufferSlots(const jobspec::JobSpec& job) {
   return IsSyncEngine(job.ioengine) ? 1 : std::max<uint32_t>(1, job.iodepth);
 }

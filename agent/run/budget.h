@@ -51,6 +51,17 @@ absl::StatusOr<HostResources> ReadHostResources();
 // Bytes of one I/O buffer slot: the job's largest block size over every
 // direction and bssplit entry, rounded up to a 4 KiB page.
 uint64_t BufferSlotBytes(const jobspec::JobSpec& job);
+// Where the first buffer slot starts past a page boundary, as fio 3.33 places
+// its buffers with mem=malloc (its default; iofleet takes no other): an O_DIRECT
+// job, a job with iomem_align, or one on io_uring_cmd (an engine fio marks
+// raw and memaligned) gets a page boundary plus iomem_align; any other job
+// gets malloc's address, which for these sizes glibc serves from a mapping of
+// its own, 16 bytes (its chunk header) past a page. The place is not a detail:
+// a buffered copy into or out of a buffer 16 bytes past a page costs more than
+// one into an aligned buffer on some CPUs (the 2-vCPU test VM: fio's own 256 KiB
+// buffered reads ran 1.5-2.8x faster with mem_align=4096;
+// docs/buffered-reads-vs-fio.md), so an aligned agent measured another machine.
+size_t BufferOffset(const jobspec::JobSpec& job);
 // Buffer slots per clone: 1 for the sync engines (one I/O in flight), else iodepth.
 uint32_t BufferSlots(const jobspec::JobSpec& job);
 // Bytes of a random map over `blocks` blocks (the axmap: one bit per block at

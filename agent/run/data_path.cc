@@ -184,6 +184,7 @@ absl::StatusOr<std::unique_ptr<DataPath>> DataPath::Create(Config cfg, IoGenerat
       d->async_ = std::move(*a);
     }
     d->replay_ = writes && job.do_verify && job.experimental_verify;
+    d->replay_time_based_ = d->replay_ && job.time_based && job.runtime_us != 0;
     // A time_based job on a sync engine never reaches its verify phase
     // (jobspec::TimeBasedPassesNeverEnd): without verify_backlog (or trims,
     // which pick from the log) nothing reads the log, which would only grow
@@ -531,8 +532,18 @@ bool DataPath::NextReplay(IoRequest& r) {
   // its writes become reads checked against what that write put there.
   const auto& bmin = cfg_.job->bs_min;  // fio's rw_min_bs
   const uint64_t min_bs = std::min({bmin[0], bmin[1], bmin[2]});
-  while (replay_issued_ + min_bs <= replay_budget_) {
-    if (!gen_.Next(r)) return false;
+  bool went_on = false;
+  replay_drain_ = false;
+  while ((replay_time_based_ ? replay_verified_ : replay_issued_) + min_bs <= replay_budget_) {
+    if (!gen_.Next(r)) {
+      // time_based: fio's offsets go on past the pass (do_verify asks for
+      // I/O until enough reads completed): the file wraps, or the random map
+      // starts over, as a time_based pass does (IoLoop::NextPass).
+      if (!replay_time_based_ || went_on) break;
+      went_on = true;
+      if (!gen_.ContinueTimeBased()) gen_.ResetPass();
+      continue;
+    }
     if (r.op != IoOp::kWrite) continue;
     Slot& s = slots_[r.index];
     s.check = true;
@@ -548,9 +559,11 @@ bool DataPath::NextReplay(IoRequest& r) {
     s.exp.io_flags = 0x08;  // fio: in flight
     r.op = IoOp::kRead;
     replay_issued_ += r.len;
+    if (replay_time_based_) ++replay_inflight_;
     last_was_read_ = true;
     return true;
   }
+  replay_drain_ = replay_inflight_ != 0;
   return false;
 }
 
@@ -659,6 +672,10 @@ int DataPath::OnCompleteSlow(IoRequest& r) {
   if (r.op != IoOp::kRead || !s.check) return 0;
   s.check = false;
   ++reads_done_;
+  if (replay_time_based_ && verify_phase_) {
+    replay_verified_ += r.len;
+    if (replay_inflight_ != 0) --replay_inflight_;
+  }
   char* buf = cfg_.buffers + static_cast<size_t>(r.index) * cfg_.slot_size;
   if (async_ != nullptr && !s.zero) {  // verify_async: a helper checks a copy (trimmed blocks: the zero check, here)
     async_->Submit(buf, s.exp, &cfg_.file_names[s.file]);
@@ -696,6 +713,8 @@ void DataPath::OnFailedSlow(IoRequest& r) {
   if (files_limited_) FileIoDone(r);
   if (!verifying_) return;
   Slot& s = slots_[r.index];
+  if (s.check && r.op == IoOp::kRead && replay_time_based_ && replay_inflight_ != 0)
+    --replay_inflight_;
   s.check = false;
   if (r.op == IoOp::kWrite && s.piece != nullptr) {
     // A failed write is not read back: drop it from the log.

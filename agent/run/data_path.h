@@ -157,7 +157,10 @@ class DataPath : public FileOpener {
   }
   // Next returned false because no file may open before I/O in flight
   // completes (openfiles): the loop reaps and asks again.
-  bool files_wait() const { return gen_.waiting(); }
+  // Also: a time_based experimental_verify phase is over while its reads are
+  // in flight; they complete before the next pass writes (fio's do_verify
+  // drains them first).
+  bool files_wait() const { return gen_.waiting() || replay_drain_; }
   // Next returned false because a file did not open: the error for the job
   // (errno, text); errno 0 = none.
   int file_errno() const { return gen_.open_errno(); }
@@ -302,6 +305,14 @@ class DataPath : public FileOpener {
   uint64_t replay_budget_ = 0;   // bytes to verify (the pass's writes)
   uint64_t replay_issued_ = 0;
   uint64_t replay_numberio_ = 0;
+  // time_based (jobspec::TimeBasedPassesNeverEnd): fio's bytes_verified, the
+  // verify reads completed over the whole run; a phase reads while they are
+  // below its pass's bytes, so only the first one reads, and its last reads
+  // go past the pass's end (the generator goes on as in a time_based pass).
+  bool replay_time_based_ = false;
+  uint64_t replay_verified_ = 0;
+  uint32_t replay_inflight_ = 0;  // this phase's reads in flight
+  bool replay_drain_ = false;     // files_wait(): reap them, then ask again
   // verify_async: the helpers (declared last: they hold pointers into cfg_).
   std::unique_ptr<AsyncVerifier> async_;
 };

@@ -150,7 +150,8 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
     }
   }
   pass_bytes_ = io_bytes_per_pass;
-  pass_left_ = pass_bytes_;
+  pass_left_ = segment_left_ = pass_bytes_;
+  issued_before_ = over_ = loop_start_issued_ = 0;
   cur_file_ = 0;
   trimwrite_ = job.rw == jobspec::RwPattern::kTrimWrite || job.rw == jobspec::RwPattern::kRandTrimWrite;
   trimmed_ = Trimmed{};
@@ -213,7 +214,35 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
     if (trimwrite_ && cap <= UINT64_MAX / 2) cap *= 2;
     ios_cap_ = cap;
   }
+  // fio's do_io going on after a pass's bytes (GoOnAsFio), for the jobs whose
+  // passes end on their bytes alone here: not time_based (it never stops at
+  // the bytes), io_size (wrap: Rewind), verify, trims, zones or number_ios,
+  // whose passes end by rules of their own.
+  const std::string& e = job.ioengine;
+  const bool completes_inline = e == "sync" || e == "psync" || e == "pvsync" || e == "pvsync2" ||
+                                e == "mmap" || (e == "null" && job.iodepth <= 1);
+  // fio's size after setup_files: size= (it moves only by less than a block
+  // per file when size does not divide among the files), else the files'.
+  const uint64_t fio_size =
+      job.size != 0 && job.size_percent == 0 && job.filesize == 0 ? job.size : io_bytes_per_pass;
+  bool zoned = false;
+  for (const auto& f : files_) zoned = zoned || f.zbd != nullptr;
+  fio_goes_on_ = !job.time_based && !wrap && job.io_size_percent == 0 && job.number_ios == 0 &&
+                 job.verify == jobspec::VerifyType::kNone && !job.verify_only && !job.experimental_verify &&
+                 job.trim_percentage == 0 && !trimwrite_ && !strided_ && !zoned && fio_size != 0;
+  const uint64_t loops = std::max<uint64_t>(job.loops, 1);
+  if (__builtin_mul_overflow(fio_size, loops, &fio_limit_)) fio_limit_ = UINT64_MAX;
+  fio_loop_cap_ = completes_inline ? UINT64_MAX : fio_size;
   return absl::OkStatus();
+}
+
+bool IoGenerator::GoOnAsFio() {
+  if (!fio_goes_on_ || files_done_ == files_.size() || filled_ >= ios_cap_) return false;
+  const uint64_t issued = Issued();
+  const uint64_t loop_issued = issued - loop_start_issued_;
+  if (issued >= fio_limit_ || loop_issued >= fio_loop_cap_) return false;
+  StartSegment(std::min(fio_limit_ - issued, fio_loop_cap_ - loop_issued));
+  return true;
 }
 
 absl::Status IoGenerator::ZoneError() const {
@@ -417,13 +446,31 @@ void IoGenerator::NewLoop() {
   rwmix_->NewLoop(reseed_offsets_);
   if (reseed_offsets_) bs_->Reseed();
   if (mark_rwmix_.has_value()) MarkPassStart();
+  loop_start_issued_ = Issued();
+  // A loop that ended on its used-up files (the last fill failed on each)
+  // made no file draw after its last one; fio's next loop starts on closed
+  // files, so its first pick is a draw (get_next_file_rand): draw it here.
+  // A loop that ended on its bytes drew its next file after its last I/O.
+  const bool all_done = files_done_ == files_.size();
   ResetPass();
+  if (all_done && random_files_ && files_.size() > 1) {
+    cur_file_ = file_dist_.has_value() ? static_cast<size_t>(file_dist_->Next() >> kFileServiceShift)
+                                       : static_cast<size_t>(file_rng_.Below(files_.size()));
+    service_left_ = service_nr_;
+  }
 }
 
 void IoGenerator::ResetPass() {
   ResetFiles();
   filled_at_rewind_ = filled_;
-  pass_left_ = pass_bytes_;
+  uint64_t left = pass_bytes_;
+  if (fio_goes_on_) {
+    // fio's loop issues only what its limit over the job leaves: nothing
+    // when an earlier loop went on through it (GoOnAsFio).
+    const uint64_t issued = Issued();
+    left = std::min(left, issued < fio_limit_ ? fio_limit_ - issued : 0);
+  }
+  StartSegment(left);
 }
 
 }  // namespace iofleet::agent

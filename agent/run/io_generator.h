@@ -107,9 +107,9 @@ class IoGenerator {
   // then the next one in order (roundrobin, sequential) or a random one that
   // is not done (random).
   // A pass whose bytes are issued takes no direction draw (fio stops before
-  // it fills another I/O).
+  // it fills another I/O), unless fio's do_io would go on (GoOnAsFio).
   [[gnu::always_inline]] inline bool Next(IoRequest& r) {
-    return pass_left_ != 0 && NextIn(r, rwmix_->Next());
+    return (pass_left_ != 0 || GoOnAsFio()) && NextIn(r, rwmix_->Next());
   }
 
   // Next() in two steps, for rate pacing (pacing.h), which may pick the other
@@ -122,7 +122,7 @@ class IoGenerator {
   // Inlined into the I/O loop (it runs per I/O): the call, and the registers
   // an out-of-line call saves, cost more than the plain path's own work.
   [[gnu::always_inline]] inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
-    if (filled_ >= ios_cap_) pass_left_ = 0;  // number_ios
+    if (filled_ >= ios_cap_) StartSegment(0);  // number_ios
     while (pass_left_ != 0) {
       // A file picked while closed (only with an opener): open it, or pass it
       // over as fio does at openfiles' limit.
@@ -159,7 +159,7 @@ class IoGenerator {
       }
       NextFile();
       if (files_done_ == files_.size() && !Rewind()) {
-        pass_left_ = 0;
+        StartSegment(0);  // not issued: Issued() counts what was
       } else if (failed && rwmix_->is_mixed()) {
         // fio fills the I/O again for the next file (or the next loop),
         // direction first.
@@ -169,7 +169,8 @@ class IoGenerator {
     return false;
   }
 
-  // True once this pass's bytes are issued (or its files are used up).
+  // True once this pass's bytes are issued (or its files are used up). Next()
+  // may still fill I/Os after it where fio 3.33 goes on (GoOnAsFio).
   bool pass_done() const { return pass_left_ == 0; }
   bool pass_used_up() const { return pass_left_ == 0; }  // as DataPath's
 
@@ -184,7 +185,7 @@ class IoGenerator {
     if (!reset_full_files_ && !wrap_each_direction_) return false;
     // A file that could not fill even after a wrap: a new pass instead.
     if (wrap_each_direction_ && !reset_full_files_ && files_done_ != 0) return false;
-    pass_left_ = pass_bytes_;
+    StartSegment(pass_bytes_);
     return true;
   }
   // Starts the next loop (loops=N): ResetPass, and the direction and size
@@ -313,7 +314,12 @@ class IoGenerator {
       }
     }
     if (!trimwrite_) {
-      pass_left_ -= len < pass_left_ ? len : pass_left_;
+      if (__builtin_expect(len < pass_left_, 1)) {
+        pass_left_ -= len;
+      } else {
+        over_ += len - pass_left_;  // the last I/O may pass the pass's bytes (Issued)
+        pass_left_ = 0;
+      }
     } else {
       trimmed_ = Trimmed{f.fd, static_cast<int>(fi), f.region_start + off, static_cast<uint32_t>(len)};
     }
@@ -359,6 +365,27 @@ class IoGenerator {
   void ClosePicked(size_t fi);
   void ResetFiles();
   void ResetFile(FileState& f);
+  // The pass's bytes are issued: whether fio 3.33's do_io asks for one more
+  // I/O here, and if so the bytes it may still issue (pass_left_). fio's I/O
+  // loop runs while the bytes issued over every loop so far (io_issue_bytes,
+  // never reset) are under size x loops; a queueing engine also stops once
+  // the loop has queued size bytes (bytes_issued counts only queued I/O: a
+  // sync engine's completed I/O never adds to it). So on psync a loop before
+  // the last one (or any loop whose files hold less than size) tries one more
+  // fill after its bytes: its direction and offset draws, and the used-up
+  // files it closes in the order it finds them; the fill fails when the
+  // files are used up (the loop ends there), or issues more I/O when they are
+  // not (norandommap, files larger than the pass: fio's first loop then
+  // issues later loops' bytes, and those loops issue nothing).
+  bool GoOnAsFio();
+  // Bytes issued over every pass so far (fio's io_issue_bytes).
+  uint64_t Issued() const { return issued_before_ + (segment_left_ - pass_left_) + over_; }
+  // pass_left_ starts over at `left` (a new pass, or fio going on).
+  void StartSegment(uint64_t left) {
+    issued_before_ = Issued();
+    over_ = 0;
+    pass_left_ = segment_left_ = left;
+  }
   void WrapDirection(FileState& f, jobspec::Ddir d);
 
   std::vector<FileState> files_;
@@ -385,6 +412,19 @@ class IoGenerator {
   uint64_t max_bs_ = 4096;
   uint64_t pass_bytes_ = 0;
   uint64_t pass_left_ = 0;
+  // fio's do_io going on after the pass's bytes (GoOnAsFio): whether it
+  // applies to the job, fio's limit over the whole job (size x loops), the
+  // bytes a loop may queue on a queueing engine (size; none on a sync
+  // engine), and the accounting of Issued(): bytes before the current
+  // segment of pass_left_, pass_left_ as the segment started, the bytes the
+  // segment's last I/O passed it by, and Issued() as the loop started.
+  bool fio_goes_on_ = false;
+  uint64_t fio_limit_ = 0;
+  uint64_t fio_loop_cap_ = UINT64_MAX;
+  uint64_t issued_before_ = 0;
+  uint64_t segment_left_ = 0;
+  uint64_t over_ = 0;
+  uint64_t loop_start_issued_ = 0;
   // trimwrite / randtrimwrite: the last trim, which the next write repeats.
   struct Trimmed {
     int fd = -1;

@@ -311,6 +311,20 @@ void IoLoop::DrainAsync(DataPath& src) {
   AsyncFailed(src);
 }
 
+void IoLoop::AdviseOpenedFiles() {
+  if (cfg_.advise_at_start.empty()) return;
+  const int advice = FadviseAdvice(job_);
+  if (!job_.invalidate && advice < 0) return;
+  for (const LoopConfig::OpenedFile& f : cfg_.advise_at_start) {
+    if (f.fd < 0) continue;
+    if (job_.invalidate) InvalidateFileCache(f.fd, f.is_block_device, f.start, f.len);
+    if (advice >= 0) {
+      (void)posix_fadvise(f.fd, static_cast<off_t>(f.start), static_cast<off_t>(f.len), advice);
+    }
+  }
+  now_ = Clock::NowNs();  // the first I/O comes after it
+}
+
 void IoLoop::BeginVerifyPhase() {
   write_phase_ns_ += now_ - phase_start_ns_;
   phase_start_ns_ = now_;

@@ -144,6 +144,17 @@ struct LoopConfig {
   // unlink_each_loop (loop_files.h): the job's files, replaced as each loop
   // after the first starts, once the loop before has drained; null = none.
   LoopFiles* loop_files = nullptr;
+  // The files the worker opened, whose cache drop (invalidate) and access
+  // advice (fadvise_hint) Run() gives as its runtime starts: fio 3.33 opens a
+  // file at its first I/O (td_io_open_file, inside the runtime), so the time
+  // it takes is in the runtime and the first interval (file_cache.h).
+  struct OpenedFile {
+    int fd = -1;
+    bool is_block_device = false;
+    uint64_t start = 0;  // the job's region of the file
+    uint64_t len = 0;
+  };
+  std::vector<OpenedFile> advise_at_start;
 };
 
 class IoLoop {
@@ -185,6 +196,10 @@ class IoLoop {
   uint64_t coarse_clock_reads() const { return clock_reads_; }
   // CPUs (ids < 64) this loop was seen running on, sampled once per interval.
   uint64_t cpus_seen_mask() const { return cpus_seen_mask_; }
+  // The runtime ended while the loop waited for its rate (rate, rate_iops):
+  // fio 3.33's rate_ddir then gives no direction, which ends the pass, not
+  // the job (worker.cc: unlink_each_loop unlinks the files once more).
+  bool rate_wait_reached_runtime() const { return rate_wait_reached_runtime_; }
   uint64_t ios_since_epoch() const {
     return stats_.dir[0].done + stats_.dir[1].done + stats_.dir[2].done;
   }
@@ -342,6 +357,8 @@ class IoLoop {
     return (runtime_end_ns_ != 0 && now >= runtime_end_ns_) ||
            (cfg_.cancel != nullptr && cfg_.cancel->load(std::memory_order_relaxed));
   }
+  // The open-time cache drop and advice of cfg_.advise_at_start, once.
+  void AdviseOpenedFiles();
   // Starts the next pass (loops / time_based); false when the job is done.
   bool NextPass(uint64_t now);
   // The source gave no I/O because of its files (openfiles, data_path.h):
@@ -473,6 +490,7 @@ class IoLoop {
   uint64_t epoch_realtime_ms_ = 0;
   uint64_t ramp_end_ns_ = 0;     // 0 = no ramp pending
   uint64_t runtime_end_ns_ = 0;  // 0 = no limit
+  bool rate_wait_reached_runtime_ = false;
   uint64_t end_ns_ = 0;
   uint64_t next_tick_ns_ = 0;
   uint64_t next_interval_ns_ = 0;
@@ -546,6 +564,7 @@ absl::Status IoLoop::Run(E& e) {
   // is a tick of its own (else it waited for the first 500 ms sample, and a
   // 200 ms ramp with a 300 ms runtime measured nothing).
   if (ramp_end_ns_ != 0) next_tick_ns_ = std::min(next_tick_ns_, ramp_end_ns_);
+  AdviseOpenedFiles();
   fsync_every_ = job_.fsync;
   free_.Reset(slots_.size());
   for (auto& s : slots_) free_.push_back(&s);
@@ -1041,7 +1060,10 @@ bool IoLoop::PaceDir(E& e, Src& src, uint32_t& inflight, IoRequest& r, jobspec::
     // Not due by the last reading: read the clock once more before waiting.
     now_ = Clock::NowNs();
     chosen = pacer_.ChooseDir(*d, other, now_, &wait);
-    if (wait != 0 && !WaitUntil<E, kLog>(e, src, inflight, wait)) return false;
+    if (wait != 0 && !WaitUntil<E, kLog>(e, src, inflight, wait)) {
+      rate_wait_reached_runtime_ = runtime_end_ns_ != 0 && now_ >= runtime_end_ns_;
+      return false;
+    }
   }
   if (chosen != *d) {
     src.SwitchDir(static_cast<jobspec::Ddir>(chosen));

@@ -12,6 +12,8 @@
 
 #include "agent/run/run_test_fixture.h"
 #include "agent/run/runner.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace iofleet::agent {
@@ -143,6 +145,37 @@ TEST_F(LayoutTest, AShortFileIsLaidOutAnew) {
   r = MustRun("[w]\nioengine=psync\nrw=write\nbs=64k\nsize=1m\ncreate_only=1\nfilename=" + file +
               "\n");
   EXPECT_EQ(Shape(file).inode, laid_out);
+}
+
+// The I/O buffers sit where fio 3.33's do (budget.h BufferOffset): a buffered
+// job's 16 bytes past a page, as glibc's malloc returns them; an O_DIRECT
+// job's on a page; iomem_align's past a page. A buffered 256 KiB read into the
+// aligned buffer ran 1.5-2x faster here, so this is part of measuring like fio.
+TEST_F(LayoutTest, IoBuffersSitWhereFiosDo) {
+  const std::string file = Path("buf.dat");
+  const std::string text = absl::StrCat(
+      "[global]\nfilename=", file, "\nsize=1m\nrw=read\nbs=64k\n"
+      "[buffered-psync]\nioengine=psync\n"
+      "[buffered-libaio]\nioengine=libaio\niodepth=4\n"
+      "[direct]\nioengine=libaio\niodepth=4\ndirect=1\n"
+      "[aligned]\nmem_align=4k\n"
+      "[offset512]\niomem_align=512\n"
+      "[direct-offset]\ndirect=1\nmem_align=1024\n");
+  auto list = jobspec::ParseJobText(text, "buf.fio");
+  ASSERT_TRUE(list.ok()) << list.status();
+  auto r = RunJobs(*list, RunOptions{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->buffer_page_offsets, (std::vector<uint32_t>{16, 16, 0, 0, 512, 1024}));
+}
+
+// With O_DIRECT the kernel takes only buffers on a logical block: an offset
+// that cannot be is refused at parse time, naming the option and the value.
+TEST_F(LayoutTest, ADirectJobsBufferOffsetMustKeepTheBlockAlignment) {
+  auto list = jobspec::ParseJobText("[x]\nfilename=/dev/null\ndirect=1\nmem_align=16\n", "x.fio");
+  ASSERT_FALSE(list.ok());
+  EXPECT_THAT(std::string(list.status().message()), ::testing::HasSubstr("option \"mem_align\""));
+  EXPECT_THAT(std::string(list.status().message()), ::testing::HasSubstr("16"));
+  EXPECT_THAT(std::string(list.status().message()), ::testing::HasSubstr("multiple of 512"));
 }
 
 }  // namespace

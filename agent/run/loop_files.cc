@@ -41,6 +41,13 @@ bool UnlinksFilesBetweenPasses(const jobspec::JobSpec& job) {
   return job.loops > 1;
 }
 
+bool UnlinksOnceMoreAtEnd(const jobspec::JobSpec& job, bool rate_wait_reached_runtime) {
+  if (!job.unlink_each_loop || !rate_wait_reached_runtime) return false;
+  if (!job.time_based || job.runtime_us == 0) return false;
+  if (job.do_verify && job.verify != jobspec::VerifyType::kNone) return false;
+  return job.FileCount() == 1;
+}
+
 absl::Status CheckUnlinkEachLoop(const jobspec::JobSpec& job) {
   if (!UnlinksFilesBetweenPasses(job)) return absl::OkStatus();
   auto refuse = [&](const std::string& why) {

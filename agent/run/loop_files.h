@@ -56,6 +56,19 @@ class LoopFiles {
 // time_based job never unlinks either: the worker checks that.
 bool UnlinksFilesBetweenPasses(const jobspec::JobSpec& job);
 
+// Whether an unlink_each_loop job unlinks its files once more as it ends, as
+// fio 3.33 does (backend.c thread_main, io_u.c rate_ddir): when the runtime of
+// a time_based job ends while it waits for its rate (`rate_wait_reached_runtime`,
+// IoLoop), fio's rate_ddir gives no direction; that ends the pass, not the
+// job, so the next pass starts with unlink_all_files and stops at once, before
+// it opens (creates) a file: the job ends with its files gone. Not so with a
+// verify phase to run (verify set, do_verify=1: it sees the runtime is over
+// and ends the job first) nor with several files (fio's next file gets one
+// more I/O past the runtime, which then ends the job).
+// Measured (fio 3.33, rate_iops=200, runtime=1s, psync and libaio): one file,
+// no verify: no file left; with verify: the file stays; nrfiles=2: both stay.
+bool UnlinksOnceMoreAtEnd(const jobspec::JobSpec& job, bool rate_wait_reached_runtime);
+
 // Refuses, before any I/O, an unlink_each_loop job that could not reopen its
 // files as fio would (fio fails the second loop): a job that does not write
 // (its reopen does not create), allow_file_create=0, zonemode=zbd, or

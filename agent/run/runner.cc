@@ -241,7 +241,13 @@ absl::StatusOr<Plan> MakePlan(const jobspec::JobList& list, const RunOptions& op
       jobs_in_group = 0;
     }
     const uint64_t min_bs = workload::JobMinBlockSize(job);
-    for (uint32_t sj = 0; sj < job.numjobs; ++sj) {
+    // Clones in fio 3.33's thread order: the job itself (subjob 0), then its
+    // numjobs clones from the last subjob down to 1 (add_job counts numjobs
+    // down as it makes them), each the next thread_number. So the clone whose
+    // files are <job>.N.<file> has fio's thread_number for N, and with it
+    // fio's seeds, offsets, log file names and place in the output.
+    for (uint32_t k = 0; k < job.numjobs; ++k) {
+      const uint32_t sj = k == 0 ? 0 : job.numjobs - k;
       CloneSpec c;
       c.job = &job;
       c.job_number = static_cast<int>(ji);
@@ -969,6 +975,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
     }
     result.cpus_seen.push_back(w->cpus_seen_mask());
     result.buffer_nodes.push_back(w->buffer_node());
+    result.buffer_page_offsets.push_back(w->buffer_page_offset());
     if (result.error == 0 && w->result().error != 0) result.error = w->result().error;
   }
   result.reported = stats::ApplyGroupReporting(result.jobs);

@@ -50,6 +50,9 @@ struct RunResult {
   // Per clone: the NUMA node its I/O buffers sit on (move_pages after they were
   // filled), -1 unknown, -2 spread over several nodes.
   std::vector<int> buffer_nodes;
+  // Per clone: how far past a page boundary its first I/O buffer starts
+  // (BufferOffset in budget.h: 16 for a buffered job, as fio's malloc'd ones).
+  std::vector<uint32_t> buffer_page_offsets;
   // affinity::DeviceFingerprint() of every clone's targets (jobs of the null
   // engine touch no device and add nothing): "nvme:QEMU NVMe Ctrl:fw=...,...".
   std::string device_fingerprint;

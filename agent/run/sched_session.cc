@@ -150,8 +150,15 @@ absl::StatusOr<int> SessionAutogroupNice() {
   const ssize_t n = read(fd, buf, sizeof(buf) - 1);
   const int err = errno;
   close(fd);
-  if (n <= 0)
+  if (n < 0)
     return absl::InternalError(absl::StrCat("read ", kAutogroup, ": ", std::strerror(err)));
+  // The kernel shows the root autogroup as nothing: a process whose session is
+  // the system's first (PID 1's, which a CI runner's children may share). Its
+  // weight cannot be set, and there is no session weight to give.
+  if (n == 0) {
+    return absl::NotFoundError(
+        absl::StrCat(kAutogroup, " is empty: this process is in the root autogroup"));
+  }
   // "/autogroup-123 nice 0\n"
   const char* p = std::strstr(buf, "nice ");
   int nice = 0;

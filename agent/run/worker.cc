@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <random>
 
@@ -17,12 +17,11 @@
 #include "agent/affinity/cpu.h"
 #include "agent/affinity/numa.h"
 #include "agent/run/budget.h"
-#include "agent/run/file_cache.h"
 #include "agent/workload/buffer_fill.h"
 #include "agent/workload/random.h"
-#include "common/jobspec/pattern.h"
 #include "common/clock.h"
 #include "common/jobspec/parser.h"
+#include "common/jobspec/pattern.h"
 #include "common/status.h"
 
 namespace iofleet::agent {
@@ -46,7 +45,7 @@ Worker::~Worker() {
   for (int fd : fds_) {
     if (fd >= 0) ::close(fd);
   }
-  if (buffers_ != nullptr) munmap(buffers_, buffers_size_);
+  if (buffer_map_ != nullptr) munmap(buffer_map_, buffer_map_size_);
   // unlink: the job's regular files go when it is done (fio's close_and_free_files).
   if (spec_.job->unlink) {
     for (const TargetFile& tf : spec_.files) {
@@ -97,6 +96,7 @@ absl::Status Worker::Prepare() {
   // picks it (data_path.h), with these flags.
   const bool lazy_files = job.OpenFilesLimited() && !no_io;
   int lazy_flags = 0;
+  std::vector<LoopConfig::OpenedFile> advise_at_start;
   for (const TargetFile& tf : spec_.files) {
     int fd = -1;
     if (lazy_files) {
@@ -124,12 +124,9 @@ absl::Status Worker::Prepare() {
         return IoError(absl::StrCat(JobPrefix(job), "open", job.direct ? " O_DIRECT" : ""),
                        tf.path, err);
       }
-      // Cold cache and access advice as fio's td_io_open_file (file_cache.h).
-      if (job.invalidate) InvalidateFileCache(fd, tf.is_block_device, tf.region_start, tf.region_len);
-      if (const int advice = FadviseAdvice(job); advice >= 0) {
-        (void)posix_fadvise(fd, static_cast<off_t>(tf.region_start),
-                            static_cast<off_t>(tf.region_len), advice);
-      }
+      // Cold cache and access advice as fio's td_io_open_file: given when
+      // the runtime starts (IoLoop::AdviseOpenedFiles), where fio opens.
+      advise_at_start.push_back({fd, tf.is_block_device, tf.region_start, tf.region_len});
     }
     fds_.push_back(fd);
     loop_files.push_back({tf.path, fd, tf.is_block_device});
@@ -142,17 +139,22 @@ absl::Status Worker::Prepare() {
     gen_files.push_back(gf);
   }
 
-  // One buffer slot per iodepth entry, page aligned (O_DIRECT), one mapping.
+  // One buffer slot per iodepth entry, one mapping, the slots placed where
+  // fio's are (BufferOffset, budget.h): page aligned for O_DIRECT.
   const uint32_t depth = sync_engine ? 1 : std::max<uint32_t>(1, job.iodepth);
   slot_size_ = BufferSlotBytes(job);  // the largest block, page aligned (budget.h)
   buffers_size_ = slot_size_ * depth;
-  void* mem = mmap(nullptr, buffers_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+  const size_t offset = BufferOffset(job);
+  buffer_map_size_ = buffers_size_ + (offset + 4095) / 4096 * 4096;
+  void* mem = mmap(nullptr, buffer_map_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);
   if (mem == MAP_FAILED) {
     buffers_ = nullptr;
-    return IoError(JobPrefix(job) + "mmap I/O buffers", absl::StrCat(buffers_size_, " bytes"), errno);
+    return IoError(JobPrefix(job) + "mmap I/O buffers", absl::StrCat(buffer_map_size_, " bytes"),
+                   errno);
   }
-  buffers_ = mem;
+  buffer_map_ = mem;
+  buffers_ = static_cast<char*>(mem) + offset;
   // Initial contents, as fio's fill_io_buffer: random unless buffer_pattern,
   // zero_buffers or compression say otherwise. Large buffers take a while: a
   // cancel is honoured between slots.
@@ -201,8 +203,7 @@ absl::Status Worker::Prepare() {
   {
     // Where first touch (after pinning and the memory policy) put them: asked
     // once here, never per I/O.
-    constexpr size_t kPage = 4096;  // the slots are page aligned (budget.h)
-    void* pages[2] = {buffers_, static_cast<char*>(buffers_) + buffers_size_ - kPage};
+    void* pages[2] = {buffers_, static_cast<char*>(buffers_) + buffers_size_ - 1};
     int status[2] = {-1, -1};
     if (syscall(SYS_move_pages, 0, 2, pages, nullptr, status, 0) == 0 && status[0] >= 0 &&
         status[1] >= 0) {
@@ -274,6 +275,7 @@ absl::Status Worker::Prepare() {
     loop_files_ = std::make_unique<LoopFiles>(job.name, std::move(loop_files), open_flags & ~O_CLOEXEC);
     lc.loop_files = loop_files_.get();
   }
+  lc.advise_at_start = std::move(advise_at_start);
   lc.data = data_.get();
   lc.job_index = spec_.clone_index;
   lc.interval_ns = static_cast<uint64_t>(interval_ms_) * 1000000ull;
@@ -360,6 +362,18 @@ void Worker::Run() {
   if (absl::Status zs = gen_.ZoneError(); !zs.ok() && js.error == 0) {
     js.error = zs.code() == absl::StatusCode::kInvalidArgument ? EINVAL : EIO;
     js.error_text = std::string(zs.message());
+  }
+  // fio's unlink_all_files as a pass that stopped in a rate wait is followed
+  // by one that finds the runtime used up (loop_files.h).
+  if (js.error == 0 && (engine_->Capabilities() & kCapNoIo) == 0 &&
+      UnlinksOnceMoreAtEnd(job, loop_->rate_wait_reached_runtime())) {
+    for (const TargetFile& tf : spec_.files) {
+      if (tf.is_block_device || ::unlink(tf.path.c_str()) == 0) continue;
+      const int err = errno;
+      js.error = err;
+      js.error_text = absl::StrCat("unlink_all_files: ", tf.path, ": ", std::strerror(err));
+      break;
+    }
   }
   if (data_ != nullptr) {
     if (absl::Status vs = data_->SaveStateAtEnd(); !vs.ok()) {

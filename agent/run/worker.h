@@ -70,6 +70,9 @@ class Worker {
   // NUMA node of the I/O buffers' first and last pages after Prepare(): the
   // node, -2 if they differ, -1 if the kernel would not say.
   int buffer_node() const { return buffer_node_; }
+  uint32_t buffer_page_offset() const {
+    return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(buffers_) % 4096);
+  }
 
  private:
   void Finish(uint64_t run_start_realtime_ms);
@@ -83,7 +86,9 @@ class Worker {
   bool streaming_;
   std::vector<int> fds_;
   std::unique_ptr<LoopFiles> loop_files_;  // unlink_each_loop (loop_files.h)
-  void* buffers_ = nullptr;
+  void* buffer_map_ = nullptr;  // the mapping that holds the buffers
+  size_t buffer_map_size_ = 0;
+  void* buffers_ = nullptr;     // the first slot: buffer_map_ + BufferOffset(job)
   size_t buffers_size_ = 0;
   size_t slot_size_ = 0;
   std::vector<IoRequest> slots_;

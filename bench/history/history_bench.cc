@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "controller/history/alert.h"
@@ -81,10 +82,21 @@ struct Tally {
   int delay_series = 0;     // step series replayed
   int online_false = 0;     // replayed negative series with an alert at any prefix
   int online_series = 0;
+  int tp_marked = 0;        // true alerts marked likely_environmental
+  int fp_marked = 0;        // false alerts marked likely_environmental
 };
 
+// --fleet-hosts=N (> 0): every point gets a host (h0..h{N-1} in turn, or the
+// case's own) and a setup, as the worker gives them (Point::host, setup): a
+// new setup at each labelled change of a step or transient (a new build), one
+// setup throughout every other case (nothing recorded changes). Exercises the
+// fleet-wide rule (alert.h, DecisionParams::environment_min_hosts).
+int g_fleet_hosts = 0;
+
 // Matches alerts to the label; returns (tp, fp).
-std::pair<int, int> Score(const corpus::Case& c, const Analysis& an) {
+// `marked` (optional): (tp, fp) of them marked likely_environmental.
+std::pair<int, int> Score(const corpus::Case& c, const Analysis& an,
+                          std::pair<int, int>* marked = nullptr) {
   std::vector<bool> used(c.label.changes.size(), false);
   int tp = 0, fp = 0;
   for (const Assessment* a : an.Alerts()) {
@@ -101,6 +113,7 @@ std::pair<int, int> Score(const corpus::Case& c, const Analysis& an) {
       }
     }
     matched ? ++tp : ++fp;
+    if (marked != nullptr && a->likely_environmental) ++(matched ? marked->first : marked->second);
   }
   return {tp, fp};
 }
@@ -110,6 +123,20 @@ std::pair<int, int> Score(const corpus::Case& c, const Analysis& an) {
 absl::StatusOr<Analysis> Run(const Mode& m, const corpus::Case& c, size_t end, Tally& t) {
   absl::StatusOr<Series> s = corpus::SeriesOf(c, end, m.params.decide.warmup_per_host);
   if (!s.ok()) return s.status();
+  if (g_fleet_hosts > 0) {
+    std::vector<Point> pts = s->points();
+    for (Point& p : pts) {
+      const size_t i = static_cast<size_t>(std::stol(p.id));
+      p.host = i < c.hosts.size() && !c.hosts[i].empty()
+                   ? c.hosts[i]
+                   : absl::StrCat("h", i % static_cast<size_t>(g_fleet_hosts));
+      size_t builds = 0;
+      for (size_t k : c.label.changes) builds += k <= i;
+      p.setup = absl::StrCat("build ", builds);
+    }
+    s = Series::Create(std::move(pts));
+    if (!s.ok()) return s.status();
+  }
   const auto t0 = std::chrono::steady_clock::now();
   absl::StatusOr<Analysis> an = Analyze(*s, MetricPolicy{"iops", true, 0.02}, m.params);
   t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -153,6 +180,8 @@ void Add(Tally& into, const Tally& t) {
   into.delay_series += t.delay_series;
   into.online_false += t.online_false;
   into.online_series += t.online_series;
+  into.tp_marked += t.tp_marked;
+  into.fp_marked += t.fp_marked;
 }
 
 }  // namespace
@@ -187,6 +216,10 @@ bool Override(Params& p, const std::string& key, double v) {
     p.decide.mode_switch_visits = static_cast<int>(v);
   } else if (key == "decide.mode_switch_separation") {
     p.decide.mode_switch_separation = v;
+  } else if (key == "decide.environment_min_hosts") {
+    p.decide.environment_min_hosts = static_cast<int>(v);
+  } else if (key == "decide.environment_min_fraction") {
+    p.decide.environment_min_fraction = v;
   } else {
     return false;
   }
@@ -217,6 +250,8 @@ int main(int argc, char** argv) {
       mode_names = absl::StrSplit(v, ',');
     } else if (const char* v = val("dump")) {
       dump = v;
+    } else if (const char* v = val("fleet-hosts")) {
+      g_fleet_hosts = std::atoi(v);
     } else if (a == "--explain") {
       explain = true;
     } else if (const char* v = val("set")) {
@@ -231,6 +266,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--per-cell=N] [--delay-per-cell=N] [--seed=S] "
                    "[--modes=vote,vote3,union,edivisive,mann_whitney,welch] [--dump=FILE] [--explain] "
+                   "[--fleet-hosts=N] "
                    "[--set=key=value ...]\n",
                    argv[0]);
       return 2;
@@ -275,7 +311,23 @@ int main(int argc, char** argv) {
   for (const Mode& m : modes) {
     std::map<std::string, Tally> by_class;
     std::map<std::string, int> seen_for_delay;
+    // Progress on stderr, one line per class finished: a long run (50 per cell
+    // on a loaded machine) shows how far it got and its rate.
+    const auto started = std::chrono::steady_clock::now();
+    size_t series_done = 0, classes_done = 0;
+    auto progress = [&](const std::string& cls) {
+      ++classes_done;
+      std::fprintf(stderr, "[%s] %zu of %zu classes (%s), %zu of %zu series, %.0f s\n",
+                   m.name.c_str(), classes_done, classes.size(), cls.c_str(), series_done,
+                   cases.size(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                       .count());
+    };
     for (const corpus::Case& c : cases) {
+      if (series_done > 0 && cases[series_done - 1].cls != c.cls) {
+        progress(cases[series_done - 1].cls);
+      }
+      ++series_done;
       Tally& t = by_class[c.cls];
       ++t.series;
       t.changes += c.label.expect_alert ? static_cast<int>(c.label.changes.size()) : 0;
@@ -285,7 +337,10 @@ int main(int argc, char** argv) {
                      static_cast<unsigned long long>(c.seed), an.status().ToString().c_str());
         return 1;
       }
-      const auto [tp, fp] = Score(c, *an);
+      std::pair<int, int> marked{0, 0};
+      const auto [tp, fp] = Score(c, *an, &marked);
+      t.tp_marked += marked.first;
+      t.fp_marked += marked.second;
       t.tp += tp;
       t.fp += fp;
       t.series_with_fp += fp > 0;
@@ -361,6 +416,7 @@ int main(int argc, char** argv) {
       }
     }
 
+    if (series_done > 0) progress(cases[series_done - 1].cls);
     std::printf("### %s\n\nParameters: `%s`\n\n", m.name.c_str(),
                 DescribeParams(m.params).c_str());
     std::printf(
@@ -417,6 +473,12 @@ int main(int argc, char** argv) {
         "point, %d of %d series raised an alert at some point.\n",
         mode_switch.series_with_fp, mode_switch.series, mode_switch.online_false,
         mode_switch.online_series);
+    std::printf(
+        "Marked likely_environmental (fleet-wide rule%s): %d of %d true alerts, %d of %d false "
+        "alerts.\n",
+        g_fleet_hosts > 0 ? absl::StrCat(", --fleet-hosts=", g_fleet_hosts).c_str()
+                          : ": no point has a host or setup",
+        everything.tp_marked, everything.tp, everything.fp_marked, everything.fp);
     std::printf("Cost: %d analyses, %.2f ms each on average.\n\n", everything.analyses,
                 1000 * everything.seconds / std::max(1, everything.analyses));
     std::fflush(stdout);

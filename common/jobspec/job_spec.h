@@ -146,6 +146,9 @@ struct JobSpec {
   // closed as each is used up (fio's get_next_file with open_files).
   bool OpenFilesLimited() const { return open_files != 0 && open_files < FileCount(); }
   bool direct = false;                 // O_DIRECT ('buffered' is its negation)
+  // iomem_align / mem_align: the buffers start this many bytes past a page
+  // boundary; 0 = where fio's malloc'd buffers are (agent/run/budget.h BufferOffset).
+  uint32_t mem_align = 0;
   std::string ioengine = "psync";
   uint32_t iodepth = 1;
   uint32_t iodepth_batch_submit = 1;       // already normalised: 1..iodepth

@@ -81,6 +81,19 @@ std::optional<CheckFailure> CheckU32(const OptionRow& row, const JobSpec& j) {
   return std::nullopt;
 }
 
+// iomem_align: the buffers start that far past a page; with O_DIRECT the
+// kernel takes only buffers aligned to the device's logical block (512 bytes
+// at least), so an offset that is not a multiple of 512 is refused here, not
+// by the first I/O's EINVAL.
+std::optional<CheckFailure> CheckMemAlign(const OptionRow& row, const JobSpec& j) {
+  if (j.mem_align > row.max) return Fail(U(j.mem_align), absl::StrFormat("must be <= %u", row.max));
+  if (j.direct && j.mem_align % 512 != 0) {
+    return Fail(U(j.mem_align), "with direct=1 must be a multiple of 512 (O_DIRECT buffers are "
+                                "aligned to the device's logical block)");
+  }
+  return std::nullopt;
+}
+
 template <std::string JobSpec::*F>
 absl::Status SetString(const OptionRow&, Builder& b, const OptCtx& c) {
   b.spec.*F = c.value;
@@ -1587,7 +1600,7 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kFiles, .example = "1", .apply = SetBool<&JobSpec::unlink>,
    .render = IOFLEET_RENDER_BOOL(unlink, "unlink")},
   {.name = "unlink_each_loop", .type = T::kBool, .def = "0",
-   .help = "Unlink created files after each loop in a job has completed (the next loop writes new, empty files; a job that does not write is refused with loops > 1; time_based: only with verify on an async engine, each pass after the first, else never)",
+   .help = "Unlink created files after each loop in a job has completed (the next loop writes new, empty files; a job that does not write is refused with loops > 1; time_based: only with verify on an async engine, each pass after the first, else never; and once more at the end when a rated job of one file without a verify phase used up its runtime in a rate wait, as fio 3.33)",
    .category = C::kFiles, .example = "1", .example_with = "rw=write", .apply = SetBool<&JobSpec::unlink_each_loop>,
    .render = IOFLEET_RENDER_BOOL(unlink_each_loop, "unlink_each_loop")},
   {.name = "overwrite", .type = T::kBool, .def = "0", .help = "When writing, set whether to overwrite current data (lay out the whole file first)",
@@ -1846,9 +1859,10 @@ std::vector<OptionRow> MakeTable() {
   {.name = "mem", .aliases = "iomem", .type = T::kChoice, .def = "malloc", .help = "Backing type for IO buffers",
    .category = C::kProcess, .status = S::kRefused, .reason = "I/O buffers other than malloc (shm, mmap, hugepages, cudamalloc) are not implemented yet",
    .example = "shmhuge"},
-  {.name = "iomem_align", .aliases = "mem_align", .type = T::kInt, .def = "0", .help = "IO memory buffer offset alignment",
-   .category = C::kProcess, .status = S::kRefused, .reason = "a buffer alignment other than the default (iomem_align) is not implemented yet",
-   .example = "4k"},
+  {.name = "iomem_align", .aliases = "mem_align", .type = T::kInt, .def = "0", .max = 1u << 30,
+   .help = "IO memory buffer offset alignment",
+   .category = C::kProcess, .example = "4k", .apply = SetU32<&JobSpec::mem_align>,
+   .render = IOFLEET_RENDER_U32(mem_align, "iomem_align"), .check = CheckMemAlign},
   {.name = "hugepage-size", .type = T::kSize, .def = "2m", .help = "When using hugepages, specify size of each page",
    .category = C::kProcess, .status = S::kNoOp, .reason = "has an effect only with mem=shmhuge/mmaphuge, which iofleet refuses"},
   {.name = "clocksource", .type = T::kChoice, .help = "What type of timing source to use",
@@ -2028,7 +2042,7 @@ std::vector<OptionRow> MakeTable() {
    .apply = SetU32<&JobSpec::verify_backlog_batch>,
    .render = IOFLEET_RENDER_U32(verify_backlog_batch, "verify_backlog_batch")},
   {.name = "experimental_verify", .type = T::kBool, .def = "0",
-   .help = "Enable experimental verification (verify by replaying the pass's offset sequence, no write log)",
+   .help = "Enable experimental verification (verify by replaying the pass's offset sequence, no write log; time_based on a queueing engine reads back the first pass only, as fio 3.33)",
    .category = C::kVerify, .example = "1", .example_with = "verify=md5 rw=write",
    .apply = SetBool<&JobSpec::experimental_verify>,
    .render = IOFLEET_RENDER_BOOL(experimental_verify, "experimental_verify")},

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -173,6 +176,59 @@ ModeSwitch CheckModeSwitch(std::span<const double> history, std::span<const doub
   return ms;
 }
 
+
+// The fleet-wide rule (DecisionParams::environment_min_hosts): "" when it does
+// not hold, else the sentence that says why the change is likely environmental.
+// Setups are taken from the before side less its last kSetupMargin points: a
+// change is placed a point or two off its cause (noise), and a new build two
+// points before the reported place is still its cause.
+constexpr size_t kSetupMargin = 3;
+
+std::string FleetWideMove(std::span<const Point> before, std::span<const Point> after,
+                          double m_before, double m_after, const DecisionParams& dp) {
+  if (dp.environment_min_hosts <= 0 || before.empty() || after.empty()) return "";
+  std::set<std::string> setups;
+  for (size_t i = 0; i < before.size(); ++i) {
+    const Point& p = before[i];
+    if (p.setup.empty() || p.host.empty()) return "";
+    if (!p.extra && i + kSetupMargin < before.size()) setups.insert(p.setup);
+  }
+  for (const Point& p : after) {
+    if (p.setup.empty() || p.host.empty()) return "";
+    if (setups.count(p.setup) == 0) return "";  // a new kernel, agent or tag: a cause
+  }
+  const double lb = std::log(m_before), la = std::log(m_after);
+  // Per host, its median on one side; at its side's level when nearer it.
+  auto at_level = [&](std::span<const Point> side, bool want_after, int* hosts) {
+    std::map<std::string, std::vector<double>> by_host;
+    for (const Point& p : side) {
+      if (!p.extra) by_host[p.host].push_back(p.value);
+    }
+    int n = 0;
+    for (const auto& entry : by_host) {
+      const double l = std::log(compare::Median(entry.second));
+      const bool nearer_after = std::fabs(l - la) < std::fabs(l - lb);
+      if (nearer_after == want_after) ++n;
+    }
+    *hosts = static_cast<int>(by_host.size());
+    return n;
+  };
+  int hosts_before = 0, hosts_after = 0;
+  const int moved = at_level(after, true, &hosts_after);
+  const int stayed = at_level(before, false, &hosts_before);
+  if (moved < dp.environment_min_hosts) return "";
+  if (!(moved > dp.environment_min_fraction * hosts_after) ||
+      !(stayed > dp.environment_min_fraction * hosts_before)) {
+    return "";
+  }
+  return absl::StrFormat(
+      "%d of %d hosts after the change are at the new level (%d of %d before at the old) and "
+      "every point after it ran with a kernel, agent version and tags that points before it "
+      "ran with (3 or more points before): many hosts moved at once with nothing recorded "
+      "changed",
+      moved, hosts_after, stayed, hosts_before);
+}
+
 }  // namespace
 
 absl::Status ValidateParams(const Params& p) {
@@ -217,6 +273,14 @@ absl::Status ValidateParams(const Params& p) {
     return FieldError("decide.mode_switch_separation",
                       absl::StrCat(d.mode_switch_separation, " (must be in [1, 1000])"));
   }
+  if (d.environment_min_hosts < 0 || d.environment_min_hosts > 10000) {
+    return FieldError("decide.environment_min_hosts",
+                      absl::StrCat(d.environment_min_hosts, " (must be in [0, 10000])"));
+  }
+  if (!(d.environment_min_fraction >= 0.5 && d.environment_min_fraction < 1)) {
+    return FieldError("decide.environment_min_fraction",
+                      absl::StrCat(d.environment_min_fraction, " (must be in [0.5, 1))"));
+  }
   const ReferenceParams& r = p.reference;
   if (r.min_side < 2 || r.min_side > 1000) {
     return FieldError("reference.min_side", absl::StrCat(r.min_side, " (must be in [2, 1000])"));
@@ -239,12 +303,13 @@ std::string DescribeParams(const Params& p) {
   const ReferenceParams& r = p.reference;
   return absl::StrFormat(
       "%s; decide(side_window=%d level=%g went_away_window=%d tail_points=%d trend_alpha=%g "
-      "step_alpha=%g warmup_per_host=%d mode_switch_visits=%d mode_switch_separation=%g) "
+      "step_alpha=%g warmup_per_host=%d mode_switch_visits=%d mode_switch_separation=%g "
+      "environment_min_hosts=%d environment_min_fraction=%g) "
       "reference(window=%d min_side=%d p_max=%g min_fraction=%g) "
       "stoppage(factor=%g min_intervals=%d recent_points=%d)",
       DescribeDetectorParams(p.detect), d.side_window, d.level, d.went_away_window, d.tail_points,
       d.trend_alpha, d.step_alpha, d.warmup_per_host, d.mode_switch_visits,
-      d.mode_switch_separation,
+      d.mode_switch_separation, d.environment_min_hosts, d.environment_min_fraction,
       r.window, r.min_side, r.p_max, r.min_fraction, p.stoppage.factor, p.stoppage.min_intervals,
       p.stoppage.recent_points);
 }
@@ -622,8 +687,18 @@ absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metri
     if (reference != nullptr) {
       a.reference = CheckReference(series, a, *reference, metric, params.reference);
       a.likely_environmental = a.reference->moved;
+      if (a.likely_environmental) a.environment = a.reference->reason;
       if (a.likely_environmental && a.decision == Decision::kAlert) {
         absl::StrAppend(&a.reason, "; likely environmental: ", a.reference->reason);
+      }
+    }
+    if (!a.likely_environmental &&
+        (a.decision == Decision::kAlert || a.decision == Decision::kNeedMoreRuns)) {
+      a.environment = FleetWideMove(pts.subspan(lo, c - lo), pts.subspan(c, hi - c), m_before,
+                                    m_after, dp);
+      if (!a.environment.empty()) {
+        a.likely_environmental = true;
+        absl::StrAppend(&a.reason, "; likely environmental: ", a.environment);
       }
     }
     an.changes.push_back(std::move(a));

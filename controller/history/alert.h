@@ -20,7 +20,9 @@
 //                           separate runs of points before the change (a bimodal
 //                           metric, e.g. a p50 between two latency modes)
 //   - environmental?        a reference series (pinned control job/kernel) that
-//                           moves at the same place marks the alert
+//                           moves at the same place marks the alert; so do many
+//                           hosts of the series moving together at the change
+//                           while nothing recorded (kernel, agent, tags) changed
 // and an alert is raised only for DIFFERENT changes that did not go away.
 //
 // Pure and deterministic; thread-compatible; no exceptions.
@@ -75,6 +77,17 @@ struct DecisionParams {
   // reported (kModeSwitch), not alerted. 0 visits = off. Defaults 2 and 6.
   int mode_switch_visits = 2;
   double mode_switch_separation = 6;
+  // Fleet-wide move (docs/history-method.md, step 9): at least
+  // `environment_min_hosts` distinct hosts (Point::host) after the change are at
+  // the new level, and more than `environment_min_fraction` of the hosts on each
+  // side sit at their side's level (a host's median nearer it than the other
+  // side's median), while every point after the change ran with a setup
+  // (Point::setup: kernel, agent version, tags) that a point at least 3 before
+  // it ran with, all setups known. Nothing iofleet records changed, yet many
+  // hosts moved at once: the change is marked likely_environmental (the alert
+  // stays an alert). 0 hosts = off. Defaults 3 and 0.5 (a majority).
+  int environment_min_hosts = 3;
+  double environment_min_fraction = 0.5;
 };
 
 // The reference-series check: at the same place (aligned on Point::order), does
@@ -172,7 +185,10 @@ struct Assessment {
   std::string reason;  // one sentence: why this decision
   ChangeSummary summary;
   std::optional<ReferenceCheck> reference;  // when a reference series was given
-  bool likely_environmental = false;        // the reference moved at the same place
+  // The reference moved at the same place, or the fleet-wide rule holds
+  // (DecisionParams::environment_min_hosts); `environment` says which and why.
+  bool likely_environmental = false;
+  std::string environment;  // "" when not marked
 };
 
 struct Analysis {

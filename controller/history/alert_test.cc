@@ -1,6 +1,7 @@
 #include "controller/history/alert.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -283,11 +284,73 @@ TEST(Analyze, AChangeWithinTheResolutionStaysSameWhateverTheRuns) {
   }
 }
 
+// The soak's shape (docs/history.md, "Identical jobs"): one series of identical
+// jobs on many hosts in turn (h0, h1, ...), the same kernel, agent and tags on
+// every point; `setup_at` (when given) starts a new setup (a new build's tag)
+// at that point.
+Series Fleet(size_t n, size_t hosts, size_t step_at, double level, double cv,
+             std::optional<size_t> setup_at = std::nullopt) {
+  std::vector<Point> p(n);
+  for (size_t i = 0; i < n; ++i) {
+    p[i].id = "run-" + std::to_string(i);
+    p[i].order = 100 + static_cast<int64_t>(i);
+    p[i].value = 100000 * (i >= step_at ? level : 1.0) * (1 + Wiggle(i, cv));
+    p[i].host = "h" + std::to_string(i % hosts);
+    p[i].setup = setup_at && i >= *setup_at ? "kernel 6.12, commit c2" : "kernel 6.12, commit c1";
+  }
+  return *Series::Create(std::move(p));
+}
+
+// Many hosts moving at once with nothing recorded changed (in the soak: the
+// shared machine stalled and every concurrent run of 29 hosts read 20-60x
+// slower) is marked likely environmental; the alert stays an alert. Before
+// the rule (environment_min_hosts = 0, the code before 2026-12-02) it was an
+// unmarked alert.
+TEST(FleetWide, ManyHostsMovingAtOnceWithNothingChangedIsLikelyEnvironmental) {
+  const Series s = Fleet(60, 8, 31, 0.5, 0.01);
+  absl::StatusOr<Analysis> an = Analyze(s, kIops, Params{});
+  ASSERT_TRUE(an.ok()) << an.status();
+  ASSERT_EQ(an->Alerts().size(), 1u);
+  const Assessment& a = *an->Alerts()[0];
+  EXPECT_TRUE(a.likely_environmental);
+  EXPECT_THAT(a.environment, HasSubstr("8 of 8 hosts after the change are at the new level"));
+  EXPECT_THAT(a.reason, HasSubstr("likely environmental: 8 of 8 hosts"));
+  Params off;
+  off.decide.environment_min_hosts = 0;
+  an = Analyze(s, kIops, off);
+  ASSERT_TRUE(an.ok()) << an.status();
+  ASSERT_EQ(an->Alerts().size(), 1u);
+  EXPECT_FALSE(an->Alerts()[0]->likely_environmental);
+}
+
+// A real step comes with something recorded that changed (a new build's tag, a
+// new kernel, a new agent): not marked, even on many hosts at once. Nor is a
+// step of one host's series, nor of points that record no host or setup.
+TEST(FleetWide, AStepWithANewSetupOrOnFewHostsIsNotMarked) {
+  // The new setup at the step, two points after it, and two points before it
+  // (the change placed two points late).
+  for (const Series& s : {Fleet(60, 8, 31, 0.5, 0.01, 31), Fleet(60, 8, 31, 0.5, 0.01, 33),
+                          Fleet(60, 8, 31, 0.5, 0.01, 29), Fleet(60, 1, 31, 0.5, 0.01),
+                          Fleet(60, 2, 31, 0.5, 0.01),
+                          Make(60, {{0, 1.0}, {31, 0.5}}, 0.01)}) {
+    absl::StatusOr<Analysis> an = Analyze(s, kIops, Params{});
+    ASSERT_TRUE(an.ok()) << an.status();
+    ASSERT_EQ(an->Alerts().size(), 1u);
+    EXPECT_FALSE(an->Alerts()[0]->likely_environmental) << an->Alerts()[0]->reason;
+    EXPECT_EQ(an->Alerts()[0]->environment, "");
+  }
+}
+
 TEST(Analyze, RejectsBadParamsNamingTheField) {
   Params p;
   p.decide.level = 1.5;
   absl::StatusOr<Analysis> an = Analyze(Make(20, {}, 0.01), kIops, p);
   EXPECT_EQ(ErrorField(an.status()), "decide.level");
+  p = Params{};
+  p.decide.environment_min_fraction = 1;
+  an = Analyze(Make(20, {}, 0.01), kIops, p);
+  EXPECT_EQ(std::string(an.status().message()),
+            "decide.environment_min_fraction: 1 (must be in [0.5, 1))");
   p = Params{};
   p.detect.edivisive.p_max = 2;
   an = Analyze(Make(20, {}, 0.01), kIops, p);
@@ -301,7 +364,8 @@ TEST(Analyze, PrintsTheWholeParameterSet) {
   EXPECT_THAT(DescribeParams(Params{}),
               HasSubstr("; decide(side_window=24 level=0.95 went_away_window=12 tail_points=3 "
                         "trend_alpha=0.05 step_alpha=0.001 warmup_per_host=1 mode_switch_visits=2 "
-                        "mode_switch_separation=6) reference(window=12 "
+                        "mode_switch_separation=6 environment_min_hosts=3 "
+                        "environment_min_fraction=0.5) reference(window=12 "
                         "min_side=4 "
                         "p_max=0.01 min_fraction=0.5) stoppage(factor=3 min_intervals=3 "
                         "recent_points=20)"));

@@ -90,6 +90,7 @@ json AlertSummaryJson(const AlertRow& a) {
           {"first_run", {{"run_id", a.first_run_id}, {"job_id", a.job_id}, {"tags", tags},
                          {"kernel_release", kernel}}},
           {"likely_environmental", detail.value("likely_environmental", false)},
+          {"environment", detail.value("environment", std::string())},
           {"verdict", detail.value("verdict", std::string())},
           {"decision", detail.value("decision", std::string())},
           {"reruns", detail.contains("reruns") ? ReRunsSummary(detail["reruns"]) : json()},

@@ -49,6 +49,12 @@ struct Point {
   // A fraction >= 0; 0 = exact or unknown (the default). A change no larger than
   // the points' resolution is not a change (alert.h).
   double resolution = 0;
+  // The host the point ran on ("" = unknown) and what it ran with as recorded
+  // (kernel release, agent version, tags; opaque, compared for equality only;
+  // "" = unknown). Read only by the fleet-wide rule of alert.h
+  // (DecisionParams::environment_min_hosts).
+  std::string host;
+  std::string setup;
 };
 
 // The warm-up points of a series whose points ran on several hosts: the first

@@ -123,6 +123,7 @@ json AssessmentJson(const Assessment& a, const std::vector<SeriesPointRow>& poin
             {"confirmed", a.change.confirmed},
             {"detectors", votes},
             {"likely_environmental", a.likely_environmental},
+            {"environment", a.environment},
             {"reference",
              a.reference ? json{{"checked", a.reference->checked},
                                 {"moved", a.reference->moved},
@@ -172,6 +173,23 @@ std::string RerunOf(const SeriesPointRow& p, std::string* side) {
   if (!tags.is_object()) return "";
   if (side != nullptr) *side = tags.value(std::string(kRerunSideTag), std::string());
   return tags.value(std::string(kRerunOfTag), std::string());
+}
+
+// What a point ran with, as recorded (alert.h, the fleet-wide rule): kernel
+// release, agent version and tags, less the tags iofleet sets itself (a
+// repetition's iofleet.rerun_* tags name its anchor, not a new setup). "" when
+// the point records no kernel (an older agent's result).
+std::string SetupOf(const json& axes) {
+  const std::string kernel = axes.value("kernel_release", std::string());
+  if (kernel.empty()) return "";
+  json tags = axes.value("tags", json::object());
+  json kept = json::object();
+  if (tags.is_object()) {
+    for (auto it = tags.begin(); it != tags.end(); ++it) {
+      if (it.key().rfind("iofleet.", 0) != 0) kept[it.key()] = it.value();
+    }
+  }
+  return json{kernel, axes.value("agent_version", std::string()), kept}.dump();
 }
 
 // The usable points (value > 0) of stored rows as a Series; `kept` receives their
@@ -249,6 +267,8 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
       if (r.is_number() && std::isfinite(r.get<double>()) && r.get<double>() >= 0) {
         q.resolution = r.get<double>();
       }
+      q.host = axes.value("host", std::string());
+      q.setup = SetupOf(axes);
     }
     // Runs finish out of creation order: times only count when they never go back.
     if (q.time != absl::InfinitePast()) {
@@ -611,16 +631,20 @@ absl::Status HistoryWorker::PollOnce() {
       (!last_stoppage_check_ms_ || now < *last_stoppage_check_ms_ ||
        now - *last_stoppage_check_ms_ >= options_.stoppage_check_ms)) {
     last_stoppage_check_ms_ = now;
-    absl::Status s = CheckStoppages();
+    absl::Status s = CheckStoppages(now);
     if (!s.ok() && first_error.ok()) first_error = s;
   }
   return first_error;
 }
 
-absl::Status HistoryWorker::CheckStoppages() {
+absl::Status HistoryWorker::CheckStoppages(uint64_t read_ms) {
   absl::StatusOr<std::vector<SeriesRow>> all = store_->ListSeries();
   if (!all.ok()) return all.status();
-  const uint64_t now = options_.clock();
+  // Until 2026-12-02 this read the clock here, after the poll's analyses: in the
+  // 50-agent soak one poll analysed for 11 s while runs kept arriving, and the
+  // iops series was called stopped ("no point for 11.015s", usual interval
+  // 15 ms) although it never was.
+  const uint64_t now = read_ms;
   absl::StatusOr<std::vector<AlertRow>> alerts = store_->ListAlerts();
   if (!alerts.ok()) return alerts.status();
   std::map<std::string, const AlertRow*> alert_by_id;

@@ -158,7 +158,11 @@ class HistoryWorker {
   // Refreshes the state of each extra-run job in `reruns["jobs"]` that is not
   // final yet from the store; true while any of them is still pending.
   bool RefreshRerunJobs(nlohmann::json& reruns);
-  absl::Status CheckStoppages();
+  // The data-stoppage check at `read_ms`: the clock when this poll read the
+  // store. Silence is measured up to the moment the worker last looked for
+  // runs, not to when the check runs: a slow analysis between the two (seconds
+  // on a loaded host with many points) is no silence of the series.
+  absl::Status CheckStoppages(uint64_t read_ms);
 
   Store* const store_;
   const WorkerOptions options_;

@@ -39,6 +39,9 @@ log = ft.log
 AGENT = None
 BIG = "8g"
 GROW_FIRST = 64 << 20  # cancel once layout has written this much
+# The cancel cases' jobs: without fallocate= the whole 8 GiB were preallocated
+# in a few fast steps first (ext4 on the CI machine: 8064 MiB in the first poll),
+# and the cancel landed in the writes, which the file's length does not show.
 
 
 def vm_hwm_kb(pid):
@@ -59,8 +62,13 @@ def run_agent(args, timeout=60):
 
 
 def size_of(path):
+    """Bytes of `path` that hold data: its allocated blocks, not its length. The
+    layout sizes the file (ftruncate) before it writes, so the length says
+    nothing of the progress; the cancel cases' jobs set fallocate=none, so the
+    blocks grow with the layout's writes only (ext4 and xfs count delayed
+    allocation in st_blocks, tmpfs its pages)."""
     try:
-        return os.stat(path).st_size
+        return os.stat(path).st_blocks * 512
     except FileNotFoundError:
         return 0
 
@@ -118,7 +126,7 @@ def case_run_cancel():
     path = os.path.join(d, "big.dat")
     try:
         p = subprocess.Popen([AGENT, "run", "--name=big", "--rw=read", f"--size={BIG}",
-                              f"--filename={path}"], stdout=subprocess.DEVNULL,
+                              "--fallocate=none", f"--filename={path}"], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True, preexec_fn=ft._die_with_parent)
         wait_growth(path, GROW_FIRST)
         at_cancel = size_of(path)
@@ -167,7 +175,7 @@ def case_serve():
 
         # A long layout, cancelled over REST mid-way.
         path = os.path.join(a.allow, "big.dat")
-        job = env.submit(f"[big]\nrw=read\nsize={BIG}\nfilename={path}\n",
+        job = env.submit(f"[big]\nrw=read\nsize={BIG}\nfallocate=none\nfilename={path}\n",
                          ["agent-a"], name="layout")
         wait_growth(path, GROW_FIRST)
         at_cancel = size_of(path)

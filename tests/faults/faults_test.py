@@ -45,6 +45,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import iofleet_harness as h  # noqa: E402  (the one harness of tests/*)
@@ -662,7 +663,12 @@ def case_soak():
     # IOFLEET_SOAK_WRAP: a command to run the controller under, e.g.
     # "heaptrack -o /tmp/soak-heap" (bench/RESULTS.md, the soak's RSS profile).
     wrap = os.environ.get("IOFLEET_SOAK_WRAP", "").split()
+    # IOFLEET_SOAK_KEEP=1: keep the data dir (printed) and write every series the
+    # history analysed, its points, assessed changes and votes, with the alerts,
+    # to history_dump.json in it (docs/history.md, "Identical jobs").
+    keep = os.environ.get("IOFLEET_SOAK_KEEP", "") not in ("", "0")
     with Env("soak") as env:
+        env.keep = keep
         c = env.add_controller(heartbeat_timeout="15s", wrapper=wrap)
         names = [f"soak{i:02d}" for i in range(n)]
         for nm in names:
@@ -718,13 +724,48 @@ def case_soak():
         # Extra runs the history worker asked for by itself (UNKNOWN changes of
         # the identical jobs' series; on by default since 2026-12-02): let the
         # worker catch up, wait for them, then read the alerts.
+        sub_ids = set(submitted)
+
+        def all_jobs():
+            # Every page: GET /jobs alone is the oldest 100, so the extra-run
+            # jobs (submitted last) were never seen and never waited for.
+            out, token = [], ""
+            while True:
+                page = env.get("/jobs?page_size=200" +
+                               (f"&page_token={urllib.parse.quote(token)}" if token else ""))
+                out += page["jobs"]
+                token = page.get("next_page_token", "")
+                if not token:
+                    return out
+
         def reruns_done():
-            js = [j for j in env.get("/jobs")["jobs"] if j["id"] not in set(submitted)]
+            js = [j for j in all_jobs() if j["id"] not in sub_ids]
             return (js,) if all(j["state"] in ("succeeded", "failed", "cancelled") for j in js) else None
         time.sleep(3)
         rerun_jobs = wait_for(reruns_done, 120, "the controller's extra-run jobs", interval=1)[0]
+        # The history worker lags the runs by a poll (one poll analysed for 11 s
+        # in a loaded 50-agent soak): read the alerts once every run fed its
+        # points (read from the store: a REST series read runs the analysis).
+        # Before 2026-12-02 they were read up to 150 runs early.
+
+        def ingested():
+            return env.query("SELECT count(DISTINCT run_id) FROM history_points")[0][0] >= len(submitted)
+        wait_for(ingested, 180, "the history worker to ingest every run", interval=2)
+        listed_ids = {j["id"] for j in all_jobs()}
+        listed = len(listed_ids)
+        check(sub_ids <= listed_ids,
+              f"GET /jobs (every page) lacks {len(sub_ids - listed_ids)} of {len(sub_ids)} submitted jobs")
         alerts = env.get("/alerts")["alerts"]
         samples.append((round(time.time() - t_start, 1), rss_kb(pid)))
+        if keep:
+            dump = {"alerts": alerts, "all_alerts": env.get("/alerts?status=all")["alerts"]
+                    if env.api("GET", "/alerts?status=all", ok=False)[0] == 200 else None,
+                    "series": {}}
+            for s in env.get("/series")["series"]:
+                dump["series"][s["key"]] = env.get(f"/series/{s['key']}")
+            with open(os.path.join(env.dir, "history_dump.json"), "w") as f:
+                json.dump(dump, f)
+            log(f"kept {env.dir} (history_dump.json)")
         if wrap:  # SIGKILL: the profile then lists what was live at the end
             os.kill(pid, signal.SIGKILL)  # (a clean exit frees it all first)
             wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 60, "the controller to exit")
@@ -755,6 +796,10 @@ def case_soak():
         check(short == 0, f"{short} runs whose stored records differ from the agent's count")
         check(env.integrity() == "ok", "integrity_check")
         alerted = [a for a in alerts if a.get("decision") == "alert"]
+        # Identical jobs: an alert is either marked likely environmental (the
+        # shared machine moved every host at once; docs/history-method.md,
+        # step 9) or a false alert.
+        unmarked = [a for a in alerted if not a.get("likely_environmental")]
         third = max(1, len(samples) // 3)
         first = sum(v for _, v in samples[:third]) / third
         last = sum(v for _, v in samples[-third:]) / third
@@ -766,8 +811,11 @@ def case_soak():
                        "rss_last_third_kb": round(last), "rss_growth_pct": round(100 * growth, 1),
                        "db_bytes": os.path.getsize(env.db_path()), "records": records,
                        "runs_without_result": no_result, "runs_with_missing_records": short,
-                       "rerun_jobs": len(rerun_jobs), "rerun_runs": rerun_states,
+                       "jobs_listed": listed, "rerun_jobs": len(rerun_jobs),
+                       "rerun_runs": rerun_states,
                        "alerts": len(alerts), "alerts_different": len(alerted),
+                       "alerts_not_marked_environmental": len(unmarked),
+                       "stoppages": sum(1 for a in alerts if a.get("kind") == "stoppage"),
                        "alert_states": sorted({(a.get("metric"), a.get("decision"),
                                                 (a.get("reruns") or {}).get("state"))
                                                for a in alerts}, key=str)}

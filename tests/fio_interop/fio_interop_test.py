@@ -16,6 +16,15 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
                    after the first gets new files; psync with verify, or no
                    verify: wrapped over, loops ignored, a read job with loops=2
                    runs), and both end without an error
+  open_in_runtime  a job waiting for another (wait_for) drops the cache of its
+                   file as its runtime starts (invalidate=1: it reads its 8 MiB
+                   from the disk in both tools)
+  experimental_time_based  experimental_verify with time_based on libaio: both
+                   tools read back the first pass only (size/bs blocks, plus
+                   up to iodepth-1), without an error
+  unlink_rate_end  unlink_each_loop=1, time_based, rate_iops: the files each
+                   tool leaves (none when the runtime ends in a rate wait of a
+                   one-file job without a verify phase, as fio 3.33)
   time_based_verify  time_based jobs with verify (t/jobs/t0025, t0026 shapes):
                    neither tool starts a verify phase (no read in a write
                    job), the randrw job passes in both, and both print their
@@ -221,6 +230,111 @@ def case_unlink_time_based(env):
             else:
                 check(linked and len(seen) == 1,
                       f"{label}: {tool} replaced the file (inodes {seen}); fio wraps over it")
+
+
+def case_unlink_rate_end(env):
+    # fio 3.33: a rated time_based job whose runtime ends while it waits for
+    # its rate ends the pass, not the job; the next pass unlinks the files and
+    # stops before it creates them again. Only with one file and no verify
+    # phase to run (loop_files.h UnlinksOnceMoreAtEnd).
+    variants = [
+        ("psync write, one file", "ioengine=psync\nrw=write\n", 1, False),
+        ("libaio randwrite, one file", "ioengine=libaio\niodepth=4\nrw=randwrite\n", 1, False),
+        ("psync write, verify=crc32c do_verify=0", "ioengine=psync\nrw=write\nverify=crc32c\ndo_verify=0\n",
+         1, False),
+        ("libaio write, verify=crc32c", "ioengine=libaio\nrw=write\nverify=crc32c\n", 1, True),
+        ("psync write, nrfiles=2", "ioengine=psync\nrw=write\nnrfiles=2\n", 2, True),
+    ]
+    # Which way a run ends is timing: an I/O that runs past the end of the
+    # runtime ends the job in both tools (the file stays). On a loaded
+    # machine fio did so once in 3 runs; each tool gets 3 tries to show the
+    # rate-wait ending, and must never unlink where fio keeps the files.
+    for label, extra, nfiles, kept in variants:
+        want = nfiles if kept else 0
+        for tool in ("fio", "iofleet"):
+            seen = []
+            for _ in range(1 if kept else 3):
+                d = env.path(f"rate-end-{tool}")
+                shutil.rmtree(d, ignore_errors=True)
+                os.makedirs(d)
+                where = f"filename={d}/u.dat\n" if nfiles == 1 else f"directory={d}\n"
+                j = env.job("re.fio", f"[u]\n{where}size=64k\nbs=4k\nunlink_each_loop=1\ntime_based=1\n"
+                                      f"runtime=1s\nrate_iops=200\n{extra}")
+                job, err = env.run(tool, j)
+                check(job["error"] == 0, f"{label}: {tool} error {job['error']}: {err[-300:]}")
+                left = sorted(os.listdir(d))
+                ios = job["read"]["total_ios"] + job["write"]["total_ios"]
+                seen.append((ios, left))
+                print(f"unlink_rate_end: {label}: {tool}: {ios} I/Os, files left {left}")
+                if len(left) == want:
+                    break
+            check(len(seen[-1][1]) == want,
+                  f"{label}: {tool} left {[l for _, l in seen]} in {len(seen)} run(s), want {want} file(s)")
+
+
+def disk_read_bytes(env, tool, jobfile):
+    """Runs `tool`; returns (the bytes its processes read from the disk, the
+    jobs). ru_inblock counts 512-byte blocks of waited-for children."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock
+    cmd = ([env.agent, "run", jobfile, "--output-format=json"] if tool == "iofleet"
+           else ["fio", jobfile, "--output-format=json"])
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=env.dir, timeout=120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock
+    jobs = json.loads(p.stdout[p.stdout.index("{"):])["jobs"]
+    return (after - before) * 512, jobs, p.stderr
+
+
+def case_open_in_runtime(env):
+    # fio opens a file (and drops its cache, invalidate=1) at the job's first
+    # I/O, inside its runtime: a job that waits for another (wait_for) drops
+    # the pages that one left cached and reads them from the disk.
+    target = env.path("w.dat")
+    common = f"filename={target}\nsize=8m\nbs=1m\n"
+    base = f"[a]\n{common}rw=write\ninvalidate=0\nend_fsync=1\n[b]\nwait_for=a\n{common}rw=read\n"
+    size = 8 << 20
+    for label, extra, cold in (("invalidate=1", "", True), ("invalidate=0", "invalidate=0\n", False)):
+        got = {}
+        for tool in ("fio", "iofleet"):
+            if os.path.exists(target):
+                os.unlink(target)
+            disk, jobs, err = disk_read_bytes(env, tool, env.job("o.fio", base + extra))
+            check(all(j["error"] == 0 for j in jobs), f"{label}: {tool} errors: {err[-300:]}")
+            got[tool] = disk
+            print(f"open_in_runtime: {label}: {tool}: job b read {jobs[1]['read']['io_bytes']} bytes, "
+                  f"{disk} from the disk")
+        for tool, disk in got.items():
+            if cold:
+                check(disk >= size * 9 // 10, f"{label}: {tool} read {disk} bytes from the disk, "
+                                              f"want the {size} job b reads (its cache dropped as it starts)")
+            else:
+                check(disk < size // 8, f"{label}: {tool} read {disk} bytes from the disk, want ~0")
+
+
+def case_experimental_time_based(env):
+    # experimental_verify, time_based, a queueing engine: fio 3.33 reads back
+    # the first pass only (its bytes verified are never reset between passes):
+    # size/bs blocks plus up to iodepth-1 drawn past the pass, no error.
+    target = env.path("ev.dat")
+    blocks = 256
+    for rw in ("write", "randwrite"):
+        for depth in (1, 4):
+            j = env.job("ev.fio", f"[e]\nfilename={target}\nsize=1m\nbs=4k\nrw={rw}\nioengine=libaio\n"
+                                  f"iodepth={depth}\nverify=crc32c\nexperimental_verify=1\n"
+                                  f"time_based=1\nruntime=1s\n")
+            reads = {}
+            for tool in ("fio", "iofleet"):
+                if os.path.exists(target):
+                    os.unlink(target)
+                job, err = env.run(tool, j)
+                check(job["error"] == 0, f"{rw} iodepth={depth}: {tool} error {job['error']}: {err[-300:]}")
+                reads[tool] = job["read"]["total_ios"]
+                print(f"experimental_time_based: {rw} iodepth={depth}: {tool}: {reads[tool]} reads, "
+                      f"{job['write']['total_ios']} writes")
+                check(job["write"]["total_ios"] > 4 * blocks, f"{rw}: {tool} wrote fewer than 4 passes")
+                check(blocks <= reads[tool] <= blocks + depth - 1,
+                      f"{rw} iodepth={depth}: {tool} read {reads[tool]} blocks back, want "
+                      f"{blocks}..{blocks + depth - 1} (the first pass only)")
 
 
 def case_time_based_verify(env):
