@@ -179,6 +179,8 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   service_nr_ = job.file_service_type == jobspec::FileService::kSequential
                     ? UINT64_MAX
                     : std::max<uint64_t>(job.file_service_nr, 1);
+  // One file: there is no other to switch to, so no I/O needs NextFile().
+  if (files_.size() == 1) service_nr_ = UINT64_MAX;
   service_left_ = service_nr_;
   file_rng_.Seed(seeds->seeds[workload::kSeedFile],
                  job.random_generator == jobspec::RandomGenerator::kTausworthe64);

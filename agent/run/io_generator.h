@@ -108,7 +108,9 @@ class IoGenerator {
   // is not done (random).
   // A pass whose bytes are issued takes no direction draw (fio stops before
   // it fills another I/O), unless fio's do_io would go on (GoOnAsFio).
-  inline bool Next(IoRequest& r) { return (pass_left_ != 0 || GoOnAsFio()) && NextIn(r, rwmix_->Next()); }
+  [[gnu::always_inline]] inline bool Next(IoRequest& r) {
+    return (pass_left_ != 0 || GoOnAsFio()) && NextIn(r, rwmix_->Next());
+  }
 
   // Next() in two steps, for rate pacing (pacing.h), which may pick the other
   // direction: NextDir() draws rwmix's direction, SwitchDir() tells rwmix the
@@ -117,7 +119,9 @@ class IoGenerator {
   void SwitchDir(jobspec::Ddir to) { rwmix_->Switch(to); }
   // rwmix's share (percent) of the direction other than d; 0 when not mixed.
   uint32_t OtherShare(jobspec::Ddir d) const { return rwmix_->OtherShare(d); }
-  inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
+  // Inlined into the I/O loop (it runs per I/O): the call, and the registers
+  // an out-of-line call saves, cost more than the plain path's own work.
+  [[gnu::always_inline]] inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
     if (filled_ >= ios_cap_) StartSegment(0);  // number_ios
     while (pass_left_ != 0) {
       // A file picked while closed (only with an opener): open it, or pass it
@@ -133,14 +137,14 @@ class IoGenerator {
           // the spot and draws again, the job's offset stream going on
           // (get_next_rand_block), where a loop would re-seed it.
           ResetFile(f);
-          filled = Fill(f, fi, r, d);
+          filled = FillAgain(f, fi, r, d);
         } else if (!filled && wrap_each_direction_) {
           // time_based sequential I/O on one file: the direction that came
           // to the end starts over at the region's start and the cache is
           // dropped (fio's get_next_seq_offset, last_pos per direction); the
           // other direction goes on where it is.
           WrapDirection(f, d);
-          filled = Fill(f, fi, r, d);
+          filled = FillAgain(f, fi, r, d);
         }
         if (filled) {
           if (cmdprio_.active()) cmdprio_.Pick(static_cast<int>(r.op), r.len, &r.ioprio, &r.prio_slot);
@@ -244,8 +248,17 @@ class IoGenerator {
   // the file, as fio's setup_strided_zone_mode.
   bool FillStrided(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d);
 
-  inline bool Fill(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
-    return seq_nr_ == 1 ? FillIo<false>(f, fi, r, d) : FillIo<true>(f, fi, r, d);
+  // The plain fill inline (per I/O); rw=randread:N's, and a fill again after
+  // a file starts over (once per file pass), out of line.
+  [[gnu::always_inline]] inline bool Fill(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
+    if (__builtin_expect(seq_nr_ == 1, 1)) return FillIo<false>(f, fi, r, d);
+    return FillSequenced(f, fi, r, d);
+  }
+  [[gnu::noinline]] bool FillSequenced(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
+    return FillIo<true>(f, fi, r, d);
+  }
+  [[gnu::noinline]] bool FillAgain(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
+    return Fill(f, fi, r, d);
   }
   // kSequenced: rw=randread:N with N > 1 (fio's ddir_seq_nr): a new random
   // offset every N I/Os of the job (one count over every file and
@@ -254,7 +267,7 @@ class IoGenerator {
   // and marks nothing in the random map; past the end of the file it takes
   // a random block, unmarked too (fio's IO_U_F_BUSY_OK).
   template <bool kSequenced>
-  inline bool FillIo(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
+  [[gnu::always_inline]] inline bool FillIo(FileState& f, size_t fi, IoRequest& r, jobspec::Ddir d) {
     if (trimwrite_ && d == jobspec::kWrite && trimmed_.len != 0) {
       // trimwrite: each write goes where the trim before it went, and only
       // the writes count toward the pass (fio's get_next_offset, io_bytes_exceeded).

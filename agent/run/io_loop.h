@@ -99,6 +99,32 @@ struct WorkerMailbox {
 
 class LoopFiles;  // loop_files.h
 
+// A stack of slot pointers with room for every slot, sized once per run:
+// push_back and pop_back touch no capacity (std::vector's push_back checks it
+// per call), which the loop does per I/O. Never holds more than its size.
+class SlotStack {
+ public:
+  void Reset(size_t capacity) {
+    v_.assign(capacity, nullptr);
+    n_ = 0;
+  }
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  IoRequest* back() const { return v_.data()[n_ - 1]; }
+  IoRequest* operator[](size_t i) const { return v_.data()[i]; }
+  void push_back(IoRequest* r) { v_.data()[n_++] = r; }
+  void pop_back() { --n_; }
+  void clear() { n_ = 0; }
+  IoRequest** begin() { return v_.data(); }
+  IoRequest** end() { return v_.data() + n_; }
+  IoRequest* const* begin() const { return v_.data(); }
+  IoRequest* const* end() const { return v_.data() + n_; }
+
+ private:
+  std::vector<IoRequest*> v_;
+  size_t n_ = 0;
+};
+
 struct LoopConfig {
   const jobspec::JobSpec* job = nullptr;
   int job_index = 0;             // clone index in the run (0-based)
@@ -191,7 +217,7 @@ class IoLoop {
   // I/O (LogPlan::completions); Src: the I/O source (IoGenerator, or DataPath
   // with completion hooks).
   template <bool kPaced, bool kLog, class Src>
-  inline void Complete(Src& src, IoRequest& r, int32_t res, uint64_t now) {
+  [[gnu::always_inline]] inline void Complete(Src& src, IoRequest& r, int32_t res, uint64_t now) {
     if constexpr (kPaced) CompletePaced(r, res, now);
     const int d = static_cast<int>(r.op);
     if (r.op == IoOp::kFsync) {
@@ -235,9 +261,13 @@ class IoLoop {
     const uint64_t lat = now - r.start_ns;
     hd.lat[stats::kClat].Add(clat);
     hd.lat[stats::kLat].Add(lat);
-    if (track_hist_[stats::kClat]) hd.hist[stats::kClat].Add(clat);
+    // One bucket index for clat's histogram and its latency_ns/us/ms count.
+    const uint32_t clat_idx = stats::PlatValToIdx(clat);
+    if (track_hist_[stats::kClat]) hd.hist[stats::kClat].AddIdx(clat_idx, 1);
     if (track_hist_[stats::kLat]) hd.hist[stats::kLat].Add(lat);
-    ++stats_.lat_buckets[stats::LatencyBucketIndex(clat)];
+    // stats::LatencyBucketIndex(clat), from the index computed above.
+    ++stats_.lat_buckets[stats::kLatBucketTable.bucket[clat_idx] +
+                         (clat > stats::kLatBucketTable.last_in_bin[clat_idx] ? 1 : 0)];
     if (prio_on_ && d < 2 && !prio_hot_[d].empty()) {
       // cmdprio: fio keeps clat per priority (lat with lat_percentiles).
       PrioHot& p = prio_hot_[d][r.prio_slot];
@@ -435,9 +465,9 @@ class IoLoop {
   IoGenerator& gen_;
   std::vector<IoRequest>& slots_;
   DataPath* data_ = nullptr;
-  std::vector<IoRequest*> free_;
+  SlotStack free_;
   std::vector<Completion> comps_;
-  std::vector<IoRequest*> batch_;
+  SlotStack batch_;
   std::array<bool, stats::kNumLatKinds> track_hist_{};
   HotStats stats_;
   // cmdprio: completion latency per direction (read, write) and priority slot
@@ -536,10 +566,10 @@ absl::Status IoLoop::Run(E& e) {
   if (ramp_end_ns_ != 0) next_tick_ns_ = std::min(next_tick_ns_, ramp_end_ns_);
   AdviseOpenedFiles();
   fsync_every_ = job_.fsync;
-  free_.clear();
+  free_.Reset(slots_.size());
   for (auto& s : slots_) free_.push_back(&s);
   comps_.resize(slots_.size());
-  batch_.reserve(slots_.size());
+  batch_.Reset(slots_.size());
   absl::Status st;
   if (pacer_.active()) inflight_mark_.assign(slots_.size(), false);
   // fio's gtod_reduce(): no latency figure wanted, so no issue or completion
@@ -778,7 +808,7 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
         }
       }
     }
-    if (__builtin_popcount(batch_ops_) == 1) {
+    if ((batch_ops_ & (batch_ops_ - 1)) == 0) {  // one kind of I/O (n > 0: not 0)
       const int d = __builtin_ctz(batch_ops_);
       if (d < stats::kNumDdirs) AddSlat(d, slat, n);
     } else {

@@ -93,7 +93,8 @@ class OffsetGen {
   static absl::StatusOr<OffsetGen> Create(const OffsetGenOptions& options);
 
   // The next start block of this pass; false when the pass is over.
-  bool Next(uint64_t* block) {
+  // Inline (per I/O); the searches it may need are out of line.
+  [[gnu::always_inline]] inline bool Next(uint64_t* block) {
     switch (mode_) {
       case OffsetMode::kSequential: {
         if (back_ != 0) return NextBackward(block);

@@ -87,7 +87,7 @@ class Rng {
 
   // floor(n * r / (Max() + 1)) for a fresh draw r: a value in [0, n) for n > 0
   // (fio's scaling of a draw onto a range), computed without division.
-  uint64_t Below(uint64_t n) {
+  [[gnu::always_inline]] inline uint64_t Below(uint64_t n) {  // per I/O: inline
     if (use64_) {
       return static_cast<uint64_t>((static_cast<unsigned __int128>(n) * t64_.Next()) >> 64);
     }

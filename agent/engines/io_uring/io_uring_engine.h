@@ -51,7 +51,7 @@ class IoUringEngine final : public IoEngine {
   absl::Status Init(const EngineOptions& options) override;
   absl::Status Open(std::span<const int> fds) override;
 
-  inline QueueResult Queue(IoRequest& req) override {
+  [[gnu::always_inline]] inline QueueResult Queue(IoRequest& req) override {
     if (req.op == IoOp::kTrim && (!async_punch_ || IsBlockFd(block_, req.file_index))) {
       if (rc_.pending > 0) return QueueResult::kBusy;
       req.res = TrimRange(req.fd, IsBlockFd(block_, req.file_index), req.offset, req.len);
@@ -92,7 +92,9 @@ class IoUringEngine final : public IoEngine {
 
   inline int Commit() override { return rc_.Commit(); }
 
-  inline int Reap(int min, int max, Completion* out) override { return rc_.Reap(min, max, out); }
+  [[gnu::always_inline]] inline int Reap(int min, int max, Completion* out) override {
+    return rc_.Reap(min, max, out);
+  }
 
   void Close() noexcept override;
   absl::Status Drive(IoLoop& loop) override;
