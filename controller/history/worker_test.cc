@@ -31,6 +31,17 @@ using nlohmann::json;
 
 class HistoryWorkerTest : public ::testing::Test {
  protected:
+  // Registers host-0..host-(n-1) as agents of the same class as the first one.
+  void AddHostsLikeHost1(int n) {
+    WriteBatch b;
+    for (int h = 0; h < n; ++h) {
+      AgentRow a = store_->ListAgents()->at(0);
+      a.name = absl::StrCat("host-", h);
+      b.upsert_agents.push_back(a);
+    }
+    ASSERT_TRUE(store_->Write(std::move(b)).ok());
+  }
+
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
            absl::StrCat("history_worker_test_", getpid(), "_",
@@ -164,16 +175,7 @@ class HistoryWorkerTest : public ::testing::Test {
 // together, so the series began with 8 such points: a "change" at the 9th.
 TEST_F(HistoryWorkerTest, IdenticalJobsOnEightHostsRaiseNoAlert) {
   runtime_ms_ = 2;
-  {
-    // Seven more hosts of the same class as host-1.
-    WriteBatch b;
-    for (int h = 0; h < 8; ++h) {
-      AgentRow a = store_->ListAgents()->at(0);
-      a.name = absl::StrCat("host-", h);
-      b.upsert_agents.push_back(a);
-    }
-    ASSERT_TRUE(store_->Write(std::move(b)).ok());
-  }
+  AddHostsLikeHost1(8);  // host-0..host-7, of host-1's class
   for (int i = 0; i < 48; ++i) {
     host_ = absl::StrCat("host-", i % 8);
     AddJob(i, i < 8 ? 256000 : Noisy(100000, 0.01));
@@ -211,15 +213,7 @@ TEST_F(HistoryWorkerTest, IdenticalJobsOnEightHostsRaiseNoAlert) {
 // data tagged with a commit per run (a CI series: a new build at every point)
 // is not marked. Before the fleet-wide rule neither was.
 TEST_F(HistoryWorkerTest, AFleetWideMoveWithNothingRecordedChangedIsLikelyEnvironmental) {
-  {
-    WriteBatch b;
-    for (int h = 0; h < 8; ++h) {
-      AgentRow a = store_->ListAgents()->at(0);
-      a.name = absl::StrCat("host-", h);
-      b.upsert_agents.push_back(a);
-    }
-    ASSERT_TRUE(store_->Write(std::move(b)).ok());
-  }
+  AddHostsLikeHost1(8);
   for (bool tagged : {false, true}) {
     commit_tags_ = tagged;
     const std::string prefix = tagged ? "ci-" : "soak-";
