@@ -86,9 +86,15 @@ uint64_t BufferSlotBytes(const jobspec::JobSpec& job) {
 }
 
 size_t BufferOffset(const jobspec::JobSpec& job) {
-  constexpr size_t kMallocChunkHeader = 16;  // glibc, 64-bit: two size_t before the memory
   if (job.direct || job.mem_align != 0 || job.ioengine == "io_uring_cmd") return job.mem_align;
-  return kMallocChunkHeader;
+  // fio's buffer: max_bs x iodepth bytes (its orig_buffer_size), the block not rounded.
+  uint64_t max_bs = 1;
+  for (int d = 0; d < jobspec::kNumDdirs; ++d) {
+    max_bs = std::max({max_bs, job.bs[d], job.bs_max[d]});
+    for (const auto& e : job.bssplit[d]) max_bs = std::max(max_bs, e.bs);
+  }
+  const uint64_t total = max_bs * std::max<uint64_t>(1, job.iodepth);
+  return total >= kFioMmapThresholdBytes ? kMallocChunkHeaderBytes : kFioHeapPageOffset;
 }
 
 uint32_t BufferSlots(const jobspec::JobSpec& job) {

@@ -52,15 +52,24 @@ absl::StatusOr<HostResources> ReadHostResources();
 // direction and bssplit entry, rounded up to a 4 KiB page.
 uint64_t BufferSlotBytes(const jobspec::JobSpec& job);
 // Where the first buffer slot starts past a page boundary, as fio 3.33 places
-// its buffers with mem=malloc (its default; iofleet takes no other): an O_DIRECT
-// job, a job with iomem_align, or one on io_uring_cmd (an engine fio marks
-// raw and memaligned) gets a page boundary plus iomem_align; any other job
-// gets malloc's address, which for these sizes glibc serves from a mapping of
-// its own, 16 bytes (its chunk header) past a page. The place is not a detail:
-// a buffered copy into or out of a buffer 16 bytes past a page costs more than
-// one into an aligned buffer on some CPUs (the 2-vCPU test VM: fio's own 256 KiB
-// buffered reads ran 1.5-2.8x faster with mem_align=4096;
-// docs/buffered-reads-vs-fio.md), so an aligned agent measured another machine.
+// its buffers with mem=malloc (its default; iofleet takes no other). An O_DIRECT
+// job, a job with iomem_align, or one on io_uring_cmd (an engine fio marks raw
+// and memaligned) gets a page boundary plus iomem_align. Any other job gets
+// what fio's malloc gives it, measured with strace on fio 3.33 reading job
+// files (glibc 2.36): buffers of kFioMmapThresholdBytes or more (max_bs x
+// iodepth) come from a mapping of their own, 16 bytes (glibc's chunk header)
+// past a page; smaller ones from the heap, mid-page (0x610 for psync jobs of
+// 4 KiB to 384 KiB; 0x090-0x990 for libaio ones). The place is not a detail: a
+// buffered read copies a page-cache page into the buffer, and with the buffer
+// a few bytes past a page the copy ran at half the rate or less on the 2-vCPU
+// test VM, in fio and in the agent alike (as 4 KiB aliasing would: each load
+// of the copy matches the low address bits of a store just before it); mid-page
+// or on a page it does not (docs/buffered-reads-vs-fio.md). fio's own placement
+// follows its heap: given on the command line instead of in a job file, even
+// 8 MiB came from its heap.
+inline constexpr uint64_t kFioMmapThresholdBytes = 512 << 10;  // 384 KiB heap, 512 KiB mapped
+inline constexpr size_t kMallocChunkHeaderBytes = 16;
+inline constexpr size_t kFioHeapPageOffset = 0x610;
 size_t BufferOffset(const jobspec::JobSpec& job);
 // Buffer slots per clone: 1 for the sync engines (one I/O in flight), else iodepth.
 uint32_t BufferSlots(const jobspec::JobSpec& job);
