@@ -29,6 +29,20 @@ namespace {
 
 using nlohmann::json;
 
+// A one-job read result as the agent reports it: `iops`, its bandwidth at 4 KiB
+// and a clat mean of 8 I/Os in flight; `echo_rw` adds the agent's option echo.
+json ReadResult(double iops, bool echo_rw = false) {
+  json job = {{"jobname", "j"},
+              {"error", 0},
+              {"job_runtime", 10000},
+              {"read",
+               {{"iops", iops},
+                {"bw_bytes", iops * 4096},
+                {"clat_ns", {{"N", 100000}, {"mean", 1e9 / iops * 8}}}}}};
+  if (echo_rw) job["job options"] = {{"rw", "randread"}};
+  return json{{"jobs", json::array({job})}};
+}
+
 class HistoryWorkerTest : public ::testing::Test {
  protected:
   // Registers host-0..host-(n-1) as agents of the same class as the first one.
@@ -122,16 +136,7 @@ class HistoryWorkerTest : public ::testing::Test {
       res.ok = true;
       res.finished_ms = kT0 + kHour * i;
       res.device_fingerprint = "nvme Samsung PM1733 fw EPK9 3.84TB";
-      res.result_json =
-          json{{"jobs",
-                {{{"jobname", "j"},
-                  {"error", 0},
-                  {"job_runtime", 10000},
-                  {"read",
-                   {{"iops", iops},
-                    {"bw_bytes", iops * 4096},
-                    {"clat_ns", {{"N", 100000}, {"mean", 1e9 / iops * 8}}}}}}}}}
-              .dump();
+      res.result_json = ReadResult(iops).dump();
       if (!run_inventory_.is_null()) {
         json doc = json::parse(res.result_json);
         doc["iofleet"]["inventory"] = run_inventory_;
@@ -887,15 +892,7 @@ class HistoryRerunTest : public HistoryWorkerTest {
       res.ok = true;
       res.finished_ms = now_ms_;
       res.device_fingerprint = "nvme Samsung PM1733 fw EPK9 3.84TB";
-      res.result_json = json{{"jobs",
-                              {{{"jobname", "j"},
-                                {"error", 0},
-                                {"job_runtime", 10000},
-                                {"read",
-                                 {{"iops", iops},
-                                  {"bw_bytes", iops * 4096},
-                                  {"clat_ns", {{"N", 100000}, {"mean", 1e9 / iops * 8}}}}}}}}}
-                            .dump();
+      res.result_json = ReadResult(iops).dump();
       b.upsert_runs.push_back(r);
       b.results.push_back(res);
     }
@@ -969,16 +966,7 @@ class HistoryRerunTest : public HistoryWorkerTest {
     f->set_run_id(run_id);
     f->set_ok(true);
     f->set_device_fingerprint("nvme Samsung PM1733 fw EPK9 3.84TB");
-    f->set_result_json(json{{"jobs",
-                             {{{"jobname", "j"},
-                               {"job options", {{"rw", "randread"}}},  // the agent's echo
-                               {"error", 0},
-                               {"job_runtime", 10000},
-                               {"read",
-                                {{"iops", iops},
-                                 {"bw_bytes", iops * 4096},
-                                 {"clat_ns", {{"N", 100000}, {"mean", 1e9 / iops * 8}}}}}}}}}
-                           .dump());
+    f->set_result_json(ReadResult(iops, /*echo_rw=*/true).dump());
     sched_->AgentMessage("host-1", end, m);
     auto run = store_->GetRun(run_id);
     ASSERT_TRUE(run.ok()) << run.status();
