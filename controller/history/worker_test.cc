@@ -853,11 +853,9 @@ class HistoryRerunTest : public HistoryWorkerTest {
       submitted_.push_back(spec);
       return sched_->SubmitJob(spec);
     };
-    if (withdraw_) {
-      o.withdraw_queued = [this](const std::string& job_id, const std::string& why) {
-        return sched_->WithdrawQueuedRuns(job_id, why);
-      };
-    }
+    o.withdraw_queued = [this](const std::string& job_id, const std::string& why) {
+      return sched_->WithdrawQueuedRuns(job_id, why);
+    };
     auto w = HistoryWorker::Create(store_.get(), o);
     EXPECT_TRUE(w.ok()) << w.status();
     return std::move(*w);
@@ -985,7 +983,6 @@ class HistoryRerunTest : public HistoryWorkerTest {
 
   std::unique_ptr<Scheduler> sched_;
   std::vector<v1::JobSpec> submitted_;
-  bool withdraw_ = true;  // the worker withdraws unplaced runs once settled
 };
 
 TEST_F(HistoryRerunTest, UnknownChangeGetsExtraRunsBothSidesUntilSame) {
