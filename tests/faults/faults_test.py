@@ -680,6 +680,7 @@ def case_soak():
     malloc_stats = os.environ.get("IOFLEET_SOAK_MALLOC_STATS", "") not in ("", "0")
     with Env("soak") as env:
         env.keep = keep
+        t_ctl = time.time()  # the history worker's stoppage checks: every 60 s from here
         c = env.add_controller(heartbeat_timeout="15s", wrapper=wrap, extra_args=ctl_args)
         names = [f"soak{i:02d}" for i in range(n)]
         for nm in names:
@@ -785,6 +786,8 @@ def case_soak():
         check(sub_ids <= listed_ids,
               f"GET /jobs (every page) lacks {len(sub_ids - listed_ids)} of {len(sub_ids)} submitted jobs")
         alerts = env.get("/alerts")["alerts"]
+        st_all, res_all = env.api("GET", "/alerts?status=all", ok=False)
+        all_alerts = res_all["alerts"] if st_all == 200 else None
         samples.append((round(time.time() - t_start, 1), rss_kb(pid)))
         if keep:
             dump = {"alerts": alerts, "all_alerts": env.get("/alerts?status=all")["alerts"]
@@ -829,12 +832,18 @@ def case_soak():
         # shared machine moved every host at once; docs/history-method.md,
         # step 9) or a false alert.
         unmarked = [a for a in alerted if not a.get("likely_environmental")]
-        # Alerts by kind, metric and mark ("env": likely_environmental).
-        by_kind = {}
-        for a in alerts:
-            k = (f"{a.get('kind')}/{a.get('metric')}/"
-                 f"{'env' if a.get('likely_environmental') else 'unmarked'}")
-            by_kind[k] = by_kind.get(k, 0) + 1
+        # Alerts by kind, metric and mark ("env": likely_environmental); the
+        # withdrawn ones too (a stoppage alert is withdrawn by the first check
+        # after its series reports again, 60 s later).
+        def by_kind_of(alist):
+            out = {}
+            for a in alist:
+                k = (f"{a.get('kind')}/{a.get('metric')}/"
+                     f"{'env' if a.get('likely_environmental') else 'unmarked'}")
+                out[k] = out.get(k, 0) + 1
+            return out
+        by_kind = by_kind_of(alerts)
+        by_kind_all = by_kind_of(all_alerts) if all_alerts is not None else None
         heap = [int(m) for m in re.findall(r"malloc: in_use_bytes=(\d+)", c.log_text())]
         third = max(1, len(samples) // 3)
         first = sum(v for _, v in samples[:third]) / third
@@ -852,7 +861,9 @@ def case_soak():
                        "alerts": len(alerts), "alerts_different": len(alerted),
                        "alerts_not_marked_environmental": len(unmarked),
                        "stoppages": sum(1 for a in alerts if a.get("kind") == "stoppage"),
-                       "alerts_by_kind": by_kind, "stall_s": stall,
+                       "alerts_by_kind": by_kind, "alerts_all_by_kind": by_kind_all,
+                       "stall_s": stall, "stall_after_controller_start_s":
+                       stall and round(stall[0] + t_start - t_ctl, 2),
                        "controller_args": ctl_args, "malloc_in_use_kb": [b // 1024 for b in heap],
                        "alert_states": sorted({(a.get("metric"), a.get("decision"),
                                                 (a.get("reruns") or {}).get("state"))
