@@ -746,8 +746,10 @@ def case_soak():
             check(not errors, f"errors: {errors[:5]}")
             time.sleep(0.2)
         # Drain.
+        t_load_end = time.time()
         for jid in list(outstanding.values()):
             env.wait_job(jid, 60)
+        t_drained = time.time()
         samples.append((round(time.time() - t_start, 1), rss_kb(pid)))
         dead = [nm for nm, a in env.agents.items() if a.proc.poll() is not None]
         check(not dead, f"agents died: {dead}")
@@ -773,6 +775,7 @@ def case_soak():
             return (js,) if all(j["state"] in ("succeeded", "failed", "cancelled") for j in js) else None
         time.sleep(3)
         rerun_jobs = wait_for(reruns_done, 120, "the controller's extra-run jobs", interval=1)[0]
+        t_reruns = time.time()
         # The history worker lags the runs by a poll (one poll analysed for 11 s
         # in a loaded 50-agent soak): read the alerts once every run fed its
         # points (read from the store: a REST series read runs the analysis).
@@ -781,6 +784,7 @@ def case_soak():
         def ingested():
             return env.query("SELECT count(DISTINCT run_id) FROM history_points")[0][0] >= len(submitted)
         wait_for(ingested, 180, "the history worker to ingest every run", interval=2)
+        t_ingested = time.time()  # the worker's lag behind the runs (2 s resolution)
         listed_ids = {j["id"] for j in all_jobs()}
         listed = len(listed_ids)
         check(sub_ids <= listed_ids,
@@ -862,6 +866,9 @@ def case_soak():
                        "alerts_not_marked_environmental": len(unmarked),
                        "stoppages": sum(1 for a in alerts if a.get("kind") == "stoppage"),
                        "alerts_by_kind": by_kind, "alerts_all_by_kind": by_kind_all,
+                       "drain_s": round(t_drained - t_load_end, 1),
+                       "reruns_wait_s": round(t_reruns - t_drained, 1),
+                       "ingest_wait_s": round(t_ingested - t_reruns, 1),
                        "stall_s": stall, "stall_after_controller_start_s":
                        stall and round(stall[0] + t_start - t_ctl, 2),
                        "controller_args": ctl_args, "malloc_in_use_kb": [b // 1024 for b in heap],
