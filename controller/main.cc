@@ -1,4 +1,5 @@
-// iofleet-controller: flags, start, wait for SIGTERM/SIGINT, shut down.
+// iofleet-controller: flags, start, wait for SIGTERM/SIGINT (answering SIGUSR1
+// with malloc's statistics), shut down.
 #include <malloc.h>
 #include <signal.h>
 
@@ -220,7 +221,8 @@ void DeclareFlags(iofleet::flags::FlagSet& fs, iofleet::controller::ServerOption
             opts.history_rerun_max_inflight = static_cast<int>(n);
             return absl::OkStatus();
           }});
-  fs.Section("Memory (glibc malloc; SIGUSR1 writes malloc's statistics to stderr):");
+  fs.Section("Memory (glibc malloc; SIGUSR1 writes malloc's statistics to stderr,\n"
+             "except with --advertise, where it is ignored):");
   fs.Add({"malloc-arena-max", "N",
           "malloc arenas at most (mallopt M_ARENA_MAX); 0 = glibc's\n"
           "default (8 per core, or the MALLOC_ARENA_MAX variable)",
@@ -232,7 +234,8 @@ void DeclareFlags(iofleet::flags::FlagSet& fs, iofleet::controller::ServerOption
           }});
   fs.Add({"malloc-trim-interval", "DURATION",
           "return malloc's free memory to the kernel (malloc_trim)\n"
-          "this often, from the thread that waits for signals; 0 = never",
+          "this often, from the thread that waits for signals; 0 = never\n"
+          "(not with --advertise)",
           "0", [&mem](const std::string& v) {
             if (v == "0") {
               mem.trim_interval_ms = 0;
@@ -321,6 +324,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "iofleet-controller: --advertise-http needs --advertise (high availability)\n");
     return 2;
   }
+  if (!ha.advertise.empty() && mem.trim_interval_ms != 0) {
+    std::fprintf(stderr, "iofleet-controller: --malloc-trim-interval needs one controller "
+                         "(not --advertise)\n");
+    return 2;
+  }
   if (ha.advertise.empty() && ha.ttl_ms != iofleet::controller::HaOptions().ttl_ms) {
     std::fprintf(stderr, "iofleet-controller: --lease-ttl needs --advertise (high availability)\n");
     return 2;
@@ -349,6 +357,12 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  // SIGUSR1 (malloc statistics) too: never the default action (exit), even in
+  // high-availability mode, which does not answer it.
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   if (!ha.advertise.empty()) {
@@ -359,8 +373,7 @@ int main(int argc, char** argv) {
     }
     return iofleet::controller::RunHighlyAvailable(opts, ha, sigs, argv);
   }
-  sigaddset(&sigs, SIGUSR1);  // malloc statistics (not in high-availability mode)
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  sigaddset(&sigs, SIGUSR1);  // answered by WaitForStop
   auto server = iofleet::controller::ControllerServer::Start(opts);
   if (!server.ok()) {
     std::fprintf(stderr, "iofleet-controller: %s\n",

@@ -65,6 +65,8 @@ def case_controller():
                 '--malloc-arena-max: "-1" is not an integer in 0..1024')
         refused(run(ctl, f"--data-dir={data}", "--malloc-trim-interval=10ms"),
                 '--malloc-trim-interval: "10ms" is not 0 or a duration of at least 100ms')
+        refused(run(ctl, f"--data-dir={data}", "--advertise=127.0.0.1:1", "--malloc-trim-interval=1s"),
+                "--malloc-trim-interval needs one controller (not --advertise)")
         check(not os.path.exists(data), "a refused start made the data dir")
         conf = env.write("typo.conf", f"data-dir = {data}\nhttp-lisen = 127.0.0.1:0\n")
         refused(run(ctl, f"--config={conf}"),
