@@ -31,6 +31,11 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
                    unlinks = 2 x (passes - 1), one pass of slack at the
                    end); randwrite: none; read: fio fails its second pass
                    with ENOENT, iofleet refuses the job before any I/O
+  time_based_verify_files  time_based, verify=crc32c, two files written in
+                   order on psync: every pass of 16 writes is read back (16
+                   reads a pass; the runtime may end inside the last verify
+                   phase) in both tools, with unlink_each_loop=1 too; the
+                   agent before read nothing back (sync engine: no phase)
   time_based_verify  time_based jobs with verify (t/jobs/t0025, t0026 shapes):
                    neither tool starts a verify phase (no read in a write
                    job), the randrw job passes in both, and both print their
@@ -434,6 +439,25 @@ def case_unlink_files_time_based(env):
     check(p.returncode != 0 and "unlink_each_loop" in p.stderr and "does not write" in p.stderr,
           f"read: iofleet did not refuse the job: rc {p.returncode}: {p.stderr[-300:]}")
     print("unlink_files_time_based: read: fio error 2 (ENOENT), iofleet refuses before any I/O")
+
+
+def case_time_based_verify_files(env):
+    # fio 3.33: several files written in order end each pass when used up,
+    # even on a sync engine, and the verify phase follows every pass.
+    for extra in ("", "unlink_each_loop=1\n"):
+        for tool in ("fio", "iofleet"):
+            d = env.path(f"vf-{tool}")
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+            j = env.job("vf.fio", f"[v]\ndirectory={d}\nnrfiles=2\nsize=64k\nbs=4k\nrw=write\nioengine=psync\n"
+                                  f"verify=crc32c\ntime_based=1\nruntime=500ms\n{extra}")
+            job, err = env.run(tool, j)
+            check(job["error"] == 0, f"{extra!r}: {tool} error {job['error']}: {err[-300:]}")
+            w, r = job["write"]["total_ios"], job["read"]["total_ios"]
+            lo, hi = 16 * (-(-w // 16) - 1), 16 * (w // 16)
+            print(f"time_based_verify_files {extra.strip() or 'plain'}: {tool}: {w} writes, {r} reads")
+            check(w > 32 and lo <= r <= hi, f"{extra!r}: {tool}: {r} reads for {w} writes, want {lo}..{hi} "
+                                          "(each pass of 16 writes read back)")
 
 
 def case_time_based_verify(env):
