@@ -352,7 +352,7 @@ bool IoLoop::NextPass(uint64_t now) {
     }
   }
   if (job_.time_based && job_.runtime_us != 0) {
-    if (cfg_.loop_files != nullptr) {
+    if (cfg_.loop_files != nullptr && job_.verify != jobspec::VerifyType::kNone && !time_wrap) {
       // unlink_each_loop with verify (UnlinksFilesBetweenPasses): fio's I/O
       // loop stopped at the pass's bytes and its next pass starts with new
       // files, as the next loop of a loops=N job does.
@@ -362,6 +362,13 @@ bool IoLoop::NextPass(uint64_t now) {
     }
     // fio drops the cache as a time_based job's files start over (file_cache.h).
     if (!gen_.ContinueTimeBased()) {
+      if (cfg_.loop_files != nullptr) {
+        // The files are used up (several files read or written in order:
+        // fio's get_next_file finds none, so its pass ends): new files.
+        loop_switch_ = true;
+        stop_issuing_ = true;
+        return false;
+      }
       if (invalidate_on_time_wrap_) gen_.InvalidateCaches();
       gen_.ResetPass();
     }

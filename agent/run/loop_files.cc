@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/jobspec/verify_phase.h"
 
 namespace iofleet::agent {
 
@@ -18,7 +19,7 @@ absl::Status LoopFiles::StartLoop() {
       return absl::InternalError(absl::StrCat("job \"", job_name_, "\": unlink_each_loop: unlink ", f.path,
                                               ": ", std::strerror(errno)));
     }
-    const int fd = ::open(f.path.c_str(), open_flags_ | O_CREAT | O_CLOEXEC, 0644);
+    const int fd = ::open(f.path.c_str(), open_flags_ | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
       return absl::InternalError(absl::StrCat("job \"", job_name_, "\": unlink_each_loop: open ", f.path,
                                               ": ", std::strerror(errno)));
@@ -37,8 +38,16 @@ absl::Status LoopFiles::StartLoop() {
 bool UnlinksFilesBetweenPasses(const jobspec::JobSpec& job) {
   if (!job.unlink_each_loop) return false;
   // fio drops time_based without a runtime (the agent runs it as a plain job).
-  if (job.time_based && job.runtime_us != 0) return job.verify != jobspec::VerifyType::kNone;
+  if (job.time_based && job.runtime_us != 0) {
+    if (job.verify != jobspec::VerifyType::kNone && !jobspec::TimeBasedPassesNeverEnd(job)) return true;
+    return SequentialFilesEndPasses(job);
+  }
   return job.loops > 1;
+}
+
+bool SequentialFilesEndPasses(const jobspec::JobSpec& job) {
+  return job.time_based && job.runtime_us != 0 && job.FileCount() > 1 && !jobspec::IsRandom(job.rw) &&
+         job.rw_seq_add == 0;
 }
 
 bool UnlinksOnceMoreAtEnd(const jobspec::JobSpec& job, bool rate_wait_reached_runtime) {
@@ -55,9 +64,10 @@ absl::Status CheckUnlinkEachLoop(const jobspec::JobSpec& job) {
                                                    "\": option \"unlink_each_loop\": value \"1\": ", why));
   };
   if (!jobspec::HasWrite(job.rw)) {
-    const std::string passes = job.time_based && job.runtime_us != 0
-                                   ? std::string(" with time_based and verify")
-                                   : absl::StrCat(" with loops=", job.loops);
+    const std::string passes = !(job.time_based && job.runtime_us != 0) ? absl::StrCat(" with loops=", job.loops)
+                               : SequentialFilesEndPasses(job)
+                                   ? absl::StrCat(" with time_based over ", job.FileCount(), " files")
+                                   : std::string(" with time_based and verify");
     return refuse(absl::StrCat("rw=", jobspec::RwPatternName(job.rw), passes,
                                " does not write, so the files unlinked after the first ",
                                job.time_based && job.runtime_us != 0 ? "pass" : "loop",

@@ -1,5 +1,5 @@
 // unlink_each_loop (fio 3.33): as each loop after the first starts (for a
-// time_based job: each verified pass, UnlinksFilesBetweenPasses), the job's
+// time_based job: each pass that ends, UnlinksFilesBetweenPasses), the job's
 // regular files are closed and unlinked, and the job goes on in new, empty
 // files of the same names (fio's clear_io_state, unlink_all_files, then its
 // next open with O_CREAT). The I/O pattern is unchanged: offsets still span
@@ -47,14 +47,31 @@ class LoopFiles {
 // Whether an unlink_each_loop job replaces its files during its run, as fio
 // 3.33 does: as each loop after the first starts (loops > 1), or, for a
 // time_based job (with a runtime; fio ignores loops then), as each pass after
-// the first starts when verify is set: fio's I/O loop stops at a pass's bytes
-// only to verify (or, with do_verify=0, to start the next pass), and the next
-// pass begins with clear_io_state and unlink_all_files. Without verify a
-// time_based job wraps over the same files for its whole runtime and never
-// unlinks them. fio's pass ends early only for queued I/Os (its do_io counts
-// issued bytes in FIO_Q_QUEUED alone), so on a sync engine (psync, ...) a
-// time_based job never unlinks either: the worker checks that.
+// the first starts. A time_based pass ends (backend.c thread_main: the next
+// one begins with clear_io_state and unlink_all_files) in two ways:
+//  * with verify set, once the pass's bytes are issued (do_io stops there to
+//    verify, or with do_verify=0 to start the next pass); fio counts issued
+//    bytes in FIO_Q_QUEUED alone, so a sync engine (psync, ...) never ends a
+//    pass that way (jobspec::TimeBasedPassesNeverEnd);
+//  * on every engine, with or without verify, when a sequential job of
+//    several files has used them all up (SequentialFilesEndPasses).
+// Otherwise a time_based job wraps over the same files for its whole runtime
+// (one file read or written sequentially wraps in get_next_seq_offset; a
+// random job's used-up files start over in get_next_rand_block) and never
+// unlinks them. The I/O loop replaces the files only where a pass really
+// ends (IoLoop::NextPass); this predicate creates the LoopFiles and decides
+// what CheckUnlinkEachLoop refuses.
 bool UnlinksFilesBetweenPasses(const jobspec::JobSpec& job);
+
+// A time_based job of several files, sequential (no rw=...:N holes, which
+// wrap within a file): fio 3.33 marks each file done as its next offset
+// passes the file's end (io_u.c get_next_offset; only one file wraps, in
+// get_next_seq_offset), and the pass ends when every file is done
+// (get_next_file finds none), on every engine. Measured (fio 3.33,
+// nrfiles=2, size=64k, bs=4k, runtime=500ms): write, psync and libaio: the
+// two files unlinked and created again after every 16 writes; randwrite:
+// never; read: ENOENT as the second pass opens the files.
+bool SequentialFilesEndPasses(const jobspec::JobSpec& job);
 
 // Whether an unlink_each_loop job unlinks its files once more as it ends, as
 // fio 3.33 does (backend.c thread_main, io_u.c rate_ddir): when the runtime of

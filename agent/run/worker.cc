@@ -267,11 +267,8 @@ absl::Status Worker::Prepare() {
 
   LoopConfig lc;
   lc.job = &job;
-  // fio 3.33 counts a pass's issued bytes only for queued I/Os, so a
-  // time_based job on a sync engine never ends a pass early to verify, and
-  // never unlinks (measured: psync 0 unlinks, libaio one per pass).
-  const bool time_based = job.time_based && job.runtime_us != 0;
-  if (UnlinksFilesBetweenPasses(job) && !no_io && !(time_based && sync_engine)) {
+  // A time_based job replaces them only where a pass ends (IoLoop::NextPass).
+  if (UnlinksFilesBetweenPasses(job) && !no_io) {
     loop_files_ = std::make_unique<LoopFiles>(job.name, std::move(loop_files), open_flags & ~O_CLOEXEC);
     lc.loop_files = loop_files_.get();
   }

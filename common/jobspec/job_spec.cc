@@ -116,6 +116,10 @@ bool TimeBasedPassesNeverEnd(const JobSpec& j) {
   // experimental_verify with reads in the mix: the verify phase of a mixed
   // job (which fio's replay may hold) is not reproduced; the agent starts none.
   if (j.experimental_verify && HasRead(j.rw)) return true;
+  // Several files read or written in order end each pass on any engine (fio's
+  // get_next_file finds them all used up; only one file wraps), so the verify
+  // phase follows every pass there.
+  if (j.FileCount() > 1 && !IsRandom(j.rw) && j.rw_seq_add == 0) return false;
   const std::string& e = j.ioengine;
   return e == "sync" || e == "psync" || e == "vsync" || e == "pvsync" || e == "pvsync2" ||
          (e == "null" && j.iodepth <= 1);

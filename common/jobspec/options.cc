@@ -1600,7 +1600,7 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kFiles, .example = "1", .apply = SetBool<&JobSpec::unlink>,
    .render = IOFLEET_RENDER_BOOL(unlink, "unlink")},
   {.name = "unlink_each_loop", .type = T::kBool, .def = "0",
-   .help = "Unlink created files after each loop in a job has completed (the next loop writes new, empty files; a job that does not write is refused with loops > 1; time_based: only with verify on an async engine, each pass after the first, else never; and once more at the end when a rated job of one file without a verify phase used up its runtime in a rate wait, as fio 3.33)",
+   .help = "Unlink created files after each loop in a job has completed (the next loop writes new, empty files; a job that does not write is refused with loops > 1; time_based: each pass after the first where a pass ends: with verify on an async engine, or when a sequential job of several files has used them all up (any engine; a read job of several files is refused), else never; and once more at the end when a rated job of one file without a verify phase used up its runtime in a rate wait, as fio 3.33)",
    .category = C::kFiles, .example = "1", .example_with = "rw=write", .apply = SetBool<&JobSpec::unlink_each_loop>,
    .render = IOFLEET_RENDER_BOOL(unlink_each_loop, "unlink_each_loop")},
   {.name = "overwrite", .type = T::kBool, .def = "0", .help = "When writing, set whether to overwrite current data (lay out the whole file first)",

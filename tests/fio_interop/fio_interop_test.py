@@ -25,6 +25,17 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
   unlink_rate_end  unlink_each_loop=1, time_based, rate_iops: the files each
                    tool leaves (none when the runtime ends in a rate wait of a
                    one-file job without a verify phase, as fio 3.33)
+  unlink_files_time_based  unlink_each_loop=1, time_based, two files written
+                   in order (psync, libaio): each tool unlinks both files
+                   after every pass of 16 writes (counted with inotify:
+                   unlinks = 2 x (passes - 1), one pass of slack at the
+                   end); randwrite: none; read: fio fails its second pass
+                   with ENOENT, iofleet refuses the job before any I/O
+  time_based_verify_files  time_based, verify=crc32c, two files written in
+                   order on psync: every pass of 16 writes is read back (16
+                   reads a pass; the runtime may end inside the last verify
+                   phase) in both tools, with unlink_each_loop=1 too; the
+                   agent before read nothing back (sync engine: no phase)
   time_based_verify  time_based jobs with verify (t/jobs/t0025, t0026 shapes):
                    neither tool starts a verify phase (no read in a write
                    job), the randrw job passes in both, and both print their
@@ -335,6 +346,118 @@ def case_experimental_time_based(env):
                 check(blocks <= reads[tool] <= blocks + depth - 1,
                       f"{rw} iodepth={depth}: {tool} read {reads[tool]} blocks back, want "
                       f"{blocks}..{blocks + depth - 1} (the first pass only)")
+
+
+class DirWatch:
+    """Counts the files deleted in a directory (inotify, through ctypes: no
+    tracing, so the tools run at their own speed)."""
+    IN_DELETE, IN_Q_OVERFLOW, IN_NONBLOCK = 0x200, 0x4000, 0o4000
+
+    def __init__(self, path):
+        import ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(self.IN_NONBLOCK)
+        check(self.fd >= 0, "inotify_init1 failed")
+        check(self.libc.inotify_add_watch(self.fd, path.encode(), self.IN_DELETE) >= 0,
+              f"inotify_add_watch {path} failed")
+        self.deleted = 0
+        self.overflow = False
+
+    def drain(self):
+        import struct
+        while True:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            i = 0
+            while i < len(data):
+                _, mask, _, n = struct.unpack_from("iIII", data, i)
+                self.deleted += 1 if mask & self.IN_DELETE else 0
+                self.overflow |= bool(mask & self.IN_Q_OVERFLOW)
+                i += 16 + n
+
+    def close(self):
+        os.close(self.fd)
+
+
+def case_unlink_files_time_based(env):
+    # fio 3.33 ends a time_based pass when a sequential job has used up all
+    # its files (several files: none wraps), on every engine, and the next
+    # pass starts with unlink_all_files; a random job's files start over
+    # inside the pass. The old agent never unlinked without verify.
+    import threading
+    variants = [("psync write", "ioengine=psync\nrw=write\n", True),
+                ("libaio write", "ioengine=libaio\niodepth=4\nrw=write\n", True),
+                ("psync randwrite", "ioengine=psync\nrw=randwrite\n", False)]
+    for label, extra, replaced in variants:
+        for tool in ("fio", "iofleet"):
+            d = env.path(f"uf-{tool}")
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+            j = env.job("uf.fio", f"[u]\ndirectory={d}\nnrfiles=2\nsize=64k\nbs=4k\nunlink_each_loop=1\n"
+                                  f"time_based=1\nruntime=500ms\n{extra}")
+            w = DirWatch(d)
+            done = threading.Event()
+
+            def pump():
+                while not done.wait(0.01):
+                    w.drain()
+            t = threading.Thread(target=pump)
+            t.start()
+            try:
+                job, err = env.run(tool, j)
+            finally:
+                done.set()
+                t.join()
+            w.drain()
+            w.close()
+            check(not w.overflow, f"{label}: {tool}: the inotify queue overflowed")
+            check(job["error"] == 0, f"{label}: {tool} error {job['error']}: {err[-300:]}")
+            writes = job["write"]["total_ios"]
+            print(f"unlink_files_time_based: {label}: {tool}: {writes} writes, {w.deleted} unlinks")
+            if replaced:
+                # 16 writes a pass; each pass after the first unlinks both
+                # files; the runtime may end before or after the unlinks
+                # that follow a full last pass.
+                lo, hi = 2 * (-(-writes // 16) - 1), 2 * (writes // 16)
+                check(writes > 32 and lo <= w.deleted <= hi,
+                      f"{label}: {tool}: {w.deleted} unlinks for {writes} writes, want {lo}..{hi}")
+            else:
+                check(w.deleted == 0, f"{label}: {tool}: {w.deleted} unlinks, want none")
+    d = env.path("uf-read")
+    os.makedirs(d, exist_ok=True)
+    for n in range(2):
+        with open(os.path.join(d, f"u.0.{n}"), "wb") as f:
+            f.write(os.urandom(32 << 10))
+    j = env.job("ur.fio", f"[u]\ndirectory={d}\nnrfiles=2\nsize=64k\nbs=4k\nunlink_each_loop=1\n"
+                          "time_based=1\nruntime=500ms\nioengine=psync\nrw=read\n")
+    job, err = env.run("fio", j)
+    check(job["error"] == 2, f"read: fio error {job['error']}, want 2 (ENOENT as the second pass opens)")
+    p = subprocess.run([env.agent, "run", j, "--output-format=json"], capture_output=True, text=True,
+                       cwd=env.dir, timeout=120)
+    check(p.returncode != 0 and "unlink_each_loop" in p.stderr and "does not write" in p.stderr,
+          f"read: iofleet did not refuse the job: rc {p.returncode}: {p.stderr[-300:]}")
+    print("unlink_files_time_based: read: fio error 2 (ENOENT), iofleet refuses before any I/O")
+
+
+def case_time_based_verify_files(env):
+    # fio 3.33: several files written in order end each pass when used up,
+    # even on a sync engine, and the verify phase follows every pass.
+    for extra in ("", "unlink_each_loop=1\n"):
+        for tool in ("fio", "iofleet"):
+            d = env.path(f"vf-{tool}")
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+            j = env.job("vf.fio", f"[v]\ndirectory={d}\nnrfiles=2\nsize=64k\nbs=4k\nrw=write\nioengine=psync\n"
+                                  f"verify=crc32c\ntime_based=1\nruntime=500ms\n{extra}")
+            job, err = env.run(tool, j)
+            check(job["error"] == 0, f"{extra!r}: {tool} error {job['error']}: {err[-300:]}")
+            w, r = job["write"]["total_ios"], job["read"]["total_ios"]
+            lo, hi = 16 * (-(-w // 16) - 1), 16 * (w // 16)
+            print(f"time_based_verify_files {extra.strip() or 'plain'}: {tool}: {w} writes, {r} reads")
+            check(w > 32 and lo <= r <= hi, f"{extra!r}: {tool}: {r} reads for {w} writes, want {lo}..{hi} "
+                                          "(each pass of 16 writes read back)")
 
 
 def case_time_based_verify(env):
