@@ -15,7 +15,8 @@
 //  * A file whose offsets are used up (or whose next block does not fit before
 //    its end) is done for the pass; the pass ends when every file is done or
 //    the pass's bytes are issued. With `wrap` (io_size given), files done before
-//    the bytes are issued start over (fio's keep_running with io_size).
+//    the bytes are issued start over (fio's keep_running with io_size): in
+//    the last loop only, where fio's loops after the job's own run (ExtraLoop).
 #pragma once
 
 #include <array>
