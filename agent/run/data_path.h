@@ -169,7 +169,7 @@ class DataPath : public FileOpener {
   // The pass's bytes are issued and nothing else is to come before its end
   // (no verify or trim I/O, no iolog): the paced loop ends the pass without
   // drawing a direction or waiting for the rate schedule (as Next() does).
-  bool pass_used_up() const { return !slow_ && !trims_ && gen_.pass_done(); }
+  bool pass_used_up() { return !slow_ && !trims_ && gen_.pass_used_up(); }
   // verify_async (verify_async.h): a helper found a bad block since the last
   // TakeAsyncFailures (a relaxed atomic load; false without helpers).
   inline bool async_failed() const { return async_ != nullptr && async_->has_failures(); }

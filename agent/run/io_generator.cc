@@ -216,33 +216,106 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   }
   // fio's do_io going on after a pass's bytes (GoOnAsFio), for the jobs whose
   // passes end on their bytes alone here: not time_based (it never stops at
-  // the bytes), io_size (wrap: Rewind), verify, trims, zones or number_ios,
-  // whose passes end by rules of their own.
+  // the bytes), io_size_percent, verify, trims or zbd zones, whose
+  // passes end by rules of their own. With io_size (wrap), fio's loops are
+  // io_size's: the limit over the job is io_size x loops, and files used up
+  // in the last loop start over as fio's keep_running runs more loops
+  // (ExtraLoop), not in the loops before it.
   const std::string& e = job.ioengine;
   const bool completes_inline = e == "sync" || e == "psync" || e == "pvsync" || e == "pvsync2" ||
                                 e == "mmap" || (e == "null" && job.iodepth <= 1);
   // fio's size after setup_files: size= (it moves only by less than a block
   // per file when size does not divide among the files), else the files'.
-  const uint64_t fio_size =
-      job.size != 0 && job.size_percent == 0 && job.filesize == 0 ? job.size : io_bytes_per_pass;
+  uint64_t files_bytes = 0;
+  for (const auto& f : files_) files_bytes += f.region_len;
+  const uint64_t fio_size = job.size != 0 && job.size_percent == 0 && job.filesize == 0 ? job.size
+                            : wrap                                                     ? files_bytes
+                                                                                       : io_bytes_per_pass;
   bool zoned = false;
   for (const auto& f : files_) zoned = zoned || f.zbd != nullptr;
-  fio_goes_on_ = !job.time_based && !wrap && job.io_size_percent == 0 && job.number_ios == 0 &&
+  fio_goes_on_ = !job.time_based && job.io_size_percent == 0 &&
                  job.verify == jobspec::VerifyType::kNone && !job.verify_only && !job.experimental_verify &&
-                 job.trim_percentage == 0 && !trimwrite_ && !strided_ && !zoned && fio_size != 0;
+                 job.trim_percentage == 0 && !trimwrite_ && !zoned && fio_size != 0;
   const uint64_t loops = std::max<uint64_t>(job.loops, 1);
-  if (__builtin_mul_overflow(fio_size, loops, &fio_limit_)) fio_limit_ = UINT64_MAX;
-  fio_loop_cap_ = completes_inline ? UINT64_MAX : fio_size;
+  loops_ = loops;
+  loop_index_ = 0;
+  // keep_running's limit for loops after the job's loops: io_size (not x loops).
+  keep_limit_ = wrap ? io_bytes_per_pass : 0;
+  if (__builtin_mul_overflow(wrap ? io_bytes_per_pass : fio_size, loops, &fio_limit_)) fio_limit_ = UINT64_MAX;
+  // do_io's total_bytes: what one loop may queue on a queueing engine (size;
+  // a random write job without a random map may write io_size).
+  uint64_t loop_cap = fio_size;
+  if (wrap && jobspec::HasWrite(job.rw) && jobspec::IsRandom(job.rw) && job.norandommap) {
+    loop_cap = std::max(loop_cap, io_bytes_per_pass);
+  }
+  fio_loop_cap_ = completes_inline ? UINT64_MAX : loop_cap;
+  if (fio_goes_on_ && wrap) {
+    pass_left_ = segment_left_ = std::min(pass_bytes_, fio_loop_cap_);
+  }
+  file_seed_ = seeds->seeds[workload::kSeedFile];
+  file_seed64_ = job.random_generator == jobspec::RandomGenerator::kTausworthe64;
   return absl::OkStatus();
 }
 
 bool IoGenerator::GoOnAsFio() {
-  if (!fio_goes_on_ || files_done_ == files_.size() || filled_ >= ios_cap_) return false;
+  if (!fio_goes_on_ || filled_ >= ios_cap_) return false;
   const uint64_t issued = Issued();
   const uint64_t loop_issued = issued - loop_start_issued_;
-  if (issued >= fio_limit_ || loop_issued >= fio_loop_cap_) return false;
+  if (files_done_ == files_.size() || issued >= fio_limit_ || loop_issued >= fio_loop_cap_) {
+    return wrap_ && ExtraLoop();
+  }
   StartSegment(std::min(fio_limit_ - issued, fio_loop_cap_ - loop_issued));
   return true;
+}
+
+bool IoGenerator::ExtraLoop() {
+  // fio's keep_running after the job's loops: another loop while the bytes
+  // done are below io_size by a largest block at least, and the last loop
+  // did some I/O (else fio ends the job).
+  if (loop_index_ + 1 < loops_ || filled_ >= ios_cap_) return false;  // the I/O loop starts the next one
+  const uint64_t issued = Issued();
+  if (issued >= keep_limit_ || keep_limit_ - issued < max_bs_ || filled_ == filled_at_rewind_) return false;
+  filled_at_rewind_ = filled_;
+  const bool all_done = files_done_ == files_.size();
+  const bool drawn = PendingFileDraw(all_done);
+  // clear_io_state: what is still open closes, the files start over.
+  CloseOpenFiles();
+  ResetFiles();
+  rwmix_->NewLoop(reseed_offsets_);
+  if (reseed_offsets_) bs_->Reseed();
+  if (invalidate_on_rewind_) InvalidateCaches();
+  loop_start_issued_ = issued;
+  StartSegment(std::min(fio_limit_ - issued, fio_loop_cap_));
+  LoopFileDraw(drawn);
+  return true;
+}
+
+bool IoGenerator::PendingFileDraw(bool all_done) const {
+  // The loop's last I/O drew the next file (NextFile) and no I/O used it.
+  return !all_done && service_left_ == service_nr_;
+}
+
+void IoGenerator::LoopFileDraw(bool drawn) {
+  if (!random_files_ || files_.size() <= 1) return;
+  // fio's next loop starts on closed files: its first pick draws a file
+  // (get_next_file_rand), from a stream re-seeded under randrepeat=1
+  // (clear_io_state's td_fill_rand_seeds). Without a re-seed, a draw the
+  // last loop made after its last I/O is the one fio makes here.
+  if (reseed_offsets_) {
+    if (file_dist_.has_value()) {
+      file_dist_->Reseed();
+    } else {
+      file_rng_.Seed(file_seed_, file_seed64_);
+    }
+  } else if (drawn) {
+    // That draw passed over the files used up in the last loop; fio's, with
+    // every file not done again, takes the stream's first value.
+    if (file_dist_.has_value() || !file_draw_skips_) return;
+    file_rng_ = file_rng_mark_;
+  }
+  cur_file_ = file_dist_.has_value() ? static_cast<size_t>(file_dist_->Next() >> kFileServiceShift)
+                                     : static_cast<size_t>(file_rng_.Below(files_.size()));
+  service_left_ = service_nr_;
 }
 
 absl::Status IoGenerator::ZoneError() const {
@@ -362,6 +435,7 @@ bool IoGenerator::FillStrided(FileState& f, size_t fi, IoRequest& r, jobspec::Dd
 bool IoGenerator::Rewind() {
   // Nothing was produced since the last start-over: the files cannot serve
   // this job any more (stop rather than spin).
+  if (fio_goes_on_) return wrap_ && ExtraLoop();
   if (!wrap_ || pass_left_ < max_bs_ || filled_ == filled_at_rewind_) return false;
   filled_at_rewind_ = filled_;
   ResetFiles();
@@ -447,17 +521,10 @@ void IoGenerator::NewLoop() {
   if (reseed_offsets_) bs_->Reseed();
   if (mark_rwmix_.has_value()) MarkPassStart();
   loop_start_issued_ = Issued();
-  // A loop that ended on its used-up files (the last fill failed on each)
-  // made no file draw after its last one; fio's next loop starts on closed
-  // files, so its first pick is a draw (get_next_file_rand): draw it here.
-  // A loop that ended on its bytes drew its next file after its last I/O.
-  const bool all_done = files_done_ == files_.size();
+  ++loop_index_;
+  const bool drawn = PendingFileDraw(files_done_ == files_.size());
   ResetPass();
-  if (all_done && random_files_ && files_.size() > 1) {
-    cur_file_ = file_dist_.has_value() ? static_cast<size_t>(file_dist_->Next() >> kFileServiceShift)
-                                       : static_cast<size_t>(file_rng_.Below(files_.size()));
-    service_left_ = service_nr_;
-  }
+  LoopFileDraw(drawn);
 }
 
 void IoGenerator::ResetPass() {
@@ -468,7 +535,7 @@ void IoGenerator::ResetPass() {
     // fio's loop issues only what its limit over the job leaves: nothing
     // when an earlier loop went on through it (GoOnAsFio).
     const uint64_t issued = Issued();
-    left = std::min(left, issued < fio_limit_ ? fio_limit_ - issued : 0);
+    left = std::min({left, issued < fio_limit_ ? fio_limit_ - issued : 0, fio_loop_cap_});
   }
   StartSegment(left);
 }

@@ -15,7 +15,8 @@
 //  * A file whose offsets are used up (or whose next block does not fit before
 //    its end) is done for the pass; the pass ends when every file is done or
 //    the pass's bytes are issued. With `wrap` (io_size given), files done before
-//    the bytes are issued start over (fio's keep_running with io_size).
+//    the bytes are issued start over (fio's keep_running with io_size): in
+//    the last loop only, where fio's loops after the job's own run (ExtraLoop).
 #pragma once
 
 #include <array>
@@ -109,7 +110,7 @@ class IoGenerator {
   // A pass whose bytes are issued takes no direction draw (fio stops before
   // it fills another I/O), unless fio's do_io would go on (GoOnAsFio).
   [[gnu::always_inline]] inline bool Next(IoRequest& r) {
-    return (pass_left_ != 0 || GoOnAsFio()) && NextIn(r, rwmix_->Next());
+    return (pass_left_ != 0 || GoOnAsFio()) && FillNext(r, rwmix_->Next());
   }
 
   // Next() in two steps, for rate pacing (pacing.h), which may pick the other
@@ -119,9 +120,14 @@ class IoGenerator {
   void SwitchDir(jobspec::Ddir to) { rwmix_->Switch(to); }
   // rwmix's share (percent) of the direction other than d; 0 when not mixed.
   uint32_t OtherShare(jobspec::Ddir d) const { return rwmix_->OtherShare(d); }
+  // The paced loop's fill: where its pass's bytes are issued, fio's do_io may
+  // go on as in Next() (GoOnAsFio).
+  [[gnu::always_inline]] inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
+    return (pass_left_ != 0 || GoOnAsFio()) && FillNext(r, d);
+  }
   // Inlined into the I/O loop (it runs per I/O): the call, and the registers
   // an out-of-line call saves, cost more than the plain path's own work.
-  [[gnu::always_inline]] inline bool NextIn(IoRequest& r, jobspec::Ddir d) {
+  [[gnu::always_inline]] inline bool FillNext(IoRequest& r, jobspec::Ddir d) {
     if (filled_ >= ios_cap_) StartSegment(0);  // number_ios
     while (pass_left_ != 0) {
       // A file picked while closed (only with an opener): open it, or pass it
@@ -172,7 +178,9 @@ class IoGenerator {
   // True once this pass's bytes are issued (or its files are used up). Next()
   // may still fill I/Os after it where fio 3.33 goes on (GoOnAsFio).
   bool pass_done() const { return pass_left_ == 0; }
-  bool pass_used_up() const { return pass_left_ == 0; }  // as DataPath's
+  // The pass's bytes are issued and fio's do_io would not go on (GoOnAsFio,
+  // which starts the bytes it goes on for): the paced loop ends the pass.
+  bool pass_used_up() { return pass_left_ == 0 && !GoOnAsFio(); }
 
   // Starts a new pass: same random sequence again when repeatable (fio's lfsr/map reset).
   void ResetPass();
@@ -351,6 +359,10 @@ class IoGenerator {
       } while (files_[cur_file_].done);
       return;
     }
+    // A draw that may pass over used-up files: where it started, for a loop
+    // that ends before this draw is used (LoopFileDraw).
+    file_draw_skips_ = files_done_ != 0;
+    if (file_draw_skips_) file_rng_mark_ = file_rng_;
     do {
       cur_file_ = static_cast<size_t>(file_rng_.Below(files_.size()));
     } while (files_[cur_file_].done);
@@ -378,6 +390,17 @@ class IoGenerator {
   // not (norandommap, files larger than the pass: fio's first loop then
   // issues later loops' bytes, and those loops issue nothing).
   bool GoOnAsFio();
+  // With io_size: fio's keep_running starting another loop after the job's
+  // loops (the bytes done are below io_size): the files start over, closed,
+  // the streams re-seeded as NewLoop does. False in the loops before the
+  // last (the I/O loop starts those) or when fio would stop.
+  bool ExtraLoop();
+  // A loop ends: whether its last I/O drew the next file (random file
+  // service) with no I/O using it yet.
+  bool PendingFileDraw(bool all_done) const;
+  // A loop starts: its first pick draws a file as fio's does (random file
+  // service), from the re-seeded stream under randrepeat=1.
+  void LoopFileDraw(bool drawn);
   // Bytes issued over every pass so far (fio's io_issue_bytes).
   uint64_t Issued() const { return issued_before_ + (segment_left_ - pass_left_) + over_; }
   // pass_left_ starts over at `left` (a new pass, or fio going on).
@@ -425,6 +448,11 @@ class IoGenerator {
   uint64_t segment_left_ = 0;
   uint64_t over_ = 0;
   uint64_t loop_start_issued_ = 0;
+  // The job's loops, the loop running (0 first), and keep_running's limit
+  // past them (io_size; 0 without it).
+  uint64_t loops_ = 1;
+  uint64_t loop_index_ = 0;
+  uint64_t keep_limit_ = 0;
   // trimwrite / randtrimwrite: the last trim, which the next write repeats.
   struct Trimmed {
     int fd = -1;
@@ -447,6 +475,10 @@ class IoGenerator {
   static constexpr int kFileServiceShift = 10;
   std::optional<workload::OffsetDistribution> file_dist_;
   workload::Rng file_rng_;     // fio's next_file_state
+  uint64_t file_seed_ = 0;     // its seed, again as loops start (randrepeat=1)
+  bool file_seed64_ = false;
+  workload::Rng file_rng_mark_;    // file_rng_ before the last draw, when it could skip files
+  bool file_draw_skips_ = false;
   size_t files_done_ = 0;
   uint64_t filled_ = 0;              // I/Os produced (progress check for Rewind)
   uint64_t ios_cap_ = UINT64_MAX;    // number_ios x loops (x2 trimwrite); never reset

@@ -19,7 +19,13 @@
 // with norandommap that fill succeeds and fio's first loop issues every
 // loop's bytes. numjobs clones run in fio's thread order (the job, then its
 // clones from the last down to 1), each with the seeds of fio's clone of the
-// same files (*numjobs3*, *numjobs4*).
+// same files (*numjobs3*, *numjobs4*). The same rule with io_size (fio's
+// limit is io_size x loops; used-up files start over only after the last
+// loop, while the bytes done are below io_size: *iosize*loops*), number_ios
+// (*numberios*), paced jobs (*rate*, *thinktime*) and zonemode=strided
+// (*strided-loops2*). With file_service_type=random each loop's first pick
+// draws a file from the stream fio re-seeds under randrepeat=1
+// (*random-nrfiles3-loops2*, on psync, libaio and io_uring).
 //
 // The whole log is fio's, line for line: its add/open/close lines too. fio
 // opens a file as the I/O first picks it and closes it as it is used up (and
