@@ -90,7 +90,7 @@ TEST(Stoppage, APauseOfABusySeriesIsNoStoppage) {
   absl::Time t = kT0;
   for (int i = 0; i < 30; ++i) {
     t += absl::Milliseconds(200);
-    p[i] = Point{"r" + std::to_string(i), i, t, 100};
+    p[i] = TimedPoint(i, t);
   }
   const Series s = *Series::Create(std::move(p));
   Stoppage st = CheckStoppage(s, t + absl::Seconds(3), StoppageParams{});
