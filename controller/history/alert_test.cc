@@ -136,8 +136,9 @@ TEST(Analyze, ADriftIsGradualNotAnAlert) {
   // -12 % linearly over 60 points at CV 0.5 %.
   std::vector<Point> p(60);
   for (size_t i = 0; i < 60; ++i) {
-    p[i] = Point{"r" + std::to_string(i), static_cast<int64_t>(i), absl::InfinitePast(),
-                 1e5 * (1 - 0.12 * static_cast<double>(i) / 59) * (1 + Wiggle(i, 0.005))};
+    p[i].id = "r" + std::to_string(i);
+    p[i].order = static_cast<int64_t>(i);
+    p[i].value = 1e5 * (1 - 0.12 * static_cast<double>(i) / 59) * (1 + Wiggle(i, 0.005));
   }
   absl::StatusOr<Analysis> an = Analyze(*Series::Create(p), kIops, Params{});
   ASSERT_TRUE(an.ok());
@@ -279,7 +280,9 @@ TEST(Analyze, AChangeWithinTheResolutionStaysSameWhateverTheRuns) {
     ASSERT_TRUE(an.ok()) << an.status();
     EXPECT_TRUE(an->Alerts().empty()) << extra << "\n" << Changes(*an);
     for (const Assessment& a : an->changes) {
-      if (a.change.confirmed) EXPECT_NE(a.decision, Decision::kNeedMoreRuns) << a.reason;
+      if (a.change.confirmed) {
+        EXPECT_NE(a.decision, Decision::kNeedMoreRuns) << a.reason;
+      }
     }
   }
 }

@@ -56,6 +56,19 @@ json NewReruns(int budget_per_side) {
           {"reason", ""}};
 }
 
+std::string RoundStopWhy(std::string_view state) {
+  if (state == "not_detected") return "the change is not detected any more";
+  if (state == "triaged_invalid") return "the alert was triaged invalid";
+  return absl::StrCat("the verdict settled ", std::string(state));
+}
+
+std::string WithdrawnRunError(std::string_view state, std::string_view alert_id) {
+  const std::string why = state == "not_detected" || state == "triaged_invalid"
+                              ? RoundStopWhy(state)
+                              : absl::StrCat("the change's verdict settled ", std::string(state));
+  return absl::StrCat("withdrawn: ", why, " (alert ", std::string(alert_id), ")");
+}
+
 bool JobStateFinal(std::string_view state) {
   return state == "succeeded" || state == "failed" || state == "cancelled";
 }

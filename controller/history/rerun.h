@@ -20,11 +20,14 @@
 // is left out (it would measure something else).
 //
 // The alert row carries the bookkeeping under "reruns" in its detail:
-//   {"state": "running" | "DIFFERENT" | "SAME" | "budget_spent" | "not_detected"
-//             | "went_away" | "not_confirmed" | "gradual",
+//   {"state": "running" | "waiting" | "DIFFERENT" | "SAME" | "budget_spent"
+//             | "not_detected" | "triaged_invalid" | "went_away" | "not_confirmed"
+//             | "gradual",
 //    "budget_per_side", "requested_before", "requested_after",
 //    "jobs": [{"job_id", "side", "anchor_run", "runs", "state"}], "reason"}
-// Once the verdict settles, the runs of its rounds not placed yet are withdrawn
+// Once the verdict settles, the change is no longer detected ("not_detected"),
+// or the alert is triaged invalid ("triaged_invalid": no further round while it
+// stays so), the runs of its rounds not placed yet are withdrawn
 // (WorkerOptions::withdraw_queued; running ones finish) and the record gains
 // per job "ran", "withdrawn", "in_flight" (and "kept_for": another change still
 // UNKNOWN shares the job), and "ran_before", "ran_after", "withdrawn_before",
@@ -56,6 +59,15 @@ absl::StatusOr<v1::JobSpec> RerunSpec(const JobRow& job, const nlohmann::json& a
 
 // The "reruns" object of a new alert.
 nlohmann::json NewReruns(int budget_per_side);
+
+// Why a round stopped, from its record's state: "the change is not detected
+// any more", "the alert was triaged invalid", or "the verdict settled STATE".
+std::string RoundStopWhy(std::string_view state);
+
+// The error of a run withdrawn unplaced when the round of alert `alert_id`
+// stopped in `state`: "withdrawn: the change's verdict settled DIFFERENT (alert
+// ID)", "withdrawn: the change is not detected any more (alert ID)", ...
+std::string WithdrawnRunError(std::string_view state, std::string_view alert_id);
 
 // True for a job state that will not change (succeeded, failed, cancelled).
 bool JobStateFinal(std::string_view state);

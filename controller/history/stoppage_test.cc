@@ -14,6 +14,16 @@ using ::testing::HasSubstr;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
 
+// Point i ("r<i>", order i, value 100) measured at `t`.
+Point TimedPoint(int i, absl::Time t) {
+  Point p;
+  p.id = "r" + std::to_string(i);
+  p.order = i;
+  p.time = t;
+  p.value = 100;
+  return p;
+}
+
 // n points an hour apart (the last at kT0 + (n-1) h).
 Series Hourly(int n) {
   std::vector<Point> p(n);
@@ -48,7 +58,7 @@ TEST(Stoppage, UsesTheRecentCadence) {
   absl::Time t = kT0;
   for (int i = 0; i < 30; ++i) {
     t += i < 10 ? absl::Hours(24) : absl::Hours(1);
-    p[i] = Point{"r" + std::to_string(i), i, t, 100};
+    p[i] = TimedPoint(i, t);
   }
   const Series s = *Series::Create(std::move(p));
   const Stoppage st = CheckStoppage(s, t + absl::Hours(5), StoppageParams{});
@@ -63,7 +73,7 @@ TEST(Stoppage, UnknownWithoutEnoughTimedPoints) {
   EXPECT_THAT(st.reason, HasSubstr("2 intervals"));
   // Points of one batch (same time) give no interval.
   std::vector<Point> p(6);
-  for (int i = 0; i < 6; ++i) p[i] = Point{"r" + std::to_string(i), i, kT0, 100};
+  for (int i = 0; i < 6; ++i) p[i] = TimedPoint(i, kT0);
   st = CheckStoppage(*Series::Create(p), kT0 + absl::Hours(100), StoppageParams{});
   EXPECT_FALSE(st.known);
   // No time at all.
@@ -80,7 +90,7 @@ TEST(Stoppage, APauseOfABusySeriesIsNoStoppage) {
   absl::Time t = kT0;
   for (int i = 0; i < 30; ++i) {
     t += absl::Milliseconds(200);
-    p[i] = Point{"r" + std::to_string(i), i, t, 100};
+    p[i] = TimedPoint(i, t);
   }
   const Series s = *Series::Create(std::move(p));
   Stoppage st = CheckStoppage(s, t + absl::Seconds(3), StoppageParams{});

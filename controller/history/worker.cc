@@ -621,6 +621,22 @@ absl::Status HistoryWorker::PollOnce() {
     absl::Status s = Detect(key);
     if (!s.ok() && first_error.ok()) first_error = s;
   }
+  // Alerts triaged invalid while a round of theirs is on: analysed again now,
+  // so that its runs not placed yet are withdrawn without waiting for a point.
+  if (rerun_on && (!inflight_jobs_.empty() || !waiting_.empty())) {
+    absl::StatusOr<std::vector<AlertRow>> all = store_->ListAlerts();
+    if (!all.ok()) return all.status();
+    for (const AlertRow& a : *all) {
+      if (a.state != "invalid" || analysed.count(a.series_key) > 0) continue;
+      const json d = json::parse(a.detail_json, nullptr, /*allow_exceptions=*/false);
+      if (!d.is_object() || !d.contains("reruns") || !d["reruns"].is_object()) continue;
+      const std::string st = d["reruns"].value("state", std::string());
+      if (st != "running" && st != "waiting") continue;
+      analysed.insert(a.series_key);
+      absl::Status s = Detect(a.series_key);
+      if (!s.ok() && first_error.ok()) first_error = s;
+    }
+  }
   // Changes sharing a job a settled change withdrew: their records recount it
   // (once per poll each).
   std::set<std::string> recounted;
@@ -860,9 +876,7 @@ absl::Status HistoryWorker::StopRound(json& reruns, const std::string& alert_id,
       } else {
         absl::StatusOr<Count> was = count(job_id);
         if (!was.ok()) return was.status();
-        if (absl::Status s = options_.withdraw_queued(
-                job_id, absl::StrCat("withdrawn: the change's verdict settled ", verdict,
-                                     " (alert ", alert_id, ")"));
+        if (absl::Status s = options_.withdraw_queued(job_id, WithdrawnRunError(verdict, alert_id));
             !s.ok()) {
           j["withdraw_error"] = std::string(s.message());
         }
@@ -901,7 +915,10 @@ absl::Status HistoryWorker::StopRound(json& reruns, const std::string& alert_id,
       }
     }
   }
-  if (!recounted && reruns.contains("stopped")) return absl::OkStatus();
+  if (!recounted && reruns.contains("stopped") &&
+      reruns.value("stopped", std::string()).rfind(RoundStopWhy(verdict) + ":", 0) == 0) {
+    return absl::OkStatus();
+  }
   int ran[2] = {0, 0}, withdrawn[2] = {0, 0}, in_flight = 0;
   std::string kept;
   for (const json& j : reruns["jobs"]) {
@@ -917,7 +934,7 @@ absl::Status HistoryWorker::StopRound(json& reruns, const std::string& alert_id,
   reruns["withdrawn_before"] = withdrawn[0];
   reruns["withdrawn_after"] = withdrawn[1];
   std::string stopped = absl::StrCat(
-      "the verdict settled ", verdict, ": ", ran[0], " of ", reruns.value("requested_before", 0),
+      RoundStopWhy(verdict), ": ", ran[0], " of ", reruns.value("requested_before", 0),
       " extra runs before and ", ran[1], " of ", reruns.value("requested_after", 0),
       " after the change ran; ", withdrawn[0] + withdrawn[1], " not placed yet were withdrawn");
   if (in_flight > 0) {
@@ -1125,7 +1142,13 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
     if (!sa->reference_key.empty()) detail["reference_series"] = sa->reference_key;
     if (a.decision == Decision::kNeedMoreRuns) {
       if (!verifying) reruns = NewReruns(options_.rerun_budget_per_side);
-      if (rerun_on) {
+      if (prior != nullptr && prior->state == "invalid") {
+        // Triaged invalid: no further round, and the runs not placed yet go.
+        reruns["state"] = "triaged_invalid";
+        reruns["reason"] = absl::StrCat("no more extra runs: the alert was triaged invalid; ",
+                                        a.reason);
+        if (absl::Status s = StopRound(reruns, row.id, *existing); !s.ok()) return s;
+      } else if (rerun_on) {
         if (absl::Status s = RequestReruns(a, sa->points, row.id, *existing, series_key, reruns);
             !s.ok()) {
           return s;
@@ -1161,15 +1184,24 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
     const std::string rerun_state =
         d.contains("reruns") && d["reruns"].is_object() ? d["reruns"].value("state", std::string()) : "";
     if (rerun_state == "running" || rerun_state == "waiting") {
-      // Changes that were being settled and are no longer found once their runs are in.
+      // A change being settled that is no longer found: its runs not placed
+      // yet are withdrawn, as for a settled verdict (until 2026-12-02 its
+      // rounds ran to their end).
       json& reruns = d["reruns"];
-      if (RefreshRerunJobs(reruns)) continue;  // wait for the runs asked for
+      RefreshRerunJobs(reruns);
       reruns["state"] = "not_detected";
       reruns["reason"] = absl::StrCat("no change is detected here any more with ",
                                       reruns.value("requested_before", 0),
                                       " extra runs before and ",
                                       reruns.value("requested_after", 0), " after");
+      if (absl::Status s = StopRound(reruns, e->id, *existing); !s.ok()) return s;
       changed = true;
+    } else if (rerun_state == "not_detected" || rerun_state == "triaged_invalid") {
+      // Recount a stopped round until its jobs are final (StopRound).
+      json& reruns = d["reruns"];
+      const std::string was = reruns.dump();
+      if (absl::Status s = StopRound(reruns, e->id, *existing); !s.ok()) return s;
+      changed = reruns.dump() != was;
     }
     const auto f = found_at.find(e->id);
     const Assessment* a = f != found_at.end() ? f->second : nullptr;

@@ -66,8 +66,9 @@ struct WorkerOptions {
   // Withdraws the runs of an extra-run job not placed yet (the scheduler's
   // WithdrawQueuedRuns: they end cancelled with the reason given; running ones
   // finish). Called once the change's verdict settles (DIFFERENT, SAME or any
-  // other decision than UNKNOWN), for each of its jobs no unsettled change
-  // shares. Unset: a round runs to its end whatever the verdict.
+  // other decision than UNKNOWN), the change is not detected any more, or its
+  // alert is triaged invalid, for each of its jobs no unsettled change shares.
+  // Unset: a round runs to its end whatever the verdict.
   std::function<absl::Status(const std::string& job_id, const std::string& why)> withdraw_queued;
   // Most runs added on each side of one change; 0 = never add runs. When they
   // are spent and the verdict is still UNKNOWN, the alert says so
@@ -165,7 +166,8 @@ class HistoryWorker {
   // Refreshes the state of each extra-run job in `reruns["jobs"]` that is not
   // final yet from the store; true while any of them is still pending.
   bool RefreshRerunJobs(nlohmann::json& reruns);
-  // The change's verdict settled (reruns["state"]): withdraws the runs of its
+  // The change's verdict settled, it is not detected any more or its alert was
+  // triaged invalid (reruns["state"]): withdraws the runs of its
   // extra-run jobs not placed yet, unless another change that is still UNKNOWN
   // shares the job (`others`: every stored alert), and records per job and per
   // side how many ran, were withdrawn or still run, and why the round stopped

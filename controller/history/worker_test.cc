@@ -981,6 +981,14 @@ class HistoryRerunTest : public HistoryWorkerTest {
     ASSERT_TRUE(store_->Write(std::move(b)).ok());
   }
 
+  // The runs of `job_id` (a copy: a range-for over `*ListRuns(...)` would read
+  // a destroyed temporary).
+  std::vector<RunRow> RunsOf(const std::string& job_id) {
+    auto runs = store_->ListRuns(job_id, 0, 0);
+    EXPECT_TRUE(runs.ok()) << runs.status();
+    return runs.ok() ? *runs : std::vector<RunRow>{};
+  }
+
   std::unique_ptr<Scheduler> sched_;
   std::vector<v1::JobSpec> submitted_;
 };
@@ -1305,7 +1313,7 @@ TEST_F(HistoryRerunTest, ARoundStopsWhenTheVerdictSettles) {
   auto own = [&](const json& rec, RunState st) {
     int n = 0;
     for (const json& j : rec["jobs"]) {
-      for (const RunRow& run : *store_->ListRuns(j["job_id"], 0, 0)) n += run.state == st;
+      for (const RunRow& run : RunsOf(j["job_id"])) n += run.state == st;
     }
     return n;
   };
@@ -1342,6 +1350,173 @@ TEST_F(HistoryRerunTest, ARoundStopsWhenTheVerdictSettles) {
     EXPECT_TRUE(JobStateFinal(job->state)) << job->state;
   }
   EXPECT_EQ(end->assigned().size(), assigned);
+  EXPECT_EQ(w->stats().rerun_runs_inflight, 0u);
+}
+
+// A change whose extra runs make it vanish stops its round too: the after
+// side's repetitions come in between the two levels, and once the change is
+// not found within 3 points of its place any more (no verdict on it is made:
+// "not_detected"), its record stops the round at once: it says why, and its
+// jobs are withdrawn unless another change still settling shares them (the
+// latency series of the same runs, still UNKNOWN here: "kept_for"). Once that
+// one stops too (triaged invalid), the runs not placed yet are cancelled and
+// the record counts them. Before 2026-12-02 a change not detected any more
+// waited for every run of its round and never withdrew any.
+TEST_F(HistoryRerunTest, ARoundStopsWhenTheChangeIsNotDetectedAnyMore) {
+  for (int i = 0; i < 40; ++i) AddJob(i, Noisy(i < 20 ? 100000 : 98100, 0.01));
+  auto w = RerunWorker(/*budget=*/10, /*step=*/10);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  const json first = IopsAlert();
+  ASSERT_EQ(first["reruns"]["state"], "running") << first.dump(2);
+  const std::string alert_id =
+      (*ListAlertsJson(*store_, {{"metric", "iops"}, {"status", "all"}}))["alerts"][0]["id"];
+  std::set<std::string> round_jobs;
+  for (const json& j : first["reruns"]["jobs"]) round_jobs.insert(j["job_id"]);
+  ASSERT_EQ(round_jobs.size(), 2u);
+  auto reruns = [&] {
+    return json::parse(store_->GetAlert(alert_id)->detail_json)["reruns"];
+  };
+
+  auto end = ConnectHost1();
+  std::set<std::string> done, started;
+  auto on_agent = [&] {
+    std::vector<std::string> v;
+    for (const std::string& id : end->assigned()) {
+      if (done.count(id) == 0) v.push_back(id);
+    }
+    return v;
+  };
+  auto level = [&](const std::string& run_id) {
+    auto run = store_->GetRun(run_id);
+    EXPECT_TRUE(run.ok()) << run.status();
+    const json spec = json::parse(store_->GetJob(run->job_id)->spec_json);
+    return Noisy(spec["tags"].value(std::string(kRerunSideTag), "") == "before" ? 100000 : 99000,
+                 0.005);
+  };
+  int finished = 0;
+  for (int step = 0; step < 30 && reruns()["state"] == "running"; ++step) {
+    const std::vector<std::string> open = on_agent();
+    ASSERT_FALSE(open.empty()) << "no run assigned after " << finished;
+    if (started.insert(open.front()).second) StartRun(end.get(), open.front());
+    FinishRunAt(end.get(), open.front(), level(open.front()));
+    done.insert(open.front());
+    ++finished;
+    for (const std::string& id : on_agent()) {
+      if (started.insert(id).second) StartRun(end.get(), id);
+    }
+    ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  }
+  json r = reruns();
+  ASSERT_EQ(r["state"], "not_detected") << r.dump(2);
+  ASSERT_TRUE(r.contains("stopped")) << r.dump(2);
+  EXPECT_EQ(r["stopped"].get<std::string>().rfind("the change is not detected any more: ", 0), 0u)
+      << r.dump(2);
+  // Stopped with runs left: each job not final is kept for another change.
+  int left = 0;
+  for (const json& j : r["jobs"]) {
+    if (JobStateFinal(store_->GetJob(j["job_id"])->state)) continue;
+    EXPECT_TRUE(j.contains("kept_for")) << r.dump(2);
+    for (const RunRow& run : RunsOf(j["job_id"])) left += !IsTerminal(run.state);
+  }
+  ASSERT_GT(left, 1) << "the round ran out before the change was lost: " << r.dump(2);
+
+  // The other changes stop too: the runs not placed yet are withdrawn now.
+  auto all = ListAlertsJson(*store_, {{"status", "all"}});
+  ASSERT_TRUE(all.ok());
+  for (const json& a : (*all)["alerts"]) {
+    if (a["id"] == alert_id) continue;
+    ASSERT_TRUE(SetAlertState(*store_, a["id"], "invalid", now_ms_).ok());
+  }
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  const std::vector<std::string> running = on_agent();
+  int cancelled = 0;
+  for (const std::string& job_id : round_jobs) {
+    for (const RunRow& run : RunsOf(job_id)) {
+      if (run.state != RunState::kCancelled) continue;
+      ++cancelled;
+      EXPECT_NE(run.error.find("withdrawn: "), std::string::npos) << run.error;
+      EXPECT_EQ(run.started_ms, 0u) << run.id;
+    }
+  }
+  EXPECT_GT(cancelled, 0);
+  sched_->Tick();
+  EXPECT_EQ(on_agent(), running);  // nothing more placed
+  for (const std::string& id : running) FinishRunAt(end.get(), id, level(id));
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  r = reruns();
+  EXPECT_EQ(r["state"], "not_detected") << r.dump(2);
+  int ran = 0;
+  for (const std::string& job_id : round_jobs) {
+    EXPECT_TRUE(JobStateFinal(store_->GetJob(job_id)->state)) << job_id;
+    for (const RunRow& run : RunsOf(job_id)) ran += run.state == RunState::kSucceeded;
+  }
+  EXPECT_EQ(r["ran_before"].get<int>() + r["ran_after"].get<int>(), ran) << r.dump(2);
+  EXPECT_EQ(r["withdrawn_before"].get<int>() + r["withdrawn_after"].get<int>(), cancelled)
+      << r.dump(2);
+}
+
+// Triaged invalid, an alert's round stops at the next poll, with no new point
+// needed: the runs not placed yet are withdrawn and no further round is asked
+// while it stays invalid. Before 2026-12-02 triage did not touch the round.
+TEST_F(HistoryRerunTest, ARoundStopsWhenTheAlertIsTriagedInvalid) {
+  for (int i = 0; i < 40; ++i) AddJob(i, Noisy(i < 20 ? 100000 : 98100, 0.01));
+  auto w = RerunWorker(/*budget=*/10, /*step=*/10);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  const std::string alert_id =
+      (*ListAlertsJson(*store_, {{"metric", "iops"}, {"status", "all"}}))["alerts"][0]["id"];
+  json r = json::parse(store_->GetAlert(alert_id)->detail_json)["reruns"];
+  ASSERT_EQ(r["state"], "running") << r.dump(2);
+  ASSERT_EQ(r["jobs"].size(), 2u);
+  const size_t jobs = submitted_.size();
+  auto end = ConnectHost1();
+  ASSERT_FALSE(end->assigned().empty());
+  const std::string placed = end->assigned().front();
+  StartRun(end.get(), placed);
+
+  // The iops alert alone: its round stops, but the bw and latency alerts of
+  // the same runs are still UNKNOWN and share its jobs: kept for them.
+  ASSERT_TRUE(SetAlertState(*store_, alert_id, "invalid", now_ms_).ok());
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  r = json::parse(store_->GetAlert(alert_id)->detail_json)["reruns"];
+  EXPECT_EQ(r["state"], "triaged_invalid") << r.dump(2);
+  for (const json& j : r["jobs"]) {
+    EXPECT_TRUE(j.contains("kept_for")) << j.dump();
+    for (const RunRow& run : RunsOf(j["job_id"])) EXPECT_NE(run.state, RunState::kCancelled);
+  }
+  // Every alert of the change triaged invalid: the runs not placed yet go.
+  auto all = ListAlertsJson(*store_, {{"status", "all"}});
+  ASSERT_TRUE(all.ok());
+  for (const json& a : (*all)["alerts"]) {
+    ASSERT_TRUE(SetAlertState(*store_, a["id"], "invalid", now_ms_).ok());
+  }
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  r = json::parse(store_->GetAlert(alert_id)->detail_json)["reruns"];
+  EXPECT_EQ(r["state"], "triaged_invalid") << r.dump(2);
+  int cancelled = 0;
+  for (const json& j : r["jobs"]) {
+    for (const RunRow& run : RunsOf(j["job_id"])) {
+      if (run.id == placed) {
+        EXPECT_EQ(run.state, RunState::kRunning);
+        continue;
+      }
+      EXPECT_EQ(run.state, RunState::kCancelled) << run.id;
+      EXPECT_NE(run.error.find("withdrawn: the alert was triaged invalid"), std::string::npos)
+          << run.error;
+      ++cancelled;
+    }
+  }
+  EXPECT_GT(cancelled, 0);
+  EXPECT_EQ(r["stopped"].get<std::string>().rfind("the alert was triaged invalid: ", 0), 0u)
+      << r.dump(2);
+  // The running one finishes; no new round while the alert stays invalid.
+  FinishRunAt(end.get(), placed, Noisy(98100, 0.005));
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  AddJob(40, Noisy(98100, 0.01));
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(submitted_.size(), jobs);
+  r = json::parse(store_->GetAlert(alert_id)->detail_json)["reruns"];
+  EXPECT_NE(r["state"], "running") << r.dump(2);
   EXPECT_EQ(w->stats().rerun_runs_inflight, 0u);
 }
 

@@ -33,6 +33,19 @@ export function fit(box, plot, height) {
   return ro;
 }
 
+// An axis' tick labels by `fmt`. uPlot passes null for the ticks it leaves
+// unlabelled (on a log axis the minor ones between the labelled powers): they
+// stay null, drawn as nothing. Formatted, they were drawn as '–' beside the
+// ticks of every latency chart. `box` (optional) records the labels drawn in
+// its data-y-ticks (nulls included), for tests and people.
+export function tickLabels(fmt, box = null) {
+  return (u, vals) => {
+    const labels = vals.map((v) => (v === null || v === undefined ? null : fmt(v)));
+    if (box) box.dataset.yTicks = JSON.stringify(labels);
+    return labels;
+  };
+}
+
 // Live series start at 0 on both axes: x shows at least 5 s, y at least [0, max].
 const fromZero = (u, min, max) => [0, max > 0 ? max * 1.08 : 1];
 const xFromZero = (u, min, max) => [0, Math.max(5, max || 0)];
@@ -55,7 +68,7 @@ export class LiveChart {
       scales: { x: { time: false, range: xFromZero }, y: yLog ? { distr: 3, log: 10 } : { range: fromZero } },
       axes: [
         { label: 'seconds', stroke: '#555' },
-        { label: yLabel, stroke: '#555', size: 70, values: (u, vals) => vals.map((v) => fmt(v)) },
+        { label: yLabel, stroke: '#555', size: 70, values: tickLabels(fmt, this.box) },
       ],
       series: [
         { label: 't', value: (u, v) => (v === null || v === undefined ? '–' : `${v.toFixed(1)} s`) },
@@ -121,7 +134,7 @@ export function sweepChart(container, { title, xLabel, yLabel, fmt, arms }) {
       scales: { x: { time: false, distr: 3, log: 2 } },
       axes: [
         { label: xLabel, stroke: '#555' },
-        { label: yLabel, stroke: '#555', size: 70, values: (u, vals) => vals.map((v) => fmt(v)) },
+        { label: yLabel, stroke: '#555', size: 70, values: tickLabels(fmt, box) },
       ],
       series,
       bands,

@@ -3,7 +3,7 @@
 // (data-values / data-cells) so tests and people can check them against the API.
 import uPlot from 'uplot';
 import { h, replace, fmtNs } from './dom.js';
-import { COLORS } from './charts.js';
+import { COLORS, tickLabels } from './charts.js';
 import { exceedance, ninesLabel, heatmap } from './latency.js';
 
 const DASH = { clat: undefined, lat: [6, 4] };
@@ -44,9 +44,9 @@ export function exceedanceChart(container, result, recordLat = null, recordsInco
           label: 'percentile',
           stroke: '#555',
           splits: () => Array.from({ length: Math.max(1, top) + 1 }, (_, i) => i),
-          values: (u, vals) => vals.map((v) => ninesLabel(v)),
+          values: tickLabels(ninesLabel),
         },
-        { label: 'latency', stroke: '#555', size: 70, values: (u, vals) => vals.map((v) => fmtNs(v)) },
+        { label: 'latency', stroke: '#555', size: 70, values: tickLabels(fmtNs, box) },
       ],
       series: [
         { label: 'percentile', value: (u, v) => (v === null || v === undefined ? '–' : ninesLabel(v)) },

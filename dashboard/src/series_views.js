@@ -5,7 +5,7 @@
 // shows, with its warm-up points (not detected on) as hollow markers. Each chart box carries the columns it drew (data-values).
 import uPlot from 'uplot';
 import { h, fmtNum } from './dom.js';
-import { widthOf, fit } from './charts.js';
+import { widthOf, fit, tickLabels } from './charts.js';
 
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
 const fin = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
@@ -111,7 +111,7 @@ export function buildsChart(container, s) {
       scales: { x: { time: false, range: () => [-0.5, c.labels.length - 0.5] } },
       axes: [
         { label: c.tag, stroke: '#555', splits: () => c.labels.map((_, i) => i), values: (u, vals) => vals.map(label) },
-        { label: s.metric, stroke: '#555', size: 70, values: (u, vals) => vals.map((v) => fmtNum(v, 3)) },
+        { label: s.metric, stroke: '#555', size: 70, values: tickLabels((v) => fmtNum(v, 3)) },
       ],
       series: [
         { label: c.tag, value: (u, v) => `${label(v)}${c.points[v] !== undefined ? ` (${c.points[v]} points)` : ''}` },
@@ -138,7 +138,7 @@ export function hostsChart(container, s) {
       scales: { x: { time: false } },
       axes: [
         { label: 'point (series order)', stroke: '#555', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] },
-        { label: s.metric, stroke: '#555', size: 70, values: (u, vals) => vals.map((v) => fmtNum(v, 3)) },
+        { label: s.metric, stroke: '#555', size: 70, values: tickLabels((v) => fmtNum(v, 3)) },
       ],
       series: [
         { label: 'point' },

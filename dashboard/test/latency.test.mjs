@@ -147,6 +147,15 @@ describe('run latency views', { skip: skip || false, timeout: 60000 }, () => {
     }
     // The legend reads the x value as a percentile (nines axis).
     assert.match(await ex.locator('.u-legend').innerText(), /percentile/);
+
+    // The log latency axes label some ticks and leave the others blank: an
+    // unlabelled tick was drawn as '–' beside the axis of the clat, total
+    // latency and exceedance charts (the '–' seen on the total-latency chart).
+    for (const chart of ['Completion latency (clat) percentiles', 'Total latency (lat) percentiles', 'Latency percentiles']) {
+      const ticks = JSON.parse(await page.locator(`.chart[data-chart="${chart}"]`).getAttribute('data-y-ticks'));
+      assert.ok(ticks.some((t) => t !== null), `${chart}: no labelled tick in ${JSON.stringify(ticks)}`);
+      assert.deepEqual(ticks.filter((t) => t !== null && !/\d/.test(t)), [], `${chart}: ticks ${JSON.stringify(ticks)}`);
+    }
   });
 
   it('says when total latency is not measured', async () => {

@@ -10,7 +10,7 @@
 import uPlot from 'uplot';
 import { getRun, getSamples, getRunTelemetry, telemetryCpusOfResult, TERMINAL_STATES } from '../api.js';
 import { h, replace, fmtNum, stateBadge, errorBox, poller } from '../dom.js';
-import { COLORS, widthOf, fit } from '../charts.js';
+import { COLORS, widthOf, fit, tickLabels } from '../charts.js';
 import { SeriesBuilder } from '../stats.js';
 import { telemetryColumns, sharedRange, meanLabel, meanOrder, perCpuColumns, CPU_CLASSES } from '../telemetry_series.js';
 
@@ -39,7 +39,7 @@ function timeChart(container, { title, yLabel, fmt, x, series, range }) {
       scales: { x: { time: false, range: () => range }, y: { range: (u, min, max) => [Math.min(0, min), max > 0 ? max * 1.08 : 1] } },
       axes: [
         { label: 'seconds since the run’s first interval', stroke: '#555' },
-        { label: yLabel, stroke: '#555', size: 70, values: (u, vals) => vals.map((v) => fmt(v)) },
+        { label: yLabel, stroke: '#555', size: 70, values: tickLabels(fmt, box) },
       ],
       series: [
         { label: 't', value: (u, v) => (v === null || v === undefined ? '–' : `${v.toFixed(1)} s`) },
