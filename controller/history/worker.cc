@@ -26,6 +26,12 @@ uint64_t SystemNowMs() {
                                    .count());
 }
 
+uint64_t SteadyNowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 // The detection status of an alert (docs/history.md, "Alert status"): what the
@@ -348,7 +354,8 @@ absl::StatusOr<const std::pair<std::string, Series>*> ReferenceCache::Lookup(
 
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
                                                    const Params& params,
-                                                   ReferenceCache* references) {
+                                                   ReferenceCache* references,
+                                                   int window_points) {
   SeriesAnalysis out;
   absl::StatusOr<SeriesRow> row = store.GetSeries(key);
   if (!row.ok()) return row.status();
@@ -399,8 +406,9 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
       break;
     }
   }
+  out.window = TrailingWindowOf(series->size(), params, window_points);
   absl::StatusOr<Analysis> analysis =
-      Analyze(*series, *policy, params, reference ? &*reference : nullptr);
+      AnalyzeTrailing(*series, *policy, params, reference ? &*reference : nullptr, out.window);
   if (!analysis.ok()) return analysis.status();
   out.analysis = std::move(*analysis);
   // The Series' orders leave room for repetitions (kOrderSlots); report the stored ones.
@@ -438,7 +446,17 @@ absl::StatusOr<std::unique_ptr<HistoryWorker>> HistoryWorker::Create(Store* stor
     return absl::InvalidArgumentError(absl::StrCat(
         "history.rerun_max_inflight: ", options.rerun_max_inflight, " (must be >= 0)"));
   }
+  if (absl::Status s = ValidateTrailingWindow(options.analysis_window_points, options.params,
+                                              "history.analysis_window_points");
+      !s.ok()) {
+    return s;
+  }
+  if (options.max_series_per_poll < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "history.max_series_per_poll: ", options.max_series_per_poll, " (must be >= 0)"));
+  }
   if (!options.clock) options.clock = SystemNowMs;
+  if (!options.steady_clock) options.steady_clock = SteadyNowMs;
   return std::unique_ptr<HistoryWorker>(new HistoryWorker(store, std::move(options)));
 }
 
@@ -616,9 +634,39 @@ absl::Status HistoryWorker::PollOnce() {
     absl::Status s = Detect(key);
     if (!s.ok() && first_error.ok()) first_error = s;
   }
+  // The series that gained points join the queue (once each: a series queued
+  // and not analysed yet is analysed once for all its new points); the first
+  // poll queues every stored series, since a stopped worker may have left
+  // some unanalysed. Then the queue is served oldest first within the poll's
+  // budget (max_series_per_poll, poll_budget_ms).
+  if (!queue_seeded_) {
+    absl::StatusOr<std::vector<SeriesRow>> all = store_->ListSeries();
+    if (!all.ok()) return all.status();
+    for (const SeriesRow& row : *all) {
+      if (queued_.insert(row.key).second) queue_.push_back(row.key);
+    }
+    queue_seeded_ = true;
+  }
   for (const std::string& key : touched) {
-    if (!analysed.insert(key).second) continue;
-    absl::Status s = Detect(key);
+    if (queued_.insert(key).second) queue_.push_back(key);
+  }
+  const uint64_t started = options_.steady_clock();
+  uint64_t series_analysed = 0, points_analysed = 0;
+  while (!queue_.empty()) {
+    if (options_.max_series_per_poll > 0 &&
+        series_analysed >= static_cast<uint64_t>(options_.max_series_per_poll)) {
+      break;
+    }
+    if (options_.poll_budget_ms > 0 && series_analysed > 0 &&
+        options_.steady_clock() - started >= options_.poll_budget_ms) {
+      break;
+    }
+    const std::string key = queue_.front();
+    queue_.pop_front();
+    queued_.erase(key);
+    ++series_analysed;
+    if (!analysed.insert(key).second) continue;  // a waiting round analysed it above
+    absl::Status s = Detect(key, &points_analysed);
     if (!s.ok() && first_error.ok()) first_error = s;
   }
   // Changes sharing a job a settled change withdrew: their records recount it
@@ -636,6 +684,10 @@ absl::Status HistoryWorker::PollOnce() {
     stats_.references = references_.stats();
     stats_.rerun_runs_inflight = static_cast<uint64_t>(inflight_runs_);
     stats_.rerun_waiting = waiting_.size();
+    stats_.series_analysed_last_poll = series_analysed;
+    stats_.points_analysed_last_poll = points_analysed;
+    stats_.points_analysed += points_analysed;
+    stats_.analysis_queue = queue_.size();
   }
   if (options_.stoppage_check_ms > 0 &&
       (!last_stoppage_check_ms_ || now < *last_stoppage_check_ms_ ||
@@ -1045,15 +1097,20 @@ absl::Status HistoryWorker::RequestReruns(const Assessment& a,
   return absl::OkStatus();
 }
 
-absl::Status HistoryWorker::Detect(const std::string& series_key) {
-  absl::StatusOr<SeriesAnalysis> sa =
-      AnalyzeStoredSeries(*store_, series_key, options_.params, &references_);
+absl::Status HistoryWorker::Detect(const std::string& series_key, uint64_t* points) {
+  absl::StatusOr<SeriesAnalysis> sa = AnalyzeStoredSeries(
+      *store_, series_key, options_.params, &references_, options_.analysis_window_points);
   {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.detections;
   }
   if (absl::IsFailedPrecondition(sa.status())) return absl::OkStatus();  // no policy: no alerts
   if (!sa.ok()) return sa.status();
+  if (points != nullptr) *points += sa->points.size() - sa->window.begin;
+  // Alerts of changes placed before the analysed part's settled start are kept
+  // as they were decided while they were in it (docs/history-method.md,
+  // "Incremental analysis").
+  const size_t settled_before = sa->window.settled_before;
   const uint64_t now = options_.clock();
   // A change found again a few points from where it was alerted is the same
   // alert (its place moves as points arrive): it keeps its id and triage state.
@@ -1160,6 +1217,11 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
     bool changed = false;
     const std::string rerun_state =
         d.contains("reruns") && d["reruns"].is_object() ? d["reruns"].value("state", std::string()) : "";
+    if (settled_before > 0 && rerun_state != "running" && rerun_state != "waiting") {
+      // Settled: placed before the part analysed (and its reach).
+      auto at = index_of.find(e->first_run_id);
+      if (at != index_of.end() && at->second < settled_before) continue;
+    }
     if (rerun_state == "running" || rerun_state == "waiting") {
       // Changes that were being settled and are no longer found once their runs are in.
       json& reruns = d["reruns"];
