@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -99,14 +100,15 @@ int RunIncrementalCheck(int argc, char** argv) {
     const size_t n = whole->size();
     // The incremental path's decisions: first-after id -> (index, decision).
     std::map<std::string, std::pair<size_t, Decision>> kept;
+    std::optional<size_t> newest;  // the newest confirmed change, as the worker keeps it
     bool differ = false;
     std::set<std::string> ever_full, ever_inc;
     std::string last_full, last_inc;
     for (size_t end = 1; end <= n; ++end) {
       const Series prefix = whole->Prefix(end);
-      const TrailingWindow tw = TrailingWindowOf(end, params, window);
+      const TrailingWindow tw = TrailingWindowOf(end, params, window, newest);
       auto t0 = std::chrono::steady_clock::now();
-      absl::StatusOr<Analysis> inc = AnalyzeTrailing(prefix, policy, params, nullptr, tw);
+      absl::StatusOr<Analysis> inc = AnalyzeTrailing(prefix, policy, params, nullptr, tw, &newest);
       sec_inc += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       points_inc += end - tw.begin;
       if (!inc.ok()) return 1;

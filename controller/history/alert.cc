@@ -713,13 +713,32 @@ size_t Reach(const Params& p) {
   return std::max({w, 2 * sw, wa + sw}) + w / 2;
 }
 
-TrailingWindow TrailingWindowOf(size_t n, const Params& p, int window_points) {
+TrailingWindow TrailingWindowOf(size_t n, const Params& p, int window_points,
+                                std::optional<size_t> newest_change) {
   TrailingWindow tw;
   if (window_points <= 0 || n <= static_cast<size_t>(window_points)) return tw;
   const size_t step = std::max<size_t>(1, static_cast<size_t>(p.detect.edivisive.window) / 2);
-  tw.begin = (n - static_cast<size_t>(window_points)) / step * step;
+  const size_t k = static_cast<size_t>(window_points);
+  tw.begin = (n - k) / step * step;
+  if (newest_change && *newest_change < tw.begin + Reach(p)) {
+    // The newest change is still decided on the newest points: start the part
+    // early enough for it to settle in it, within kMaxWindowFactor x K.
+    const size_t want = *newest_change > Reach(p) ? *newest_change - Reach(p) : 0;
+    const size_t floor = n > kMaxWindowFactor * k ? n - kMaxWindowFactor * k : 0;
+    tw.begin = std::max(want, floor) / step * step;
+    if (tw.begin < floor) tw.begin += step;
+    tw.begin = std::min(tw.begin, (n - k) / step * step);
+  }
   if (tw.begin > 0) tw.settled_before = tw.begin + Reach(p);
   return tw;
+}
+
+std::optional<size_t> NewestConfirmed(const Analysis& a) {
+  std::optional<size_t> out;
+  for (const ChangePoint& cp : a.detection.change_points) {
+    if (cp.confirmed && (!out || cp.index > *out)) out = cp.index;
+  }
+  return out;
 }
 
 absl::Status ValidateTrailingWindow(int window_points, const Params& p, std::string_view field) {
@@ -736,12 +755,22 @@ absl::Status ValidateTrailingWindow(int window_points, const Params& p, std::str
 
 absl::StatusOr<Analysis> AnalyzeTrailing(const Series& series, const MetricPolicy& metric,
                                          const Params& params, const Series* reference,
-                                         const TrailingWindow& w) {
-  if (w.begin == 0) return Analyze(series, metric, params, reference);
+                                         const TrailingWindow& w,
+                                         std::optional<size_t>* newest) {
+  if (w.begin == 0) {
+    absl::StatusOr<Analysis> an = Analyze(series, metric, params, reference);
+    if (an.ok() && newest != nullptr) {
+      if (const std::optional<size_t> c = NewestConfirmed(*an)) *newest = c;
+    }
+    return an;
+  }
   const Series part = series.Slice(w.begin, series.size());
   absl::StatusOr<Analysis> an = Analyze(part, metric, params, reference, w.begin);
   if (!an.ok()) return an.status();
   const size_t b = w.begin;
+  if (newest != nullptr) {
+    if (const std::optional<size_t> c = NewestConfirmed(*an)) *newest = *c + b;
+  }
   for (Candidate& c : an->detection.candidates) c.index += b;
   std::vector<ChangePoint> cps;
   std::vector<Assessment> changes;

@@ -234,8 +234,16 @@ struct TrailingWindow {
 // The part of an n-point series to analyse: the whole series when
 // `window_points` is 0 or n <= window_points; else it starts at the largest
 // multiple of edivisive.window / 2 at or below n - window_points (so E-divisive's
-// windows fall where they fall on the whole series).
-TrailingWindow TrailingWindowOf(size_t n, const Params& p, int window_points);
+// windows fall where they fall on the whole series). `newest_change` (optional):
+// the index of the newest confirmed change the last analysis found; the newest
+// change is decided on every point after it (its placement and the tail rule),
+// so the part starts early enough to settle at or before it (at least Reach()
+// before it), but never more than kMaxWindowFactor x window_points before n.
+inline constexpr size_t kMaxWindowFactor = 4;
+TrailingWindow TrailingWindowOf(size_t n, const Params& p, int window_points,
+                                std::optional<size_t> newest_change = std::nullopt);
+// The index of the newest confirmed change in `a` (nullopt when none).
+std::optional<size_t> NewestConfirmed(const Analysis& a);
 
 // 0 (off) or at least Reach(p) + edivisive.window points; InvalidArgument
 // naming `field` otherwise.
@@ -243,10 +251,14 @@ absl::Status ValidateTrailingWindow(int window_points, const Params& p, std::str
 
 // Analyze() on series[w.begin, n) with the seeds of the whole series. Indices in
 // the result (candidates, change points, assessments) are into the whole series;
-// only the changes at or after w.settled_before are kept.
+// only the changes at or after w.settled_before are kept. `newest` (optional)
+// is set to the index of the newest confirmed change in the whole part (settled
+// ones included) when there is one, and left as it was otherwise: what the next
+// TrailingWindowOf() takes as `newest_change`.
 absl::StatusOr<Analysis> AnalyzeTrailing(const Series& series, const MetricPolicy& metric,
                                          const Params& params, const Series* reference,
-                                         const TrailingWindow& w);
+                                         const TrailingWindow& w,
+                                         std::optional<size_t>* newest = nullptr);
 
 // The reference check for one assessed change on its own.
 ReferenceCheck CheckReference(const Series& series, const Assessment& change,

@@ -173,6 +173,13 @@ namespace {
 // the repetitions of its run (rerun.h) take the slots after it.
 constexpr int64_t kOrderSlots = 1024;
 
+std::string RerunOfAxes(const json& axes, std::string* side) {
+  const json tags = axes.value("tags", json::object());
+  if (!tags.is_object()) return "";
+  if (side != nullptr) *side = tags.value(std::string(kRerunSideTag), std::string());
+  return tags.value(std::string(kRerunOfTag), std::string());
+}
+
 std::string RerunOf(const SeriesPointRow& p, std::string* side) {
   const json axes = PointAxes(p);
   const json tags = axes.value("tags", json::object());
@@ -209,9 +216,12 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
                                     std::vector<SeriesPointRow>* kept, int* excluded = nullptr,
                                     int warmup_per_host = 0,
                                     std::vector<SeriesPointRow>* warmup = nullptr) {
-  std::map<std::string, const SeriesPointRow*> by_run;
-  for (const SeriesPointRow& p : rows) {
-    if (RerunOf(p, nullptr).empty()) by_run[p.run_id] = &p;
+  // Each row's axes parsed once (a poll reads every point of a series).
+  std::vector<json> axes_of(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) axes_of[i] = PointAxes(rows[i]);
+  std::map<std::string, size_t> by_run;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (RerunOfAxes(axes_of[i], nullptr).empty()) by_run[rows[i].run_id] = i;
   }
   struct Slot {
     int64_t anchor_order;
@@ -225,20 +235,20 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
   for (size_t i = 0; i < rows.size(); ++i) {
     const SeriesPointRow& p = rows[i];
     if (!(std::isfinite(p.value) && p.value > 0)) continue;
-    const std::string anchor = RerunOf(p, nullptr);
+    const std::string anchor = RerunOfAxes(axes_of[i], nullptr);
     auto at = anchor.empty() ? by_run.end() : by_run.find(anchor);
     if (at == by_run.end()) {
       slots.push_back({p.order, 0, p.order, i, false});
       continue;
     }
-    if (PointAxes(p).value("kernel_release", std::string()) !=
-        PointAxes(*at->second).value("kernel_release", std::string())) {
+    if (axes_of[i].value("kernel_release", std::string()) !=
+        axes_of[at->second].value("kernel_release", std::string())) {
       if (excluded != nullptr) ++*excluded;
       continue;
     }
     const int rank = ++reps[anchor];
     if (rank >= kOrderSlots) continue;  // beyond any budget
-    slots.push_back({at->second->order, rank, p.order, i, true});
+    slots.push_back({rows[at->second].order, rank, p.order, i, true});
   }
   std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) {
     return std::tie(a.anchor_order, a.rank, a.order) < std::tie(b.anchor_order, b.rank, b.order);
@@ -247,7 +257,7 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
   hosts.reserve(slots.size());
   for (const Slot& sl : slots) {
     hosts.push_back(sl.extra ? std::string()
-                             : PointAxes(rows[sl.row]).value("host", std::string()));
+                             : axes_of[sl.row].value("host", std::string()));
   }
   const std::vector<bool> is_warmup = WarmupMask(hosts, warmup_per_host);
   std::vector<Point> pts;
@@ -268,7 +278,7 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
     q.value = p.value;
     q.cv = std::isfinite(p.cv) && p.cv >= 0 ? p.cv : std::nan("");
     {
-      const json axes = PointAxes(p);
+      const json& axes = axes_of[sl.row];
       const json r = axes.value("resolution", json());
       if (r.is_number() && std::isfinite(r.get<double>()) && r.get<double>() >= 0) {
         q.resolution = r.get<double>();
@@ -355,7 +365,8 @@ absl::StatusOr<const std::pair<std::string, Series>*> ReferenceCache::Lookup(
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
                                                    const Params& params,
                                                    ReferenceCache* references,
-                                                   int window_points) {
+                                                   int window_points,
+                                                   std::string* newest_change) {
   SeriesAnalysis out;
   absl::StatusOr<SeriesRow> row = store.GetSeries(key);
   if (!row.ok()) return row.status();
@@ -406,9 +417,22 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
       break;
     }
   }
-  out.window = TrailingWindowOf(series->size(), params, window_points);
-  absl::StatusOr<Analysis> analysis =
-      AnalyzeTrailing(*series, *policy, params, reference ? &*reference : nullptr, out.window);
+  // The newest change the last analysis found: the part reaches back to it. Not
+  // known (first analysis, or its run is gone): the whole series.
+  std::optional<size_t> newest;
+  bool known = newest_change == nullptr || *newest_change == "-";
+  if (!known && !newest_change->empty()) {
+    for (size_t i = 0; i < out.points.size(); ++i) {
+      if (out.points[i].run_id == *newest_change) {
+        newest = i;
+        known = true;
+      }
+    }
+  }
+  out.window = known ? TrailingWindowOf(series->size(), params, window_points, newest)
+                     : TrailingWindow{};
+  absl::StatusOr<Analysis> analysis = AnalyzeTrailing(
+      *series, *policy, params, reference ? &*reference : nullptr, out.window, &newest);
   if (!analysis.ok()) return analysis.status();
   out.analysis = std::move(*analysis);
   // The Series' orders leave room for repetitions (kOrderSlots); report the stored ones.
@@ -417,6 +441,10 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
     a.first_after_order = out.points[a.change.index].order;
   }
   out.note = out.analysis.detection.note;
+  if (newest_change != nullptr) {
+    // "-" = analysed, no confirmed change: nothing to reach back to.
+    *newest_change = newest && *newest < out.points.size() ? out.points[*newest].run_id : "-";
+  }
   return out;
 }
 
@@ -1098,8 +1126,9 @@ absl::Status HistoryWorker::RequestReruns(const Assessment& a,
 }
 
 absl::Status HistoryWorker::Detect(const std::string& series_key, uint64_t* points) {
-  absl::StatusOr<SeriesAnalysis> sa = AnalyzeStoredSeries(
-      *store_, series_key, options_.params, &references_, options_.analysis_window_points);
+  absl::StatusOr<SeriesAnalysis> sa =
+      AnalyzeStoredSeries(*store_, series_key, options_.params, &references_,
+                          options_.analysis_window_points, &newest_change_[series_key]);
   {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.detections;

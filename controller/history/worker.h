@@ -226,6 +226,10 @@ class HistoryWorker {
   // Series that gained points and wait for their analysis, oldest first (each
   // once); filled with every stored series at the first poll (a restart may
   // have left some unanalysed); poll_mu_.
+  // Per series, the run after its newest confirmed change as the last analysis
+  // found it (AnalyzeStoredSeries newest_change); poll_mu_. Rebuilt by a full
+  // first analysis after a restart.
+  std::map<std::string, std::string> newest_change_;
   std::deque<std::string> queue_;
   std::set<std::string> queued_;
   bool queue_seeded_ = false;
@@ -261,11 +265,15 @@ struct SeriesAnalysis {
 };
 // `references` (optional): the worker's cache for the reference lookup.
 // `window_points`: analyse the newest this-many points only (alert.h
-// TrailingWindowOf; 0 = the whole series, the default).
+// TrailingWindowOf; 0 = the whole series, the default). `newest_change`
+// (optional, with window_points): in, the run id of the first point after the
+// newest confirmed change of the series' last analysis ("" = not known: a
+// worker's first analysis of the series); out, this analysis' one.
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
                                                    const Params& params,
                                                    ReferenceCache* references = nullptr,
-                                                   int window_points = 0);
+                                                   int window_points = 0,
+                                                   std::string* newest_change = nullptr);
 
 // Detection status of an alert (docs/history.md, "Alert status").
 inline constexpr std::string_view kAlertActive = "active";        // the newest analysis alerts

@@ -1400,7 +1400,10 @@ class IncrementalAnalysisTest : public HistoryWorkerTest {
   // Stored alerts as "first run|status|state|change_pct", sorted.
   static std::vector<std::string> AlertsOf(Store& store) {
     std::vector<std::string> out;
-    for (const AlertRow& a : *store.ListAlerts()) {
+    const absl::StatusOr<std::vector<AlertRow>> all = store.ListAlerts();
+    EXPECT_TRUE(all.ok()) << all.status();
+    if (!all.ok()) return out;
+    for (const AlertRow& a : *all) {
       const json d = json::parse(a.detail_json);
       out.push_back(absl::StrCat(a.series_key, "|", a.first_run_id, "|", AlertStatus(d), "|",
                                  a.state, "|", a.change_pct));
@@ -1460,22 +1463,37 @@ TEST_F(IncrementalAnalysisTest, TheNewestPointsGiveTheAlertsOfTheWholeSeries) {
   EXPECT_LT(incremental->stats().points_analysed, full->stats().points_analysed / 2);
 }
 
-// One poll's work is bounded: after 400 runs, a new run makes the worker
-// analyse the newest 125-149 points of each of its 3 series (iops, bw_bytes,
-// clat_mean_ns), not 400.
+// One poll's work is bounded: after 400 runs of noise, a new run makes the
+// worker analyse the newest 125-149 points of each of its 3 series (iops,
+// bw_bytes, clat_mean_ns), not 400 (the first analysis of a series by a worker
+// is whole: it does not know the series' newest change yet). With a step at run
+// 300 the part reaches back to Reach() (75) points before it: 150-250 points.
 TEST_F(IncrementalAnalysisTest, APollAnalysesTheNewestPointsOnly) {
-  for (int i = 0; i < 400; ++i) AddJob(i, Noisy(i < 200 ? 100000 : 90000, 0.01));
+  for (int i = 0; i < 400; ++i) AddJob(i, Noisy(100000, 0.01));
+  auto w = WorkerOn(store_.get(), 125);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(w->stats().points_analysed_last_poll, 3u * 399);  // the first run is a warm-up
+  AddJob(400, Noisy(100000, 0.01));
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(w->stats().series_analysed_last_poll, 3u);
+  EXPECT_GE(w->stats().points_analysed_last_poll, 3u * 125);
+  EXPECT_LT(w->stats().points_analysed_last_poll, 3u * 150);
+  // The whole series each time: 400 usable points each.
+  auto whole = WorkerOn(store_.get(), 0);
+  ASSERT_TRUE(whole->PollOnce().ok()) << whole->stats().last_error;
+  EXPECT_EQ(whole->stats().points_analysed_last_poll, 3u * 400);
+}
+
+TEST_F(IncrementalAnalysisTest, ThePartReachesBackToTheNewestChange) {
+  for (int i = 0; i < 400; ++i) AddJob(i, Noisy(i < 300 ? 100000 : 90000, 0.01));
   auto w = WorkerOn(store_.get(), 125);
   ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
   AddJob(400, Noisy(90000, 0.01));
   ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
   EXPECT_EQ(w->stats().series_analysed_last_poll, 3u);
-  EXPECT_GE(w->stats().points_analysed_last_poll, 3u * 125);
-  EXPECT_LT(w->stats().points_analysed_last_poll, 3u * 150);
-  // The whole series: 400 usable points each (the first run is a warm-up).
-  auto whole = WorkerOn(store_.get(), 0);
-  ASSERT_TRUE(whole->PollOnce().ok()) << whole->stats().last_error;
-  EXPECT_EQ(whole->stats().points_analysed_last_poll, 3u * 400);
+  EXPECT_GE(w->stats().points_analysed_last_poll, 3u * 150);
+  EXPECT_LE(w->stats().points_analysed_last_poll, 3u * 250);
+  EXPECT_EQ(ListAlertsJson(*store_, {{"metric", "iops"}})->at("alerts").size(), 1u);
 }
 
 // A busy poll leaves the rest of the series for the next ones, oldest first,
@@ -1493,13 +1511,15 @@ TEST_F(IncrementalAnalysisTest, SeriesBeyondThePollsCapWaitTheirTurn) {
   ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
   EXPECT_EQ(w->stats().series_analysed_last_poll, 5u);
   EXPECT_EQ(w->stats().analysis_queue, 7u);
-  // The first workload gains a run: its series are not queued a second time.
+  // The first workload gains a run: those of its 3 series still queued keep
+  // their place (the others join at the back), so at most 7 - 5 + 3 wait.
   AddJob(30, Noisy(80000, 0.01), RunState::kSucceeded, "main", "randread");
   ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
   EXPECT_EQ(w->stats().series_analysed_last_poll, 5u);
-  EXPECT_EQ(w->stats().analysis_queue, 3u + 2u);  // 2 of the first workload's 3 requeued
+  EXPECT_GE(w->stats().analysis_queue, 2u);
+  EXPECT_LE(w->stats().analysis_queue, 5u);
   ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
-  EXPECT_EQ(w->stats().series_analysed_last_poll, 5u);
+  EXPECT_LE(w->stats().series_analysed_last_poll, 5u);
   EXPECT_EQ(w->stats().analysis_queue, 0u);
   // Every series was analysed: one iops alert per workload.
   EXPECT_EQ(ListAlertsJson(*store_, {{"metric", "iops"}})->at("alerts").size(), 4u)
