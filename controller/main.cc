@@ -1,6 +1,9 @@
-// iofleet-controller: flags, start, wait for SIGTERM/SIGINT, shut down.
+// iofleet-controller: flags, start, wait for SIGTERM/SIGINT (answering SIGUSR1
+// with malloc's statistics), shut down.
+#include <malloc.h>
 #include <signal.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -17,6 +20,12 @@
 #include "controller/server.h"
 
 namespace {
+
+// glibc malloc settings (bench/RESULTS.md, "Controller heap at 50 agents").
+struct MallocOptions {
+  int arena_max = 0;             // 0: glibc's default (8 per core) or MALLOC_ARENA_MAX
+  uint64_t trim_interval_ms = 0;  // 0: never trim
+};
 
 constexpr char kSynopsis[] =
     "usage: iofleet-controller --data-dir=DIR | --store=URI [--init] [--grpc-listen=HOST:PORT]\n"
@@ -36,7 +45,7 @@ constexpr char kSynopsis[] =
 // The controller's flags: one table (common/flags) that parses the command
 // line and the config file's keys and generates --help.
 void DeclareFlags(iofleet::flags::FlagSet& fs, iofleet::controller::ServerOptions& opts,
-                  iofleet::controller::HaOptions& ha) {
+                  iofleet::controller::HaOptions& ha, MallocOptions& mem) {
   using iofleet::flags::NotA;
   auto count = [&fs](const std::string& name, size_t* out, const std::string& help,
                      const std::string& def) {
@@ -212,6 +221,69 @@ void DeclareFlags(iofleet::flags::FlagSet& fs, iofleet::controller::ServerOption
             opts.history_rerun_max_inflight = static_cast<int>(n);
             return absl::OkStatus();
           }});
+  fs.Section("Memory (glibc malloc; SIGUSR1 writes malloc's statistics to stderr,\n"
+             "except with --advertise, where it is ignored):");
+  fs.Add({"malloc-arena-max", "N",
+          "malloc arenas at most (mallopt M_ARENA_MAX); 0 = glibc's\n"
+          "default (8 per core, or the MALLOC_ARENA_MAX variable)",
+          "0", [&mem](const std::string& v) {
+            uint64_t n = 0;
+            if (!absl::SimpleAtoi(v, &n) || n > 1024) return NotA(v, "an integer in 0..1024");
+            mem.arena_max = static_cast<int>(n);
+            return absl::OkStatus();
+          }});
+  fs.Add({"malloc-trim-interval", "DURATION",
+          "return malloc's free memory to the kernel (malloc_trim)\n"
+          "this often, from the thread that waits for signals; 0 = never\n"
+          "(not with --advertise)",
+          "0", [&mem](const std::string& v) {
+            if (v == "0") {
+              mem.trim_interval_ms = 0;
+              return absl::OkStatus();
+            }
+            uint64_t ms = 0;
+            if (!iofleet::flags::ParseDurationMs(v, &ms) || ms < 100) {
+              return NotA(v, "0 or a duration of at least 100ms");
+            }
+            mem.trim_interval_ms = ms;
+            return absl::OkStatus();
+          }});
+}
+
+// SIGUSR1: one summary line (mallinfo2, every arena) and malloc_info's XML
+// (per arena: free chunks by size, system bytes) on stderr.
+void WriteMallocStats() {
+  const struct mallinfo2 mi = mallinfo2();
+  std::fprintf(stderr,
+               "iofleet-controller: malloc: in_use_bytes=%zu free_bytes=%zu "
+               "top_releasable_bytes=%zu mmapped_bytes=%zu arena_bytes=%zu\n",
+               mi.uordblks, mi.fordblks, mi.keepcost, mi.hblkhd, mi.arena);
+  malloc_info(0, stderr);
+  std::fflush(stderr);
+}
+
+// Waits for SIGTERM/SIGINT; meanwhile answers SIGUSR1 and trims every
+// `trim_ms` (0: never). The thread has nothing else to do.
+int WaitForStop(const sigset_t& sigs, uint64_t trim_ms) {
+  for (;;) {
+    int sig = 0;
+    if (trim_ms == 0) {
+      if (sigwait(&sigs, &sig) != 0) continue;
+    } else {
+      const timespec ts{static_cast<time_t>(trim_ms / 1000),
+                        static_cast<long>(trim_ms % 1000) * 1000000L};
+      sig = sigtimedwait(&sigs, nullptr, &ts);
+      if (sig < 0) {
+        if (errno == EAGAIN) malloc_trim(0);
+        continue;
+      }
+    }
+    if (sig == SIGUSR1) {
+      WriteMallocStats();
+      continue;
+    }
+    return sig;
+  }
 }
 
 bool IsLoopback(const std::string& listen) {
@@ -227,8 +299,9 @@ int main(int argc, char** argv) {
   }
   iofleet::controller::ServerOptions opts;
   iofleet::controller::HaOptions ha;
+  MallocOptions mem;
   iofleet::flags::FlagSet flags("iofleet-controller");
-  DeclareFlags(flags, opts, ha);
+  DeclareFlags(flags, opts, ha, mem);
   const std::string usage = flags.Help(kSynopsis);
   // --config=FILE: the file's keys (checked by the flag table) are flags,
   // placed before the command line's.
@@ -251,6 +324,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "iofleet-controller: --advertise-http needs --advertise (high availability)\n");
     return 2;
   }
+  if (!ha.advertise.empty() && mem.trim_interval_ms != 0) {
+    std::fprintf(stderr, "iofleet-controller: --malloc-trim-interval needs one controller "
+                         "(not --advertise)\n");
+    return 2;
+  }
   if (ha.advertise.empty() && ha.ttl_ms != iofleet::controller::HaOptions().ttl_ms) {
     std::fprintf(stderr, "iofleet-controller: --lease-ttl needs --advertise (high availability)\n");
     return 2;
@@ -267,12 +345,24 @@ int main(int argc, char** argv) {
                  "--api-token-file: anyone who can reach the port can submit jobs\n");
   }
 
+  // Before any thread starts: arenas are made per thread as threads contend.
+  if (mem.arena_max > 0 && mallopt(M_ARENA_MAX, mem.arena_max) != 1) {
+    std::fprintf(stderr, "iofleet-controller: mallopt(M_ARENA_MAX, %d) failed\n", mem.arena_max);
+    return 1;
+  }
+
   // Block the signals before any thread starts so only sigwait sees them.
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  // SIGUSR1 (malloc statistics) too: never the default action (exit), even in
+  // high-availability mode, which does not answer it.
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   if (!ha.advertise.empty()) {
@@ -283,6 +373,7 @@ int main(int argc, char** argv) {
     }
     return iofleet::controller::RunHighlyAvailable(opts, ha, sigs, argv);
   }
+  sigaddset(&sigs, SIGUSR1);  // answered by WaitForStop
   auto server = iofleet::controller::ControllerServer::Start(opts);
   if (!server.ok()) {
     std::fprintf(stderr, "iofleet-controller: %s\n",
@@ -295,8 +386,7 @@ int main(int argc, char** argv) {
   std::printf("http listening on %s\n", (*server)->http_address().c_str());
   std::fflush(stdout);
 
-  int sig = 0;
-  sigwait(&sigs, &sig);
+  const int sig = WaitForStop(sigs, mem.trim_interval_ms);
   std::fprintf(stderr, "iofleet-controller: %s, shutting down\n", strsignal(sig));
   (*server)->Shutdown();
   return 0;

@@ -85,7 +85,18 @@ uint64_t BufferSlotBytes(const jobspec::JobSpec& job) {
   return (std::max<uint64_t>(max_bs, 1) + kPage - 1) / kPage * kPage;
 }
 
-size_t BufferOffset(const jobspec::JobSpec& job) {
+uint64_t FioMmapThreshold(const std::vector<uint64_t>& laid_out_blocks) {
+  uint64_t threshold = kFioMmapThresholdBytes;
+  for (const uint64_t block : laid_out_blocks) {
+    if (block + kMallocChunkHeaderBytes < threshold) continue;  // from the heap: no change
+    // The mapping: the block and its header, whole pages.
+    const uint64_t mapped = (block + kMallocChunkHeaderBytes + kPage - 1) / kPage * kPage;
+    if (mapped <= kMallocMaxMmapThresholdBytes) threshold = std::max(threshold, mapped);
+  }
+  return threshold;
+}
+
+size_t BufferOffset(const jobspec::JobSpec& job, uint64_t mmap_threshold) {
   if (job.direct || job.mem_align != 0 || job.ioengine == "io_uring_cmd") return job.mem_align;
   // fio's buffer: max_bs x iodepth bytes (its orig_buffer_size), the block not rounded.
   uint64_t max_bs = 1;
@@ -94,7 +105,8 @@ size_t BufferOffset(const jobspec::JobSpec& job) {
     for (const auto& e : job.bssplit[d]) max_bs = std::max(max_bs, e.bs);
   }
   const uint64_t total = max_bs * std::max<uint64_t>(1, job.iodepth);
-  return total >= kFioMmapThresholdBytes ? kMallocChunkHeaderBytes : kFioHeapPageOffset;
+  return total + kMallocChunkHeaderBytes >= mmap_threshold ? kMallocChunkHeaderBytes
+                                                           : kFioHeapPageOffset;
 }
 
 uint32_t BufferSlots(const jobspec::JobSpec& job) {

@@ -55,22 +55,35 @@ uint64_t BufferSlotBytes(const jobspec::JobSpec& job);
 // its buffers with mem=malloc (its default; iofleet takes no other). An O_DIRECT
 // job, a job with iomem_align, or one on io_uring_cmd (an engine fio marks raw
 // and memaligned) gets a page boundary plus iomem_align. Any other job gets
-// what fio's malloc gives it, measured with strace on fio 3.33 reading job
-// files (glibc 2.36): buffers of kFioMmapThresholdBytes or more (max_bs x
-// iodepth) come from a mapping of their own, 16 bytes (glibc's chunk header)
-// past a page; smaller ones from the heap, mid-page (0x610 for psync jobs of
-// 4 KiB to 384 KiB; 0x090-0x990 for libaio ones). The place is not a detail: a
-// buffered read copies a page-cache page into the buffer, and with the buffer
-// a few bytes past a page the copy ran at half the rate or less on the 2-vCPU
-// test VM, in fio and in the agent alike (as 4 KiB aliasing would: each load
-// of the copy matches the low address bits of a store just before it); mid-page
-// or on a page it does not (docs/buffered-reads-vs-fio.md). fio's own placement
-// follows its heap: given on the command line instead of in a job file, even
-// 8 MiB came from its heap.
-inline constexpr uint64_t kFioMmapThresholdBytes = 512 << 10;  // 384 KiB heap, 512 KiB mapped
+// what fio's malloc gives it, measured with strace on fio 3.33 (glibc 2.36;
+// bench/engine/fio_buffer_place.py, job files and command-line options alike):
+// buffers (max_bs x iodepth) at or above glibc's mmap threshold come from a
+// mapping of their own, 16 bytes (glibc's chunk header) past a page; smaller
+// ones from the heap, mid-page (0x610-0x7e0; 0x610 here). The threshold is
+// 512 KiB when the files exist, but glibc raises it to the size of any mapped
+// chunk freed (up to 32 MiB), and fio's parent, before it starts any job, lays
+// out each missing file with one malloc'd block of min(max write bs, file
+// size) bytes: after a psync bs=8m job laid out its file, fio's 8 MiB buffer
+// came from the heap (mid-page), where with the file there it was mapped.
+// `mmap_threshold` is that threshold for the run (FioMmapThreshold). The place
+// is not a detail: a buffered read copies a page-cache page into the buffer,
+// and with the buffer a few bytes past a page the copy ran at half the rate or
+// less on the 2-vCPU test VM, in fio and in the agent alike (as 4 KiB aliasing
+// would: each load of the copy matches the low address bits of a store just
+// before it); mid-page or on a page it does not
+// (docs/buffered-reads-vs-fio.md).
+inline constexpr uint64_t kFioMmapThresholdBytes = 512 << 10;  // 448 KiB heap, 512 KiB mapped
+inline constexpr uint64_t kMallocMaxMmapThresholdBytes = 32 << 20;  // glibc's cap (64-bit)
 inline constexpr size_t kMallocChunkHeaderBytes = 16;
 inline constexpr size_t kFioHeapPageOffset = 0x610;
-size_t BufferOffset(const jobspec::JobSpec& job);
+size_t BufferOffset(const jobspec::JobSpec& job, uint64_t mmap_threshold = kFioMmapThresholdBytes);
+// glibc's mmap threshold after fio's file layouts: `laid_out_blocks` are the
+// sizes of the blocks fio malloc'd and freed to lay out the run's missing files
+// (min(the laying job's max write bs, the file's size); fio's create_serialize=1,
+// its default, lays out every file in its parent before any job allocates its
+// buffers). A block at or above the threshold is a mapping of its own; freeing
+// it raises the threshold to that mapping's size, if that is 32 MiB or less.
+uint64_t FioMmapThreshold(const std::vector<uint64_t>& laid_out_blocks);
 // Buffer slots per clone: 1 for the sync engines (one I/O in flight), else iodepth.
 uint32_t BufferSlots(const jobspec::JobSpec& job);
 // Bytes of a random map over `blocks` blocks (the axmap: one bit per block at

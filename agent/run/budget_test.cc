@@ -126,6 +126,17 @@ TEST(BudgetTest, ThisHostIsReadable) {
   EXPECT_GT(f->free_bytes, 0u);
 }
 
+// glibc raises its mmap threshold to the size of a mapped chunk freed, up to
+// 32 MiB; fio's layout blocks are such chunks (budget.h FioMmapThreshold).
+TEST(BudgetTest, FiosLayoutBlocksRaiseTheMmapThresholdAsGlibcDoes) {
+  EXPECT_EQ(FioMmapThreshold({}), kFioMmapThresholdBytes);
+  EXPECT_EQ(FioMmapThreshold({256 << 10}), kFioMmapThresholdBytes) << "a heap block changes nothing";
+  EXPECT_EQ(FioMmapThreshold({1 << 20}), (1u << 20) + 4096);
+  EXPECT_EQ(FioMmapThreshold({8 << 20, 1 << 20}), (8u << 20) + 4096) << "the largest one";
+  EXPECT_EQ(FioMmapThreshold({32 << 20}), kFioMmapThresholdBytes) << "above glibc's 32 MiB cap";
+  EXPECT_EQ(FioMmapThreshold({17 << 20}), (17u << 20) + 4096);
+}
+
 TEST(BudgetTest, HumanBytes) {
   EXPECT_EQ(HumanBytes(512), "512 B");
   EXPECT_EQ(HumanBytes(4096), "4.0 KiB");

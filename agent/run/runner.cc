@@ -738,10 +738,18 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   Plan plan = std::move(*plan_or);
   std::atomic<bool> local_cancel{false};
   std::atomic<bool>* cancel = options.cancel != nullptr ? options.cancel : &local_cancel;
+  std::vector<uint64_t> laid_out_blocks;  // fio's malloc'd layout blocks (extend_file)
   for (const auto& [path, e] : plan.layout) {
+    const FileFacts before = Inspect(path);
     absl::Status s = LayOut(path, e.need, e.write_data, e.chunk, e.fallocate, cancel);
     if (!s.ok()) return s;
+    if (e.write_data && e.need != 0 && !(before.exists && before.size >= e.need)) {
+      laid_out_blocks.push_back(std::min(std::max<uint64_t>(e.chunk, 1), e.need));
+    }
   }
+  // Where fio's malloc would put the buffers after those layouts (budget.h).
+  const uint64_t mmap_threshold = FioMmapThreshold(laid_out_blocks);
+  for (CloneSpec& c : plan.clones) c.fio_mmap_threshold = mmap_threshold;
   if (cancel->load()) return absl::CancelledError("cancelled before the jobs started");
   // Log files are created (as fio truncates them) before any I/O.
   std::unique_ptr<LogWriter> logs;

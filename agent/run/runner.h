@@ -51,7 +51,7 @@ struct RunResult {
   // filled), -1 unknown, -2 spread over several nodes.
   std::vector<int> buffer_nodes;
   // Per clone: how far past a page boundary its first I/O buffer starts
-  // (BufferOffset in budget.h: 16 for a buffered job, as fio's malloc'd ones).
+  // (BufferOffset in budget.h: where fio 3.33's malloc would put a buffered job's).
   std::vector<uint32_t> buffer_page_offsets;
   // affinity::DeviceFingerprint() of every clone's targets (jobs of the null
   // engine touch no device and add nothing): "nvme:QEMU NVMe Ctrl:fw=...,...".

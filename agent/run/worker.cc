@@ -144,7 +144,7 @@ absl::Status Worker::Prepare() {
   const uint32_t depth = sync_engine ? 1 : std::max<uint32_t>(1, job.iodepth);
   slot_size_ = BufferSlotBytes(job);  // the largest block, page aligned (budget.h)
   buffers_size_ = slot_size_ * depth;
-  const size_t offset = BufferOffset(job);
+  const size_t offset = BufferOffset(job, spec_.fio_mmap_threshold);
   buffer_map_size_ = buffers_size_ + (offset + 4095) / 4096 * 4096;
   void* mem = mmap(nullptr, buffer_map_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);

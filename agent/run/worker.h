@@ -48,6 +48,9 @@ struct CloneSpec {
   // dedupe_global: the buffer seed of every clone of the run, in thread order
   // (fio's working set spans all jobs); empty when no job sets it.
   std::vector<uint64_t> dedupe_streams;
+  // glibc's mmap threshold in fio after the run's file layouts (budget.h
+  // FioMmapThreshold): where the buffers sit (BufferOffset).
+  uint64_t fio_mmap_threshold = 512 << 10;
 };
 
 class Worker {

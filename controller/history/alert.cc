@@ -306,12 +306,12 @@ std::string DescribeParams(const Params& p) {
       "step_alpha=%g warmup_per_host=%d mode_switch_visits=%d mode_switch_separation=%g "
       "environment_min_hosts=%d environment_min_fraction=%g) "
       "reference(window=%d min_side=%d p_max=%g min_fraction=%g) "
-      "stoppage(factor=%g min_intervals=%d recent_points=%d)",
+      "stoppage(factor=%g min_intervals=%d recent_points=%d min_silence=%s)",
       DescribeDetectorParams(p.detect), d.side_window, d.level, d.went_away_window, d.tail_points,
       d.trend_alpha, d.step_alpha, d.warmup_per_host, d.mode_switch_visits,
       d.mode_switch_separation, d.environment_min_hosts, d.environment_min_fraction,
       r.window, r.min_side, r.p_max, r.min_fraction, p.stoppage.factor, p.stoppage.min_intervals,
-      p.stoppage.recent_points);
+      p.stoppage.recent_points, absl::FormatDuration(p.stoppage.min_silence));
 }
 
 std::string_view VerdictName(Verdict v) {

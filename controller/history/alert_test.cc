@@ -369,7 +369,7 @@ TEST(Analyze, PrintsTheWholeParameterSet) {
                         "environment_min_fraction=0.5) reference(window=12 "
                         "min_side=4 "
                         "p_max=0.01 min_fraction=0.5) stoppage(factor=3 min_intervals=3 "
-                        "recent_points=20)"));
+                        "recent_points=20 min_silence=5m)"));
 }
 
 // The bounded analysis (docs/history-method.md, "Incremental analysis"): on a

@@ -21,6 +21,10 @@ absl::Status ValidateStoppageParams(const StoppageParams& p) {
     return FieldError("stoppage.recent_points",
                       absl::StrCat(p.recent_points, " (must be in [min_intervals + 1, 100000])"));
   }
+  if (p.min_silence < absl::ZeroDuration() || p.min_silence > absl::Hours(24 * 365)) {
+    return FieldError("stoppage.min_silence",
+                      absl::StrCat(absl::FormatDuration(p.min_silence), " (must be in [0, 365d])"));
+  }
   return absl::OkStatus();
 }
 
@@ -56,7 +60,7 @@ Stoppage CheckStoppage(const Series& series, absl::Time now, const StoppageParam
   std::sort(gaps.begin(), gaps.end());
   const size_t h = gaps.size() / 2;
   s.usual_interval = gaps.size() % 2 == 1 ? gaps[h] : (gaps[h - 1] + gaps[h]) / 2;
-  s.limit = s.usual_interval * p.factor;
+  s.limit = std::max(s.usual_interval * p.factor, p.min_silence);
   s.known = true;
   s.stopped = s.silent_for > s.limit;
   s.reason = absl::StrCat(s.stopped ? "stopped: " : "reporting: ", "no point for ",

@@ -72,6 +72,31 @@ TEST(Stoppage, UnknownWithoutEnoughTimedPoints) {
   EXPECT_EQ(st.reason, "no point has a time");
 }
 
+// A busy series (a point every 200 ms, as at 50 agents) paused by a machine-wide
+// stall of 3 s is not a stoppage: three usual intervals are 600 ms, but silence
+// below min_silence never is one. Five minutes of silence is.
+TEST(Stoppage, APauseOfABusySeriesIsNoStoppage) {
+  std::vector<Point> p(30);
+  absl::Time t = kT0;
+  for (int i = 0; i < 30; ++i) {
+    t += absl::Milliseconds(200);
+    p[i] = Point{"r" + std::to_string(i), i, t, 100};
+  }
+  const Series s = *Series::Create(std::move(p));
+  Stoppage st = CheckStoppage(s, t + absl::Seconds(3), StoppageParams{});
+  EXPECT_TRUE(st.known);
+  EXPECT_FALSE(st.stopped) << st.reason;
+  EXPECT_EQ(st.usual_interval, absl::Milliseconds(200));
+  EXPECT_EQ(st.limit, absl::Minutes(5));
+  st = CheckStoppage(s, t + absl::Minutes(6), StoppageParams{});
+  EXPECT_TRUE(st.stopped) << st.reason;
+  StoppageParams no_floor;
+  no_floor.min_silence = absl::ZeroDuration();
+  st = CheckStoppage(s, t + absl::Seconds(3), no_floor);
+  EXPECT_TRUE(st.stopped) << st.reason;  // what the soaks raised before the floor
+  EXPECT_EQ(st.limit, absl::Milliseconds(600));
+}
+
 TEST(Stoppage, ClockSkewIsNoSilence) {
   const Stoppage st = CheckStoppage(Hourly(10), kT0, StoppageParams{});
   EXPECT_EQ(st.silent_for, absl::ZeroDuration());
@@ -86,6 +111,9 @@ TEST(Stoppage, ValidatesParams) {
   p = StoppageParams{};
   p.recent_points = 2;
   EXPECT_EQ(ErrorField(ValidateStoppageParams(p)), "stoppage.recent_points");
+  p = StoppageParams{};
+  p.min_silence = absl::Seconds(-1);
+  EXPECT_EQ(ErrorField(ValidateStoppageParams(p)), "stoppage.min_silence");
   EXPECT_TRUE(ValidateStoppageParams(StoppageParams{}).ok());
 }
 

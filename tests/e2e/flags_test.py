@@ -9,6 +9,7 @@ here exits on its own (or is stopped at once).
 Usage: flags_test.py --build-dir BUILD CASE...   (controller, agent, cli)
 """
 import os
+import signal
 import subprocess
 import sys
 import urllib.error
@@ -39,7 +40,8 @@ def case_controller():
                  "--heartbeat-timeout=DURATION", "--advertise=HOST:PORT", "--lease-ttl=DURATION",
                  "--api-token-file=FILE", "--metrics-auth=none|token", "--max-body-bytes=N",
                  "--max-heartbeats-per-second=N", "--http-read-timeout=DURATION",
-                 "--max-watch-streams=N", "--watch-buffer-records=N"):
+                 "--max-watch-streams=N", "--watch-buffer-records=N", "--malloc-arena-max=N",
+                 "--malloc-trim-interval=DURATION"):
         check(flag in p.stdout, f"{flag} not in --help:\n{p.stdout}")
     check("(default 15s)" in p.stdout, "heartbeat-timeout's default not shown")
     with h.Env("flags") as env:
@@ -59,6 +61,12 @@ def case_controller():
                 '--max-watch-streams: "0" is not a positive integer')
         refused(run(ctl, f"--data-dir={data}", "--watch-buffer-records=lots"),
                 '--watch-buffer-records: "lots" is not a positive integer')
+        refused(run(ctl, f"--data-dir={data}", "--malloc-arena-max=-1"),
+                '--malloc-arena-max: "-1" is not an integer in 0..1024')
+        refused(run(ctl, f"--data-dir={data}", "--malloc-trim-interval=10ms"),
+                '--malloc-trim-interval: "10ms" is not 0 or a duration of at least 100ms')
+        refused(run(ctl, f"--data-dir={data}", "--advertise=127.0.0.1:1", "--malloc-trim-interval=1s"),
+                "--malloc-trim-interval needs one controller (not --advertise)")
         check(not os.path.exists(data), "a refused start made the data dir")
         conf = env.write("typo.conf", f"data-dir = {data}\nhttp-lisen = 127.0.0.1:0\n")
         refused(run(ctl, f"--config={conf}"),
@@ -91,6 +99,16 @@ def case_controller():
                 check(e.code == 503, f"second watch: HTTP {e.code}")
         finally:
             first.close()
+        c.stop()
+        # The malloc flags start a working controller; SIGUSR1 writes malloc's
+        # statistics to its log and does not stop it.
+        c = h.Controller(env, extra_args=["--malloc-arena-max=2", "--malloc-trim-interval=200ms"])
+        env.controller = c
+        c.start(data_dir=os.path.join(env.dir, "data-malloc"))
+        os.kill(c.proc.pid, signal.SIGUSR1)
+        h.wait_for(lambda: "malloc: in_use_bytes=" in c.log_text(), 15, "malloc statistics")
+        check("<malloc version=" in c.log_text(), "no malloc_info XML in the log")
+        check(env.get("/jobs") is not None and c.alive(), "controller gone after SIGUSR1")
         c.stop()
     # `migrate` through its own table: bad values exit 2 naming flag and value.
     refused(run(ctl, "migrate", "--from=sqlite:/nonexistent", "--sample=lots"),

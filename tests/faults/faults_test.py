@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """iofleet fault-injection tests: real controller and agent processes, real faults.
 
-Usage: faults_test.py --build-dir BUILD [--soak-seconds N] [--soak-agents N] CASE...
+Usage: faults_test.py --build-dir BUILD [--soak-seconds N] [--soak-agents N]
+                      [--soak-stall-at S [--soak-stall-seconds S]] CASE...
 
 Cases (each its own ctest test, label "faults"):
   agent_sigkill      an agent is SIGKILLed mid-run: its run is lost within the
@@ -27,7 +28,9 @@ Cases (each its own ctest test, label "faults"):
                      exactly the missing seq ranges (REST, gRPC, CLI).
   soak               N agents (default 50) run short jobs back to back for
                      --soak-seconds (default 90): no leaked lease, flat controller
-                     RSS, every run terminal and succeeded.
+                     RSS, every run terminal and succeeded. --soak-stall-at=S
+                     stops every agent (SIGSTOP) S s in, for --soak-stall-seconds
+                     (default 3): a machine-wide stall; nothing may be lost.
 
 Needs root for the namespace and tmpfs cases. Only the Python standard library is
 used; SQLite is read with the sqlite3 module (read-only). Everything a case makes
@@ -55,6 +58,8 @@ from iofleet_harness import (TERMINAL, TestFailure, TestSkip, check, log, rss_kb
 BUILD = None  # kept for the suites that set ft.BUILD; run_cases hands it to the harness
 SOAK_SECONDS = 90
 SOAK_AGENTS = 50
+STALL_AT = None  # --soak-stall-at
+STALL_SECONDS = 3.0
 
 # Names of what the namespace cases create; all carry an "ioff" prefix so leftover
 # removal touches nothing else (deploy/local-fleet uses iofbr0/iofleet-agentN/iofvN).
@@ -667,9 +672,16 @@ def case_soak():
     # history analysed, its points, assessed changes and votes, with the alerts,
     # to history_dump.json in it (docs/history.md, "Identical jobs").
     keep = os.environ.get("IOFLEET_SOAK_KEEP", "") not in ("", "0")
+    # IOFLEET_SOAK_CONTROLLER_ARGS: more controller flags, e.g.
+    # "--malloc-arena-max=2 --malloc-trim-interval=10s".
+    ctl_args = os.environ.get("IOFLEET_SOAK_CONTROLLER_ARGS", "").split()
+    # IOFLEET_SOAK_MALLOC_STATS=1: SIGUSR1 to the controller at each RSS sample;
+    # its malloc statistics (in-use bytes, free bytes held) go into the figures.
+    malloc_stats = os.environ.get("IOFLEET_SOAK_MALLOC_STATS", "") not in ("", "0")
     with Env("soak") as env:
         env.keep = keep
-        c = env.add_controller(heartbeat_timeout="15s", wrapper=wrap)
+        t_ctl = time.time()  # the history worker's stoppage checks: every 60 s from here
+        c = env.add_controller(heartbeat_timeout="15s", wrapper=wrap, extra_args=ctl_args)
         names = [f"soak{i:02d}" for i in range(n)]
         for nm in names:
             env.add_agent(nm, target_size=1 << 20)
@@ -687,7 +699,23 @@ def case_soak():
         t_end = t_start + SOAK_SECONDS
         next_sample = t_start
         warm = 15  # s; RSS samples start after the warm-up
+        # --soak-stall-at: every agent process stopped at once (SIGSTOP) for
+        # --soak-stall-seconds, then continued: a machine-wide stall of the
+        # fleet's I/O, as the shared VM makes by itself at random.
+        stall = None  # (start offset s, end offset s)
+        agent_pids = [env.agents[nm].proc.pid for nm in names]
         while time.time() < t_end:
+            if STALL_AT is not None and stall is None and time.time() - t_start >= STALL_AT:
+                t0 = time.time()
+                for p in agent_pids:
+                    os.kill(p, signal.SIGSTOP)
+                try:
+                    time.sleep(STALL_SECONDS)
+                finally:
+                    for p in agent_pids:
+                        os.kill(p, signal.SIGCONT)
+                stall = (round(t0 - t_start, 2), round(time.time() - t_start, 2))
+                log(f"stalled every agent from {stall[0]} s to {stall[1]} s")
             for nm in names:
                 jid = outstanding.get(nm)
                 if jid is not None:
@@ -711,13 +739,17 @@ def case_soak():
             if now >= next_sample:
                 if now - t_start >= warm:
                     samples.append((round(now - t_start, 1), rss_kb(pid)))
+                    if malloc_stats:
+                        os.kill(pid, signal.SIGUSR1)
                 next_sample += 10
             check(c.alive(), "controller died")
             check(not errors, f"errors: {errors[:5]}")
             time.sleep(0.2)
         # Drain.
+        t_load_end = time.time()
         for jid in list(outstanding.values()):
             env.wait_job(jid, 60)
+        t_drained = time.time()
         samples.append((round(time.time() - t_start, 1), rss_kb(pid)))
         dead = [nm for nm, a in env.agents.items() if a.proc.poll() is not None]
         check(not dead, f"agents died: {dead}")
@@ -743,6 +775,7 @@ def case_soak():
             return (js,) if all(j["state"] in ("succeeded", "failed", "cancelled") for j in js) else None
         time.sleep(3)
         rerun_jobs = wait_for(reruns_done, 120, "the controller's extra-run jobs", interval=1)[0]
+        t_reruns = time.time()
         # The history worker lags the runs by a poll (one poll analysed for 11 s
         # in a loaded 50-agent soak): read the alerts once every run fed its
         # points (read from the store: a REST series read runs the analysis).
@@ -751,11 +784,14 @@ def case_soak():
         def ingested():
             return env.query("SELECT count(DISTINCT run_id) FROM history_points")[0][0] >= len(submitted)
         wait_for(ingested, 180, "the history worker to ingest every run", interval=2)
+        t_ingested = time.time()  # the worker's lag behind the runs (2 s resolution)
         listed_ids = {j["id"] for j in all_jobs()}
         listed = len(listed_ids)
         check(sub_ids <= listed_ids,
               f"GET /jobs (every page) lacks {len(sub_ids - listed_ids)} of {len(sub_ids)} submitted jobs")
         alerts = env.get("/alerts")["alerts"]
+        st_all, res_all = env.api("GET", "/alerts?status=all", ok=False)
+        all_alerts = res_all["alerts"] if st_all == 200 else None
         samples.append((round(time.time() - t_start, 1), rss_kb(pid)))
         if keep:
             dump = {"alerts": alerts, "all_alerts": env.get("/alerts?status=all")["alerts"]
@@ -800,6 +836,19 @@ def case_soak():
         # shared machine moved every host at once; docs/history-method.md,
         # step 9) or a false alert.
         unmarked = [a for a in alerted if not a.get("likely_environmental")]
+        # Alerts by kind, metric and mark ("env": likely_environmental); the
+        # withdrawn ones too (a stoppage alert is withdrawn by the first check
+        # after its series reports again, 60 s later).
+        def by_kind_of(alist):
+            out = {}
+            for a in alist:
+                k = (f"{a.get('kind')}/{a.get('metric')}/"
+                     f"{'env' if a.get('likely_environmental') else 'unmarked'}")
+                out[k] = out.get(k, 0) + 1
+            return out
+        by_kind = by_kind_of(alerts)
+        by_kind_all = by_kind_of(all_alerts) if all_alerts is not None else None
+        heap = [int(m) for m in re.findall(r"malloc: in_use_bytes=(\d+)", c.log_text())]
         third = max(1, len(samples) // 3)
         first = sum(v for _, v in samples[:third]) / third
         last = sum(v for _, v in samples[-third:]) / third
@@ -816,6 +865,13 @@ def case_soak():
                        "alerts": len(alerts), "alerts_different": len(alerted),
                        "alerts_not_marked_environmental": len(unmarked),
                        "stoppages": sum(1 for a in alerts if a.get("kind") == "stoppage"),
+                       "alerts_by_kind": by_kind, "alerts_all_by_kind": by_kind_all,
+                       "drain_s": round(t_drained - t_load_end, 1),
+                       "reruns_wait_s": round(t_reruns - t_drained, 1),
+                       "ingest_wait_s": round(t_ingested - t_reruns, 1),
+                       "stall_s": stall, "stall_after_controller_start_s":
+                       stall and round(stall[0] + t_start - t_ctl, 2),
+                       "controller_args": ctl_args, "malloc_in_use_kb": [b // 1024 for b in heap],
                        "alert_states": sorted({(a.get("metric"), a.get("decision"),
                                                 (a.get("reruns") or {}).get("state"))
                                                for a in alerts}, key=str)}
@@ -840,15 +896,24 @@ def run_cases(cases, names, binaries=("bin/iofleet-controller", "bin/iofleet-age
 
 
 def main():
-    global BUILD, SOAK_SECONDS, SOAK_AGENTS
+    global BUILD, SOAK_SECONDS, SOAK_AGENTS, STALL_AT, STALL_SECONDS
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("--soak-seconds", type=int, default=SOAK_SECONDS)
     ap.add_argument("--soak-agents", type=int, default=SOAK_AGENTS)
+    ap.add_argument("--soak-stall-at", type=float, default=None,
+                    help="seconds into the soak: SIGSTOP every agent at once")
+    ap.add_argument("--soak-stall-seconds", type=float, default=STALL_SECONDS,
+                    help="how long the agents stay stopped (default 3)")
     ap.add_argument("cases", nargs="+")
     args = ap.parse_args()
     BUILD = os.path.abspath(args.build_dir)
     SOAK_SECONDS, SOAK_AGENTS = args.soak_seconds, args.soak_agents
+    if args.soak_stall_at is not None and not 0 <= args.soak_stall_at < SOAK_SECONDS:
+        ap.error(f"--soak-stall-at={args.soak_stall_at}: must be in [0, --soak-seconds)")
+    if not 0 < args.soak_stall_seconds <= 60:
+        ap.error(f"--soak-stall-seconds={args.soak_stall_seconds}: must be in (0, 60]")
+    STALL_AT, STALL_SECONDS = args.soak_stall_at, args.soak_stall_seconds
     return run_cases(CASES, args.cases)
 
 

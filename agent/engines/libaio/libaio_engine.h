@@ -40,7 +40,7 @@ class LibaioEngine final : public IoEngine {
     return absl::OkStatus();
   }
 
-  inline QueueResult Queue(IoRequest& req) override {
+  [[gnu::always_inline]] inline QueueResult Queue(IoRequest& req) override {  // per I/O
     if (nqueued_ == iocbs_.size()) return QueueResult::kBusy;
     iocb* cb = &iocbs_[req.index];
     switch (req.op) {
@@ -87,7 +87,7 @@ class LibaioEngine final : public IoEngine {
   // come; with iodepth_batch_complete_min=0 it polls instead (min 0, repeated
   // until `min` have come), and only then may userspace_reap read the mapped
   // ring without a syscall.
-  inline int Reap(int min, int max, Completion* out) override {
+  [[gnu::always_inline]] inline int Reap(int min, int max, Completion* out) override {
     int got = 0;
     do {
       int r;

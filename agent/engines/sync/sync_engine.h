@@ -51,7 +51,7 @@ class SyncEngine final : public IoEngine {
     return absl::OkStatus();
   }
 
-  inline QueueResult Queue(IoRequest& req) override {
+  [[gnu::always_inline]] inline QueueResult Queue(IoRequest& req) override {  // per I/O
     ssize_t r;
     switch (req.op) {
       case IoOp::kRead:
@@ -80,7 +80,7 @@ class SyncEngine final : public IoEngine {
   absl::Status Drive(IoLoop& loop) override;
 
  private:
-  inline ssize_t Read(IoRequest& req) {
+  [[gnu::always_inline]] inline ssize_t Read(IoRequest& req) {
     switch (flavor_) {
       case SyncFlavor::kPsync:
         return pread(req.fd, req.buf, req.len, static_cast<off_t>(req.offset));
@@ -98,7 +98,7 @@ class SyncEngine final : public IoEngine {
     }
     return -1;
   }
-  inline ssize_t Write(IoRequest& req) {
+  [[gnu::always_inline]] inline ssize_t Write(IoRequest& req) {
     switch (flavor_) {
       case SyncFlavor::kPsync:
         return pwrite(req.fd, req.buf, req.len, static_cast<off_t>(req.offset));
