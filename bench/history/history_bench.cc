@@ -7,6 +7,8 @@
 //   iofleet-history-bench [--per-cell=50] [--seed=1] [--delay-per-cell=20]
 //                         [--modes=vote,vote3,union,edivisive,mann_whitney,welch] [--dump=FILE]
 //                         [--explain] [--set=edivisive.p_max=0.005 ...]
+//   iofleet-history-bench --poll-bench ...   (the worker's poll: poll_bench.cc)
+//   iofleet-history-bench --incremental-check ...   (bounded vs whole: incremental_check.cc)
 //
 // Scoring: an alert (decision "alert") matches a true step when it lies within
 // kMatchTolerance points of it and points the same way; each true step matches
@@ -226,7 +228,20 @@ bool Override(Params& p, const std::string& key, double v) {
   return true;
 }
 
+namespace iofleet::controller::history {
+int RunPollBench(int argc, char** argv);         // poll_bench.cc
+int RunIncrementalCheck(int argc, char** argv);  // incremental_check.cc
+}  // namespace iofleet::controller::history
+
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--poll-bench") {
+      return iofleet::controller::history::RunPollBench(argc, argv);
+    }
+    if (std::string(argv[i]) == "--incremental-check") {
+      return iofleet::controller::history::RunIncrementalCheck(argc, argv);
+    }
+  }
   int per_cell = 50, delay_per_cell = 20;
   uint64_t seed = 1;
   std::vector<std::string> mode_names = {"vote", "vote3", "union", "edivisive", "mann_whitney",

@@ -402,7 +402,7 @@ ReferenceCheck CheckReference(const Series& series, const Assessment& change,
 }
 
 absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metric,
-                                 const Params& params, const Series* reference) {
+                                 const Params& params, const Series* reference, size_t origin) {
   if (absl::Status s = ValidateParams(params); !s.ok()) return s;
   if (!(metric.threshold > 0 && metric.threshold < 1)) {
     return FieldError("metric.threshold", absl::StrCat(metric.threshold, " (must be in (0, 1))"));
@@ -410,7 +410,7 @@ absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metri
   Analysis an;
   an.parameters = DescribeParams(params);
   an.metric = metric;
-  absl::StatusOr<Detection> det = Detect(series.values(), params.detect);
+  absl::StatusOr<Detection> det = Detect(series.values(), params.detect, origin);
   if (!det.ok()) return det.status();
   an.detection = *std::move(det);
 
@@ -703,6 +703,90 @@ absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metri
     }
     an.changes.push_back(std::move(a));
   }
+  return an;
+}
+
+size_t Reach(const Params& p) {
+  const size_t w = static_cast<size_t>(p.detect.edivisive.window);
+  const size_t sw = static_cast<size_t>(p.decide.side_window);
+  const size_t wa = static_cast<size_t>(p.decide.went_away_window);
+  return std::max({w, 2 * sw, wa + sw}) + w / 2;
+}
+
+TrailingWindow TrailingWindowOf(size_t n, const Params& p, int window_points,
+                                std::optional<size_t> newest_change) {
+  TrailingWindow tw;
+  if (window_points <= 0 || n <= static_cast<size_t>(window_points)) return tw;
+  const size_t step = std::max<size_t>(1, static_cast<size_t>(p.detect.edivisive.window) / 2);
+  const size_t k = static_cast<size_t>(window_points);
+  tw.begin = (n - k) / step * step;
+  if (newest_change && *newest_change < tw.begin + Reach(p)) {
+    // The newest change is still decided on the newest points: start the part
+    // early enough for it to settle in it, within kMaxWindowFactor x K.
+    const size_t want = *newest_change > Reach(p) ? *newest_change - Reach(p) : 0;
+    const size_t floor = n > kMaxWindowFactor * k ? n - kMaxWindowFactor * k : 0;
+    tw.begin = std::max(want, floor) / step * step;
+    if (tw.begin < floor) tw.begin += step;
+    tw.begin = std::min(tw.begin, (n - k) / step * step);
+  }
+  if (tw.begin > 0) tw.settled_before = tw.begin + Reach(p);
+  return tw;
+}
+
+std::optional<size_t> NewestConfirmed(const Analysis& a) {
+  std::optional<size_t> out;
+  for (const ChangePoint& cp : a.detection.change_points) {
+    if (cp.confirmed && (!out || cp.index > *out)) out = cp.index;
+  }
+  return out;
+}
+
+absl::Status ValidateTrailingWindow(int window_points, const Params& p, std::string_view field) {
+  const size_t least = Reach(p) + static_cast<size_t>(p.detect.edivisive.window);
+  if (window_points == 0) return absl::OkStatus();
+  if (window_points < 0 || static_cast<size_t>(window_points) < least) {
+    return FieldError(std::string(field),
+                      absl::StrCat(window_points, " (must be 0 = off, or >= ", least,
+                                          ": the reach of a change's analysis, ", Reach(p),
+                                          ", plus an e-divisive window)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Analysis> AnalyzeTrailing(const Series& series, const MetricPolicy& metric,
+                                         const Params& params, const Series* reference,
+                                         const TrailingWindow& w,
+                                         std::optional<size_t>* newest) {
+  if (w.begin == 0) {
+    absl::StatusOr<Analysis> an = Analyze(series, metric, params, reference);
+    if (an.ok() && newest != nullptr) {
+      if (const std::optional<size_t> c = NewestConfirmed(*an)) *newest = c;
+    }
+    return an;
+  }
+  const Series part = series.Slice(w.begin, series.size());
+  absl::StatusOr<Analysis> an = Analyze(part, metric, params, reference, w.begin);
+  if (!an.ok()) return an.status();
+  const size_t b = w.begin;
+  if (newest != nullptr) {
+    if (const std::optional<size_t> c = NewestConfirmed(*an)) *newest = *c + b;
+  }
+  for (Candidate& c : an->detection.candidates) c.index += b;
+  std::vector<ChangePoint> cps;
+  std::vector<Assessment> changes;
+  for (size_t i = 0; i < an->changes.size(); ++i) {
+    Assessment& a = an->changes[i];
+    a.change.index += b;
+    a.before_begin += b;
+    a.after_end += b;
+    if (a.change.index < w.settled_before) continue;
+    ChangePoint cp = an->detection.change_points[i];
+    cp.index += b;
+    cps.push_back(cp);
+    changes.push_back(std::move(a));
+  }
+  an->detection.change_points = std::move(cps);
+  an->changes = std::move(changes);
   return an;
 }
 

@@ -204,8 +204,61 @@ struct Analysis {
 // Detects and decides on one series. `reference` (optional) is the pinned control
 // series over the same batches. InvalidArgument for bad params or metric threshold
 // (field named).
+// `origin`: the index of series[0] in a longer series this is the trailing part
+// of (AnalyzeTrailing); it keys the detectors' permutation seeds only. Default 0.
 absl::StatusOr<Analysis> Analyze(const Series& series, const MetricPolicy& metric,
-                                 const Params& params, const Series* reference = nullptr);
+                                 const Params& params, const Series* reference = nullptr,
+                                 size_t origin = 0);
+
+// ---------------------------------------------------------------- bounded analysis
+// A long series is analysed on a trailing part only (docs/history-method.md,
+// "Incremental analysis"): what a change is decided on lies within `Reach()`
+// points of it, so the changes placed at least that far after the part's start
+// are decided as on the whole series, and older changes are kept as they were
+// decided while they were in the part.
+
+// The points a change's detection and decision read on either side of it:
+// max(edivisive.window, 2 x side_window, went_away_window + side_window) +
+// edivisive.window / 2 (75 with the defaults: the mode-switch history of
+// 2 x side_window, plus the half window by which E-divisive's windows and
+// re-test regions reach past a change).
+size_t Reach(const Params& p);
+
+struct TrailingWindow {
+  size_t begin = 0;           // the first point analysed
+  // Changes placed before this point are not reported (begin + Reach(), 0 when
+  // the whole series is analysed): their neighbourhood is cut at `begin`.
+  size_t settled_before = 0;
+};
+
+// The part of an n-point series to analyse: the whole series when
+// `window_points` is 0 or n <= window_points; else it starts at the largest
+// multiple of edivisive.window / 2 at or below n - window_points (so E-divisive's
+// windows fall where they fall on the whole series). `newest_change` (optional):
+// the index of the newest confirmed change the last analysis found; the newest
+// change is decided on every point after it (its placement and the tail rule),
+// so the part starts early enough to settle at or before it (at least Reach()
+// before it), but never more than kMaxWindowFactor x window_points before n.
+inline constexpr size_t kMaxWindowFactor = 4;
+TrailingWindow TrailingWindowOf(size_t n, const Params& p, int window_points,
+                                std::optional<size_t> newest_change = std::nullopt);
+// The index of the newest confirmed change in `a` (nullopt when none).
+std::optional<size_t> NewestConfirmed(const Analysis& a);
+
+// 0 (off) or at least Reach(p) + edivisive.window points; InvalidArgument
+// naming `field` otherwise.
+absl::Status ValidateTrailingWindow(int window_points, const Params& p, std::string_view field);
+
+// Analyze() on series[w.begin, n) with the seeds of the whole series. Indices in
+// the result (candidates, change points, assessments) are into the whole series;
+// only the changes at or after w.settled_before are kept. `newest` (optional)
+// is set to the index of the newest confirmed change in the whole part (settled
+// ones included) when there is one, and left as it was otherwise: what the next
+// TrailingWindowOf() takes as `newest_change`.
+absl::StatusOr<Analysis> AnalyzeTrailing(const Series& series, const MetricPolicy& metric,
+                                         const Params& params, const Series* reference,
+                                         const TrailingWindow& w,
+                                         std::optional<size_t>* newest = nullptr);
 
 // The reference check for one assessed change on its own.
 ReferenceCheck CheckReference(const Series& series, const Assessment& change,

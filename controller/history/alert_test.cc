@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -372,6 +373,69 @@ TEST(Analyze, PrintsTheWholeParameterSet) {
                         "min_side=4 "
                         "p_max=0.01 min_fraction=0.5) stoppage(factor=3 min_intervals=3 "
                         "recent_points=20 min_silence=5m)"));
+}
+
+// The bounded analysis (docs/history-method.md, "Incremental analysis"): on a
+// 420-point series with steps at 100 and 370, the newest 125 points start at
+// 275 (a multiple of 25) and settle at 350: the change at 370 is found and
+// decided exactly as on the whole series (place, votes, p-values, size,
+// decision), the one at 100 is left out.
+TEST(AnalyzeTrailing, AChangeInThePartIsDecidedAsOnTheWholeSeries) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0, 0.01);
+  std::vector<Point> pts(420);
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const double level = i < 100 ? 1.0 : i < 370 ? 0.9 : 0.97;
+    pts[i].id = "run-" + std::to_string(i);
+    pts[i].order = static_cast<int64_t>(i);
+    pts[i].value = 100000 * level * (1 + noise(rng));
+  }
+  const Series s = *Series::Create(std::move(pts));
+  const Params params;
+  const TrailingWindow tw = TrailingWindowOf(s.size(), params, 125);
+  EXPECT_EQ(tw.begin, 275u);
+  EXPECT_EQ(tw.settled_before, 350u);
+  EXPECT_EQ(Reach(params), 75u);
+  auto whole = Analyze(s, kIops, params);
+  auto part = AnalyzeTrailing(s, kIops, params, nullptr, tw);
+  ASSERT_TRUE(whole.ok() && part.ok());
+  std::vector<const Assessment*> expected;
+  for (const Assessment& a : whole->changes) {
+    if (a.change.index >= tw.settled_before) expected.push_back(&a);
+  }
+  ASSERT_EQ(expected.size(), 1u);
+  ASSERT_EQ(part->changes.size(), 1u);
+  const Assessment& w = *expected[0];
+  const Assessment& p = part->changes[0];
+  EXPECT_EQ(p.change.index, w.change.index);
+  EXPECT_EQ(p.change.index, 370u);
+  EXPECT_EQ(p.first_after_id, "run-370");
+  EXPECT_EQ(p.decision, Decision::kAlert) << p.reason;
+  EXPECT_EQ(p.decision, w.decision);
+  EXPECT_EQ(p.reason, w.reason);
+  EXPECT_EQ(p.before_begin, w.before_begin);
+  EXPECT_EQ(p.after_end, w.after_end);
+  EXPECT_EQ(p.change_pct, w.change_pct);
+  EXPECT_EQ(p.change.votes, w.change.votes);
+  for (int d = 0; d < kNumDetectors; ++d) {
+    if (std::isnan(w.change.p[d])) {
+      EXPECT_TRUE(std::isnan(p.change.p[d])) << d;
+    } else {
+      EXPECT_EQ(p.change.p[d], w.change.p[d]) << d;
+    }
+  }
+  // Short series, or no window: the whole series.
+  EXPECT_EQ(TrailingWindowOf(125, params, 125).begin, 0u);
+  EXPECT_EQ(TrailingWindowOf(5000, params, 0).begin, 0u);
+  EXPECT_EQ(TrailingWindowOf(5000, params, 300).begin, 4700u);
+}
+
+TEST(AnalyzeTrailing, AWindowShorterThanTheReachIsRefused) {
+  const absl::Status s = ValidateTrailingWindow(124, Params(), "w");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("124 (must be 0 = off, or >= 125"));
+  EXPECT_TRUE(ValidateTrailingWindow(125, Params(), "w").ok());
+  EXPECT_TRUE(ValidateTrailingWindow(0, Params(), "w").ok());
 }
 
 }  // namespace

@@ -77,8 +77,10 @@ struct EdCandidate {
 };
 
 // One window: hierarchical bisection, every segment tested on its own.
-void BisectWindow(std::span<const double> x, size_t base, const EDivisiveParams& p,
-                  std::vector<EdCandidate>& out) {
+// `base`: the window's first index in x; `origin`: x[0]'s index in the whole
+// series (the seeds are keyed by the absolute bounds).
+void BisectWindow(std::span<const double> x, size_t base, size_t origin,
+                  const EDivisiveParams& p, std::vector<EdCandidate>& out) {
   std::vector<std::pair<size_t, size_t>> todo = {{0, x.size()}};
   SplitScratch row;
   while (!todo.empty()) {
@@ -87,7 +89,8 @@ void BisectWindow(std::span<const double> x, size_t base, const EDivisiveParams&
     const std::span<const double> seg = x.subspan(b, e - b);
     const Split s = BestSplitImpl(seg, p.alpha, p.min_segment, row);
     if (std::isnan(s.q)) continue;
-    const double pv = BestSplitPValue(seg, s.q, p, SegmentSeed(p.seed, base + b, base + e));
+    const double pv =
+        BestSplitPValue(seg, s.q, p, SegmentSeed(p.seed, origin + base + b, origin + base + e));
     if (!(pv <= p.p_max)) continue;
     out.push_back({base + b + s.index, pv, s.q});
     todo.push_back({b, b + s.index});
@@ -280,7 +283,8 @@ double FixedSplitPValue(std::span<const double> x, size_t tau, const EDivisivePa
   return (at_least + 1) / denom;
 }
 
-std::vector<Candidate> EDivisive(std::span<const double> x, const EDivisiveParams& p) {
+std::vector<Candidate> EDivisive(std::span<const double> x, const EDivisiveParams& p,
+                                 size_t origin) {
   const size_t n = x.size();
   const size_t ms = static_cast<size_t>(p.min_segment);
   std::vector<Candidate> result;
@@ -296,7 +300,7 @@ std::vector<Candidate> EDivisive(std::span<const double> x, const EDivisiveParam
     starts.push_back(n - w);
   }
   std::vector<EdCandidate> found;
-  for (size_t s : starts) BisectWindow(x.subspan(s, std::min(w, n - s)), s, p, found);
+  for (size_t s : starts) BisectWindow(x.subspan(s, std::min(w, n - s)), s, origin, p, found);
 
   // 2. Merge: candidates closer than min_segment are one change; the most
   //    significant stands for it.
@@ -336,7 +340,8 @@ std::vector<Candidate> EDivisive(std::span<const double> x, const EDivisiveParam
       const Split s = BestSplitImpl(seg, p.alpha, p.min_segment, row);
       const double pv = std::isnan(s.q)
                             ? 1.0
-                            : BestSplitPValue(seg, s.q, p, SegmentSeed(p.seed, lo, hi));
+                            : BestSplitPValue(seg, s.q, p,
+                                              SegmentSeed(p.seed, origin + lo, origin + hi));
       cps[i].p = pv;
       cps[i].q = s.q;
       if (!(pv <= p.p_max) && pv > worst_p) {
@@ -417,7 +422,8 @@ std::vector<Candidate> ScanWindowTest(Detector d, std::span<const double> x,
 
 // ---------------------------------------------------------------- vote
 
-absl::StatusOr<Detection> Detect(std::span<const double> values, const DetectorParams& p) {
+absl::StatusOr<Detection> Detect(std::span<const double> values, const DetectorParams& p,
+                                 size_t origin) {
   if (absl::Status s = ValidateDetectorParams(p); !s.ok()) return s;
   for (size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i]) || !(values[i] > 0)) {
@@ -433,7 +439,7 @@ absl::StatusOr<Detection> Detect(std::span<const double> values, const DetectorP
     if (n < 2 * static_cast<size_t>(p.edivisive.min_segment)) {
       short_for.push_back(absl::StrCat("edivisive needs >= ", 2 * p.edivisive.min_segment));
     }
-    for (const Candidate& c : EDivisive(values, p.edivisive)) det.candidates.push_back(c);
+    for (const Candidate& c : EDivisive(values, p.edivisive, origin)) det.candidates.push_back(c);
   }
   const std::pair<bool, Detector> scans[] = {
       {p.mann_whitney_role == Role::kPropose, Detector::kMannWhitney},
@@ -498,7 +504,7 @@ absl::StatusOr<Detection> Detect(std::span<const double> values, const DetectorP
         const size_t b = std::max(lo, cp.index > half ? cp.index - half : 0);
         const size_t en = std::min(hi, cp.index + half);
         cp.p[di] = FixedSplitPValue(values.subspan(b, en - b), cp.index - b, e,
-                                    SegmentSeed(e.seed ^ 0x5eed, b, en));
+                                    SegmentSeed(e.seed ^ 0x5eed, origin + b, origin + en));
         cp.voted[di] = cp.p[di] <= e.p_max;
       } else {
         const WindowTestParams& w = d == Detector::kMannWhitney ? p.mann_whitney : p.welch;

@@ -143,8 +143,13 @@ struct Detection {
 };
 
 // Runs the enabled detectors and the vote. InvalidArgument for bad parameters or
-// a non-finite / non-positive value (values[i] named).
-absl::StatusOr<Detection> Detect(std::span<const double> values, const DetectorParams& p);
+// a non-finite / non-positive value (values[i] named). `origin`: the index of
+// values[0] in the whole series when `values` is its trailing part (alert.h
+// AnalyzeTrailing); it only keys the permutation seeds, so that a segment is
+// tested with the same draws as in the whole series. Indices in the result are
+// into `values`. Default 0.
+absl::StatusOr<Detection> Detect(std::span<const double> values, const DetectorParams& p,
+                                 size_t origin = 0);
 
 // ---------------------------------------------------------------- building blocks
 // Exposed for tests and the bench.
@@ -180,7 +185,9 @@ double FixedSplitPValue(std::span<const double> x, size_t tau, const EDivisivePa
 // E-divisive candidates: hierarchical bisection in windows, candidates of
 // overlapping windows merged, then every change re-tested on the points between
 // its neighbours (the weakest removed first) until all are significant.
-std::vector<Candidate> EDivisive(std::span<const double> x, const EDivisiveParams& p);
+// `origin` as for Detect(): the seeds are keyed by origin + the segment's bounds.
+std::vector<Candidate> EDivisive(std::span<const double> x, const EDivisiveParams& p,
+                                 size_t origin = 0);
 
 // The window tests at one position: the points [max(lo, i - window), i) against
 // [i, min(hi, i + window)). NaN when a side has fewer than min_side points.

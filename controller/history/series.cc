@@ -78,6 +78,17 @@ Series Series::Prefix(size_t end) const {
   return s;
 }
 
+Series Series::Slice(size_t begin, size_t end) const {
+  end = std::min(end, points_.size());
+  begin = std::min(begin, end);
+  Series s;
+  s.points_.assign(points_.begin() + static_cast<std::ptrdiff_t>(begin),
+                   points_.begin() + static_cast<std::ptrdiff_t>(end));
+  s.values_.assign(values_.begin() + static_cast<std::ptrdiff_t>(begin),
+                   values_.begin() + static_cast<std::ptrdiff_t>(end));
+  return s;
+}
+
 std::vector<bool> WarmupMask(std::span<const std::string> hosts, int per_host) {
   std::vector<bool> mask(hosts.size(), false);
   std::map<std::string_view, int> seen;

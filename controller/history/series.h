@@ -90,6 +90,9 @@ class Series {
   // A copy holding points [begin, end) (clamped to size()): the series as it was
   // when point end-1 arrived. Used to replay detection as results arrive.
   Series Prefix(size_t end) const;
+  // A copy holding points [begin, end) (clamped to size()): a trailing part
+  // analysed on its own (alert.h AnalyzeTrailing).
+  Series Slice(size_t begin, size_t end) const;
 
  private:
   std::vector<Point> points_;

@@ -26,6 +26,12 @@ uint64_t SystemNowMs() {
                                    .count());
 }
 
+uint64_t SteadyNowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 // The detection status of an alert (docs/history.md, "Alert status"): what the
@@ -167,6 +173,13 @@ namespace {
 // the repetitions of its run (rerun.h) take the slots after it.
 constexpr int64_t kOrderSlots = 1024;
 
+std::string RerunOfAxes(const json& axes, std::string* side) {
+  const json tags = axes.value("tags", json::object());
+  if (!tags.is_object()) return "";
+  if (side != nullptr) *side = tags.value(std::string(kRerunSideTag), std::string());
+  return tags.value(std::string(kRerunOfTag), std::string());
+}
+
 std::string RerunOf(const SeriesPointRow& p, std::string* side) {
   const json axes = PointAxes(p);
   const json tags = axes.value("tags", json::object());
@@ -203,9 +216,12 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
                                     std::vector<SeriesPointRow>* kept, int* excluded = nullptr,
                                     int warmup_per_host = 0,
                                     std::vector<SeriesPointRow>* warmup = nullptr) {
-  std::map<std::string, const SeriesPointRow*> by_run;
-  for (const SeriesPointRow& p : rows) {
-    if (RerunOf(p, nullptr).empty()) by_run[p.run_id] = &p;
+  // Each row's axes parsed once (a poll reads every point of a series).
+  std::vector<json> axes_of(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) axes_of[i] = PointAxes(rows[i]);
+  std::map<std::string, size_t> by_run;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (RerunOfAxes(axes_of[i], nullptr).empty()) by_run[rows[i].run_id] = i;
   }
   struct Slot {
     int64_t anchor_order;
@@ -219,20 +235,20 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
   for (size_t i = 0; i < rows.size(); ++i) {
     const SeriesPointRow& p = rows[i];
     if (!(std::isfinite(p.value) && p.value > 0)) continue;
-    const std::string anchor = RerunOf(p, nullptr);
+    const std::string anchor = RerunOfAxes(axes_of[i], nullptr);
     auto at = anchor.empty() ? by_run.end() : by_run.find(anchor);
     if (at == by_run.end()) {
       slots.push_back({p.order, 0, p.order, i, false});
       continue;
     }
-    if (PointAxes(p).value("kernel_release", std::string()) !=
-        PointAxes(*at->second).value("kernel_release", std::string())) {
+    if (axes_of[i].value("kernel_release", std::string()) !=
+        axes_of[at->second].value("kernel_release", std::string())) {
       if (excluded != nullptr) ++*excluded;
       continue;
     }
     const int rank = ++reps[anchor];
     if (rank >= kOrderSlots) continue;  // beyond any budget
-    slots.push_back({at->second->order, rank, p.order, i, true});
+    slots.push_back({rows[at->second].order, rank, p.order, i, true});
   }
   std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) {
     return std::tie(a.anchor_order, a.rank, a.order) < std::tie(b.anchor_order, b.rank, b.order);
@@ -241,7 +257,7 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
   hosts.reserve(slots.size());
   for (const Slot& sl : slots) {
     hosts.push_back(sl.extra ? std::string()
-                             : PointAxes(rows[sl.row]).value("host", std::string()));
+                             : axes_of[sl.row].value("host", std::string()));
   }
   const std::vector<bool> is_warmup = WarmupMask(hosts, warmup_per_host);
   std::vector<Point> pts;
@@ -262,7 +278,7 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
     q.value = p.value;
     q.cv = std::isfinite(p.cv) && p.cv >= 0 ? p.cv : std::nan("");
     {
-      const json axes = PointAxes(p);
+      const json& axes = axes_of[sl.row];
       const json r = axes.value("resolution", json());
       if (r.is_number() && std::isfinite(r.get<double>()) && r.get<double>() >= 0) {
         q.resolution = r.get<double>();
@@ -348,7 +364,9 @@ absl::StatusOr<const std::pair<std::string, Series>*> ReferenceCache::Lookup(
 
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
                                                    const Params& params,
-                                                   ReferenceCache* references) {
+                                                   ReferenceCache* references,
+                                                   int window_points,
+                                                   std::string* newest_change) {
   SeriesAnalysis out;
   absl::StatusOr<SeriesRow> row = store.GetSeries(key);
   if (!row.ok()) return row.status();
@@ -399,8 +417,22 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
       break;
     }
   }
-  absl::StatusOr<Analysis> analysis =
-      Analyze(*series, *policy, params, reference ? &*reference : nullptr);
+  // The newest change the last analysis found: the part reaches back to it. Not
+  // known (first analysis, or its run is gone): the whole series.
+  std::optional<size_t> newest;
+  bool known = newest_change == nullptr || *newest_change == "-";
+  if (!known && !newest_change->empty()) {
+    for (size_t i = 0; i < out.points.size(); ++i) {
+      if (out.points[i].run_id == *newest_change) {
+        newest = i;
+        known = true;
+      }
+    }
+  }
+  out.window = known ? TrailingWindowOf(series->size(), params, window_points, newest)
+                     : TrailingWindow{};
+  absl::StatusOr<Analysis> analysis = AnalyzeTrailing(
+      *series, *policy, params, reference ? &*reference : nullptr, out.window, &newest);
   if (!analysis.ok()) return analysis.status();
   out.analysis = std::move(*analysis);
   // The Series' orders leave room for repetitions (kOrderSlots); report the stored ones.
@@ -409,6 +441,10 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
     a.first_after_order = out.points[a.change.index].order;
   }
   out.note = out.analysis.detection.note;
+  if (newest_change != nullptr) {
+    // "-" = analysed, no confirmed change: nothing to reach back to.
+    *newest_change = newest && *newest < out.points.size() ? out.points[*newest].run_id : "-";
+  }
   return out;
 }
 
@@ -438,7 +474,17 @@ absl::StatusOr<std::unique_ptr<HistoryWorker>> HistoryWorker::Create(Store* stor
     return absl::InvalidArgumentError(absl::StrCat(
         "history.rerun_max_inflight: ", options.rerun_max_inflight, " (must be >= 0)"));
   }
+  if (absl::Status s = ValidateTrailingWindow(options.analysis_window_points, options.params,
+                                              "history.analysis_window_points");
+      !s.ok()) {
+    return s;
+  }
+  if (options.max_series_per_poll < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "history.max_series_per_poll: ", options.max_series_per_poll, " (must be >= 0)"));
+  }
   if (!options.clock) options.clock = SystemNowMs;
+  if (!options.steady_clock) options.steady_clock = SteadyNowMs;
   return std::unique_ptr<HistoryWorker>(new HistoryWorker(store, std::move(options)));
 }
 
@@ -616,9 +662,39 @@ absl::Status HistoryWorker::PollOnce() {
     absl::Status s = Detect(key);
     if (!s.ok() && first_error.ok()) first_error = s;
   }
+  // The series that gained points join the queue (once each: a series queued
+  // and not analysed yet is analysed once for all its new points); the first
+  // poll queues every stored series, since a stopped worker may have left
+  // some unanalysed. Then the queue is served oldest first within the poll's
+  // budget (max_series_per_poll, poll_budget_ms).
+  if (!queue_seeded_) {
+    absl::StatusOr<std::vector<SeriesRow>> all = store_->ListSeries();
+    if (!all.ok()) return all.status();
+    for (const SeriesRow& row : *all) {
+      if (queued_.insert(row.key).second) queue_.push_back(row.key);
+    }
+    queue_seeded_ = true;
+  }
   for (const std::string& key : touched) {
-    if (!analysed.insert(key).second) continue;
-    absl::Status s = Detect(key);
+    if (queued_.insert(key).second) queue_.push_back(key);
+  }
+  const uint64_t started = options_.steady_clock();
+  uint64_t series_analysed = 0, points_analysed = 0;
+  while (!queue_.empty()) {
+    if (options_.max_series_per_poll > 0 &&
+        series_analysed >= static_cast<uint64_t>(options_.max_series_per_poll)) {
+      break;
+    }
+    if (options_.poll_budget_ms > 0 && series_analysed > 0 &&
+        options_.steady_clock() - started >= options_.poll_budget_ms) {
+      break;
+    }
+    const std::string key = queue_.front();
+    queue_.pop_front();
+    queued_.erase(key);
+    ++series_analysed;
+    if (!analysed.insert(key).second) continue;  // a waiting round analysed it above
+    absl::Status s = Detect(key, &points_analysed);
     if (!s.ok() && first_error.ok()) first_error = s;
   }
   // Alerts triaged invalid while a round of theirs is on: analysed again now,
@@ -652,6 +728,10 @@ absl::Status HistoryWorker::PollOnce() {
     stats_.references = references_.stats();
     stats_.rerun_runs_inflight = static_cast<uint64_t>(inflight_runs_);
     stats_.rerun_waiting = waiting_.size();
+    stats_.series_analysed_last_poll = series_analysed;
+    stats_.points_analysed_last_poll = points_analysed;
+    stats_.points_analysed += points_analysed;
+    stats_.analysis_queue = queue_.size();
   }
   if (options_.stoppage_check_ms > 0 &&
       (!last_stoppage_check_ms_ || now < *last_stoppage_check_ms_ ||
@@ -1062,15 +1142,21 @@ absl::Status HistoryWorker::RequestReruns(const Assessment& a,
   return absl::OkStatus();
 }
 
-absl::Status HistoryWorker::Detect(const std::string& series_key) {
+absl::Status HistoryWorker::Detect(const std::string& series_key, uint64_t* points) {
   absl::StatusOr<SeriesAnalysis> sa =
-      AnalyzeStoredSeries(*store_, series_key, options_.params, &references_);
+      AnalyzeStoredSeries(*store_, series_key, options_.params, &references_,
+                          options_.analysis_window_points, &newest_change_[series_key]);
   {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.detections;
   }
   if (absl::IsFailedPrecondition(sa.status())) return absl::OkStatus();  // no policy: no alerts
   if (!sa.ok()) return sa.status();
+  if (points != nullptr) *points += sa->points.size() - sa->window.begin;
+  // Alerts of changes placed before the analysed part's settled start are kept
+  // as they were decided while they were in it (docs/history-method.md,
+  // "Incremental analysis").
+  const size_t settled_before = sa->window.settled_before;
   const uint64_t now = options_.clock();
   // A change found again a few points from where it was alerted is the same
   // alert (its place moves as points arrive): it keeps its id and triage state.
@@ -1183,6 +1269,11 @@ absl::Status HistoryWorker::Detect(const std::string& series_key) {
     bool changed = false;
     const std::string rerun_state =
         d.contains("reruns") && d["reruns"].is_object() ? d["reruns"].value("state", std::string()) : "";
+    if (settled_before > 0 && rerun_state != "running" && rerun_state != "waiting") {
+      // Settled: placed before the part analysed (and its reach).
+      auto at = index_of.find(e->first_run_id);
+      if (at != index_of.end() && at->second < settled_before) continue;
+    }
     if (rerun_state == "running" || rerun_state == "waiting") {
       // A change being settled that is no longer found: its runs not placed
       // yet are withdrawn, as for a settled verdict (until 2026-12-02 its

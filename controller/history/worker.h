@@ -52,6 +52,25 @@ struct WorkerOptions {
   int batch_runs = 500;
   // Detection and decision parameters (alert.h).
   Params params;
+  // Bounded analysis (docs/history-method.md, "Incremental analysis"): a series
+  // is analysed on its newest this-many points at most (alert.h
+  // AnalyzeTrailing; the part starts at a multiple of half an e-divisive
+  // window); the stored alerts of changes placed before the part's first
+  // Reach() points are kept as they were. 0 = the whole series every time.
+  // At least Reach() + edivisive.window (125 with the default parameters).
+  // Default 300.
+  int analysis_window_points = 300;
+  // Series that gained points wait in a queue, oldest first, each once however
+  // many points it gained (they are analysed together). A poll analyses queued
+  // series until it has analysed `max_series_per_poll` (0 = no cap) or spent
+  // `poll_budget_ms` on analyses (0 = no budget; the series under way when the
+  // budget runs out is finished); the rest wait for the next poll, ahead of
+  // the series that gain points later, so none is starved. Defaults 0 and
+  // 2,000 ms.
+  int max_series_per_poll = 0;
+  uint32_t poll_budget_ms = 2000;
+  // Monotonic milliseconds for the poll budget. Default: the steady clock.
+  std::function<uint64_t()> steady_clock;
   // Data stoppage: every this often (and at the first poll) each iops series is
   // checked (stoppage.h); a series silent for longer than its usual interval
   // times params.stoppage.factor gets a stoppage alert (one per series: it is
@@ -130,6 +149,11 @@ struct WorkerStats {
   uint64_t rerun_waiting = 0;  // series whose next round waits for room under the cap
   uint64_t rerun_runs_withdrawn = 0;  // extra runs withdrawn unplaced once a verdict settled
   ReferenceCache::Stats references;  // the reference lookup's cache, after the last poll
+  // Bounded analysis (WorkerOptions::analysis_window_points, max_series_per_poll):
+  uint64_t points_analysed = 0;            // points handed to the detectors, all polls
+  uint64_t series_analysed_last_poll = 0;  // series analysed by the last poll
+  uint64_t points_analysed_last_poll = 0;  // points handed to the detectors by it
+  uint64_t analysis_queue = 0;  // series that gained points still waiting, after the last poll
   std::string last_error;      // the last poll's failure, "" when it succeeded
 };
 
@@ -153,7 +177,9 @@ class HistoryWorker {
  private:
   HistoryWorker(Store* store, WorkerOptions options);
   void Loop();
-  absl::Status Detect(const std::string& series_key);
+  // Analyses one series (bounded by analysis_window_points) and updates its
+  // alerts; adds the points analysed to `*points` when given.
+  absl::Status Detect(const std::string& series_key, uint64_t* points = nullptr);
   // Submits the next round of extra runs for an UNKNOWN change (rerun.h), or
   // records why not (still waiting, budget spent); updates `reruns` in place.
   absl::Status RequestReruns(const Assessment& a, const std::vector<SeriesPointRow>& points,
@@ -199,6 +225,16 @@ class HistoryWorker {
   // Series whose alerts share a job a settled change withdrew runs of: analysed
   // again at the end of the poll, so their records count it; poll_mu_.
   std::set<std::string> redetect_;
+  // Series that gained points and wait for their analysis, oldest first (each
+  // once); filled with every stored series at the first poll (a restart may
+  // have left some unanalysed); poll_mu_.
+  // Per series, the run after its newest confirmed change as the last analysis
+  // found it (AnalyzeStoredSeries newest_change); poll_mu_. Rebuilt by a full
+  // first analysis after a restart.
+  std::map<std::string, std::string> newest_change_;
+  std::deque<std::string> queue_;
+  std::set<std::string> queued_;
+  bool queue_seeded_ = false;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -224,11 +260,22 @@ struct SeriesAnalysis {
   // The pinned control series the changes were checked against (ingest.h
   // kReferenceTag), "" when none.
   std::string reference_key;
+  // The part analysed (alert.h TrailingWindow, indices into `points`): changes
+  // before window.settled_before are not in `analysis` (the whole series when
+  // window.begin is 0).
+  TrailingWindow window;
 };
 // `references` (optional): the worker's cache for the reference lookup.
+// `window_points`: analyse the newest this-many points only (alert.h
+// TrailingWindowOf; 0 = the whole series, the default). `newest_change`
+// (optional, with window_points): in, the run id of the first point after the
+// newest confirmed change of the series' last analysis ("" = not known: a
+// worker's first analysis of the series); out, this analysis' one.
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
                                                    const Params& params,
-                                                   ReferenceCache* references = nullptr);
+                                                   ReferenceCache* references = nullptr,
+                                                   int window_points = 0,
+                                                   std::string* newest_change = nullptr);
 
 // Detection status of an alert (docs/history.md, "Alert status").
 inline constexpr std::string_view kAlertActive = "active";        // the newest analysis alerts

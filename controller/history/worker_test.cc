@@ -90,6 +90,9 @@ class HistoryWorkerTest : public ::testing::Test {
   std::unique_ptr<HistoryWorker> Worker() {
     WorkerOptions o;
     o.clock = [this] { return now_ms_; };
+    // Every series a poll touched is analysed in that poll, however loaded the
+    // machine (the per-poll budget has tests of its own).
+    o.poll_budget_ms = 0;
     auto w = HistoryWorker::Create(store_.get(), o);
     EXPECT_TRUE(w.ok()) << w.status();
     return std::move(*w);
@@ -843,6 +846,7 @@ class HistoryRerunTest : public HistoryWorkerTest {
     sched_ = std::move(*sched);
     WorkerOptions o;
     o.clock = [this] { return now_ms_; };
+    o.poll_budget_ms = 0;
     o.rerun_budget_per_side = budget;
     o.rerun_step_per_side = step;
     o.rerun_max_inflight = max_inflight;
@@ -1561,6 +1565,174 @@ TEST_F(HistoryWorkerTest, AlertReportListsTelemetryThatMoved) {
   EXPECT_FALSE(moved.count("dev.nvme0n1.util_pct")) << t.dump(2);  // +1.25%: did not move
   EXPECT_FALSE(moved.count("cpu.usr_pct")) << t.dump(2);
   EXPECT_NEAR(t["moved"][0]["change_pct"].get<double>(), 200, 1e-9) << t.dump(2);
+}
+
+// Bounded analysis (docs/history-method.md, "Incremental analysis"): the
+// alerts a worker keeps while it analyses only the newest
+// analysis_window_points of each series, fed one run per poll.
+class IncrementalAnalysisTest : public HistoryWorkerTest {
+ protected:
+  // Stored alerts as "first run|status|state|change_pct", sorted.
+  static std::vector<std::string> AlertsOf(Store& store) {
+    std::vector<std::string> out;
+    const absl::StatusOr<std::vector<AlertRow>> all = store.ListAlerts();
+    EXPECT_TRUE(all.ok()) << all.status();
+    if (!all.ok()) return out;
+    for (const AlertRow& a : *all) {
+      const json d = json::parse(a.detail_json);
+      out.push_back(absl::StrCat(a.series_key, "|", a.first_run_id, "|", AlertStatus(d), "|",
+                                 a.state, "|", a.change_pct));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::unique_ptr<HistoryWorker> WorkerOn(Store* store, int window, int max_series = 0) {
+    WorkerOptions o;
+    o.clock = [this] { return now_ms_; };
+    o.poll_budget_ms = 0;
+    o.stoppage_check_ms = 0;
+    o.analysis_window_points = window;
+    o.max_series_per_poll = max_series;
+    auto w = HistoryWorker::Create(store, o);
+    EXPECT_TRUE(w.ok()) << w.status();
+    return std::move(*w);
+  }
+};
+
+// Three changes in 200 hourly runs (a regression at 50, a transient at 110,
+// an improvement at 160), one poll per run: the worker that analyses the newest
+// 125 points only holds, after every poll, the same alerts (run, status,
+// size) as the worker that analyses every point every time, on a copy of the
+// same store. (At 200 points the part reaches back to the newest change, at
+// most 4 x 125 points: it checks the alert bookkeeping of the settled and
+// reached-back parts, not the saving; APollAnalysesTheNewestPointsOnly does.)
+TEST_F(IncrementalAnalysisTest, TheNewestPointsGiveTheAlertsOfTheWholeSeries) {
+  auto full_store = OpenSqliteStore((dir_ / "full.db").string());
+  ASSERT_TRUE(full_store.ok()) << full_store.status();
+  {
+    WriteBatch b;
+    b.upsert_agents = *store_->ListAgents();
+    ASSERT_TRUE((*full_store)->Write(std::move(b)).ok());
+  }
+  auto incremental = WorkerOn(store_.get(), 125);
+  auto full = WorkerOn(full_store->get(), 0);
+  int differ = 0;
+  for (int i = 0; i < 200; ++i) {
+    double level = i < 50 ? 100000 : 90000;
+    if (i >= 110 && i < 118) level = 78000;
+    if (i >= 160) level = 97000;
+    const double v = Noisy(level, 0.01);
+    AddJob(i, v);
+    std::swap(store_, *full_store);
+    AddJob(i, v);
+    std::swap(store_, *full_store);
+    ASSERT_TRUE(incremental->PollOnce().ok()) << incremental->stats().last_error;
+    ASSERT_TRUE(full->PollOnce().ok()) << full->stats().last_error;
+    const std::vector<std::string> a = AlertsOf(*store_), b = AlertsOf(**full_store);
+    EXPECT_EQ(a, b) << "after run " << i;
+    if (a != b && ++differ > 3) break;
+  }
+  const std::vector<std::string> end = AlertsOf(*store_);
+  int active = 0;
+  for (const std::string& a : end) active += a.find("|active|") != std::string::npos;
+  EXPECT_GE(active, 3) << ::testing::PrintToString(end);  // iops, bw, clat at 50 at least
+}
+
+// One poll's work is bounded: after 400 runs of noise, a new run makes the
+// worker analyse the newest 125-149 points of each of its 3 series (iops,
+// bw_bytes, clat_mean_ns), not 400 (the first analysis of a series by a worker
+// is whole: it does not know the series' newest change yet). With a step at run
+// 300 the part reaches back to Reach() (75) points before it: 150-250 points.
+TEST_F(IncrementalAnalysisTest, APollAnalysesTheNewestPointsOnly) {
+  for (int i = 0; i < 400; ++i) AddJob(i, Noisy(100000, 0.01));
+  auto w = WorkerOn(store_.get(), 125);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(w->stats().points_analysed_last_poll, 3u * 399);  // the first run is a warm-up
+  AddJob(400, Noisy(100000, 0.01));
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(w->stats().series_analysed_last_poll, 3u);
+  EXPECT_GE(w->stats().points_analysed_last_poll, 3u * 125);
+  EXPECT_LT(w->stats().points_analysed_last_poll, 3u * 150);
+  // The whole series each time: 400 usable points each.
+  auto whole = WorkerOn(store_.get(), 0);
+  ASSERT_TRUE(whole->PollOnce().ok()) << whole->stats().last_error;
+  EXPECT_EQ(whole->stats().points_analysed_last_poll, 3u * 400);
+}
+
+TEST_F(IncrementalAnalysisTest, ThePartReachesBackToTheNewestChange) {
+  for (int i = 0; i < 400; ++i) AddJob(i, Noisy(i < 300 ? 100000 : 90000, 0.01));
+  auto w = WorkerOn(store_.get(), 125);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  AddJob(400, Noisy(90000, 0.01));
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(w->stats().series_analysed_last_poll, 3u);
+  EXPECT_GE(w->stats().points_analysed_last_poll, 3u * 150);
+  EXPECT_LE(w->stats().points_analysed_last_poll, 3u * 250);
+  EXPECT_EQ(ListAlertsJson(*store_, {{"metric", "iops"}})->at("alerts").size(), 1u);
+}
+
+// A busy poll leaves the rest of the series for the next ones, oldest first,
+// and a series that gains points while it waits keeps its place (analysed once
+// for all of them): 4 workloads x 3 metrics at 5 series a poll take 3 polls.
+TEST_F(IncrementalAnalysisTest, SeriesBeyondThePollsCapWaitTheirTurn) {
+  const char* rws[] = {"randread", "read", "randwrite", "write"};
+  for (int k = 0; k < 4; ++k) {
+    for (int i = 0; i < 30; ++i) {
+      AddJob(k * 100 + i, Noisy(i < 15 ? 100000 : 80000, 0.01), RunState::kSucceeded, "main",
+             rws[k]);
+    }
+  }
+  auto w = WorkerOn(store_.get(), 0, /*max_series=*/5);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(w->stats().series_analysed_last_poll, 5u);
+  EXPECT_EQ(w->stats().analysis_queue, 7u);
+  // The first workload gains a run: those of its 3 series still queued keep
+  // their place (the others join at the back), so at most 7 - 5 + 3 wait.
+  AddJob(30, Noisy(80000, 0.01), RunState::kSucceeded, "main", "randread");
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(w->stats().series_analysed_last_poll, 5u);
+  EXPECT_GE(w->stats().analysis_queue, 2u);
+  EXPECT_LE(w->stats().analysis_queue, 5u);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_LE(w->stats().series_analysed_last_poll, 5u);
+  EXPECT_EQ(w->stats().analysis_queue, 0u);
+  // Every series was analysed: one iops alert per workload.
+  EXPECT_EQ(ListAlertsJson(*store_, {{"metric", "iops"}})->at("alerts").size(), 4u)
+      << ListAlertsJson(*store_, {{"metric", "iops"}})->dump(1);
+}
+
+// A worker stopped with series still queued leaves no series unanalysed: its
+// successor's first poll analyses every stored series.
+TEST_F(IncrementalAnalysisTest, ARestartAnalysesWhatThePreviousWorkerLeftQueued) {
+  for (int i = 0; i < 30; ++i) AddJob(i, Noisy(i < 15 ? 100000 : 80000, 0.01));
+  {
+    auto w = WorkerOn(store_.get(), 0, /*max_series=*/1);
+    ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+    EXPECT_EQ(w->stats().analysis_queue, 2u);
+    EXPECT_EQ(ListAlertsJson(*store_, {})->at("alerts").size(), 1u);
+  }
+  Open();
+  auto w = WorkerOn(store_.get(), 0);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(w->stats().runs_ingested, 0u);  // nothing new: the cursor was stored
+  EXPECT_EQ(w->stats().series_analysed_last_poll, 3u);
+  EXPECT_EQ(ListAlertsJson(*store_, {})->at("alerts").size(), 3u)
+      << ListAlertsJson(*store_, {})->dump(1);
+}
+
+TEST_F(IncrementalAnalysisTest, ATooShortWindowIsRefusedNamingTheField) {
+  WorkerOptions o;
+  o.analysis_window_points = 100;
+  auto w = HistoryWorker::Create(store_.get(), o);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("history.analysis_window_points: 100"), std::string::npos)
+      << w.status();
+  o.analysis_window_points = 0;
+  o.max_series_per_poll = -1;
+  w = HistoryWorker::Create(store_.get(), o);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("history.max_series_per_poll: -1"), std::string::npos)
+      << w.status();
 }
 
 }  // namespace
