@@ -926,6 +926,15 @@ class HistoryRerunTest : public HistoryWorkerTest {
     }
   }
 
+  // The runs assigned to `end` and not finished (`done`), oldest first.
+  static std::vector<std::string> OpenRuns(AgentEnd& end, const std::set<std::string>& done) {
+    std::vector<std::string> v;
+    for (const std::string& id : end.assigned()) {
+      if (done.count(id) == 0) v.push_back(id);
+    }
+    return v;
+  }
+
   void TearDown() override {
     sched_.reset();
     HistoryWorkerTest::TearDown();
@@ -1250,14 +1259,7 @@ TEST_F(HistoryRerunTest, ARoundStopsWhenTheVerdictSettles) {
 
   auto end = ConnectHost1();
   std::set<std::string> done, started;
-  // The runs assigned to the agent and not finished, oldest first.
-  auto on_agent = [&] {
-    std::vector<std::string> v;
-    for (const std::string& id : end->assigned()) {
-      if (done.count(id) == 0) v.push_back(id);
-    }
-    return v;
-  };
+  auto on_agent = [&] { return OpenRuns(*end, done); };
   auto level = [&](const std::string& run_id) {
     auto run = store_->GetRun(run_id);
     EXPECT_TRUE(run.ok()) << run.status();
@@ -1383,13 +1385,7 @@ TEST_F(HistoryRerunTest, ARoundStopsWhenTheChangeIsNotDetectedAnyMore) {
 
   auto end = ConnectHost1();
   std::set<std::string> done, started;
-  auto on_agent = [&] {
-    std::vector<std::string> v;
-    for (const std::string& id : end->assigned()) {
-      if (done.count(id) == 0) v.push_back(id);
-    }
-    return v;
-  };
+  auto on_agent = [&] { return OpenRuns(*end, done); };
   auto level = [&](const std::string& run_id) {
     auto run = store_->GetRun(run_id);
     EXPECT_TRUE(run.ok()) << run.status();

@@ -177,31 +177,40 @@ def case_verify_state(env):
     print(f"verify_state: {len(states['fio'])} bytes, identical")
 
 
+def run_ticking(env, tool, jobfile, tick, period):
+    """Runs `tool` on `jobfile` while a thread calls `tick()` every `period`
+    seconds (and once more as the run ends); returns (job, stderr)."""
+    import threading
+    done = threading.Event()
+
+    def loop():
+        while not done.is_set():
+            tick()
+            done.wait(period)
+    t = threading.Thread(target=loop)
+    t.start()
+    try:
+        return env.run(tool, jobfile)
+    finally:
+        done.set()
+        t.join()
+
+
 def run_watching(env, tool, jobfile, target):
     """Runs `tool` on `jobfile` while a thread notes every inode `target` has;
     returns (job, stderr, inodes seen in order, whether the file the run
     started with still has a name)."""
-    import threading
     fd = os.open(target, os.O_RDONLY)
     seen = [os.fstat(fd).st_ino]
-    done = threading.Event()
 
     def watch():
-        while not done.is_set():
-            try:
-                ino = os.stat(target).st_ino
-            except FileNotFoundError:
-                ino = None
-            if ino is not None and ino != seen[-1]:
-                seen.append(ino)
-            done.wait(0.002)
-    t = threading.Thread(target=watch)
-    t.start()
-    try:
-        job, err = env.run(tool, jobfile)
-    finally:
-        done.set()
-        t.join()
+        try:
+            ino = os.stat(target).st_ino
+        except FileNotFoundError:
+            ino = None
+        if ino is not None and ino != seen[-1]:
+            seen.append(ino)
+    job, err = run_ticking(env, tool, jobfile, watch, 0.002)
     linked = os.fstat(fd).st_nlink > 0
     os.close(fd)
     return job, err, seen, linked
@@ -386,7 +395,6 @@ def case_unlink_files_time_based(env):
     # its files (several files: none wraps), on every engine, and the next
     # pass starts with unlink_all_files; a random job's files start over
     # inside the pass. The old agent never unlinked without verify.
-    import threading
     variants = [("psync write", "ioengine=psync\nrw=write\n", True),
                 ("libaio write", "ioengine=libaio\niodepth=4\nrw=write\n", True),
                 ("psync randwrite", "ioengine=psync\nrw=randwrite\n", False)]
@@ -398,18 +406,7 @@ def case_unlink_files_time_based(env):
             j = env.job("uf.fio", f"[u]\ndirectory={d}\nnrfiles=2\nsize=64k\nbs=4k\nunlink_each_loop=1\n"
                                   f"time_based=1\nruntime=500ms\n{extra}")
             w = DirWatch(d)
-            done = threading.Event()
-
-            def pump():
-                while not done.wait(0.01):
-                    w.drain()
-            t = threading.Thread(target=pump)
-            t.start()
-            try:
-                job, err = env.run(tool, j)
-            finally:
-                done.set()
-                t.join()
+            job, err = run_ticking(env, tool, j, w.drain, 0.01)
             w.drain()
             w.close()
             check(not w.overflow, f"{label}: {tool}: the inotify queue overflowed")
