@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -46,12 +48,42 @@ class LeaderBook {
   explicit LeaderBook(std::shared_ptr<grpc::ChannelCredentials> creds)
       : creds_(std::move(creds)) {}
 
+  // A channel is never released on a gRPC thread: a forwarded call's
+  // completion (HistoryService's SetAlertState, LeaderLiveReads' GetJob) runs
+  // there, and dropping a channel's last reference there makes gRPC join its
+  // own thread and abort the process (grpc/grpc#37858). So the old leader's
+  // channel is retired here, not dropped, and freed by a later Set or by
+  // Drain (each an application thread) once no call holds it any more.
   void Set(const std::string& grpc, const std::string& http, const std::string& why) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (grpc != grpc_) channel_.reset();
-    grpc_ = grpc;
-    http_ = http;
-    why_ = why.empty() ? "no leader is known yet (the election is under way)" : why;
+    std::vector<std::shared_ptr<grpc::Channel>> unused;  // released below, unlocked
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (grpc != grpc_ && channel_ != nullptr) retired_.push_back(std::move(channel_));
+      TakeUnusedLocked(&unused);
+      grpc_ = grpc;
+      http_ = http;
+      why_ = why.empty() ? "no leader is known yet (the election is under way)" : why;
+    }
+  }
+  // At Stop, once no new call can start: waits, up to `bound`, until no call
+  // holds a channel of this book, then releases them here. Returns false if
+  // a call still held one at `bound` (it is then left to the call).
+  bool Drain(std::chrono::milliseconds bound) {
+    const auto until = std::chrono::steady_clock::now() + bound;
+    for (;;) {
+      std::vector<std::shared_ptr<grpc::Channel>> unused;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (channel_ != nullptr) retired_.push_back(std::move(channel_));
+        TakeUnusedLocked(&unused);
+        if (retired_.empty()) return true;
+        if (std::chrono::steady_clock::now() >= until) {
+          retired_.clear();
+          return false;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
   std::string http(std::string* why) const {
     std::lock_guard<std::mutex> l(mu_);
@@ -81,10 +113,24 @@ class LeaderBook {
   }
 
  private:
+  // Moves out the retired channels that only this book still holds (a
+  // retired channel is never handed out again, so none can be taken up).
+  void TakeUnusedLocked(std::vector<std::shared_ptr<grpc::Channel>>* out) {
+    for (auto it = retired_.begin(); it != retired_.end();) {
+      if (it->use_count() == 1) {
+        out->push_back(std::move(*it));
+        it = retired_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
   const std::shared_ptr<grpc::ChannelCredentials> creds_;
   mutable std::mutex mu_;
   std::string grpc_, http_, why_ = "no leader is known yet (the election is under way)";
   std::shared_ptr<grpc::Channel> channel_;
+  std::vector<std::shared_ptr<grpc::Channel>> retired_;  // earlier leaders', still in use
 };
 
 [[maybe_unused]] uint64_t NowUnixMs() {
@@ -414,6 +460,13 @@ void FollowerFront::Stop() {
   }
   i.rest_server.reset();
   i.grpc_server.reset();
+  // The forwarded calls end with the server's (their cancellation follows
+  // it); their channels are released here, not on a gRPC thread.
+  if (!i.book->Drain(std::chrono::seconds(5))) {
+    std::fprintf(stderr,
+                 "iofleet-controller: follower: a call forwarded to the leader outlived the "
+                 "stop by 5 s\n");
+  }
   i.reads.reset();
   i.store_reads.reset();
   i.store.reset();  // its connections close: the new leader opens its own

@@ -11,10 +11,12 @@
 #include <httplib.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "common/testing/temp_dir.h"
@@ -348,6 +350,53 @@ TEST_F(FollowerFrontTest, HistoryServiceReadsHereAndTriageIsTheLeaders) {
     grpc::Status list = history->ListAlerts(&c, v1::ListAlertsRequest(), &resp);
     EXPECT_TRUE(list.ok()) << "reads answer with no leader: " << list.error_message();
   }
+  reader->Stop();
+}
+
+// Leader changes racing forwarded triage: the forward's completion runs on a
+// gRPC thread, and had the follower dropped the old leader's channel there
+// (its last reference), gRPC would abort the process. Every call answers and
+// the follower stops cleanly.
+TEST_F(FollowerFrontTest, LeaderChangesWhileTriageIsForwardedNeverAbort) {
+  auto store = OpenSqliteStore(dir_ + "/data/iofleet.db");
+  ASSERT_TRUE(store.ok()) << store.status();
+  ServerOptions fo;
+  fo.grpc_listen = "127.0.0.1:0";
+  fo.http_listen = "127.0.0.1:0";
+  auto f = FollowerFront::Start(fo, std::move(*store));
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::unique_ptr<FollowerFront> reader = std::move(*f);
+  auto history = v1::HistoryService::NewStub(
+      grpc::CreateChannel(reader->grpc_address(), grpc::InsecureChannelCredentials()));
+  const std::string live = leader_->grpc_address();
+  // Ports nothing listens on (the leader's, once it is gone, is the first).
+  std::vector<std::string> leaders = {live};
+  for (int i = 0; i < 8; ++i) leaders.push_back(absl::StrCat("127.0.0.1:", 1 + i));
+  std::atomic<bool> done{false};
+  std::thread elections([&] {
+    for (size_t k = 0; !done.load(); ++k) {
+      reader->SetLeader(leaders[k % leaders.size()], leader_->http_address());
+      std::this_thread::sleep_for(std::chrono::microseconds(200 + 100 * (k % 7)));
+    }
+  });
+  int answered = 0;
+  for (int i = 0; i < 300; ++i) {
+    grpc::ClientContext c;
+    c.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    v1::SetAlertStateRequest req;
+    req.set_id("nope");
+    req.set_state("fixed");
+    v1::AlertResponse resp;
+    grpc::Status st = history->SetAlertState(&c, req, &resp);
+    // The live leader: no such alert; another address: no leader reached.
+    EXPECT_TRUE(st.error_code() == grpc::StatusCode::NOT_FOUND ||
+                st.error_code() == grpc::StatusCode::UNAVAILABLE)
+        << st.error_code() << " " << st.error_message();
+    ++answered;
+  }
+  done.store(true);
+  elections.join();
+  EXPECT_EQ(answered, 300);
   reader->Stop();
 }
 #endif
