@@ -274,7 +274,7 @@ int DataPath::OpenFile(size_t fi) {
     return cfg_.fds[fi];
   }
   const std::string& path = cfg_.file_names[fi];
-  const int fd = ::open(path.c_str(), cfg_.open_flags, 0644);
+  const int fd = ::open(path.c_str(), cfg_.open_flags, 0600);  // fio's mode (create_on_open)
   if (fd < 0) {
     const int err = errno;
     const jobspec::JobSpec& job = *cfg_.job;

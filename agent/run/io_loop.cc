@@ -332,6 +332,10 @@ void IoLoop::BeginVerifyPhase() {
 }
 
 bool IoLoop::NextPass(uint64_t now) {
+  // end_fsync / fsync_on_close at the end of a pass before the last (fio's
+  // do_io end), decided before clear_io_state clears last_was_sync. Not for
+  // a job with a verify phase (fio's do_verify closes the files again).
+  const bool pass_fsync = PassEndFsyncDue() && (data_ == nullptr || !data_->verifies());
   last_was_sync_ = false;  // fio's clear_io_state between passes
   // fio 3.33 keeps a time_based job on a sync engine in its I/O loop until the
   // runtime is used up: the files start over without a verify phase (only
@@ -365,6 +369,16 @@ bool IoLoop::NextPass(uint64_t now) {
       if (cfg_.loop_files != nullptr) {
         // The files are used up (several files read or written in order:
         // fio's get_next_file finds none, so its pass ends): new files.
+        pass_fsync_ = pass_fsync;
+        loop_switch_ = true;
+        stop_issuing_ = true;
+        return false;
+      }
+      if (pass_fsync) {
+        // The files are used up: fio's pass ends; drain, fsync, then the
+        // same files from their start (StartNextLoop).
+        pass_fsync_ = true;
+        time_wrap_pass_ = true;
         loop_switch_ = true;
         stop_issuing_ = true;
         return false;
@@ -375,9 +389,11 @@ bool IoLoop::NextPass(uint64_t now) {
     return true;
   }
   if (++loops_done_ < job_.loops) {
-    if (cfg_.loop_files != nullptr) {
-      // unlink_each_loop: drain first, as fio does before it closes and
-      // unlinks the files (RunPhases calls StartNextLoop).
+    if (cfg_.loop_files != nullptr || pass_fsync) {
+      // unlink_each_loop, end_fsync, fsync_on_close: drain first, as fio
+      // does before it fsyncs, closes and unlinks the files (RunPhases calls
+      // StartNextLoop).
+      pass_fsync_ = pass_fsync;
       loop_switch_ = true;
       stop_issuing_ = true;
       return false;
@@ -392,16 +408,55 @@ bool IoLoop::NextPass(uint64_t now) {
 }
 
 bool IoLoop::StartNextLoop() {
+  if (pass_fsync_ && error_ == 0) {
+    // fio fsyncs at its pass's end whether or not the runtime is over.
+    pass_fsync_ = false;
+    PassEndFsync();
+    now_ = Clock::NowNs();
+  }
+  pass_fsync_ = false;
+  const bool time_wrap = time_wrap_pass_;
+  time_wrap_pass_ = false;
   if (error_ != 0 || ShouldStop(now_)) return false;
-  if (absl::Status s = cfg_.loop_files->StartLoop(); !s.ok()) {
-    error_ = EIO;
-    error_text_ = std::string(s.message());
-    return false;
+  last_was_sync_ = false;  // fio's clear_io_state
+  if (time_wrap) {
+    if (invalidate_on_time_wrap_) gen_.InvalidateCaches();
+    gen_.ResetPass();
+    stop_issuing_ = false;
+    return true;
+  }
+  if (cfg_.loop_files != nullptr) {
+    if (absl::Status s = cfg_.loop_files->StartLoop(); !s.ok()) {
+      error_ = EIO;
+      error_text_ = std::string(s.message());
+      return false;
+    }
+  } else if (job_.invalidate) {
+    gen_.InvalidateCaches();  // fio reopens the files each loop
   }
   if (data_ != nullptr) data_->NewPass();
   gen_.NewLoop();
   stop_issuing_ = false;
   return true;
+}
+
+void IoLoop::PassEndFsync() {
+  // Each file closed as fio finds it used up (fsync_on_close), then the end
+  // fsync of every file.
+  const int rounds = job_.fsync_on_close ? 2 : 1;
+  for (int round = 0; round < rounds && error_ == 0; ++round) {
+    for (int fd : gen_.fds()) {
+      if (fd < 0) continue;
+      const int err = FsyncUnlessCancelled(fd, cfg_.cancel);
+      if (err == ECANCELED) return;
+      if (err != 0 && error_ == 0) {
+        error_ = err;
+        error_text_ = absl::StrCat(round + 1 < rounds ? "fsync_on_close: " : "end_fsync: ", std::strerror(err));
+        return;
+      }
+    }
+  }
+  last_was_sync_ = true;  // the end fsync was the last I/O (fio's io_completed)
 }
 
 void IoLoop::EndFsync() {

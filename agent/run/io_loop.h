@@ -380,8 +380,10 @@ class IoLoop {
     }
     return 0;
   }
-  // unlink_each_loop, the loop before drained: new files, then the next
-  // loop. False (error_ set) when the files could not be replaced.
+  // The loop (or time_based pass) before drained: its end fsyncs, new files
+  // (unlink_each_loop), then the next loop, or for a time_based pass the same
+  // files from their start. False (error_ set) when an fsync failed or the
+  // files could not be replaced.
   bool StartNextLoop();
   // The verify phase of a DataPath job: begins after a drained write pass.
   void BeginVerifyPhase();
@@ -412,6 +414,18 @@ class IoLoop {
   }
   // end_fsync, given up (not waited for) when the run is cancelled.
   void EndFsync();
+  // end_fsync / fsync_on_close as a loop, or a time_based pass, ends before
+  // the last: fio 3.33's do_io ends that pass because every file is used up,
+  // and it closes each file as it finds it done (fsync_on_close: an fsync
+  // each, filesetup.c td_io_close_file), then fsyncs every file (end fsync,
+  // backend.c fio_file_fsync, which reopens the closed files). Both only for
+  // a job that writes whose last I/O was not an fsync (should_fsync); the
+  // end fsync makes the last I/O an fsync, so the closes that follow (the
+  // next loop's clear_io_state, the job's end) fsync nothing more.
+  bool PassEndFsyncDue() const {
+    return (job_.end_fsync || job_.fsync_on_close) && jobspec::HasWrite(job_.rw) && !last_was_sync_;
+  }
+  void PassEndFsync();
 
   // A DataPath job's write passes, then its verify phase (one RunShape each).
   template <class E, bool kLog, class Src>
@@ -517,6 +531,12 @@ class IoLoop {
   // unlink_each_loop: a loop is over; the loop drains, then RunPhases
   // replaces the files and starts the next one.
   bool loop_switch_ = false;
+  // The pass that ended needs PassEndFsync before the next one starts (taken
+  // as it ends, before clear_io_state's reset of last_was_sync_).
+  bool pass_fsync_ = false;
+  // The pass that ended was a time_based pass: the next starts the same
+  // files over (ResetPass) rather than a new loop.
+  bool time_wrap_pass_ = false;
   uint64_t phase_start_ns_ = 0;
   uint64_t write_phase_ns_ = 0;
   uint64_t verify_phase_ns_ = 0;

@@ -110,7 +110,9 @@ absl::Status Worker::Prepare() {
       // device refuses O_DIRECT.
       if (job.direct && (engine_->Capabilities() & kCapPassthrough) == 0) flags |= O_DIRECT;
       if (job.create_on_open && job.allow_file_create && !tf.is_block_device) flags |= O_CREAT;
-      fd = ::open(tf.path.c_str(), flags, 0644);
+      // fio opens a job's files with mode 0600 (filesetup.c file_lookup_open):
+      // the mode of a file create_on_open creates.
+      fd = ::open(tf.path.c_str(), flags, 0600);
       if (fd < 0) {
         const int err = errno;
         if (err == EMFILE || err == ENFILE) {

@@ -40,6 +40,15 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
                    neither tool starts a verify phase (no read in a write
                    job), the randrw job passes in both, and both print their
                    parse-time note for the write-only job only
+  fsync_lifecycle  end_fsync / fsync_on_close with loops=3 (strace counts
+                   the fsync calls of each tool): fio fsyncs every file at
+                   each loop's end, and with fsync_on_close again as it
+                   closes each used-up file (nrfiles=2: 6 and 10; nrfiles=1:
+                   3 and 5; randwrite alike) on psync and libaio; on io_uring
+                   fio's end fsyncs go through the ring (not seen by strace),
+                   the agent's are fsync calls: their count is psync's. The
+                   agent before did 2 and 2. create_on_open: both create the
+                   file with mode 0600
 Standard library only.
 """
 import argparse
@@ -477,6 +486,77 @@ def case_time_based_verify(env):
         check(notes == 1, f"{tool}: {notes} parse-time notes, want 1 (the write job's)")
         print(f"time_based_verify {tool}: write job {w['write']['total_ios']} writes, 0 reads; "
               f"randrw {rw['read']['total_ios']} reads {rw['write']['total_ios']} writes, error 0")
+
+
+def fsync_calls(env, tool, jobfile):
+    """Runs `tool` under strace; returns (the fsync calls on the job's files,
+    the job). SKIP when strace is missing."""
+    if shutil.which("strace") is None:
+        print("SKIP: strace is not installed (scripts/deps.sh installs it)")
+        sys.exit(SKIP)
+    trace = env.path("fsync.trace")
+    cmd = ([env.agent, "run", jobfile, "--output-format=json"] if tool == "iofleet"
+           else ["fio", jobfile, "--output-format=json"])
+    p = subprocess.run(["strace", "-f", "-qq", "-y", "-e", "trace=fsync,fdatasync", "-o", trace] + cmd,
+                       capture_output=True, text=True, cwd=env.dir, timeout=120)
+    with open(trace) as f:
+        calls = [line for line in f if "fsync(" in line and env.path("d") in line]
+    return len(calls), jobs_of(p.stdout), p.stderr
+
+
+def case_fsync_lifecycle(env):
+    # fio 3.33 ends each loop but the last when every file is used up: it
+    # closes each as it finds it done (fsync_on_close: fsync), then fsyncs
+    # every file (do_io's end fsync, reopening the closed ones); the last
+    # loop ends on its bytes with the files open: one end fsync each, and
+    # the job's final close fsyncs nothing more (the last I/O was an fsync).
+    d = env.path("d")
+    want = {("write", 2, "end_fsync"): 6, ("write", 2, "fsync_on_close"): 10,
+            ("write", 1, "end_fsync"): 3, ("write", 1, "fsync_on_close"): 5,
+            ("randwrite", 2, "end_fsync"): 6, ("randwrite", 2, "fsync_on_close"): 10}
+    for engine in ("psync", "libaio", "io_uring"):
+        for (rw, nrfiles, opt), n in want.items():
+            if engine == "io_uring" and (rw, nrfiles) != ("write", 2):
+                continue
+            job = env.job("f.fio", f"[j]\ndirectory={d}\nrw={rw}\nbs=4k\nsize=256k\nnrfiles={nrfiles}\n"
+                                   f"loops=3\nioengine={engine}\niodepth=4\n{opt}=1\n")
+            got = {}
+            for tool in ("fio", "iofleet"):
+                shutil.rmtree(d, ignore_errors=True)
+                os.makedirs(d)
+                calls, j, err = fsync_calls(env, tool, job)
+                check(j["error"] == 0, f"{engine} {rw} nrfiles={nrfiles} {opt}: {tool} error: {err[-300:]}")
+                check(j["write"]["io_bytes"] == 3 * 256 * 1024,
+                      f"{engine} {rw} {opt}: {tool} wrote {j['write']['io_bytes']} bytes")
+                got[tool] = calls
+            print(f"fsync_lifecycle: {engine} {rw} nrfiles={nrfiles} loops=3 {opt}=1: "
+                  f"fio {got['fio']} fsync calls, iofleet {got['iofleet']}")
+            check(got["iofleet"] == n, f"{engine} {rw} nrfiles={nrfiles} {opt}: iofleet made "
+                                       f"{got['iofleet']} fsync calls, want {n} (fio 3.33's count)")
+            if engine != "io_uring":
+                check(got["fio"] == n, f"{engine} {rw} nrfiles={nrfiles} {opt}: fio made {got['fio']} "
+                                       f"fsync calls, want {n}")
+            else:
+                # fio's end fsyncs are ring operations: only its close fsyncs are calls.
+                closes = 2 * nrfiles if opt == "fsync_on_close" else 0
+                check(got["fio"] == closes, f"io_uring {opt}: fio made {got['fio']} fsync calls, "
+                                            f"want {closes} (its closes)")
+    # create_on_open: no layout; the job's open creates the file, mode 0600
+    # as fio's (the agent used 0644).
+    for tool in ("fio", "iofleet"):
+        target = env.path("coo.dat")
+        if os.path.exists(target):
+            os.unlink(target)
+        old = os.umask(0o022)
+        try:
+            j, err = env.run(tool, env.job("c.fio", f"[c]\nfilename={target}\nrw=write\nbs=4k\nsize=64k\n"
+                                                     "create_on_open=1\n"))
+        finally:
+            os.umask(old)
+        check(j["error"] == 0, f"create_on_open: {tool} error: {err[-300:]}")
+        mode = os.stat(target).st_mode & 0o777
+        print(f"fsync_lifecycle: create_on_open=1: {tool} created the file with mode {mode:o}")
+        check(mode == 0o600, f"create_on_open: {tool} created {target} with mode {mode:o}, want 600")
 
 
 def main():
