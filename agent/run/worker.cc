@@ -318,6 +318,43 @@ absl::Status Worker::SetUpZones(const TargetFile& tf, int fd, bool sync_engine, 
   return absl::OkStatus();
 }
 
+absl::Status Worker::PreRead() {
+  const jobspec::JobSpec& job = *spec_.job;
+  // fio's pre_read_file: the file's region from its start, read(2) max read
+  // block size at a time (here into the first buffer slot, which is page
+  // aligned, so an O_DIRECT descriptor reads too).
+  const uint64_t chunk = std::max<uint64_t>(1, std::min<uint64_t>(job.bs_max[0], slot_size_));
+  for (size_t i = 0; i < spec_.files.size(); ++i) {
+    const TargetFile& tf = spec_.files[i];
+    int fd = i < fds_.size() ? fds_[i] : -1;
+    bool opened = false;
+    if (fd < 0) {  // openfiles below the file count: opened for the read only
+      fd = ::open(tf.path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return IoError(JobPrefix(job) + "pre_read: open", tf.path, errno);
+      opened = true;
+    }
+    absl::Status st = absl::OkStatus();
+    for (uint64_t done = 0; done < tf.region_len && st.ok();) {
+      if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) {
+        st = absl::CancelledError(JobPrefix(job) + "cancelled during pre_read");
+        break;
+      }
+      const uint64_t n = std::min(chunk, tf.region_len - done);
+      const ssize_t r = ::pread(fd, slots_[0].buf, n, static_cast<off_t>(tf.region_start + done));
+      if (r != static_cast<ssize_t>(n)) {
+        st = IoError(JobPrefix(job) + "pre_read",
+                     absl::StrCat(tf.path, " at offset ", tf.region_start + done,
+                                  r < 0 ? "" : absl::StrCat(" (read ", r, " of ", n, " bytes)")),
+                     r < 0 ? errno : EIO);
+      }
+      done += n;
+    }
+    if (opened) ::close(fd);
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
 void Worker::Run() {
   const jobspec::JobSpec& job = *spec_.job;
   rusage ru0{};
@@ -336,9 +373,14 @@ void Worker::Run() {
       usleep(static_cast<useconds_t>(std::min<uint64_t>(100000, (until - Clock::MonotonicNs()) / 1000 + 1)));
     }
   }
+  // pre_read: after the start delay, before the runtime starts, and once
+  // whatever loops says (fio's thread_main calls pre_read_files before its
+  // loop of passes).
+  absl::Status s = absl::OkStatus();
+  if (!job.create_only && job.pre_read && (engine_->Capabilities() & kCapNoIo) == 0) s = PreRead();
   // create_only: the files are laid out (before any job starts) and the job is
   // done without I/O, as fio's td->done after setup_files.
-  absl::Status s = job.create_only ? absl::OkStatus() : engine_->Drive(*loop_);
+  if (s.ok()) s = job.create_only ? absl::OkStatus() : engine_->Drive(*loop_);
   cpus_seen_mask_ = loop_->cpus_seen_mask();
   rusage ru1{};
   getrusage(RUSAGE_THREAD, &ru1);

@@ -82,6 +82,8 @@ class Worker {
   // zonemode=zbd: the file's zone state (shared through spec_.zbd), the
   // region aligned to zones and this clone's ZbdJob in *gf.
   absl::Status SetUpZones(const TargetFile& tf, int fd, bool sync_engine, GenFile* gf);
+  // pre_read: each file's region read once into the page cache (Run).
+  absl::Status PreRead();
 
   CloneSpec spec_;
   std::atomic<bool>* cancel_;

@@ -49,6 +49,9 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
                    the agent's are fsync calls: their count is psync's. The
                    agent before did 2 and 2. create_on_open: both create the
                    file with mode 0600
+  pre_read         pre_read=1 with loops=2: both read the file once before
+                   the job (64 reads of 4 KiB) and then run their 2 x 64
+                   reads; the agent before did not pre-read (128)
 Standard library only.
 """
 import argparse
@@ -557,6 +560,38 @@ def case_fsync_lifecycle(env):
         mode = os.stat(target).st_mode & 0o777
         print(f"fsync_lifecycle: create_on_open=1: {tool} created the file with mode {mode:o}")
         check(mode == 0o600, f"create_on_open: {tool} created {target} with mode {mode:o}, want 600")
+
+
+def case_pre_read(env):
+    # fio 3.33 reads each file once before its loop of passes (thread_main's
+    # pre_read_files), whatever loops says; strace counts the reads of the
+    # file (read or pread64 on a descriptor of it).
+    if shutil.which("strace") is None:
+        print("SKIP: strace is not installed (scripts/deps.sh installs it)")
+        sys.exit(SKIP)
+    target = env.path("p.dat")
+    trace = env.path("read.trace")
+    got = {}
+    for pre in (0, 1):
+        job = env.job("p.fio", f"[r]\nfilename={target}\nrw=read\nbs=4k\nsize=256k\nloops=2\npre_read={pre}\n")
+        for tool in ("fio", "iofleet"):
+            if os.path.exists(target):
+                os.unlink(target)
+            cmd = ([env.agent, "run", job, "--output-format=json"] if tool == "iofleet"
+                   else ["fio", job, "--output-format=json"])
+            p = subprocess.run(["strace", "-f", "-qq", "-y", "-e", "trace=read,pread64", "-o", trace] + cmd,
+                               capture_output=True, text=True, cwd=env.dir, timeout=120)
+            j = jobs_of(p.stdout)
+            check(j["error"] == 0, f"pre_read={pre}: {tool} error: {p.stderr[-300:]}")
+            check(j["read"]["io_bytes"] == 2 * 256 * 1024, f"pre_read={pre}: {tool} read {j['read']['io_bytes']}")
+            with open(trace) as f:
+                n = sum(1 for line in f if ("read(" in line or "pread64(" in line) and f"<{target}>" in line)
+            got[(pre, tool)] = n
+            print(f"pre_read: pre_read={pre} loops=2: {tool}: {n} reads of the file")
+    for tool in ("fio", "iofleet"):
+        check(got[(0, tool)] == 128, f"pre_read=0: {tool} made {got[(0, tool)]} reads, want 128")
+        check(got[(1, tool)] == 192, f"pre_read=1: {tool} made {got[(1, tool)]} reads, want 192 "
+                                     "(64 pre-read once, then 2 loops of 64)")
 
 
 def main():
