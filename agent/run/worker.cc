@@ -105,10 +105,10 @@ absl::Status Worker::Prepare() {
       if (job.create_on_open && job.allow_file_create && !tf.is_block_device) lazy_flags |= O_CREAT;
     } else if (!no_io) {
       int flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;
-      open_flags = flags;
       // Passthrough (io_uring_cmd) bypasses the page cache by itself; a char
       // device refuses O_DIRECT.
       if (job.direct && (engine_->Capabilities() & kCapPassthrough) == 0) flags |= O_DIRECT;
+      open_flags = flags;  // unlink_each_loop's reopen: O_DIRECT too, as fio's
       if (job.create_on_open && job.allow_file_create && !tf.is_block_device) flags |= O_CREAT;
       // fio opens a job's files with mode 0600 (filesetup.c file_lookup_open):
       // the mode of a file create_on_open creates.

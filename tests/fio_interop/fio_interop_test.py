@@ -49,6 +49,10 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
                    the agent's are fsync calls: their count is psync's. The
                    agent before did 2 and 2. create_on_open: both create the
                    file with mode 0600
+  unlink_direct    unlink_each_loop=1, direct=1, loops=3: every open of the
+                   job's file for I/O has O_DIRECT in both tools (strace); the
+                   agent before reopened the new files without it (buffered
+                   I/O from the second loop on)
   pre_read         pre_read=1 with loops=2: both read the file once before
                    the job (64 reads of 4 KiB) and then run their 2 x 64
                    reads; the agent before did not pre-read (128)
@@ -560,6 +564,44 @@ def case_fsync_lifecycle(env):
         mode = os.stat(target).st_mode & 0o777
         print(f"fsync_lifecycle: create_on_open=1: {tool} created the file with mode {mode:o}")
         check(mode == 0o600, f"create_on_open: {tool} created {target} with mode {mode:o}, want 600")
+
+
+def case_unlink_direct(env):
+    if shutil.which("strace") is None:
+        print("SKIP: strace is not installed (scripts/deps.sh installs it)")
+        sys.exit(SKIP)
+    # O_DIRECT needs a file system that takes it (tmpfs does not): the test's
+    # directory, or /var/tmp.
+    probe = env.path("probe")
+    try:
+        os.close(os.open(probe, os.O_CREAT | os.O_RDWR | os.O_DIRECT, 0o600))
+        base = env.dir
+    except OSError:
+        base = tempfile.mkdtemp(prefix="iofleet-fio-interop-", dir="/var/tmp")
+    target = os.path.join(base, "u.dat")
+    trace = env.path("open.trace")
+    job = env.job("u.fio", f"[u]\nfilename={target}\nrw=write\nbs=4k\nsize=64k\nloops=3\n"
+                           "unlink_each_loop=1\ndirect=1\n")
+    try:
+        for tool in ("fio", "iofleet"):
+            if os.path.exists(target):
+                os.unlink(target)
+            cmd = ([env.agent, "run", job, "--output-format=json"] if tool == "iofleet"
+                   else ["fio", job, "--output-format=json"])
+            p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", trace] + cmd,
+                               capture_output=True, text=True, cwd=env.dir, timeout=120)
+            j = jobs_of(p.stdout)
+            check(j["error"] == 0, f"{tool} error: {p.stderr[-300:]}")
+            with open(trace) as f:
+                # The opens for I/O (O_RDWR); the layout's are O_WRONLY or carry O_TRUNC.
+                opens = [line for line in f if f'"{target}"' in line and "O_RDWR" in line and "O_TRUNC" not in line]
+            direct = sum(1 for line in opens if "O_DIRECT" in line)
+            print(f"unlink_direct: {tool}: {len(opens)} opens for I/O, {direct} with O_DIRECT")
+            check(len(opens) >= 3, f"{tool}: {len(opens)} opens for I/O, want one a loop at least")
+            check(direct == len(opens), f"{tool}: {len(opens) - direct} of {len(opens)} opens without O_DIRECT")
+    finally:
+        if base != env.dir:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def case_pre_read(env):
