@@ -383,6 +383,7 @@ bool IoLoop::NextPass(uint64_t now) {
         stop_issuing_ = true;
         return false;
       }
+      if (!ReopenFiles()) return false;
       if (invalidate_on_time_wrap_) gen_.InvalidateCaches();
       gen_.ResetPass();
     }
@@ -398,6 +399,7 @@ bool IoLoop::NextPass(uint64_t now) {
       stop_issuing_ = true;
       return false;
     }
+    if (!ReopenFiles()) return false;
     if (data_ != nullptr) data_->NewPass();
     if (job_.invalidate) gen_.InvalidateCaches();  // fio reopens the files each loop
     gen_.NewLoop();
@@ -420,6 +422,7 @@ bool IoLoop::StartNextLoop() {
   if (error_ != 0 || ShouldStop(now_)) return false;
   last_was_sync_ = false;  // fio's clear_io_state
   if (time_wrap) {
+    if (!ReopenFiles()) return false;
     if (invalidate_on_time_wrap_) gen_.InvalidateCaches();
     gen_.ResetPass();
     stop_issuing_ = false;
@@ -431,12 +434,37 @@ bool IoLoop::StartNextLoop() {
       error_text_ = std::string(s.message());
       return false;
     }
-  } else if (job_.invalidate) {
-    gen_.InvalidateCaches();  // fio reopens the files each loop
+  } else {
+    if (!ReopenFiles()) return false;
+    if (job_.invalidate) gen_.InvalidateCaches();  // fio reopens the files each loop
   }
   if (data_ != nullptr) data_->NewPass();
   gen_.NewLoop();
   stop_issuing_ = false;
+  return true;
+}
+
+bool IoLoop::ReopenFiles() {
+  if (cfg_.reopen_flags < 0) return true;
+  const int advice = FadviseAdvice(job_);
+  for (const LoopConfig::OpenedFile& f : cfg_.advise_at_start) {
+    if (f.fd < 0 || f.is_block_device) continue;
+    const int fd = ::open(f.path.c_str(), cfg_.reopen_flags | O_CLOEXEC, 0600);
+    if (fd < 0 || ::dup3(fd, f.fd, O_CLOEXEC) < 0) {
+      const int err = errno;
+      if (fd >= 0) ::close(fd);
+      stop_issuing_ = true;
+      if (error_ == 0) {
+        error_ = err;
+        error_text_ = absl::StrCat("job \"", job_.name, "\": open ", f.path, " for the next loop: ", std::strerror(err));
+      }
+      return false;
+    }
+    ::close(fd);
+    // The new open file has no access advice yet (the cache drop is the
+    // caller's, as before).
+    if (advice >= 0) (void)posix_fadvise(f.fd, static_cast<off_t>(f.start), static_cast<off_t>(f.len), advice);
+  }
   return true;
 }
 

@@ -153,8 +153,16 @@ struct LoopConfig {
     bool is_block_device = false;
     uint64_t start = 0;  // the job's region of the file
     uint64_t len = 0;
+    std::string path;
   };
   std::vector<OpenedFile> advise_at_start;
+  // fio closes every file between loops and time_based passes (clear_io_state)
+  // and opens it again as the next one starts (O_CREAT for a job that writes,
+  // or with create_on_open; mode 0600): the regular files of
+  // advise_at_start are reopened with these flags, the new file taking the
+  // old descriptor's number (dup3). -1 = kept open (unlink_each_loop's
+  // LoopFiles replaces them, or registered files / zones pin them).
+  int reopen_flags = -1;
 };
 
 class IoLoop {
@@ -426,6 +434,10 @@ class IoLoop {
     return (job_.end_fsync || job_.fsync_on_close) && jobspec::HasWrite(job_.rw) && !last_was_sync_;
   }
   void PassEndFsync();
+  // The next loop or pass opens the files again (LoopConfig::reopen_flags)
+  // and gives them fio's open-time advice. False (error_ set) when an open
+  // failed, as fio's loop fails.
+  bool ReopenFiles();
 
   // A DataPath job's write passes, then its verify phase (one RunShape each).
   template <class E, bool kLog, class Src>

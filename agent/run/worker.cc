@@ -97,19 +97,22 @@ absl::Status Worker::Prepare() {
   const bool lazy_files = job.OpenFilesLimited() && !no_io;
   int lazy_flags = 0;
   std::vector<LoopConfig::OpenedFile> advise_at_start;
+  // fio's open adds O_CREAT for a job that writes, and with create_on_open
+  // (filesetup.c generic_open_file), unless allow_file_create=0.
+  const bool creates = job.allow_file_create && (jobspec::HasWrite(job.rw) || job.create_on_open);
   for (const TargetFile& tf : spec_.files) {
     int fd = -1;
     if (lazy_files) {
       lazy_flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;
       if (job.direct && (engine_->Capabilities() & kCapPassthrough) == 0) lazy_flags |= O_DIRECT;
-      if (job.create_on_open && job.allow_file_create && !tf.is_block_device) lazy_flags |= O_CREAT;
+      if (creates && !tf.is_block_device) lazy_flags |= O_CREAT;
     } else if (!no_io) {
       int flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;
       // Passthrough (io_uring_cmd) bypasses the page cache by itself; a char
       // device refuses O_DIRECT.
       if (job.direct && (engine_->Capabilities() & kCapPassthrough) == 0) flags |= O_DIRECT;
       open_flags = flags;  // unlink_each_loop's reopen: O_DIRECT too, as fio's
-      if (job.create_on_open && job.allow_file_create && !tf.is_block_device) flags |= O_CREAT;
+      if (creates && !tf.is_block_device) flags |= O_CREAT;
       // fio opens a job's files with mode 0600 (filesetup.c file_lookup_open):
       // the mode of a file create_on_open creates.
       fd = ::open(tf.path.c_str(), flags, 0600);
@@ -128,7 +131,7 @@ absl::Status Worker::Prepare() {
       }
       // Cold cache and access advice as fio's td_io_open_file: given when
       // the runtime starts (IoLoop::AdviseOpenedFiles), where fio opens.
-      advise_at_start.push_back({fd, tf.is_block_device, tf.region_start, tf.region_len});
+      advise_at_start.push_back({fd, tf.is_block_device, tf.region_start, tf.region_len, tf.path});
     }
     fds_.push_back(fd);
     loop_files.push_back({tf.path, fd, tf.is_block_device});
@@ -273,6 +276,14 @@ absl::Status Worker::Prepare() {
   if (UnlinksFilesBetweenPasses(job) && !no_io) {
     loop_files_ = std::make_unique<LoopFiles>(job.name, std::move(loop_files), open_flags & ~O_CLOEXEC);
     lc.loop_files = loop_files_.get();
+  }
+  // fio's files close between loops and passes and open again (io_loop.h
+  // LoopConfig::reopen_flags); kept open where unlink_each_loop replaces
+  // them, registered files or sqthread_poll hold them, or zones are tracked.
+  if (!no_io && !lazy_files && lc.loop_files == nullptr && !job.registerfiles && !job.sqthread_poll &&
+      job.zone_mode != jobspec::ZoneMode::kZbd) {
+    lc.reopen_flags = open_flags & ~O_CLOEXEC;
+    if (creates) lc.reopen_flags |= O_CREAT;
   }
   lc.advise_at_start = std::move(advise_at_start);
   lc.data = data_.get();

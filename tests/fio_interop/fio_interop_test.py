@@ -53,6 +53,10 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
                    job's file for I/O has O_DIRECT in both tools (strace); the
                    agent before reopened the new files without it (buffered
                    I/O from the second loop on)
+  reopen_each_loop  loops=3: both tools open the job's file for I/O once a
+                   loop (fio closes its files between loops; strace counts
+                   3 opens, with O_CREAT for a write job, without for a
+                   read job); the agent before kept its first descriptor (1)
   pre_read         pre_read=1 with loops=2: both read the file once before
                    the job (64 reads of 4 KiB) and then run their 2 x 64
                    reads; the agent before did not pre-read (128)
@@ -602,6 +606,36 @@ def case_unlink_direct(env):
     finally:
         if base != env.dir:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def case_reopen_each_loop(env):
+    if shutil.which("strace") is None:
+        print("SKIP: strace is not installed (scripts/deps.sh installs it)")
+        sys.exit(SKIP)
+    target = env.path("r.dat")
+    trace = env.path("open.trace")
+    for rw, creat in (("write", True), ("read", False)):
+        job = env.job("r.fio", f"[r]\nfilename={target}\nrw={rw}\nbs=4k\nsize=64k\nloops=3\n")
+        for tool in ("fio", "iofleet"):
+            if os.path.exists(target):
+                os.unlink(target)
+            cmd = ([env.agent, "run", job, "--output-format=json"] if tool == "iofleet"
+                   else ["fio", job, "--output-format=json"])
+            p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", trace] + cmd,
+                               capture_output=True, text=True, cwd=env.dir, timeout=120)
+            j = jobs_of(p.stdout)
+            check(j["error"] == 0, f"{rw}: {tool} error: {p.stderr[-300:]}")
+            mode = "O_RDWR" if rw == "write" else "O_RDONLY"
+            with open(trace) as f:
+                # The opens for I/O; the layout's are O_WRONLY or carry O_TRUNC.
+                opens = [line for line in f if f'"{target}"' in line and mode in line and "O_TRUNC" not in line]
+            with_creat = sum(1 for line in opens if "O_CREAT" in line)
+            print(f"reopen_each_loop: rw={rw} loops=3: {tool}: {len(opens)} opens for I/O, {with_creat} with O_CREAT")
+            check(len(opens) == 3, f"rw={rw}: {tool} opened the file {len(opens)} times for I/O, want 3 (one a loop)")
+            if creat:
+                check(with_creat == 3, f"rw={rw}: {tool}: {3 - with_creat} opens without O_CREAT")
+            else:
+                check(with_creat == 0, f"rw={rw}: {tool}: {with_creat} opens with O_CREAT")
 
 
 def case_pre_read(env):
