@@ -470,12 +470,14 @@ bool IoLoop::ReopenFiles() {
 
 void IoLoop::PassEndFsync() {
   // Each file closed as fio finds it used up (fsync_on_close), then the end
-  // fsync of every file.
-  const int rounds = job_.fsync_on_close ? 2 : 1;
+  // fsync of every file. With openfiles below the file count the DataPath
+  // has closed them for real (DataPath::ReleaseFile fsyncs them).
+  if (!cfg_.lazy_paths.empty() && data_ != nullptr) data_->NewPass();
+  const int rounds = job_.fsync_on_close && cfg_.lazy_paths.empty() ? 2 : 1;
   for (int round = 0; round < rounds && error_ == 0; ++round) {
-    for (int fd : gen_.fds()) {
-      if (fd < 0) continue;
-      const int err = FsyncUnlessCancelled(fd, cfg_.cancel);
+    for (size_t i = 0; i < gen_.fds().size(); ++i) {
+      if (round + 1 < rounds && gen_.fds()[i] < 0) continue;
+      const int err = FsyncFileAt(i);
       if (err == ECANCELED) return;
       if (err != 0 && error_ == 0) {
         error_ = err;
@@ -487,10 +489,20 @@ void IoLoop::PassEndFsync() {
   last_was_sync_ = true;  // the end fsync was the last I/O (fio's io_completed)
 }
 
+int IoLoop::FsyncFileAt(size_t i) {
+  const int fd = gen_.fds()[i];
+  if (fd >= 0) return FsyncUnlessCancelled(fd, cfg_.cancel);
+  if (i >= cfg_.lazy_paths.size()) return 0;
+  const int tmp = ::open(cfg_.lazy_paths[i].c_str(), O_RDWR | O_CLOEXEC);
+  if (tmp < 0) return errno;
+  const int err = FsyncUnlessCancelled(tmp, cfg_.cancel);
+  ::close(tmp);
+  return err;
+}
+
 void IoLoop::EndFsync() {
-  for (int fd : gen_.fds()) {
-    if (fd < 0) continue;
-    const int err = FsyncUnlessCancelled(fd, cfg_.cancel);
+  for (size_t i = 0; i < gen_.fds().size(); ++i) {
+    const int err = FsyncFileAt(i);
     if (err == ECANCELED) return;
     if (err != 0 && error_ == 0) {
       error_ = err;

@@ -163,6 +163,10 @@ struct LoopConfig {
   // old descriptor's number (dup3). -1 = kept open (unlink_each_loop's
   // LoopFiles replaces them, or registered files / zones pin them).
   int reopen_flags = -1;
+  // openfiles below the file count: every file's path (index as the
+  // generator's fds). The end fsyncs open a file the DataPath has closed,
+  // as fio's fio_file_fsync does.
+  std::vector<std::string> lazy_paths;
 };
 
 class IoLoop {
@@ -438,6 +442,9 @@ class IoLoop {
   // and gives them fio's open-time advice. False (error_ set) when an open
   // failed, as fio's loop fails.
   bool ReopenFiles();
+  // fsync of file `i` (its descriptor, or opened for it when the DataPath
+  // closed it): 0, ECANCELED or the error.
+  int FsyncFileAt(size_t i);
 
   // A DataPath job's write passes, then its verify phase (one RunShape each).
   template <class E, bool kLog, class Src>

@@ -122,7 +122,7 @@ TEST_F(OpenFilesTest, TooManyFilesForTheDescriptorLimitAreRefusedUpFront) {
 TEST_F(OpenFilesTest, CombinationsNotDoneAreRefusedNamingOpenfiles) {
   const std::string base = "[t]\nbs=4k\nsize=256k\nnrfiles=4\nopenfiles=2\ndirectory=" + Path("") + "\n";
   for (const std::string extra : {"rw=write\nverify=crc32c\n", "rw=randtrim\n", "rw=write\nfsync=4\n",
-                                  "rw=write\nend_fsync=1\n", "rw=write\nloops=2\nunlink_each_loop=1\n"}) {
+                                  "rw=write\nloops=2\nunlink_each_loop=1\n"}) {
     SCOPED_TRACE(extra);
     auto list = jobspec::ParseJobText(base + extra, "test.fio");
     ASSERT_TRUE(list.ok()) << list.status();

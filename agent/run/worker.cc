@@ -286,6 +286,9 @@ absl::Status Worker::Prepare() {
     if (creates) lc.reopen_flags |= O_CREAT;
   }
   lc.advise_at_start = std::move(advise_at_start);
+  if (lazy_files) {
+    for (const TargetFile& tf : spec_.files) lc.lazy_paths.push_back(tf.path);
+  }
   lc.data = data_.get();
   lc.job_index = spec_.clone_index;
   lc.interval_ns = static_cast<uint64_t>(interval_ms_) * 1000000ull;

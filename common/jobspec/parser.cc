@@ -935,7 +935,6 @@ absl::Status CheckRunnable(const JobList& list) {
           {j.unlink_each_loop && j.loops > 1, "unlink_each_loop"},
           {HasTrim(j.rw), "trims (rw=trim, randtrim, trimwrite, randtrimwrite)"},
           {j.fsync != 0 || j.fdatasync != 0 || j.sync_file_range != 0, "fsync, fdatasync or sync_file_range every N writes"},
-          {j.end_fsync || j.fsync_on_close, "end_fsync or fsync_on_close"},
           {j.registerfiles, "registerfiles (the ring's file table is registered once, at the start)"},
           {j.sqthread_poll, "sqthread_poll (it registers the job's files once, at the start)"},
       };
