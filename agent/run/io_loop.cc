@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -449,6 +450,8 @@ bool IoLoop::ReopenFiles() {
   const int advice = FadviseAdvice(job_);
   for (const LoopConfig::OpenedFile& f : cfg_.advise_at_start) {
     if (f.fd < 0 || f.is_block_device) continue;
+    struct stat st{};
+    if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) continue;  // regular files only (no char device, FIFO)
     const int fd = ::open(f.path.c_str(), cfg_.reopen_flags | O_CLOEXEC, 0600);
     if (fd < 0 || ::dup3(fd, f.fd, O_CLOEXEC) < 0) {
       const int err = errno;
