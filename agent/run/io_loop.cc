@@ -334,9 +334,9 @@ void IoLoop::BeginVerifyPhase() {
 
 bool IoLoop::NextPass(uint64_t now) {
   // end_fsync / fsync_on_close at the end of a pass before the last (fio's
-  // do_io end), decided before clear_io_state clears last_was_sync. Not for
-  // a job with a verify phase (fio's do_verify closes the files again).
-  const bool pass_fsync = PassEndFsyncDue() && (data_ == nullptr || !data_->verifies());
+  // do_io end), decided before clear_io_state clears last_was_sync.
+  bool pass_fsync = PassEndFsyncDue();
+  const bool was_sync = last_was_sync_;
   last_was_sync_ = false;  // fio's clear_io_state between passes
   // fio 3.33 keeps a time_based job on a sync engine in its I/O loop until the
   // runtime is used up: the files start over without a verify phase (only
@@ -346,7 +346,9 @@ bool IoLoop::NextPass(uint64_t now) {
   if (data_ != nullptr && !time_wrap) {
     const bool was_verify = data_->in_verify_phase();
     if (data_->EndOfPass()) {
-      // Drain first; RunPhases then starts the verify phase.
+      // Drain first; RunPhases then fsyncs (fio's do_io end, before its
+      // do_verify) and starts the verify phase.
+      pass_fsync_ = pass_fsync;
       phase_switch_ = true;
       stop_issuing_ = true;
       return false;
@@ -354,9 +356,26 @@ bool IoLoop::NextPass(uint64_t now) {
     if (was_verify) {
       verify_phase_ns_ += now - phase_start_ns_;
       phase_start_ns_ = now;
+      // fio's do_verify has no end fsync; the files it read close at the
+      // next loop's clear_io_state or the job's end, each with an fsync
+      // under fsync_on_close (the reads left last_was_sync clear).
+      if (job_.fsync_on_close && jobspec::HasWrite(job_.rw) && !was_sync && error_ == 0) {
+        for (size_t i = 0; i < gen_.fds().size(); ++i) {
+          if (gen_.fds()[i] < 0) continue;
+          const int err = FsyncFileAt(i);
+          if (err == ECANCELED) break;
+          if (err != 0 && error_ == 0) {
+            error_ = err;
+            error_text_ = absl::StrCat("fsync_on_close: ", std::strerror(err));
+          }
+        }
+      }
+      pass_fsync = false;
+      no_end_fsync_ = true;
     }
   }
   if (job_.time_based && job_.runtime_us != 0) {
+    no_end_fsync_ = false;  // the next write pass's end has its fsync
     if (cfg_.loop_files != nullptr && job_.verify != jobspec::VerifyType::kNone && !time_wrap) {
       // unlink_each_loop with verify (UnlinksFilesBetweenPasses): fio's I/O
       // loop stopped at the pass's bytes and its next pass starts with new
@@ -391,6 +410,7 @@ bool IoLoop::NextPass(uint64_t now) {
     return true;
   }
   if (++loops_done_ < job_.loops) {
+    no_end_fsync_ = false;
     if (cfg_.loop_files != nullptr || pass_fsync) {
       // unlink_each_loop, end_fsync, fsync_on_close: drain first, as fio
       // does before it fsyncs, closes and unlinks the files (RunPhases calls

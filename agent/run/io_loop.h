@@ -556,6 +556,9 @@ class IoLoop {
   // The pass that ended was a time_based pass: the next starts the same
   // files over (ResetPass) rather than a new loop.
   bool time_wrap_pass_ = false;
+  // The job's last phase was a verify phase: no end fsync after it (fio's
+  // do_verify has none).
+  bool no_end_fsync_ = false;
   uint64_t phase_start_ns_ = 0;
   uint64_t write_phase_ns_ = 0;
   uint64_t verify_phase_ns_ = 0;
@@ -630,7 +633,7 @@ absl::Status IoLoop::Run(E& e) {
   // fsync), inside the job's runtime: a buffered write job's bandwidth
   // covers getting its data to the device.
   if ((job_.end_fsync || job_.fsync_on_close) && jobspec::HasWrite(job_.rw) && !last_was_sync_ &&
-      error_ == 0) {
+      !no_end_fsync_ && error_ == 0) {
     EndFsync();
     now_ = Clock::NowNs();
   }
@@ -657,6 +660,12 @@ absl::Status IoLoop::RunPhases(E& e, Src& src) {
     } else {
       if (!st.ok() || !phase_switch_) return st;
       phase_switch_ = false;
+      if (pass_fsync_ && error_ == 0) {
+        pass_fsync_ = false;
+        PassEndFsync();  // fio's do_io end, before its verify phase
+        now_ = Clock::NowNs();
+      }
+      pass_fsync_ = false;
       if (error_ != 0 || ShouldStop(now_) || data_->stop_requested()) return st;
       stop_issuing_ = false;
       BeginVerifyPhase();

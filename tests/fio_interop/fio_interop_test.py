@@ -45,7 +45,8 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
                    each loop's end, and with fsync_on_close again as it
                    closes each used-up file (nrfiles=2: 6 and 10; nrfiles=1:
                    3 and 5; randwrite alike; nrfiles=3 openfiles=2: 9 and
-                   18, which the agent refused before) on psync and libaio; on io_uring
+                   18, which the agent refused before; verify=crc32c: 6 and
+                   18) on psync and libaio; on io_uring
                    fio's end fsyncs go through the ring (not seen by strace),
                    the agent's are fsync calls: their count is psync's. The
                    agent before did 2 and 2. create_on_open: both create the
@@ -531,14 +532,19 @@ def case_fsync_lifecycle(env):
             ("write", 1, "", "end_fsync"): 3, ("write", 1, "", "fsync_on_close"): 5,
             ("randwrite", 2, "", "end_fsync"): 6, ("randwrite", 2, "", "fsync_on_close"): 10,
             ("write", 2, "openfiles=1", "end_fsync"): 6, ("write", 3, "openfiles=2", "end_fsync"): 9,
-            ("write", 3, "openfiles=2", "fsync_on_close"): 18}
+            ("write", 3, "openfiles=2", "fsync_on_close"): 18,
+            # verify: the write pass's fsyncs come before the verify phase,
+            # which has no end fsync; with fsync_on_close the files it read
+            # are fsynced as they close (next loop, or the job's end).
+            ("write", 2, "verify=crc32c", "end_fsync"): 6, ("write", 2, "verify=crc32c", "fsync_on_close"): 18,
+            ("write", 2, "verify=crc32c\ndo_verify=0", "fsync_on_close"): 10}
     for engine in ("psync", "libaio", "io_uring"):
         for (rw, nrfiles, extra, opt), n in want.items():
             if engine == "io_uring" and (rw, nrfiles, extra) != ("write", 2, ""):
                 continue
             job = env.job("f.fio", f"[j]\ndirectory={d}\nrw={rw}\nbs=4k\nsize=256k\nnrfiles={nrfiles}\n"
                                    f"loops=3\nioengine={engine}\niodepth=4\n{opt}=1\n{extra}\n")
-            nrfiles_s = f"{nrfiles} {extra}".strip()
+            nrfiles_s = f"{nrfiles} {extra}".strip().replace("\n", " ")
             got = {}
             for tool in ("fio", "iofleet"):
                 shutil.rmtree(d, ignore_errors=True)
