@@ -252,6 +252,18 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   if (fio_goes_on_ && wrap) {
     pass_left_ = segment_left_ = std::min(pass_bytes_, fio_loop_cap_);
   }
+  // A time_based job of several files read or written in order, without
+  // verify: fio 3.33's do_io does not stop at a pass's bytes (time_based), and
+  // only one file wraps (get_next_seq_offset), so the pass ends when every
+  // file is used up (get_next_file finds none). A file is used up when the
+  // direction drawn for its next I/O has passed its end, so a mixed job's
+  // pass issues up to twice the bytes of its files (rw, nrfiles=2, 64 KiB,
+  // bs=4k: 31 I/Os, not 16). The pass's bytes are then no bound at all.
+  if (job.time_based && job.runtime_us != 0 && files_.size() > 1 && !jobspec::IsRandom(job.rw) &&
+      job.rw_seq_add == 0 && !strided_ && !trimwrite_ && !zoned && !wrap &&
+      job.verify == jobspec::VerifyType::kNone && !job.verify_only && !job.experimental_verify) {
+    pass_bytes_ = pass_left_ = segment_left_ = kUnboundedPass;
+  }
   file_seed_ = seeds->seeds[workload::kSeedFile];
   file_seed64_ = job.random_generator == jobspec::RandomGenerator::kTausworthe64;
   return absl::OkStatus();
