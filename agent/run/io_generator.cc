@@ -233,8 +233,12 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
                                                                                        : io_bytes_per_pass;
   bool zoned = false;
   for (const auto& f : files_) zoned = zoned || f.zbd != nullptr;
+  // A verifying job's loops go on as fio's too (its write phase is do_io,
+  // the verify phase follows what it wrote), but for verify_backlog, whose
+  // do_io may issue size more bytes of verify reads.
   fio_goes_on_ = !job.time_based && job.io_size_percent == 0 &&
-                 job.verify == jobspec::VerifyType::kNone && !job.verify_only && !job.experimental_verify &&
+                 (job.verify == jobspec::VerifyType::kNone || job.verify_backlog == 0) && !job.verify_only &&
+                 !job.experimental_verify &&
                  job.trim_percentage == 0 && !trimwrite_ && !zoned && fio_size != 0;
   const uint64_t loops = std::max<uint64_t>(job.loops, 1);
   loops_ = loops;
