@@ -235,6 +235,20 @@ TEST_F(UnlinkEachLoopTest, MixedTimeBasedPassEndsWhenAFileIsUsedUpAndAnEmptyRead
     EXPECT_LE(j.dir[1].total_ios, 16u + 3);
     EXPECT_LE(j.dir[0].total_ios, 15u + 4) << "the job stops at the failed read";
   }
+  // loops=3 on psync: fio's first loop goes on to its files' end (its limit
+  // is size x loops: 15 reads, 16 writes), and the second loop's first read
+  // fails with EIO; the same here.
+  const std::string sub = Path("mixed-loops");
+  ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
+  const RunResult r = MustRun("[m]\nrw=rw\nbs=4k\nsize=64k\nnrfiles=2\nunlink_each_loop=1\nloops=3\n"
+                              "ioengine=psync\ndirectory=" + sub + "\n");
+  ASSERT_EQ(r.jobs.size(), 1u);
+  EXPECT_EQ(r.jobs[0].error, EIO) << r.jobs[0].error_text;
+  EXPECT_NE(r.jobs[0].error_text.find("read offset=0 len=4096 of file " + sub + "/m.0.0: 0 bytes transferred"),
+            std::string::npos)
+      << r.jobs[0].error_text;
+  EXPECT_EQ(r.jobs[0].dir[0].io_bytes, 15u * 4096);
+  EXPECT_EQ(r.jobs[0].dir[1].io_bytes, 16u * 4096);
 }
 
 }  // namespace
