@@ -239,7 +239,7 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   fio_goes_on_ = !job.time_based && job.io_size_percent == 0 &&
                  (job.verify == jobspec::VerifyType::kNone || job.verify_backlog == 0) && !job.verify_only &&
                  !job.experimental_verify &&
-                 job.trim_percentage == 0 && !trimwrite_ && !zoned && fio_size != 0;
+                 job.trim_percentage == 0 && !trimwrite_ && fio_size != 0;
   const uint64_t loops = std::max<uint64_t>(job.loops, 1);
   loops_ = loops;
   loop_index_ = 0;
