@@ -289,6 +289,7 @@ absl::Status Worker::Prepare() {
   if (lazy_files) {
     for (const TargetFile& tf : spec_.files) lc.lazy_paths.push_back(tf.path);
   }
+  for (const TargetFile& tf : spec_.files) lc.file_names.push_back(tf.path);
   lc.data = data_.get();
   lc.job_index = spec_.clone_index;
   lc.interval_ns = static_cast<uint64_t>(interval_ms_) * 1000000ull;
