@@ -1632,6 +1632,11 @@ TEST_F(IncrementalAnalysisTest, TheNewestPointsGiveTheAlertsOfTheWholeSeries) {
   int active = 0;
   for (const std::string& a : end) active += a.find("|active|") != std::string::npos;
   EXPECT_GE(active, 3) << ::testing::PrintToString(end);  // iops, bw, clat at 50 at least
+  // The bounded worker analysed from its kept rows (docs/history-method.md,
+  // "Reads"): the rows before the part were cut, and each poll read 3 rows.
+  EXPECT_LT(incremental->stats().tail_points_kept, 3u * 200);
+  EXPECT_EQ(incremental->stats().points_read_last_poll, 3u);
+  EXPECT_EQ(incremental->stats().whole_reads, 3u);  // once each, at its first point
 }
 
 // One poll's work is bounded: after 400 runs of noise, a new run makes the
