@@ -11,8 +11,9 @@
 // worker ingest them, then writes `points` - 1 more points into every series
 // (1 % noise, a 10 % step at 40 % of the series), and times `polls` polls that
 // each ingest one new run per workload and analyse the series it touched.
-// Prints, per poll, the wall time, the series and points analysed, and the
-// series left queued.
+// Prints, per poll, the wall time, the series and points analysed, the series
+// left queued, and the point rows read from the store (the first poll reads
+// every series whole: its history was written before the tail the worker kept).
 #include <time.h>
 #include <unistd.h>
 
@@ -209,6 +210,7 @@ int RunPollBench(int argc, char** argv) {
   std::printf("analysis_window_points=%d poll_budget_ms=%u max_series_per_poll=%d\n", window,
               budget_ms, max_series);
   std::vector<double> walls, cpus;
+  uint64_t whole_before = (*worker)->stats().whole_reads;
   for (int r = 0; r < polls; ++r) {
     for (int w = 0; w < workloads; ++w) {
       if (absl::Status s = AddRun(store, w, run_no, 100000 * (1 + noise(rng))); !s.ok()) {
@@ -227,14 +229,19 @@ int RunPollBench(int argc, char** argv) {
     cpus.push_back(cpu);
     std::printf(
         "poll %d: %.0f ms wall, %.0f ms CPU, %llu series analysed, %llu points analysed (%.0f per series), "
-        "%llu queued, %llu alerts written so far\n",
+        "%llu queued, %llu alerts written so far, %llu points read (%llu series read whole, "
+        "%llu rows kept in tails)\n",
         r + 1, ms, cpu, static_cast<unsigned long long>(st.series_analysed_last_poll),
         static_cast<unsigned long long>(st.points_analysed_last_poll),
         st.series_analysed_last_poll > 0
             ? static_cast<double>(st.points_analysed_last_poll) / st.series_analysed_last_poll
             : 0.0,
         static_cast<unsigned long long>(st.analysis_queue),
-        static_cast<unsigned long long>(st.alerts_written));
+        static_cast<unsigned long long>(st.alerts_written),
+        static_cast<unsigned long long>(st.points_read_last_poll),
+        static_cast<unsigned long long>(st.whole_reads - whole_before),
+        static_cast<unsigned long long>(st.tail_points_kept));
+    whole_before = st.whole_reads;
   }
   std::sort(walls.begin(), walls.end());
   std::sort(cpus.begin(), cpus.end());

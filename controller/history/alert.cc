@@ -756,7 +756,13 @@ absl::Status ValidateTrailingWindow(int window_points, const Params& p, std::str
 absl::StatusOr<Analysis> AnalyzeTrailing(const Series& series, const MetricPolicy& metric,
                                          const Params& params, const Series* reference,
                                          const TrailingWindow& w,
-                                         std::optional<size_t>* newest) {
+                                         std::optional<size_t>* newest,
+                                         size_t series_origin) {
+  if (w.begin < series_origin) {
+    return absl::InvalidArgumentError(absl::StrCat("trailing part from point ", w.begin,
+                                                   " but the series starts at ",
+                                                   series_origin));
+  }
   if (w.begin == 0) {
     absl::StatusOr<Analysis> an = Analyze(series, metric, params, reference);
     if (an.ok() && newest != nullptr) {
@@ -764,7 +770,7 @@ absl::StatusOr<Analysis> AnalyzeTrailing(const Series& series, const MetricPolic
     }
     return an;
   }
-  const Series part = series.Slice(w.begin, series.size());
+  const Series part = series.Slice(w.begin - series_origin, series.size());
   absl::StatusOr<Analysis> an = Analyze(part, metric, params, reference, w.begin);
   if (!an.ok()) return an.status();
   const size_t b = w.begin;

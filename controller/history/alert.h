@@ -254,11 +254,14 @@ absl::Status ValidateTrailingWindow(int window_points, const Params& p, std::str
 // only the changes at or after w.settled_before are kept. `newest` (optional)
 // is set to the index of the newest confirmed change in the whole part (settled
 // ones included) when there is one, and left as it was otherwise: what the next
-// TrailingWindowOf() takes as `newest_change`.
+// TrailingWindowOf() takes as `newest_change`. `series_origin`: `series` holds
+// the whole series' points from this index on only (the history worker keeps a
+// series' tail, docs/history-method.md "Reads"); w.begin must be at or after it.
 absl::StatusOr<Analysis> AnalyzeTrailing(const Series& series, const MetricPolicy& metric,
                                          const Params& params, const Series* reference,
                                          const TrailingWindow& w,
-                                         std::optional<size_t>* newest = nullptr);
+                                         std::optional<size_t>* newest = nullptr,
+                                         size_t series_origin = 0);
 
 // The reference check for one assessed change on its own.
 ReferenceCheck CheckReference(const Series& series, const Assessment& change,

@@ -205,6 +205,106 @@ std::string SetupOf(const json& axes) {
   return json{kernel, axes.value("agent_version", std::string()), kept}.dump();
 }
 
+// A stored row with what the analysis reads of its axes.
+SeriesTail::Row ParseRow(SeriesPointRow row) {
+  SeriesTail::Row t;
+  const json axes = PointAxes(row);
+  t.rerun_of = RerunOfAxes(axes, nullptr);
+  t.kernel = axes.value("kernel_release", std::string());
+  t.host = axes.value("host", std::string());
+  t.setup = SetupOf(axes);
+  const json r = axes.value("resolution", json());
+  if (r.is_number() && std::isfinite(r.get<double>()) && r.get<double>() >= 0) {
+    t.resolution = r.get<double>();
+  }
+  t.row = std::move(row);
+  return t;
+}
+
+// The points of rows (each with its axes parsed) that follow `st` (the points
+// before them), in the Series' order; `st` then describes them too. `kept` and
+// `warmup` (when given) receive the rows of the points and of the warm-up
+// points, in order. See SeriesOfRows.
+std::vector<Point> BuildPoints(const std::vector<SeriesTail::Row>& rows, int warmup_per_host,
+                               SeriesTail::Prefix& st, std::vector<SeriesPointRow>* kept,
+                               std::vector<SeriesPointRow>* warmup) {
+  std::map<std::string_view, size_t> by_run;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].rerun_of.empty()) by_run[rows[i].row.run_id] = i;
+  }
+  struct Slot {
+    int64_t anchor_order;
+    int rank;  // 0 = a point of its own; 1.. = repetitions in stored order
+    int64_t order;
+    size_t row;
+    bool extra;
+  };
+  std::vector<Slot> slots;
+  slots.reserve(rows.size());
+  std::map<std::string_view, int> reps;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SeriesPointRow& p = rows[i].row;
+    if (!(std::isfinite(p.value) && p.value > 0)) continue;
+    const std::string& anchor = rows[i].rerun_of;
+    auto at = anchor.empty() ? by_run.end() : by_run.find(anchor);
+    if (at == by_run.end()) {
+      slots.push_back({p.order, 0, p.order, i, false});
+      continue;
+    }
+    if (rows[i].kernel != rows[at->second].kernel) {
+      ++st.excluded;
+      continue;
+    }
+    const int rank = ++reps[anchor];
+    if (rank >= kOrderSlots) continue;  // beyond any budget
+    slots.push_back({rows[at->second].row.order, rank, p.order, i, true});
+  }
+  std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) {
+    return std::tie(a.anchor_order, a.rank, a.order) < std::tie(b.anchor_order, b.rank, b.order);
+  });
+  std::vector<Point> pts;
+  pts.reserve(slots.size());
+  for (const Slot& sl : slots) {
+    const SeriesTail::Row& r = rows[sl.row];
+    const SeriesPointRow& p = r.row;
+    // A host's first warmup_per_host points (series.h WarmupMask; a repetition's
+    // host already ran its anchor).
+    if (!sl.extra && !r.host.empty() && warmup_per_host > 0) {
+      int& seen = st.host_runs[r.host];
+      if (seen < warmup_per_host) {
+        ++seen;
+        if (warmup != nullptr) warmup->push_back(p);
+        continue;
+      }
+    }
+    Point q;
+    q.id = p.run_id;
+    q.order = sl.anchor_order * kOrderSlots + sl.rank;
+    q.extra = sl.extra;
+    // Repetitions ran later than the points after them: their time says nothing
+    // about when the series reported (stoppage.h).
+    q.time = p.time_ms == 0 || sl.extra ? absl::InfinitePast() : absl::FromUnixMillis(p.time_ms);
+    q.value = p.value;
+    q.cv = std::isfinite(p.cv) && p.cv >= 0 ? p.cv : std::nan("");
+    if (r.resolution >= 0) q.resolution = r.resolution;
+    q.host = r.host;
+    q.setup = r.setup;
+    // Runs finish out of creation order: times only count when they never go back.
+    if (q.time != absl::InfinitePast()) {
+      const int64_t t = static_cast<int64_t>(p.time_ms);
+      if (t < st.last_time_ms) {
+        q.time = absl::InfinitePast();
+      } else {
+        st.last_time_ms = t;
+      }
+    }
+    pts.push_back(std::move(q));
+    if (kept != nullptr) kept->push_back(p);
+    ++st.points;
+  }
+  return pts;
+}
+
 // The usable points (value > 0) of stored rows as a Series; `kept` receives their
 // rows in the Series' order. A repetition of a run of this series (rerun.h) is
 // placed right after that run, as an extra point; one that ran on another kernel
@@ -216,87 +316,12 @@ absl::StatusOr<Series> SeriesOfRows(std::vector<SeriesPointRow> rows,
                                     std::vector<SeriesPointRow>* kept, int* excluded = nullptr,
                                     int warmup_per_host = 0,
                                     std::vector<SeriesPointRow>* warmup = nullptr) {
-  // Each row's axes parsed once (a poll reads every point of a series).
-  std::vector<json> axes_of(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) axes_of[i] = PointAxes(rows[i]);
-  std::map<std::string, size_t> by_run;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (RerunOfAxes(axes_of[i], nullptr).empty()) by_run[rows[i].run_id] = i;
-  }
-  struct Slot {
-    int64_t anchor_order;
-    int rank;  // 0 = a point of its own; 1.. = repetitions in stored order
-    int64_t order;
-    size_t row;
-    bool extra;
-  };
-  std::vector<Slot> slots;
-  std::map<std::string, int> reps;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const SeriesPointRow& p = rows[i];
-    if (!(std::isfinite(p.value) && p.value > 0)) continue;
-    const std::string anchor = RerunOfAxes(axes_of[i], nullptr);
-    auto at = anchor.empty() ? by_run.end() : by_run.find(anchor);
-    if (at == by_run.end()) {
-      slots.push_back({p.order, 0, p.order, i, false});
-      continue;
-    }
-    if (axes_of[i].value("kernel_release", std::string()) !=
-        axes_of[at->second].value("kernel_release", std::string())) {
-      if (excluded != nullptr) ++*excluded;
-      continue;
-    }
-    const int rank = ++reps[anchor];
-    if (rank >= kOrderSlots) continue;  // beyond any budget
-    slots.push_back({rows[at->second].order, rank, p.order, i, true});
-  }
-  std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) {
-    return std::tie(a.anchor_order, a.rank, a.order) < std::tie(b.anchor_order, b.rank, b.order);
-  });
-  std::vector<std::string> hosts;
-  hosts.reserve(slots.size());
-  for (const Slot& sl : slots) {
-    hosts.push_back(sl.extra ? std::string()
-                             : axes_of[sl.row].value("host", std::string()));
-  }
-  const std::vector<bool> is_warmup = WarmupMask(hosts, warmup_per_host);
-  std::vector<Point> pts;
-  for (size_t si = 0; si < slots.size(); ++si) {
-    const Slot& sl = slots[si];
-    SeriesPointRow& p = rows[sl.row];
-    if (is_warmup[si]) {
-      if (warmup != nullptr) warmup->push_back(std::move(p));
-      continue;
-    }
-    Point q;
-    q.id = p.run_id;
-    q.order = sl.anchor_order * kOrderSlots + sl.rank;
-    q.extra = sl.extra;
-    // Repetitions ran later than the points after them: their time says nothing
-    // about when the series reported (stoppage.h).
-    q.time = p.time_ms == 0 || sl.extra ? absl::InfinitePast() : absl::FromUnixMillis(p.time_ms);
-    q.value = p.value;
-    q.cv = std::isfinite(p.cv) && p.cv >= 0 ? p.cv : std::nan("");
-    {
-      const json& axes = axes_of[sl.row];
-      const json r = axes.value("resolution", json());
-      if (r.is_number() && std::isfinite(r.get<double>()) && r.get<double>() >= 0) {
-        q.resolution = r.get<double>();
-      }
-      q.host = axes.value("host", std::string());
-      q.setup = SetupOf(axes);
-    }
-    // Runs finish out of creation order: times only count when they never go back.
-    if (q.time != absl::InfinitePast()) {
-      for (auto it = pts.rbegin(); it != pts.rend(); ++it) {
-        if (it->time == absl::InfinitePast()) continue;
-        if (q.time < it->time) q.time = absl::InfinitePast();
-        break;
-      }
-    }
-    pts.push_back(std::move(q));
-    kept->push_back(std::move(p));
-  }
+  std::vector<SeriesTail::Row> parsed;
+  parsed.reserve(rows.size());
+  for (SeriesPointRow& r : rows) parsed.push_back(ParseRow(std::move(r)));
+  SeriesTail::Prefix st;
+  std::vector<Point> pts = BuildPoints(parsed, warmup_per_host, st, kept, warmup);
+  if (excluded != nullptr) *excluded += st.excluded;
   return Series::Create(std::move(pts));
 }
 
@@ -362,11 +387,102 @@ absl::StatusOr<const std::pair<std::string, Series>*> ReferenceCache::Lookup(
   return nullptr;
 }
 
+namespace {
+
+// Fills `tail` with the series' rows written since it was filled (all of them
+// when it is empty). A row that belongs before its cut (a run of its own ordered
+// before the cut, or a repetition whose run is not among the rows kept) empties
+// it and the whole series is read.
+absl::Status RefreshTail(Store& store, const std::string& key, SeriesTail& tail,
+                         uint64_t* points_read) {
+  tail.read_whole = false;
+  if (tail.loaded) {
+    absl::StatusOr<std::vector<SeriesPointRow>> added =
+        store.ListSeriesPointsAfter(key, tail.stored_seq);
+    if (!added.ok()) return added.status();
+    if (points_read != nullptr) *points_read += added->size();
+    if (added->empty()) return absl::OkStatus();
+    std::vector<SeriesTail::Row> rows;
+    rows.reserve(added->size());
+    int64_t seq = tail.stored_seq;
+    for (SeriesPointRow& r : *added) {
+      seq = std::max(seq, r.stored_seq);
+      rows.push_back(ParseRow(std::move(r)));
+    }
+    std::set<std::string_view> runs;
+    for (const SeriesTail::Row& r : tail.rows) {
+      if (r.rerun_of.empty()) runs.insert(r.row.run_id);
+    }
+    for (const SeriesTail::Row& r : rows) {
+      if (r.rerun_of.empty()) runs.insert(r.row.run_id);
+    }
+    bool fits = true;
+    for (const SeriesTail::Row& r : rows) {
+      if (r.rerun_of.empty() ? r.row.order < tail.cut_order : runs.count(r.rerun_of) == 0) {
+        fits = false;
+      }
+    }
+    if (fits) {
+      for (SeriesTail::Row& r : rows) {
+        auto at = std::upper_bound(tail.rows.begin(), tail.rows.end(), r,
+                                   [](const SeriesTail::Row& a, const SeriesTail::Row& b) {
+                                     return std::tie(a.row.order, a.row.run_id) <
+                                            std::tie(b.row.order, b.row.run_id);
+                                   });
+        tail.rows.insert(at, std::move(r));
+      }
+      tail.stored_seq = seq;
+      return absl::OkStatus();
+    }
+  }
+  absl::StatusOr<std::vector<SeriesPointRow>> all = store.ListSeriesPoints(key);
+  if (!all.ok()) return all.status();
+  if (points_read != nullptr) *points_read += all->size();
+  tail = SeriesTail();
+  tail.loaded = true;
+  tail.read_whole = true;
+  tail.rows.reserve(all->size());
+  for (SeriesPointRow& r : *all) {
+    tail.stored_seq = std::max(tail.stored_seq, r.stored_seq);
+    tail.rows.push_back(ParseRow(std::move(r)));
+  }
+  return absl::OkStatus();
+}
+
+// Moves the rows of the points before `cut` (an index into the whole series, at
+// a point of its own: not a repetition) into the tail's prefix. `points` are the
+// rows of the whole series' points (points[cut] is read only).
+void CutTail(SeriesTail& tail, size_t cut, const std::vector<SeriesPointRow>& points,
+             int warmup_per_host) {
+  if (cut <= tail.prefix.points || cut >= points.size()) return;
+  const int64_t t = points[cut].order;
+  std::map<std::string_view, int64_t> order_of;
+  for (const SeriesTail::Row& r : tail.rows) {
+    if (r.rerun_of.empty()) order_of[r.row.run_id] = r.row.order;
+  }
+  std::vector<SeriesTail::Row> before, after;
+  for (SeriesTail::Row& r : tail.rows) {
+    int64_t place = r.row.order;
+    if (!r.rerun_of.empty()) {
+      if (auto at = order_of.find(r.rerun_of); at != order_of.end()) place = at->second;
+    }
+    (place < t ? before : after).push_back(std::move(r));
+  }
+  BuildPoints(before, warmup_per_host, tail.prefix, nullptr, nullptr);
+  tail.rows = std::move(after);
+  tail.cut_order = t;
+  if (tail.prefix.points != cut) tail = SeriesTail();  // not where it was expected: reread
+}
+
+}  // namespace
+
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
                                                    const Params& params,
                                                    ReferenceCache* references,
                                                    int window_points,
-                                                   std::string* newest_change) {
+                                                   std::string* newest_change,
+                                                   SeriesTail* tail, uint64_t* points_read) {
+  if (window_points <= 0 || newest_change == nullptr) tail = nullptr;
   SeriesAnalysis out;
   absl::StatusOr<SeriesRow> row = store.GetSeries(key);
   if (!row.ok()) return row.status();
@@ -376,12 +492,30 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
     return absl::FailedPreconditionError(
         absl::StrCat("series ", key, ": metric \"", row->metric, "\" has no policy"));
   }
-  absl::StatusOr<std::vector<SeriesPointRow>> rows = store.ListSeriesPoints(key);
-  if (!rows.ok()) return rows.status();
-  absl::StatusOr<Series> series =
-      SeriesOfRows(std::move(*rows), &out.points, &out.reruns_excluded,
-                   params.decide.warmup_per_host, &out.warmup);
-  if (!series.ok()) return series.status();
+  absl::StatusOr<Series> series = absl::UnknownError("unset");
+  size_t origin = 0;
+  if (tail != nullptr) {
+    if (absl::Status s = RefreshTail(store, key, *tail, points_read); !s.ok()) return s;
+    SeriesTail::Prefix st = tail->prefix;
+    origin = st.points;
+    out.points.resize(origin);  // stand-ins for the points before the tail
+    std::vector<Point> pts = BuildPoints(tail->rows, params.decide.warmup_per_host, st,
+                                         &out.points, &out.warmup);
+    out.reruns_excluded = st.excluded;
+    series = Series::Create(std::move(pts));
+  } else {
+    absl::StatusOr<std::vector<SeriesPointRow>> rows = store.ListSeriesPoints(key);
+    if (!rows.ok()) return rows.status();
+    if (points_read != nullptr) *points_read += rows->size();
+    series = SeriesOfRows(std::move(*rows), &out.points, &out.reruns_excluded,
+                          params.decide.warmup_per_host, &out.warmup);
+  }
+  if (!series.ok()) {
+    if (tail != nullptr) *tail = SeriesTail();
+    return series.status();
+  }
+  out.points_origin = origin;
+  const size_t n = out.points.size();
   // The pinned control (ingest.h, kReferenceTag) of the same host class, branch
   // and metric, when there is one and this series is not it.
   std::optional<Series> reference;
@@ -422,17 +556,29 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
   std::optional<size_t> newest;
   bool known = newest_change == nullptr || *newest_change == "-";
   if (!known && !newest_change->empty()) {
-    for (size_t i = 0; i < out.points.size(); ++i) {
+    for (size_t i = origin; i < n; ++i) {
       if (out.points[i].run_id == *newest_change) {
         newest = i;
         known = true;
       }
     }
+    if (!known && tail != nullptr && !tail->far_newest.empty() &&
+        *newest_change == tail->far_newest) {
+      // So far back that any place at or before it gives the same part.
+      newest = 0;
+      known = true;
+    }
   }
-  out.window = known ? TrailingWindowOf(series->size(), params, window_points, newest)
-                     : TrailingWindow{};
+  out.window = known ? TrailingWindowOf(n, params, window_points, newest) : TrailingWindow{};
+  if (tail != nullptr && (out.window.begin < origin || (!known && origin > 0))) {
+    // The part starts before the kept rows (not expected; or the newest change
+    // is unknown, so the whole series is analysed): read it whole.
+    *tail = SeriesTail();
+    return AnalyzeStoredSeries(store, key, params, references, window_points, newest_change, tail,
+                               points_read);
+  }
   absl::StatusOr<Analysis> analysis = AnalyzeTrailing(
-      *series, *policy, params, reference ? &*reference : nullptr, out.window, &newest);
+      *series, *policy, params, reference ? &*reference : nullptr, out.window, &newest, origin);
   if (!analysis.ok()) return analysis.status();
   out.analysis = std::move(*analysis);
   // The Series' orders leave room for repetitions (kOrderSlots); report the stored ones.
@@ -441,10 +587,31 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
     a.first_after_order = out.points[a.change.index].order;
   }
   out.note = out.analysis.detection.note;
-  if (newest_change != nullptr) {
-    // "-" = analysed, no confirmed change: nothing to reach back to.
-    *newest_change = newest && *newest < out.points.size() ? out.points[*newest].run_id : "-";
+  std::string newest_run = "-";  // "-" = analysed, no confirmed change: nothing to reach back to
+  if (newest && *newest < n) {
+    newest_run = *newest < origin ? tail->far_newest : out.points[*newest].run_id;
   }
+  if (tail != nullptr) {
+    // Keep what the next analysis can need: its part starts at or after
+    // TrailingWindowOf(n) with this newest change (points are only added, and
+    // they only move it later), and it must find the newest change's run, unless
+    // that lies so far back that its place no longer moves the part.
+    size_t cut = TrailingWindowOf(n, params, window_points, newest).begin;
+    std::string far;
+    if (newest && *newest < cut) {
+      const size_t k = static_cast<size_t>(window_points);
+      const size_t floor = n > kMaxWindowFactor * k ? n - kMaxWindowFactor * k : 0;
+      if (*newest + Reach(params) <= floor) {
+        far = newest_run;
+      } else {
+        cut = *newest;
+      }
+    }
+    while (cut > origin && cut < n && series->points()[cut - origin].extra) --cut;
+    tail->far_newest = far;
+    CutTail(*tail, cut, out.points, params.decide.warmup_per_host);
+  }
+  if (newest_change != nullptr) *newest_change = newest_run;
   return out;
 }
 
@@ -540,6 +707,7 @@ absl::Status HistoryWorker::PollOnce() {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.polls;
   }
+  read_this_poll_ = 0;
   if (!cursor_loaded_) {
     absl::StatusOr<int64_t> c = store_->HistoryCursor();
     if (!c.ok()) return c.status();
@@ -740,6 +908,15 @@ absl::Status HistoryWorker::PollOnce() {
     absl::Status s = CheckStoppages(now);
     if (!s.ok() && first_error.ok()) first_error = s;
   }
+  {
+    uint64_t kept = 0;
+    for (const auto& [key, tail] : tails_) kept += tail.rows.size();
+    std::lock_guard<std::mutex> l(mu_);
+    stats_.points_read_last_poll = read_this_poll_;
+    stats_.points_read += read_this_poll_;
+    stats_.whole_reads = whole_reads_;
+    stats_.tail_points_kept = kept;
+  }
   return first_error;
 }
 
@@ -755,12 +932,32 @@ absl::Status HistoryWorker::CheckStoppages(uint64_t read_ms) {
   if (!alerts.ok()) return alerts.status();
   std::map<std::string, const AlertRow*> alert_by_id;
   for (const AlertRow& a : *alerts) alert_by_id[a.id] = &a;
+  // Each series' newest point time, by index: a series whose newest point is
+  // no older than min_silence is reporting (the limit is at least min_silence)
+  // and is read only when it has a stoppage alert to withdraw.
+  absl::StatusOr<std::vector<SeriesNewestRow>> newest = store_->ListSeriesNewest();
+  if (!newest.ok()) return newest.status();
+  std::map<std::string_view, uint64_t> newest_ms;
+  for (const SeriesNewestRow& r : *newest) newest_ms[r.key] = r.newest_time_ms;
+  const uint64_t min_silence_ms =
+      static_cast<uint64_t>(absl::ToInt64Milliseconds(options_.params.stoppage.min_silence));
   WriteBatch batch;
   size_t stopped = 0;
   for (const SeriesRow& row : *all) {
     if (row.metric != "iops") continue;  // one per workload and host class
+    const auto nw = newest_ms.find(row.key);
+    if (nw != newest_ms.end() &&
+        (nw->second == 0 || nw->second > now || now - nw->second <= min_silence_ms)) {
+      const auto prior_it = alert_by_id.find(HexDigest(absl::StrCat(row.key, "|stoppage")));
+      if (prior_it == alert_by_id.end()) continue;
+      if (AlertStatus(json::parse(prior_it->second->detail_json, nullptr, false)) ==
+          kAlertWithdrawn) {
+        continue;
+      }
+    }
     absl::StatusOr<std::vector<SeriesPointRow>> rows = store_->ListSeriesPoints(row.key);
     if (!rows.ok()) return rows.status();
+    read_this_poll_ += rows->size();
     std::vector<SeriesPointRow> kept;
     absl::StatusOr<Series> series = SeriesOfRows(std::move(*rows), &kept);
     if (!series.ok() || kept.empty()) continue;
@@ -1143,9 +1340,15 @@ absl::Status HistoryWorker::RequestReruns(const Assessment& a,
 }
 
 absl::Status HistoryWorker::Detect(const std::string& series_key, uint64_t* points) {
+  SeriesTail* tail = nullptr;
+  if (options_.analysis_window_points > 0) {
+    tail = &tails_[series_key];
+  }
   absl::StatusOr<SeriesAnalysis> sa =
       AnalyzeStoredSeries(*store_, series_key, options_.params, &references_,
-                          options_.analysis_window_points, &newest_change_[series_key]);
+                          options_.analysis_window_points, &newest_change_[series_key], tail,
+                          &read_this_poll_);
+  if (tail != nullptr && tail->read_whole) ++whole_reads_;
   {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.detections;
@@ -1164,7 +1367,9 @@ absl::Status HistoryWorker::Detect(const std::string& series_key, uint64_t* poin
   if (!existing.ok()) return existing.status();
   const std::string stoppage_id = HexDigest(absl::StrCat(series_key, "|stoppage"));
   std::map<std::string, size_t> index_of;
-  for (size_t i = 0; i < sa->points.size(); ++i) index_of[sa->points[i].run_id] = i;
+  for (size_t i = sa->points_origin; i < sa->points.size(); ++i) {
+    index_of[sa->points[i].run_id] = i;
+  }
   std::vector<const AlertRow*> mine;
   for (const AlertRow& e : *existing) {
     if (e.series_key == series_key && e.id != stoppage_id) mine.push_back(&e);
@@ -1273,6 +1478,9 @@ absl::Status HistoryWorker::Detect(const std::string& series_key, uint64_t* poin
       // Settled: placed before the part analysed (and its reach).
       auto at = index_of.find(e->first_run_id);
       if (at != index_of.end() && at->second < settled_before) continue;
+      // Not among the rows read: before the kept tail (SeriesTail), so before
+      // the part.
+      if (at == index_of.end() && sa->points_origin > 0) continue;
     }
     if (rerun_state == "running" || rerun_state == "waiting") {
       // A change being settled that is no longer found: its runs not placed

@@ -25,6 +25,7 @@
 #include <deque>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -136,6 +137,46 @@ class ReferenceCache {
   Stats stats_;
 };
 
+// A series' newest stored points as the history worker keeps them between polls
+// (docs/history-method.md, "Reads"): the rows from a cut on, each with what the
+// analysis reads of its axes (parsed once), and what the rows before the cut
+// (the prefix) leave for the rest. A poll reads only the rows written since
+// (Store::ListSeriesPointsAfter). The cut follows the part the next bounded
+// analysis can start at (TrailingWindowOf at the current point count and the
+// newest change), so at most kMaxWindowFactor x analysis_window_points points
+// (plus half an e-divisive window) are kept. A written row that belongs before
+// the cut (a run that finished late, a repetition of a run there) empties it:
+// the next analysis reads the whole series again. Filled by AnalyzeStoredSeries.
+struct SeriesTail {
+  struct Row {
+    SeriesPointRow row;
+    std::string rerun_of;  // the run it repeats (rerun.h); "" for a run of its own
+    std::string kernel;    // kernel_release
+    std::string host;
+    std::string setup;     // what it ran with (alert.h, the fleet-wide rule)
+    double resolution = -1;  // < 0: not recorded
+  };
+  // What the rows before the cut leave for the points after it.
+  struct Prefix {
+    size_t points = 0;  // usable points (Series entries)
+    std::map<std::string, int> host_runs;  // per host, its runs (up to warmup_per_host)
+    int64_t last_time_ms = -1;  // the last point with a time that counts; -1: none
+    int excluded = 0;           // repetitions left out (another kernel)
+  };
+  bool loaded = false;
+  bool read_whole = false;  // the last fill read the whole series
+  int64_t stored_seq = 0;  // the last SeriesPointRow::stored_seq read
+  // Rows placed (at their order, a repetition at its run's) before this are the
+  // prefix; the smallest int64_t when nothing was cut.
+  int64_t cut_order = std::numeric_limits<int64_t>::min();
+  Prefix prefix;
+  // The run of the newest confirmed change when it lies in the prefix and so far
+  // back that its exact place does not move the part any more (TrailingWindowOf
+  // clamps at kMaxWindowFactor x window); "" otherwise.
+  std::string far_newest;
+  std::vector<Row> rows;  // after the cut, by (order, run_id) as ListSeriesPoints
+};
+
 struct WorkerStats {
   uint64_t polls = 0;
   uint64_t runs_ingested = 0;  // runs that fed at least one point
@@ -154,6 +195,13 @@ struct WorkerStats {
   uint64_t series_analysed_last_poll = 0;  // series analysed by the last poll
   uint64_t points_analysed_last_poll = 0;  // points handed to the detectors by it
   uint64_t analysis_queue = 0;  // series that gained points still waiting, after the last poll
+  // Reads (docs/history-method.md, "Reads"): point rows the store returned to
+  // the worker's analyses and stoppage checks (references not counted), all
+  // polls and the last poll; series whose kept tail was (re)read whole.
+  uint64_t points_read = 0;
+  uint64_t points_read_last_poll = 0;
+  uint64_t whole_reads = 0;
+  uint64_t tail_points_kept = 0;  // rows kept in the tails, after the last poll
   std::string last_error;      // the last poll's failure, "" when it succeeded
 };
 
@@ -232,6 +280,11 @@ class HistoryWorker {
   // found it (AnalyzeStoredSeries newest_change); poll_mu_. Rebuilt by a full
   // first analysis after a restart.
   std::map<std::string, std::string> newest_change_;
+  // Per series, its newest stored rows (SeriesTail; analysis_window_points > 0);
+  // poll_mu_. Not saved: a restart reads each series whole once.
+  std::map<std::string, SeriesTail> tails_;
+  uint64_t read_this_poll_ = 0;   // poll_mu_
+  uint64_t whole_reads_ = 0;      // poll_mu_
   std::deque<std::string> queue_;
   std::set<std::string> queued_;
   bool queue_seeded_ = false;
@@ -264,6 +317,9 @@ struct SeriesAnalysis {
   // before window.settled_before are not in `analysis` (the whole series when
   // window.begin is 0).
   TrailingWindow window;
+  // With a SeriesTail: points[0, points_origin) are empty rows standing for the
+  // points before the tail (not read); window.begin is at or after it.
+  size_t points_origin = 0;
 };
 // `references` (optional): the worker's cache for the reference lookup.
 // `window_points`: analyse the newest this-many points only (alert.h
@@ -271,11 +327,17 @@ struct SeriesAnalysis {
 // (optional, with window_points): in, the run id of the first point after the
 // newest confirmed change of the series' last analysis ("" = not known: a
 // worker's first analysis of the series); out, this analysis' one.
+// `tail` (optional, with window_points and newest_change): the series' kept
+// rows; read are only the rows written since it was filled (all of them when it
+// is empty or a new row belongs before its cut), and it is cut to what the next
+// analysis can need. `points_read` (optional): adds the point rows read.
 absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
                                                    const Params& params,
                                                    ReferenceCache* references = nullptr,
                                                    int window_points = 0,
-                                                   std::string* newest_change = nullptr);
+                                                   std::string* newest_change = nullptr,
+                                                   SeriesTail* tail = nullptr,
+                                                   uint64_t* points_read = nullptr);
 
 // Detection status of an alert (docs/history.md, "Alert status").
 inline constexpr std::string_view kAlertActive = "active";        // the newest analysis alerts

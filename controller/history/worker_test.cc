@@ -1632,6 +1632,11 @@ TEST_F(IncrementalAnalysisTest, TheNewestPointsGiveTheAlertsOfTheWholeSeries) {
   int active = 0;
   for (const std::string& a : end) active += a.find("|active|") != std::string::npos;
   EXPECT_GE(active, 3) << ::testing::PrintToString(end);  // iops, bw, clat at 50 at least
+  // The bounded worker analysed from its kept rows (docs/history-method.md,
+  // "Reads"): the rows before the part were cut, and each poll read 3 rows.
+  EXPECT_LT(incremental->stats().tail_points_kept, 3u * 200);
+  EXPECT_EQ(incremental->stats().points_read_last_poll, 3u);
+  EXPECT_EQ(incremental->stats().whole_reads, 3u);  // once each, at its first point
 }
 
 // One poll's work is bounded: after 400 runs of noise, a new run makes the
@@ -1714,6 +1719,70 @@ TEST_F(IncrementalAnalysisTest, ARestartAnalysesWhatThePreviousWorkerLeftQueued)
   EXPECT_EQ(w->stats().series_analysed_last_poll, 3u);
   EXPECT_EQ(ListAlertsJson(*store_, {})->at("alerts").size(), 3u)
       << ListAlertsJson(*store_, {})->dump(1);
+}
+
+// Reads (docs/history-method.md, "Reads"): the worker keeps each series' newest
+// rows between polls and reads only the rows written since. After a first
+// whole read of the 3 series (399 finished runs each), a poll that ingests one
+// run reads 3 rows, and the kept rows stay within 4 x 125 + 25 per series. A
+// run that finished late (ordered before the kept rows) makes each of its
+// series be read whole once. With the read path of 2026-12-02 (every analysis
+// read its series whole) each poll read 3 x 400+ rows.
+TEST_F(IncrementalAnalysisTest, APollReadsOnlyThePointsWrittenSinceTheLast) {
+  for (int i = 0; i < 400; ++i) {
+    AddJob(i, Noisy(100000, 0.01), i == 5 ? RunState::kRunning : RunState::kSucceeded);
+  }
+  auto w = WorkerOn(store_.get(), 125);
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(w->stats().points_read_last_poll, 3u * 399);
+  EXPECT_EQ(w->stats().whole_reads, 3u);
+  for (int i = 400; i < 420; ++i) {
+    AddJob(i, Noisy(100000, 0.01));
+    ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+    EXPECT_EQ(w->stats().series_analysed_last_poll, 3u);
+    EXPECT_EQ(w->stats().points_read_last_poll, 3u) << "run " << i;
+    EXPECT_EQ(w->stats().whole_reads, 3u);
+    EXPECT_GE(w->stats().tail_points_kept, 3u * 125);
+    EXPECT_LE(w->stats().tail_points_kept, 3u * (4 * 125 + 25));
+  }
+  AddJob(5, Noisy(100000, 0.01));  // run 5 finishes now: ordered before the kept rows
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(w->stats().whole_reads, 6u);
+  EXPECT_EQ(w->stats().points_read_last_poll, 3u * 421);
+  AddJob(420, Noisy(100000, 0.01));
+  ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+  EXPECT_EQ(w->stats().points_read_last_poll, 3u);
+  EXPECT_EQ(ListAlertsJson(*store_, {})->at("alerts").size(), 0u)
+      << ListAlertsJson(*store_, {})->dump(1);
+}
+
+// The stoppage check reads the points of a series only when its newest point
+// (Store::ListSeriesNewest) is older than min_silence: of two workloads, the
+// one silent for 11 h is read (10 rows) and alerted on, the one that reported
+// an hour ago is not read. Before, the check read every iops series whole
+// (30 rows here).
+TEST_F(IncrementalAnalysisTest, TheStoppageCheckReadsOnlySeriesSilentLongEnough) {
+  for (int i = 0; i < 20; ++i) {
+    if (i < 10) AddJob(i, Noisy(100000, 0.01));
+    AddJob(i, Noisy(50000, 0.01), RunState::kSucceeded, "main", "read", nullptr, "b-");
+  }
+  now_ms_ = kT0 + 20 * kHour;
+  WorkerOptions o;
+  o.clock = [this] { return now_ms_; };
+  o.poll_budget_ms = 0;
+  o.params.stoppage.min_silence = absl::Hours(2);
+  auto w = HistoryWorker::Create(store_.get(), o);
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_TRUE((*w)->PollOnce().ok()) << (*w)->stats().last_error;
+  EXPECT_EQ((*w)->stats().stoppages, 1u);
+  now_ms_ += 60000;  // the next check; nothing new to analyse
+  ASSERT_TRUE((*w)->PollOnce().ok()) << (*w)->stats().last_error;
+  EXPECT_EQ((*w)->stats().series_analysed_last_poll, 0u);
+  EXPECT_EQ((*w)->stats().points_read_last_poll, 10u);
+  auto alerts = ListAlertsJson(*store_, {});
+  ASSERT_EQ((*alerts)["alerts"].size(), 1u) << alerts->dump(1);
+  EXPECT_EQ((*alerts)["alerts"][0]["kind"], "stoppage");
+  EXPECT_EQ((*alerts)["alerts"][0]["first_run"]["run_id"], "job-9-r0");
 }
 
 TEST_F(IncrementalAnalysisTest, ATooShortWindowIsRefusedNamingTheField) {

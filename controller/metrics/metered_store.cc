@@ -90,6 +90,13 @@ class MeteredStore final : public Store {
   absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPoints(const std::string& key) override {
     return inner_->ListSeriesPoints(key);
   }
+  absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPointsAfter(const std::string& key,
+                                                                    int64_t after) override {
+    return inner_->ListSeriesPointsAfter(key, after);
+  }
+  absl::StatusOr<std::vector<SeriesNewestRow>> ListSeriesNewest() override {
+    return inner_->ListSeriesNewest();
+  }
   absl::StatusOr<std::vector<AlertRow>> ListAlerts() override { return inner_->ListAlerts(); }
   absl::StatusOr<AlertRow> GetAlert(const std::string& id) override {
     return inner_->GetAlert(id);

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -338,7 +339,24 @@ TEST_F(MigrateTest, CopiesEveryTableOfTheSchemaHistoryIncluded) {
     EXPECT_EQ((*pa)[i].run_id, (*pb)[i].run_id);
     EXPECT_EQ((*pa)[i].value, (*pb)[i].value);
     EXPECT_EQ((*pa)[i].axes_json, (*pb)[i].axes_json);
+    // The write position (SQLite's rowid) is carried over (the worker's reads).
+    EXPECT_EQ((*pa)[i].stored_seq, (*pb)[i].stored_seq);
   }
+  // A point written after the migration comes after every copied one.
+  SeriesPointRow late = (*pa)[0];
+  late.run_id = "late";
+  WriteBatch after;
+  after.insert_points.push_back(late);
+  ASSERT_TRUE((*target)->Write(std::move(after)).ok());
+  auto newer = (*target)->ListSeriesPointsAfter("series-1", (*pb)[1].stored_seq);
+  ASSERT_TRUE(newer.ok()) << newer.status();
+  ASSERT_EQ(newer->size(), 1u);
+  EXPECT_EQ((*newer)[0].run_id, "late");
+  auto newest = (*target)->ListSeriesNewest();
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  int64_t top = 0;
+  for (const SeriesNewestRow& r : *newest) top = std::max(top, r.last_stored_seq);
+  EXPECT_EQ(top, (*newer)[0].stored_seq);
 }
 
 TEST_F(MigrateTest, ATableTheTargetLacksIsRefusedNamingIt) {

@@ -211,6 +211,18 @@ ALTER TABLE intervals ADD COLUMN read_lat_hist TEXT;
 ALTER TABLE intervals ADD COLUMN write_lat_hist TEXT;
 ALTER TABLE intervals ADD COLUMN trim_lat_hist TEXT;
 )sql",
+    // 7: SQLite's 12: the write position of each point, so the history worker
+    // reads only the points a series gained since its last read, and each
+    // series' newest point time by index (the stoppage check;
+    // docs/history-method.md, "Reads"). Named as SQLite's implicit rowid, so
+    // `iofleet-controller migrate` (column by column, by name) carries the
+    // write order over. Existing rows are numbered in table order. The one
+    // writer connection commits in sequence order.
+    R"sql(
+ALTER TABLE history_points ADD COLUMN rowid BIGSERIAL;
+CREATE INDEX history_points_by_write ON history_points(series_key, rowid);
+CREATE INDEX history_points_by_time ON history_points(series_key, time_ms);
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kPostgresSchemaVersion);
 
@@ -820,24 +832,53 @@ class PostgresStore final : public Store {
 
   absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPoints(const std::string& key) override {
     return Query<std::vector<SeriesPointRow>>(
-        "SELECT series_key, run_id, job_id, ord, time_ms, value, cv, axes_json "
+        "SELECT series_key, run_id, job_id, ord, time_ms, value, cv, axes_json, rowid "
         "FROM history_points WHERE series_key = $1 ORDER BY ord, run_id COLLATE \"C\"",
-        PgParams().Add(key), [](const PGresult* r) {
-          std::vector<SeriesPointRow> out;
+        PgParams().Add(key), ReadPoints);
+  }
+
+  absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPointsAfter(const std::string& key,
+                                                                    int64_t after) override {
+    return Query<std::vector<SeriesPointRow>>(
+        "SELECT series_key, run_id, job_id, ord, time_ms, value, cv, axes_json, rowid "
+        "FROM history_points WHERE series_key = $1 AND rowid > $2 ORDER BY rowid",
+        PgParams().Add(key).Add(after), ReadPoints);
+  }
+
+  absl::StatusOr<std::vector<SeriesNewestRow>> ListSeriesNewest() override {
+    // One index lookup per series for each MAX (history_points_by_time,
+    // history_points_by_write).
+    return Query<std::vector<SeriesNewestRow>>(
+        "SELECT s.key, "
+        "COALESCE((SELECT MAX(p.time_ms) FROM history_points p WHERE p.series_key = s.key), 0), "
+        "COALESCE((SELECT MAX(q.rowid) FROM history_points q WHERE q.series_key = s.key), 0) "
+        "FROM history_series s ORDER BY s.key COLLATE \"C\"",
+        {}, [](const PGresult* r) {
+          std::vector<SeriesNewestRow> out;
           for (int i = 0; i < PQntuples(r); ++i) {
-            SeriesPointRow p;
-            p.series_key = PgText(r, i, 0);
-            p.run_id = PgText(r, i, 1);
-            p.job_id = PgText(r, i, 2);
-            p.order = PgInt(r, i, 3);
-            p.time_ms = static_cast<uint64_t>(PgInt(r, i, 4));
-            p.value = DoubleFromText(PgText(r, i, 5));
-            p.cv = DoubleFromText(PgText(r, i, 6));
-            p.axes_json = PgText(r, i, 7);
-            out.push_back(std::move(p));
+            out.push_back(SeriesNewestRow{PgText(r, i, 0), static_cast<uint64_t>(PgInt(r, i, 1)),
+                                          PgInt(r, i, 2)});
           }
           return out;
         });
+  }
+
+  static std::vector<SeriesPointRow> ReadPoints(const PGresult* r) {
+    std::vector<SeriesPointRow> out;
+    for (int i = 0; i < PQntuples(r); ++i) {
+      SeriesPointRow p;
+      p.series_key = PgText(r, i, 0);
+      p.run_id = PgText(r, i, 1);
+      p.job_id = PgText(r, i, 2);
+      p.order = PgInt(r, i, 3);
+      p.time_ms = static_cast<uint64_t>(PgInt(r, i, 4));
+      p.value = DoubleFromText(PgText(r, i, 5));
+      p.cv = DoubleFromText(PgText(r, i, 6));
+      p.axes_json = PgText(r, i, 7);
+      p.stored_seq = PgInt(r, i, 8);
+      out.push_back(std::move(p));
+    }
+    return out;
   }
 
   absl::StatusOr<std::vector<AlertRow>> ListAlerts() override {
@@ -1524,10 +1565,13 @@ absl::StatusOr<std::map<std::string, int64_t>> ImportIntoPostgres(
     });
     if (!st.ok()) return fail(st);
   }
-  // New rows continue after the copied seqs.
-  for (const char* t : {"jobs", "runs"}) {
-    auto r = PgExec(c, absl::StrCat("SELECT setval(pg_get_serial_sequence('", t,
-                                    "', 'seq'), coalesce(max(seq), 0) + 1, false) FROM ", t));
+  // New rows continue after the copied seqs (and the history points' write
+  // positions, SQLite's rowids).
+  for (const auto& [t, col] : {std::pair<const char*, const char*>{"jobs", "seq"},
+                               {"runs", "seq"},
+                               {"history_points", "rowid"}}) {
+    auto r = PgExec(c, absl::StrCat("SELECT setval(pg_get_serial_sequence('", t, "', '", col,
+                                    "'), coalesce(max(", col, "), 0) + 1, false) FROM ", t));
     if (!r.ok()) return fail(r.status());
   }
   if (auto s = PgExecScript(c, "COMMIT"); !s.ok()) return fail(s);

@@ -34,7 +34,7 @@
 namespace iofleet::controller {
 
 // The schema version this build writes (PostgreSQL's own migration list).
-inline constexpr int kPostgresSchemaVersion = 6;
+inline constexpr int kPostgresSchemaVersion = 7;
 
 struct PostgresStoreOptions {
   // Create the schema and a new store identity when the database holds no

@@ -8,6 +8,7 @@
 #include <memory>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -211,6 +212,14 @@ ALTER TABLE runs ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE intervals ADD COLUMN read_lat_hist TEXT;
 ALTER TABLE intervals ADD COLUMN write_lat_hist TEXT;
 ALTER TABLE intervals ADD COLUMN trim_lat_hist TEXT;
+)sql",
+    // 12: the history worker reads a series' points written since its last read
+    // (rowid, the write order, is the implicit last column of an index on
+    // series_key) and each series' newest point time (the stoppage check)
+    // without reading point rows (docs/history-method.md, "Reads").
+    R"sql(
+CREATE INDEX history_points_by_write ON history_points(series_key);
+CREATE INDEX history_points_by_time ON history_points(series_key, time_ms);
 )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
@@ -709,6 +718,30 @@ class SqliteStore final : public Store {
 
   StoreStats Stats() override { return writer_.Stats(); }
 
+  absl::StatusOr<std::vector<SeriesPointRow>> ReadPoints(const char* sql, const std::string& key,
+                                                         std::optional<int64_t> after) {
+    std::lock_guard<std::mutex> l(rmu_);
+    Stmt s(rdb_, sql);
+    s.Bind(1, key);
+    if (after) s.Bind(2, *after);
+    std::vector<SeriesPointRow> out;
+    while (s.Step()) {
+      SeriesPointRow p;
+      p.series_key = s.Text(0);
+      p.run_id = s.Text(1);
+      p.job_id = s.Text(2);
+      p.order = s.Int(3);
+      p.time_ms = static_cast<uint64_t>(s.Int(4));
+      p.value = DoubleFromText(s.Text(5));
+      p.cv = DoubleFromText(s.Text(6));
+      p.axes_json = s.Text(7);
+      p.stored_seq = s.Int(8);
+      out.push_back(std::move(p));
+    }
+    if (!s.status().ok()) return s.status();
+    return out;
+  }
+
   absl::StatusOr<std::vector<SeriesRow>> ListSeries() override {
     std::lock_guard<std::mutex> l(rmu_);
     Stmt s(rdb_, "SELECT key, metric, axes_json, created_ms FROM history_series ORDER BY key");
@@ -732,23 +765,35 @@ class SqliteStore final : public Store {
   }
 
   absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPoints(const std::string& key) override {
+    return ReadPoints(
+        "SELECT series_key, run_id, job_id, ord, time_ms, value, cv, axes_json, rowid "
+        "FROM history_points WHERE series_key = ? ORDER BY ord, run_id",
+        key, std::nullopt);
+  }
+
+  absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPointsAfter(const std::string& key,
+                                                                    int64_t after) override {
+    // history_points_by_write: a range of (series_key, rowid).
+    return ReadPoints(
+        "SELECT series_key, run_id, job_id, ord, time_ms, value, cv, axes_json, rowid "
+        "FROM history_points INDEXED BY history_points_by_write "
+        "WHERE series_key = ? AND rowid > ? ORDER BY rowid",
+        key, after);
+  }
+
+  absl::StatusOr<std::vector<SeriesNewestRow>> ListSeriesNewest() override {
     std::lock_guard<std::mutex> l(rmu_);
+    // One index lookup per series for each MAX (history_points_by_time,
+    // history_points_by_write).
     Stmt s(rdb_,
-           "SELECT series_key, run_id, job_id, ord, time_ms, value, cv, axes_json "
-           "FROM history_points WHERE series_key = ? ORDER BY ord, run_id");
-    s.Bind(1, key);
-    std::vector<SeriesPointRow> out;
+           "SELECT s.key, "
+           "(SELECT MAX(p.time_ms) FROM history_points p WHERE p.series_key = s.key), "
+           "(SELECT MAX(q.rowid) FROM history_points q INDEXED BY history_points_by_write "
+           "WHERE q.series_key = s.key) "
+           "FROM history_series s ORDER BY s.key");
+    std::vector<SeriesNewestRow> out;
     while (s.Step()) {
-      SeriesPointRow p;
-      p.series_key = s.Text(0);
-      p.run_id = s.Text(1);
-      p.job_id = s.Text(2);
-      p.order = s.Int(3);
-      p.time_ms = static_cast<uint64_t>(s.Int(4));
-      p.value = DoubleFromText(s.Text(5));
-      p.cv = DoubleFromText(s.Text(6));
-      p.axes_json = s.Text(7);
-      out.push_back(std::move(p));
+      out.push_back(SeriesNewestRow{s.Text(0), static_cast<uint64_t>(s.Int(1)), s.Int(2)});
     }
     if (!s.status().ok()) return s.status();
     return out;

@@ -17,7 +17,7 @@
 namespace iofleet::controller {
 
 // The schema version this build writes (migrations 1..kSchemaVersion).
-inline constexpr int kSchemaVersion = 11;
+inline constexpr int kSchemaVersion = 12;
 
 struct SqliteStoreOptions {
   // Most queued items one writer transaction carries. Default: 1024.

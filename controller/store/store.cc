@@ -66,6 +66,11 @@ absl::StatusOr<SeriesRow> Store::GetSeries(const std::string&) { return NoHistor
 absl::StatusOr<std::vector<SeriesPointRow>> Store::ListSeriesPoints(const std::string&) {
   return NoHistory();
 }
+absl::StatusOr<std::vector<SeriesPointRow>> Store::ListSeriesPointsAfter(const std::string&,
+                                                                         int64_t) {
+  return NoHistory();
+}
+absl::StatusOr<std::vector<SeriesNewestRow>> Store::ListSeriesNewest() { return NoHistory(); }
 absl::StatusOr<std::vector<AlertRow>> Store::ListAlerts() { return NoHistory(); }
 absl::StatusOr<AlertRow> Store::GetAlert(const std::string&) { return NoHistory(); }
 absl::StatusOr<int64_t> Store::HistoryCursor() { return NoHistory(); }

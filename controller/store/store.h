@@ -176,6 +176,19 @@ struct SeriesPointRow {
   // The axes that move along the series: kernel release, job tags, host, agent
   // version ({"kernel_release": ..., "tags": {...}, ...}).
   std::string axes_json;
+  // The store's position of the row, set when read: increasing in the order the
+  // points were written (SQLite's rowid, PostgreSQL's history_points.rowid column), never
+  // reused; ListSeriesPointsAfter() reads the points written after one. Not
+  // written (the store assigns it).
+  int64_t stored_seq = 0;
+};
+
+// A series' newest point (Store::ListSeriesNewest).
+struct SeriesNewestRow {
+  std::string key;
+  uint64_t newest_time_ms = 0;  // the largest point time_ms; 0 when it has no point
+  int64_t last_stored_seq = 0;  // the largest SeriesPointRow::stored_seq; 0 when none
+  bool operator==(const SeriesNewestRow&) const = default;
 };
 
 // A regression (or improvement) the history worker alerted on.
@@ -314,6 +327,15 @@ class Store {
   virtual absl::StatusOr<SeriesRow> GetSeries(const std::string& key);  // NotFound
   // The series' points ordered by `order`.
   virtual absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPoints(const std::string& key);
+  // The series' points written after `after_stored_seq` (0: all), ordered by
+  // stored_seq (the order they were written; not `order`: a run that finished
+  // late is written after points of later runs). An index on (series, position):
+  // the history worker reads only the points a series gained since its last read.
+  virtual absl::StatusOr<std::vector<SeriesPointRow>> ListSeriesPointsAfter(
+      const std::string& key, int64_t after_stored_seq);
+  // Every series (by key) with its newest point's time and stored_seq, one
+  // index lookup per series (no point rows read): the stoppage check's input.
+  virtual absl::StatusOr<std::vector<SeriesNewestRow>> ListSeriesNewest();
   // Every alert, newest first (created_ms, then id).
   virtual absl::StatusOr<std::vector<AlertRow>> ListAlerts();
   virtual absl::StatusOr<AlertRow> GetAlert(const std::string& id);  // NotFound

@@ -994,6 +994,73 @@ TYPED_TEST_P(StoreConformanceTest, RunLogsRoundTripAndReplace) {
   EXPECT_TRUE(this->store().ListRunLogs("r3")->empty());
 }
 
+// The history worker's reads: a series' points written after a position, in
+// the order written (a run that finished late comes after later runs), over a
+// reopen; each series' newest point time and last position, 0 for a series
+// without points.
+TYPED_TEST_P(StoreConformanceTest, HistoryPointsAfterAndNewest) {
+  auto point = [](const std::string& key, int run, uint64_t time_ms) {
+    SeriesPointRow p;
+    p.series_key = key;
+    p.run_id = "run-" + std::to_string(run);
+    p.job_id = "job";
+    p.order = run;
+    p.time_ms = time_ms;
+    p.value = 1 + run;
+    p.axes_json = "{}";
+    return p;
+  };
+  WriteBatch b;
+  b.insert_series.push_back(SeriesRow{"a", "iops", "{}", 1});
+  b.insert_series.push_back(SeriesRow{"b", "iops", "{}", 1});
+  b.insert_series.push_back(SeriesRow{"empty", "iops", "{}", 1});
+  for (int i = 0; i < 5; ++i) b.insert_points.push_back(point("a", 10 + i, 1000 + i));
+  b.insert_points.push_back(point("b", 1, 9000));
+  this->WriteOk(std::move(b));
+  auto first = this->store().ListSeriesPointsAfter("a", 0);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->size(), 5u);
+  for (size_t i = 1; i < first->size(); ++i) {
+    EXPECT_GT((*first)[i].stored_seq, (*first)[i - 1].stored_seq);
+  }
+  const int64_t seen = first->back().stored_seq;
+  auto whole = this->store().ListSeriesPoints("a");
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->back().stored_seq, seen);  // the full read gives the positions too
+
+  // A late run (order 5, before every point) and a newer one, in two batches;
+  // a point of another series between them.
+  WriteBatch late;
+  late.insert_points.push_back(point("a", 20, 1100));
+  this->WriteOk(std::move(late));
+  WriteBatch other;
+  other.insert_points.push_back(point("b", 2, 9500));
+  this->WriteOk(std::move(other));
+  WriteBatch older;
+  older.insert_points.push_back(point("a", 5, 1200));
+  this->WriteOk(std::move(older));
+  this->Reopen();
+
+  auto after = this->store().ListSeriesPointsAfter("a", seen);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 2u);
+  EXPECT_EQ((*after)[0].run_id, "run-20");  // written first
+  EXPECT_EQ((*after)[1].run_id, "run-5");
+  EXPECT_EQ((*after)[1].order, 5);
+  EXPECT_EQ((*after)[1].time_ms, 1200u);
+  EXPECT_TRUE(this->store().ListSeriesPointsAfter("a", (*after)[1].stored_seq)->empty());
+  EXPECT_TRUE(this->store().ListSeriesPointsAfter("empty", 0)->empty());
+
+  auto newest = this->store().ListSeriesNewest();
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  ASSERT_EQ(newest->size(), 3u);
+  EXPECT_EQ((*newest)[0], (SeriesNewestRow{"a", 1200, (*after)[1].stored_seq}));
+  EXPECT_EQ((*newest)[1].key, "b");
+  EXPECT_EQ((*newest)[1].newest_time_ms, 9500u);
+  EXPECT_GT((*newest)[1].last_stored_seq, seen);
+  EXPECT_EQ((*newest)[2], (SeriesNewestRow{"empty", 0, 0}));
+}
+
 REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, EveryFieldRoundTrips, UpsertsKeepImmutableFields,
                             EmptyBatchAndFlushSucceed, LeaseConflictRollsBackWholeBatch,
                             ReleaseBeforeAcquireInOneBatch, ConcurrentBatchesFailAlone,
@@ -1004,6 +1071,7 @@ REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, EveryFieldRoundTrips, UpsertsK
                             ReopenKeepsQueueLeasesAndStates, QueuedWritesAreFlushedOnClose,
                             WriterBatchesManyRecordsIntoFewTransactions,
                             ConcurrentWritesRecordsAndReads,
-                            HistorySeriesPointsAlertsAndCursor, RunLogsRoundTripAndReplace);
+                            HistorySeriesPointsAlertsAndCursor, HistoryPointsAfterAndNewest,
+                            RunLogsRoundTripAndReplace);
 
 }  // namespace iofleet::controller::conformance
