@@ -227,19 +227,18 @@ void DeclareFlags(iofleet::flags::FlagSet& fs, iofleet::controller::ServerOption
   fs.Add({"history-window", "N",
           "points of a series each analysis reads, its newest (0 = the\n"
           "whole series every time; else at least " +
-              std::to_string(least.points) + ": a change's\nreach, " +
-              std::to_string(least.reach) + ", plus an e-divisive window, " +
-              std::to_string(least.edivisive_window) + ")",
+              std::to_string(least.points) + ": a change's\nreach, " + std::to_string(least.reach) +
+              ", plus an e-divisive window, " + std::to_string(least.edivisive_window) + ")",
           "300", [&opts, least](const std::string& v) {
             int64_t n = 0;
             if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 10000000) {
               return NotA(v, "an integer in 0..10000000");
             }
             if (n > 0 && n < least.points) {
-              return NotA(v, absl::StrCat("0 or an integer of at least ", least.points,
-                                          " (the minimum: a change's reach, ", least.reach,
-                                          ", plus an e-divisive window, ",
-                                          least.edivisive_window, ")"));
+              return NotA(
+                  v, absl::StrCat("0 or an integer of at least ", least.points,
+                                  " (the minimum: a change's reach, ", least.reach,
+                                  ", plus an e-divisive window, ", least.edivisive_window, ")"));
             }
             opts.history_window_points = static_cast<int>(n);
             return absl::OkStatus();

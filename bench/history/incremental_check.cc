@@ -33,8 +33,7 @@
 namespace iofleet::controller::history {
 
 int RunIncrementalCheck(int argc, char** argv) {
-  int per_cell = 1, cases_per_series = 8, window = 125, step = 1, max_series = 0,
-      first_series = 1;
+  int per_cell = 1, cases_per_series = 8, window = 125, step = 1, max_series = 0, first_series = 1;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -175,8 +174,8 @@ int RunIncrementalCheck(int argc, char** argv) {
                                                                 tw.settled_before, ", part from ",
                                                                 tw.begin, ")")
                                                  : std::string(" (in the part)"));
-          std::printf("    %s: whole series: %s; incremental: %s\n", id.c_str(),
-                      whole_says.c_str(), inc_says.c_str());
+          std::printf("    %s: whole series: %s; incremental: %s\n", id.c_str(), whole_says.c_str(),
+                      inc_says.c_str());
         }
       }
       if (end == n) {
@@ -200,8 +199,7 @@ int RunIncrementalCheck(int argc, char** argv) {
       series_run, cases_per_series, per_cell, static_cast<unsigned long long>(seed), window,
       prefixes_differ, prefixes, series_differ, final_differ, alerts_full, alerts_inc,
       prefixes > 0 ? static_cast<double>(points_full) / prefixes : 0.0,
-      static_cast<double>(points_inc) / std::max(1, prefixes * step), sec_full, prefixes,
-      sec_inc);
+      static_cast<double>(points_inc) / std::max(1, prefixes * step), sec_full, prefixes, sec_inc);
   return 0;
 }
 

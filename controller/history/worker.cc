@@ -51,18 +51,18 @@ constexpr char kDecisionFrozen[] = "decision_frozen";
 json FrozenJson(const TrailingWindow& w, const std::vector<SeriesPointRow>& points, size_t at,
                 uint64_t now) {
   const std::string first_run = w.begin < points.size() ? points[w.begin].run_id : "";
-  return {{"reason",
-           absl::StrCat("the change (point ", at, ") lies before the analysed part of the series ",
-                        "(its newest ", points.size() - w.begin, " of ", points.size(),
-                        " points, from point ", w.begin, ", run ", first_run,
-                        "; changes before point ", w.settled_before,
-                        " are not re-checked): its last decision is kept")},
-          {"change_point", at},
-          {"window_first_point", w.begin},
-          {"window_first_run", first_run},
-          {"settled_before_point", w.settled_before},
-          {"points", points.size()},
-          {"at_ms", now}};
+  return {
+      {"reason",
+       absl::StrCat("the change (point ", at, ") lies before the analysed part of the series ",
+                    "(its newest ", points.size() - w.begin, " of ", points.size(),
+                    " points, from point ", w.begin, ", run ", first_run, "; changes before point ",
+                    w.settled_before, " are not re-checked): its last decision is kept")},
+      {"change_point", at},
+      {"window_first_point", w.begin},
+      {"window_first_run", first_run},
+      {"settled_before_point", w.settled_before},
+      {"points", points.size()},
+      {"at_ms", now}};
 }
 
 // Most status changes kept in an alert's detail (`status_history`).
