@@ -5,7 +5,7 @@
 //
 //   iofleet-history-bench --incremental-check [--per-cell=1] [--seed=1]
 //                         [--cases-per-series=8] [--window=125] [--check-step=1]
-//                         [--first-series=1] [--max-series=0]
+//                         [--first-series=1] [--max-series=0] [--fallback]
 //
 // Each long series concatenates `cases-per-series` corpus cases in corpus order
 // (steps, spikes, transients, drifts, noise... one after another, ~60 points
@@ -14,6 +14,11 @@
 // placed before the part's settled start; the whole-series path analyses the
 // prefix. Compared at every `check-step`-th prefix (from the first one the
 // window cuts): the set of changes (by first point after) decided "alert".
+// `--fallback` tries a rule the worker does not have: when the analysis does
+// not confirm the remembered newest change again (within 3 points), it is
+// re-run on the widest part (4 x window) so that an older newest change is
+// decided as on the whole series (docs/history-method.md, "The newest change,
+// un-confirmed").
 // `first-series` (1-based) skips the long series before it (numbered as
 // without it), so that a long replay can be split into runs.
 #include <chrono>
@@ -33,7 +38,9 @@
 namespace iofleet::controller::history {
 
 int RunIncrementalCheck(int argc, char** argv) {
-  int per_cell = 1, cases_per_series = 8, window = 125, step = 1, max_series = 0, first_series = 1;
+  int per_cell = 1, cases_per_series = 8, window = 125, step = 1, max_series = 0, first_series = 1,
+      fallbacks = 0;
+  bool fallback = false;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -54,13 +61,15 @@ int RunIncrementalCheck(int argc, char** argv) {
       step = std::atoi(v);
     } else if (const char* v = val("max-series")) {
       max_series = std::atoi(v);
+    } else if (a == "--fallback") {
+      fallback = true;
     } else if (const char* v = val("first-series")) {
       first_series = std::atoi(v);
     } else {
       std::fprintf(stderr,
                    "usage: %s --incremental-check [--per-cell=N] [--seed=S] "
                    "[--cases-per-series=C] [--window=K] [--check-step=N] [--first-series=F] "
-                   "[--max-series=M]\n",
+                   "[--max-series=M] [--fallback]\n",
                    argv[0]);
       return 2;
     }
@@ -113,12 +122,29 @@ int RunIncrementalCheck(int argc, char** argv) {
     std::string last_full, last_inc;
     for (size_t end = 1; end <= n; ++end) {
       const Series prefix = whole->Prefix(end);
-      const TrailingWindow tw = TrailingWindowOf(end, params, window, newest);
+      TrailingWindow tw = TrailingWindowOf(end, params, window, newest);
       auto t0 = std::chrono::steady_clock::now();
-      absl::StatusOr<Analysis> inc = AnalyzeTrailing(prefix, policy, params, nullptr, tw, &newest);
-      sec_inc += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const std::optional<size_t> remembered = newest;
+      std::optional<size_t> found;
+      absl::StatusOr<Analysis> inc = AnalyzeTrailing(prefix, policy, params, nullptr, tw, &found);
       points_inc += end - tw.begin;
       if (!inc.ok()) return 1;
+      if (fallback && tw.begin > 0 && remembered &&
+          (!found || *found + 3 < *remembered)) {  // 3: the worker's same-alert distance
+        // The remembered newest change is not confirmed again: the newest one
+        // may lie before the part; analyse as far back as the cap allows.
+        const TrailingWindow wide = TrailingWindowOf(end, params, window, size_t{0});
+        if (wide.begin < tw.begin) {
+          tw = wide;
+          found.reset();
+          inc = AnalyzeTrailing(prefix, policy, params, nullptr, tw, &found);
+          points_inc += end - tw.begin;
+          ++fallbacks;
+          if (!inc.ok()) return 1;
+        }
+      }
+      if (found) newest = found;
+      sec_inc += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       for (auto it = kept.begin(); it != kept.end();) {
         it = it->second.first >= tw.settled_before ? kept.erase(it) : std::next(it);
       }
@@ -200,6 +226,7 @@ int RunIncrementalCheck(int argc, char** argv) {
       prefixes_differ, prefixes, series_differ, final_differ, alerts_full, alerts_inc,
       prefixes > 0 ? static_cast<double>(points_full) / prefixes : 0.0,
       static_cast<double>(points_inc) / std::max(1, prefixes * step), sec_full, prefixes, sec_inc);
+  if (fallback) std::printf("--fallback: %d analyses re-run from further back\n", fallbacks);
   return 0;
 }
 
