@@ -233,9 +233,13 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
                                                                                        : io_bytes_per_pass;
   bool zoned = false;
   for (const auto& f : files_) zoned = zoned || f.zbd != nullptr;
+  // A verifying job's loops go on as fio's too (its write phase is do_io,
+  // the verify phase follows what it wrote), but for verify_backlog, whose
+  // do_io may issue size more bytes of verify reads.
   fio_goes_on_ = !job.time_based && job.io_size_percent == 0 &&
-                 job.verify == jobspec::VerifyType::kNone && !job.verify_only && !job.experimental_verify &&
-                 job.trim_percentage == 0 && !trimwrite_ && !zoned && fio_size != 0;
+                 (job.verify == jobspec::VerifyType::kNone || job.verify_backlog == 0) && !job.verify_only &&
+                 !job.experimental_verify &&
+                 job.trim_percentage == 0 && !trimwrite_ && fio_size != 0;
   const uint64_t loops = std::max<uint64_t>(job.loops, 1);
   loops_ = loops;
   loop_index_ = 0;
@@ -251,6 +255,18 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   fio_loop_cap_ = completes_inline ? UINT64_MAX : loop_cap;
   if (fio_goes_on_ && wrap) {
     pass_left_ = segment_left_ = std::min(pass_bytes_, fio_loop_cap_);
+  }
+  // A time_based job of several files read or written in order, without
+  // verify: fio 3.33's do_io does not stop at a pass's bytes (time_based), and
+  // only one file wraps (get_next_seq_offset), so the pass ends when every
+  // file is used up (get_next_file finds none). A file is used up when the
+  // direction drawn for its next I/O has passed its end, so a mixed job's
+  // pass issues up to twice the bytes of its files (rw, nrfiles=2, 64 KiB,
+  // bs=4k: 31 I/Os, not 16). The pass's bytes are then no bound at all.
+  if (job.time_based && job.runtime_us != 0 && files_.size() > 1 && !jobspec::IsRandom(job.rw) &&
+      job.rw_seq_add == 0 && !strided_ && !trimwrite_ && !zoned && !wrap &&
+      job.verify == jobspec::VerifyType::kNone && !job.verify_only && !job.experimental_verify) {
+    pass_bytes_ = pass_left_ = segment_left_ = kUnboundedPass;
   }
   file_seed_ = seeds->seeds[workload::kSeedFile];
   file_seed64_ = job.random_generator == jobspec::RandomGenerator::kTausworthe64;

@@ -196,6 +196,10 @@ class IoGenerator {
     StartSegment(pass_bytes_);
     return true;
   }
+  // A time_based job whose passes end only when its files are used up
+  // (several files in order, no verify): each pass starts as a loop does
+  // (NewLoop), as fio's thread_main starts it with clear_io_state.
+  bool passes_end_on_files() const { return pass_bytes_ == kUnboundedPass; }
   // Starts the next loop (loops=N): ResetPass, and the direction and size
   // draws start over as fio's clear_io_state re-seeds them under
   // randrepeat=1 (rwmix draws a direction afresh either way). A pass mark
@@ -433,6 +437,9 @@ class IoGenerator {
   // Offset unit per direction: its smallest block size.
   std::array<uint64_t, jobspec::kNumDdirs> unit_{4096, 4096, 4096};
   uint64_t max_bs_ = 4096;
+  // A pass that ends only when its files are used up (time_based, several
+  // sequential files): bytes it never reaches (Issued() stays far from overflow).
+  static constexpr uint64_t kUnboundedPass = UINT64_MAX / 4;
   uint64_t pass_bytes_ = 0;
   uint64_t pass_left_ = 0;
   // fio's do_io going on after the pass's bytes (GoOnAsFio): whether it

@@ -255,7 +255,7 @@ void IoLoop::PublishInterval(uint64_t now) {
   }
 }
 
-void IoLoop::IoFailed(const IoRequest& r, int err) {
+void IoLoop::IoFailed(const IoRequest& r, int err, bool nothing_transferred) {
   // fio's td_non_fatal_error: continue_on_error names the class (EILSEQ is a
   // verify error, reads are reads, everything else writes) and the errno must
   // be in the class's ignore_error list (default: EIO, EILSEQ).
@@ -267,7 +267,12 @@ void IoLoop::IoFailed(const IoRequest& r, int err) {
                              : std::find(list.begin(), list.end(), err) != list.end();
   }
   std::string text;
-  if (err == EILSEQ && data_ != nullptr && !data_->first_failure().empty()) {
+  if (nothing_transferred) {
+    const size_t fi = static_cast<size_t>(r.file_index);
+    text = absl::StrCat(r.op == IoOp::kRead ? "read" : r.op == IoOp::kTrim ? "trim" : "write", " offset=", r.offset,
+                        " len=", r.len, fi < cfg_.file_names.size() ? " of file " + cfg_.file_names[fi] : "",
+                        ": 0 bytes transferred (the file ends at or before the offset): ", std::strerror(err));
+  } else if (err == EILSEQ && data_ != nullptr && !data_->first_failure().empty()) {
     text = absl::StrCat(data_->first_failure(), ": ", std::strerror(err));
   } else {
     text = absl::StrCat(r.op == IoOp::kRead ? "read" : r.op == IoOp::kTrim ? "trim" : "write",
@@ -370,7 +375,13 @@ bool IoLoop::NextPass(uint64_t now) {
         return false;
       }
       if (invalidate_on_time_wrap_) gen_.InvalidateCaches();
-      gen_.ResetPass();
+      if (gen_.passes_end_on_files()) {
+        // fio's next pass starts with clear_io_state: the direction, size
+        // and offset streams re-seeded (randrepeat=1) as for a loop.
+        gen_.NewLoop();
+      } else {
+        gen_.ResetPass();
+      }
     }
     return true;
   }

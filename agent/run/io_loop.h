@@ -155,6 +155,8 @@ struct LoopConfig {
     uint64_t len = 0;
   };
   std::vector<OpenedFile> advise_at_start;
+  // The job's file names, by IoRequest::file_index (error messages only).
+  std::vector<std::string> file_names;
 };
 
 class IoLoop {
@@ -235,7 +237,16 @@ class IoLoop {
     }
     last_was_sync_ = false;
     HotDir& hd = stats_.dir[d];
-    if (res < 0) {
+    if (res <= 0) {  // one compare, as `res < 0`: fsyncs returned above, every other I/O has bytes
+      // Nothing transferred (a read at or past the end of the file): an
+      // error, as fio 3.33's sync engines report it ("full resid", EIO),
+      // never an I/O of 0 bytes (fio's libaio and io_uring count those).
+      if (res == 0) {
+        ++hd.errors;
+        if constexpr (Src::kHooks) src.OnFailed(r);
+        IoFailed(r, EIO, /*nothing_transferred=*/true);
+        return;
+      }
       if (job_.fill_device && r.op == IoOp::kWrite && (res == -ENOSPC || res == -EDQUOT)) {
         // fill_device: the file system is full; that ends the job, without an
         // error (fio's td_clear_error + fio_mark_td_terminate).
@@ -287,7 +298,9 @@ class IoLoop {
     }
   }
   // An I/O (or verify) error: fatal, or counted when continue_on_error covers it.
-  void IoFailed(const IoRequest& r, int err);
+  // `nothing_transferred`: the I/O returned 0 bytes (its text says so and
+  // names the file).
+  void IoFailed(const IoRequest& r, int err, bool nothing_transferred = false);
   void DataFailed(const IoRequest& r, int err);
   // verify_async: the helpers' failures, each accounted as a failed read.
   void AsyncFailed(DataPath& src);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -193,6 +194,61 @@ TEST_F(UnlinkEachLoopTest, TimeBasedJobOfSeveralFilesUnlinksThemAsTheyAreUsedUp)
                       RunOptions{});
   ASSERT_FALSE(read.ok());
   EXPECT_NE(read.status().message().find("over 2 files does not write"), std::string::npos) << read.status();
+}
+
+// rw=rw over two sequential files, time_based, unlink_each_loop: fio 3.33's
+// pass ends when both files are used up, and a file is used up when the
+// direction drawn for its next I/O has passed its end (io_u.c
+// get_next_offset; reads and writes keep their own offsets), so a pass
+// issues up to twice the files' bytes: 15 reads and 16 writes here (fio's
+// write_iolog, psync, libaio and io_uring alike), not the 16 I/Os of the
+// files' bytes the agent stopped at before. The next pass opens new, empty
+// files, and its first read finds nothing there: fio's psync fails the job
+// with EIO ("full resid"); fio's libaio and io_uring count such reads as
+// I/Os of 0 bytes and go on (one run: 6,557 reads, of which 4,362 read
+// nothing). The agent fails the job with EIO on every engine, the message
+// naming the file and offset. Fails on the old code: 16-I/O passes, and no
+// error (thousands of reads counted with no bytes).
+TEST_F(UnlinkEachLoopTest, MixedTimeBasedPassEndsWhenAFileIsUsedUpAndAnEmptyReadFails) {
+  std::vector<const char*> engines = {"psync"};
+  if (EngineAvailable("libaio")) engines.push_back("libaio");
+  if (EngineAvailable("io_uring")) engines.push_back("io_uring");
+  for (const char* engine : engines) {
+    SCOPED_TRACE(engine);
+    const std::string sub = Path(std::string("mixed-") + engine);
+    ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
+    const RunResult r = MustRun(std::string("[m]\nrw=rw\nbs=4k\nsize=64k\nnrfiles=2\nunlink_each_loop=1\n") +
+                                "time_based=1\nruntime=2s\niodepth=4\nioengine=" + engine +
+                                "\ndirectory=" + sub + "\n");
+    ASSERT_EQ(r.jobs.size(), 1u);
+    const auto& j = r.jobs[0];
+    EXPECT_EQ(j.error, EIO) << j.error_text;
+    // The second pass's first reads (both files at offset 0; at a depth
+    // either may complete first).
+    EXPECT_NE(j.error_text.find("read offset=0 len=4096 of file " + sub + "/m.0."), std::string::npos)
+        << j.error_text;
+    EXPECT_NE(j.error_text.find(": 0 bytes transferred"), std::string::npos) << j.error_text;
+    // The first pass (fio's: 15 reads, 16 writes), then the failed reads
+    // (and, at a depth, the I/Os queued with them).
+    EXPECT_EQ(j.dir[0].io_bytes, 15u * 4096) << "no read of 0 bytes counted as done";
+    EXPECT_GE(j.dir[1].io_bytes, 16u * 4096);
+    EXPECT_LE(j.dir[1].total_ios, 16u + 3);
+    EXPECT_LE(j.dir[0].total_ios, 15u + 4) << "the job stops at the failed read";
+  }
+  // loops=3 on psync: fio's first loop goes on to its files' end (its limit
+  // is size x loops: 15 reads, 16 writes), and the second loop's first read
+  // fails with EIO; the same here.
+  const std::string sub = Path("mixed-loops");
+  ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
+  const RunResult r = MustRun("[m]\nrw=rw\nbs=4k\nsize=64k\nnrfiles=2\nunlink_each_loop=1\nloops=3\n"
+                              "ioengine=psync\ndirectory=" + sub + "\n");
+  ASSERT_EQ(r.jobs.size(), 1u);
+  EXPECT_EQ(r.jobs[0].error, EIO) << r.jobs[0].error_text;
+  EXPECT_NE(r.jobs[0].error_text.find("read offset=0 len=4096 of file " + sub + "/m.0.0: 0 bytes transferred"),
+            std::string::npos)
+      << r.jobs[0].error_text;
+  EXPECT_EQ(r.jobs[0].dir[0].io_bytes, 15u * 4096);
+  EXPECT_EQ(r.jobs[0].dir[1].io_bytes, 16u * 4096);
 }
 
 }  // namespace

@@ -10,12 +10,19 @@
 // of a time_based run leaves no time to catch up, and a loaded machine has
 // such stalls; a schedule that is slow fails at every point.
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -102,6 +109,109 @@ class PacingRunTest : public RunTestFixture {
     c.median_ratio = ratios[ratios.size() / 2];
     return c;
   }
+
+  // The schedule a rate_iops run kept, from its own records: the I/O issued
+  // k-th (from 0) is due at t0 + k / rate; each I/O's scheduled latency is
+  // its completion minus its due time, and the latency log has each
+  // completion (ms from t0). So the mean due time, mean(completion) -
+  // mean(scheduled latency), is (n - 1) / (2 rate) for a schedule at the
+  // asked rate, whatever the machine's load did to completions; a schedule
+  // that is slow (a wrong gap, or gaps counted from each issue, which drift
+  // by the time an issue takes) is later by its error. In ms.
+  static double MeanDueMs(const std::vector<Completion>& log, double sched_lat_mean_ns) {
+    double sum = 0;
+    for (const Completion& e : log) sum += static_cast<double>(e.t_ms) + 0.5;  // the log truncates to ms
+    return sum / static_cast<double>(log.size()) - sched_lat_mean_ns / 1e6;
+  }
+
+  // The CPU this process's threads were kept from, measured beside a run:
+  // every 5 ms a thread sums the time the process's other threads spent
+  // runnable but waiting for a CPU (/proc/self/task/*/schedstat, the run
+  // queue wait), with the CLOCK_REALTIME time (to compare with the job's
+  // start). The achieved rate within 1 % at a point 1 s into a run needs the
+  // loop to have had the CPU when it asked for it in the time before: a test
+  // process that shares its session with busy tasks (autogroup: a session's
+  // tasks share one CPU share; the agent's CLI and daemon run their jobs in
+  // a session of their own, sched_session.h) or a machine at load 14-20 on
+  // 2 CPUs keeps it waiting for tens of ms at a time, and no pacer meets 1 %
+  // there. Measured with 8 busy loops in the test's session: the in-process
+  // runs reached 0.05-0.98 of the rate at the checkpoints (0 of 20 test runs
+  // passed), the same jobs through `iofleet-agent run` >= 0.993 at every
+  // checkpoint; a probe that only timed its own 1 ms wakes saw too little
+  // (a thread that sleeps most of the time is woken first), so the wait of
+  // the threads that do the work is what is measured.
+  class CpuWaitProbe {
+   public:
+    CpuWaitProbe()
+        : t_([this] {
+            samples_.reserve(4096);
+            const pid_t self = static_cast<pid_t>(syscall(SYS_gettid));
+            std::map<std::string, uint64_t> last;
+            double total_ms = 0;
+            while (!stop_.load(std::memory_order_relaxed)) {
+              for (const auto& e : fs::directory_iterator("/proc/self/task")) {
+                const std::string tid = e.path().filename().string();
+                if (tid == std::to_string(self)) continue;
+                std::ifstream in(e.path() / "schedstat");
+                uint64_t run = 0, wait = 0;
+                if (!(in >> run >> wait)) continue;
+                auto [it, fresh] = last.emplace(tid, wait);
+                if (!fresh) {
+                  total_ms += static_cast<double>(wait - it->second) / 1e6;
+                  it->second = wait;
+                }
+              }
+              timespec rt{};
+              clock_gettime(CLOCK_REALTIME, &rt);
+              samples_.push_back(
+                  {static_cast<double>(rt.tv_sec) * 1e3 + static_cast<double>(rt.tv_nsec) / 1e6, total_ms});
+              std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+          }) {}
+    ~CpuWaitProbe() { Stop(); }
+    void Stop() {
+      stop_ = true;
+      if (t_.joinable()) t_.join();
+    }
+    // The ms the other threads waited for a CPU in the `window_ms` before
+    // realtime `at_ms` (to the probe's 5 ms samples).
+    double WaitBefore(double at_ms, double window_ms) const {
+      double first = -1, lastv = -1;
+      for (const auto& [t, w] : samples_) {
+        if (t > at_ms) break;
+        if (t >= at_ms - window_ms && first < 0) first = w;
+        lastv = w;
+      }
+      return first < 0 ? 0 : lastv - first;
+    }
+
+   private:
+    std::atomic<bool> stop_{false};
+    std::vector<std::pair<double, double>> samples_;  // (realtime ms, total wait ms); read after Stop
+    std::thread t_;
+  };
+  // The median ratio of done / asked over the checkpoints before which the
+  // process had the CPU: its threads waited for one less than 1 % of the
+  // point's time in the 200 ms before it (a wait that alone could not take
+  // the 1 %). -1 when fewer than 3 points qualify (the achieved rate then
+  // says nothing about the pacer). The job started at realtime `start_ms`
+  // (the report's job start: the schedule's t0, to 1 ms).
+  static double RatioWhereCpuWasThere(const RateCheck& c, const std::vector<uint64_t>& points_ms,
+                                      const CpuWaitProbe& probe, uint64_t start_ms, std::string* skipped) {
+    std::vector<double> ratios;
+    for (size_t i = 0; i < points_ms.size(); ++i) {
+      const double p = static_cast<double>(points_ms[i]);
+      const double wait = probe.WaitBefore(static_cast<double>(start_ms) + p, 200);
+      if (wait > 0.01 * p) {
+        absl::StrAppend(skipped, " point ", points_ms[i], " ms (threads waited ", wait, " ms for a CPU)");
+        continue;
+      }
+      ratios.push_back(static_cast<double>(c.done[i]) / c.asked[i]);
+    }
+    if (ratios.size() < 3) return -1;
+    std::sort(ratios.begin(), ratios.end());
+    return ratios[ratios.size() / 2];
+  }
 };
 
 // rate_iops with an async engine at depth 4: the count is within 1 % of
@@ -112,24 +222,40 @@ TEST_F(PacingRunTest, RateIopsIsMetAndEveryIoHasAScheduledLatency) {
   for (const char* engine : {"libaio", "io_uring", "psync"}) {
     if (!EngineAvailable(engine)) continue;
     const std::string log = absl::StrCat("rate_", engine);
+    CpuWaitProbe probe;
     RunResult r = RunLogged(absl::StrCat("[r]\nioengine=", engine,
                                          "\niodepth=4\nrw=randread\nbs=4k\ntime_based=1\nruntime=2\n"
                                          "rate_iops=1000\nwrite_lat_log=", log, "\n",
                                          File()));
+    probe.Stop();
     ASSERT_EQ(r.reported.size(), 1u);
     const auto& d = r.reported[0].dir[0];
     EXPECT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
     EXPECT_LE(d.total_ios, 2000u + 4) << engine;  // never ahead of the schedule
     const std::vector<Completion> done = LatLog(log + "_lat.1.log");
     ASSERT_EQ(done.size(), d.total_ios) << engine;
-    const RateCheck c = CheckRate(done, 0, false, 1000, {1000, 1200, 1400, 1600, 1800});
+    const std::vector<uint64_t> points = {1000, 1200, 1400, 1600, 1800};
+    const RateCheck c = CheckRate(done, 0, false, 1000, points);
     for (size_t i = 0; i < c.done.size(); ++i) {
       // Never ahead: by time t at most the I/Os due in [0, t] (one due at 0).
       EXPECT_LE(static_cast<double>(c.done[i]), c.asked[i] + 1) << engine << " point " << i;
     }
-    EXPECT_GE(c.median_ratio, 0.99) << engine;  // within 1 %
     ASSERT_TRUE(d.has_sched_lat) << engine;
     EXPECT_EQ(d.sched_lat.n, d.total_ios) << engine;
+    // The schedule is the asked rate, within 1 % (and the log's ms), on any
+    // machine; the achieved rate is within 1 % of it when the process had
+    // the CPU (CpuWaitProbe).
+    const double want_ms = (static_cast<double>(d.total_ios) - 1) / 2;
+    EXPECT_NEAR(MeanDueMs(done, d.sched_lat.mean), want_ms, 0.01 * want_ms + 1) << engine;
+    std::string skipped;
+    const double ratio = RatioWhereCpuWasThere(c, points, probe, r.reported[0].job_start_ms, &skipped);
+    if (ratio >= 0) {
+      EXPECT_GE(ratio, 0.99) << engine << "; not counted:" << skipped;  // within 1 %
+    } else {
+      std::printf("%s: the process was kept from the CPU before the checkpoints:%s; the achieved rate "
+                  "(median %.3f of the asked) is not checked there, the schedule is\n",
+                  engine, skipped.c_str(), c.median_ratio);
+    }
     // Measured from an earlier time than submission: never below the clat mean.
     EXPECT_GE(d.sched_lat.mean, d.lat[stats::kClat].mean) << engine;
   }
@@ -275,20 +401,33 @@ TEST_F(PacingRunTest, OffloadIsRefusedWithASyncEngineAtDepth) {
 
 TEST_F(PacingRunTest, OffloadPacesAnAsyncEngine) {
   if (!EngineAvailable("libaio")) GTEST_SKIP() << "libaio not available";
+  CpuWaitProbe probe;
   RunResult r = RunLogged("[o]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=8\ntime_based=1\n"
                           "runtime=1\nrate_iops=2000\nio_submit_mode=offload\nwrite_lat_log=off\n" +
                           File());
+  probe.Stop();
   ASSERT_EQ(r.reported.size(), 1u);
   const auto& d = r.reported[0].dir[0];
   EXPECT_LE(d.total_ios, 2008u);
   const std::vector<Completion> done = LatLog("off_lat.1.log");
   ASSERT_EQ(done.size(), d.total_ios);
-  const RateCheck c = CheckRate(done, 0, false, 2000, {500, 600, 700, 800, 900});
+  const std::vector<uint64_t> points = {500, 600, 700, 800, 900};
+  const RateCheck c = CheckRate(done, 0, false, 2000, points);
   for (size_t i = 0; i < c.done.size(); ++i) {
     EXPECT_LE(static_cast<double>(c.done[i]), c.asked[i] + 1) << "point " << i;
   }
-  EXPECT_GE(c.median_ratio, 0.99);
   EXPECT_EQ(d.sched_lat.n, d.total_ios);
+  const double want_ms = (static_cast<double>(d.total_ios) - 1) / 2 / 2;  // 2 per ms
+  EXPECT_NEAR(MeanDueMs(done, d.sched_lat.mean), want_ms, 0.01 * want_ms + 1);
+  std::string skipped;
+  const double ratio = RatioWhereCpuWasThere(c, points, probe, r.reported[0].job_start_ms, &skipped);
+  if (ratio >= 0) {
+    EXPECT_GE(ratio, 0.99) << "not counted:" << skipped;
+  } else {
+    std::printf("the process was kept from the CPU before the checkpoints:%s; the achieved rate (median "
+                "%.3f of the asked) is not checked there, the schedule is\n",
+                skipped.c_str(), c.median_ratio);
+  }
 }
 
 // Two jobs of one flow_id with weights 1 and 3 issue in that proportion. (A

@@ -273,6 +273,7 @@ absl::Status Worker::Prepare() {
     lc.loop_files = loop_files_.get();
   }
   lc.advise_at_start = std::move(advise_at_start);
+  for (const TargetFile& tf : spec_.files) lc.file_names.push_back(tf.path);
   lc.data = data_.get();
   lc.job_index = spec_.clone_index;
   lc.interval_ns = static_cast<uint64_t>(interval_ms_) * 1000000ull;

@@ -254,6 +254,20 @@ TEST_F(ZbdRunTest, RandomWritesWithOneOpenZoneRunWithoutErrors) {
   EXPECT_EQ(r.reported[0].dir[kWrite].io_bytes, 4u << 20);
 }
 
+// io_size above size with loops=2: each loop ends as its zones are full
+// (size: 128 writes of 4k), and the job ends after its two loops because
+// the bytes done (1 MiB) passed io_size (768k), as fio 3.33's keep_running
+// (write_iolog line for line, on a 1 MiB file: 256 writes). The agent
+// wrapped each loop to io_size before (384 writes).
+TEST_F(ZbdRunTest, IoSizeAboveSizeEndsAfterTheLoopsAsFio) {
+  const std::string file = dir_ + "/zbd.dat";
+  RunResult r = MustRun(absl::StrCat("[w]\nzonemode=zbd\nzonesize=256k\nbs=4k\nfilename=", file,
+                                     "\nsize=512k\nio_size=768k\nloops=2\nrw=write\n"));
+  ASSERT_EQ(r.reported.size(), 1u);
+  EXPECT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+  EXPECT_EQ(r.reported[0].dir[kWrite].total_ios, 256u);
+}
+
 TEST_F(ZbdRunTest, MissingZoneSizeOnAFileIsAClearError) {
   const std::string file = dir_ + "/zbd.dat";
   auto list = jobspec::ParseJobText(
