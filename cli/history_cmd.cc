@@ -222,6 +222,10 @@ int Alerts(const ApiClient& api, const Parsed& p) {
                             c.contains("points") ? c["points"].dump() : std::string("?"),
                             S(c, "last_run"), S(c, "decision"), S(c, "reason")));
     }
+    // A change older than the analysed part: its status is the last decided.
+    if (a.contains("decision_frozen") && a["decision_frozen"].is_object()) {
+      Print(absl::StrCat("    not re-checked: ", S(a["decision_frozen"], "reason")));
+    }
   }
   return kExitOk;
 }
@@ -235,6 +239,9 @@ int Report(const ApiClient& api, const Parsed& p) {
   Print(absl::StrCat("axes: ", S(*r, "axes_line")));
   Print(absl::StrCat("state: ", S(*r, "state"), "; verdict ", S((*r)["assessment"], "verdict"),
                      ": ", S((*r)["assessment"], "reason")));
+  if (const json& f = (*r)["assessment"].value("decision_frozen", json()); f.is_object()) {
+    Print(absl::StrCat("not re-checked: ", S(f, "reason")));
+  }
   Print("");
   Print(S(*r, "lkp"));
   if (!(*r)["moved_with_it"].empty()) {

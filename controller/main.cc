@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/config/config.h"
 #include "common/flags/flags.h"
@@ -219,6 +220,52 @@ void DeclareFlags(iofleet::flags::FlagSet& fs, iofleet::controller::ServerOption
               return NotA(v, "an integer in 0..1000000");
             }
             opts.history_rerun_max_inflight = static_cast<int>(n);
+            return absl::OkStatus();
+          }});
+  const iofleet::controller::HistoryWindowMinimum least =
+      iofleet::controller::HistoryMinWindowPoints();
+  fs.Add({"history-window", "N",
+          "points of a series each analysis reads, its newest (0 = the\n"
+          "whole series every time; else at least " +
+              std::to_string(least.points) + ": a change's\nreach, " + std::to_string(least.reach) +
+              ", plus an e-divisive window, " + std::to_string(least.edivisive_window) + ")",
+          "300", [&opts, least](const std::string& v) {
+            int64_t n = 0;
+            if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 10000000) {
+              return NotA(v, "an integer in 0..10000000");
+            }
+            if (n > 0 && n < least.points) {
+              return NotA(
+                  v, absl::StrCat("0 or an integer of at least ", least.points,
+                                  " (the minimum: a change's reach, ", least.reach,
+                                  ", plus an e-divisive window, ", least.edivisive_window, ")"));
+            }
+            opts.history_window_points = static_cast<int>(n);
+            return absl::OkStatus();
+          }});
+  fs.Add({"history-poll-budget", "DURATION",
+          "time a poll spends analysing series that gained points;\n"
+          "the rest go first at the next poll (0 = no budget)",
+          "2s", [&opts](const std::string& v) {
+            uint64_t ms = 0;
+            absl::Duration zero;
+            if (absl::ParseDuration(v, &zero) && zero == absl::ZeroDuration()) {
+              // "0", "0s", "0ms": no budget.
+            } else if (!iofleet::flags::ParseDurationMs(v, &ms) || ms > 3600000) {
+              return NotA(v, "0 or a duration of at most 1h");
+            }
+            opts.history_poll_budget_ms = static_cast<uint32_t>(ms);
+            return absl::OkStatus();
+          }});
+  fs.Add({"history-max-series-per-poll", "N",
+          "series a poll analyses at most; the rest go first at the\n"
+          "next poll (0 = no cap)",
+          "0", [&opts](const std::string& v) {
+            uint64_t n = 0;
+            if (!absl::SimpleAtoi(v, &n) || n > 1000000) {
+              return NotA(v, "an integer in 0..1000000");
+            }
+            opts.history_max_series_per_poll = static_cast<int>(n);
             return absl::OkStatus();
           }});
   fs.Section("Memory (glibc malloc; SIGUSR1 writes malloc's statistics to stderr,\n"

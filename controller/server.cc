@@ -87,6 +87,17 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeGrpcServerCredentia
   return grpc_creds;
 }
 
+HistoryWindowMinimum HistoryMinWindowPoints() {
+  HistoryWindowMinimum m;
+#ifdef IOFLEET_HAVE_HISTORY
+  const history::Params p;
+  m.reach = static_cast<int>(history::Reach(p));
+  m.edivisive_window = p.detect.edivisive.window;
+  m.points = m.reach + m.edivisive_window;
+#endif
+  return m;
+}
+
 rest::RestOptions MakeRestOptions(const ServerOptions& options) {
   rest::RestOptions ro;
   ro.api_token = options.api_token;
@@ -329,6 +340,9 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
       ho.poll_interval_ms = options.history_poll_ms;
       ho.rerun_budget_per_side = options.history_rerun_budget;
       ho.rerun_max_inflight = options.history_rerun_max_inflight;
+      ho.analysis_window_points = options.history_window_points;
+      ho.poll_budget_ms = options.history_poll_budget_ms;
+      ho.max_series_per_poll = options.history_max_series_per_poll;
       ho.submit_job = [sched](const v1::JobSpec& spec) { return sched->SubmitJob(spec); };
       ho.withdraw_queued = [sched](const std::string& job_id, const std::string& why) {
         return sched->WithdrawQueuedRuns(job_id, why);

@@ -104,6 +104,16 @@ struct ServerOptions {
   // Fleet-wide cap on those extra runs queued or running at once
   // (--history-rerun-max-inflight); rounds beyond it wait. 0 = no cap. Default 100.
   int history_rerun_max_inflight = 100;
+  // Bounded analysis (controller/history/worker.h WorkerOptions): a series is
+  // analysed on its newest this-many points (--history-window); 0 = the whole
+  // series every time; else at least HistoryMinWindowPoints(). Default 300.
+  int history_window_points = 300;
+  // Time a poll spends analysing queued series before it leaves the rest for
+  // the next poll (--history-poll-budget); 0 = no budget. Default 2 s.
+  uint32_t history_poll_budget_ms = 2000;
+  // Series a poll analyses at most (--history-max-series-per-poll); 0 = no
+  // cap. Default 0.
+  int history_max_series_per_poll = 0;
 
   // --- High availability (controller/ha.h; PostgreSQL only). The fencing
   // epoch of the lease this controller won (0 = not HA: one controller, the
@@ -166,6 +176,16 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeGrpcServerCredentia
 // The REST front end's options from the controller's (token, TLS, limits);
 // a follower's REST server takes the same (ha_follower.h).
 rest::RestOptions MakeRestOptions(const ServerOptions& options);
+
+// The smallest nonzero --history-window the history worker accepts with its
+// default parameters (a change's reach plus an e-divisive window: 125), and
+// that reach (75); both 0 when the build has no history.
+struct HistoryWindowMinimum {
+  int points = 0;
+  int reach = 0;
+  int edivisive_window = 0;
+};
+HistoryWindowMinimum HistoryMinWindowPoints();
 
 // Splits "host:port" ("[::1]:80" too); InvalidArgument naming `flag` otherwise.
 absl::StatusOr<std::pair<std::string, int>> ParseHostPort(const std::string& value,

@@ -106,6 +106,12 @@ json AlertSummaryJson(const AlertRow& a) {
           {"status_change", detail.contains("status_change") && detail["status_change"].is_object()
                                 ? detail["status_change"]
                                 : json()},
+          // Set while the change lies before the analysed part of its series:
+          // its last decision is kept, not re-checked (worker.cc FrozenJson).
+          {"decision_frozen",
+           detail.contains("decision_frozen") && detail["decision_frozen"].is_object()
+               ? detail["decision_frozen"]
+               : json()},
           {"created_ms", a.created_ms},
           {"updated_ms", a.updated_ms}};
 }

@@ -43,6 +43,28 @@ std::string StatusOfDecision(const std::string& decision) {
   return std::string(kAlertWithdrawn);
 }
 
+// An alert's detail key while its change lies before the analysed part of its
+// series (docs/history-method.md, "Incremental analysis"): its last decision is
+// kept, not re-checked. Removed when an analysis reaches the change again.
+constexpr char kDecisionFrozen[] = "decision_frozen";
+
+json FrozenJson(const TrailingWindow& w, const std::vector<SeriesPointRow>& points, size_t at,
+                uint64_t now) {
+  const std::string first_run = w.begin < points.size() ? points[w.begin].run_id : "";
+  return {
+      {"reason",
+       absl::StrCat("the change (point ", at, ") lies before the analysed part of the series ",
+                    "(its newest ", points.size() - w.begin, " of ", points.size(),
+                    " points, from point ", w.begin, ", run ", first_run, "; changes before point ",
+                    w.settled_before, " are not re-checked): its last decision is kept")},
+      {"change_point", at},
+      {"window_first_point", w.begin},
+      {"window_first_run", first_run},
+      {"settled_before_point", w.settled_before},
+      {"points", points.size()},
+      {"at_ms", now}};
+}
+
 // Most status changes kept in an alert's detail (`status_history`).
 constexpr size_t kStatusHistory = 20;
 
@@ -1471,17 +1493,31 @@ absl::Status HistoryWorker::Detect(const std::string& series_key, uint64_t* poin
     if (matched.count(e->id) > 0) continue;
     json d = json::parse(e->detail_json, nullptr, /*allow_exceptions=*/false);
     if (!d.is_object()) continue;
-    bool changed = false;
     const std::string rerun_state =
         d.contains("reruns") && d["reruns"].is_object() ? d["reruns"].value("state", std::string()) : "";
     if (settled_before > 0 && rerun_state != "running" && rerun_state != "waiting") {
-      // Settled: placed before the part analysed (and its reach).
+      // Settled: placed before the part analysed (and its reach). Its last
+      // decision is kept, not re-checked: the alert says so once (with where
+      // the analysed part began then), and stays so until an analysis reaches
+      // its place again.
       auto at = index_of.find(e->first_run_id);
-      if (at != index_of.end() && at->second < settled_before) continue;
-      // Not among the rows read: before the kept tail (SeriesTail), so before
-      // the part.
-      if (at == index_of.end() && sa->points_origin > 0) continue;
+      // Not among the rows read (at == end with a kept tail): before the
+      // kept tail (SeriesTail), so before the part; its place is the index
+      // its last analysis recorded.
+      const bool before_tail = at == index_of.end() && sa->points_origin > 0;
+      if ((at != index_of.end() && at->second < settled_before) || before_tail) {
+        if (d.contains(kDecisionFrozen)) continue;
+        const size_t place = before_tail ? d.value("index", size_t{0}) : at->second;
+        d[kDecisionFrozen] = FrozenJson(sa->window, sa->points, place, now);
+        AlertRow row = *e;
+        row.updated_ms = now;
+        row.detail_json = d.dump();
+        batch.upsert_alerts.push_back(std::move(row));
+        continue;
+      }
     }
+    // Not settled (any more): re-decided below, so not frozen.
+    bool changed = d.erase(kDecisionFrozen) > 0;
     if (rerun_state == "running" || rerun_state == "waiting") {
       // A change being settled that is no longer found: its runs not placed
       // yet are withdrawn, as for a settled verdict (until 2026-12-02 its
@@ -1500,7 +1536,7 @@ absl::Status HistoryWorker::Detect(const std::string& series_key, uint64_t* poin
       json& reruns = d["reruns"];
       const std::string was = reruns.dump();
       if (absl::Status s = StopRound(reruns, e->id, *existing); !s.ok()) return s;
-      changed = reruns.dump() != was;
+      changed = changed || reruns.dump() != was;
     }
     const auto f = found_at.find(e->id);
     const Assessment* a = f != found_at.end() ? f->second : nullptr;

@@ -45,6 +45,11 @@ const WITHDRAWN = {
   ...ALERT, id: 'a2', change_pct: -58, state: 'acknowledged', status: 'withdrawn',
   status_change: { status: 'withdrawn', from: 'active', decision: 'went_away', reason: 'went away: the newest 3 points are nearer the old level than the new', points: 40, last_run: 'r40', at_ms: 1700000100000 },
 };
+// An alert whose change lies before the analysed part (worker.cc FrozenJson).
+const FROZEN = {
+  ...ALERT, id: 'a3', change_pct: -20,
+  decision_frozen: { reason: 'the change (point 40) lies before the analysed part of the series (its newest 300 of 1000 points, from point 700, run r700; changes before point 775 are not re-checked): its last decision is kept', change_point: 40, window_first_point: 700, window_first_run: 'r700', settled_before_point: 775, points: 1000, at_ms: 1700000200000 },
+};
 const alertQueries = [];
 
 describe('history pages', { skip: skip || false, timeout: 120000 }, () => {
@@ -66,7 +71,7 @@ describe('history pages', { skip: skip || false, timeout: 120000 }, () => {
       if (url.pathname === '/api/v1/alerts') {
         alertQueries.push(url.search);
         const st = url.searchParams.get('status');
-        return reply({ alerts: st === 'all' ? [ALERT, WITHDRAWN] : st === 'withdrawn' ? [WITHDRAWN] : [ALERT] });
+        return reply({ alerts: st === 'all' ? [ALERT, WITHDRAWN, FROZEN] : st === 'withdrawn' ? [WITHDRAWN] : [ALERT, FROZEN] });
       }
       if (url.pathname === '/api/v1/alerts/a1/state' && req.method === 'POST') {
         let body = '';
@@ -182,5 +187,14 @@ describe('history pages', { skip: skip || false, timeout: 120000 }, () => {
     assert.match(await w.innerText(), /went_away at 40 points/);
     assert.ok(alertQueries.some((q) => q.includes('status=all')), alertQueries.join(' '));
     await b.shot('ui-alerts-all');
+  });
+
+  it('says when an alert\'s decision is not re-checked (its change is older than the analysed part)', async () => {
+    await page.goto(`${base}#/alerts`);
+    const f = page.locator('tr[data-alert="a3"]');
+    await f.waitFor();
+    assert.equal(await f.locator('[data-frozen]').getAttribute('data-frozen'), '700');
+    assert.match(await f.innerText(), /not re-checked: older than the analysed part \(from point 700, run r700\)/);
+    assert.equal(await page.locator('tr[data-alert="a1"] [data-frozen]').count(), 0);
   });
 });

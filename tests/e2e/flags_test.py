@@ -41,7 +41,8 @@ def case_controller():
                  "--api-token-file=FILE", "--metrics-auth=none|token", "--max-body-bytes=N",
                  "--max-heartbeats-per-second=N", "--http-read-timeout=DURATION",
                  "--max-watch-streams=N", "--watch-buffer-records=N", "--malloc-arena-max=N",
-                 "--malloc-trim-interval=DURATION"):
+                 "--malloc-trim-interval=DURATION", "--history-window=N",
+                 "--history-poll-budget=DURATION", "--history-max-series-per-poll=N"):
         check(flag in p.stdout, f"{flag} not in --help:\n{p.stdout}")
     check("(default 15s)" in p.stdout, "heartbeat-timeout's default not shown")
     with h.Env("flags") as env:
@@ -67,6 +68,19 @@ def case_controller():
                 '--malloc-trim-interval: "10ms" is not 0 or a duration of at least 100ms')
         refused(run(ctl, f"--data-dir={data}", "--advertise=127.0.0.1:1", "--malloc-trim-interval=1s"),
                 "--malloc-trim-interval needs one controller (not --advertise)")
+        # The history worker's bounds: 0 is "off" for each, a window shorter
+        # than a change's reach plus an e-divisive window is refused naming
+        # the minimum.
+        refused(run(ctl, f"--data-dir={data}", "--history-window=100"),
+                '--history-window: "100" is not 0 or an integer of at least 125 (the minimum')
+        refused(run(ctl, f"--data-dir={data}", "--history-window=-1"),
+                '--history-window: "-1" is not an integer in 0..10000000')
+        refused(run(ctl, f"--data-dir={data}", "--history-poll-budget=-2s"),
+                '--history-poll-budget: "-2s" is not 0 or a duration of at most 1h')
+        refused(run(ctl, f"--data-dir={data}", "--history-poll-budget=2h"),
+                '--history-poll-budget: "2h" is not 0 or a duration of at most 1h')
+        refused(run(ctl, f"--data-dir={data}", "--history-max-series-per-poll=-3"),
+                '--history-max-series-per-poll: "-3" is not an integer in 0..1000000')
         check(not os.path.exists(data), "a refused start made the data dir")
         conf = env.write("typo.conf", f"data-dir = {data}\nhttp-lisen = 127.0.0.1:0\n")
         refused(run(ctl, f"--config={conf}"),
@@ -101,8 +115,11 @@ def case_controller():
             first.close()
         c.stop()
         # The malloc flags start a working controller; SIGUSR1 writes malloc's
-        # statistics to its log and does not stop it.
-        c = h.Controller(env, extra_args=["--malloc-arena-max=2", "--malloc-trim-interval=200ms"])
+        # statistics to its log and does not stop it. The history worker's
+        # bounds at their edges (whole series, the least window) start it too.
+        c = h.Controller(env, extra_args=["--malloc-arena-max=2", "--malloc-trim-interval=200ms",
+                                          "--history-window=125", "--history-poll-budget=0",
+                                          "--history-max-series-per-poll=1"])
         env.controller = c
         c.start(data_dir=os.path.join(env.dir, "data-malloc"))
         os.kill(c.proc.pid, signal.SIGUSR1)

@@ -221,6 +221,8 @@ export function alertsPage(main, { params }) {
           { class: a.status === 'withdrawn' ? 'muted' : null, dataset: { status: a.status || '' } },
           a.status || '',
           a.status === 'withdrawn' && a.status_change ? h('div', { class: 'muted small' }, `${a.status_change.decision} at ${a.status_change.points} points: ${a.status_change.reason}`) : null,
+          // The change lies before the analysed part of its series: the status is its last decision, not re-checked.
+          a.decision_frozen ? h('div', { class: 'muted small', dataset: { frozen: String(a.decision_frozen.window_first_point) }, title: a.decision_frozen.reason }, `not re-checked: older than the analysed part (from point ${a.decision_frozen.window_first_point}, run ${a.decision_frozen.window_first_run})`) : null,
         ),
         h('td', null, h('a', { href: `#/jobs/${encodeURIComponent(a.first_run.job_id)}` }, a.first_run.job_id), h('div', { class: 'muted small' }, a.first_run.kernel_release || '')),
         h('td', null, tagsText(a.first_run.tags)),
