@@ -343,6 +343,25 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Start(
       ho.analysis_window_points = options.history_window_points;
       ho.poll_budget_ms = options.history_poll_budget_ms;
       ho.max_series_per_poll = options.history_max_series_per_poll;
+      ho.on_poll = [m = s->metrics_.get()](const history::WorkerStats& st) {
+        metrics::HistoryPoll p;
+        p.polls = st.polls;
+        p.polls_cut = st.polls_cut;
+        p.series_analysed = st.detections;
+        p.points_read = st.points_read;
+        p.whole_reads = st.whole_reads;
+        p.analyses_widened = st.analyses_widened;
+        p.last_series_analysed = st.series_analysed_last_poll;
+        p.last_points_read = st.points_read_last_poll;
+        p.last_points_analysed = st.points_analysed_last_poll;
+        p.last_poll_ms = st.last_poll_ms;
+        p.analysis_queue = st.analysis_queue;
+        p.tail_points_kept = st.tail_points_kept;
+        p.window_points = st.analysis_window_points;
+        p.max_series_per_poll = st.max_series_per_poll;
+        p.poll_budget_ms = st.poll_budget_ms;
+        m->OnHistoryPoll(p);
+      };
       ho.submit_job = [sched](const v1::JobSpec& spec) { return sched->SubmitJob(spec); };
       ho.withdraw_queued = [sched](const std::string& job_id, const std::string& why) {
         return sched->WithdrawQueuedRuns(job_id, why);

@@ -5,7 +5,7 @@
 //
 //   iofleet-history-bench --incremental-check [--per-cell=1] [--seed=1]
 //                         [--cases-per-series=8] [--window=125] [--check-step=1]
-//                         [--first-series=1] [--max-series=0] [--fallback]
+//                         [--first-series=1] [--max-series=0]
 //
 // Each long series concatenates `cases-per-series` corpus cases in corpus order
 // (steps, spikes, transients, drifts, noise... one after another, ~60 points
@@ -14,11 +14,12 @@
 // placed before the part's settled start; the whole-series path analyses the
 // prefix. Compared at every `check-step`-th prefix (from the first one the
 // window cuts): the set of changes (by first point after) decided "alert".
-// `--fallback` tries a rule the worker does not have: when the analysis does
+// As the worker does (alert.h WiderPartIfUnconfirmed): when the analysis does
 // not confirm the remembered newest change again (within 3 points), it is
 // re-run on the widest part (4 x window) so that an older newest change is
 // decided as on the whole series (docs/history-method.md, "The newest change,
-// un-confirmed").
+// un-confirmed"). `--fallback`, which tried that rule before the worker had
+// it, is accepted and does nothing (the rule is always on).
 // `first-series` (1-based) skips the long series before it (numbered as
 // without it), so that a long replay can be split into runs.
 #include <chrono>
@@ -40,7 +41,6 @@ namespace iofleet::controller::history {
 int RunIncrementalCheck(int argc, char** argv) {
   int per_cell = 1, cases_per_series = 8, window = 125, step = 1, max_series = 0, first_series = 1,
       fallbacks = 0;
-  bool fallback = false;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -62,14 +62,14 @@ int RunIncrementalCheck(int argc, char** argv) {
     } else if (const char* v = val("max-series")) {
       max_series = std::atoi(v);
     } else if (a == "--fallback") {
-      fallback = true;
+      // The worker's rule now: always on (kept so that older commands still run).
     } else if (const char* v = val("first-series")) {
       first_series = std::atoi(v);
     } else {
       std::fprintf(stderr,
                    "usage: %s --incremental-check [--per-cell=N] [--seed=S] "
                    "[--cases-per-series=C] [--window=K] [--check-step=N] [--first-series=F] "
-                   "[--max-series=M] [--fallback]\n",
+                   "[--max-series=M]\n",
                    argv[0]);
       return 2;
     }
@@ -129,19 +129,16 @@ int RunIncrementalCheck(int argc, char** argv) {
       absl::StatusOr<Analysis> inc = AnalyzeTrailing(prefix, policy, params, nullptr, tw, &found);
       points_inc += end - tw.begin;
       if (!inc.ok()) return 1;
-      if (fallback && tw.begin > 0 && remembered &&
-          (!found || *found + 3 < *remembered)) {  // 3: the worker's same-alert distance
+      if (const std::optional<TrailingWindow> wide =
+              WiderPartIfUnconfirmed(end, params, window, tw, remembered, found)) {
         // The remembered newest change is not confirmed again: the newest one
         // may lie before the part; analyse as far back as the cap allows.
-        const TrailingWindow wide = TrailingWindowOf(end, params, window, size_t{0});
-        if (wide.begin < tw.begin) {
-          tw = wide;
-          found.reset();
-          inc = AnalyzeTrailing(prefix, policy, params, nullptr, tw, &found);
-          points_inc += end - tw.begin;
-          ++fallbacks;
-          if (!inc.ok()) return 1;
-        }
+        tw = *wide;
+        found.reset();
+        inc = AnalyzeTrailing(prefix, policy, params, nullptr, tw, &found);
+        points_inc += end - tw.begin;
+        ++fallbacks;
+        if (!inc.ok()) return 1;
       }
       if (found) newest = found;
       sec_inc += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -226,7 +223,8 @@ int RunIncrementalCheck(int argc, char** argv) {
       prefixes_differ, prefixes, series_differ, final_differ, alerts_full, alerts_inc,
       prefixes > 0 ? static_cast<double>(points_full) / prefixes : 0.0,
       static_cast<double>(points_inc) / std::max(1, prefixes * step), sec_full, prefixes, sec_inc);
-  if (fallback) std::printf("--fallback: %d analyses re-run from further back\n", fallbacks);
+  std::printf("newest change not confirmed again: %d analyses re-run from further back\n",
+              fallbacks);
   return 0;
 }
 

@@ -741,6 +741,17 @@ std::optional<size_t> NewestConfirmed(const Analysis& a) {
   return out;
 }
 
+std::optional<TrailingWindow> WiderPartIfUnconfirmed(size_t n, const Params& p, int window_points,
+                                                     const TrailingWindow& w,
+                                                     std::optional<size_t> remembered,
+                                                     std::optional<size_t> found) {
+  if (w.begin == 0 || !remembered) return std::nullopt;
+  if (found && *found + kSameChangePoints >= *remembered) return std::nullopt;  // confirmed
+  const TrailingWindow wide = TrailingWindowOf(n, p, window_points, size_t{0});
+  if (wide.begin >= w.begin) return std::nullopt;
+  return wide;
+}
+
 absl::Status ValidateTrailingWindow(int window_points, const Params& p, std::string_view field) {
   const size_t least = Reach(p) + static_cast<size_t>(p.detect.edivisive.window);
   if (window_points == 0) return absl::OkStatus();

@@ -245,6 +245,20 @@ TrailingWindow TrailingWindowOf(size_t n, const Params& p, int window_points,
 // The index of the newest confirmed change in `a` (nullopt when none).
 std::optional<size_t> NewestConfirmed(const Analysis& a);
 
+// The un-confirmed newest change (docs/history-method.md, "The newest change,
+// un-confirmed"): a bounded analysis of the part `w` that does not confirm the
+// remembered newest change `remembered` again (no confirmed change found, or
+// the newest one found, `found`, more than kSameChangePoints before it) may
+// leave the change before it, now the newest, outside the part. Returns the
+// part to analyse again, the widest one (kMaxWindowFactor x window_points
+// back), when it starts before `w`; nullopt when `w` stands. The history
+// worker and `iofleet-history-bench --incremental-check` both apply it.
+inline constexpr size_t kSameChangePoints = 3;
+std::optional<TrailingWindow> WiderPartIfUnconfirmed(size_t n, const Params& p, int window_points,
+                                                     const TrailingWindow& w,
+                                                     std::optional<size_t> remembered,
+                                                     std::optional<size_t> found);
+
 // 0 (off) or at least Reach(p) + edivisive.window points; InvalidArgument
 // naming `field` otherwise.
 absl::Status ValidateTrailingWindow(int window_points, const Params& p, std::string_view field);

@@ -498,12 +498,16 @@ void CutTail(SeriesTail& tail, size_t cut, const std::vector<SeriesPointRow>& po
 
 }  // namespace
 
-absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
-                                                   const Params& params,
-                                                   ReferenceCache* references,
-                                                   int window_points,
-                                                   std::string* newest_change,
-                                                   SeriesTail* tail, uint64_t* points_read) {
+namespace {
+
+// AnalyzeStoredSeries; `widest`: the part is the widest one (the newest change
+// was not confirmed again by an analysis of a part starting after the kept
+// rows: WiderPartIfUnconfirmed), read whole.
+absl::StatusOr<SeriesAnalysis> AnalyzeStored(Store& store, const std::string& key,
+                                             const Params& params, ReferenceCache* references,
+                                             int window_points, std::string* newest_change,
+                                             SeriesTail* tail, uint64_t* points_read,
+                                             bool widest) {
   if (window_points <= 0 || newest_change == nullptr) tail = nullptr;
   SeriesAnalysis out;
   absl::StatusOr<SeriesRow> row = store.GetSeries(key);
@@ -596,12 +600,38 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
     // The part starts before the kept rows (not expected; or the newest change
     // is unknown, so the whole series is analysed): read it whole.
     *tail = SeriesTail();
-    return AnalyzeStoredSeries(store, key, params, references, window_points, newest_change, tail,
-                               points_read);
+    return AnalyzeStored(store, key, params, references, window_points, newest_change, tail,
+                         points_read, widest);
   }
+  if (widest && known) {
+    out.window = TrailingWindowOf(n, params, window_points, size_t{0});
+    out.widened = true;
+  }
+  std::optional<size_t> found;
   absl::StatusOr<Analysis> analysis = AnalyzeTrailing(
-      *series, *policy, params, reference ? &*reference : nullptr, out.window, &newest, origin);
+      *series, *policy, params, reference ? &*reference : nullptr, out.window, &found, origin);
   if (!analysis.ok()) return analysis.status();
+  if (!widest && known) {
+    // The remembered newest change not confirmed again: the change before it
+    // may be the newest now, and lie before the part; analyse the widest part
+    // (docs/history-method.md, "The newest change, un-confirmed").
+    if (const std::optional<TrailingWindow> wide =
+            WiderPartIfUnconfirmed(n, params, window_points, out.window, newest, found)) {
+      if (tail != nullptr && wide->begin < origin) {
+        // Its rows are not kept: read the whole series (and cut it again).
+        *tail = SeriesTail();
+        return AnalyzeStored(store, key, params, references, window_points, newest_change, tail,
+                             points_read, /*widest=*/true);
+      }
+      out.window = *wide;
+      out.widened = true;
+      found.reset();
+      analysis = AnalyzeTrailing(*series, *policy, params, reference ? &*reference : nullptr,
+                                 out.window, &found, origin);
+      if (!analysis.ok()) return analysis.status();
+    }
+  }
+  if (found) newest = found;
   out.analysis = std::move(*analysis);
   // The Series' orders leave room for repetitions (kOrderSlots); report the stored ones.
   for (Assessment& a : out.analysis.changes) {
@@ -635,6 +665,18 @@ absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::stri
   }
   if (newest_change != nullptr) *newest_change = newest_run;
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<SeriesAnalysis> AnalyzeStoredSeries(Store& store, const std::string& key,
+                                                   const Params& params,
+                                                   ReferenceCache* references,
+                                                   int window_points,
+                                                   std::string* newest_change,
+                                                   SeriesTail* tail, uint64_t* points_read) {
+  return AnalyzeStored(store, key, params, references, window_points, newest_change, tail,
+                       points_read, /*widest=*/false);
 }
 
 HistoryWorker::HistoryWorker(Store* store, WorkerOptions options)
@@ -730,6 +772,7 @@ absl::Status HistoryWorker::PollOnce() {
     ++stats_.polls;
   }
   read_this_poll_ = 0;
+  const uint64_t poll_started = options_.steady_clock();
   if (!cursor_loaded_) {
     absl::StatusOr<int64_t> c = store_->HistoryCursor();
     if (!c.ok()) return c.status();
@@ -870,13 +913,16 @@ absl::Status HistoryWorker::PollOnce() {
   }
   const uint64_t started = options_.steady_clock();
   uint64_t series_analysed = 0, points_analysed = 0;
+  bool cut = false;
   while (!queue_.empty()) {
     if (options_.max_series_per_poll > 0 &&
         series_analysed >= static_cast<uint64_t>(options_.max_series_per_poll)) {
+      cut = true;
       break;
     }
     if (options_.poll_budget_ms > 0 && series_analysed > 0 &&
         options_.steady_clock() - started >= options_.poll_budget_ms) {
+      cut = true;
       break;
     }
     const std::string key = queue_.front();
@@ -922,6 +968,7 @@ absl::Status HistoryWorker::PollOnce() {
     stats_.points_analysed_last_poll = points_analysed;
     stats_.points_analysed += points_analysed;
     stats_.analysis_queue = queue_.size();
+    stats_.polls_cut += cut ? 1 : 0;
   }
   if (options_.stoppage_check_ms > 0 &&
       (!last_stoppage_check_ms_ || now < *last_stoppage_check_ms_ ||
@@ -938,7 +985,14 @@ absl::Status HistoryWorker::PollOnce() {
     stats_.points_read += read_this_poll_;
     stats_.whole_reads = whole_reads_;
     stats_.tail_points_kept = kept;
+    stats_.analyses_widened = widened_;
+    const uint64_t ended = options_.steady_clock();
+    stats_.last_poll_ms = ended >= poll_started ? ended - poll_started : 0;
+    stats_.analysis_window_points = options_.analysis_window_points;
+    stats_.max_series_per_poll = options_.max_series_per_poll;
+    stats_.poll_budget_ms = options_.poll_budget_ms;
   }
+  if (options_.on_poll) options_.on_poll(stats());
   return first_error;
 }
 
@@ -1371,6 +1425,7 @@ absl::Status HistoryWorker::Detect(const std::string& series_key, uint64_t* poin
                           options_.analysis_window_points, &newest_change_[series_key], tail,
                           &read_this_poll_);
   if (tail != nullptr && tail->read_whole) ++whole_reads_;
+  if (sa.ok() && sa->widened) ++widened_;
   {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.detections;

@@ -46,6 +46,8 @@
 
 namespace iofleet::controller::history {
 
+struct WorkerStats;
+
 struct WorkerOptions {
   // Time between polls of the store for newly finished runs. Default 1 s.
   uint32_t poll_interval_ms = 1000;
@@ -80,6 +82,10 @@ struct WorkerOptions {
   uint32_t stoppage_check_ms = 60000;
   // Wall clock in unix ms (stored times). Default: the system clock.
   std::function<uint64_t()> clock;
+  // Called at the end of each poll that got that far (not after a poll that
+  // failed reading the store) with the stats as they then are, on the poll's
+  // thread (the controller exports them to Prometheus). Unset: nothing.
+  std::function<void(const WorkerStats&)> on_poll;
   // Extra runs for UNKNOWN changes (rerun.h): submits a job (the scheduler's
   // SubmitJob) and returns its id. Unset: UNKNOWN changes stay assessments only.
   std::function<absl::StatusOr<std::string>(const v1::JobSpec&)> submit_job;
@@ -202,6 +208,17 @@ struct WorkerStats {
   uint64_t points_read_last_poll = 0;
   uint64_t whole_reads = 0;
   uint64_t tail_points_kept = 0;  // rows kept in the tails, after the last poll
+  // Analyses re-run on the widest part because the newest change was not
+  // confirmed again (alert.h WiderPartIfUnconfirmed), all polls.
+  uint64_t analyses_widened = 0;
+  // Polls whose analyses stopped at poll_budget_ms or max_series_per_poll with
+  // series still queued, all polls; the last poll's duration (steady clock).
+  uint64_t polls_cut = 0;
+  uint64_t last_poll_ms = 0;
+  // The settings the worker runs with (WorkerOptions), for the export.
+  int analysis_window_points = 0;
+  int max_series_per_poll = 0;
+  uint32_t poll_budget_ms = 0;
   std::string last_error;      // the last poll's failure, "" when it succeeded
 };
 
@@ -285,6 +302,7 @@ class HistoryWorker {
   std::map<std::string, SeriesTail> tails_;
   uint64_t read_this_poll_ = 0;   // poll_mu_
   uint64_t whole_reads_ = 0;      // poll_mu_
+  uint64_t widened_ = 0;          // poll_mu_
   std::deque<std::string> queue_;
   std::set<std::string> queued_;
   bool queue_seeded_ = false;
@@ -320,6 +338,10 @@ struct SeriesAnalysis {
   // With a SeriesTail: points[0, points_origin) are empty rows standing for the
   // points before the tail (not read); window.begin is at or after it.
   size_t points_origin = 0;
+  // The first part analysed did not confirm the newest change the last analysis
+  // found (alert.h WiderPartIfUnconfirmed): `window` is the widest part, and
+  // the series was read whole when the kept rows did not reach back to it.
+  bool widened = false;
 };
 // `references` (optional): the worker's cache for the reference lookup.
 // `window_points`: analyse the newest this-many points only (alert.h

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "controller/history/corpus.h"
 #include "controller/history/ingest.h"
 #include "controller/history/query.h"
 #include "controller/history/rerun.h"
@@ -1902,6 +1904,92 @@ TEST_F(IncrementalAnalysisTest, AnAlertBeforeTheKeptRowsSaysItsDecisionIsNotRech
     ++frozen;
   }
   EXPECT_EQ(frozen, 1) << l->dump(1);
+}
+
+// The newest change un-confirmed (docs/history-method.md): corpus series 8 of
+// `iofleet-history-bench --incremental-check` (cases 56-63 of the standard
+// corpus, per cell 1, seed 1: p50 steps), written point by point into the
+// store and read and analysed as the worker does (AnalyzeStoredSeries with its
+// kept rows and the remembered newest change, window 125), the decisions of
+// settled changes kept as the worker keeps its alerts. At 264 points the
+// whole series confirms no change after the one near 97 any more (the one near
+// 240 it had alerted on is gone) and decides 97 `went_away`; at 268 `pending`.
+// The bounded analysis remembered 240, whose part (from 125) settled 97 with
+// its old `alert`: it must re-analyse from 4 x 125 back (the kept rows do not
+// reach there: it reads the series whole) and decide 97 again. Without the
+// rule the alerts differ at 264 and 268.
+TEST_F(IncrementalAnalysisTest, AnUnconfirmedNewestChangeReDecidesTheOneBeforeIt) {
+  const std::vector<corpus::Case> cases = corpus::StandardCorpus(1, 1);
+  ASSERT_GE(cases.size(), 64u);
+  std::vector<std::pair<double, double>> pts;  // value, resolution (-1: none)
+  for (size_t c = 56; c < 64; ++c) {
+    for (size_t i = 0; i < cases[c].values.size(); ++i) {
+      pts.emplace_back(cases[c].values[i],
+                       i < cases[c].resolution.size() ? cases[c].resolution[i] : -1.0);
+    }
+  }
+  ASSERT_GE(pts.size(), 272u);
+  SeriesRow row;
+  row.key = "s8";
+  row.metric = "iops";
+  row.axes_json = json{{"workload", "series 8"}}.dump();
+  {
+    WriteBatch b;
+    b.insert_series.push_back(row);
+    ASSERT_TRUE(store_->Write(std::move(b)).ok());
+  }
+  const Params params;
+  SeriesTail tail;
+  std::string newest;  // as the worker keeps it per series
+  std::map<std::string, std::pair<size_t, Decision>> kept;  // first run -> decision
+  int differ = 0, widened = 0, widened_whole_reads = 0;
+  for (size_t end = 1; end <= 272; ++end) {
+    {
+      WriteBatch b;
+      SeriesPointRow p;
+      p.series_key = row.key;
+      p.run_id = absl::StrCat(end - 1);
+      p.job_id = "j";
+      p.order = static_cast<int64_t>(end - 1);
+      p.time_ms = kT0 + kHour * end;
+      p.value = pts[end - 1].first;
+      json axes = json::object();
+      if (pts[end - 1].second >= 0) axes["resolution"] = pts[end - 1].second;
+      p.axes_json = axes.dump();
+      b.insert_points.push_back(p);
+      ASSERT_TRUE(store_->Write(std::move(b)).ok());
+    }
+    absl::StatusOr<SeriesAnalysis> inc =
+        AnalyzeStoredSeries(*store_, row.key, params, nullptr, 125, &newest, &tail);
+    ASSERT_TRUE(inc.ok()) << inc.status();
+    if (inc->widened) {
+      ++widened;
+      widened_whole_reads += tail.read_whole;
+    }
+    for (auto it = kept.begin(); it != kept.end();) {
+      it = it->second.first >= inc->window.settled_before ? kept.erase(it) : std::next(it);
+    }
+    for (const Assessment& a : inc->analysis.changes) {
+      kept[a.first_after_id] = {a.change.index, a.decision};
+    }
+    if (end < 260) continue;  // the whole analysis where it matters only
+    std::set<std::string> inc_alerts, whole_alerts;
+    for (const auto& [id, v] : kept) {
+      if (v.second == Decision::kAlert) inc_alerts.insert(id);
+    }
+    absl::StatusOr<SeriesAnalysis> whole = AnalyzeStoredSeries(*store_, row.key, params);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    for (const Assessment* a : whole->analysis.Alerts()) whole_alerts.insert(a->first_after_id);
+    EXPECT_EQ(inc_alerts, whole_alerts)
+        << "at " << end << " points: bounded {" << absl::StrJoin(inc_alerts, ",")
+        << "}, whole {" << absl::StrJoin(whole_alerts, ",") << "}";
+    if (inc_alerts != whole_alerts && ++differ > 3) break;
+  }
+  // The rule ran, and at least once from rows the tail did not keep.
+  EXPECT_GE(widened, 1);
+  EXPECT_GE(widened_whole_reads, 1);
+  std::printf("analyses re-run from further back: %d (%d read the series whole)\n", widened,
+              widened_whole_reads);
 }
 
 TEST_F(IncrementalAnalysisTest, ATooShortWindowIsRefusedNamingTheField) {

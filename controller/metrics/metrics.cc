@@ -251,6 +251,50 @@ ControllerMetrics::ControllerMetrics(MetricsOptions options)
                       .Help("Per control loop iteration that wrote: committing its batch")
                       .Register(r)
                       .Add({}, RequestBounds());
+  {
+    auto counter = [&r](const char* name, const char* help) {
+      return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+    };
+    auto gauge = [&r](const char* name, const char* help) {
+      return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+    };
+    history_.polls = counter("iofleet_history_polls_total", "History worker polls");
+    history_.polls_cut = counter(
+        "iofleet_history_polls_cut_total",
+        "History worker polls whose analyses stopped at the poll budget or the series cap "
+        "with series still queued");
+    history_.series = counter("iofleet_history_series_analysed_total",
+                              "Series analyses the history worker ran");
+    history_.points_read = counter(
+        "iofleet_history_points_read_total",
+        "Point rows the store returned to the history worker's analyses and stoppage checks");
+    history_.whole_reads = counter(
+        "iofleet_history_whole_reads_total",
+        "Series the history worker read whole (first analysis, rows before its kept tail)");
+    history_.widened = counter(
+        "iofleet_history_analyses_widened_total",
+        "History analyses re-run on the widest part because the newest change was not "
+        "confirmed again");
+    history_.last_series = gauge("iofleet_history_last_poll_series_analysed",
+                                 "Series the history worker's last poll analysed");
+    history_.last_points_read = gauge("iofleet_history_last_poll_points_read",
+                                      "Point rows the store returned in the last history poll");
+    history_.last_points_analysed =
+        gauge("iofleet_history_last_poll_points_analysed",
+              "Points the last history poll handed to the detectors");
+    history_.last_duration = gauge("iofleet_history_last_poll_duration_seconds",
+                                   "Duration of the history worker's last poll");
+    history_.queue = gauge("iofleet_history_analysis_queue",
+                           "Series that gained points still waiting for their analysis");
+    history_.tail_kept = gauge("iofleet_history_tail_points_kept",
+                               "Point rows the history worker keeps between polls");
+    history_.window = gauge("iofleet_history_window_points",
+                            "The history worker's analysis window in points (0: whole series)");
+    history_.budget = gauge("iofleet_history_poll_budget_seconds",
+                            "The history worker's analysis budget per poll (0: none)");
+    history_.max_series = gauge("iofleet_history_max_series_per_poll",
+                                "The history worker's cap on series analysed per poll (0: none)");
+  }
   loop_queued_runs_ = &prometheus::BuildGauge()
                            .Name("iofleet_loop_queued_runs")
                            .Help("Queued runs, as of the last control loop iteration")
@@ -394,6 +438,30 @@ void ControllerMetrics::OnLoopIteration(const LoopIteration& it) {
   if (it.commit_seconds > 0) loop_commit_->Observe(it.commit_seconds);
   loop_queued_runs_->Set(static_cast<double>(it.queued_runs));
   loop_connected_agents_->Set(static_cast<double>(it.connected_agents));
+}
+
+void ControllerMetrics::OnHistoryPoll(const HistoryPoll& p) {
+  std::lock_guard<std::mutex> l(history_mu_);
+  auto add = [](prometheus::Counter* c, uint64_t now, uint64_t& seen) {
+    if (now > seen) c->Increment(static_cast<double>(now - seen));
+    seen = std::max(seen, now);
+  };
+  HistoryPoll& h = history_last_;
+  add(history_.polls, p.polls, h.polls);
+  add(history_.polls_cut, p.polls_cut, h.polls_cut);
+  add(history_.series, p.series_analysed, h.series_analysed);
+  add(history_.points_read, p.points_read, h.points_read);
+  add(history_.whole_reads, p.whole_reads, h.whole_reads);
+  add(history_.widened, p.analyses_widened, h.analyses_widened);
+  history_.last_series->Set(static_cast<double>(p.last_series_analysed));
+  history_.last_points_read->Set(static_cast<double>(p.last_points_read));
+  history_.last_points_analysed->Set(static_cast<double>(p.last_points_analysed));
+  history_.last_duration->Set(static_cast<double>(p.last_poll_ms) / 1000.0);
+  history_.queue->Set(static_cast<double>(p.analysis_queue));
+  history_.tail_kept->Set(static_cast<double>(p.tail_points_kept));
+  history_.window->Set(p.window_points);
+  history_.budget->Set(static_cast<double>(p.poll_budget_ms) / 1000.0);
+  history_.max_series->Set(p.max_series_per_poll);
 }
 
 void ControllerMetrics::OnHeartbeatTimeout(const std::string& agent) {

@@ -53,6 +53,24 @@
 //     iofleet_http_request_duration_seconds{method,route}  histogram; route is the
 //         route template ("/api/v1/runs/{id}"), never the raw path
 //
+//   History worker (controller/history/worker.h WorkerStats, after each poll;
+//   none of these series move while the controller runs without the worker):
+//     iofleet_history_polls_total, iofleet_history_polls_cut_total   polls; those
+//         whose analyses stopped at --history-poll-budget or
+//         --history-max-series-per-poll with series still queued
+//     iofleet_history_series_analysed_total              analyses run
+//     iofleet_history_points_read_total, iofleet_history_whole_reads_total   point
+//         rows the store returned to analyses and stoppage checks; series read whole
+//     iofleet_history_analyses_widened_total             analyses re-run on the
+//         widest part (the newest change not confirmed again)
+//     iofleet_history_last_poll_series_analysed, iofleet_history_last_poll_points_read,
+//     iofleet_history_last_poll_points_analysed, iofleet_history_last_poll_duration_seconds
+//     iofleet_history_analysis_queue                     series still waiting
+//     iofleet_history_tail_points_kept                   rows kept between polls
+//     iofleet_history_window_points, iofleet_history_poll_budget_seconds,
+//     iofleet_history_max_series_per_poll                the worker's settings
+//         (0 = whole series, no budget, no cap)
+//
 //   Run telemetry per agent (its latest finished run's means): telemetry_gauges.h
 //
 // Label values are capped at kMaxLabelBytes bytes and made valid UTF-8.
@@ -127,6 +145,17 @@ struct MetricsOptions {
   std::function<uint64_t()> wall_clock;
 };
 
+// The history worker's figures after a poll (controller/history/worker.h
+// WorkerStats and WorkerOptions; the metrics library does not depend on it).
+struct HistoryPoll {
+  uint64_t polls = 0, polls_cut = 0, series_analysed = 0, points_read = 0, whole_reads = 0,
+           analyses_widened = 0;  // totals since the worker started
+  uint64_t last_series_analysed = 0, last_points_read = 0, last_points_analysed = 0,
+           last_poll_ms = 0, analysis_queue = 0, tail_points_kept = 0;
+  int window_points = 0, max_series_per_poll = 0;
+  uint64_t poll_budget_ms = 0;
+};
+
 // Also the control loop's observer (controller/scheduler/observer.h).
 class ControllerMetrics final : public SchedulerObserver {
  public:
@@ -154,6 +183,8 @@ class ControllerMetrics final : public SchedulerObserver {
   // after its result was committed: the agent's telemetry gauges.
   void OnRunTelemetry(const std::string& host, const std::map<std::string, double>& means);
   void OnIntervalStored(bool inserted);
+  // The history worker finished a poll (any thread; the counters follow its totals).
+  void OnHistoryPoll(const HistoryPoll& poll);
   // One interval record as it arrives (before it is stored). Records of runs
   // without live series, and replays (seq already seen), are ignored. While
   // the metrics thread has posted work, the record is queued behind it (a
@@ -231,6 +262,13 @@ class ControllerMetrics final : public SchedulerObserver {
   prometheus::Family<prometheus::Counter>* http_requests_;
   prometheus::Family<prometheus::Histogram>* http_duration_;
   std::array<prometheus::Gauge*, 3> runs_by_state_{};  // queued, assigned, running
+  struct HistorySeries {
+    prometheus::Counter *polls, *polls_cut, *series, *points_read, *whole_reads, *widened;
+    prometheus::Gauge *last_series, *last_points_read, *last_points_analysed, *last_duration,
+        *queue, *tail_kept, *window, *budget, *max_series;
+  } history_{};
+  std::mutex history_mu_;
+  HistoryPoll history_last_;  // history_mu_: the totals already counted
 
   const std::unique_ptr<RunSeriesTable> runs_table_;  // iofleet_run_*
 

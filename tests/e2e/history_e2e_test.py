@@ -5,12 +5,14 @@ as its runs finish (no manual trigger), the points carry the commits and the
 kernel, a controller restart feeds nothing twice, and the REST routes and
 `iofleet history` answer bad input with the field named.
 
-Usage: history_e2e_test.py --build-dir BUILD feed|baseline|reruns
+Usage: history_e2e_test.py --build-dir BUILD feed|baseline|reruns|worker_flags|frozen_cli
 """
 import json
 import os
+import sqlite3
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_test  # noqa: E402
@@ -313,6 +315,120 @@ def case_reruns():
               "extra points' anchors")
         print(f"reruns: settled {reruns['state']}; ran {ran}, withdrawn {withdrawn}, "
               f"kept for {[j['kept_for'] for j in kept]}; {stopped}")
+
+
+def scrape(env):
+    """The controller's /metrics as {series: value} (the history worker's only)."""
+    with urllib.request.urlopen(f"http://{env.controller.http}/metrics", timeout=15) as r:
+        text = r.read().decode()
+    out = {}
+    for ln in text.splitlines():
+        if ln.startswith("iofleet_history_"):
+            name, value = ln.rsplit(" ", 1)
+            out[name] = float(value)
+    return out, text
+
+
+def case_worker_flags():
+    """--history-window, --history-poll-budget and --history-max-series-per-poll
+    reach the worker, seen on /metrics (iofleet_history_*, scraped for real):
+    the settings it runs with, and what they do. A run feeds several series; with
+    --history-max-series-per-poll=1 the polls are cut (one series each), and
+    with --history-window=0 no rows are kept between polls (whole series). The
+    same store under the default flags: window 300, rows kept, a 2 s budget."""
+    env = Env(fixed_ports=True)
+    env.controller.extra_args = ["--history-window=0", "--history-poll-budget=1500ms",
+                                 "--history-max-series-per-poll=1"]
+    with env:
+        target = env.agents["agent-a"].target
+        jid = env.submit(fio_job(target, runtime=1), name="flags", hosts=["agent-a"],
+                         tags={"branch": "flags"})
+        run = run_of(env.wait_job(jid, timeout=60))
+        check(run["state"] == "succeeded", f"{run['state']} {run.get('error')}")
+
+        series = wait_for(lambda: env.get("/series")["series"] or None, 20, "the run's series")
+        n = len(series)
+        check(n >= 2, f"a run feeds several series: {series}")
+
+        def cut():
+            m, _ = scrape(env)
+            done = (m.get("iofleet_history_series_analysed_total", 0) >= n and
+                    m.get("iofleet_history_analysis_queue", 1) == 0)
+            return m if done else None
+        m = wait_for(cut, 30, f"the worker to analyse the run's {n} series", interval=0.5)
+        _, text = scrape(env)
+        check("# HELP iofleet_history_polls_cut_total " in text and
+              "# TYPE iofleet_history_tail_points_kept gauge" in text, text[-3000:])
+        check(m["iofleet_history_window_points"] == 0, f"window: {m}")
+        check(m["iofleet_history_poll_budget_seconds"] == 1.5, f"budget: {m}")
+        check(m["iofleet_history_max_series_per_poll"] == 1, f"cap: {m}")
+        # One series a poll: each poll but the last of the n leaves series queued.
+        check(m["iofleet_history_polls_cut_total"] >= n - 1, f"1 series a poll cuts polls: {m}")
+        check(m["iofleet_history_last_poll_series_analysed"] <= 1, f"cap: {m}")
+        check(m["iofleet_history_tail_points_kept"] == 0, f"window 0 keeps no rows: {m}")
+        check(m["iofleet_history_points_read_total"] >= n, f"rows read: {m}")
+        check(m["iofleet_history_polls_total"] >= n, f"polls: {m}")
+
+        env.controller.stop()
+        env.controller.extra_args = []
+        env.controller.start()
+
+        def kept():
+            m, _ = scrape(env)
+            return m if m.get("iofleet_history_tail_points_kept", 0) > 0 else None
+        m = wait_for(kept, 30, "the default worker to keep rows", interval=0.5)
+        check(m["iofleet_history_window_points"] == 300, f"default window: {m}")
+        check(m["iofleet_history_poll_budget_seconds"] == 2, f"default budget: {m}")
+        check(m["iofleet_history_max_series_per_poll"] == 0, f"default cap: {m}")
+        check(m["iofleet_history_whole_reads_total"] >= 1, f"first reads are whole: {m}")
+
+
+def case_frozen_cli():
+    """`iofleet history alerts` and `report` say "not re-checked: ..." for an
+    alert whose decision is frozen (decision_frozen in its detail, as the
+    worker writes it when the change is older than the analysed part). The
+    alert is written into the stopped controller's SQLite store, on a series of
+    a metric without a detection policy, so the worker does not re-decide it."""
+    with Env() as env:
+        env.controller.stop()
+        reason = ("the change lies before point 225 of the part analysed (from point 150, "
+                  "400 points; changes before 225 are not re-checked): its last decision is kept")
+        frozen = {"reason": reason, "change_point": 49, "window_first_point": 150,
+                  "window_first_run": "r150", "settled_before_point": 225, "points": 400,
+                  "at_ms": 1700000000000}
+        detail = {"decision": "alert", "status": "active", "regression": True,
+                  "verdict": "DIFFERENT", "reason": "a step of -20 %",
+                  "decision_frozen": frozen}
+        db = sqlite3.connect(env.db_path(), timeout=10)
+        try:
+            db.execute("INSERT INTO history_series VALUES (?, ?, ?, ?)",
+                       ("frozen1", "no_policy_metric", json.dumps({"job_name": "ci"}), 1))
+            db.execute("INSERT INTO history_alerts VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       ("a-frozen", "frozen1", "no_policy_metric", "untriaged", "-20", "r49",
+                        "job-49", 1, 1, json.dumps(detail)))
+            db.commit()
+        finally:
+            db.close()
+        env.controller.start()
+        time.sleep(2.5)  # two polls: the worker leaves it as it is
+        out = env.cli("history", "alerts", check_rc=0).stdout
+        check("a-frozen" in out and f"    not re-checked: {reason}" in out,
+              f"history alerts:\n{out}")
+        out = env.cli("history", "report", "a-frozen", check_rc=0).stdout
+        check(f"\nnot re-checked: {reason}\n" in out, f"history report:\n{out}")
+        # Without the mark, neither says it.
+        db = sqlite3.connect(env.db_path(), timeout=10)
+        try:
+            del detail["decision_frozen"]
+            db.execute("UPDATE history_alerts SET detail_json = ? WHERE id = 'a-frozen'",
+                       (json.dumps(detail),))
+            db.commit()
+        finally:
+            db.close()
+        out = env.cli("history", "alerts", check_rc=0).stdout
+        check("a-frozen" in out and "not re-checked" not in out, f"history alerts:\n{out}")
+        out = env.cli("history", "report", "a-frozen", check_rc=0).stdout
+        check("not re-checked" not in out, f"history report:\n{out}")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
