@@ -319,7 +319,7 @@ void DataPath::ReleaseFile(size_t fi) {
   // fsync_on_close: fio fsyncs a file of a job that writes as it closes it
   // (td_io_close_file); its error is the close's, which fio does not check
   // here either.
-  if (cfg_.job->fsync_on_close && jobspec::HasWrite(cfg_.job->rw)) (void)::fsync(cfg_.fds[fi]);
+  if (cfg_.job->fsync_on_close && jobspec::HasWrite(cfg_.job->rw) && !no_close_fsync_) (void)::fsync(cfg_.fds[fi]);
   ::close(cfg_.fds[fi]);
   cfg_.fds[fi] = -1;
   file_closing_[fi] = 0;

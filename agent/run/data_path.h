@@ -189,6 +189,9 @@ class DataPath : public FileOpener {
   void BeginVerifyPhase();
   // A new pass of a job with loops (write_iolog: its close/open lines).
   void NewPass();
+  // The job's end fsync was its last I/O: the closes that follow fsync
+  // nothing more (fio's should_fsync at close_and_free_files).
+  void NoCloseFsync() { no_close_fsync_ = true; }
   bool in_verify_phase() const { return verify_phase_; }
   bool verifies() const { return verifier_ != nullptr; }
   // verify_fatal: a block failed; the job must stop.
@@ -260,6 +263,7 @@ class DataPath : public FileOpener {
   bool slow_ = false;          // verifying_, write_iolog or files_limited_: Next goes out of line
   bool hooks_ = false;         // verifying_ or files_limited_: completions go out of line
   bool files_limited_ = false; // openfiles below the file count: files open and close here
+  bool no_close_fsync_ = false; // NoCloseFsync
   bool files_tracked_ = false; // files_limited_ or write_iolog: the generator has this as its opener
   std::vector<uint32_t> file_inflight_;  // files_limited_: I/Os in flight per file
   std::vector<uint8_t> file_closing_;    // ... closed by the generator, descriptor still held

@@ -218,6 +218,11 @@ class IoGenerator {
     ResetPass();
   }
   std::span<const int> fds() const { return fds_; }
+  // File i was found used up in this pass (fio's get_next_file closes such a
+  // file as it finds it done, before the pass's bytes are issued).
+  bool file_done(size_t i) const { return i < files_.size() && files_[i].done; }
+  // Bytes issued over every pass so far (fio's io_issue_bytes).
+  uint64_t issued_bytes() const { return Issued(); }
   // Drops every file's cached pages of its region (file_cache.h): called as
   // files start over, never per I/O. An io_size wrap does it by itself when
   // the job has invalidate=1 (fio reopens the files then).

@@ -331,10 +331,15 @@ void IoLoop::AdviseOpenedFiles() {
   now_ = Clock::NowNs();  // the first I/O comes after it
 }
 
-void IoLoop::BeginVerifyPhase() {
+bool IoLoop::BeginVerifyPhase() {
   write_phase_ns_ += now_ - phase_start_ns_;
   phase_start_ns_ = now_;
+  // fio closes the files before its verify phase (clear_io_state) and its
+  // reads open them again, with the open-time advice; the DataPath drops
+  // their cache as it starts the phase.
+  if (!ReopenFiles()) return false;
   data_->BeginVerifyPhase();
+  return true;
 }
 
 bool IoLoop::NextPass(uint64_t now) {
@@ -420,7 +425,19 @@ bool IoLoop::NextPass(uint64_t now) {
     }
     return true;
   }
+  if (loops_done_ > 0 && gen_.issued_bytes() == loop_start_bytes_) {
+    // A loop that issued nothing ends the job (fio's do_io: td->done when a
+    // loop did no I/O, after its end fsync). A job whose first loop issues
+    // the bytes of all its loops (fio's do_io stops at the job's bytes, not
+    // the loop's, when the engine completes I/Os inline and no file is ever
+    // used up: norandommap) has one such loop: the end fsync reopens the
+    // files the loop before closed, and there is nothing more to close.
+    empty_loop_ = true;
+    stop_issuing_ = true;
+    return false;
+  }
   if (++loops_done_ < job_.loops) {
+    loop_start_bytes_ = gen_.issued_bytes();
     no_end_fsync_ = false;
     if (cfg_.loop_files != nullptr || pass_fsync) {
       // unlink_each_loop, end_fsync, fsync_on_close: drain first, as fio
@@ -539,6 +556,22 @@ int IoLoop::FsyncFileAt(size_t i) {
 }
 
 void IoLoop::EndFsync() {
+  // fsync_on_close: the files fio found used up during this last pass (it
+  // looked for their next block before the pass's bytes were issued) were
+  // closed then, each with an fsync; the files the DataPath opens and closes
+  // (openfiles) had theirs in DataPath::ReleaseFile. The pass that ends on
+  // its bytes leaves the others open: the end fsync below is their only one.
+  if (job_.fsync_on_close && cfg_.lazy_paths.empty() && !empty_loop_) {
+    for (size_t i = 0; i < gen_.fds().size() && error_ == 0; ++i) {
+      if (!gen_.file_done(i) || gen_.fds()[i] < 0) continue;
+      const int err = FsyncFileAt(i);
+      if (err == ECANCELED) return;
+      if (err != 0) {
+        error_ = err;
+        error_text_ = absl::StrCat("fsync_on_close: ", std::strerror(err));
+      }
+    }
+  }
   for (size_t i = 0; i < gen_.fds().size(); ++i) {
     const int err = FsyncFileAt(i);
     if (err == ECANCELED) return;

@@ -389,10 +389,15 @@ class IoLoop {
   // The source gave no I/O because of its files (openfiles, data_path.h):
   // 1 = no file may open before I/O in flight completes (reap, then ask
   // again); -1 = a file did not open (error_ set, issuing stops); 0 = neither
-  // (the pass is over). Asked only when the source gave no I/O.
+  // (the pass is over). Asked only when the source gave no I/O. `inflight`:
+  // I/Os of the queueing loop not yet reaped; a verify phase ends only when
+  // its reads are all reaped and checked (1 until then), as fio's do_verify
+  // waits for its reads: the next pass's writes change what a late read is
+  // checked against (a time_based rw job on io_uring failed its own verify).
   template <class Src>
-  int FilesHeld(Src& src) {
+  int FilesHeld(Src& src, uint32_t inflight = 0) {
     if constexpr (Src::kHooks) {
+      if (inflight > 0 && data_ != nullptr && data_->in_verify_phase()) return 1;
       if (src.file_errno() != 0) {
         if (error_ == 0) {
           error_ = src.file_errno();
@@ -410,8 +415,10 @@ class IoLoop {
   // files from their start. False (error_ set) when an fsync failed or the
   // files could not be replaced.
   bool StartNextLoop();
-  // The verify phase of a DataPath job: begins after a drained write pass.
-  void BeginVerifyPhase();
+  // The verify phase of a DataPath job: begins after a drained write pass,
+  // with the files opened again (fio's clear_io_state before do_verify).
+  // False (error_ set) when an open failed.
+  bool BeginVerifyPhase();
   // fio's fsync=N rule (get_rw_ddir): the next I/O is an fsync whenever the
   // writes issued so far are a non-zero multiple of N and the last I/O to
   // complete was not an fsync. Like fio, with I/O still in flight this can
@@ -541,6 +548,10 @@ class IoLoop {
   uint64_t next_tick_ns_ = 0;
   uint64_t next_interval_ns_ = 0;
   uint64_t loops_done_ = 0;
+  // The generator's issued bytes as this loop started; a loop after the
+  // first that issues nothing ends the job (empty_loop_), as fio's does.
+  uint64_t loop_start_bytes_ = 0;
+  bool empty_loop_ = false;
   bool invalidate_on_time_wrap_ = InvalidatesOnTimeBasedWrap(job_);  // file_cache.h
   uint32_t fsync_every_ = 0;     // job's fsync=N
   bool last_was_sync_ = false;   // the last I/O to complete was an fsync
@@ -648,6 +659,9 @@ absl::Status IoLoop::Run(E& e) {
   if ((job_.end_fsync || job_.fsync_on_close) && jobspec::HasWrite(job_.rw) && !last_was_sync_ &&
       !no_end_fsync_ && error_ == 0) {
     EndFsync();
+    // The end fsync is the job's last I/O: closing the files as the job ends
+    // fsyncs nothing more (fio's should_fsync).
+    if (data_ != nullptr) data_->NoCloseFsync();
     now_ = Clock::NowNs();
   }
   if (coarse_) now_ = Clock::NowNs();  // the runtime ends at a true reading
@@ -681,7 +695,7 @@ absl::Status IoLoop::RunPhases(E& e, Src& src) {
       pass_fsync_ = false;
       if (error_ != 0 || ShouldStop(now_) || data_->stop_requested()) return st;
       stop_issuing_ = false;
-      BeginVerifyPhase();
+      if (!BeginVerifyPhase()) return st;
     }
   }
 }
@@ -914,7 +928,7 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
           if constexpr (kPaced) r.sched_ns = 0;
         } else if constexpr (kPaced) {
           if (src.pass_used_up()) {  // as the sync loop: no draw, no wait
-            if (const int h = FilesHeld(src); h != 0) {
+            if (const int h = FilesHeld(src, inflight); h != 0) {
               busy = h > 0;
               break;
             }
@@ -927,7 +941,7 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
           }
           if (!PaceDir<E, kLog>(e, src, inflight, r, &d)) break;
           if (!src.NextIn(r, d)) {
-            if (const int h = FilesHeld(src); h != 0) {
+            if (const int h = FilesHeld(src, inflight); h != 0) {
               busy = h > 0;  // reap some, then ask again
               break;
             }
@@ -947,7 +961,7 @@ absl::Status IoLoop::RunAsync(E& e, Src& src) {
             }
           }
         } else if (!src.Next(r)) {
-          if (const int h = FilesHeld(src); h != 0) {
+          if (const int h = FilesHeld(src, inflight); h != 0) {
             busy = h > 0;  // reap some, then ask again
             break;
           }
