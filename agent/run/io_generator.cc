@@ -263,9 +263,16 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   // direction drawn for its next I/O has passed its end, so a mixed job's
   // pass issues up to twice the bytes of its files (rw, nrfiles=2, 64 KiB,
   // bs=4k: 31 I/Os, not 16). The pass's bytes are then no bound at all.
+  // With verify, do_io breaks at the bytes it issued so that the verify
+  // phase can run, but a sync engine's I/Os complete as they are queued and
+  // fio counts only queued (or short) bytes as issued, so there too the pass
+  // ends when the files are used up, and the verify phase reads back what
+  // it wrote (rw, psync: 31 I/Os, then the 16 blocks written); libaio and
+  // io_uring stop at the pass's bytes (16 I/Os, fio 3.33's write_iolog).
+  const bool verify_ends_on_bytes = job.verify != jobspec::VerifyType::kNone && !completes_inline;
   if (job.time_based && job.runtime_us != 0 && files_.size() > 1 && !jobspec::IsRandom(job.rw) &&
-      job.rw_seq_add == 0 && !strided_ && !trimwrite_ && !zoned && !wrap &&
-      job.verify == jobspec::VerifyType::kNone && !job.verify_only && !job.experimental_verify) {
+      job.rw_seq_add == 0 && !strided_ && !trimwrite_ && !zoned && !wrap && !verify_ends_on_bytes &&
+      job.verify_backlog == 0 && !job.verify_only && !job.experimental_verify) {
     pass_bytes_ = pass_left_ = segment_left_ = kUnboundedPass;
   }
   file_seed_ = seeds->seeds[workload::kSeedFile];

@@ -430,19 +430,68 @@ TEST_F(PacingRunTest, OffloadPacesAnAsyncEngine) {
   }
 }
 
-// Two jobs of one flow_id with weights 1 and 3 issue in that proportion. (A
-// held job spins, as fio's does: on a machine with fewer free CPUs than jobs
-// both run slowly, fio too, but the ratio holds.)
+// Two jobs of one flow_id with weights 1 and 3 issue in that proportion.
+// flow is an admission rule, not a schedule in time: a job may issue only
+// while its share of the flow's I/Os is at most its share of the weights (fio's
+// flow_threshold_exceeded), so from the start (every job of a phase joins its
+// flow before any starts) until the first job ends, at every moment the
+// counts stand at 1:3 to an I/O or two, however the machine schedules the
+// threads (a held job spins, as fio's does; a job kept from the CPU holds the
+// other back). That is checked on any machine, from each job's own
+// completion times (its latency log) at points where both were running. A
+// job left alone in the flow runs free: the whole-run counts are 1:3 only
+// as far as the jobs start and end together, which a loaded machine does
+// not give (a job's runtime counts from its own start: b/a 2.66 was seen),
+// so they are checked only when the process's threads waited under 1 % of
+// the run for a CPU (CpuWaitProbe).
 TEST_F(PacingRunTest, FlowKeepsJobsInTheirWeightsProportion) {
-  RunResult r = MustRun("[global]\nioengine=psync\nrw=randread\nbs=4k\ntime_based=1\nruntime=1\n"
-                        "flow_id=7\n" + File() + "[a]\nflow=1\n[b]\nflow=3\n");
+  CpuWaitProbe probe;
+  RunResult r = RunLogged("[global]\nioengine=psync\nrw=randread\nbs=4k\ntime_based=1\nruntime=1\n"
+                          "flow_id=7\n" + File() + "[a]\nflow=1\nwrite_lat_log=fa\n[b]\nflow=3\nwrite_lat_log=fb\n");
+  probe.Stop();
   ASSERT_EQ(r.reported.size(), 2u);
   const double a = static_cast<double>(r.reported[0].dir[0].total_ios);
   const double b = static_cast<double>(r.reported[1].dir[0].total_ios);
   ASSERT_GT(a, 20);
-  // Jobs start and stop a few ms apart on a loaded machine (the one left alone
-  // runs free for that long): 10 % slack.
-  EXPECT_NEAR(b / a, 3.0, 0.3) << a << " " << b;
+  // Each job's completions in realtime ms (its start + the log's ms).
+  std::vector<double> at[2];
+  const std::vector<Completion> logs[2] = {LatLog("fa_lat.1.log"), LatLog("fb_lat.2.log")};
+  for (int j = 0; j < 2; ++j) {
+    ASSERT_EQ(logs[j].size(), r.reported[static_cast<size_t>(j)].dir[0].total_ios) << j;
+    for (const Completion& c : logs[j]) {
+      at[j].push_back(static_cast<double>(r.reported[static_cast<size_t>(j)].job_start_ms + c.t_ms));
+    }
+    std::sort(at[j].begin(), at[j].end());
+  }
+  // Both in the flow: from the later start to the earlier last completion,
+  // less 2 ms each side (the start and the log are in whole ms).
+  const double lo = std::max(at[0].front(), at[1].front()) + 2;
+  const double hi = std::min(at[0].back(), at[1].back()) - 2;
+  ASSERT_GT(hi - lo, 200) << "the jobs ran together for " << hi - lo << " ms only";
+  auto done_by = [](const std::vector<double>& v, double t) {
+    return static_cast<double>(std::lower_bound(v.begin(), v.end(), t) - v.begin());
+  };
+  for (double f : {0.3, 0.45, 0.6, 0.75, 0.9}) {
+    const double t = lo + f * (hi - lo);
+    const double na = done_by(at[0], t), nb = done_by(at[1], t);
+    // 1:3 to the I/Os admitted but not yet logged and the ms the times are
+    // rounded to (6 I/Os and 3 %; measured: within 2 I/Os at load 10, a
+    // flow that ignores the weights is at 1:1).
+    ASSERT_GT(na, 20) << "at " << t - lo << " ms";
+    EXPECT_NEAR(nb, 3 * na, 0.03 * 3 * na + 6) << "at " << t - lo << " ms into the overlap: a " << na << " b " << nb;
+  }
+  const double start = static_cast<double>(std::min(r.reported[0].job_start_ms, r.reported[1].job_start_ms));
+  const double end = std::max(at[0].back(), at[1].back());
+  const double wait = probe.WaitBefore(end, end - start);
+  if (wait < 0.01 * (end - start)) {
+    // Jobs start and stop a few ms apart even so (the one left alone runs
+    // free for that long): 10 % slack.
+    EXPECT_NEAR(b / a, 3.0, 0.3) << a << " " << b;
+  } else {
+    std::printf("the threads waited %.0f ms of the %.0f ms run for a CPU: the whole-run ratio (%.3f) is not "
+                "checked, the ratio while both ran is\n",
+                wait, end - start, b / a);
+  }
 }
 
 }  // namespace
