@@ -1617,8 +1617,9 @@ std::vector<OptionRow> MakeTable() {
   {.name = "rw", .aliases = "readwrite", .type = T::kChoice, .def = "read",
    .help = "IO direction: read, write, trim, randread, randwrite, randtrim, rw (readwrite), randrw, "
            "trimwrite, randtrimwrite; ':N' = I/Os per random offset, or bytes skipped (negative: "
-           "stepped back) after each sequential I/O. Trims run on the sync engines (discard on block "
-           "devices, hole punching on files) and io_uring_cmd; other engines refuse them before any I/O",
+           "stepped back) after each sequential I/O. Trims run on the sync engines, libaio, io_uring "
+           "(discard on block devices, hole punching on files) and io_uring_cmd; other engines "
+           "refuse them before any I/O",
    .category = C::kIo, .example = "randrw:4", .apply = ApplyRw, .render = RenderRw, .check = CheckRw},
   {.name = "rw_sequencer", .type = T::kChoice, .def = "sequential", .help = "IO offset generator modifier",
    .category = C::kIo, .status = S::kRefused, .reason = "repeating the same offset (rw_sequencer=identical) is not implemented yet",

@@ -742,6 +742,26 @@ void AppendOptions(std::string* out, const Options& opts) {
   }
 }
 
+// A job's section header. Its name as the header where that reads back as a
+// job section with that name; otherwise (a name given with name= that starts
+// with "global", which would make the section a [global] one as in fio, or
+// holds a comment character or outer blanks) a header of its own, "job<N>",
+// and the name in a name= line unless the options rendered after it set it.
+void AppendSectionHeader(std::string* out, const JobSpec& j, size_t index,
+                         const Options& rendered) {
+  const bool as_header = !j.name.empty() && j.name.size() <= 255 && !IsGlobalName(j.name) &&
+                         j.name.find_first_of(";#\n\r") == std::string::npos &&
+                         Trim(j.name) == j.name;
+  if (as_header) {
+    absl::StrAppend(out, "[", j.name, "]\n");
+    return;
+  }
+  absl::StrAppend(out, "[job", index + 1, "]\n");
+  const bool named = std::any_of(rendered.begin(), rendered.end(),
+                                 [](const auto& kv) { return kv.first == "name"; });
+  if (!named) absl::StrAppend(out, "name=", j.name, "\n");
+}
+
 // `empty_value` is set when an option had to be rendered with an empty value
 // ("bssplit=" clearing a [global] split): fio's JSON echo drops those.
 std::string RenderJobs(const JobList& list, const Options& globals, const Builder& tmpl,
@@ -751,13 +771,14 @@ std::string RenderJobs(const JobList& list, const Options& globals, const Builde
     out += "[global]\n";
     AppendOptions(&out, globals);
   }
-  for (const JobSpec& j : list.jobs) {
+  for (size_t i = 0; i < list.jobs.size(); ++i) {
+    const JobSpec& j = list.jobs[i];
     if (!out.empty()) out += "\n";
-    absl::StrAppend(&out, "[", j.name, "]\n");
+    const Options diff = RenderDiff(j, tmpl);
+    AppendSectionHeader(&out, j, i, diff);
     for (const auto& [k, v] : j.raw_options) {
       if (k == "description") absl::StrAppend(&out, k, "=", v, "\n");
     }
-    const Options diff = RenderDiff(j, tmpl);
     for (const auto& kv : diff) {
       if (kv.second.empty()) *empty_value = true;
     }
@@ -798,10 +819,12 @@ std::string RenderAsWritten(const JobList& list, const Options& globals) {
     out += "[global]\n";
     AppendOptions(&out, globals);  // fio echoes [global] bare flags (as "")
   }
-  for (const JobSpec& j : list.jobs) {
+  for (size_t i = 0; i < list.jobs.size(); ++i) {
+    const JobSpec& j = list.jobs[i];
     if (!out.empty()) out += "\n";
-    absl::StrAppend(&out, "[", j.name, "]\n");
-    AppendOptions(&out, WithFlagsSet(j.raw_options));
+    const Options opts = WithFlagsSet(j.raw_options);
+    AppendSectionHeader(&out, j, i, opts);
+    AppendOptions(&out, opts);
   }
   return out;
 }

@@ -1188,6 +1188,29 @@ TEST(ToJobTextTest, RoundTripsTypicalFile) {
   EXPECT_EQ(ToJobText(*back), text);
 }
 
+// A job named with name= so that its name would not read back as a job
+// section: a name starting with "global" (a [global...] section is a global
+// one, as in fio) or holding a comment character. Found by the fuzzer
+// (jobspec_text_fuzz: "ToJobText output does not parse", "no jobs defined").
+TEST(ToJobTextTest, RoundTripsNamesThatAreNoJobSectionHeader) {
+  for (const char* text : {"[a]\nname=globalb\nsize=1m\n", "[a]\nname=global\n[b]\nsize=2m\n",
+                           "[global]\nsize=1m\n[a]\nname=globalx\nrw=randread\n",
+                           "[a]\nrw=read\nname=x\\;y\n"}) {
+    SCOPED_TRACE(text);
+    auto in = ParseJobText(text, "n.fio", ParseOptions{&kNoEnv, ""});
+    if (!in.ok()) continue;  // a name the parser itself refuses
+    ExpectRoundTrip(*in);
+    const std::string rendered = ToJobText(*in);
+    auto back = ParseJobText(rendered, "rt", ParseOptions{&kNoEnv, ""});
+    ASSERT_TRUE(back.ok()) << back.status() << "\n" << rendered;
+    EXPECT_EQ(back->jobs[0].name, in->jobs[0].name) << rendered;
+    EXPECT_EQ(ToJobText(*back), rendered);  // a fixed point
+  }
+  auto in = ParseJobText("[a]\nname=globalb\nsize=1m\n", "n.fio", ParseOptions{&kNoEnv, ""});
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(in->jobs[0].name, "globalb");
+}
+
 TEST(ToJobTextTest, RoundTripsEveryOption) {
   JobList l = MustParse(
       "[a]\nfilename=/dev/x\\:y:/dev/z\ndirectory=/mnt\nsize=50%\nfilesize=1m-2m\n"
