@@ -750,7 +750,7 @@ void AppendOptions(std::string* out, const Options& opts) {
 void AppendSectionHeader(std::string* out, const JobSpec& j, size_t index,
                          const Options& rendered) {
   const bool as_header = !j.name.empty() && j.name.size() <= 255 && !IsGlobalName(j.name) &&
-                         j.name.find_first_of(";#\n\r") == std::string::npos &&
+                         j.name.find_first_of(";#") == std::string::npos &&
                          Trim(j.name) == j.name;
   if (as_header) {
     absl::StrAppend(out, "[", j.name, "]\n");
