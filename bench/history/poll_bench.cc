@@ -4,7 +4,7 @@
 //
 //   iofleet-history-bench --poll-bench [--workloads=50] [--points=2500]
 //                         [--analysis-window=300] [--polls=3] [--budget-ms=0]
-//                         [--max-series=0] [--dir=/var/tmp/...]
+//                         [--max-series=0] [--reference] [--dir=/var/tmp/...]
 //
 // Builds `workloads` CI-like jobs (one run each, distinct block sizes: each run
 // feeds the iops, bw_bytes and clat_mean_ns series of its workload), lets the
@@ -14,6 +14,9 @@
 // Prints, per poll, the wall time, the series and points analysed, the series
 // left queued, and the point rows read from the store (the first poll reads
 // every series whole: its history was written before the tail the worker kept).
+// --reference adds one more workload, tagged as the batch's pinned control
+// (iofleet.reference): its 3 series are the reference of the others, looked up
+// by every analysis and gaining a point every poll (worker.h ReferenceCache).
 #include <time.h>
 #include <unistd.h>
 
@@ -39,7 +42,7 @@ using nlohmann::json;
 
 constexpr uint64_t kT0 = 1700000000000;
 
-absl::Status AddRun(Store& store, int workload, int i, double iops) {
+absl::Status AddRun(Store& store, int workload, int i, double iops, bool reference = false) {
   const std::string job_id = absl::StrCat("w", workload, "-job-", i);
   JobRow j;
   j.id = job_id;
@@ -50,6 +53,13 @@ absl::Status AddRun(Store& store, int workload, int i, double iops) {
                      {"fio_text", "[j]\nrw=randread\n"},
                      {"tags", {{"branch", "main"}, {"commit", absl::StrCat("c", i)}}}}
                     .dump();
+  if (reference) {
+    // The pinned control of every batch (ingest.h kReferenceTag): the series of
+    // the same host class and branch check their changes against it.
+    json spec = json::parse(j.spec_json);
+    spec["tags"]["iofleet.reference"] = "1";
+    j.spec_json = spec.dump();
+  }
   RunRow r;
   r.id = absl::StrCat(job_id, "-r0");
   r.job_id = job_id;
@@ -96,6 +106,7 @@ double Ms(std::chrono::steady_clock::duration d) {
 
 int RunPollBench(int argc, char** argv) {
   int workloads = 50, points = 2500, window = 300, polls = 3, max_series = 0;
+  bool reference = false;
   uint32_t budget_ms = 0;
   std::string dir = absl::StrCat("/var/tmp/iofleet-poll-bench-", getpid());
   for (int i = 1; i < argc; ++i) {
@@ -105,6 +116,10 @@ int RunPollBench(int argc, char** argv) {
       return a.rfind(p, 0) == 0 ? argv[i] + p.size() : nullptr;
     };
     if (a == "--poll-bench") continue;
+    if (a == "--reference") {
+      reference = true;
+      continue;
+    }
     if (const char* v = val("workloads")) {
       workloads = std::atoi(v);
     } else if (const char* v = val("points")) {
@@ -122,7 +137,7 @@ int RunPollBench(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s --poll-bench [--workloads=N] [--points=P] [--analysis-window=K] "
-                   "[--polls=R] [--budget-ms=MS] [--max-series=S] [--dir=DIR]\n",
+                   "[--polls=R] [--budget-ms=MS] [--max-series=S] [--reference] [--dir=DIR]\n",
                    argv[0]);
       return 2;
     }
@@ -162,8 +177,9 @@ int RunPollBench(int argc, char** argv) {
   std::mt19937_64 rng(1);
   std::normal_distribution<double> noise(0, 0.01);
   int run_no = 0;
-  for (int w = 0; w < workloads; ++w) {
-    if (absl::Status s = AddRun(store, w, run_no, 100000 * (1 + noise(rng))); !s.ok()) {
+  for (int w = 0; w < workloads + (reference ? 1 : 0); ++w) {
+    if (absl::Status s = AddRun(store, w, run_no, 100000 * (1 + noise(rng)), w == workloads);
+        !s.ok()) {
       return fail(s);
     }
   }
@@ -207,13 +223,14 @@ int RunPollBench(int argc, char** argv) {
   std::printf("store: %s, %d workloads, %zu series of %d points (%.0f ms to write)\n",
               dir.c_str(), workloads, all->size(), points,
               Ms(std::chrono::steady_clock::now() - fill0));
-  std::printf("analysis_window_points=%d poll_budget_ms=%u max_series_per_poll=%d\n", window,
-              budget_ms, max_series);
+  std::printf("analysis_window_points=%d poll_budget_ms=%u max_series_per_poll=%d%s\n", window,
+              budget_ms, max_series, reference ? " (+1 reference workload)" : "");
   std::vector<double> walls, cpus;
   uint64_t whole_before = (*worker)->stats().whole_reads;
   for (int r = 0; r < polls; ++r) {
-    for (int w = 0; w < workloads; ++w) {
-      if (absl::Status s = AddRun(store, w, run_no, 100000 * (1 + noise(rng))); !s.ok()) {
+    for (int w = 0; w < workloads + (reference ? 1 : 0); ++w) {
+      if (absl::Status s = AddRun(store, w, run_no, 100000 * (1 + noise(rng)), w == workloads);
+          !s.ok()) {
         return fail(s);
       }
     }
@@ -230,7 +247,8 @@ int RunPollBench(int argc, char** argv) {
     std::printf(
         "poll %d: %.0f ms wall, %.0f ms CPU, %llu series analysed, %llu points analysed (%.0f per series), "
         "%llu queued, %llu alerts written so far, %llu points read (%llu series read whole, "
-        "%llu rows kept in tails, %llu analyses re-run on the widest part so far)\n",
+        "%llu rows kept in tails, %llu analyses re-run on the widest part so far; references: "
+        "%llu read whole, %llu refreshed, %llu rows read, %llu rows kept so far)\n",
         r + 1, ms, cpu, static_cast<unsigned long long>(st.series_analysed_last_poll),
         static_cast<unsigned long long>(st.points_analysed_last_poll),
         st.series_analysed_last_poll > 0
@@ -241,7 +259,11 @@ int RunPollBench(int argc, char** argv) {
         static_cast<unsigned long long>(st.points_read_last_poll),
         static_cast<unsigned long long>(st.whole_reads - whole_before),
         static_cast<unsigned long long>(st.tail_points_kept),
-        static_cast<unsigned long long>(st.analyses_widened));
+        static_cast<unsigned long long>(st.analyses_widened),
+        static_cast<unsigned long long>(st.references.loads),
+        static_cast<unsigned long long>(st.references.refreshes),
+        static_cast<unsigned long long>(st.references.points_read),
+        static_cast<unsigned long long>(st.references.rows_kept));
     whole_before = st.whole_reads;
   }
   std::sort(walls.begin(), walls.end());

@@ -363,9 +363,14 @@ std::string ReferenceClassOf(const std::string& metric, const json& axes) {
 
 }  // namespace
 
+namespace {
+absl::Status RefreshTail(Store& store, const std::string& key, SeriesTail& tail,
+                         uint64_t* points_read);
+}  // namespace
+
 void ReferenceCache::Touched(const std::string& key) {
   if (known_.count(key) == 0) stale_ = true;
-  loaded_.erase(key);
+  if (auto at = loaded_.find(key); at != loaded_.end()) at->second.fresh = false;
 }
 
 absl::StatusOr<const std::pair<std::string, Series>*> ReferenceCache::Lookup(
@@ -390,21 +395,28 @@ absl::StatusOr<const std::pair<std::string, Series>*> ReferenceCache::Lookup(
   if (it == candidates_.end()) return nullptr;
   for (const std::string& ref_key : it->second) {
     if (ref_key == row.key) continue;
-    auto at = loaded_.find(ref_key);
-    if (at == loaded_.end()) {
-      absl::StatusOr<std::vector<SeriesPointRow>> ref_rows = store.ListSeriesPoints(ref_key);
-      if (!ref_rows.ok()) return ref_rows.status();
-      std::vector<SeriesPointRow> ref_kept;
-      absl::StatusOr<Series> ref =
-          SeriesOfRows(std::move(*ref_rows), &ref_kept, nullptr, warmup_per_host);
-      std::optional<std::pair<std::string, Series>> entry;
-      if (ref.ok() && !ref->empty()) entry.emplace(ref_key, std::move(*ref));
-      at = loaded_.emplace(ref_key, std::move(entry)).first;
-      ++stats_.loads;
+    Loaded& ref = loaded_[ref_key];
+    if (!ref.fresh) {
+      if (absl::Status s = RefreshTail(store, ref_key, ref.rows, &stats_.points_read); !s.ok()) {
+        loaded_.erase(ref_key);
+        return s;
+      }
+      ++(ref.rows.read_whole ? stats_.loads : stats_.refreshes);
+      // What the analysis reads of a row is parsed (SeriesTail::Row); its axes text
+      // is not needed again.
+      for (SeriesTail::Row& r : ref.rows.rows) std::string().swap(r.row.axes_json);
+      SeriesTail::Prefix none;
+      absl::StatusOr<Series> series =
+          Series::Create(BuildPoints(ref.rows.rows, warmup_per_host, none, nullptr, nullptr));
+      ref.entry.reset();
+      if (series.ok() && !series->empty()) ref.entry.emplace(ref_key, std::move(*series));
+      ref.fresh = true;
+      stats_.rows_kept = 0;
+      for (const auto& [k, l] : loaded_) stats_.rows_kept += l.rows.rows.size();
     } else {
       ++stats_.hits;
     }
-    if (at->second.has_value()) return &*at->second;
+    if (ref.entry.has_value()) return &*ref.entry;
   }
   return nullptr;
 }
@@ -772,6 +784,7 @@ absl::Status HistoryWorker::PollOnce() {
     ++stats_.polls;
   }
   read_this_poll_ = 0;
+  const ReferenceCache::Stats refs_before = references_.stats();
   const uint64_t poll_started = options_.steady_clock();
   if (!cursor_loaded_) {
     absl::StatusOr<int64_t> c = store_->HistoryCursor();
@@ -978,12 +991,15 @@ absl::Status HistoryWorker::PollOnce() {
     if (!s.ok() && first_error.ok()) first_error = s;
   }
   {
-    uint64_t kept = 0;
+    // The reference lookups' reads and kept rows count with the analyses'.
+    const ReferenceCache::Stats& refs = references_.stats();
+    read_this_poll_ += refs.points_read - refs_before.points_read;
+    uint64_t kept = refs.rows_kept;
     for (const auto& [key, tail] : tails_) kept += tail.rows.size();
     std::lock_guard<std::mutex> l(mu_);
     stats_.points_read_last_poll = read_this_poll_;
     stats_.points_read += read_this_poll_;
-    stats_.whole_reads = whole_reads_;
+    stats_.whole_reads = whole_reads_ + refs.loads;
     stats_.tail_points_kept = kept;
     stats_.analyses_widened = widened_;
     const uint64_t ended = options_.steady_clock();

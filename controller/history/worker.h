@@ -112,37 +112,6 @@ struct WorkerOptions {
   int rerun_max_inflight = 100;
 };
 
-// The reference-series lookup (ingest.h kReferenceTag) of AnalyzeStoredSeries,
-// cached for the worker: per (metric, host class, branch) the reference series in
-// the store's series order, and each reference's points as a Series. The candidate
-// lists are rebuilt only when a series the cache has not seen gains a point (a
-// new series); a reference's points are re-read only after it gained points.
-// Each analysis thus costs O(1) store reads for its reference, amortized, where
-// the uncached lookup lists and parses every series. Results are the same.
-// Not thread-safe: the worker's poll thread only.
-class ReferenceCache {
- public:
-  struct Stats {
-    uint64_t rebuilds = 0;  // candidate lists built from ListSeries
-    uint64_t loads = 0;     // reference series read from the store
-    uint64_t hits = 0;      // lookups answered without a store read
-  };
-  // `key` gained points (or is new).
-  void Touched(const std::string& key);
-  // The reference series for `row` and its key (null when there is none with
-  // points, or `row` is a reference itself). Valid until the next call.
-  absl::StatusOr<const std::pair<std::string, Series>*> Lookup(Store& store, const SeriesRow& row,
-                                                               int warmup_per_host);
-  const Stats& stats() const { return stats_; }
-
- private:
-  bool stale_ = true;
-  std::set<std::string> known_;                                // every series key listed
-  std::map<std::string, std::vector<std::string>> candidates_;  // class -> reference keys
-  std::map<std::string, std::optional<std::pair<std::string, Series>>> loaded_;  // by key
-  Stats stats_;
-};
-
 // A series' newest stored points as the history worker keeps them between polls
 // (docs/history-method.md, "Reads"): the rows from a cut on, each with what the
 // analysis reads of its axes (parsed once), and what the rows before the cut
@@ -183,6 +152,49 @@ struct SeriesTail {
   std::vector<Row> rows;  // after the cut, by (order, run_id) as ListSeriesPoints
 };
 
+// The reference-series lookup (ingest.h kReferenceTag) of AnalyzeStoredSeries,
+// cached for the worker: per (metric, host class, branch) the reference series in
+// the store's series order, and each reference's points as a Series. The candidate
+// lists are rebuilt only when a series the cache has not seen gains a point (a
+// new series). A reference's rows are kept (never cut: a reference check reads
+// the reference at the orders of the points it compares, which can lie anywhere
+// in the part) and, after it gained points, only the rows written since are read
+// (Store::ListSeriesPointsAfter, as the kept rows of an analysed series; a
+// repetition of a run not among them empties them and the reference is read
+// whole). Each analysis thus costs O(1) store reads for its reference, amortized,
+// where the uncached lookup lists every series and reads its reference whole.
+// Results are the same. Not thread-safe: the worker's poll thread only.
+class ReferenceCache {
+ public:
+  struct Stats {
+    uint64_t rebuilds = 0;     // candidate lists built from ListSeries
+    uint64_t loads = 0;        // references read whole from the store
+    uint64_t refreshes = 0;    // references that read only the rows written since
+    uint64_t hits = 0;         // lookups answered without a store read
+    uint64_t points_read = 0;  // rows the store returned to the two reads above
+    uint64_t rows_kept = 0;    // reference rows kept, after the last lookup
+  };
+  // `key` gained points (or is new).
+  void Touched(const std::string& key);
+  // The reference series for `row` and its key (null when there is none with
+  // points, or `row` is a reference itself). Valid until the next call.
+  absl::StatusOr<const std::pair<std::string, Series>*> Lookup(Store& store, const SeriesRow& row,
+                                                               int warmup_per_host);
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct Loaded {
+    SeriesTail rows;    // every row of the reference (cut_order stays at its minimum)
+    bool fresh = false;  // `entry` is of the stored rows (no point written since)
+    std::optional<std::pair<std::string, Series>> entry;  // empty: no usable point
+  };
+  bool stale_ = true;
+  std::set<std::string> known_;                                // every series key listed
+  std::map<std::string, std::vector<std::string>> candidates_;  // class -> reference keys
+  std::map<std::string, Loaded> loaded_;                        // by key
+  Stats stats_;
+};
+
 struct WorkerStats {
   uint64_t polls = 0;
   uint64_t runs_ingested = 0;  // runs that fed at least one point
@@ -202,12 +214,13 @@ struct WorkerStats {
   uint64_t points_analysed_last_poll = 0;  // points handed to the detectors by it
   uint64_t analysis_queue = 0;  // series that gained points still waiting, after the last poll
   // Reads (docs/history-method.md, "Reads"): point rows the store returned to
-  // the worker's analyses and stoppage checks (references not counted), all
-  // polls and the last poll; series whose kept tail was (re)read whole.
+  // the worker's analyses, reference lookups and stoppage checks, all polls and
+  // the last poll; series (references included) whose kept rows were (re)read
+  // whole.
   uint64_t points_read = 0;
   uint64_t points_read_last_poll = 0;
   uint64_t whole_reads = 0;
-  uint64_t tail_points_kept = 0;  // rows kept in the tails, after the last poll
+  uint64_t tail_points_kept = 0;  // rows kept (tails and references), after the last poll
   // Analyses re-run on the widest part because the newest change was not
   // confirmed again (alert.h WiderPartIfUnconfirmed), all polls.
   uint64_t analyses_widened = 0;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -751,11 +752,67 @@ TEST_F(HistoryWorkerTest, CachedReferenceLookupGivesTheSameResults) {
   EXPECT_GE(compared, 3);       // iops, bw and latency of the main series
   EXPECT_GE(environmental, 1);  // the main iops series' alert, at least
   // 6 series, 4 polls: the candidates were listed when the series first appeared
-  // (first poll) and never again; each reference was re-read once per poll it
-  // gained points in, not once per series analysed against it.
+  // (first poll) and never again; each reference (iops, bw, latency) was read
+  // whole once, then only its rows written since, once per poll it gained points
+  // in: each of its 40 rows read once, not once per poll or per series analysed
+  // against it.
   const ReferenceCache::Stats st = w->stats().references;
   EXPECT_EQ(st.rebuilds, 1u);
-  EXPECT_LE(st.loads, 3u * 4u);
+  EXPECT_EQ(st.loads, 3u);
+  EXPECT_EQ(st.refreshes, 3u * 3u);
+  EXPECT_EQ(st.points_read, 3u * 40u);
+  EXPECT_EQ(st.rows_kept, 3u * 40u);
+}
+
+// The cached reference reads only the rows written since it last read them,
+// and the Series it builds is the one a whole read builds, also when reference
+// runs finish out of their order (a late row goes to its place among the kept
+// rows, which are never cut).
+TEST_F(HistoryWorkerTest, CachedReferenceReadsOnlyNewRowsAndEqualsAWholeRead) {
+  std::vector<int> ref_order(40);
+  for (int i = 0; i < 40; ++i) ref_order[static_cast<size_t>(i)] = i;
+  std::mt19937 rng(7);
+  std::shuffle(ref_order.begin(), ref_order.end(), rng);
+  auto w = Worker();
+  ReferenceCache cache;
+  for (int batch = 0; batch < 4; ++batch) {
+    for (int k = 0; k < 10; ++k) {
+      const int i = batch * 10 + k;
+      AddJob(i, Noisy(100000, 0.01));
+      AddJob(ref_order[static_cast<size_t>(i)], Noisy(50000, 0.01), RunState::kSucceeded, "main",
+             "randwrite", nullptr, "ref-", /*reference=*/true);
+    }
+    ASSERT_TRUE(w->PollOnce().ok()) << w->stats().last_error;
+    auto series = store_->ListSeries();
+    ASSERT_TRUE(series.ok());
+    std::optional<SeriesRow> main;
+    for (const SeriesRow& r : *series) {
+      cache.Touched(r.key);
+      if (r.metric == "iops" && json::parse(r.axes_json).value("reference", "") != "1") main = r;
+    }
+    ASSERT_TRUE(main.has_value());
+    const int warmup = Params().decide.warmup_per_host;
+    auto cached = cache.Lookup(*store_, *main, warmup);
+    ASSERT_TRUE(cached.ok()) << cached.status();
+    ASSERT_NE(*cached, nullptr);
+    ReferenceCache whole;
+    auto read = whole.Lookup(*store_, *main, warmup);
+    ASSERT_TRUE(read.ok()) << read.status();
+    ASSERT_NE(*read, nullptr);
+    EXPECT_EQ((*cached)->first, (*read)->first);
+    const Series& a = (*cached)->second;
+    const Series& b = (*read)->second;
+    ASSERT_EQ(a.size(), b.size()) << "batch " << batch;
+    EXPECT_GT(a.size(), static_cast<size_t>(batch * 10));
+    for (size_t j = 0; j < a.size(); ++j) {
+      EXPECT_EQ(a[j].id, b[j].id) << "batch " << batch << " point " << j;
+      EXPECT_EQ(a[j].order, b[j].order) << "batch " << batch << " point " << j;
+      EXPECT_EQ(a[j].value, b[j].value) << "batch " << batch << " point " << j;
+    }
+    EXPECT_EQ(cache.stats().loads, 1u) << "batch " << batch;
+    EXPECT_EQ(cache.stats().refreshes, static_cast<uint64_t>(batch)) << "batch " << batch;
+    EXPECT_EQ(cache.stats().points_read, static_cast<uint64_t>(10 * (batch + 1)));
+  }
 }
 
 TEST_F(HistoryWorkerTest, AChangeTheReferenceDoesNotShareIsNotEnvironmental) {
