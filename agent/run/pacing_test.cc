@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -149,6 +150,92 @@ TEST(PacerTest, PoissonGapsAreExponential) {
   q.StartSchedule(0);
   for (int i = 0; i < kM; ++i) q.OnIssue(0, 4096);
   EXPECT_EQ(q.due(0), prev);
+}
+
+// The largest distance between the empirical CDF of `gaps` (seconds) and the
+// exponential CDF of rate `per_sec`.
+double KsExponential(std::vector<double> gaps, double per_sec) {
+  std::sort(gaps.begin(), gaps.end());
+  const double m = static_cast<double>(gaps.size());
+  double d = 0;
+  for (size_t i = 0; i < gaps.size(); ++i) {
+    const double cdf = 1 - std::exp(-per_sec * gaps[i]);
+    d = std::max({d, std::fabs(cdf - static_cast<double>(i) / m),
+                  std::fabs(cdf - static_cast<double>(i + 1) / m)});
+  }
+  return d;
+}
+
+// fio issues 333 and 1290 with poisson: driven as the loop drives it, with
+// rwmix's draws and bssplit's sizes, on a virtual clock, each direction's due
+// times are a poisson process of its own rate: exponential gaps (KS at the
+// 0.1 % level) and counts within 6 standard deviations (sqrt(N)) of rate x
+// time, whatever the mix and the sizes. fio's poisson comes out at twice the
+// asked IOPS in these cases.
+TEST(PacerTest, PoissonWithRwmixAndBssplitGivesEachDirectionItsOwnRate) {
+  for (const uint32_t read_pct : {50u, 90u}) {
+    jobspec::JobSpec j = Job();
+    j.rate_iops[0] = 2000;
+    j.rate_iops[1] = 500;
+    j.rate_process = jobspec::RateProcess::kPoisson;
+    Pacer p = Make(j);
+    p.StartSchedule(0);
+    workload::Tausworthe64 mix(42), size(7);
+    uint64_t now = 0;
+    std::array<uint64_t, 2> n{};
+    std::array<uint64_t, 2> prev_due = {p.due(0), p.due(1)};
+    std::array<std::vector<double>, 2> gaps;
+    const uint64_t end = 100 * kSec;
+    while (true) {
+      const int d = (mix.Next() % 100) < read_pct ? 0 : 1;
+      uint64_t wait = 0;
+      const int c = p.ChooseDir(d, d == 0 ? 100 - read_pct : read_pct, now, &wait);
+      if (wait != 0) now = wait;
+      if (now >= end) break;
+      const uint64_t len = size.Next() % 2 == 0 ? 4096 : 65536;  // bssplit=4k/50:64k/50
+      p.OnIssue(c, len);
+      const size_t ci = static_cast<size_t>(c);
+      gaps[ci].push_back(static_cast<double>(p.due(c) - prev_due[ci]) * 1e-9);
+      prev_due[ci] = p.due(c);
+      ++n[ci];
+      now += 1000;  // 1 us per I/O: the device is far faster than the rate
+    }
+    const double want[2] = {2000.0 * 100, 500.0 * 100};
+    for (size_t d = 0; d < 2; ++d) {
+      EXPECT_NEAR(static_cast<double>(n[d]), want[d], 6 * std::sqrt(want[d]))
+          << "rwmixread=" << read_pct << " ddir " << d;
+      EXPECT_LT(KsExponential(gaps[d], d == 0 ? 2000 : 500),
+                1.95 / std::sqrt(static_cast<double>(gaps[d].size())))
+          << "rwmixread=" << read_pct << " ddir " << d;
+    }
+  }
+}
+
+// rate= in bytes with poisson and mixed sizes: each gap is exponential with the
+// mean of the I/O's own size at the rate, so the bytes issued follow the rate
+// (not the I/O count, which would double or halve it with bssplit). Over
+// 1,000 virtual seconds at 1 MiB/s with 4k/64k (about 30,000 I/Os) the bytes
+// are within 5 % of rate x time (about 5 standard deviations), and the gaps
+// divided by their I/O's size are exponential of rate (KS, 0.1 %).
+TEST(PacerTest, PoissonRateInBytesFollowsTheBytesWithMixedSizes) {
+  jobspec::JobSpec j = Job();
+  j.rw = jobspec::RwPattern::kRandRead;
+  j.rate[0] = 1 << 20;
+  j.rate_process = jobspec::RateProcess::kPoisson;
+  Pacer p = Make(j);
+  p.StartSchedule(0);
+  workload::Tausworthe64 size(7);
+  uint64_t bytes = 0, prev = p.due(0);
+  std::vector<double> per_byte;  // gap / size, seconds per byte
+  while (p.due(0) < 1000 * kSec) {
+    const uint64_t len = size.Next() % 2 == 0 ? 4096 : 65536;
+    p.OnIssue(0, len);
+    bytes += len;
+    per_byte.push_back(static_cast<double>(p.due(0) - prev) * 1e-9 / static_cast<double>(len));
+    prev = p.due(0);
+  }
+  EXPECT_NEAR(static_cast<double>(bytes), 1000.0 * (1 << 20), 0.05 * 1000.0 * (1 << 20));
+  EXPECT_LT(KsExponential(per_byte, 1 << 20), 1.95 / std::sqrt(static_cast<double>(per_byte.size())));
 }
 
 TEST(PacerTest, IgnoreThinktimeShiftsTheSchedule) {
