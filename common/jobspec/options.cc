@@ -2011,7 +2011,7 @@ std::vector<OptionRow> MakeTable() {
    .category = C::kVerify, .example = "0xff%o", .apply = ApplyPattern<&JobSpec::verify_pattern, true>,
    .render = IOFLEET_RENDER_STRING(verify_pattern, "verify_pattern"),
    .check = CheckPatternField<&JobSpec::verify_pattern, true>},
-  {.name = "do_verify", .type = T::kBool, .def = "1", .help = "Run verification stage after write (never for time_based jobs: their I/O uses all of the runtime; only verify_backlog reads check data)",
+  {.name = "do_verify", .type = T::kBool, .def = "1", .help = "Run verification stage after write (time_based: after each write pass where a pass ends: on libaio/io_uring at size bytes, on sync engines when several sequential files are used up; a sync-engine job of one file or random I/O never ends a pass, so only verify_backlog reads check data)",
    .category = C::kVerify, .example = "0", .example_with = "verify=md5 rw=write",
    .apply = SetBool<&JobSpec::do_verify>, .render = IOFLEET_RENDER_BOOL(do_verify, "do_verify")},
   {.name = "verify_interval", .type = T::kInt, .min = 0, .max = UINT32_MAX,
