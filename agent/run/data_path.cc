@@ -573,9 +573,14 @@ bool DataPath::NextReplay(IoRequest& r) {
 
 bool DataPath::BacklogDue() {
   const jobspec::JobSpec& job = *cfg_.job;
+  // fio's do_io stops drawing once the pass's bytes are issued (not time_based),
+  // a batch under way or not: what is left is read by the verify phase.
+  if (!job.time_based && gen_.pass_done()) return false;
   if (backlog_left_ != 0) return true;
+  // A round starts when the count of logged writes reaches a multiple of
+  // verify_backlog (not at 0: nothing written yet), after a write.
   const size_t logged = sorted_log_ ? sorted_.size() : fifo_.size();
-  if (logged % job.verify_backlog == 0 && !last_was_read_) {
+  if (logged != 0 && logged % job.verify_backlog == 0 && !last_was_read_) {
     backlog_left_ = job.verify_backlog_batch != 0 ? job.verify_backlog_batch : job.verify_backlog;
     return true;
   }

@@ -277,6 +277,32 @@ TEST(PacerTest, RateMinSettlesTwoSecondsThenChecksEachCycle) {
   EXPECT_EQ(p.CheckMinRate(4 * kSec, bytes, ios), "p: rate_iops_min=1000 not met, got 400 IOPS");
 }
 
+// rate_cycle: the floor is checked every rate_cycle ms after the settle
+// period, over the I/O of that cycle: a 250 ms cycle checks 4 times a second
+// and catches a slow quarter second that a 1 s average would hide.
+TEST(PacerTest, RateCycleSetsHowOftenAndOverWhatTheFloorIsChecked) {
+  jobspec::JobSpec j = Job();
+  j.rate_iops_min[0] = 1000;
+  j.rate_cycle_ms = 250;
+  Pacer p = Make(j);
+  p.StartMinRate(0);
+  std::array<uint64_t, 3> bytes{}, ios{};
+  ios[0] = 2000;
+  bytes[0] = 2000 * 4096;
+  EXPECT_EQ(p.CheckMinRate(2 * kSec, bytes, ios), "");  // baseline
+  EXPECT_EQ(p.next_min_check_ns(), 2 * kSec + kSec / 4);
+  // 250 I/Os in 250 ms: 1000 IOPS, met.
+  ios[0] += 250;
+  bytes[0] += 250 * 4096;
+  EXPECT_EQ(p.CheckMinRate(2 * kSec + kSec / 4, bytes, ios), "");
+  EXPECT_EQ(p.next_min_check_ns(), 2 * kSec + kSec / 2);
+  // 100 I/Os in the next 250 ms (400 IOPS): not met, though the 500 ms since
+  // the baseline averaged 700 and a full second with a fast half would pass.
+  ios[0] += 100;
+  bytes[0] += 100 * 4096;
+  EXPECT_EQ(p.CheckMinRate(2 * kSec + kSec / 2, bytes, ios), "p: rate_iops_min=1000 not met, got 400 IOPS");
+}
+
 TEST(PacerTest, RateMinInBytes) {
   jobspec::JobSpec j = Job();
   j.rate_min[1] = 1 << 20;
@@ -372,6 +398,63 @@ TEST(PacerTest, LatencyTargetFindsTheDepthThatMeetsIt) {
   EXPECT_EQ(p.qd(), 6u);
   EXPECT_EQ(seen.front(), 1u);
   EXPECT_NE(std::find(seen.begin(), seen.end(), 8u), seen.end());  // doubled up to 8, then bisected
+}
+
+// latency_run: the depth search never settles into a final run; it keeps
+// probing for the whole runtime (fio: "keep searching"), so the depth moves
+// again when the device's latency changes under it.
+TEST(PacerTest, LatencyRunKeepsSearchingWhenTheDeviceChanges) {
+  for (const bool keep : {false, true}) {
+    jobspec::JobSpec j = Job();
+    j.latency_target_us = 1000;
+    j.latency_window_us = 100000;
+    j.latency_percentile = 100;
+    j.latency_run = keep;
+    Pacer p = Make(j, 32);
+    uint64_t now = 0, ios = 0;
+    p.LatStart(now, ios);
+    bool final_run = false;
+    std::vector<uint32_t> seen;
+    for (int step = 0; step < 200 && !final_run; ++step) {
+      // Fine up to depth 6 for the first 100 steps, up to 12 after.
+      const uint32_t fine = step < 100 ? 6 : 12;
+      seen.push_back(p.qd());
+      const uint64_t lat = p.qd() <= fine ? 500000 : 2000000;
+      bool fatal = false;
+      for (int i = 0; i < 10 && !p.lat_ramped_down(); ++i) {
+        ++ios;
+        fatal |= p.LatCompleted(lat);
+      }
+      ASSERT_FALSE(fatal);
+      if (p.lat_ramped_down()) {
+        p.LatCycle(now, ios);
+        continue;
+      }
+      now += 100000000;
+      switch (p.LatCheck(now, ios)) {
+        case Pacer::LatAction::kFinalRun:
+        case Pacer::LatAction::kDone:
+          final_run = true;
+          break;
+        case Pacer::LatAction::kQuiesce:
+          p.LatCycle(now, ios);
+          break;
+        default:
+          break;
+      }
+    }
+    if (!keep) {
+      EXPECT_TRUE(final_run) << "without latency_run the search settles";
+      EXPECT_EQ(p.qd(), 6u);
+      continue;
+    }
+    EXPECT_FALSE(final_run) << "latency_run: the search never settles";
+    // It kept probing: the depth went above 6 again after the device got
+    // faster, and works at up to 12 by the end.
+    const uint32_t late_max = *std::max_element(seen.begin() + 150, seen.end());
+    EXPECT_GT(late_max, 6u);
+    EXPECT_LE(late_max, 13u);
+  }
 }
 
 TEST(PacerTest, LatencyTargetMissedAtDepthOneIsFatal) {

@@ -229,7 +229,18 @@ int BlockVerifier::CheckPiece(char* piece, uint32_t piece_len, uint32_t piece_nu
     Populate(good.data(), e.len, e.offset, h.rand_seed, h.numberio,
              uint64_t{h.time_sec} * 1000000000ull + h.time_nsec);
     char* gp = good.data() + static_cast<size_t>(piece_num) * piece_len;
-    if (o_.header_offset != 0) SwapBytes(gp, gp + o_.header_offset, header_bytes_);
+    // Dumped as written to the media (the header at verify_offset), as fio
+    // 3.33 dumps it; the received block is dumped as checked (header first).
+    // The block is re-created with iofleet's own data fill; one another tool
+    // wrote (fio fills from the seed its own way) does not come out as it was
+    // written: its checksum (Populate's, over the re-created data) is not the
+    // one read, and no made-up "expected" file is left.
+    if (std::memcmp(gp + o_.header_offset + kVerifyHeaderBytes, stored, digester_->size()) != 0) {
+      absl::StrAppend(log, "       expected data not dumped: re-created from the header's seed, "
+                           "its checksum is not the one read (a block not written by iofleet, "
+                           "or its checksum is what was corrupted)\n");
+      return EILSEQ;
+    }
     Dump(gp, piece_len, at, "expected", file, log);
   }
   return EILSEQ;

@@ -79,6 +79,14 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
   pre_read         pre_read=1 with loops=2: both read the file once before
                    the job (64 reads of 4 KiB) and then run their 2 x 64
                    reads; the agent before did not pre-read (128)
+  verify_backlog   verify_backlog(_batch) rounds on psync, libaio, io_uring:
+                   the write_iolog (op, offset) sequence is fio's (the agent
+                   before started a round at 0 and read one after the last
+                   write)
+  verify_dump      verify_dump=1: the received dump is fio's byte for byte;
+                   the expected dump is the block as written (agent-written
+                   files; header at verify_offset as fio dumps it), none with
+                   the reason logged for fio-written files
   trim_block_device  rw=trim, randtrim, trimwrite, randtrimwrite on a zram
                    block device (discard), psync/libaio/io_uring, bs=4k and
                    bsrange=4k-64k: the write_iolog I/Os and the JSON trim and
@@ -928,6 +936,102 @@ def case_pre_read(env):
         check(got[(0, tool)] == 128, f"pre_read=0: {tool} made {got[(0, tool)]} reads, want 128")
         check(got[(1, tool)] == 192, f"pre_read=1: {tool} made {got[(1, tool)]} reads, want 192 "
                                      "(64 pre-read once, then 2 loops of 64)")
+
+
+def case_verify_backlog(env):
+    # verify_backlog / verify_backlog_batch: a write job reads back its logged
+    # blocks in rounds as it writes. fio starts a round each time its count of
+    # logged writes reaches a multiple of verify_backlog (never at 0), after a
+    # write, reads verify_backlog_batch blocks (default: verify_backlog), and
+    # stops drawing once the pass's bytes are issued (the rest is read by the
+    # verify phase). The agent before started a round at 0 (with
+    # verify_backlog=8 verify_backlog_batch=4: a read after each of its first
+    # 4 writes) and read a round after the last write. Both write_iologs'
+    # (op, offset) sequences are the same, and the JSON counts.
+    target = env.path("b.dat")
+    cases = []
+    for engine, depth in (("psync", 1), ("libaio", 1), ("io_uring", 1), ("libaio", 4)):
+        for rw in ("write", "randwrite"):
+            for extra in ("verify_backlog=8\nverify_backlog_batch=4", "verify_backlog=16",
+                          "verify_backlog=8\nverify_backlog_batch=12"):
+                cases.append((engine, depth, rw, extra))
+    for engine, depth, rw, extra in cases:
+        label = f"{engine} iodepth={depth} rw={rw} {extra.replace(chr(10), ' ')}"
+        ios = {}
+        for tool in ("fio", "iofleet"):
+            if os.path.exists(target):
+                os.unlink(target)
+            log = env.path(f"{tool}.iolog")
+            job = env.job("b.fio", f"[b]\nioengine={engine}\niodepth={depth}\nrw={rw}\nbs=4k\n"
+                                   f"size=128k\nverify=crc32c\n{extra}\nfilename={target}\n"
+                                   f"write_iolog={log}\n")
+            j, err = env.run(tool, job)
+            check(j["error"] == 0, f"{label}: {tool} error {j['error']}: {err[-300:]}")
+            check(j["write"]["total_ios"] == 32, f"{label}: {tool} wrote {j['write']['total_ios']} blocks")
+            check(j["read"]["total_ios"] == 32, f"{label}: {tool} read {j['read']['total_ios']} blocks")
+            ios[tool] = [(op, off) for _, op, off in iolog_ios(log)]
+        ops = "".join(op[0] for op, _ in ios["iofleet"])
+        print(f"verify_backlog: {label}: {ops}")
+        check(ios["fio"] == ios["iofleet"],
+              f"{label}: write_iolog differs: fio {''.join(op[0] for op, _ in ios['fio'])}, "
+              f"iofleet {ops}")
+
+
+def case_verify_dump(env):
+    # verify_dump=1 on a crc32c block with one byte flipped, each tool in its
+    # own working directory: both dump the block read as
+    # <file>.<offset>.received, byte for byte the same, and name it the same
+    # way in the log. The expected block: the agent re-creates it with its own
+    # data fill, so for a file the agent wrote its .expected file is the block
+    # as written (the header at verify_offset, as on the media, as fio dumps
+    # it); for a file fio wrote (fio fills from the seed its own way) it writes
+    # none and says why, where it wrote a made-up one before.
+    target = env.path("d.dat")
+    for writer in ("fio", "iofleet"):
+        for extra in ("", "verify_offset=64\n"):
+            label = f"written by {writer} {extra.strip()}"
+            if os.path.exists(target):
+                os.unlink(target)
+            wjob = env.job("w.fio", f"[w]\nioengine=psync\nrw=write\nbs=4k\nsize=64k\nverify=md5\n"
+                                    f"{extra}do_verify=0\nfilename={target}\n")
+            j, err = env.run(writer, wjob)
+            check(j["error"] == 0, f"{label}: the write failed: {err[-300:]}")
+            with open(target, "rb") as f:
+                f.seek(3 * 4096)
+                original = f.read(4096)
+            with open(target, "r+b") as f:
+                f.seek(3 * 4096 + 300)
+                f.write(b"X")
+            rjob = env.job("r.fio", f"[r]\nioengine=psync\nrw=read\nbs=4k\nsize=64k\nverify=md5\n"
+                                    f"{extra}verify_dump=1\nfilename={target}\n")
+            received = {}
+            for tool in ("fio", "iofleet"):
+                cwd = env.path(f"dump-{tool}")
+                shutil.rmtree(cwd, ignore_errors=True)
+                os.makedirs(cwd)
+                cmd = ([env.agent, "run", rjob, "--output-format=json"] if tool == "iofleet"
+                       else ["fio", rjob, "--output-format=json"])
+                p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=120)
+                jr = jobs_of(p.stdout)
+                check(jr["error"] == 84, f"{label}: {tool} error {jr['error']}, want 84")
+                log = p.stdout + p.stderr
+                check("received data dumped as d.dat.12288.received" in log,
+                      f"{label}: {tool} did not log the received dump: {log[-600:]}")
+                with open(os.path.join(cwd, "d.dat.12288.received"), "rb") as f:
+                    received[tool] = f.read()
+                if tool != "iofleet":
+                    continue
+                expected = os.path.join(cwd, "d.dat.12288.expected")
+                if writer == "iofleet":
+                    check(os.path.exists(expected), f"{label}: no expected dump")
+                    with open(expected, "rb") as f:
+                        check(f.read() == original, f"{label}: the expected dump is not the block written")
+                    print(f"verify_dump: {label}: received = fio's, expected = the block as written")
+                else:
+                    check(not os.path.exists(expected), f"{label}: a made-up expected dump")
+                    check("expected data not dumped" in log, f"{label}: no reason given: {log[-600:]}")
+                    print(f"verify_dump: {label}: received = fio's, no expected dump, reason logged")
+            check(received["fio"] == received["iofleet"], f"{label}: the received dumps differ")
 
 
 def main():
