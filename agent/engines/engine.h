@@ -27,10 +27,22 @@ namespace iofleet::agent {
 
 enum class IoOp : uint8_t { kRead = 0, kWrite = 1, kTrim = 2, kFsync = 3 };
 
+// Which sync an IoOp::kFsync request is (fio's DDIR_SYNC, DDIR_DATASYNC,
+// DDIR_SYNC_FILE_RANGE): fsync=N, fdatasync=N, sync_file_range=flags:N. The
+// loop places and counts all three alike; only the engine's call differs.
+enum class SyncKind : uint8_t { kFsync = 0, kFdatasync = 1, kSyncFileRange = 2 };
+
 // One in-flight I/O. The worker owns a fixed array of these (one per iodepth
 // slot); engines keep pointers to them between Queue() and Reap().
 struct IoRequest {
-  void* buf = nullptr;
+  // A sync (IoOp::kFsync) moves no data: for SyncKind::kSyncFileRange the
+  // slot's buffer pointer holds the range's length instead (offset: its
+  // start), as fio's f->last_write - f->first_write. Every read, write and
+  // trim sets buf again as it is filled.
+  union {
+    void* buf = nullptr;
+    uint64_t sync_nbytes;
+  };
   uint64_t offset = 0;    // bytes, within the file
   uint32_t len = 0;       // bytes asked
   uint32_t index = 0;     // slot number: also the registered-buffer index
@@ -40,7 +52,12 @@ struct IoRequest {
   // cmdprio (agent/workload/cmdprio.h): this I/O's priority ((class << 13) |
   // level) for the SQE / iocb, 0 = the engine's default (prio/prioclass);
   // prio_slot: its per-priority stats slot (0 = the job's own priority).
-  uint8_t prio_slot = 0;
+  // A sync has no priority: the same byte says which sync it is (sync_kind;
+  // the loop sets it back to 0 as the sync completes).
+  union {
+    uint8_t prio_slot = 0;
+    SyncKind sync_kind;
+  };
   uint16_t ioprio = 0;
   int32_t res = 0;        // sync completion: bytes or -errno
   uint64_t start_ns = 0;  // when the I/O was prepared
@@ -94,6 +111,9 @@ struct EngineOptions {
   // write SQE (an SQPOLL thread does not inherit the job thread's priority).
   // 0 = none.
   uint16_t ioprio = 0;
+  // sync_file_range=flags:N: the SYNC_FILE_RANGE_* flags of every
+  // SyncKind::kSyncFileRange request (fio's td->o.sync_file_range).
+  unsigned sync_file_range_flags = 0;
   // All slot buffers as one region (slot i at base + i * slot_size).
   void* buffer_base = nullptr;
   size_t buffer_size = 0;

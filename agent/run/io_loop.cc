@@ -542,6 +542,8 @@ void IoLoop::PassEndFsync() {
     }
   }
   last_was_sync_ = true;  // the end fsync was the last I/O (fio's io_completed)
+  // ... which also started every file's sync_file_range range over.
+  for (WriteRange& wr : write_ranges_) wr = {kNoWrite, kNoWrite};
 }
 
 int IoLoop::FsyncFileAt(size_t i) {

@@ -234,7 +234,7 @@ class IoLoop {
   [[gnu::always_inline]] inline void Complete(Src& src, IoRequest& r, int32_t res, uint64_t now) {
     if constexpr (kPaced) CompletePaced(r, res, now);
     const int d = static_cast<int>(r.op);
-    if (r.op == IoOp::kFsync) {
+    if (r.op == IoOp::kFsync) {  // fsync, fdatasync or sync_file_range: counted alike
       last_was_sync_ = true;
       ++stats_.sync_ios;
       if (!coarse_) {
@@ -243,8 +243,12 @@ class IoLoop {
       }
       if (res < 0 && error_ == 0) {
         error_ = -res;
-        error_text_ = absl::StrCat("fsync: ", std::strerror(-res));
+        error_text_ = absl::StrCat(SyncName(r.sync_kind), ": ", std::strerror(-res));
       }
+      // Any sync completing starts its file's sync_file_range range over
+      // (fio's io_completed: first_write = last_write = -1).
+      if (!write_ranges_.empty()) write_ranges_[static_cast<size_t>(r.file_index)] = {kNoWrite, kNoWrite};
+      r.sync_kind = SyncKind::kFsync;  // the byte is prio_slot again for the slot's next I/O
       return;
     }
     last_was_sync_ = false;
@@ -273,6 +277,7 @@ class IoLoop {
     }
     hd.bytes += static_cast<uint64_t>(res);
     ++hd.done;
+    if (!write_ranges_.empty() && r.op == IoOp::kWrite) LogWriteRange(r, static_cast<uint64_t>(res));
     if (coarse_) {  // no latency measured (gtod_reduce): the times are coarse
       if constexpr (Src::kHooks) {
         if (const int err = src.OnComplete(r); err != 0) DataFailed(r, err);
@@ -423,17 +428,47 @@ class IoLoop {
   // writes issued so far are a non-zero multiple of N and the last I/O to
   // complete was not an fsync. Like fio, with I/O still in flight this can
   // issue several fsyncs in a row (its counts with io_uring show it).
+  // fdatasync=N and sync_file_range=flags:N follow the same rule, each with
+  // its own N; when several are due at once fio picks fsync, then fdatasync,
+  // then sync_file_range (SyncKindDue).
   bool FsyncDue() const {
+    if (!syncs_on_ || last_was_sync_) return false;
     const uint64_t w = stats_.dir[static_cast<int>(IoOp::kWrite)].issued;
-    return fsync_every_ != 0 && !last_was_sync_ && w != 0 && w % fsync_every_ == 0 &&
-           last_write_fd_ >= 0 && !gen_.pass_done();
+    return w != 0 && last_write_fd_ >= 0 && !gen_.pass_done() &&
+           ((fsync_every_ != 0 && w % fsync_every_ == 0) || (fdatasync_every_ != 0 && w % fdatasync_every_ == 0) ||
+            (sfr_every_ != 0 && w % sfr_every_ == 0));
+  }
+  // Which sync FsyncDue found due (fio's get_rw_ddir order).
+  SyncKind SyncKindDue() const {
+    const uint64_t w = stats_.dir[static_cast<int>(IoOp::kWrite)].issued;
+    if (fsync_every_ != 0 && w % fsync_every_ == 0) return SyncKind::kFsync;
+    if (fdatasync_every_ != 0 && w % fdatasync_every_ == 0) return SyncKind::kFdatasync;
+    return SyncKind::kSyncFileRange;
   }
   void PrepareFsync(IoRequest& r) const {
     r.op = IoOp::kFsync;
     r.fd = last_write_fd_;
     r.file_index = last_write_file_;
+    r.sync_kind = SyncKindDue();
     r.offset = 0;
     r.len = 0;
+    if (r.sync_kind == SyncKind::kSyncFileRange) {
+      // The range of the file's writes completed since its last sync, as
+      // fio's f->first_write and f->last_write - f->first_write (both -1
+      // after a sync until a write completes; 0 before the file's first sync).
+      const WriteRange& wr = write_ranges_[static_cast<size_t>(last_write_file_)];
+      r.offset = wr.first;
+      r.sync_nbytes = wr.last - wr.first;
+    }
+  }
+  static const char* SyncName(SyncKind k) {
+    return k == SyncKind::kFdatasync ? "fdatasync" : k == SyncKind::kSyncFileRange ? "sync_file_range" : "fsync";
+  }
+  // fio's file_log_write_comp: a completed write widens its file's range.
+  void LogWriteRange(const IoRequest& r, uint64_t bytes) {
+    WriteRange& wr = write_ranges_[static_cast<size_t>(r.file_index)];
+    if (wr.first == kNoWrite || r.offset < wr.first) wr.first = r.offset;
+    if (wr.last == kNoWrite || r.offset + bytes > wr.last) wr.last = r.offset + bytes;
   }
   // Counts an I/O the engine accepted (fio's io_issues).
   void CountIssued(const IoRequest& r) {
@@ -554,6 +589,18 @@ class IoLoop {
   bool empty_loop_ = false;
   bool invalidate_on_time_wrap_ = InvalidatesOnTimeBasedWrap(job_);  // file_cache.h
   uint32_t fsync_every_ = 0;     // job's fsync=N
+  uint32_t fdatasync_every_ = 0; // job's fdatasync=N
+  uint32_t sfr_every_ = 0;       // job's sync_file_range=flags:N
+  bool syncs_on_ = false;        // any of the three
+  // sync_file_range: per file index, the range written since its last sync
+  // (fio's first_write/last_write; kNoWrite = none since that sync). Empty
+  // unless the job has sync_file_range.
+  static constexpr uint64_t kNoWrite = ~0ull;
+  struct WriteRange {
+    uint64_t first = 0;
+    uint64_t last = 0;
+  };
+  std::vector<WriteRange> write_ranges_;
   bool last_was_sync_ = false;   // the last I/O to complete was an fsync
   int last_write_fd_ = -1;       // file of the last write issued (fsync target)
   int last_write_file_ = 0;
@@ -632,6 +679,12 @@ absl::Status IoLoop::Run(E& e) {
   if (ramp_end_ns_ != 0) next_tick_ns_ = std::min(next_tick_ns_, ramp_end_ns_);
   AdviseOpenedFiles();
   fsync_every_ = job_.fsync;
+  fdatasync_every_ = job_.fdatasync;
+  sfr_every_ = job_.sync_file_range != 0 ? job_.sync_file_range_nr : 0;
+  syncs_on_ = fsync_every_ != 0 || fdatasync_every_ != 0 || sfr_every_ != 0;
+  // fio's fio_file starts zeroed: before its first sync a file's range
+  // starts at 0.
+  write_ranges_.assign(sfr_every_ != 0 ? gen_.fds().size() : 0, WriteRange{});
   free_.Reset(slots_.size());
   for (auto& s : slots_) free_.push_back(&s);
   comps_.resize(slots_.size());

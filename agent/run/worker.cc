@@ -100,14 +100,22 @@ absl::Status Worker::Prepare() {
   // fio's open adds O_CREAT for a job that writes, and with create_on_open
   // (filesetup.c generic_open_file), unless allow_file_create=0.
   const bool creates = job.allow_file_create && (jobspec::HasWrite(job.rw) || job.create_on_open);
+  // sync=sync (1) / dsync: fio opens every file of the job with O_SYNC /
+  // O_DSYNC, reads too, on every engine; not a job that trims, whose open
+  // skips those flags (generic_open_file's skip_flags).
+  int sync_flag = 0;
+  if (!jobspec::HasTrim(job.rw)) {
+    if (job.sync == jobspec::SyncMode::kSync) sync_flag = O_SYNC;
+    if (job.sync == jobspec::SyncMode::kDsync) sync_flag = O_DSYNC;
+  }
   for (const TargetFile& tf : spec_.files) {
     int fd = -1;
     if (lazy_files) {
-      lazy_flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+      lazy_flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC | sync_flag;
       if (job.direct && (engine_->Capabilities() & kCapPassthrough) == 0) lazy_flags |= O_DIRECT;
       if (creates && !tf.is_block_device) lazy_flags |= O_CREAT;
     } else if (!no_io) {
-      int flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+      int flags = (writes ? O_RDWR : O_RDONLY) | O_CLOEXEC | sync_flag;
       // Passthrough (io_uring_cmd) bypasses the page cache by itself; a char
       // device refuses O_DIRECT.
       if (job.direct && (engine_->Capabilities() & kCapPassthrough) == 0) flags |= O_DIRECT;
@@ -238,6 +246,7 @@ absl::Status Worker::Prepare() {
   eo.userspace_reap = job.userspace_reap;
   eo.trims_only = job.rw == jobspec::RwPattern::kTrim || job.rw == jobspec::RwPattern::kRandTrim;
   eo.ioprio = static_cast<uint16_t>(job.IoprioValue());
+  eo.sync_file_range_flags = job.sync_file_range;
   eo.buffer_base = buffers_;
   eo.buffer_size = buffers_size_;
   eo.slot_size = slot_size_;
@@ -355,7 +364,7 @@ absl::Status Worker::PreRead() {
         break;
       }
       const uint64_t n = std::min(chunk, tf.region_len - done);
-      const ssize_t r = ::pread(fd, slots_[0].buf, n, static_cast<off_t>(tf.region_start + done));
+      const ssize_t r = ::pread(fd, buffers_, n, static_cast<off_t>(tf.region_start + done));
       if (r != static_cast<ssize_t>(n)) {
         st = IoError(JobPrefix(job) + "pre_read",
                      absl::StrCat(tf.path, " at offset ", tf.region_start + done,

@@ -944,6 +944,31 @@ absl::Status CheckRunnable(const JobList& list) {
         return fail("zonemode", "strided", "strided zones with trims are not implemented by the agent yet");
       }
     }
+    if (j.sync_file_range != 0 || j.fdatasync != 0) {
+      std::vector<std::string> w;
+      if (j.sync_file_range & 1) w.push_back("wait_before");
+      if (j.sync_file_range & 2) w.push_back("write");
+      if (j.sync_file_range & 4) w.push_back("wait_after");
+      const std::string sfr = absl::StrCat(absl::StrJoin(w, ","), ":", j.sync_file_range_nr);
+      if (j.ioengine == "io_uring_cmd") {
+        // fio 3.33's NVMe passthrough prepares reads and writes only: its
+        // first fdatasync or sync_file_range fails the job (ENOTSUP).
+        return fail(j.fdatasync != 0 ? "fdatasync" : "sync_file_range",
+                    j.fdatasync != 0 ? std::to_string(j.fdatasync) : sfr,
+                    "ioengine=io_uring_cmd has no fdatasync or sync_file_range (fio 3.33 fails the job at the "
+                    "first one, ENOTSUP); use fsync=N (an NVMe Flush) or another ioengine");
+      }
+      if (j.ioengine == "io_uring" && j.sync_file_range != 0) {
+        // fio 3.33's io_uring leaves the slot's buffer address in its
+        // IORING_OP_SYNC_FILE_RANGE SQE: the kernel refuses every one
+        // (EINVAL) and fio drops the error, so no range is ever synced.
+        return fail("sync_file_range", sfr,
+                    "fio 3.33 syncs nothing with it on ioengine=io_uring (the kernel refuses each of its "
+                    "IORING_OP_SYNC_FILE_RANGE operations, EINVAL, and fio ignores the error), so the agent "
+                    "refuses it rather than sync where fio does not; use ioengine=libaio or psync (which call "
+                    "sync_file_range(2)), or fdatasync=N");
+      }
+    }
     if (j.OpenFilesLimited()) {
       // Files open and close during the run (openfiles below the file count):
       // what needs every file's descriptor from the start is not done yet.

@@ -1574,5 +1574,33 @@ TEST(EffectiveOptionsTest, SameJobWrittenDifferentlyGivesTheSameOptions) {
               ::testing::Contains(Pair("iodepth_batch", "8")));
 }
 
+
+// fdatasync=N and sync_file_range=flags:N run where fio 3.33 does them:
+// refused on io_uring_cmd (fio fails its first one, ENOTSUP) and
+// sync_file_range on io_uring (fio's ring operation is refused by the kernel,
+// EINVAL, and fio drops the error: nothing is synced), naming the option
+// and its value.
+TEST(FioGrammarTest, FdatasyncAndSyncFileRangeRefusedWhereFioDoesNone) {
+  for (const char* engine : {"psync", "sync", "pvsync", "pvsync2", "libaio", "io_uring", "null"}) {
+    SCOPED_TRACE(engine);
+    EXPECT_TRUE(CheckRunnable(MustParse(absl::StrCat("[a]\nrw=write\nioengine=", engine, "\nfdatasync=8\n"))).ok());
+    EXPECT_TRUE(CheckRunnable(MustParse(absl::StrCat("[a]\nrw=write\nioengine=", engine, "\nsync=dsync\n"))).ok());
+  }
+  for (const char* engine : {"psync", "sync", "pvsync", "pvsync2", "libaio", "null"}) {
+    SCOPED_TRACE(engine);
+    EXPECT_TRUE(CheckRunnable(MustParse(absl::StrCat("[a]\nrw=write\nioengine=", engine,
+                                                     "\nsync_file_range=wait_before,write:8\n"))).ok());
+  }
+  EXPECT_THAT(std::string(CheckRunnable(MustParse("[a]\nrw=write\nioengine=io_uring\nsync_file_range=write:8\n")).message()),
+              HasSubstr("option \"sync_file_range\": value \"write:8\": fio 3.33 syncs nothing with it on ioengine=io_uring"));
+  EXPECT_THAT(std::string(CheckRunnable(MustParse("[a]\nrw=write\nioengine=io_uring_cmd\nfdatasync=4\n")).message()),
+              HasSubstr("option \"fdatasync\": value \"4\": ioengine=io_uring_cmd has no fdatasync"));
+  EXPECT_THAT(
+      std::string(CheckRunnable(MustParse("[a]\nrw=write\nioengine=io_uring_cmd\nsync_file_range=wait_before,write,wait_after:2\n")).message()),
+      HasSubstr("option \"sync_file_range\": value \"wait_before,write,wait_after:2\": ioengine=io_uring_cmd"));
+  // fsync=N stays runnable on both (io_uring_cmd: an NVMe Flush).
+  EXPECT_TRUE(CheckRunnable(MustParse("[a]\nrw=write\nioengine=io_uring_cmd\nfsync=4\n")).ok());
+}
+
 }  // namespace
 }  // namespace iofleet::jobspec

@@ -87,6 +87,16 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
                    the expected dump is the block as written (agent-written
                    files; header at verify_offset as fio dumps it), none with
                    the reason logged for fio-written files
+  sync_options     fdatasync=N, sync_file_range=flags:N (and with fsync=N):
+                   on psync and libaio the agent's fdatasync and
+                   sync_file_range calls are fio's, argument for argument
+                   (strace), and its JSON sync lat N is fio's; on io_uring
+                   (iodepth 1) as many IORING_OP_FSYNC, datasync ones for
+                   fdatasync (perf tracepoints, where perf can record them);
+                   sync_file_range on io_uring refused (fio's are refused by
+                   the kernel); sync=dsync/sync/1: the job's opens carry
+                   O_DSYNC/O_SYNC in both tools, reads too, three engines.
+                   The agent before made none of these
   trim_block_device  rw=trim, randtrim, trimwrite, randtrimwrite on a zram
                    block device (discard), psync/libaio/io_uring, bs=4k and
                    bsrange=4k-64k: the write_iolog I/Os and the JSON trim and
@@ -1032,6 +1042,178 @@ def case_verify_dump(env):
                     check("expected data not dumped" in log, f"{label}: no reason given: {log[-600:]}")
                     print(f"verify_dump: {label}: received = fio's, no expected dump, reason logged")
             check(received["fio"] == received["iofleet"], f"{label}: the received dumps differ")
+def sync_calls(env, tool, jobfile, target):
+    """Runs `tool` under strace; returns (its fsync, fdatasync and
+    sync_file_range calls on `target`, each as "name(args after the fd)",
+    in order; its opens of `target` for I/O, as their flags; the job JSON,
+    or None; stderr)."""
+    if shutil.which("strace") is None:
+        print("SKIP: strace is not installed (scripts/deps.sh installs it)")
+        sys.exit(SKIP)
+    trace = env.path("sync.trace")
+    cmd = ([env.agent, "run", jobfile, "--output-format=json"] if tool == "iofleet"
+           else ["fio", jobfile, "--output-format=json"])
+    p = subprocess.run(["strace", "-f", "-qq", "-y", "-e", "trace=open,openat,fsync,fdatasync,sync_file_range",
+                        "-o", trace] + cmd, capture_output=True, text=True, cwd=env.dir, timeout=120)
+    calls, opens = [], []
+    with open(trace) as f:
+        for line in f:
+            if target not in line:
+                continue
+            body = line.split(None, 1)[1] if line[:1].isdigit() else line
+            name = body.split("(", 1)[0]
+            if name in ("fsync", "fdatasync", "sync_file_range"):
+                # After "N</path>", up to ")" (or " <unfinished ...>" where
+                # another thread's call interrupts the line).
+                args = body.split(">", 1)[1].split(" <unfinished", 1)[0].split(")", 1)[0]
+                calls.append(name + "(" + args.lstrip(", ") + ")")
+            elif name in ("open", "openat"):
+                flags = body.split(",")[2] if name == "openat" else body.split(",")[1]
+                flags = flags.split(")")[0].strip()  # no mode argument: "O_RDONLY|O_DSYNC) = 6"
+                # The layout's opens (fio: O_WRONLY|O_CREAT, the agent:
+                # O_RDWR|O_CREAT|O_TRUNC) are not the job's.
+                if "O_WRONLY" not in flags and "O_TRUNC" not in flags:
+                    opens.append(flags)
+    j = jobs_of(p.stdout) if "{" in p.stdout else None
+    return calls, opens, j, p.stderr
+
+
+def uring_syncs(env, tool, jobfile):
+    """io_uring: the tool's IORING_OP_FSYNC / SYNC_FILE_RANGE operations and
+    the ext4 syncs they make, with their datasync flag (perf tracepoints);
+    None when perf cannot record them here."""
+    if shutil.which("perf") is None:
+        return None
+    data = env.path("perf.data")
+    cmd = ([env.agent, "run", jobfile, "--output-format=json"] if tool == "iofleet"
+           else ["fio", jobfile, "--output-format=json"])
+    p = subprocess.run(["perf", "record", "-q", "-o", data, "-e", "io_uring:io_uring_submit_req",
+                        "-e", "ext4:ext4_sync_file_enter"] + cmd, capture_output=True, text=True,
+                       cwd=env.dir, timeout=120)
+    if p.returncode != 0:
+        return None
+    s = subprocess.run(["perf", "script", "-i", data], capture_output=True, text=True, timeout=120).stdout
+    got = {"FSYNC": 0, "SYNC_FILE_RANGE": 0, "datasync 0": 0, "datasync 1": 0}
+    for line in s.splitlines():
+        for k in ("opcode FSYNC", "opcode SYNC_FILE_RANGE"):
+            if k + "," in line or line.endswith(k):
+                got[k.split()[1]] += 1
+        for k in ("datasync 0", "datasync 1"):
+            if k in line:
+                got[k] += 1
+    return got, jobs_of(p.stdout)
+
+
+def case_sync_options(env):
+    # sync=, fdatasync=N and sync_file_range=flags:N, which the agent parsed
+    # but ignored before 2026-12-03 (no O_DSYNC, no fdatasync, no
+    # sync_file_range: 0 syncs where fio made 7).
+    target = env.path("s.dat")
+    # 64 sequential 4k writes (randwrite: fio's and the agent's offsets are
+    # the same); fio 3.33's counts, and the same arguments in both tools
+    # (sync_file_range: the range written since the file's last sync; before
+    # the first one it starts at 0, as fio's zeroed fio_file).
+    want = {"fdatasync=8": {"fdatasync": 7},
+            "sync_file_range=write:8": {"sync_file_range": 7},
+            "sync_file_range=wait_before,write,wait_after:5": {"sync_file_range": 12},
+            # libaio at iodepth 4: the first one comes before any write was
+            # reaped, an empty range, no call in either tool (still a sync:
+            # lat N 21 in both).
+            "offset=64k\nsync_file_range=wait_before,write:3": {"psync": {"sync_file_range": 21},
+                                                                "libaio": {"sync_file_range": 20}},
+            "rw=randwrite\nsync_file_range=wait_after:4": {"sync_file_range": 15},
+            "fsync=4\nfdatasync=2": {"fsync": 15, "fdatasync": 16},
+            "fsync=4\nsync_file_range=write:4": {"fsync": 15}}
+    for engine in ("psync", "libaio"):
+        for opts, n in want.items():
+            syncs = 21 if "offset=64k" in opts else None
+            n = n.get(engine, n)
+            syncs = syncs or sum(n.values())
+            job = env.job("s.fio", f"[s]\nfilename={target}\nrw=write\nbs=4k\nsize=256k\nioengine={engine}\n"
+                                   f"iodepth=4\n{opts}\n")
+            label = f"{engine} {opts.replace(chr(10), ' ')}"
+            got = {}
+            for tool in ("fio", "iofleet"):
+                if os.path.exists(target):
+                    os.unlink(target)
+                calls, _, j, err = sync_calls(env, tool, job, target)
+                check(j is not None and j["error"] == 0, f"{label}: {tool} failed: {err[-300:]}")
+                check(j["write"]["total_ios"] == 64, f"{label}: {tool} wrote {j['write']['total_ios']} blocks")
+                got[tool] = (calls, j)
+            counts = {}
+            for c in got["fio"][0]:
+                counts[c.split("(")[0]] = counts.get(c.split("(")[0], 0) + 1
+            check(counts == n, f"{label}: fio 3.33 made {counts}, the test expects {n}")
+            fio_n = got["fio"][1]["sync"]["lat_ns"]["N"]
+            agent_n = got["iofleet"][1]["sync"]["lat_ns"]["N"]
+            print(f"sync_options: {label}: fio {len(got['fio'][0])} calls {counts}, sync lat N {fio_n} "
+                  f"total_ios {got['fio'][1]['sync']['total_ios']}; iofleet {len(got['iofleet'][0])} calls, "
+                  f"sync lat N {agent_n} total_ios {got['iofleet'][1]['sync']['total_ios']}")
+            check(got["iofleet"][0] == got["fio"][0],
+                  f"{label}: iofleet's sync calls differ from fio's:\n  fio:     {got['fio'][0][:4]}...\n"
+                  f"  iofleet: {got['iofleet'][0][:4]}... ({len(got['iofleet'][0])} vs {len(got['fio'][0])})")
+            check(agent_n == fio_n == syncs, f"{label}: sync lat N fio {fio_n}, iofleet {agent_n}, want {syncs}")
+            # fio 3.33 counts an fdatasync or sync_file_range in total_io_u[4]
+            # and [5], past its 4-entry array (they land in its read and write
+            # short_ios): its JSON sync total_ios counts the fsyncs alone. The
+            # agent counts every sync there, as its lat N.
+            check(got["iofleet"][1]["sync"]["total_ios"] == agent_n,
+                  f"{label}: iofleet sync total_ios {got['iofleet'][1]['sync']['total_ios']}, lat N {agent_n}")
+            check(got["iofleet"][1]["read"]["short_ios"] == 0 and got["iofleet"][1]["write"]["short_ios"] == 0,
+                  f"{label}: iofleet counted short I/Os")
+    # io_uring at iodepth 1: the syncs are ring operations (no system call);
+    # perf's tracepoints count them and the ext4 syncs they make.
+    for opts, want_ops in (("fsync=8", (7, 0)), ("fdatasync=8", (7, 7))):
+        job = env.job("s.fio", f"[s]\nfilename={target}\nrw=write\nbs=4k\nsize=256k\nioengine=io_uring\n{opts}\n")
+        res = {}
+        for tool in ("fio", "iofleet"):
+            if os.path.exists(target):
+                os.unlink(target)
+            r = uring_syncs(env, tool, job)
+            if r is None or (tool == "fio" and r[0]["datasync 0"] + r[0]["datasync 1"] == 0):
+                print(f"sync_options: io_uring {opts}: perf cannot trace io_uring/ext4 here, not compared")
+                res = None
+                break
+            res[tool] = r
+        if res is None:
+            continue
+        for tool in ("fio", "iofleet"):
+            ops, j = res[tool]
+            print(f"sync_options: io_uring {opts}: {tool} {ops['FSYNC']} IORING_OP_FSYNC, "
+                  f"{ops['datasync 1']} of them datasync; sync lat N {j['sync']['lat_ns']['N']}")
+            check((ops["FSYNC"], ops["datasync 1"]) == want_ops and j["sync"]["lat_ns"]["N"] == 7,
+                  f"io_uring {opts}: {tool} made {ops}, want {want_ops} (FSYNC, datasync)")
+    # sync_file_range on io_uring: fio 3.33's SQE keeps the slot's buffer
+    # address, the kernel refuses each (EINVAL) and fio ignores it: no range
+    # is synced. The agent refuses the job before any I/O.
+    job = env.job("s.fio", f"[s]\nfilename={target}\nrw=write\nbs=4k\nsize=256k\nioengine=io_uring\n"
+                           "sync_file_range=write:8\n")
+    p = subprocess.run([env.agent, "run", job, "--output-format=json"], capture_output=True, text=True,
+                       cwd=env.dir, timeout=120)
+    check(p.returncode != 0 and 'option "sync_file_range": value "write:8"' in p.stderr,
+          f"io_uring sync_file_range: iofleet did not refuse it: rc {p.returncode} {p.stderr[-300:]}")
+    print("sync_options: io_uring sync_file_range=write:8: iofleet refuses it (fio's are refused by the kernel)")
+    # sync=: every open of the job's file for I/O carries O_DSYNC / O_SYNC,
+    # reads too, on every engine.
+    for engine in ("psync", "libaio", "io_uring"):
+        for rw in ("write", "read"):
+            for sync, flag in (("dsync", "O_DSYNC"), ("sync", "O_SYNC"), ("1", "O_SYNC"), ("none", None)):
+                job = env.job("s.fio", f"[s]\nfilename={target}\nrw={rw}\nbs=4k\nsize=64k\nioengine={engine}\n"
+                                       f"sync={sync}\n")
+                seen = {}
+                for tool in ("fio", "iofleet"):
+                    if os.path.exists(target) and rw == "write":
+                        os.unlink(target)
+                    _, opens, j, err = sync_calls(env, tool, job, target)
+                    check(j is not None and j["error"] == 0, f"{engine} rw={rw} sync={sync}: {tool} failed: {err[-300:]}")
+                    check(opens, f"{engine} rw={rw} sync={sync}: {tool} opened {target} for I/O nowhere")
+                    seen[tool] = sorted({f for o in opens for f in o.split("|") if f in ("O_SYNC", "O_DSYNC")})
+                print(f"sync_options: {engine} rw={rw} sync={sync}: fio opens with {seen['fio'] or 'neither'}, "
+                      f"iofleet with {seen['iofleet'] or 'neither'}")
+                want_flags = [flag] if flag else []
+                check(seen["fio"] == want_flags, f"{engine} rw={rw} sync={sync}: fio opened with {seen['fio']}")
+                check(seen["iofleet"] == want_flags,
+                      f"{engine} rw={rw} sync={sync}: iofleet opened with {seen['iofleet']}, want {want_flags}")
 
 
 def main():

@@ -58,6 +58,7 @@ int SetUpRing(io_uring* ring, unsigned entries, const EngineOptions& options, un
 absl::Status IoUringEngine::Init(const EngineOptions& options) {
   options_ = options;
   ioprio_ = options.ioprio;
+  sfr_flags_ = options.sync_file_range_flags;
   const unsigned entries = RoundUpPow2(options.iodepth < 1 ? 1 : options.iodepth);
   const int r0 = SetUpRing(&rc_.ring, entries, options, 0, &setup_flags_);
   if (r0 < 0) return IoError("io_uring_setup", absl::StrCat("entries=", entries), -r0);

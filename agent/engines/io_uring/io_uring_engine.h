@@ -76,7 +76,16 @@ class IoUringEngine final : public IoEngine {
         }
         break;
       case IoOp::kFsync:
-        io_uring_prep_fsync(sqe, fd, 0);
+        // fio's io_uring: every sync is a ring operation. sync_file_range
+        // takes the range written since the file's last sync, its length cut
+        // to the SQE's 32 bits as fio's (an empty range is offset -1, length
+        // 0, which the kernel refuses with EINVAL, as with fio).
+        if (req.sync_kind == SyncKind::kSyncFileRange) {
+          io_uring_prep_sync_file_range(sqe, fd, static_cast<unsigned>(req.sync_nbytes), req.offset,
+                                        static_cast<int>(sfr_flags_));
+        } else {
+          io_uring_prep_fsync(sqe, fd, req.sync_kind == SyncKind::kFdatasync ? IORING_FSYNC_DATASYNC : 0);
+        }
         break;
       case IoOp::kTrim:  // a regular file (block devices are done above)
         io_uring_prep_fallocate(sqe, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -106,6 +115,7 @@ class IoUringEngine final : public IoEngine {
   bool ring_ready_ = false;
   bool fixed_buffers_ = false;
   uint16_t ioprio_ = 0;  // EngineOptions::ioprio
+  unsigned sfr_flags_ = 0;  // EngineOptions::sync_file_range_flags
   bool registered_files_ = false;
   unsigned setup_flags_ = 0;
   EngineOptions options_;

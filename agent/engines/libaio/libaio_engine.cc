@@ -17,6 +17,7 @@ absl::Status LibaioEngine::Init(const EngineOptions& options) {
                    -r);
   }
   poll_reap_ = options.poll_reap;
+  sfr_flags_ = options.sync_file_range_flags;
   auto* ring = reinterpret_cast<AioRing*>(ctx_);
   const bool known = ring->magic == kAioRingMagic && ring->incompat_features == 0;
   ring_ = options.userspace_reap && options.poll_reap && known ? ring : nullptr;

@@ -2,8 +2,9 @@
 // min/max per Reap() (fio's default), or, with userspace_reap and
 // iodepth_batch_complete_min=0, completions read from the AIO ring the kernel
 // maps at the context address. Non-vectored pread/pwrite iocbs, one per slot.
-// fsync is done synchronously in Queue() when nothing is waiting to be
-// submitted (fio: Linux AIO has no useful fsync), so it completes at once.
+// fsync (and fdatasync, sync_file_range) is done synchronously in Queue() when
+// nothing is waiting to be submitted (fio: Linux AIO has no useful fsync), so
+// it completes at once.
 // Trims likewise (fio's libaio calls do_io_u_trim in its queue hook): a
 // discard on a block device, a punched hole on a file (agent/engines/trim.h).
 // Only O_DIRECT I/O is truly asynchronous (buffered libaio submits synchronously).
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "agent/engines/engine.h"
+#include "agent/engines/sync_op.h"
 #include "agent/engines/trim.h"
 
 namespace iofleet::agent {
@@ -51,9 +53,10 @@ class LibaioEngine final : public IoEngine {
         io_prep_pwrite(cb, req.fd, req.buf, req.len, static_cast<long long>(req.offset));
         break;
       case IoOp::kFsync:
-        // Serialised with what is still unsubmitted, then done in place (as fio).
+        // Serialised with what is still unsubmitted, then done in place (as
+        // fio): fsync, fdatasync or sync_file_range (sync_op.h).
         if (nqueued_ > 0) return QueueResult::kBusy;
-        req.res = ::fsync(req.fd) == 0 ? 0 : -errno;
+        req.res = DoSync(req, sfr_flags_);
         return QueueResult::kCompleted;
       case IoOp::kTrim:
         if (nqueued_ > 0) return QueueResult::kBusy;
@@ -149,6 +152,7 @@ class LibaioEngine final : public IoEngine {
   // the one we know; null otherwise (then every reap calls io_getevents).
   AioRing* ring_ = nullptr;
   bool poll_reap_ = false;
+  unsigned sfr_flags_ = 0;  // sync_file_range's SYNC_FILE_RANGE_* flags
   std::vector<iocb> iocbs_;
   std::vector<iocb*> queued_;
   std::vector<io_event> events_;

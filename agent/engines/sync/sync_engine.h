@@ -1,5 +1,6 @@
 // Synchronous engines: psync (pread/pwrite), sync (lseek+read/write) and pvsync
 // (preadv/pwritev). Queue() performs the I/O and returns kCompleted with the result.
+// A sync is fsync(2), fdatasync(2) or sync_file_range(2) (sync_op.h).
 // Trims (rw=trim, randtrim, trimwrite): a discard (BLKDISCARD, as fio) on a
 // block device, a punched hole (fallocate PUNCH_HOLE|KEEP_SIZE) on a regular
 // file, where fio 3.33 fails with ENOTTY.
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "agent/engines/engine.h"
+#include "agent/engines/sync_op.h"
 #include "agent/engines/trim.h"
 
 namespace iofleet::agent {
@@ -43,6 +45,7 @@ class SyncEngine final : public IoEngine {
   absl::Status Init(const EngineOptions& options) override {
     // pvsync2 with hipri polls for the completion (RWF_HIPRI), as fio does.
     rw_flags_ = options.hipri ? RWF_HIPRI : 0;
+    sfr_flags_ = options.sync_file_range_flags;
     return absl::OkStatus();
   }
   absl::Status Open(std::span<const int> fds) override {
@@ -60,9 +63,9 @@ class SyncEngine final : public IoEngine {
       case IoOp::kWrite:
         r = Write(req);
         break;
-      case IoOp::kFsync:
-        r = fsync(req.fd);
-        break;
+      case IoOp::kFsync:  // fsync, fdatasync or sync_file_range (sync_op.h)
+        req.res = DoSync(req, sfr_flags_);
+        return QueueResult::kCompleted;
       case IoOp::kTrim:
         req.res = TrimRange(req.fd, IsBlockFd(block_, req.file_index), req.offset, req.len);
         return QueueResult::kCompleted;
@@ -119,6 +122,7 @@ class SyncEngine final : public IoEngine {
 
   SyncFlavor flavor_;
   int rw_flags_ = 0;
+  unsigned sfr_flags_ = 0;  // sync_file_range's SYNC_FILE_RANGE_* flags
   std::vector<bool> block_;  // per file index: a block device
 };
 
