@@ -247,7 +247,7 @@ class IoLoop {
       }
       // Any sync completing starts its file's sync_file_range range over
       // (fio's io_completed: first_write = last_write = -1).
-      if (!write_ranges_.empty()) write_ranges_[static_cast<size_t>(r.file_index)] = {kNoWrite, kNoWrite};
+      if (sfr_every_ != 0) write_ranges_[static_cast<size_t>(r.file_index)] = {kNoWrite, kNoWrite};
       r.sync_kind = SyncKind::kFsync;  // the byte is prio_slot again for the slot's next I/O
       return;
     }
@@ -277,7 +277,7 @@ class IoLoop {
     }
     hd.bytes += static_cast<uint64_t>(res);
     ++hd.done;
-    if (!write_ranges_.empty() && r.op == IoOp::kWrite) LogWriteRange(r, static_cast<uint64_t>(res));
+    if (sfr_every_ != 0 && r.op == IoOp::kWrite) LogWriteRange(r, static_cast<uint64_t>(res));
     if (coarse_) {  // no latency measured (gtod_reduce): the times are coarse
       if constexpr (Src::kHooks) {
         if (const int err = src.OnComplete(r); err != 0) DataFailed(r, err);
