@@ -181,6 +181,17 @@ class IoGenerator {
   // The pass's bytes are issued and fio's do_io would not go on (GoOnAsFio,
   // which starts the bytes it goes on for): the paced loop ends the pass.
   bool pass_used_up() { return pass_left_ == 0 && !GoOnAsFio(); }
+  // The pass's bytes are issued and fio 3.33's do_io still asks for one more
+  // I/O (its loop runs while the bytes issued over every loop are under size
+  // x loops; a queueing engine's also stops at size queued this loop): where
+  // an fsync/fdatasync/sync_file_range is due, get_io_u issues it then, before
+  // the fill that finds the files used up. No side effect (GoOnAsFio starts
+  // the bytes it goes on for).
+  bool FioAsksAgain() const {
+    if (!fio_goes_on_ || filled_ >= ios_cap_) return false;
+    const uint64_t issued = Issued();
+    return issued < fio_limit_ && issued - loop_start_issued_ < fio_loop_cap_;
+  }
 
   // Starts a new pass: same random sequence again when repeatable (fio's lfsr/map reset).
   void ResetPass();

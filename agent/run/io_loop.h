@@ -426,15 +426,19 @@ class IoLoop {
   bool BeginVerifyPhase();
   // fio's fsync=N rule (get_rw_ddir): the next I/O is an fsync whenever the
   // writes issued so far are a non-zero multiple of N and the last I/O to
-  // complete was not an fsync. Like fio, with I/O still in flight this can
-  // issue several fsyncs in a row (its counts with io_uring show it).
+  // complete was not an fsync, while the pass still issues I/O or fio's do_io
+  // asks for one more at its end (IoGenerator::FioAsksAgain: on psync, a loop
+  // before the last: the due fsync then comes before the reopen, and again
+  // after it, as clear_io_state forgets the last one). Like fio, with I/O
+  // still in flight this can issue several fsyncs in a row (its counts with
+  // io_uring show it).
   // fdatasync=N and sync_file_range=flags:N follow the same rule, each with
   // its own N; when several are due at once fio picks fsync, then fdatasync,
   // then sync_file_range (SyncKindDue).
   bool FsyncDue() const {
     if (!syncs_on_ || last_was_sync_) return false;
     const uint64_t w = stats_.dir[static_cast<int>(IoOp::kWrite)].issued;
-    return w != 0 && last_write_fd_ >= 0 && !gen_.pass_done() &&
+    return w != 0 && last_write_fd_ >= 0 && (!gen_.pass_done() || gen_.FioAsksAgain()) &&
            ((fsync_every_ != 0 && w % fsync_every_ == 0) || (fdatasync_every_ != 0 && w % fdatasync_every_ == 0) ||
             (sfr_every_ != 0 && w % sfr_every_ == 0));
   }
