@@ -438,7 +438,7 @@ class IoLoop {
   bool FsyncDue() const {
     if (!syncs_on_ || last_was_sync_) return false;
     const uint64_t w = stats_.dir[static_cast<int>(IoOp::kWrite)].issued;
-    return w != 0 && last_write_fd_ >= 0 && (!gen_.pass_done() || gen_.FioAsksAgain()) &&
+    return w != 0 && (last_write_fd_ >= 0 || null_engine_) && (!gen_.pass_done() || gen_.FioAsksAgain()) &&
            ((fsync_every_ != 0 && w % fsync_every_ == 0) || (fdatasync_every_ != 0 && w % fdatasync_every_ == 0) ||
             (sfr_every_ != 0 && w % sfr_every_ == 0));
   }
@@ -608,6 +608,9 @@ class IoLoop {
   bool last_was_sync_ = false;   // the last I/O to complete was an fsync
   int last_write_fd_ = -1;       // file of the last write issued (fsync target)
   int last_write_file_ = 0;
+  // The null engine opens no files (no descriptor) and counts its syncs as
+  // fio's does: fsync=8 over 64 writes, sync total_ios 7.
+  const bool null_engine_ = job_.ioengine == "null";
   bool stop_issuing_ = false;
   bool requeued_ = false;        // a short/EAGAIN completion went back to the engine
   uint32_t batch_ops_ = 0;       // bit per IoOp present in batch_

@@ -167,5 +167,23 @@ TEST_F(SyncRunTest, SyncFileRangeOnIoUringIsRefusedBeforeAnyIo) {
   EXPECT_FALSE(fs::exists(file));
 }
 
+// The null engine opens no file, and fio 3.33 still counts its syncs: fsync=8,
+// fdatasync=8 or sync_file_range=write:8 over 64 writes are 7 syncs (loops=2:
+// 16, the psync-like loop end included). Before: 0 (the rule wanted a file
+// descriptor).
+TEST_F(SyncRunTest, TheNullEngineCountsItsSyncsAsFio) {
+  for (const char* opt : {"fsync=8", "fdatasync=8", "sync_file_range=write:8"}) {
+    SCOPED_TRACE(opt);
+    RunResult r = MustRun(absl::StrCat("[n]\nioengine=null\nrw=write\nbs=4k\nsize=256k\n", opt, "\n"));
+    ASSERT_EQ(r.reported.size(), 1u);
+    EXPECT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+    EXPECT_EQ(r.reported[0].dir[1].total_ios, 64u);
+    EXPECT_EQ(r.reported[0].sync_lat.n, 7u);
+  }
+  RunResult r = MustRun("[n]\nioengine=null\nrw=write\nbs=4k\nsize=256k\nloops=2\nfsync=8\n");
+  ASSERT_EQ(r.reported.size(), 1u);
+  EXPECT_EQ(r.reported[0].sync_lat.n, 16u);
+}
+
 }  // namespace
 }  // namespace iofleet::agent
