@@ -491,7 +491,8 @@ absl::Status LayOut(const std::string& path, uint64_t need, bool write_data, uin
       }
       pos += static_cast<uint64_t>(r);
     }
-    if (status.ok() && fdatasync(fd) != 0) status = IoError("lay out (fdatasync)", path, errno);
+    // fio's extend_file ends a layout with fsync (create_fsync=1, its default).
+    if (status.ok() && fsync(fd) != 0) status = IoError("lay out (fsync)", path, errno);
   }
   ::close(fd);
   return status;
