@@ -1,8 +1,8 @@
 // Job-language features of issue 13 checked through a real run where the unit
 // tests check only the arithmetic: random_distribution reaching the offsets a
-// job issues, ss_ramp delaying the steady-state checks, and the JSON of the
+// job issues, ss_ramp delaying the steady-state checks, the JSON of the
 // latency measured from each rated I/O's scheduled time (iofleet's
-// coordinated-omission extension).
+// coordinated-omission extension), flow_sleep.
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -127,6 +127,31 @@ TEST_F(JobFeat8Test, ScheduledLatencyIsInTheJsonOfARatedJob) {
   const nlohmann::json ju =
       nlohmann::json::parse(stats::FioJson(u.header, u.reported, false))["jobs"][0]["read"];
   EXPECT_FALSE(ju.contains("iofleet")) << ju.dump();
+}
+
+// flow_sleep: a job held back by its flow share sleeps that long before it
+// asks again (fio: "the period of time to wait after the flow counter has
+// exceeded its proportion"), where flow_sleep=0 asks again at once. Two
+// null-engine jobs of equal weight for 1 s: without a sleep each issues
+// hundreds of thousands of I/Os; with 20 ms per hold, each hold costs 20 ms
+// and a job is held about every other I/O, so each issues a few hundred at
+// most (1 s / 20 ms x the I/Os between holds), still in the 1:1 proportion.
+TEST_F(JobFeat8Test, FlowSleepWaitsThatLongWhenHeldBack) {
+  const std::string jobs =
+      "[global]\nioengine=null\nrw=randread\nbs=4k\nsize=1g\ntime_based=1\nruntime=1\n"
+      "flow_id=3\n[a]\nflow=1\n[b]\nflow=1\n";
+  RunResult spin = MustRun(jobs);
+  RunResult sleep = MustRun("[global]\nflow_sleep=20000\n" + jobs);
+  ASSERT_EQ(spin.reported.size(), 2u);
+  ASSERT_EQ(sleep.reported.size(), 2u);
+  for (int j = 0; j < 2; ++j) {
+    EXPECT_GT(spin.reported[j].dir[0].total_ios, 20000u) << "job " << j;
+    EXPECT_LT(sleep.reported[j].dir[0].total_ios, 2000u) << "job " << j;
+    EXPECT_GT(sleep.reported[j].dir[0].total_ios, 5u) << "job " << j;
+  }
+  const double a = static_cast<double>(sleep.reported[0].dir[0].total_ios);
+  const double b = static_cast<double>(sleep.reported[1].dir[0].total_ios);
+  EXPECT_NEAR(a / b, 1.0, 0.25);
 }
 
 }  // namespace
