@@ -257,9 +257,12 @@ void IoLoop::PublishInterval(uint64_t now) {
 }
 
 void IoLoop::IoFailed(const IoRequest& r, int err, bool nothing_transferred) {
-  // fio's td_non_fatal_error: continue_on_error names the class (EILSEQ is a
-  // verify error, reads are reads, everything else writes) and the errno must
-  // be in the class's ignore_error list (default: EIO, EILSEQ).
+  // fio's td_non_fatal_error (on completion, io_completed): continue_on_error
+  // names the class (EILSEQ is a verify error, reads are reads, everything
+  // else writes; ignore_error sets the bits of the classes it gives a list)
+  // and the errno must be in the class's ignore_error list (default: EIO,
+  // EILSEQ). A fatal error is not counted: fio's completion path stops the
+  // job (io_u_queued_complete's -1) before break_on_this_error counts it.
   const int cls = err == EILSEQ ? 2 : (r.op == IoOp::kRead ? 0 : 1);
   bool non_fatal = false;
   if ((job_.continue_on_error & (1u << cls)) != 0) {

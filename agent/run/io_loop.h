@@ -130,6 +130,10 @@ struct LoopConfig {
   int job_index = 0;             // clone index in the run (0-based)
   uint64_t interval_ns = 1000000000ull;
   std::atomic<bool>* cancel = nullptr;
+  // exitall: another job's end ended this one (fio's td->terminate). Read
+  // with the runtime end, as `cancel`; unlike a cancel, the job ends as at
+  // its runtime's end (its end fsync done, no verify phase or loop after).
+  const std::atomic<bool>* terminate = nullptr;
   WorkerMailbox* mailbox = nullptr;
   // Steady-state detection this clone reports to (steadystate_duration set);
   // `ss_member`: its index in the group.
@@ -380,7 +384,8 @@ class IoLoop {
   void PublishInterval(uint64_t now);
   bool ShouldStop(uint64_t now) const {
     return (runtime_end_ns_ != 0 && now >= runtime_end_ns_) ||
-           (cfg_.cancel != nullptr && cfg_.cancel->load(std::memory_order_relaxed));
+           (cfg_.cancel != nullptr && cfg_.cancel->load(std::memory_order_relaxed)) ||
+           (cfg_.terminate != nullptr && cfg_.terminate->load(std::memory_order_relaxed));
   }
   // The open-time cache drop and advice of cfg_.advise_at_start, once.
   void AdviseOpenedFiles();

@@ -66,6 +66,16 @@ class Worker {
   void Run();
   // Final (or, before Run() returns, empty) stats in fio's shape.
   const stats::JobStats& result() const { return result_; }
+  // exitall (fio's fio_terminate_threads): ends the job as its runtime's end
+  // would, promptly (the loop reads the flag where it checks its runtime end).
+  void Terminate() { terminate_.store(true, std::memory_order_relaxed); }
+  bool terminated() const { return terminate_.load(std::memory_order_relaxed); }
+  // Past its start delay and running (fio's runstate >= TD_RUNNING): the jobs
+  // exit_what=stonewall ends.
+  bool started() const { return started_.load(std::memory_order_relaxed); }
+  // A job ended before it started (exitall of another job: fio's run_threads
+  // never starts it): its result is all zeros, with its name and group.
+  void NotStarted();
   WorkerMailbox& mailbox() { return mailbox_; }
   const CloneSpec& spec() const { return spec_; }
   // CPUs (ids < 64) the worker was seen on while running (sampled each interval).
@@ -87,6 +97,8 @@ class Worker {
 
   CloneSpec spec_;
   std::atomic<bool>* cancel_;
+  std::atomic<bool> terminate_{false};
+  std::atomic<bool> started_{false};
   uint32_t interval_ms_;
   bool streaming_;
   std::vector<int> fds_;
