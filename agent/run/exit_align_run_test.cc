@@ -124,9 +124,9 @@ class IgnoreErrorRunTest : public RunTestFixture {
     f.seekp(8192 + 100);
     f.write("XXXX", 4);
   }
-  stats::JobStats Read(const std::string& extra) {
+  stats::JobStats Read(const std::string& extra, const std::string& engine = "ioengine=libaio\niodepth=1") {
     Corrupted("c.dat");
-    RunResult r = MustRun("[r]\nioengine=libaio\niodepth=1\nrw=read\nbs=4k\nsize=256k\nverify=crc32c\nfilename=" +
+    RunResult r = MustRun("[r]\n" + engine + "\nrw=read\nbs=4k\nsize=256k\nverify=crc32c\nfilename=" +
                           Path("c.dat") + "\n" + extra);
     return r.jobs.empty() ? stats::JobStats{} : r.jobs[0];
   }
@@ -157,6 +157,28 @@ TEST_F(IgnoreErrorRunTest, ErrorNotListedStopsTheJob) {
     EXPECT_EQ(js.total_err, 0u);
   }
   EXPECT_EQ(Read("ignore_error=,,84\ncontinue_on_error=none\n").continue_on_error, 0u);
+}
+
+// psync (fio 3.33's do_io, I/Os completed as queued): the failed read's -1
+// reaches break_on_this_error as errno 1 of the read class: counted when
+// continue_on_error covers reads (ignore_error=EIO: error 84, 3 reads,
+// total_err 1, first_error 1), and ignore_error=1 makes the job read on
+// (error 1, 64 reads, total_err 1). The verify list is as on libaio.
+TEST_F(IgnoreErrorRunTest, SyncEngineCountsTheFailedIoAsErrnoOne) {
+  stats::JobStats js = Read("ignore_error=EIO\n", "ioengine=psync");
+  EXPECT_EQ(js.error, 84);
+  EXPECT_EQ(js.dir[0].total_ios, 3u);
+  EXPECT_EQ(js.total_err, 1u);
+  EXPECT_EQ(js.first_error, 1);
+  js = Read("ignore_error=1\n", "ioengine=psync");
+  EXPECT_EQ(js.error, 1);
+  EXPECT_EQ(js.dir[0].total_ios, 64u);
+  EXPECT_EQ(js.total_err, 1u);
+  js = Read("ignore_error=,,84\n", "ioengine=psync");
+  EXPECT_EQ(js.error, 84);
+  EXPECT_EQ(js.dir[0].total_ios, 64u);
+  EXPECT_EQ(js.total_err, 1u);
+  EXPECT_EQ(js.first_error, 84);
 }
 
 }  // namespace

@@ -567,6 +567,10 @@ class IoLoop {
   uint32_t batch_ops_ = 0;       // bit per IoOp present in batch_
   int error_ = 0;
   std::string error_text_;
+  // The I/O completes inside the engine's queue call (RunSync: fio's
+  // FIO_Q_COMPLETED path, where a fatal completion error reaches
+  // break_on_this_error as errno 1; IoFailed).
+  bool inline_completion_ = false;
   // continue_on_error: errors that did not stop the job.
   uint64_t total_err_ = 0;
   int first_error_ = 0;
@@ -725,6 +729,7 @@ absl::Status IoLoop::RunShape(E& e, Src& src) {
 template <class E, bool kPaced, bool kLog, class Src>
 absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
   IoRequest& r = slots_[0];
+  inline_completion_ = true;
   [[maybe_unused]] uint32_t inflight = 0;
   while (!stop_issuing_) {
     if constexpr (kPaced) {
@@ -856,6 +861,7 @@ int IoLoop::ReapAndAccount(E& e, Src& src, int min, int max) {
 
 template <class E, bool kPaced, bool kLog, class Src>
 absl::Status IoLoop::RunAsync(E& e, Src& src) {
+  inline_completion_ = false;
   const uint32_t depth = static_cast<uint32_t>(slots_.size());
   const uint32_t batch_submit = std::clamp<uint32_t>(job_.iodepth_batch_submit, 1, depth);
   const uint32_t complete_min = std::min(job_.iodepth_batch_complete_min, depth);

@@ -912,6 +912,18 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
           std::unique_lock<std::mutex> lock(mu);
           if (!s.ok() && first_error.ok()) first_error = s;
           ++ready;
+          if (ready == n_phase && exitall) {
+            // The phase is released: its jobs run (fio's TD_RUNNING, set
+            // before any of them starts), but those waiting for another job
+            // or their start delay (fio creates those later).
+            for (size_t k = phase_start[p]; k < phase_start[p + 1]; ++k) {
+              const jobspec::JobSpec& kj = *plan.clones[k].job;
+              if (kj.wait_for.empty() && kj.startdelay_us == 0 && kj.startdelay_high_us == 0 &&
+                  !workers[k]->terminated()) {
+                workers[k]->MarkStarted();
+              }
+            }
+          }
           cv.notify_all();
           cv.wait(lock, [&] { return ready == n_phase; });
         }
@@ -930,7 +942,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
           }
         }
         w.Run();
-        if (exitall && w.started()) terminate_after(i);
+        if (exitall && w.ran()) terminate_after(i);
         std::lock_guard<std::mutex> lock(mu);
         --clones_left[static_cast<size_t>(w.spec().job_number)];
         cv.notify_all();

@@ -419,6 +419,7 @@ void Worker::Run() {
     return;
   }
   started_.store(true, std::memory_order_relaxed);
+  ran_.store(true, std::memory_order_relaxed);
   // pre_read: after the start delay, before the runtime starts, and once
   // whatever loops says (fio's thread_main calls pre_read_files before its
   // loop of passes).

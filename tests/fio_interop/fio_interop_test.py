@@ -100,7 +100,9 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
                    crc32c file with block 2 corrupted: ignore_error=,,84
                    and its variants continue (64 reads, total_err 1),
                    ,,EIO / EIO / a later continue_on_error=none stop after
-                   3 reads, uncounted; ,,EILSEQ and four classes fail to
+                   3 reads, uncounted (psync: EIO counts errno 1, and
+                   ignore_error=1 reads on: fio's -1 taken for errno 1);
+                   ,,EILSEQ and four classes fail to
                    parse in both (the agent before read ",,84" as a read
                    list: error 84 after 3 reads, no total_err)
 Standard library only.
@@ -972,7 +974,11 @@ def case_exitall(env):
         check(jobs["b"]["job_runtime"] < 1500 and wall < 2.5,
               f"group: {tool} b ran {jobs['b']['job_runtime']} ms, wall {wall:.2f} s (want b ended with a)")
         print(f"exitall group: {tool}: wall {wall:.2f} s, b {jobs['b']['job_runtime']} ms")
-    three = ("[global]\nioengine=null\nrw=read\nexitall=1\nexit_what={}\n[a]\nsize=64m\n"
+    # a runs long enough (4 GiB of null reads) for b to be running when a ends:
+    # fio SIGTERMs a job that has not reached its ramp yet, and that job's
+    # signal handler then ends every job of the run, later groups too
+    # ("fio: terminating on signal 15"), a race the agent does not copy.
+    three = ("[global]\nioengine=null\nrw=read\nexitall=1\nexit_what={}\n[a]\nsize=4g\n"
              "[b]\nnew_group\nsize=1g\ntime_based\nruntime=2\n[c]\nstonewall\nsize=1g\ntime_based\nruntime=1\n")
     for tool in ("fio", "iofleet"):
         jobs, _ = run(tool, three.format("group"))
@@ -987,7 +993,7 @@ def case_exitall(env):
               and c["error"] == 0 and c["groupid"] == 2,
               f"exit_what=all: {tool} b {jobs['b']['job_runtime']} ms, c {c['job_runtime']} ms "
               f"{c['read']['total_ios']} reads error {c['error']}")
-        later = ("[global]\nioengine=null\nrw=read\n[a]\nsize=64m\n[b]\nsize=1g\ntime_based\nruntime=2\n"
+        later = ("[global]\nioengine=null\nrw=read\n[a]\nsize=4g\n[b]\nsize=1g\ntime_based\nruntime=2\n"
                  "[c]\nstonewall\nsize=1m\nexitall=0\n")
         jobs, _ = run(tool, later)
         check(jobs["b"]["job_runtime"] < 1000 and jobs["c"]["read"]["total_ios"] == 256,
@@ -1037,6 +1043,21 @@ def case_ignore_error(env):
             f.write(b"XXXX")
 
     base = f"[r]\nfilename={target}\nsize=256k\nbs=4k\nrw=read\nverify=crc32c\nioengine=libaio\niodepth=1\n"
+    psync = base.replace("ioengine=libaio\niodepth=1\n", "ioengine=psync\n")
+    # psync: fio's do_io takes the failed I/O's -1 for errno 1 of the read
+    # class (break_on_this_error): counted when continue_on_error covers
+    # reads, and the job goes on when the read list holds 1.
+    for job, extra, want in ((psync, "ignore_error=EIO\n", (84, 3, 1, 1)), (psync, "ignore_error=1\n", (1, 64, 1, 1)),
+                             (psync, "ignore_error=,,84\n", (84, 64, 1, 84)), (psync, "ignore_error=,,EIO\n", (84, 3, 0, 0))):
+        r = env.job("r.fio", job + extra)
+        got = {}
+        for tool in ("iofleet", "fio"):
+            prepared()
+            j, _ = env.run(tool, r)
+            got[tool] = (j["error"], j["read"]["total_ios"], j.get("total_err"), j.get("first_error"))
+        check(got["fio"] == want, f"psync {extra!r}: fio 3.33 gave {got['fio']}, the test expects {want}")
+        check(got["iofleet"] == got["fio"], f"psync {extra!r}: iofleet {got['iofleet']} != fio {got['fio']}")
+        print(f"ignore_error psync {extra.strip()!r}: (error, reads, total_err, first_error) = {got['fio']} both")
     for extra, want in (("ignore_error=,,84\n", (84, 64, 1, 84)), ("ignore_error=,,84:5\n", (84, 64, 1, 84)),
                         ("ignore_error=EIO,EIO,84\n", (84, 64, 1, 84)),
                         ("continue_on_error=none\nignore_error=,,84\n", (84, 64, 1, 84)),
