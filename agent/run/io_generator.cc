@@ -54,6 +54,18 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
   for (int d = 0; d < jobspec::kNumDdirs; ++d) {
     unit_[d] = DirUsed(job, d) ? bso.ddir[d].min_bs : job_unit;
     if (DirUsed(job, d)) max_bs_ = std::max(max_bs_, bso.ddir[d].max_bs);
+    // blockalign (random I/O; jobspec::EffectiveBlockalign): offsets are
+    // multiples of it, drawn from (size - (smallest block - blockalign, when
+    // larger)) / blockalign blocks, as fio 3.33's last_block; the parser
+    // turned the random map off.
+    unit_tail_[d] = 0;
+    if (DirUsed(job, d) && jobspec::IsRandom(job.rw)) {
+      const uint64_t ba = jobspec::EffectiveBlockalign(job, d);
+      if (ba != unit_[d]) {
+        unit_tail_[d] = unit_[d] > ba ? unit_[d] - ba : 0;
+        unit_[d] = ba;
+      }
+    }
     if (unit_[d] != job_unit) same_unit = false;
   }
 
@@ -90,8 +102,8 @@ absl::Status IoGenerator::Init(const jobspec::JobSpec& job, uint32_t thread_numb
       }
       // Random strided zones draw inside the zone's range (fio sizes the
       // random map and the draw to zonerange).
-      const uint64_t n_blocks = strided_ && jobspec::IsRandom(job.rw) ? zone_range_ / unit_[d]
-                                                                       : fs.region_len / unit_[d];
+      const uint64_t span = strided_ && jobspec::IsRandom(job.rw) ? zone_range_ : fs.region_len;
+      const uint64_t n_blocks = (span > unit_tail_[d] ? span - unit_tail_[d] : 0) / unit_[d];
       if (n_blocks == 0) {
         if (!DirUsed(job, d) && d > 0) {
           fs.gen[d] = fs.gen[0];

@@ -5,7 +5,8 @@
 //
 // As fio:
 //  * Offsets of each direction are multiples of that direction's smallest
-//    block size (fio's blockalign default), so `bs=4k,64k` writes are 64k I/Os
+//    block size (fio's blockalign default; a random job's blockalign
+//    otherwise, jobspec::EffectiveBlockalign), so `bs=4k,64k` writes are 64k I/Os
 //    at 64k boundaries. When the directions' smallest sizes differ, each
 //    direction has its own offset generator (fio shares one random map and
 //    indexes it in mixed units; coverage per direction is what we keep).
@@ -452,6 +453,9 @@ class IoGenerator {
   std::optional<workload::BlockSizePicker> mark_bs_;
   // Offset unit per direction: its smallest block size.
   std::array<uint64_t, jobspec::kNumDdirs> unit_{4096, 4096, 4096};
+  // blockalign below the smallest block: the bytes the last block leaves
+  // out so that a smallest block fits (fio's last_block); 0 otherwise.
+  std::array<uint64_t, jobspec::kNumDdirs> unit_tail_{};
   uint64_t max_bs_ = 4096;
   // A pass that ends only when its files are used up (time_based, several
   // sequential files): bytes it never reaches (Issued() stays far from overflow).

@@ -72,6 +72,51 @@ TEST_F(IoGeneratorTest, RandomOffsetsAreFiosForTheSameJob) {
   EXPECT_EQ(range.size(), 43u) << "fio 3.33 issues 43 reads for this job";
 }
 
+// blockalign (ba) on random I/O: offsets are multiples of it, drawn from
+// size / ba blocks without the random map (fio turns it off), in fio 3.33's
+// order: the first 8 I/Os of its write_iolog for the same jobs on 1 MiB, the
+// count of I/Os and of distinct offsets. The agent before aligned to bs.
+TEST_F(IoGeneratorTest, BlockalignAlignsRandomOffsetsAsFio) {
+  auto check = [&](const std::string& opts, const std::vector<std::pair<uint64_t, uint32_t>>& want,
+                   size_t n, size_t distinct, uint64_t align) {
+    SCOPED_TRACE(opts);
+    const std::vector<Io> ios = Pass(opts + "\nsize=1m", 1 << 20, 1 << 20);
+    ASSERT_EQ(ios.size(), n);
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(ios[i].offset, want[i].first) << "I/O " << i;
+      EXPECT_EQ(ios[i].len, want[i].second) << "I/O " << i;
+    }
+    std::set<uint64_t> offsets;
+    for (const Io& io : ios) {
+      EXPECT_EQ(io.offset % align, 0u) << io.offset;
+      offsets.insert(io.offset);
+    }
+    EXPECT_EQ(offsets.size(), distinct);
+  };
+  EXPECT_TRUE(jobspec::ParseJobText("[t]\nrw=randread\nbs=4k\nba=16k\n", "t.fio")->jobs[0].norandommap);
+  check("rw=randread\nbs=4k\nba=16k",
+        {{49152, 4096}, {770048, 4096}, {868352, 4096}, {491520, 4096},
+         {409600, 4096}, {868352, 4096}, {393216, 4096}, {360448, 4096}}, 256, 64, 16384);
+  // Below bs: 1k steps, the last block kept whole (fio's last_block).
+  check("rw=randread\nbs=4k\nba=1k",
+        {{62464, 4096}, {773120, 4096}, {880640, 4096}, {490496, 4096},
+         {419840, 4096}, {877568, 4096}, {397312, 4096}, {368640, 4096}}, 256, 230, 1024);
+  // fio's examples/jesd219.fio shape: sub-4k blocks at 4k boundaries.
+  check("rw=randread\nbssplit=512/20:1k/20:2k/20:3584/40\nblockalign=4k",
+        {{61440, 512}, {774144, 3584}, {880640, 3584}, {491520, 1024},
+         {417792, 3584}, {880640, 512}, {397312, 3584}, {368640, 512}}, 503, 224, 4096);
+  // Per direction (ba=r,w): reads at 8k, writes at 16k.
+  const std::vector<Io> rw = Pass("rw=randrw\nbs=4k\nba=8k,16k\nsize=1m", 1 << 20, 1 << 20);
+  ASSERT_EQ(rw.size(), 256u);
+  const uint64_t want_rw[8] = {57344, 770048, 876544, 491520, 417792, 876544, 393216, 360448};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(rw[i].offset, want_rw[i]) << "I/O " << i;
+  for (const Io& io : rw) EXPECT_EQ(io.offset % (io.op == IoOp::kRead ? 8192 : 16384), 0u);
+  // Sequential I/O: fio ignores blockalign (0, 4k, 8k ...).
+  const std::vector<Io> seq = Pass("rw=read\nbs=4k\nba=16k\nsize=1m", 1 << 20, 1 << 20);
+  ASSERT_EQ(seq.size(), 256u);
+  for (size_t i = 0; i < seq.size(); ++i) EXPECT_EQ(seq[i].offset, i * 4096);
+}
+
 // file_service_type over three 64k files, 4k sequential writes: the files of
 // the first 16 I/Os are fio 3.33's (fio --debug=file, get_next_file lines,
 // same job). Before, every type was served round robin one I/O at a time.

@@ -257,9 +257,13 @@ void IoLoop::PublishInterval(uint64_t now) {
 }
 
 void IoLoop::IoFailed(const IoRequest& r, int err, bool nothing_transferred) {
-  // fio's td_non_fatal_error: continue_on_error names the class (EILSEQ is a
-  // verify error, reads are reads, everything else writes) and the errno must
-  // be in the class's ignore_error list (default: EIO, EILSEQ).
+  // fio's td_non_fatal_error (on completion, io_completed): continue_on_error
+  // names the class (EILSEQ is a verify error, reads are reads, everything
+  // else writes; ignore_error sets the bits of the classes it gives a list)
+  // and the errno must be in the class's ignore_error list (default: EIO,
+  // EILSEQ). A fatal error is not counted on a queueing engine: fio's
+  // completion path stops the job (io_u_queued_complete's -1) before
+  // break_on_this_error sees it; on a sync engine see below.
   const int cls = err == EILSEQ ? 2 : (r.op == IoOp::kRead ? 0 : 1);
   bool non_fatal = false;
   if ((job_.continue_on_error & (1u << cls)) != 0) {
@@ -286,6 +290,27 @@ void IoLoop::IoFailed(const IoRequest& r, int err, bool nothing_transferred) {
       first_error_text_ = std::move(text);
     }
     return;
+  }
+  if (inline_completion_ && (data_ == nullptr || !data_->in_verify_phase())) {
+    // fio 3.33's do_io on an engine that completes the I/O as it is queued
+    // (psync & co): io_u_sync_complete returns -1 for the fatal error and
+    // break_on_this_error takes that -1 for errno 1 (EPERM) of the I/O's
+    // direction (read, else write). When continue_on_error covers that
+    // class it counts errno 1 (total_err, first_error 1), and when the
+    // class's ignore_error list holds 1 the job even goes on, the error
+    // cleared. Its verify phase (do_verify) and queueing engines stop
+    // without this (the agent's verify-phase reads and RunAsync).
+    const int dcls = r.op == IoOp::kRead ? 0 : 1;
+    if ((job_.continue_on_error & (1u << dcls)) != 0) {
+      const std::vector<int>& list = job_.ignore_error[static_cast<size_t>(dcls)];
+      ++total_err_;
+      if (first_error_ == 0) {
+        first_error_ = 1;
+        first_error_text_ = absl::StrCat(std::strerror(1), " (fio 3.33 counts the failed I/O's -1 as errno 1: ",
+                                         text, ")");
+      }
+      if (std::find(list.begin(), list.end(), 1) != list.end()) return;  // EIO, EILSEQ by default: never 1
+    }
   }
   if (error_ == 0) {
     error_ = err;

@@ -130,6 +130,10 @@ struct LoopConfig {
   int job_index = 0;             // clone index in the run (0-based)
   uint64_t interval_ns = 1000000000ull;
   std::atomic<bool>* cancel = nullptr;
+  // exitall: another job's end ended this one (fio's td->terminate). Read
+  // with the runtime end, as `cancel`; unlike a cancel, the job ends as at
+  // its runtime's end (its end fsync done, no verify phase or loop after).
+  const std::atomic<bool>* terminate = nullptr;
   WorkerMailbox* mailbox = nullptr;
   // Steady-state detection this clone reports to (steadystate_duration set);
   // `ss_member`: its index in the group.
@@ -385,7 +389,8 @@ class IoLoop {
   void PublishInterval(uint64_t now);
   bool ShouldStop(uint64_t now) const {
     return (runtime_end_ns_ != 0 && now >= runtime_end_ns_) ||
-           (cfg_.cancel != nullptr && cfg_.cancel->load(std::memory_order_relaxed));
+           (cfg_.cancel != nullptr && cfg_.cancel->load(std::memory_order_relaxed)) ||
+           (cfg_.terminate != nullptr && cfg_.terminate->load(std::memory_order_relaxed));
   }
   // The open-time cache drop and advice of cfg_.advise_at_start, once.
   void AdviseOpenedFiles();
@@ -616,6 +621,10 @@ class IoLoop {
   uint32_t batch_ops_ = 0;       // bit per IoOp present in batch_
   int error_ = 0;
   std::string error_text_;
+  // The I/O completes inside the engine's queue call (RunSync: fio's
+  // FIO_Q_COMPLETED path, where a fatal completion error reaches
+  // break_on_this_error as errno 1; IoFailed).
+  bool inline_completion_ = false;
   // continue_on_error: errors that did not stop the job.
   uint64_t total_err_ = 0;
   int first_error_ = 0;
@@ -780,6 +789,7 @@ absl::Status IoLoop::RunShape(E& e, Src& src) {
 template <class E, bool kPaced, bool kLog, class Src>
 absl::Status IoLoop::RunSync(E& e, Src& src, bool mark_batches) {
   IoRequest& r = slots_[0];
+  inline_completion_ = true;
   [[maybe_unused]] uint32_t inflight = 0;
   while (!stop_issuing_) {
     if constexpr (kPaced) {
@@ -911,6 +921,7 @@ int IoLoop::ReapAndAccount(E& e, Src& src, int min, int max) {
 
 template <class E, bool kPaced, bool kLog, class Src>
 absl::Status IoLoop::RunAsync(E& e, Src& src) {
+  inline_completion_ = false;
   const uint32_t depth = static_cast<uint32_t>(slots_.size());
   const uint32_t batch_submit = std::clamp<uint32_t>(job_.iodepth_batch_submit, 1, depth);
   const uint32_t complete_min = std::min(job_.iodepth_batch_complete_min, depth);

@@ -783,6 +783,28 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
   }
   phase_start.push_back(plan.clones.size());
 
+  // exitall: as fio 3.33, where the option (any value) sets one flag for the
+  // whole run, a job that mentions it makes every job's end end others: the
+  // ending job's exit_what picks them (fio's fio_terminate_threads): its
+  // group (groupid), every job running (stonewall: the jobs started, past
+  // their start delay), or every job (all: the later ones never start and
+  // report zeros).
+  bool exitall = false;
+  for (const jobspec::JobSpec& j : list.jobs) exitall = exitall || j.exitall;
+  auto terminate_after = [&](size_t i) {
+    const CloneSpec& ended = plan.clones[i];
+    for (size_t k = 0; k < workers.size(); ++k) {
+      if (k == i) continue;
+      bool end = false;
+      switch (ended.job->exit_what) {
+        case jobspec::ExitWhat::kGroup: end = plan.clones[k].groupid == ended.groupid; break;
+        case jobspec::ExitWhat::kStonewall: end = workers[k]->started(); break;
+        case jobspec::ExitWhat::kAll: end = true; break;
+      }
+      if (end) workers[k]->Terminate();
+    }
+  };
+
   std::mutex mu;
   std::condition_variable cv;
   std::vector<int> clones_left(list.jobs.size(), 0);
@@ -884,11 +906,25 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
     for (size_t i = phase_start[p]; i < phase_start[p + 1]; ++i) {
       absl::StatusOr<Thread> th = StartThread([&, i] {
         Worker& w = *workers[i];
-        absl::Status s = w.Prepare();
+        // A job exitall ended before its phase is never prepared (Run()
+        // reports it with zeros).
+        absl::Status s = w.terminated() ? absl::OkStatus() : w.Prepare();
         {
           std::unique_lock<std::mutex> lock(mu);
           if (!s.ok() && first_error.ok()) first_error = s;
           ++ready;
+          if (ready == n_phase && exitall) {
+            // The phase is released: its jobs run (fio's TD_RUNNING, set
+            // before any of them starts), but those waiting for another job
+            // or their start delay (fio creates those later).
+            for (size_t k = phase_start[p]; k < phase_start[p + 1]; ++k) {
+              const jobspec::JobSpec& kj = *plan.clones[k].job;
+              if (kj.wait_for.empty() && kj.startdelay_us == 0 && kj.startdelay_high_us == 0 &&
+                  !workers[k]->terminated()) {
+                workers[k]->MarkStarted();
+              }
+            }
+          }
           cv.notify_all();
           cv.wait(lock, [&] { return ready == n_phase; });
         }
@@ -907,6 +943,7 @@ absl::StatusOr<RunResult> RunJobs(const jobspec::JobList& list, const RunOptions
           }
         }
         w.Run();
+        if (exitall && w.ran()) terminate_after(i);
         std::lock_guard<std::mutex> lock(mu);
         --clones_left[static_cast<size_t>(w.spec().job_number)];
         cv.notify_all();

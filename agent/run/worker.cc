@@ -303,6 +303,7 @@ absl::Status Worker::Prepare() {
   lc.job_index = spec_.clone_index;
   lc.interval_ns = static_cast<uint64_t>(interval_ms_) * 1000000ull;
   lc.cancel = cancel_;
+  lc.terminate = &terminate_;
   lc.mailbox = &mailbox_;
   lc.steady_state = spec_.steady_state;
   lc.ss_member = spec_.ss_member;
@@ -379,6 +380,30 @@ absl::Status Worker::PreRead() {
   return absl::OkStatus();
 }
 
+void Worker::NotStarted() {
+  const jobspec::JobSpec& job = *spec_.job;
+  stats::JobStats& js = result_;
+  js = stats::JobStats{};
+  js.jobname = job.name;
+  js.groupid = spec_.groupid;
+  js.thread_number = spec_.thread_number;
+  js.pid = static_cast<int>(getpid());
+  js.job_options = jobspec::JobOptionsEcho(job);
+  js.iodepth = job.iodepth;
+  js.continue_on_error = job.continue_on_error;
+  js.latency_depth = job.iodepth;
+  js.latency_target_ns = job.latency_target_us * 1000;
+  js.latency_window_us = job.latency_window_us;
+  js.latency_percentile = job.latency_percentile;
+  js.clat_percentiles = job.clat_percentiles;
+  js.lat_percentiles = job.lat_percentiles;
+  js.slat_percentiles = job.slat_percentiles;
+  js.percentile_list = job.percentile_list;
+  js.kb_base = job.kb_base;
+  js.unified_rw_reporting = static_cast<int>(job.unified_rw_reporting);
+  js.group_reporting = job.group_reporting;
+}
+
 void Worker::Run() {
   const jobspec::JobSpec& job = *spec_.job;
   rusage ru0{};
@@ -392,11 +417,18 @@ void Worker::Run() {
     }
     // Sleep in slices so a cancel is honoured.
     const uint64_t until = Clock::MonotonicNs() + delay * 1000;
-    while (Clock::MonotonicNs() < until &&
+    // exitall ends the delay too (fio's fio_terminate_threads zeroes start_delay).
+    while (Clock::MonotonicNs() < until && !terminated() &&
            !(cancel_ != nullptr && cancel_->load(std::memory_order_relaxed))) {
       usleep(static_cast<useconds_t>(std::min<uint64_t>(100000, (until - Clock::MonotonicNs()) / 1000 + 1)));
     }
   }
+  if (terminated()) {  // exitall: ended before its start (fio never starts it)
+    NotStarted();
+    return;
+  }
+  started_.store(true, std::memory_order_relaxed);
+  ran_.store(true, std::memory_order_relaxed);
   // pre_read: after the start delay, before the runtime starts, and once
   // whatever loops says (fio's thread_main calls pre_read_files before its
   // loop of passes).

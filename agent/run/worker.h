@@ -66,6 +66,21 @@ class Worker {
   void Run();
   // Final (or, before Run() returns, empty) stats in fio's shape.
   const stats::JobStats& result() const { return result_; }
+  // exitall (fio's fio_terminate_threads): ends the job as its runtime's end
+  // would, promptly (the loop reads the flag where it checks its runtime end).
+  void Terminate() { terminate_.store(true, std::memory_order_relaxed); }
+  bool terminated() const { return terminate_.load(std::memory_order_relaxed); }
+  // Released to run (fio's runstate >= TD_RUNNING, which fio's run_threads
+  // sets as it releases a job, before the job does anything): the jobs
+  // exit_what=stonewall ends. The runner marks a phase's jobs as it releases
+  // them (MarkStarted); a job with a start delay marks itself after it.
+  bool started() const { return started_.load(std::memory_order_relaxed); }
+  void MarkStarted() { started_.store(true, std::memory_order_relaxed); }
+  // Run() ran the job (not ended before its start).
+  bool ran() const { return ran_.load(std::memory_order_relaxed); }
+  // A job ended before it started (exitall of another job: fio's run_threads
+  // never starts it): its result is all zeros, with its name and group.
+  void NotStarted();
   WorkerMailbox& mailbox() { return mailbox_; }
   const CloneSpec& spec() const { return spec_; }
   // CPUs (ids < 64) the worker was seen on while running (sampled each interval).
@@ -87,6 +102,9 @@ class Worker {
 
   CloneSpec spec_;
   std::atomic<bool>* cancel_;
+  std::atomic<bool> terminate_{false};
+  std::atomic<bool> started_{false};
+  std::atomic<bool> ran_{false};
   uint32_t interval_ms_;
   bool streaming_;
   std::vector<int> fds_;

@@ -40,8 +40,8 @@ SKIP_PATTERNS = [
     r"^\s*(read|write)_iolog\s*=",     # replay / record
     r"^\s*ioengine\s*=\s*(?!(psync|sync|pvsync2?|libaio|io_uring|null)\b)",
     r"\$\{",                           # environment variables
-    r"^\s*exitall",                    # ends groups early on purpose
     r"^\s*(rate|rate_iops|thinktime|flow)\s*=",  # paced: ratio says nothing
+    r"^\s*filesize\s*=\s*\d+\s*[gGtT]",  # files of gigabytes (size= does not cap filesize=)
 ]
 
 

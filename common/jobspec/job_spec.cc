@@ -111,6 +111,10 @@ uint32_t VerifyHeaderBytes(VerifyType t) {
   return 40 + VerifyChecksumBytes(t);
 }
 
+uint64_t EffectiveBlockalign(const JobSpec& job, int d) {
+  return IsRandom(job.rw) && job.blockalign[d] != 0 ? job.blockalign[d] : job.bs_min[d];
+}
+
 bool TimeBasedPassesNeverEnd(const JobSpec& j) {
   if (!j.time_based || j.runtime_us == 0 || j.verify_only) return false;
   // experimental_verify with reads in the mix: the verify phase of a mixed

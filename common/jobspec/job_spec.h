@@ -419,6 +419,11 @@ struct JobSpec {
 // fio's JSON "ss" text of a job's steady-state criterion ("iops_slope:0.010000%").
 std::string SteadystateText(const JobSpec& job);
 
+// The offset alignment of direction `d` (fio 3.33's ba[] after fixup_options):
+// blockalign for random I/O, else (sequential I/O, or ba unset) the
+// direction's smallest block size.
+uint64_t EffectiveBlockalign(const JobSpec& job, int d);
+
 // Everything one invocation runs: [global] options as written plus the jobs.
 struct JobList {
   std::vector<std::pair<std::string, std::string>> global_options;  // "global options"

@@ -1353,13 +1353,34 @@ absl::Status ApplyContinueOnError(const OptionRow&, Builder& b, const OptCtx& c)
   return absl::OkStatus();
 }
 
-void RenderContinueOnError(const JobSpec& j, const Builder& t, Options* out) {
-  if (j.continue_on_error != t.spec.continue_on_error) {
-    out->emplace_back("continue_on_error", WordOf<uint32_t>(j.continue_on_error, IOFLEET_COE_WORDS));
+// The ignore_error classes (read, write, verify) given a list: their
+// continue_on_error bits, which ignore_error itself sets (fio 3.33).
+uint32_t IgnoreErrorBits(const JobSpec& j) {
+  uint32_t bits = 0;
+  for (size_t k = 0; k < j.ignore_error.size(); ++k) {
+    if (!j.ignore_error[k].empty()) bits |= 1u << k;
   }
+  return bits;
 }
 
-// "EIO" -> 5 (glibc's names), 0 if unknown.
+void RenderContinueOnError(const JobSpec& j, const Builder& t, Options* out) {
+  // Rendered before ignore_error (table order), whose lists add their
+  // classes' bits when read back: the word that, with those bits, gives the
+  // job's value (Fixup drops the lists of classes whose bit is clear).
+  const uint32_t added = j.ignore_error != t.spec.ignore_error ? IgnoreErrorBits(j) : 0;
+  if ((t.spec.continue_on_error | added) == j.continue_on_error) return;
+  uint32_t word = j.continue_on_error;
+  for (uint32_t v : {0u, uint32_t{kErrorRead}, uint32_t{kErrorWrite}, uint32_t{kErrorIo}, uint32_t{kErrorVerify},
+                     uint32_t{kErrorAll}}) {
+    if ((v | added) == j.continue_on_error) {
+      word = v;
+      break;
+    }
+  }
+  out->emplace_back("continue_on_error", WordOf<uint32_t>(word, IOFLEET_COE_WORDS));
+}
+
+// "EILSEQ" -> 84 (glibc's names), 0 if unknown.
 int ErrnoByName(const std::string& name) {
   for (int e = 1; e < 256; ++e) {
     const char* n = strerrorname_np(e);
@@ -1368,38 +1389,74 @@ int ErrnoByName(const std::string& name) {
   return 0;
 }
 
+// fio 3.33's str2error: the errno names ignore_error takes (EPERM = 1 ...
+// ERANGE = 34, in errno order); any other error is given by its number.
+constexpr const char* kFioErrorNames[] = {
+    "EPERM",  "ENOENT", "ESRCH",  "EINTR",   "EIO",    "ENXIO",  "E2BIG",  "ENOEXEC", "EBADF",
+    "ECHILD", "EAGAIN", "ENOMEM", "EACCES",  "EFAULT", "ENOTBLK", "EBUSY", "EEXIST",  "EXDEV",
+    "ENODEV", "ENOTDIR", "EISDIR", "EINVAL", "ENFILE", "EMFILE", "ENOTTY", "ETXTBSY", "EFBIG",
+    "ENOSPC", "ESPIPE", "EROFS",  "EMLINK",  "EPIPE",  "EDOM",   "ERANGE"};
+
+// fio 3.33's ignore_error=READ_LIST,WRITE_LIST,VERIFY_LIST: ',' between the
+// classes, ':' between one class's errors, each an errno name (fio's list
+// above) or a number (a negative one is its absolute value). An empty
+// element ends its class's list. A class given a list takes it instead of
+// the default (EIO, EILSEQ) and gets its continue_on_error bit; a class given
+// none keeps the default list; classes not given are left as they were.
 absl::Status ApplyIgnoreError(const OptionRow&, Builder& b, const OptCtx& c) {
-  std::array<std::vector<int>, 3> lists;
-  const std::vector<std::string> classes = absl::StrSplit(Trim(c.value), ':');
-  if (classes.size() > 3) return Tail("has more than 3 ':'-separated lists (read:write:verify)");
+  const std::vector<std::string> classes = absl::StrSplit(Trim(c.value), ',');
+  if (classes.size() > 3) {
+    return Tail("has more than 3 ','-separated classes (READ_LIST,WRITE_LIST,VERIFY_LIST; ':' separates the "
+                "errors of one class)");
+  }
   for (size_t k = 0; k < classes.size(); ++k) {
-    for (absl::string_view raw : absl::StrSplit(classes[k], ',', absl::SkipEmpty())) {
+    std::vector<int> list;
+    for (absl::string_view raw : absl::StrSplit(classes[k], ':')) {
       const std::string e = Trim(std::string(raw));
+      if (e.empty()) break;
       int code = 0;
-      if (!e.empty() && absl::ascii_isdigit(static_cast<unsigned char>(e[0]))) {
-        if (!absl::SimpleAtoi(e, &code) || code <= 0 || code > 4095) {
-          return Tail(absl::StrFormat("has a bad error number \"%s\"", e));
+      if (e[0] == 'E') {
+        for (size_t n = 0; n < std::size(kFioErrorNames); ++n) {
+          if (e == kFioErrorNames[n]) code = static_cast<int>(n) + 1;
+        }
+        if (code == 0) {
+          return Tail(absl::StrFormat("has an error name \"%s\" fio 3.33 does not know (it knows EPERM..ERANGE, "
+                                      "errno 1..34): give its number%s",
+                                      e, ErrnoByName(e) != 0 ? absl::StrCat(" (", ErrnoByName(e), ")") : ""));
         }
       } else {
-        code = ErrnoByName(e);
-        if (code == 0) return Tail(absl::StrFormat("has an unknown error name \"%s\"", e));
+        if (!absl::SimpleAtoi(e, &code) || code == 0 || code < -4095 || code > 4095) {
+          return Tail(absl::StrFormat("has a bad error \"%s\" (an errno name or a number 1..4095)", e));
+        }
+        if (code < 0) code = -code;
       }
-      lists[k].push_back(code);
+      list.push_back(code);
     }
+    if (!list.empty()) b.spec.continue_on_error |= 1u << k;
+    b.spec.ignore_error[k] = std::move(list);
   }
-  b.spec.ignore_error = std::move(lists);
   return absl::OkStatus();
 }
 
 void RenderIgnoreError(const JobSpec& j, const Builder& t, Options* out) {
   if (j.ignore_error == t.spec.ignore_error) return;
   std::vector<std::string> parts;
-  for (const auto& l : j.ignore_error) {
-    std::vector<std::string> codes;
-    for (int e : l) codes.push_back(absl::StrCat(e));
-    parts.push_back(absl::StrJoin(codes, ","));
+  for (const auto& l : j.ignore_error) parts.push_back(absl::StrJoin(l, ":"));
+  // A trailing class left out keeps the template's list when read back.
+  while (parts.size() > 1 && parts.back().empty() && t.spec.ignore_error[parts.size() - 1].empty()) {
+    parts.pop_back();
   }
-  out->emplace_back("ignore_error", absl::StrJoin(parts, ":"));
+  out->emplace_back("ignore_error", absl::StrJoin(parts, ","));
+}
+
+// exitall: fio 3.33's option is a flag whose callback sets one run-wide switch
+// whatever the number given, so exitall=0 turns it on too (and for every job
+// of the run: runner.cc). A value that is not a boolean is refused.
+absl::Status ApplyExitall(const OptionRow&, Builder& b, const OptCtx& c) {
+  auto v = BoolValue(c);
+  if (!v.ok()) return v.status();
+  b.spec.exitall = true;
+  return absl::OkStatus();
 }
 
 #define IOFLEET_EXIT_WORDS \
@@ -1516,10 +1573,13 @@ std::vector<OptionRow> MakeTable() {
   {.name = "thread", .type = T::kBool, .def = "0", .help = "Use threads instead of processes (iofleet always uses threads; without thread=1 a phase of N jobs gets the CPU weight of N sessions, as fio's job processes: docs/agent-cpu-share.md)",
    .category = C::kJob, .example = "1", .apply = SetBool<&JobSpec::thread>,
    .render = IOFLEET_RENDER_BOOL(thread, "thread")},
-  {.name = "exitall", .type = T::kBool, .def = "0", .help = "Terminate all jobs when one exits (which ones: exit_what)",
-   .category = C::kJob, .example = "1", .apply = SetBool<&JobSpec::exitall>,
+  {.name = "exitall", .type = T::kBool, .def = "0",
+   .help = "When a job ends, end the jobs exit_what names (default: its group); as in fio 3.33, given in any job, "
+           "even as exitall=0, it holds for every job of the run",
+   .category = C::kJob, .example = "1", .apply = ApplyExitall,
    .render = IOFLEET_RENDER_BOOL(exitall, "exitall")},
-  {.name = "exit_what", .type = T::kChoice, .def = "group", .help = "Fine-grained control for exitall: group, stonewall or all",
+  {.name = "exit_what", .type = T::kChoice, .def = "group", .help = "Which jobs exitall ends when this job ends: group (its group), stonewall (every job running), "
+           "all (every job; the later ones never start and report zeros)",
    .category = C::kJob, .example = "all", .example_with = "exitall=1", .apply = ApplyExitWhat, .render = RenderExitWhat},
   {.name = "exitall_on_error", .type = T::kBool, .def = "0", .help = "Terminate all jobs when one exits in error",
    .category = C::kJob, .status = S::kRefused, .reason = "ending every job when one fails (exitall_on_error) is not implemented yet",
@@ -1683,11 +1743,15 @@ std::vector<OptionRow> MakeTable() {
   {.name = "serialize_overlap", .type = T::kBool, .def = "0", .help = "Wait for in-flight IOs that collide to complete",
    .category = C::kIo, .example = "1", .apply = internal::ApplySerializeOverlap,
    .render = internal::RenderSerializeOverlap},
-  {.name = "ignore_error", .type = T::kString, .help = "Errors continue_on_error treats as non-fatal, per class: READ_LIST:WRITE_LIST:VERIFY_LIST (names or numbers, ',' separated)",
-   .category = C::kIo, .example = "EIO,ENOSPC:122", .apply = ApplyIgnoreError, .render = RenderIgnoreError},
   {.name = "continue_on_error", .type = T::kChoice, .def = "none",
-   .help = "Continue on non-fatal errors (EIO, EILSEQ, or ignore_error's lists) during IO: none, read, write, io, verify, all (0, 1)",
+   .help = "Continue on non-fatal errors (EIO, EILSEQ, or ignore_error's lists) during IO: none, read, write, io, verify, all (0, 1); "
+           "ignore_error adds the classes it gives a list",
    .category = C::kIo, .example = "all", .apply = ApplyContinueOnError, .render = RenderContinueOnError},
+  {.name = "ignore_error", .type = T::kString,
+   .help = "Errors that do not stop the job, per class: READ_LIST,WRITE_LIST,VERIFY_LIST (',' between the classes, "
+           "':' between a class's errors; errno names EPERM..ERANGE or numbers); a class given a list takes it "
+           "instead of EIO, EILSEQ and gets its continue_on_error bit, as in fio 3.33",
+   .category = C::kIo, .example = "EAGAIN,ENOSPC:122", .apply = ApplyIgnoreError, .render = RenderIgnoreError},
   {.name = "error_dump", .type = T::kBool, .def = "0", .help = "Dump info on each error",
    .category = C::kIo, .status = S::kNoOp, .reason = "only prints diagnostics to stderr"},
   {.name = "ioscheduler", .type = T::kString, .help = "Use this IO scheduler on the backing device",
@@ -1709,7 +1773,9 @@ std::vector<OptionRow> MakeTable() {
   {.name = "bs_unaligned", .aliases = "blocksize_unaligned", .type = T::kBool, .def = "0",
    .help = "Don't sector align IO buffer sizes", .category = C::kBlockSize, .example = "1",
    .apply = SetBool<&JobSpec::bs_unaligned>, .render = IOFLEET_RENDER_BOOL(bs_unaligned, "bs_unaligned")},
-  {.name = "ba", .aliases = "blockalign", .type = T::kDdirList, .help = "IO block offset alignment, per direction (any value other than the smallest block size turns the random map off, as in fio)",
+  {.name = "ba", .aliases = "blockalign", .type = T::kDdirList, .help = "Offset alignment of random IO, per direction (sequential IO ignores it, as fio; a value other than the "
+           "smallest block size turns the random map off, as in fio; not with random_distribution other than random, "
+           "random_generator=lfsr or zonemode=zbd)",
    .category = C::kBlockSize, .example = "512", .apply = ApplyBlockalign, .render = RenderBlockalign},
   {.name = "bs_is_seq_rand", .type = T::kBool, .def = "0",
    .help = "Consider any blocksize setting to be sequential,random", .category = C::kBlockSize,

@@ -288,3 +288,110 @@ TEST(OptionTableTest, ReferenceListsEveryRow) {
 
 }  // namespace
 }  // namespace iofleet::jobspec
+
+namespace iofleet::jobspec {
+namespace {
+
+JobSpec One(const std::string& body) {
+  auto l = ParseJobText("[a]\n" + body + "\n", "j.fio", Opts());
+  EXPECT_TRUE(l.ok()) << l.status() << "\n" << body;
+  return l.ok() && !l->jobs.empty() ? l->jobs[0] : JobSpec{};
+}
+
+std::string Error(const std::string& body) {
+  auto l = ParseJobText("[a]\n" + body + "\n", "j.fio", Opts());
+  EXPECT_FALSE(l.ok()) << body;
+  return l.ok() ? "" : std::string(l.status().message());
+}
+
+// Parses, renders with ToJobText, parses back: the same job, a fixed point.
+void RoundTrips(const std::string& text) {
+  SCOPED_TRACE(text);
+  auto l = ParseJobText(text, "j.fio", Opts());
+  ASSERT_TRUE(l.ok()) << l.status();
+  const std::string rendered = ToJobText(*l);
+  auto back = ParseJobText(rendered, "rendered.fio", Opts());
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << rendered;
+  ASSERT_EQ(back->jobs.size(), l->jobs.size());
+  for (size_t i = 0; i < l->jobs.size(); ++i) {
+    EXPECT_EQ(Comparable(back->jobs[i]), Comparable(l->jobs[i])) << rendered;
+  }
+  EXPECT_EQ(ToJobText(*back), rendered) << "not a fixed point";
+}
+
+// fio 3.33's ignore_error=READ_LIST,WRITE_LIST,VERIFY_LIST: ',' between the
+// classes, ':' between a class's errors (its HOWTO's EAGAIN,ENOSPC:122); a
+// class given a list gets its continue_on_error bit. iofleet before split the
+// classes on ':' and read ",,84" as a read list, continue_on_error untouched.
+TEST(IgnoreErrorOptionTest, ClassesAreCommaSeparatedAsFios) {
+  JobSpec j = One("ignore_error=EAGAIN,ENOSPC:122");
+  EXPECT_EQ(j.ignore_error[0], std::vector<int>({11}));
+  EXPECT_EQ(j.ignore_error[1], std::vector<int>({28, 122}));
+  EXPECT_TRUE(j.ignore_error[2].empty());
+  EXPECT_EQ(j.continue_on_error, uint32_t{kErrorIo});
+  j = One("ignore_error=,,84");
+  EXPECT_TRUE(j.ignore_error[0].empty());
+  EXPECT_TRUE(j.ignore_error[1].empty());
+  EXPECT_EQ(j.ignore_error[2], std::vector<int>({84}));
+  EXPECT_EQ(j.continue_on_error, uint32_t{kErrorVerify});
+  // An empty element ends the class (fio's strsep loop); negative numbers count as theirs.
+  EXPECT_EQ(One("ignore_error=EIO::EAGAIN").ignore_error[0], std::vector<int>({5}));
+  EXPECT_EQ(One("ignore_error=-5").ignore_error[0], std::vector<int>({5}));
+  // continue_on_error given after ignore_error sets the value; before, ignore_error adds to it.
+  EXPECT_EQ(One("ignore_error=,,84\ncontinue_on_error=none").continue_on_error, 0u);
+  EXPECT_EQ(One("continue_on_error=read\nignore_error=,,84").continue_on_error,
+            uint32_t{kErrorRead | kErrorVerify});
+}
+
+TEST(IgnoreErrorOptionTest, BadValuesNameTheFieldAndValue) {
+  EXPECT_THAT(Error("ignore_error=,,EILSEQ"),
+              HasSubstr("option \"ignore_error\": value \",,EILSEQ\" has an error name \"EILSEQ\" fio 3.33 does "
+                        "not know (it knows EPERM..ERANGE, errno 1..34): give its number (84)"));
+  EXPECT_THAT(Error("ignore_error=1,2,3,4"),
+              HasSubstr("option \"ignore_error\": value \"1,2,3,4\" has more than 3 ','-separated classes"));
+  EXPECT_THAT(Error("ignore_error=EFOO"), HasSubstr("error name \"EFOO\""));
+  EXPECT_THAT(Error("ignore_error=abc"), HasSubstr("has a bad error \"abc\""));
+  EXPECT_THAT(Error("ignore_error=0"), HasSubstr("has a bad error \"0\""));
+}
+
+TEST(IgnoreErrorOptionTest, RendersBackToTheSameJob) {
+  RoundTrips("[a]\nignore_error=,,84\n");
+  RoundTrips("[a]\nignore_error=EAGAIN,ENOSPC:122\n");
+  RoundTrips("[a]\nignore_error=,,84\ncontinue_on_error=none\n");
+  RoundTrips("[a]\ncontinue_on_error=read\nignore_error=,,84\n");
+  RoundTrips("[a]\ncontinue_on_error=all\nignore_error=EIO\n");
+  RoundTrips("[global]\nignore_error=EIO,EIO\n[a]\nignore_error=,,84\n[b]\n");
+}
+
+// fio 3.33's exitall is a flag whose callback sets one switch for the run,
+// whatever number is given: exitall=0 turns it on too. A non-boolean is an error.
+TEST(ExitallOptionTest, AnyValueTurnsItOn) {
+  EXPECT_TRUE(One("exitall").exitall);
+  EXPECT_TRUE(One("exitall=1").exitall);
+  EXPECT_TRUE(One("exitall=0").exitall);
+  EXPECT_FALSE(One("").exitall);
+  EXPECT_THAT(Error("exitall=foo"), HasSubstr("option \"exitall\": value \"foo\""));
+  EXPECT_EQ(One("exit_what=stonewall").exit_what, ExitWhat::kStonewall);
+  EXPECT_THAT(Error("exit_what=some"), HasSubstr("option \"exit_what\": value \"some\""));
+  RoundTrips("[a]\nexitall=0\nexit_what=all\n");
+}
+
+// blockalign: random I/O only; a value other than the smallest block turns the
+// random map off (fio 3.33: "Any use of blockalign= turns off randommap").
+TEST(BlockalignOptionTest, TurnsTheRandomMapOffForRandomIo) {
+  EXPECT_TRUE(One("rw=randread\nbs=4k\nba=16k").norandommap);
+  EXPECT_EQ(EffectiveBlockalign(One("rw=randread\nbs=4k\nba=16k"), kRead), 16384u);
+  EXPECT_FALSE(One("rw=randread\nbs=4k\nba=4k").norandommap);
+  EXPECT_FALSE(One("rw=read\nbs=4k\nba=16k").norandommap);
+  EXPECT_EQ(EffectiveBlockalign(One("rw=read\nbs=4k\nba=16k"), kRead), 4096u);  // sequential: ignored
+  JobSpec rw = One("rw=randrw\nbs=4k\nba=8k,16k");
+  EXPECT_EQ(EffectiveBlockalign(rw, kRead), 8192u);
+  EXPECT_EQ(EffectiveBlockalign(rw, kWrite), 16384u);
+  EXPECT_THAT(Error("rw=randread\nbs=4k\nba=16k\nrandom_distribution=zipf:1.2"),
+              HasSubstr("option \"ba\": value \"16k\" (other than the smallest block size) with random_distribution"));
+  EXPECT_THAT(Error("rw=randread\nbs=4k\nba=0"), HasSubstr("must be > 0"));
+  RoundTrips("[a]\nrw=randread\nbs=4k\nba=16k\n");
+}
+
+}  // namespace
+}  // namespace iofleet::jobspec

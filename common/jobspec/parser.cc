@@ -353,6 +353,24 @@ void Fixup(Builder& b) {
     s.time_based = false;
   }
   if (s.loops == 0) s.loops = 1;  // fio runs a loops=0 job once
+  // ignore_error's list of a class continue_on_error does not cover (set to
+  // less after ignore_error) is never consulted (fio's break_on_this_error):
+  // dropped, so the job renders back as it runs.
+  for (size_t k = 0; k < s.ignore_error.size(); ++k) {
+    if ((s.continue_on_error & (1u << k)) == 0) s.ignore_error[k].clear();
+  }
+  // fio's fixup_options: blockalign counts for random I/O only, and one other
+  // than a direction's smallest block turns the random map off ("Any use of
+  // blockalign= turns off randommap"): the aligned offsets are drawn from
+  // size / blockalign blocks, some of them again.
+  if (IsRandom(s.rw) && !s.norandommap) {
+    for (int d = 0; d < kNumDdirs; ++d) {
+      if (EffectiveBlockalign(s, d) == s.bs_min[d]) continue;
+      Note(b, "ba", s.blockalign[d], "turns the random map off (norandommap=1), as fio's blockalign");
+      s.norandommap = true;
+      break;
+    }
+  }
   internal::FixupData(b);
   FixupLogs(b);
 }
@@ -432,6 +450,19 @@ absl::Status ValidateJobImpl(const JobSpec& s, const std::vector<std::string>& e
   }
   if (s.time_based && s.runtime_us == 0) {
     return fail("time_based", "1", "requires runtime > 0");
+  }
+  // blockalign other than the smallest block: the agent aligns uniform random
+  // offsets (fio's tausworthe draw over size / blockalign blocks); fio's other
+  // offset sources count their blocks in the smallest block size and scale
+  // them by blockalign, which the agent does not reproduce.
+  for (int d = 0; d < kNumDdirs; ++d) {
+    if (!IsRandom(s.rw) || EffectiveBlockalign(s, d) == s.bs_min[d]) continue;
+    if (s.random_distribution != RandomDistribution::kRandom || s.random_generator == RandomGenerator::kLfsr ||
+        s.zone_mode == ZoneMode::kZbd) {
+      return fail("ba", U(s.blockalign[d]),
+                  "(other than the smallest block size) with random_distribution other than random, "
+                  "random_generator=lfsr or zonemode=zbd is not implemented by the agent yet");
+    }
   }
   if (!s.wait_for.empty() &&
       std::find(earlier_names.begin(), earlier_names.end(), s.wait_for) == earlier_names.end()) {

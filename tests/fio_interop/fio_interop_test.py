@@ -102,6 +102,27 @@ Cases (each its own ctest test; exit 77 = skipped when fio is not installed):
                    bsrange=4k-64k: the write_iolog I/Os and the JSON trim and
                    write counts are fio's; the agent's trims read back as
                    zeros (root and zram needed, else skipped)
+  exitall          exitall=1: job a writes 256 KiB on psync, job b (same
+                   group) is a 3 s time_based null job: both tools end b
+                   with a (fio 0.30 s wall, b ~0 ms; the agent before ran b
+                   its 3 s), error 0; exit_what=stonewall ends b (new_group)
+                   and then runs c (next stonewall) its 1 s; exit_what=all
+                   never starts c (zeros); exitall=0 in a later job only
+                   still ends b (fio's one switch for the run)
+  blockalign       ba/blockalign on random I/O (16k and 1k with bs=4k, per
+                   direction 8k,16k on randrw, jesd219's 4k with 512-3.5k
+                   bssplit), on sequential I/O (ignored): the write_iolog
+                   I/Os are fio's, offset for offset (the agent before
+                   aligned to bs: 192 of 256 reads off 16k, 256 distinct)
+  ignore_error     fio's READ_LIST,WRITE_LIST,VERIFY_LIST grammar on a
+                   crc32c file with block 2 corrupted: ignore_error=,,84
+                   and its variants continue (64 reads, total_err 1),
+                   ,,EIO / EIO / a later continue_on_error=none stop after
+                   3 reads, uncounted (psync: EIO counts errno 1, and
+                   ignore_error=1 reads on: fio's -1 taken for errno 1);
+                   ,,EILSEQ and four classes fail to
+                   parse in both (the agent before read ",,84" as a read
+                   list: error 84 after 3 reads, no total_err)
 Standard library only.
 """
 import argparse
@@ -1243,6 +1264,137 @@ def case_sync_options(env):
                 check(seen["fio"] == want_flags, f"{engine} rw={rw} sync={sync}: fio opened with {seen['fio']}")
                 check(seen["iofleet"] == want_flags,
                       f"{engine} rw={rw} sync={sync}: iofleet opened with {seen['iofleet']}, want {want_flags}")
+
+
+def all_jobs(stdout):
+    """Every job of a JSON report (fio may print lines before the JSON)."""
+    return {j["jobname"]: j for j in json.loads(stdout[stdout.index("{"):])["jobs"]}
+
+
+def case_exitall(env):
+    def run(tool, text):
+        job = env.job("e.fio", text)
+        cmd = ([env.agent, "run", job, "--output-format=json"] if tool == "iofleet"
+               else ["fio", job, "--output-format=json"])
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=env.dir, timeout=120)
+        return all_jobs(p.stdout), time.monotonic() - t0
+
+    group = (f"[global]\nexitall=1\n[a]\nioengine=psync\nrw=write\nsize=256k\nfilename={env.path('a.dat')}\n"
+             "[b]\nioengine=null\nrw=read\nsize=1g\ntime_based\nruntime=3\n")
+    for tool in ("fio", "iofleet"):
+        jobs, wall = run(tool, group)
+        check(jobs["a"]["error"] == 0 and jobs["b"]["error"] == 0, f"group: {tool} errors")
+        check(jobs["a"]["write"]["total_ios"] == 64, f"group: {tool} a wrote {jobs['a']['write']['total_ios']}")
+        check(jobs["b"]["job_runtime"] < 1500 and wall < 2.5,
+              f"group: {tool} b ran {jobs['b']['job_runtime']} ms, wall {wall:.2f} s (want b ended with a)")
+        print(f"exitall group: {tool}: wall {wall:.2f} s, b {jobs['b']['job_runtime']} ms")
+    # a runs long enough (4 GiB of null reads) for b to be running when a ends:
+    # fio SIGTERMs a job that has not reached its ramp yet, and that job's
+    # signal handler then ends every job of the run, later groups too
+    # ("fio: terminating on signal 15"), a race the agent does not copy.
+    three = ("[global]\nioengine=null\nrw=read\nexitall=1\nexit_what={}\n[a]\nsize=4g\n"
+             "[b]\nnew_group\nsize=1g\ntime_based\nruntime=2\n[c]\nstonewall\nsize=1g\ntime_based\nruntime=1\n")
+    for tool in ("fio", "iofleet"):
+        jobs, _ = run(tool, three.format("group"))
+        check(jobs["b"]["job_runtime"] >= 1990 and jobs["c"]["job_runtime"] >= 990,
+              f"exit_what=group: {tool} b {jobs['b']['job_runtime']} ms, c {jobs['c']['job_runtime']} ms")
+        jobs, _ = run(tool, three.format("stonewall"))
+        check(jobs["b"]["job_runtime"] < 1000 and jobs["c"]["job_runtime"] >= 990,
+              f"exit_what=stonewall: {tool} b {jobs['b']['job_runtime']} ms, c {jobs['c']['job_runtime']} ms")
+        jobs, _ = run(tool, three.format("all"))
+        c = jobs["c"]
+        check(jobs["b"]["job_runtime"] < 1000 and c["job_runtime"] == 0 and c["read"]["total_ios"] == 0
+              and c["error"] == 0 and c["groupid"] == 2,
+              f"exit_what=all: {tool} b {jobs['b']['job_runtime']} ms, c {c['job_runtime']} ms "
+              f"{c['read']['total_ios']} reads error {c['error']}")
+        later = ("[global]\nioengine=null\nrw=read\n[a]\nsize=4g\n[b]\nsize=1g\ntime_based\nruntime=2\n"
+                 "[c]\nstonewall\nsize=1m\nexitall=0\n")
+        jobs, _ = run(tool, later)
+        check(jobs["b"]["job_runtime"] < 1000 and jobs["c"]["read"]["total_ios"] == 256,
+              f"exitall=0 in c: {tool} b {jobs['b']['job_runtime']} ms, c {jobs['c']['read']['total_ios']} reads")
+        print(f"exitall exit_what=group/stonewall/all, exitall=0 in a later job: {tool} as fio 3.33")
+
+
+def case_blockalign(env):
+    target = env.path("ba.dat")
+    with open(target, "wb") as f:
+        f.write(b"\0" * (1 << 20))
+    for opts, align in (("rw=randread\nbs=4k\nba=16k", 16384), ("rw=randread\nbs=4k\nba=1k", 1024),
+                        ("rw=randwrite\nbs=4k\nblockalign=16k", 16384), ("rw=randrw\nbs=4k\nba=8k,16k", 8192),
+                        ("rw=randread\nbssplit=512/20:1k/20:2k/20:3584/40\nblockalign=4k", 4096),
+                        ("rw=randread\nbs=4k,8k\nba=16k\nrandseed=7", 16384),
+                        ("rw=read\nbs=4k\nba=16k", 4096)):
+        got = {}
+        for tool in ("fio", "iofleet"):
+            log = env.path(f"log_{tool}")
+            if os.path.exists(log):
+                os.unlink(log)
+            job = env.job("ba.fio", f"[j]\nfilename={target}\nsize=1m\nioengine=psync\n{opts}\nwrite_iolog={log}\n")
+            j, err = env.run(tool, job)
+            check(j["error"] == 0, f"{opts!r}: {tool} error {j['error']}: {err[:300]}")
+            with open(log) as f:  # (op, offset, length) of each I/O line
+                got[tool] = [(w[2], int(w[3]), int(w[4])) for w in (line.split() for line in f)
+                             if len(w) == 5 and w[2] in ("read", "write")]
+        name = opts.replace(chr(10), " ")
+        check(got["iofleet"] == got["fio"], f"{name}: the agent's I/Os differ from fio's "
+              f"(first fio {got['fio'][:3]}, agent {got['iofleet'][:3]})")
+        offsets = [o for _, o, _ in got["fio"]]
+        check(all(o % align == 0 for o in offsets), f"{name}: offsets not {align}-aligned")
+        print(f"blockalign {name}: {len(offsets)} I/Os, {len(set(offsets))} distinct offsets, fio's order in both")
+
+
+def case_ignore_error(env):
+    target = env.path("c.dat")
+    w = env.job("w.fio", f"[w]\nfilename={target}\nsize=256k\nbs=4k\nrw=write\nverify=crc32c\n"
+                         "do_verify=0\nioengine=psync\n")
+
+    def prepared():
+        if os.path.exists(target):
+            os.unlink(target)
+        env.run("fio", w)
+        with open(target, "r+b") as f:
+            f.seek(8192 + 100)
+            f.write(b"XXXX")
+
+    base = f"[r]\nfilename={target}\nsize=256k\nbs=4k\nrw=read\nverify=crc32c\nioengine=libaio\niodepth=1\n"
+    psync = base.replace("ioengine=libaio\niodepth=1\n", "ioengine=psync\n")
+    # psync: fio's do_io takes the failed I/O's -1 for errno 1 of the read
+    # class (break_on_this_error): counted when continue_on_error covers
+    # reads, and the job goes on when the read list holds 1.
+    for job, extra, want in ((psync, "ignore_error=EIO\n", (84, 3, 1, 1)), (psync, "ignore_error=1\n", (1, 64, 1, 1)),
+                             (psync, "ignore_error=,,84\n", (84, 64, 1, 84)), (psync, "ignore_error=,,EIO\n", (84, 3, 0, 0))):
+        r = env.job("r.fio", job + extra)
+        got = {}
+        for tool in ("iofleet", "fio"):
+            prepared()
+            j, _ = env.run(tool, r)
+            got[tool] = (j["error"], j["read"]["total_ios"], j.get("total_err"), j.get("first_error"))
+        check(got["fio"] == want, f"psync {extra!r}: fio 3.33 gave {got['fio']}, the test expects {want}")
+        check(got["iofleet"] == got["fio"], f"psync {extra!r}: iofleet {got['iofleet']} != fio {got['fio']}")
+        print(f"ignore_error psync {extra.strip()!r}: (error, reads, total_err, first_error) = {got['fio']} both")
+    for extra, want in (("ignore_error=,,84\n", (84, 64, 1, 84)), ("ignore_error=,,84:5\n", (84, 64, 1, 84)),
+                        ("ignore_error=EIO,EIO,84\n", (84, 64, 1, 84)),
+                        ("continue_on_error=none\nignore_error=,,84\n", (84, 64, 1, 84)),
+                        ("ignore_error=,,EIO\n", (84, 3, 0, 0)), ("ignore_error=EIO\n", (84, 3, 0, 0)),
+                        ("ignore_error=,,84\ncontinue_on_error=none\n", (84, 3, None, None))):
+        r = env.job("r.fio", base + extra)
+        got = {}
+        for tool in ("iofleet", "fio"):
+            prepared()
+            j, _ = env.run(tool, r)
+            got[tool] = (j["error"], j["read"]["total_ios"], j.get("total_err"), j.get("first_error"))
+        check(got["fio"] == want, f"{extra!r}: fio 3.33 gave {got['fio']}, the test expects {want}")
+        check(got["iofleet"] == got["fio"], f"{extra!r}: iofleet {got['iofleet']} != fio {got['fio']}")
+        print(f"ignore_error {extra.strip()!r}: (error, reads, total_err, first_error) = {got['fio']} both")
+    for bad in ("ignore_error=,,EILSEQ\n", "ignore_error=,,84,5\n"):
+        r = env.job("r.fio", base + bad)
+        for tool in ("iofleet", "fio"):
+            cmd = ([env.agent, "run", r, "--output-format=json"] if tool == "iofleet"
+                   else ["fio", r, "--output-format=json"])
+            p = subprocess.run(cmd, capture_output=True, text=True, cwd=env.dir, timeout=120)
+            check(p.returncode != 0 and '"read"' not in p.stdout, f"{bad!r}: {tool} ran it (rc {p.returncode})")
+        print(f"ignore_error {bad.strip()!r}: refused by both")
 
 
 def main():
