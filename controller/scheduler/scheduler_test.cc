@@ -798,7 +798,9 @@ TEST_F(SchedulerTest, LeasesAreOnResolvedIdentityNotPathStrings) {
   Resolve("a", a.get(), r1, {{"/dev/disk/by-id/nvme-X", {"blk:259:0"}}});
   EXPECT_THAT(a->Assigned(), ElementsAre(r1));
   for (const auto& m : a->msgs()) {
-    if (m.has_assign()) EXPECT_THAT(m.assign().target_keys(), ElementsAre("blk:259:0"));
+    if (m.has_assign()) {
+      EXPECT_THAT(m.assign().target_keys(), ElementsAre("blk:259:0"));
+    }
   }
   // A partition of the same disk under another name waits; another disk goes.
   Resolve("a", a.get(), r2, {{"/dev/nvme0n1p1", {"blk:259:0"}}});
