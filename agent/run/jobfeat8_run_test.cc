@@ -154,5 +154,31 @@ TEST_F(JobFeat8Test, FlowSleepWaitsThatLongWhenHeldBack) {
   EXPECT_NEAR(a / b, 1.0, 0.25);
 }
 
+// blockalign with a random_distribution (fio's examples/jesd219.fio:
+// bssplit from 512 B, blockalign=4k, random_distribution=zoned): every offset
+// is a multiple of blockalign inside the region, drawn by the zones' law over
+// the aligned blocks: zoned:50/5:30/15:20/80 puts half the I/Os in the first
+// 5 % of the region (within 6 binomial standard deviations).
+TEST_F(JobFeat8Test, BlockalignWithAZonedDistributionAlignsEveryOffset) {
+  const std::string log = Path("ba.iolog");
+  constexpr uint64_t kSize = 16ull << 20;
+  RunResult r = MustRun(absl::StrCat("[z]\nioengine=psync\nrw=randread\nbssplit=512/20:2k/30:4k/50\n",
+                                     "blockalign=4k\nsize=16m\nio_size=64m\nnumber_ios=8192\n",
+                                     "random_distribution=zoned:50/5:30/15:20/80\nfilename=", Path("z.dat"),
+                                     "\nwrite_iolog=", log, "\n"));
+  ASSERT_EQ(r.reported.size(), 1u);
+  ASSERT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+  const std::vector<uint64_t> offs = ReadOffsets(log);
+  ASSERT_EQ(offs.size(), 8192u);
+  uint64_t first_zone = 0;
+  for (uint64_t o : offs) {
+    ASSERT_EQ(o % 4096, 0u) << o;
+    ASSERT_LT(o, kSize);
+    first_zone += o < kSize / 20 ? 1 : 0;
+  }
+  const double n = static_cast<double>(offs.size());
+  EXPECT_NEAR(static_cast<double>(first_zone), n / 2, 6 * std::sqrt(n / 4));
+}
+
 }  // namespace
 }  // namespace iofleet::agent

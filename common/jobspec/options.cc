@@ -1774,7 +1774,7 @@ std::vector<OptionRow> MakeTable() {
    .help = "Don't sector align IO buffer sizes", .category = C::kBlockSize, .example = "1",
    .apply = SetBool<&JobSpec::bs_unaligned>, .render = IOFLEET_RENDER_BOOL(bs_unaligned, "bs_unaligned")},
   {.name = "ba", .aliases = "blockalign", .type = T::kDdirList, .help = "Offset alignment of random IO, per direction (sequential IO ignores it, as fio; a value other than the "
-           "smallest block size turns the random map off, as in fio; not with random_distribution other than random, "
+           "smallest block size turns the random map off, as in fio; a random_distribution draws its law over the aligned blocks; not with "
            "random_generator=lfsr or zonemode=zbd)",
    .category = C::kBlockSize, .example = "512", .apply = ApplyBlockalign, .render = RenderBlockalign},
   {.name = "bs_is_seq_rand", .type = T::kBool, .def = "0",

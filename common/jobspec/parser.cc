@@ -451,17 +451,17 @@ absl::Status ValidateJobImpl(const JobSpec& s, const std::vector<std::string>& e
   if (s.time_based && s.runtime_us == 0) {
     return fail("time_based", "1", "requires runtime > 0");
   }
-  // blockalign other than the smallest block: the agent aligns uniform random
-  // offsets (fio's tausworthe draw over size / blockalign blocks); fio's other
-  // offset sources count their blocks in the smallest block size and scale
-  // them by blockalign, which the agent does not reproduce.
+  // blockalign other than the smallest block: the agent draws random offsets
+  // over size / blockalign blocks (fio's last_block) and aligns them to it,
+  // with every random_distribution (the law over those blocks; README,
+  // "blockalign"). Not with lfsr (fio's LFSR walks the blocks of the smallest
+  // size) or zonemode=zbd (writes at the zone's write pointer).
   for (int d = 0; d < kNumDdirs; ++d) {
     if (!IsRandom(s.rw) || EffectiveBlockalign(s, d) == s.bs_min[d]) continue;
-    if (s.random_distribution != RandomDistribution::kRandom || s.random_generator == RandomGenerator::kLfsr ||
-        s.zone_mode == ZoneMode::kZbd) {
+    if (s.random_generator == RandomGenerator::kLfsr || s.zone_mode == ZoneMode::kZbd) {
       return fail("ba", U(s.blockalign[d]),
-                  "(other than the smallest block size) with random_distribution other than random, "
-                  "random_generator=lfsr or zonemode=zbd is not implemented by the agent yet");
+                  "(other than the smallest block size) with random_generator=lfsr or zonemode=zbd "
+                  "is not implemented by the agent yet");
     }
   }
   if (!s.wait_for.empty() &&
