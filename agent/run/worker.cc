@@ -380,6 +380,22 @@ absl::Status Worker::PreRead() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The options that shape how a job's stats are reported (percentiles, units,
+// grouping), for the JSON and normal writers.
+void CopyReportOptions(const jobspec::JobSpec& job, stats::JobStats& js) {
+  js.clat_percentiles = job.clat_percentiles;
+  js.lat_percentiles = job.lat_percentiles;
+  js.slat_percentiles = job.slat_percentiles;
+  js.percentile_list = job.percentile_list;
+  js.kb_base = job.kb_base;
+  js.unified_rw_reporting = static_cast<int>(job.unified_rw_reporting);
+  js.group_reporting = job.group_reporting;
+}
+
+}  // namespace
+
 void Worker::NotStarted() {
   const jobspec::JobSpec& job = *spec_.job;
   stats::JobStats& js = result_;
@@ -395,13 +411,7 @@ void Worker::NotStarted() {
   js.latency_target_ns = job.latency_target_us * 1000;
   js.latency_window_us = job.latency_window_us;
   js.latency_percentile = job.latency_percentile;
-  js.clat_percentiles = job.clat_percentiles;
-  js.lat_percentiles = job.lat_percentiles;
-  js.slat_percentiles = job.slat_percentiles;
-  js.percentile_list = job.percentile_list;
-  js.kb_base = job.kb_base;
-  js.unified_rw_reporting = static_cast<int>(job.unified_rw_reporting);
-  js.group_reporting = job.group_reporting;
+  CopyReportOptions(job, js);
 }
 
 void Worker::Run() {
@@ -484,13 +494,7 @@ void Worker::Run() {
   js.ctx = static_cast<uint64_t>((ru1.ru_nvcsw - ru0.ru_nvcsw) + (ru1.ru_nivcsw - ru0.ru_nivcsw));
   js.majf = static_cast<uint64_t>(ru1.ru_majflt - ru0.ru_majflt);
   js.minf = static_cast<uint64_t>(ru1.ru_minflt - ru0.ru_minflt);
-  js.clat_percentiles = job.clat_percentiles;
-  js.lat_percentiles = job.lat_percentiles;
-  js.slat_percentiles = job.slat_percentiles;
-  js.percentile_list = job.percentile_list;
-  js.kb_base = job.kb_base;
-  js.unified_rw_reporting = static_cast<int>(job.unified_rw_reporting);
-  js.group_reporting = job.group_reporting;
+  CopyReportOptions(job, js);
 }
 
 }  // namespace iofleet::agent
