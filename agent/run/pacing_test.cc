@@ -354,30 +354,28 @@ TEST(PacerTest, ThinkSpinIsCappedAtThinktime) {
   EXPECT_EQ(p.spin_us(), 100u);
 }
 
-// The latency target searches the depth as fio's: start at 1, double while the
-// window meets the target, bisect down on a miss, and settle.
-TEST(PacerTest, LatencyTargetFindsTheDepthThatMeetsIt) {
-  jobspec::JobSpec j = Job();
-  j.latency_target_us = 1000;
-  j.latency_window_us = 100000;
-  j.latency_percentile = 100;
-  Pacer p = Make(j, 32);
-  ASSERT_TRUE(p.lat_target());
-  uint64_t now = 0, ios = 0;
-  p.LatStart(now, ios);
-  EXPECT_EQ(p.qd(), 1u);
-  // A device whose latency is fine up to depth 6 and misses above.
+// Drives a latency-target depth search on a virtual clock, 10 completions per
+// 100 ms window, against a device whose latency meets the 1 ms target up to
+// depth fine(step) and misses above, for at most `steps` windows or until the
+// search settles (a final run). The depths it probed, window by window.
+struct LatSearch {
   std::vector<uint32_t> seen;
   bool final_run = false;
-  for (int step = 0; step < 100 && !final_run; ++step) {
-    seen.push_back(p.qd());
-    const uint64_t lat = p.qd() <= 6 ? 500000 : 2000000;
-    bool fatal = false;
+  bool fatal = false;
+};
+template <class Fine>
+LatSearch RunLatSearch(Pacer& p, int steps, Fine fine) {
+  LatSearch out;
+  uint64_t now = 0, ios = 0;
+  p.LatStart(now, ios);
+  for (int step = 0; step < steps && !out.final_run; ++step) {
+    out.seen.push_back(p.qd());
+    const uint64_t lat = p.qd() <= fine(step) ? 500000 : 2000000;
     for (int i = 0; i < 10 && !p.lat_ramped_down(); ++i) {
       ++ios;
-      fatal |= p.LatCompleted(lat);
+      out.fatal |= p.LatCompleted(lat);
     }
-    ASSERT_FALSE(fatal);
+    if (out.fatal) return out;
     if (p.lat_ramped_down()) {
       p.LatCycle(now, ios);
       continue;
@@ -385,7 +383,8 @@ TEST(PacerTest, LatencyTargetFindsTheDepthThatMeetsIt) {
     now += 100000000;
     switch (p.LatCheck(now, ios)) {
       case Pacer::LatAction::kFinalRun:
-        final_run = true;
+      case Pacer::LatAction::kDone:
+        out.final_run = true;
         break;
       case Pacer::LatAction::kQuiesce:
         p.LatCycle(now, ios);
@@ -394,67 +393,54 @@ TEST(PacerTest, LatencyTargetFindsTheDepthThatMeetsIt) {
         break;
     }
   }
-  ASSERT_TRUE(final_run) << "depth search did not settle";
+  return out;
+}
+
+jobspec::JobSpec LatJob(bool keep_searching) {
+  jobspec::JobSpec j = Job();
+  j.latency_target_us = 1000;
+  j.latency_window_us = 100000;
+  j.latency_percentile = 100;
+  j.latency_run = keep_searching;
+  return j;
+}
+
+// The latency target searches the depth as fio's: start at 1, double while the
+// window meets the target, bisect down on a miss, and settle.
+TEST(PacerTest, LatencyTargetFindsTheDepthThatMeetsIt) {
+  Pacer p = Make(LatJob(false), 32);
+  ASSERT_TRUE(p.lat_target());
+  // A device whose latency is fine up to depth 6 and misses above.
+  const LatSearch s = RunLatSearch(p, 100, [](int) { return 6u; });
+  ASSERT_FALSE(s.fatal);
+  ASSERT_TRUE(s.final_run) << "depth search did not settle";
   EXPECT_EQ(p.qd(), 6u);
-  EXPECT_EQ(seen.front(), 1u);
-  EXPECT_NE(std::find(seen.begin(), seen.end(), 8u), seen.end());  // doubled up to 8, then bisected
+  EXPECT_EQ(s.seen.front(), 1u);
+  EXPECT_NE(std::find(s.seen.begin(), s.seen.end(), 8u), s.seen.end());  // doubled up to 8, then bisected
 }
 
 // latency_run: the depth search never settles into a final run; it keeps
 // probing for the whole runtime (fio: "keep searching"), so the depth moves
 // again when the device's latency changes under it.
 TEST(PacerTest, LatencyRunKeepsSearchingWhenTheDeviceChanges) {
-  for (const bool keep : {false, true}) {
-    jobspec::JobSpec j = Job();
-    j.latency_target_us = 1000;
-    j.latency_window_us = 100000;
-    j.latency_percentile = 100;
-    j.latency_run = keep;
-    Pacer p = Make(j, 32);
-    uint64_t now = 0, ios = 0;
-    p.LatStart(now, ios);
-    bool final_run = false;
-    std::vector<uint32_t> seen;
-    for (int step = 0; step < 200 && !final_run; ++step) {
-      // Fine up to depth 6 for the first 100 steps, up to 12 after.
-      const uint32_t fine = step < 100 ? 6 : 12;
-      seen.push_back(p.qd());
-      const uint64_t lat = p.qd() <= fine ? 500000 : 2000000;
-      bool fatal = false;
-      for (int i = 0; i < 10 && !p.lat_ramped_down(); ++i) {
-        ++ios;
-        fatal |= p.LatCompleted(lat);
-      }
-      ASSERT_FALSE(fatal);
-      if (p.lat_ramped_down()) {
-        p.LatCycle(now, ios);
-        continue;
-      }
-      now += 100000000;
-      switch (p.LatCheck(now, ios)) {
-        case Pacer::LatAction::kFinalRun:
-        case Pacer::LatAction::kDone:
-          final_run = true;
-          break;
-        case Pacer::LatAction::kQuiesce:
-          p.LatCycle(now, ios);
-          break;
-        default:
-          break;
-      }
-    }
-    if (!keep) {
-      EXPECT_TRUE(final_run) << "without latency_run the search settles";
-      EXPECT_EQ(p.qd(), 6u);
-      continue;
-    }
-    EXPECT_FALSE(final_run) << "latency_run: the search never settles";
-    // It kept probing: the depth went above 6 again after the device got
-    // faster, and works at up to 12 by the end.
-    const uint32_t late_max = *std::max_element(seen.begin() + 150, seen.end());
-    EXPECT_GT(late_max, 6u);
-    EXPECT_LE(late_max, 13u);
-  }
+  // Fine up to depth 6 for the first 100 windows, up to 12 after.
+  const auto fine = [](int step) { return step < 100 ? 6u : 12u; };
+  Pacer settles = Make(LatJob(false), 32);
+  const LatSearch a = RunLatSearch(settles, 200, fine);
+  ASSERT_FALSE(a.fatal);
+  EXPECT_TRUE(a.final_run) << "without latency_run the search settles";
+  EXPECT_EQ(settles.qd(), 6u);
+
+  Pacer keeps = Make(LatJob(true), 32);
+  const LatSearch b = RunLatSearch(keeps, 200, fine);
+  ASSERT_FALSE(b.fatal);
+  EXPECT_FALSE(b.final_run) << "latency_run: the search never settles";
+  ASSERT_EQ(b.seen.size(), 200u);
+  // It kept probing: the depth went above 6 again after the device got
+  // faster, and works at up to 12 by the end.
+  const uint32_t late_max = *std::max_element(b.seen.begin() + 150, b.seen.end());
+  EXPECT_GT(late_max, 6u);
+  EXPECT_LE(late_max, 13u);
 }
 
 TEST(PacerTest, LatencyTargetMissedAtDepthOneIsFatal) {
