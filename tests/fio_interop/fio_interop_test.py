@@ -193,9 +193,11 @@ def case_verify_interop(env):
     print(f"verify_interop: {len(TYPES)} types, both directions: clean")
 
 
-def case_corrupt_block(env):
-    target = env.path("c.dat")
-    w = env.job("w.fio", f"[w]\nfilename={target}\nsize=1m\nbs=4k\nrw=write\nverify=crc32c\n"
+def corrupted_file(env, target, size, offsets):
+    """A function that has fio write `size` of crc32c-verified 4 KiB blocks to
+    `target` (without reading them back) and then overwrites 4 bytes at each
+    of `offsets`: a file to verify whose failures are known."""
+    w = env.job("w.fio", f"[w]\nfilename={target}\nsize={size}\nbs=4k\nrw=write\nverify=crc32c\n"
                          "do_verify=0\nioengine=psync\n")
 
     def prepared():
@@ -203,9 +205,15 @@ def case_corrupt_block(env):
             os.unlink(target)
         env.run("fio", w)
         with open(target, "r+b") as f:
-            for off in (8192 + 100, 36864 + 100, 397312 + 100):
+            for off in offsets:
                 f.seek(off)
                 f.write(b"XXXX")
+    return prepared
+
+
+def case_corrupt_block(env):
+    target = env.path("c.dat")
+    prepared = corrupted_file(env, target, "1m", (8192 + 100, 36864 + 100, 397312 + 100))
 
     # libaio at depth 1: the reads done when a failure stops the job do not
     # depend on timing (with psync, fio 3.33 reports continue_on_error=read
@@ -1346,16 +1354,7 @@ def case_blockalign(env):
 
 def case_ignore_error(env):
     target = env.path("c.dat")
-    w = env.job("w.fio", f"[w]\nfilename={target}\nsize=256k\nbs=4k\nrw=write\nverify=crc32c\n"
-                         "do_verify=0\nioengine=psync\n")
-
-    def prepared():
-        if os.path.exists(target):
-            os.unlink(target)
-        env.run("fio", w)
-        with open(target, "r+b") as f:
-            f.seek(8192 + 100)
-            f.write(b"XXXX")
+    prepared = corrupted_file(env, target, "256k", (8192 + 100,))
 
     base = f"[r]\nfilename={target}\nsize=256k\nbs=4k\nrw=read\nverify=crc32c\nioengine=libaio\niodepth=1\n"
     psync = base.replace("ioengine=libaio\niodepth=1\n", "ioengine=psync\n")
