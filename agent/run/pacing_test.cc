@@ -89,6 +89,27 @@ TEST(PacerTest, ChooseDirWaitsForTheEarlierDirectionWhenMixed) {
   EXPECT_EQ(wait, 4000000u);
 }
 
+// Drives `p` as the paced loop does, on a virtual clock from 0 to `end` ns:
+// rwmix's draws (`read_pct` % reads), the direction ChooseDir gives, waits to
+// its due time, 1 us per I/O (a device far faster than the rate). `len(c)` is
+// the size of an I/O of direction c; `issued(c)` sees each after OnIssue.
+template <class Len, class Issued>
+void DriveMixed(Pacer& p, uint32_t read_pct, uint64_t end, Len len, Issued issued) {
+  p.StartSchedule(0);
+  workload::Tausworthe64 mix(42);
+  uint64_t now = 0;
+  while (true) {
+    const int d = (mix.Next() % 100) < read_pct ? 0 : 1;
+    uint64_t wait = 0;
+    const int c = p.ChooseDir(d, d == 0 ? 100 - read_pct : read_pct, now, &wait);
+    if (wait != 0) now = wait;
+    if (now >= end) break;
+    p.OnIssue(c, static_cast<uint64_t>(len(c)));
+    issued(c);
+    now += 1000;
+  }
+}
+
 // fio issues 333 and 1290: with rwmix (or bssplit) fio's rate can come out
 // at twice what was asked. Drive the pacer as the loop does, with rwmix's
 // draws, on a virtual clock: each direction gets its own rate, the total is
@@ -99,21 +120,8 @@ TEST(PacerTest, RwmixGetsEachDirectionsOwnRateNotMore) {
     j.rate_iops[0] = 2000;
     j.rate_iops[1] = 500;
     Pacer p = Make(j);
-    p.StartSchedule(0);
-    workload::Tausworthe64 mix(42);
-    uint64_t now = 0;
     std::array<uint64_t, 2> n{};
-    const uint64_t end = 10 * kSec;
-    while (true) {
-      const int d = (mix.Next() % 100) < read_pct ? 0 : 1;
-      uint64_t wait = 0;
-      const int c = p.ChooseDir(d, d == 0 ? 100 - read_pct : read_pct, now, &wait);
-      if (wait != 0) now = wait;
-      if (now >= end) break;
-      p.OnIssue(c, 4096);
-      ++n[static_cast<size_t>(c)];
-      now += 1000;  // 1 us per I/O: the device is far faster than the rate
-    }
+    DriveMixed(p, read_pct, 10 * kSec, [](int) { return 4096; }, [&](int c) { ++n[static_cast<size_t>(c)]; });
     EXPECT_NEAR(static_cast<double>(n[0]), 20000, 2) << read_pct;
     EXPECT_NEAR(static_cast<double>(n[1]), 5000, 2) << read_pct;
   }
@@ -179,27 +187,19 @@ TEST(PacerTest, PoissonWithRwmixAndBssplitGivesEachDirectionItsOwnRate) {
     j.rate_iops[1] = 500;
     j.rate_process = jobspec::RateProcess::kPoisson;
     Pacer p = Make(j);
-    p.StartSchedule(0);
-    workload::Tausworthe64 mix(42), size(7);
-    uint64_t now = 0;
+    workload::Tausworthe64 size(7);
     std::array<uint64_t, 2> n{};
-    std::array<uint64_t, 2> prev_due = {p.due(0), p.due(1)};
+    std::array<uint64_t, 2> prev_due{};
     std::array<std::vector<double>, 2> gaps;
-    const uint64_t end = 100 * kSec;
-    while (true) {
-      const int d = (mix.Next() % 100) < read_pct ? 0 : 1;
-      uint64_t wait = 0;
-      const int c = p.ChooseDir(d, d == 0 ? 100 - read_pct : read_pct, now, &wait);
-      if (wait != 0) now = wait;
-      if (now >= end) break;
-      const uint64_t len = size.Next() % 2 == 0 ? 4096 : 65536;  // bssplit=4k/50:64k/50
-      p.OnIssue(c, len);
-      const size_t ci = static_cast<size_t>(c);
-      gaps[ci].push_back(static_cast<double>(p.due(c) - prev_due[ci]) * 1e-9);
-      prev_due[ci] = p.due(c);
-      ++n[ci];
-      now += 1000;  // 1 us per I/O: the device is far faster than the rate
-    }
+    DriveMixed(
+        p, read_pct, 100 * kSec,
+        [&](int) { return size.Next() % 2 == 0 ? 4096 : 65536; },  // bssplit=4k/50:64k/50
+        [&](int c) {
+          const size_t ci = static_cast<size_t>(c);
+          gaps[ci].push_back(static_cast<double>(p.due(c) - prev_due[ci]) * 1e-9);
+          prev_due[ci] = p.due(c);
+          ++n[ci];
+        });
     const double want[2] = {2000.0 * 100, 500.0 * 100};
     for (size_t d = 0; d < 2; ++d) {
       EXPECT_NEAR(static_cast<double>(n[d]), want[d], 6 * std::sqrt(want[d]))

@@ -1140,6 +1140,19 @@ def uring_syncs(env, tool, jobfile):
     return got, jobs_of(p.stdout)
 
 
+def sync_calls_both(env, jobfile, target, label):
+    """sync_calls for fio, then iofleet, each on a fresh `target`: {tool:
+    (calls, job JSON)}; fails the test when a tool's job failed."""
+    got = {}
+    for tool in ("fio", "iofleet"):
+        if os.path.exists(target):
+            os.unlink(target)
+        calls, _, j, err = sync_calls(env, tool, jobfile, target)
+        check(j is not None and j["error"] == 0, f"{label}: {tool} failed: {err[-300:]}")
+        got[tool] = (calls, j)
+    return got
+
+
 def case_sync_options(env):
     # sync=, fdatasync=N and sync_file_range=flags:N, which the agent parsed
     # but ignored before 2026-12-03 (no O_DSYNC, no fdatasync, no
@@ -1168,14 +1181,9 @@ def case_sync_options(env):
             job = env.job("s.fio", f"[s]\nfilename={target}\nrw=write\nbs=4k\nsize=256k\nioengine={engine}\n"
                                    f"iodepth=4\n{opts}\n")
             label = f"{engine} {opts.replace(chr(10), ' ')}"
-            got = {}
-            for tool in ("fio", "iofleet"):
-                if os.path.exists(target):
-                    os.unlink(target)
-                calls, _, j, err = sync_calls(env, tool, job, target)
-                check(j is not None and j["error"] == 0, f"{label}: {tool} failed: {err[-300:]}")
+            got = sync_calls_both(env, job, target, label)
+            for tool, (_, j) in got.items():
                 check(j["write"]["total_ios"] == 64, f"{label}: {tool} wrote {j['write']['total_ios']} blocks")
-                got[tool] = (calls, j)
             counts = {}
             for c in got["fio"][0]:
                 counts[c.split("(")[0]] = counts.get(c.split("(")[0], 0) + 1
@@ -1209,13 +1217,7 @@ def case_sync_options(env):
                 job = env.job("s.fio", f"[s]\nfilename={target}\nrw=write\nbs=4k\nsize=128k\n"
                                        f"ioengine={engine}\nloops={loops}\n{opt}\n")
                 label = f"{engine} loops={loops} {opt}"
-                got = {}
-                for tool in ("fio", "iofleet"):
-                    if os.path.exists(target):
-                        os.unlink(target)
-                    calls, _, j, err = sync_calls(env, tool, job, target)
-                    check(j is not None and j["error"] == 0, f"{label}: {tool} failed: {err[-300:]}")
-                    got[tool] = calls
+                got = {tool: calls for tool, (calls, _) in sync_calls_both(env, job, target, label).items()}
                 print(f"sync_options: {label}: fio {len(got['fio'])} calls, iofleet {len(got['iofleet'])}")
                 check(len(got["fio"]) == n, f"{label}: fio 3.33 made {len(got['fio'])} syncs, the test expects {n}")
                 check(got["iofleet"] == got["fio"], f"{label}: iofleet made {len(got['iofleet'])} syncs, fio {n}")
