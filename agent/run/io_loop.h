@@ -1223,7 +1223,11 @@ template <class E, bool kLog, class Src>
 void IoLoop::MaybeThink(E& e, Src& src, uint32_t& inflight) {
   if (!pacer_.thinks()) return;
   const uint64_t now = now_;
-  if (!pacer_.ThinkDue(ThinkBlocks(), now)) return;
+  // The count that made the think due, taken before the quiesce (fio's
+  // handle_thinktime keeps it as last_thinktime_blocks): the completions the
+  // quiesce reaps count towards the next think.
+  const uint64_t blocks = ThinkBlocks();
+  if (!pacer_.ThinkDue(blocks, now)) return;
   Quiesce<E, kLog>(e, src, inflight);
   const uint64_t t0 = Clock::NowNs();
   uint64_t spun = 0;
@@ -1244,7 +1248,7 @@ void IoLoop::MaybeThink(E& e, Src& src, uint32_t& inflight) {
   }
   now_ = Clock::NowNs();
   if (pacer_.ignore_thinktime()) pacer_.ShiftSchedules(now_ - t0);
-  pacer_.ThinkDone(ThinkBlocks(), now);
+  pacer_.ThinkDone(blocks, now);
 }
 
 template <class E, bool kLog, class Src>

@@ -2,7 +2,10 @@
 // tests check only the arithmetic: random_distribution reaching the offsets a
 // job issues, ss_ramp delaying the steady-state checks, the JSON of the
 // latency measured from each rated I/O's scheduled time (iofleet's
-// coordinated-omission extension), flow_sleep.
+// coordinated-omission extension), flow_sleep, thinktime_blocks_type.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -178,6 +181,33 @@ TEST_F(JobFeat8Test, BlockalignWithAZonedDistributionAlignsEveryOffset) {
   }
   const double n = static_cast<double>(offs.size());
   EXPECT_NEAR(static_cast<double>(first_zone), n / 2, 6 * std::sqrt(n / 4));
+}
+
+// thinktime_blocks_type=complete at depth: the count that made a think due is
+// kept as taken before the think's quiesce (fio's handle_thinktime), so the
+// completions the quiesce reaps count towards the next think. libaio at
+// iodepth 8, 200 reads, a 20 ms think every 8 blocks: fio 3.33 thinks 24 times
+// (483 ms) counting completions and 25 (503 ms) counting issues; the agent
+// thought 12 times (243 ms) with complete before, as it counted from after
+// the quiesce. Unaligned timing on a loaded machine only adds time.
+TEST_F(JobFeat8Test, ThinktimeBlocksTypeCountsAsFio) {
+  const std::string file = Path("t.dat");
+  {
+    const int fd = ::open(file.c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::posix_fallocate(fd, 0, 64 << 20), 0);
+    ::close(fd);
+  }
+  for (const char* type : {"complete", "issue"}) {
+    SCOPED_TRACE(type);
+    RunResult r = MustRun(absl::StrCat("[t]\nioengine=libaio\niodepth=8\nrw=randread\nbs=4k\ndirect=1\n",
+                                       "size=64m\nnumber_ios=200\nthinktime=20ms\nthinktime_blocks=8\n",
+                                       "thinktime_blocks_type=", type, "\nfilename=", file, "\n"));
+    ASSERT_EQ(r.reported.size(), 1u);
+    ASSERT_EQ(r.reported[0].error, 0) << r.reported[0].error_text;
+    EXPECT_EQ(r.reported[0].dir[0].total_ios, 200u);
+    EXPECT_GE(r.reported[0].dir[0].runtime_ms, 23u * 20u) << "at least 23 thinks of 20 ms";
+  }
 }
 
 }  // namespace
