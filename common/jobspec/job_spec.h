@@ -418,6 +418,8 @@ struct JobSpec {
 
 // fio's JSON "ss" text of a job's steady-state criterion ("iops_slope:0.010000%").
 std::string SteadystateText(const JobSpec& job);
+// sync_file_range as the option writes it ("wait_before,write:8"); "" when unset.
+std::string SyncFileRangeText(const JobSpec& job);
 
 // The offset alignment of direction `d` (fio 3.33's ba[] after fixup_options):
 // blockalign for random I/O, else (sequential I/O, or ba unset) the

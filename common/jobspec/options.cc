@@ -1237,11 +1237,7 @@ void RenderSyncFileRange(const JobSpec& j, const Builder& t, Options* out) {
     return;
   }
   if (j.sync_file_range == 0) return;  // cannot be cleared once set: fallback renders from defaults
-  std::vector<std::string> w;
-  if (j.sync_file_range & 1) w.push_back("wait_before");
-  if (j.sync_file_range & 2) w.push_back("write");
-  if (j.sync_file_range & 4) w.push_back("wait_after");
-  out->emplace_back("sync_file_range", absl::StrCat(absl::StrJoin(w, ","), ":", j.sync_file_range_nr));
+  out->emplace_back("sync_file_range", SyncFileRangeText(j));
 }
 
 absl::Status ApplyFileService(const OptionRow&, Builder& b, const OptCtx& c) {
@@ -2798,6 +2794,15 @@ std::string OptionsReferenceMarkdown() {
     }
   }
   return out;
+}
+
+std::string SyncFileRangeText(const JobSpec& j) {
+  if (j.sync_file_range == 0) return "";
+  std::vector<std::string> w;
+  if (j.sync_file_range & 1) w.push_back("wait_before");
+  if (j.sync_file_range & 2) w.push_back("write");
+  if (j.sync_file_range & 4) w.push_back("wait_after");
+  return absl::StrCat(absl::StrJoin(w, ","), ":", j.sync_file_range_nr);
 }
 
 }  // namespace iofleet::jobspec

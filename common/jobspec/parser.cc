@@ -976,11 +976,7 @@ absl::Status CheckRunnable(const JobList& list) {
       }
     }
     if (j.sync_file_range != 0 || j.fdatasync != 0) {
-      std::vector<std::string> w;
-      if (j.sync_file_range & 1) w.push_back("wait_before");
-      if (j.sync_file_range & 2) w.push_back("write");
-      if (j.sync_file_range & 4) w.push_back("wait_after");
-      const std::string sfr = absl::StrCat(absl::StrJoin(w, ","), ":", j.sync_file_range_nr);
+      const std::string sfr = SyncFileRangeText(j);
       if (j.ioengine == "io_uring_cmd") {
         // fio 3.33's NVMe passthrough prepares reads and writes only: its
         // first fdatasync or sync_file_range fails the job (ENOTSUP).

@@ -1363,31 +1363,25 @@ def case_ignore_error(env):
     # psync: fio's do_io takes the failed I/O's -1 for errno 1 of the read
     # class (break_on_this_error): counted when continue_on_error covers
     # reads, and the job goes on when the read list holds 1.
-    for job, extra, want in ((psync, "ignore_error=EIO\n", (84, 3, 1, 1)), (psync, "ignore_error=1\n", (1, 64, 1, 1)),
-                             (psync, "ignore_error=,,84\n", (84, 64, 1, 84)), (psync, "ignore_error=,,EIO\n", (84, 3, 0, 0))):
+    cases = [(psync, "psync ", extra, want) for extra, want in (
+        ("ignore_error=EIO\n", (84, 3, 1, 1)), ("ignore_error=1\n", (1, 64, 1, 1)),
+        ("ignore_error=,,84\n", (84, 64, 1, 84)), ("ignore_error=,,EIO\n", (84, 3, 0, 0)))]
+    cases += [(base, "", extra, want) for extra, want in (
+        ("ignore_error=,,84\n", (84, 64, 1, 84)), ("ignore_error=,,84:5\n", (84, 64, 1, 84)),
+        ("ignore_error=EIO,EIO,84\n", (84, 64, 1, 84)),
+        ("continue_on_error=none\nignore_error=,,84\n", (84, 64, 1, 84)),
+        ("ignore_error=,,EIO\n", (84, 3, 0, 0)), ("ignore_error=EIO\n", (84, 3, 0, 0)),
+        ("ignore_error=,,84\ncontinue_on_error=none\n", (84, 3, None, None)))]
+    for job, engine, extra, want in cases:
         r = env.job("r.fio", job + extra)
         got = {}
         for tool in ("iofleet", "fio"):
             prepared()
             j, _ = env.run(tool, r)
             got[tool] = (j["error"], j["read"]["total_ios"], j.get("total_err"), j.get("first_error"))
-        check(got["fio"] == want, f"psync {extra!r}: fio 3.33 gave {got['fio']}, the test expects {want}")
-        check(got["iofleet"] == got["fio"], f"psync {extra!r}: iofleet {got['iofleet']} != fio {got['fio']}")
-        print(f"ignore_error psync {extra.strip()!r}: (error, reads, total_err, first_error) = {got['fio']} both")
-    for extra, want in (("ignore_error=,,84\n", (84, 64, 1, 84)), ("ignore_error=,,84:5\n", (84, 64, 1, 84)),
-                        ("ignore_error=EIO,EIO,84\n", (84, 64, 1, 84)),
-                        ("continue_on_error=none\nignore_error=,,84\n", (84, 64, 1, 84)),
-                        ("ignore_error=,,EIO\n", (84, 3, 0, 0)), ("ignore_error=EIO\n", (84, 3, 0, 0)),
-                        ("ignore_error=,,84\ncontinue_on_error=none\n", (84, 3, None, None))):
-        r = env.job("r.fio", base + extra)
-        got = {}
-        for tool in ("iofleet", "fio"):
-            prepared()
-            j, _ = env.run(tool, r)
-            got[tool] = (j["error"], j["read"]["total_ios"], j.get("total_err"), j.get("first_error"))
-        check(got["fio"] == want, f"{extra!r}: fio 3.33 gave {got['fio']}, the test expects {want}")
-        check(got["iofleet"] == got["fio"], f"{extra!r}: iofleet {got['iofleet']} != fio {got['fio']}")
-        print(f"ignore_error {extra.strip()!r}: (error, reads, total_err, first_error) = {got['fio']} both")
+        check(got["fio"] == want, f"{engine}{extra!r}: fio 3.33 gave {got['fio']}, the test expects {want}")
+        check(got["iofleet"] == got["fio"], f"{engine}{extra!r}: iofleet {got['iofleet']} != fio {got['fio']}")
+        print(f"ignore_error {engine}{extra.strip()!r}: (error, reads, total_err, first_error) = {got['fio']} both")
     for bad in ("ignore_error=,,EILSEQ\n", "ignore_error=,,84,5\n"):
         r = env.job("r.fio", base + bad)
         for tool in ("iofleet", "fio"):
