@@ -22,6 +22,7 @@ pkgs=(
   libbenchmark-dev                 # micro-benchmarks under bench/
   valgrind strace                  # bench/engine: callgrind instruction counts per I/O, where fio puts its buffers
   heaptrack                        # bench/soak.sh: the controller's heap profile (IOFLEET_SOAK_WRAP, heaptrack -p)
+  zstd                             # bench/buffers/compressibility.py: how compressible the written data is
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler  # agent <-> controller, API
   libsqlite3-dev sqlite3           # controller store
   libpq-dev                        # the PostgreSQL store (--store=postgresql://...), libpq
