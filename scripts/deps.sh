@@ -21,6 +21,7 @@ pkgs=(
   libgtest-dev libgmock-dev        # unit and integration tests
   libbenchmark-dev                 # micro-benchmarks under bench/
   valgrind strace                  # bench/engine: callgrind instruction counts per I/O, where fio puts its buffers
+  linux-perf                       # fio_interop.sync_options: io_uring sync operations by tracepoint; profiling
   heaptrack                        # bench/soak.sh: the controller's heap profile (IOFLEET_SOAK_WRAP, heaptrack -p)
   zstd                             # bench/buffers/compressibility.py: how compressible the written data is
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler  # agent <-> controller, API
